@@ -1,0 +1,141 @@
+//! What a compiled kernel carries into the runtime: its metadata, its PTX per target, any
+//! cubins, and a way to emit PTX for a target it was not built for. Every field is a `Cow` so
+//! that `#[kernel]` can build these as `static` items and builder code can build them at run
+//! time.
+
+use crate::error::Error;
+use crate::target::Target;
+use crate::types::ScalarType;
+use std::borrow::Cow;
+
+/// How a kernel parameter is passed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ParamKind {
+    /// A value passed by value in the parameter space.
+    Scalar(ScalarType),
+    /// A device buffer of `elem`, passed as a 64-bit global address. `mutable` is false for
+    /// `&[T]` (which the kernel only reads) and true for `&mut [T]`.
+    Slice { elem: ScalarType, mutable: bool },
+}
+
+/// One kernel parameter as the launcher sees it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ParamMeta {
+    pub name: Cow<'static, str>,
+    pub kind: ParamKind,
+}
+
+/// The block shapes a kernel accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum BlockContract {
+    /// Any block the device allows.
+    #[default]
+    Any,
+    /// Exactly this shape (`.reqntid`).
+    Exactly([u32; 3]),
+    /// At most this many threads in all (`.maxntid`).
+    AtMost(u32),
+}
+
+impl BlockContract {
+    /// Checks a launch's block shape against the contract.
+    pub fn admits(&self, block: [u32; 3]) -> bool {
+        match *self {
+            BlockContract::Any => true,
+            BlockContract::Exactly(shape) => shape == block,
+            BlockContract::AtMost(n) => block.iter().map(|&d| d as u64).product::<u64>() <= n as u64,
+        }
+    }
+}
+
+/// Everything the runtime needs to validate a launch before it reaches the driver.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct KernelMeta {
+    /// The `.entry` name, derived from the kernel and its specialization.
+    pub entry: Cow<'static, str>,
+    pub params: Cow<'static, [ParamMeta]>,
+    pub block: BlockContract,
+    pub static_shared_bytes: u32,
+    /// Whether the kernel reads `extern .shared` memory sized at launch.
+    pub uses_dynamic_shared: bool,
+}
+
+/// A function that emits the kernel's PTX for a target it was not built for.
+pub type EmitFn = fn(Target) -> Result<String, Error>;
+
+/// A kernel as shipped: metadata plus artifacts.
+#[derive(Clone, Debug)]
+pub struct KernelArtifacts {
+    pub meta: KernelMeta,
+    /// PTX per target, as embedded at build time.
+    pub ptx: Cow<'static, [(Target, &'static str)]>,
+    /// Cubins per target, present where ptxas was found at build time.
+    pub cubins: Cow<'static, [(Target, &'static [u8])]>,
+    /// Emits PTX for any target from the kernel's IR.
+    pub emit: Option<EmitFn>,
+}
+
+impl KernelArtifacts {
+    pub fn ptx_for(&self, target: Target) -> Option<&'static str> {
+        self.ptx.iter().find(|(t, _)| *t == target).map(|(_, p)| *p)
+    }
+
+    pub fn cubin_for(&self, target: Target) -> Option<&'static [u8]> {
+        self.cubins.iter().find(|(t, _)| *t == target).map(|(_, c)| *c)
+    }
+
+    /// The targets this kernel was built for, lowest first.
+    pub fn embedded_targets(&self) -> Vec<Target> {
+        let mut ts: Vec<Target> = self.ptx.iter().map(|(t, _)| *t).collect();
+        ts.sort();
+        ts.dedup();
+        ts
+    }
+}
+
+/// A content-derived identity for a module: the target plus a stable 64-bit hash of the
+/// module's bytes (FNV-1a, so it is the same on every machine and every build).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ModuleKey {
+    pub target: Target,
+    pub content_hash: u64,
+}
+
+impl ModuleKey {
+    pub fn of(target: Target, bytes: &[u8]) -> ModuleKey {
+        ModuleKey { target, content_hash: fnv1a64(bytes) }
+    }
+}
+
+/// FNV-1a over bytes: stable across platforms and Rust versions, unlike `DefaultHasher`.
+pub fn fnv1a64(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn block_contracts_admit_only_matching_shapes() {
+        assert!(BlockContract::Any.admits([1024, 1, 1]));
+        assert!(BlockContract::Exactly([256, 1, 1]).admits([256, 1, 1]));
+        assert!(!BlockContract::Exactly([256, 1, 1]).admits([128, 2, 1]));
+        assert!(BlockContract::AtMost(256).admits([128, 2, 1]));
+        assert!(!BlockContract::AtMost(256).admits([256, 2, 1]));
+    }
+
+    #[test]
+    fn module_keys_depend_on_content_and_target() {
+        let a = ModuleKey::of(Target::Sm80, b"abc");
+        assert_eq!(a, ModuleKey::of(Target::Sm80, b"abc"));
+        assert_ne!(a, ModuleKey::of(Target::Sm89, b"abc"));
+        assert_ne!(a, ModuleKey::of(Target::Sm80, b"abd"));
+        assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
+    }
+}

@@ -1,0 +1,20 @@
+//! kernel-dsl: the types, target table, instruction catalog, typed IR, builder, verifier and
+//! PTX emitter that every other ptxkit crate stands on.
+//!
+//! Data flows through the modules in this order: [`types`] and [`target`] describe values and
+//! machines; [`catalog`] records what each instruction form needs from a target; [`ir`] holds
+//! kernels as typed virtual registers and structured control flow; [`builder`] writes IR;
+//! [`verify`] checks it; [`emit`] prints PTX for one target; [`parity`] checks PTX text
+//! against a device; [`artifact`] is what a compiled kernel hands the runtime.
+
+pub mod artifact;
+pub mod error;
+pub mod parity;
+pub mod target;
+pub mod types;
+
+pub use artifact::{BlockContract, KernelArtifacts, KernelMeta, ModuleKey, ParamKind, ParamMeta};
+pub use error::Error;
+pub use parity::{check_ptx_parity, read_ptx_header, PtxHeader};
+pub use target::{IsaVersion, Target, TargetLimits};
+pub use types::{RegClass, ScalarType, StateSpace, TypeClass, VecWidth};

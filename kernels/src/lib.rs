@@ -1,0 +1,1 @@
+//! Training and inference ops written with ptxkit.

@@ -1,0 +1,1 @@
+//! Executes parsed PTX kernels on the CPU.

@@ -1,0 +1,1 @@
+//! Reads PTX text into a typed AST and prints it back.

@@ -1,0 +1,1 @@
+//! Loads ptxkit kernels on CUDA devices or the CPU emulator.
