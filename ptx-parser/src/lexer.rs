@@ -1,0 +1,1 @@
+//! Splits PTX text into tokens, keeping the whitespace and comments before each.
