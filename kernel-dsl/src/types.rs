@@ -27,6 +27,8 @@ pub enum ScalarType {
     F16x2,
     /// Two bf16 values packed in 32 bits.
     Bf16x2,
+    /// TensorFloat-32, held in a 32-bit register; only `cvt` and `mma` take it.
+    Tf32,
 }
 
 /// What kind of arithmetic a type takes part in.
@@ -41,7 +43,7 @@ pub enum TypeClass {
 
 impl ScalarType {
     /// Every type, in declaration order.
-    pub const ALL: [ScalarType; 19] = [
+    pub const ALL: [ScalarType; 20] = [
         ScalarType::Pred,
         ScalarType::B8,
         ScalarType::B16,
@@ -61,6 +63,7 @@ impl ScalarType {
         ScalarType::F64,
         ScalarType::F16x2,
         ScalarType::Bf16x2,
+        ScalarType::Tf32,
     ];
 
     /// The suffix PTX writes for this type, without the dot (`f32`, `bf16x2`).
@@ -85,6 +88,7 @@ impl ScalarType {
             ScalarType::F64 => "f64",
             ScalarType::F16x2 => "f16x2",
             ScalarType::Bf16x2 => "bf16x2",
+            ScalarType::Tf32 => "tf32",
         }
     }
 
@@ -103,7 +107,8 @@ impl ScalarType {
             | ScalarType::S32
             | ScalarType::F32
             | ScalarType::F16x2
-            | ScalarType::Bf16x2 => 32,
+            | ScalarType::Bf16x2
+            | ScalarType::Tf32 => 32,
             ScalarType::B64 | ScalarType::U64 | ScalarType::S64 | ScalarType::F64 => 64,
         }
     }
@@ -133,7 +138,8 @@ impl ScalarType {
             | ScalarType::F32
             | ScalarType::F64
             | ScalarType::F16x2
-            | ScalarType::Bf16x2 => TypeClass::Float,
+            | ScalarType::Bf16x2
+            | ScalarType::Tf32 => TypeClass::Float,
         }
     }
 
@@ -161,7 +167,8 @@ impl ScalarType {
             | ScalarType::U32
             | ScalarType::S32
             | ScalarType::F16x2
-            | ScalarType::Bf16x2 => RegClass::B32,
+            | ScalarType::Bf16x2
+            | ScalarType::Tf32 => RegClass::B32,
             ScalarType::F32 => RegClass::F32,
             ScalarType::B64 | ScalarType::U64 | ScalarType::S64 => RegClass::B64,
             ScalarType::F64 => RegClass::F64,

@@ -1,0 +1,287 @@
+//! The typed IR: virtual registers with declared types, typed instructions, and structured
+//! control flow. Labels do not exist here; the emitter lowers `If`/`Loop` to uniquely named
+//! labels, so IR cannot contain a branch to a label that is missing or defined twice.
+
+use crate::artifact::BlockContract;
+use crate::op::Op;
+use crate::types::{ScalarType, StateSpace};
+use serde::{Deserialize, Serialize};
+
+/// A virtual register: an index into [`Kernel::regs`] plus its declared type, carried so that
+/// an operand's type can be checked without a table lookup.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Reg {
+    pub id: u32,
+    pub ty: ScalarType,
+}
+
+/// A grid dimension.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Dim {
+    X,
+    Y,
+    Z,
+}
+
+impl Dim {
+    pub const fn ptx(self) -> &'static str {
+        match self {
+            Dim::X => "x",
+            Dim::Y => "y",
+            Dim::Z => "z",
+        }
+    }
+}
+
+/// A special register (read with `mov`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SpecialReg {
+    Tid(Dim),
+    Ntid(Dim),
+    Ctaid(Dim),
+    Nctaid(Dim),
+    LaneId,
+    WarpId,
+    NWarpId,
+    SmId,
+    Clock,
+    Clock64,
+    GlobalTimer,
+    /// `%dynamic_smem_size`: bytes of dynamic shared memory this launch received.
+    DynamicSmemSize,
+}
+
+impl SpecialReg {
+    pub fn ptx(self) -> String {
+        match self {
+            SpecialReg::Tid(d) => format!("%tid.{}", d.ptx()),
+            SpecialReg::Ntid(d) => format!("%ntid.{}", d.ptx()),
+            SpecialReg::Ctaid(d) => format!("%ctaid.{}", d.ptx()),
+            SpecialReg::Nctaid(d) => format!("%nctaid.{}", d.ptx()),
+            SpecialReg::LaneId => "%laneid".into(),
+            SpecialReg::WarpId => "%warpid".into(),
+            SpecialReg::NWarpId => "%nwarpid".into(),
+            SpecialReg::SmId => "%smid".into(),
+            SpecialReg::Clock => "%clock".into(),
+            SpecialReg::Clock64 => "%clock64".into(),
+            SpecialReg::GlobalTimer => "%globaltimer".into(),
+            SpecialReg::DynamicSmemSize => "%dynamic_smem_size".into(),
+        }
+    }
+
+    pub const fn ty(self) -> ScalarType {
+        match self {
+            SpecialReg::Clock64 | SpecialReg::GlobalTimer => ScalarType::U64,
+            _ => ScalarType::U32,
+        }
+    }
+
+    /// Whether every thread of a CTA reads the same value (used by the barrier-uniformity rule).
+    pub const fn is_cta_uniform(self) -> bool {
+        matches!(
+            self,
+            SpecialReg::Ntid(_)
+                | SpecialReg::Ctaid(_)
+                | SpecialReg::Nctaid(_)
+                | SpecialReg::NWarpId
+                | SpecialReg::SmId
+                | SpecialReg::DynamicSmemSize
+        )
+    }
+}
+
+/// An immediate operand. Floats are kept as bits so that IR compares, hashes and serializes
+/// exactly.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Imm {
+    Int(i64),
+    F32Bits(u32),
+    F64Bits(u64),
+}
+
+impl Imm {
+    pub fn f32(v: f32) -> Imm {
+        Imm::F32Bits(v.to_bits())
+    }
+    pub fn f64(v: f64) -> Imm {
+        Imm::F64Bits(v.to_bits())
+    }
+}
+
+/// What an address is relative to.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum AddrBase {
+    Reg(Reg),
+    /// A parameter, shared array or module variable, by its IR name.
+    Symbol(String),
+}
+
+/// An instruction operand.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Operand {
+    Reg(Reg),
+    Imm(Imm),
+    /// A brace-enclosed register tuple: `{%f1, %f2, %f3, %f4}`.
+    Vector(Vec<Operand>),
+    /// `[base+offset]`.
+    Addr { base: AddrBase, offset: i64 },
+    Special(SpecialReg),
+    /// The address of a symbol (a shared array) used as a value: `mov.u64 %rd1, tile;`.
+    Symbol(String),
+    /// The sink `_`, for results an instruction must name but the kernel discards.
+    Sink,
+}
+
+impl From<Reg> for Operand {
+    fn from(r: Reg) -> Operand {
+        Operand::Reg(r)
+    }
+}
+
+/// An instruction, optionally guarded by a predicate (`@%p1` or `@!%p1`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Inst {
+    pub op: Op,
+    pub guard: Option<Guard>,
+    pub dsts: Vec<Operand>,
+    pub srcs: Vec<Operand>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Guard {
+    pub pred: Reg,
+    pub negated: bool,
+}
+
+/// Structured statements. `Break` and `Continue` refer to the innermost enclosing `Loop`;
+/// `Continue` runs the loop's `latch` (the increment of a counted loop) before the next
+/// iteration, as falling off the end of the body does.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Stmt {
+    Inst(Inst),
+    If {
+        cond: Reg,
+        then_body: Vec<Stmt>,
+        else_body: Vec<Stmt>,
+    },
+    Loop {
+        body: Vec<Stmt>,
+        latch: Vec<Stmt>,
+    },
+    Break,
+    Continue,
+    Return,
+    /// A comment carried into the PTX (for readability of generated code).
+    Comment(String),
+}
+
+/// How a kernel parameter is declared.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ParamType {
+    /// Passed by value.
+    Scalar(ScalarType),
+    /// A 64-bit address of global memory holding `elem`s; `mutable` is false for read-only
+    /// buffers (which may then be loaded through the non-coherent path).
+    GlobalPtr { elem: ScalarType, mutable: bool },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Param {
+    pub name: String,
+    pub ty: ParamType,
+}
+
+/// A statically sized shared-memory array.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SharedArray {
+    pub name: String,
+    pub elem: ScalarType,
+    pub len: u32,
+    pub align: u32,
+}
+
+impl SharedArray {
+    pub fn bytes(&self) -> u32 {
+        self.elem.bytes() * self.len
+    }
+}
+
+/// Performance directives printed after the entry's parameter list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+pub struct PerfDirectives {
+    pub reqntid: Option<[u32; 3]>,
+    pub maxntid: Option<[u32; 3]>,
+    pub maxnreg: Option<u32>,
+    pub minnctapersm: Option<u32>,
+}
+
+impl PerfDirectives {
+    /// The block contract these directives promise the launcher.
+    pub fn block_contract(&self) -> BlockContract {
+        match (self.reqntid, self.maxntid) {
+            (Some(shape), _) => BlockContract::Exactly(shape),
+            (None, Some(m)) => BlockContract::AtMost(m[0] * m[1] * m[2]),
+            (None, None) => BlockContract::Any,
+        }
+    }
+}
+
+/// One kernel (`.entry`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Kernel {
+    /// The entry name.
+    pub name: String,
+    pub params: Vec<Param>,
+    /// Declared type of every virtual register, indexed by `Reg::id`.
+    pub regs: Vec<ScalarType>,
+    pub shared: Vec<SharedArray>,
+    /// The name of the `extern .shared` array if the kernel uses dynamic shared memory.
+    pub dynamic_shared: Option<String>,
+    pub perf: PerfDirectives,
+    pub body: Vec<Stmt>,
+}
+
+impl Kernel {
+    /// Symbol of the i-th parameter in the emitted PTX.
+    pub fn param_symbol(&self, index: usize) -> String {
+        format!("{}_param_{}", self.name, index)
+    }
+
+    pub fn static_shared_bytes(&self) -> u32 {
+        self.shared
+            .iter()
+            .fold(0u32, |acc, s| acc.next_multiple_of(s.align.max(1)) + s.bytes())
+    }
+
+    /// Visits every instruction in program order.
+    pub fn for_each_inst<'a>(&'a self, f: &mut impl FnMut(&'a Inst)) {
+        fn walk<'a>(stmts: &'a [Stmt], f: &mut impl FnMut(&'a Inst)) {
+            for s in stmts {
+                match s {
+                    Stmt::Inst(i) => f(i),
+                    Stmt::If { then_body, else_body, .. } => {
+                        walk(then_body, f);
+                        walk(else_body, f);
+                    }
+                    Stmt::Loop { body, latch } => {
+                        walk(body, f);
+                        walk(latch, f);
+                    }
+                    Stmt::Break | Stmt::Continue | Stmt::Return | Stmt::Comment(_) => {}
+                }
+            }
+        }
+        walk(&self.body, f);
+    }
+
+    /// The state space a symbol lives in, if the kernel declares it.
+    pub fn symbol_space(&self, name: &str) -> Option<StateSpace> {
+        if self.shared.iter().any(|s| s.name == name) || self.dynamic_shared.as_deref() == Some(name) {
+            return Some(StateSpace::Shared);
+        }
+        if (0..self.params.len()).any(|i| self.param_symbol(i) == name) {
+            return Some(StateSpace::Param);
+        }
+        None
+    }
+}
