@@ -285,3 +285,19 @@ impl Kernel {
         None
     }
 }
+
+impl Kernel {
+    /// Serializes the kernel, so a build can embed it and the runtime can emit PTX for a
+    /// target that was not built in.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("kernel IR holds only serializable plain data")
+    }
+
+    /// Reads a kernel written by [`Kernel::to_json`].
+    pub fn from_json(text: &str) -> Result<Kernel, crate::error::Error> {
+        serde_json::from_str(text).map_err(|e| crate::error::Error::Verify {
+            kernel: "<embedded IR>".into(),
+            detail: format!("the embedded IR does not parse ({e}); rebuild the crate that embedded it with this version of ptxkit"),
+        })
+    }
+}
