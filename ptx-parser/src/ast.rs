@@ -264,7 +264,8 @@ pub enum FunctionDirectiveKind {
 /// A `{ }` block of statements.
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct Block {
-    /// Whitespace and comments before the `{`.
+    /// Whitespace and comments before the `{` (a nested block is placed by its statement's
+    /// `leading` instead; printing ignores this field there).
     pub leading: Trivia,
     /// Statements in order.
     pub statements: Vec<Statement>,

@@ -223,10 +223,9 @@ impl fmt::Display for Address {
             AddressBase::Reg(r) | AddressBase::Symbol(r) => f.write_str(r)?,
             AddressBase::Imm(i) => i.fmt(f)?,
         }
-        match self.offset {
-            // Negative offsets print as `+-4`, the way nvcc writes them.
-            Some(off) => write!(f, "+{off}")?,
-            None => {}
+        // Negative offsets print as `+-4`, the way nvcc writes them.
+        if let Some(off) = self.offset {
+            write!(f, "+{off}")?;
         }
         f.write_str("]")
     }
