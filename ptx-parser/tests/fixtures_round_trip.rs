@@ -26,6 +26,7 @@ fn fixtures() -> Vec<(String, String)> {
 fn fixtures_include_nvcc_and_triton_output() {
     let names: Vec<String> = fixtures().into_iter().map(|(n, _)| n).collect();
     assert!(names.iter().any(|n| n.starts_with("nvcc_")), "{names:?}");
+    assert!(names.iter().any(|n| n.starts_with("triton_")), "{names:?}");
     assert!(names.iter().any(|n| n.starts_with("emitter_")), "{names:?}");
 }
 
