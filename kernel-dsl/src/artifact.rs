@@ -43,7 +43,9 @@ impl BlockContract {
         match *self {
             BlockContract::Any => true,
             BlockContract::Exactly(shape) => shape == block,
-            BlockContract::AtMost(n) => block.iter().map(|&d| d as u64).product::<u64>() <= n as u64,
+            BlockContract::AtMost(n) => {
+                block.iter().map(|&d| d as u64).product::<u64>() <= n as u64
+            }
         }
     }
 }
@@ -81,7 +83,10 @@ impl KernelArtifacts {
     }
 
     pub fn cubin_for(&self, target: Target) -> Option<&'static [u8]> {
-        self.cubins.iter().find(|(t, _)| *t == target).map(|(_, c)| *c)
+        self.cubins
+            .iter()
+            .find(|(t, _)| *t == target)
+            .map(|(_, c)| *c)
     }
 
     /// The targets this kernel was built for, lowest first.
@@ -103,7 +108,10 @@ pub struct ModuleKey {
 
 impl ModuleKey {
     pub fn of(target: Target, bytes: &[u8]) -> ModuleKey {
-        ModuleKey { target, content_hash: fnv1a64(bytes) }
+        ModuleKey {
+            target,
+            content_hash: fnv1a64(bytes),
+        }
     }
 }
 

@@ -2,8 +2,44 @@
 //! for hand-written kernels, where an ill-typed kernel does not compile; and raw methods
 //! ([`KernelBuilder::reg`], [`KernelBuilder::push`], `open_*`/`close`) for generators such as
 //! `#[kernel]`, whose own type checker runs first and whose output the verifier checks again.
+//!
+//! A value of one type cannot be stored through a buffer of another without a visible
+//! conversion:
+//!
+//! ```compile_fail
+//! use kernel_dsl::builder::KernelBuilder;
+//! use kernel_dsl::dtype::U32;
+//! let mut b = KernelBuilder::new("k");
+//! let out = b.param_slice_mut::<U32>("out");
+//! let i = b.const_u32(0);
+//! let v = b.const_f32(1.5);
+//! b.st_global(&out, i, v); // an f32 into a u32 buffer
+//! ```
+//!
+//! ```
+//! use kernel_dsl::builder::KernelBuilder;
+//! use kernel_dsl::dtype::U32;
+//! let mut b = KernelBuilder::new("k");
+//! let out = b.param_slice_mut::<U32>("out");
+//! let i = b.const_u32(0);
+//! let v = b.const_f32(1.5);
+//! let v = b.cvt::<U32, _>(v); // cvt.rzi.u32.f32
+//! b.st_global(&out, i, v);
+//! ```
+//!
+//! and a read-only buffer offers no store:
+//!
+//! ```compile_fail
+//! use kernel_dsl::builder::KernelBuilder;
+//! use kernel_dsl::dtype::F32;
+//! let mut b = KernelBuilder::new("k");
+//! let x = b.param_slice::<F32>("x");
+//! let i = b.const_u32(0);
+//! let v = b.const_f32(1.5);
+//! b.st_global(&x, i, v);
+//! ```
 
-use crate::dtype::{Arith, DType, Float, Int, Word32, B32, F32, Pred, U32, U64};
+use crate::dtype::{Arith, DType, Float, Int, Pred, Word32, B32, F32, U32, U64};
 use crate::ir::{
     AddrBase, Dim, Guard, Imm, Inst, Kernel, Operand, Param, ParamType, PerfDirectives, Reg,
     SharedArray as SharedDecl, SpecialReg, Stmt,
@@ -36,7 +72,10 @@ impl<T: DType> Value<T> {
 
     /// Wraps a raw register whose declared type is `T`; `None` if it is not.
     pub fn from_reg(reg: Reg) -> Option<Value<T>> {
-        (reg.ty == T::TY).then_some(Value { reg, _ty: PhantomData })
+        (reg.ty == T::TY).then_some(Value {
+            reg,
+            _ty: PhantomData,
+        })
     }
 }
 
@@ -78,10 +117,22 @@ impl<T> SharedArray<T> {
 
 enum Frame {
     Block(Vec<Stmt>),
-    Then { cond: Reg, body: Vec<Stmt> },
-    Else { cond: Reg, then_body: Vec<Stmt>, body: Vec<Stmt> },
-    LoopBody { body: Vec<Stmt> },
-    LoopLatch { body: Vec<Stmt>, latch: Vec<Stmt> },
+    Then {
+        cond: Reg,
+        body: Vec<Stmt>,
+    },
+    Else {
+        cond: Reg,
+        then_body: Vec<Stmt>,
+        body: Vec<Stmt>,
+    },
+    LoopBody {
+        body: Vec<Stmt>,
+    },
+    LoopLatch {
+        body: Vec<Stmt>,
+        latch: Vec<Stmt>,
+    },
 }
 
 impl Frame {
@@ -164,28 +215,48 @@ impl KernelBuilder {
 
     /// Appends an unguarded instruction.
     pub fn inst(&mut self, op: Op, dsts: Vec<Operand>, srcs: Vec<Operand>) {
-        self.push(Stmt::Inst(Inst { op, guard: None, dsts, srcs }));
+        self.push(Stmt::Inst(Inst {
+            op,
+            guard: None,
+            dsts,
+            srcs,
+        }));
     }
 
     /// Appends an instruction executed only where `pred` is true (`negated`: false).
     pub fn inst_guarded(&mut self, guard: Guard, op: Op, dsts: Vec<Operand>, srcs: Vec<Operand>) {
-        self.push(Stmt::Inst(Inst { op, guard: Some(guard), dsts, srcs }));
+        self.push(Stmt::Inst(Inst {
+            op,
+            guard: Some(guard),
+            dsts,
+            srcs,
+        }));
     }
 
     fn current(&mut self) -> &mut Vec<Stmt> {
-        self.frames.last_mut().expect("the kernel frame is never popped before finish").stmts()
+        self.frames
+            .last_mut()
+            .expect("the kernel frame is never popped before finish")
+            .stmts()
     }
 
     /// Opens the then-branch of an `if` on a predicate register.
     pub fn open_if(&mut self, cond: Reg) {
-        self.frames.push(Frame::Then { cond, body: Vec::new() });
+        self.frames.push(Frame::Then {
+            cond,
+            body: Vec::new(),
+        });
     }
 
     /// Switches the innermost open `if` to its else-branch. Returns false if no `if` is open.
     pub fn open_else(&mut self) -> bool {
         match self.frames.pop() {
             Some(Frame::Then { cond, body }) => {
-                self.frames.push(Frame::Else { cond, then_body: body, body: Vec::new() });
+                self.frames.push(Frame::Else {
+                    cond,
+                    then_body: body,
+                    body: Vec::new(),
+                });
                 true
             }
             Some(other) => {
@@ -205,7 +276,10 @@ impl KernelBuilder {
     pub fn open_latch(&mut self) -> bool {
         match self.frames.pop() {
             Some(Frame::LoopBody { body }) => {
-                self.frames.push(Frame::LoopLatch { body, latch: Vec::new() });
+                self.frames.push(Frame::LoopLatch {
+                    body,
+                    latch: Vec::new(),
+                });
                 true
             }
             Some(other) => {
@@ -222,15 +296,29 @@ impl KernelBuilder {
             return;
         }
         let stmt = match self.frames.pop() {
-            Some(Frame::Then { cond, body }) => {
-                Stmt::If { cond, then_body: body, else_body: Vec::new() }
-            }
-            Some(Frame::Else { cond, then_body, body }) => {
-                Stmt::If { cond, then_body, else_body: body }
-            }
-            Some(Frame::LoopBody { body }) => Stmt::Loop { body, latch: Vec::new() },
+            Some(Frame::Then { cond, body }) => Stmt::If {
+                cond,
+                then_body: body,
+                else_body: Vec::new(),
+            },
+            Some(Frame::Else {
+                cond,
+                then_body,
+                body,
+            }) => Stmt::If {
+                cond,
+                then_body,
+                else_body: body,
+            },
+            Some(Frame::LoopBody { body }) => Stmt::Loop {
+                body,
+                latch: Vec::new(),
+            },
             Some(Frame::LoopLatch { body, latch }) => Stmt::Loop { body, latch },
-            Some(Frame::Block(b)) => Stmt::Loop { body: b, latch: Vec::new() },
+            Some(Frame::Block(b)) => Stmt::Loop {
+                body: b,
+                latch: Vec::new(),
+            },
             None => return,
         };
         self.push(stmt);
@@ -238,7 +326,10 @@ impl KernelBuilder {
 
     /// Adds a raw parameter and returns its PTX symbol.
     pub fn raw_param(&mut self, name: impl Into<String>, ty: ParamType) -> String {
-        self.kernel.params.push(Param { name: name.into(), ty });
+        self.kernel.params.push(Param {
+            name: name.into(),
+            ty,
+        });
         self.kernel.param_symbol(self.kernel.params.len() - 1)
     }
 
@@ -255,7 +346,12 @@ impl KernelBuilder {
     /// Declares a static shared array by raw element type; returns its symbol.
     pub fn raw_shared(&mut self, name: impl Into<String>, elem: ScalarType, len: u32) -> String {
         let name = name.into();
-        self.kernel.shared.push(SharedDecl { name: name.clone(), elem, len, align: 16 });
+        self.kernel.shared.push(SharedDecl {
+            name: name.clone(),
+            elem,
+            len,
+            align: 16,
+        });
         name
     }
 
@@ -273,7 +369,10 @@ impl KernelBuilder {
     // ----- typed layer: declarations ----------------------------------------------------
 
     fn value<T: DType>(&mut self) -> Value<T> {
-        Value { reg: self.reg(T::TY), _ty: PhantomData }
+        Value {
+            reg: self.reg(T::TY),
+            _ty: PhantomData,
+        }
     }
 
     /// A by-value parameter, loaded into a register where this is called.
@@ -282,28 +381,58 @@ impl KernelBuilder {
         let v = self.value::<T>();
         let ty = crate::emit::param_type(T::TY);
         self.inst(
-            Op::Ld { space: StateSpace::Param, ty, vec: None, nc: false, cache: None },
+            Op::Ld {
+                space: StateSpace::Param,
+                ty,
+                vec: None,
+                nc: false,
+                cache: None,
+            },
             vec![v.reg.into()],
-            vec![Operand::Addr { base: AddrBase::Symbol(sym), offset: 0 }],
+            vec![Operand::Addr {
+                base: AddrBase::Symbol(sym),
+                offset: 0,
+            }],
         );
         v
     }
 
     fn slice_param<T: DType, const M: bool>(&mut self, name: &str) -> GlobalSlice<T, M> {
-        let sym = self.raw_param(name, ParamType::GlobalPtr { elem: T::TY, mutable: M });
+        let sym = self.raw_param(
+            name,
+            ParamType::GlobalPtr {
+                elem: T::TY,
+                mutable: M,
+            },
+        );
         let generic = self.value::<U64>();
         self.inst(
-            Op::Ld { space: StateSpace::Param, ty: ScalarType::U64, vec: None, nc: false, cache: None },
+            Op::Ld {
+                space: StateSpace::Param,
+                ty: ScalarType::U64,
+                vec: None,
+                nc: false,
+                cache: None,
+            },
             vec![generic.reg.into()],
-            vec![Operand::Addr { base: AddrBase::Symbol(sym), offset: 0 }],
+            vec![Operand::Addr {
+                base: AddrBase::Symbol(sym),
+                offset: 0,
+            }],
         );
         let base = self.value::<U64>();
         self.inst(
-            Op::Cvta { space: StateSpace::Global, to_generic: false },
+            Op::Cvta {
+                space: StateSpace::Global,
+                to_generic: false,
+            },
             vec![base.reg.into()],
             vec![generic.reg.into()],
         );
-        GlobalSlice { base, _ty: PhantomData }
+        GlobalSlice {
+            base,
+            _ty: PhantomData,
+        }
     }
 
     /// A read-only buffer parameter (`&[T]`).
@@ -319,13 +448,19 @@ impl KernelBuilder {
     /// A static shared array of `len` elements, 16-byte aligned.
     pub fn shared_array<T: DType>(&mut self, name: &str, len: u32) -> SharedArray<T> {
         let name = self.raw_shared(name, T::TY, len);
-        SharedArray { name, _ty: PhantomData }
+        SharedArray {
+            name,
+            _ty: PhantomData,
+        }
     }
 
     /// The dynamic shared array, sized at launch.
     pub fn dynamic_shared<T: DType>(&mut self, name: &str) -> SharedArray<T> {
         let name = self.raw_dynamic_shared(name);
-        SharedArray { name, _ty: PhantomData }
+        SharedArray {
+            name,
+            _ty: PhantomData,
+        }
     }
 
     // ----- typed layer: values ------------------------------------------------------------
@@ -333,7 +468,13 @@ impl KernelBuilder {
     /// Reads a special register.
     pub fn special(&mut self, s: SpecialReg) -> Value<U32> {
         let v = self.value::<U32>();
-        self.inst(Op::Mov { ty: ScalarType::U32 }, vec![v.reg.into()], vec![Operand::Special(s)]);
+        self.inst(
+            Op::Mov {
+                ty: ScalarType::U32,
+            },
+            vec![v.reg.into()],
+            vec![Operand::Special(s)],
+        );
         v
     }
 
@@ -371,7 +512,11 @@ impl KernelBuilder {
     /// A register holding an integer constant.
     pub fn const_int<T: Int>(&mut self, v: i64) -> Value<T> {
         let r = self.value::<T>();
-        self.inst(Op::Mov { ty: T::TY }, vec![r.reg.into()], vec![Operand::Imm(Imm::Int(v))]);
+        self.inst(
+            Op::Mov { ty: T::TY },
+            vec![r.reg.into()],
+            vec![Operand::Imm(Imm::Int(v))],
+        );
         r
     }
 
@@ -381,7 +526,13 @@ impl KernelBuilder {
 
     pub fn const_f32(&mut self, v: f32) -> Value<F32> {
         let r = self.value::<F32>();
-        self.inst(Op::Mov { ty: ScalarType::F32 }, vec![r.reg.into()], vec![Operand::Imm(Imm::f32(v))]);
+        self.inst(
+            Op::Mov {
+                ty: ScalarType::F32,
+            },
+            vec![r.reg.into()],
+            vec![Operand::Imm(Imm::f32(v))],
+        );
         r
     }
 
@@ -394,7 +545,13 @@ impl KernelBuilder {
 
     /// `dst = src` (a register move).
     pub fn assign<T: DType>(&mut self, dst: Value<T>, src: Value<T>) {
-        self.inst(Op::Mov { ty: mov_type(T::TY) }, vec![dst.reg.into()], vec![src.reg.into()]);
+        self.inst(
+            Op::Mov {
+                ty: mov_type(T::TY),
+            },
+            vec![dst.reg.into()],
+            vec![src.reg.into()],
+        );
     }
 
     fn binary<T: DType>(&mut self, op: Op, a: Value<T>, b: Value<T>) -> Value<T> {
@@ -411,25 +568,63 @@ impl KernelBuilder {
 
     pub fn add<T: Arith>(&mut self, a: Value<T>, b: Value<T>) -> Value<T> {
         let rnd = T::TY.is_float().then_some(Rounding::Rn);
-        self.binary(Op::Add { ty: T::TY, rnd, ftz: false, sat: false }, a, b)
+        self.binary(
+            Op::Add {
+                ty: T::TY,
+                rnd,
+                ftz: false,
+                sat: false,
+            },
+            a,
+            b,
+        )
     }
 
     pub fn sub<T: Arith>(&mut self, a: Value<T>, b: Value<T>) -> Value<T> {
         let rnd = T::TY.is_float().then_some(Rounding::Rn);
-        self.binary(Op::Sub { ty: T::TY, rnd, ftz: false, sat: false }, a, b)
+        self.binary(
+            Op::Sub {
+                ty: T::TY,
+                rnd,
+                ftz: false,
+                sat: false,
+            },
+            a,
+            b,
+        )
     }
 
     /// Multiply; integers keep the low half.
     pub fn mul<T: Arith>(&mut self, a: Value<T>, b: Value<T>) -> Value<T> {
-        let (mode, rnd) = if T::TY.is_float() { (None, Some(Rounding::Rn)) } else { (Some(MulMode::Lo), None) };
-        self.binary(Op::Mul { ty: T::TY, mode, rnd, ftz: false, sat: false }, a, b)
+        let (mode, rnd) = if T::TY.is_float() {
+            (None, Some(Rounding::Rn))
+        } else {
+            (Some(MulMode::Lo), None)
+        };
+        self.binary(
+            Op::Mul {
+                ty: T::TY,
+                mode,
+                rnd,
+                ftz: false,
+                sat: false,
+            },
+            a,
+            b,
+        )
     }
 
     /// `a * b` widened from u32 to u64.
     pub fn mul_wide_u32(&mut self, a: Value<U32>, b: Value<U32>) -> Value<U64> {
         let d = self.value::<U64>();
         self.inst(
-            Op::Mul { ty: ScalarType::U32, mode: Some(MulMode::Wide), rnd: None, ftz: false, sat: false },
+            Op::Mul {
+                ty: ScalarType::U32,
+                mode: Some(MulMode::Wide),
+                rnd: None,
+                ftz: false,
+                sat: false,
+            },
             vec![d.reg.into()],
             vec![a.reg.into(), b.reg.into()],
         );
@@ -440,7 +635,10 @@ impl KernelBuilder {
     pub fn mad<T: Int>(&mut self, a: Value<T>, b: Value<T>, c: Value<T>) -> Value<T> {
         let d = self.value::<T>();
         self.inst(
-            Op::Mad { ty: T::TY, mode: MulMode::Lo },
+            Op::Mad {
+                ty: T::TY,
+                mode: MulMode::Lo,
+            },
             vec![d.reg.into()],
             vec![a.reg.into(), b.reg.into(), c.reg.into()],
         );
@@ -451,7 +649,12 @@ impl KernelBuilder {
     pub fn fma<T: Float>(&mut self, a: Value<T>, b: Value<T>, c: Value<T>) -> Value<T> {
         let d = self.value::<T>();
         self.inst(
-            Op::Fma { ty: T::TY, rnd: Rounding::Rn, ftz: false, sat: false },
+            Op::Fma {
+                ty: T::TY,
+                rnd: Rounding::Rn,
+                ftz: false,
+                sat: false,
+            },
             vec![d.reg.into()],
             vec![a.reg.into(), b.reg.into(), c.reg.into()],
         );
@@ -460,8 +663,20 @@ impl KernelBuilder {
 
     /// Division: IEEE round-to-nearest for floats, truncating for integers.
     pub fn div<T: Arith>(&mut self, a: Value<T>, b: Value<T>) -> Value<T> {
-        let mode = if T::TY.is_float() { DivMode::Ieee(Rounding::Rn) } else { DivMode::Int };
-        self.binary(Op::Div { ty: T::TY, mode, ftz: false }, a, b)
+        let mode = if T::TY.is_float() {
+            DivMode::Ieee(Rounding::Rn)
+        } else {
+            DivMode::Int
+        };
+        self.binary(
+            Op::Div {
+                ty: T::TY,
+                mode,
+                ftz: false,
+            },
+            a,
+            b,
+        )
     }
 
     pub fn rem<T: Int>(&mut self, a: Value<T>, b: Value<T>) -> Value<T> {
@@ -469,19 +684,47 @@ impl KernelBuilder {
     }
 
     pub fn min<T: Arith>(&mut self, a: Value<T>, b: Value<T>) -> Value<T> {
-        self.binary(Op::Min { ty: T::TY, ftz: false, nan: false }, a, b)
+        self.binary(
+            Op::Min {
+                ty: T::TY,
+                ftz: false,
+                nan: false,
+            },
+            a,
+            b,
+        )
     }
 
     pub fn max<T: Arith>(&mut self, a: Value<T>, b: Value<T>) -> Value<T> {
-        self.binary(Op::Max { ty: T::TY, ftz: false, nan: false }, a, b)
+        self.binary(
+            Op::Max {
+                ty: T::TY,
+                ftz: false,
+                nan: false,
+            },
+            a,
+            b,
+        )
     }
 
     pub fn abs<T: Arith>(&mut self, a: Value<T>) -> Value<T> {
-        self.unary(Op::Abs { ty: T::TY, ftz: false }, a)
+        self.unary(
+            Op::Abs {
+                ty: T::TY,
+                ftz: false,
+            },
+            a,
+        )
     }
 
     pub fn neg<T: Arith>(&mut self, a: Value<T>) -> Value<T> {
-        self.unary(Op::Neg { ty: T::TY, ftz: false }, a)
+        self.unary(
+            Op::Neg {
+                ty: T::TY,
+                ftz: false,
+            },
+            a,
+        )
     }
 
     pub fn and<T: Int>(&mut self, a: Value<T>, b: Value<T>) -> Value<T> {
@@ -499,28 +742,48 @@ impl KernelBuilder {
     /// `a << n`.
     pub fn shl<T: Int>(&mut self, a: Value<T>, n: u32) -> Value<T> {
         let d = self.value::<T>();
-        self.inst(Op::Shl { ty: bits_of(T::TY) }, vec![d.reg.into()], vec![a.reg.into(), Operand::Imm(Imm::Int(n as i64))]);
+        self.inst(
+            Op::Shl { ty: bits_of(T::TY) },
+            vec![d.reg.into()],
+            vec![a.reg.into(), Operand::Imm(Imm::Int(n as i64))],
+        );
         d
     }
 
     /// `a >> n`, arithmetic for signed types.
     pub fn shr<T: Int>(&mut self, a: Value<T>, n: u32) -> Value<T> {
         let d = self.value::<T>();
-        self.inst(Op::Shr { ty: T::TY }, vec![d.reg.into()], vec![a.reg.into(), Operand::Imm(Imm::Int(n as i64))]);
+        self.inst(
+            Op::Shr { ty: T::TY },
+            vec![d.reg.into()],
+            vec![a.reg.into(), Operand::Imm(Imm::Int(n as i64))],
+        );
         d
     }
 
     /// Compares two values into a predicate. Unsigned types use the unsigned comparisons.
     pub fn setp<T: Arith>(&mut self, cmp: Cmp, a: Value<T>, b: Value<T>) -> Value<Pred> {
         let p = self.value::<Pred>();
-        self.inst(Op::Setp { cmp, ty: T::TY, ftz: false }, vec![p.reg.into()], vec![a.reg.into(), b.reg.into()]);
+        self.inst(
+            Op::Setp {
+                cmp,
+                ty: T::TY,
+                ftz: false,
+            },
+            vec![p.reg.into()],
+            vec![a.reg.into(), b.reg.into()],
+        );
         p
     }
 
     /// `p ? a : b`.
     pub fn selp<T: Arith>(&mut self, p: Value<Pred>, a: Value<T>, b: Value<T>) -> Value<T> {
         let d = self.value::<T>();
-        self.inst(Op::Selp { ty: T::TY }, vec![d.reg.into()], vec![a.reg.into(), b.reg.into(), p.reg.into()]);
+        self.inst(
+            Op::Selp { ty: T::TY },
+            vec![d.reg.into()],
+            vec![a.reg.into(), b.reg.into(), p.reg.into()],
+        );
         d
     }
 
@@ -533,10 +796,21 @@ impl KernelBuilder {
     }
 
     /// Converts with an explicit rounding.
-    pub fn cvt_with<To: DType, From: DType>(&mut self, v: Value<From>, rnd: Option<CvtRounding>) -> Value<To> {
+    pub fn cvt_with<To: DType, From: DType>(
+        &mut self,
+        v: Value<From>,
+        rnd: Option<CvtRounding>,
+    ) -> Value<To> {
         let d = self.value::<To>();
         self.inst(
-            Op::Cvt { dst: To::TY, src: From::TY, rnd, ftz: false, sat: false, relu: false },
+            Op::Cvt {
+                dst: To::TY,
+                src: From::TY,
+                rnd,
+                ftz: false,
+                sat: false,
+                relu: false,
+            },
             vec![d.reg.into()],
             vec![v.reg.into()],
         );
@@ -547,7 +821,14 @@ impl KernelBuilder {
     pub fn pack_bf16x2(&mut self, hi: Value<F32>, lo: Value<F32>) -> Value<B32> {
         let d = self.value::<B32>();
         self.inst(
-            Op::Cvt { dst: ScalarType::Bf16x2, src: ScalarType::F32, rnd: Some(CvtRounding::Rn), ftz: false, sat: false, relu: false },
+            Op::Cvt {
+                dst: ScalarType::Bf16x2,
+                src: ScalarType::F32,
+                rnd: Some(CvtRounding::Rn),
+                ftz: false,
+                sat: false,
+                relu: false,
+            },
             vec![d.reg.into()],
             vec![hi.reg.into(), lo.reg.into()],
         );
@@ -556,93 +837,216 @@ impl KernelBuilder {
 
     /// An approximate special function (`ex2.approx.f32` …).
     pub fn approx(&mut self, func: ApproxFn, v: Value<F32>) -> Value<F32> {
-        self.unary(Op::Approx { func, ty: ScalarType::F32, ftz: false }, v)
+        self.unary(
+            Op::Approx {
+                func,
+                ty: ScalarType::F32,
+                ftz: false,
+            },
+            v,
+        )
     }
 
     // ----- typed layer: memory ----------------------------------------------------------
 
     /// Byte address of element `index` of a global buffer.
-    pub fn element_address<T: DType, const M: bool>(&mut self, s: &GlobalSlice<T, M>, index: Value<U32>) -> Value<U64> {
-        let size = self.const_u32(T::TY.bytes());
-        let off = self.mul_wide_u32(index, size);
+    pub fn element_address<T: DType, const M: bool>(
+        &mut self,
+        s: &GlobalSlice<T, M>,
+        index: Value<U32>,
+    ) -> Value<U64> {
+        let off = self.value::<U64>();
+        self.inst(
+            Op::Mul {
+                ty: ScalarType::U32,
+                mode: Some(MulMode::Wide),
+                rnd: None,
+                ftz: false,
+                sat: false,
+            },
+            vec![off.reg.into()],
+            vec![
+                index.reg.into(),
+                Operand::Imm(Imm::Int(T::TY.bytes() as i64)),
+            ],
+        );
         self.add(s.base, off)
     }
 
     /// Loads element `index` (read-only buffers go through the non-coherent path).
-    pub fn ld_global<T: DType, const M: bool>(&mut self, s: &GlobalSlice<T, M>, index: Value<U32>) -> Value<T> {
+    pub fn ld_global<T: DType, const M: bool>(
+        &mut self,
+        s: &GlobalSlice<T, M>,
+        index: Value<U32>,
+    ) -> Value<T> {
         let addr = self.element_address(s, index);
         let v = self.value::<T>();
         self.inst(
-            Op::Ld { space: StateSpace::Global, ty: T::TY, vec: None, nc: !M, cache: None },
+            Op::Ld {
+                space: StateSpace::Global,
+                ty: T::TY,
+                vec: None,
+                nc: !M,
+                cache: None,
+            },
             vec![v.reg.into()],
-            vec![Operand::Addr { base: AddrBase::Reg(addr.reg), offset: 0 }],
+            vec![Operand::Addr {
+                base: AddrBase::Reg(addr.reg),
+                offset: 0,
+            }],
         );
         v
     }
 
     /// Loads four consecutive elements starting at `index` (which must be a multiple of four
     /// for the 16-byte access to be aligned).
-    pub fn ld_global_v4<T: Word32, const M: bool>(&mut self, s: &GlobalSlice<T, M>, index: Value<U32>) -> [Value<T>; 4] {
+    pub fn ld_global_v4<T: Word32, const M: bool>(
+        &mut self,
+        s: &GlobalSlice<T, M>,
+        index: Value<U32>,
+    ) -> [Value<T>; 4] {
         let addr = self.element_address(s, index);
-        let vals = [self.value::<T>(), self.value::<T>(), self.value::<T>(), self.value::<T>()];
+        let vals = [
+            self.value::<T>(),
+            self.value::<T>(),
+            self.value::<T>(),
+            self.value::<T>(),
+        ];
         self.inst(
-            Op::Ld { space: StateSpace::Global, ty: T::TY, vec: Some(VecWidth::V4), nc: !M, cache: None },
+            Op::Ld {
+                space: StateSpace::Global,
+                ty: T::TY,
+                vec: Some(VecWidth::V4),
+                nc: !M,
+                cache: None,
+            },
             vec![Operand::Vector(vals.iter().map(|v| v.reg.into()).collect())],
-            vec![Operand::Addr { base: AddrBase::Reg(addr.reg), offset: 0 }],
+            vec![Operand::Addr {
+                base: AddrBase::Reg(addr.reg),
+                offset: 0,
+            }],
         );
         vals
     }
 
     /// Stores `v` to element `index` of a writable buffer.
-    pub fn st_global<T: DType>(&mut self, s: &GlobalSlice<T, true>, index: Value<U32>, v: Value<T>) {
+    pub fn st_global<T: DType>(
+        &mut self,
+        s: &GlobalSlice<T, true>,
+        index: Value<U32>,
+        v: Value<T>,
+    ) {
         let addr = self.element_address(s, index);
         self.inst(
-            Op::St { space: StateSpace::Global, ty: T::TY, vec: None, cache: None },
+            Op::St {
+                space: StateSpace::Global,
+                ty: T::TY,
+                vec: None,
+                cache: None,
+            },
             vec![],
-            vec![Operand::Addr { base: AddrBase::Reg(addr.reg), offset: 0 }, v.reg.into()],
+            vec![
+                Operand::Addr {
+                    base: AddrBase::Reg(addr.reg),
+                    offset: 0,
+                },
+                v.reg.into(),
+            ],
         );
     }
 
     /// Stores four consecutive elements starting at `index`.
-    pub fn st_global_v4<T: Word32>(&mut self, s: &GlobalSlice<T, true>, index: Value<U32>, v: [Value<T>; 4]) {
+    pub fn st_global_v4<T: Word32>(
+        &mut self,
+        s: &GlobalSlice<T, true>,
+        index: Value<U32>,
+        v: [Value<T>; 4],
+    ) {
         let addr = self.element_address(s, index);
         self.inst(
-            Op::St { space: StateSpace::Global, ty: T::TY, vec: Some(VecWidth::V4), cache: None },
+            Op::St {
+                space: StateSpace::Global,
+                ty: T::TY,
+                vec: Some(VecWidth::V4),
+                cache: None,
+            },
             vec![],
             vec![
-                Operand::Addr { base: AddrBase::Reg(addr.reg), offset: 0 },
+                Operand::Addr {
+                    base: AddrBase::Reg(addr.reg),
+                    offset: 0,
+                },
                 Operand::Vector(v.iter().map(|x| x.reg.into()).collect()),
             ],
         );
     }
 
     /// Atomically adds `v` to element `index`, returning the old value.
-    pub fn atom_add_global<T: Arith>(&mut self, s: &GlobalSlice<T, true>, index: Value<U32>, v: Value<T>) -> Value<T> {
+    pub fn atom_add_global<T: Arith>(
+        &mut self,
+        s: &GlobalSlice<T, true>,
+        index: Value<U32>,
+        v: Value<T>,
+    ) -> Value<T> {
         let addr = self.element_address(s, index);
         let old = self.value::<T>();
         self.inst(
-            Op::Atom { space: StateSpace::Global, op: AtomOp::Add, ty: T::TY },
+            Op::Atom {
+                space: StateSpace::Global,
+                op: AtomOp::Add,
+                ty: T::TY,
+            },
             vec![old.reg.into()],
-            vec![Operand::Addr { base: AddrBase::Reg(addr.reg), offset: 0 }, v.reg.into()],
+            vec![
+                Operand::Addr {
+                    base: AddrBase::Reg(addr.reg),
+                    offset: 0,
+                },
+                v.reg.into(),
+            ],
         );
         old
     }
 
     /// The shared-window address of element `index` of a shared array (32-bit).
-    pub fn shared_address<T: DType>(&mut self, a: &SharedArray<T>, index: Value<U32>) -> Value<U32> {
-        let base = self.value::<U32>();
-        self.inst(Op::Mov { ty: ScalarType::U32 }, vec![base.reg.into()], vec![Operand::Symbol(a.name.clone())]);
-        let size = self.const_u32(T::TY.bytes());
-        self.mad(index, size, base)
+    pub fn shared_address<T: DType>(
+        &mut self,
+        a: &SharedArray<T>,
+        index: Value<U32>,
+    ) -> Value<U32> {
+        let base = self.shared_base(a);
+        let d = self.value::<U32>();
+        self.inst(
+            Op::Mad {
+                ty: ScalarType::U32,
+                mode: MulMode::Lo,
+            },
+            vec![d.reg.into()],
+            vec![
+                index.reg.into(),
+                Operand::Imm(Imm::Int(T::TY.bytes() as i64)),
+                base.reg.into(),
+            ],
+        );
+        d
     }
 
     pub fn ld_shared<T: DType>(&mut self, a: &SharedArray<T>, index: Value<U32>) -> Value<T> {
         let addr = self.shared_address(a, index);
         let v = self.value::<T>();
         self.inst(
-            Op::Ld { space: StateSpace::Shared, ty: T::TY, vec: None, nc: false, cache: None },
+            Op::Ld {
+                space: StateSpace::Shared,
+                ty: T::TY,
+                vec: None,
+                nc: false,
+                cache: None,
+            },
             vec![v.reg.into()],
-            vec![Operand::Addr { base: AddrBase::Reg(addr.reg), offset: 0 }],
+            vec![Operand::Addr {
+                base: AddrBase::Reg(addr.reg),
+                offset: 0,
+            }],
         );
         v
     }
@@ -650,10 +1054,137 @@ impl KernelBuilder {
     pub fn st_shared<T: DType>(&mut self, a: &SharedArray<T>, index: Value<U32>, v: Value<T>) {
         let addr = self.shared_address(a, index);
         self.inst(
-            Op::St { space: StateSpace::Shared, ty: T::TY, vec: None, cache: None },
+            Op::St {
+                space: StateSpace::Shared,
+                ty: T::TY,
+                vec: None,
+                cache: None,
+            },
             vec![],
-            vec![Operand::Addr { base: AddrBase::Reg(addr.reg), offset: 0 }, v.reg.into()],
+            vec![
+                Operand::Addr {
+                    base: AddrBase::Reg(addr.reg),
+                    offset: 0,
+                },
+                v.reg.into(),
+            ],
         );
+    }
+
+    /// Loads a `T` from `[addr+offset]` in `space`.
+    pub fn load<T: DType>(
+        &mut self,
+        space: StateSpace,
+        addr: Reg,
+        offset: i64,
+        nc: bool,
+    ) -> Value<T> {
+        let v = self.value::<T>();
+        self.inst(
+            Op::Ld {
+                space,
+                ty: T::TY,
+                vec: None,
+                nc,
+                cache: None,
+            },
+            vec![v.reg.into()],
+            vec![Operand::Addr {
+                base: AddrBase::Reg(addr),
+                offset,
+            }],
+        );
+        v
+    }
+
+    /// Stores `v` to `[addr+offset]` in `space`.
+    pub fn store<T: DType>(&mut self, space: StateSpace, addr: Reg, offset: i64, v: Value<T>) {
+        self.inst(
+            Op::St {
+                space,
+                ty: T::TY,
+                vec: None,
+                cache: None,
+            },
+            vec![],
+            vec![
+                Operand::Addr {
+                    base: AddrBase::Reg(addr),
+                    offset,
+                },
+                v.reg.into(),
+            ],
+        );
+    }
+
+    /// Loads 16 bytes as four 32-bit words from `[addr+offset]` in `space`.
+    pub fn load_v4<T: Word32>(
+        &mut self,
+        space: StateSpace,
+        addr: Reg,
+        offset: i64,
+        nc: bool,
+    ) -> [Value<T>; 4] {
+        let vals = [
+            self.value::<T>(),
+            self.value::<T>(),
+            self.value::<T>(),
+            self.value::<T>(),
+        ];
+        self.inst(
+            Op::Ld {
+                space,
+                ty: T::TY,
+                vec: Some(VecWidth::V4),
+                nc,
+                cache: None,
+            },
+            vec![Operand::Vector(vals.iter().map(|v| v.reg.into()).collect())],
+            vec![Operand::Addr {
+                base: AddrBase::Reg(addr),
+                offset,
+            }],
+        );
+        vals
+    }
+
+    /// Stores four 32-bit words to `[addr+offset]` in `space`.
+    pub fn store_v4<T: Word32>(
+        &mut self,
+        space: StateSpace,
+        addr: Reg,
+        offset: i64,
+        v: [Value<T>; 4],
+    ) {
+        self.inst(
+            Op::St {
+                space,
+                ty: T::TY,
+                vec: Some(VecWidth::V4),
+                cache: None,
+            },
+            vec![],
+            vec![
+                Operand::Addr {
+                    base: AddrBase::Reg(addr),
+                    offset,
+                },
+                Operand::Vector(v.iter().map(|x| x.reg.into()).collect()),
+            ],
+        );
+    }
+
+    /// The shared-window address of a shared array's first byte.
+    pub fn shared_base<T: DType>(&mut self, a: &SharedArray<T>) -> Value<U32> {
+        let base = self.value::<U32>();
+        self.inst(
+            Op::Mov {
+                ty: ScalarType::U32,
+            },
+            vec![base.reg.into()],
+            vec![Operand::Symbol(a.name.clone())],
+        );
+        base
     }
 
     // ----- typed layer: synchronisation and warps --------------------------------------
@@ -688,38 +1219,80 @@ impl KernelBuilder {
     /// `vote.sync.ballot.b32` over the full warp.
     pub fn ballot(&mut self, p: Value<Pred>) -> Value<B32> {
         let d = self.value::<B32>();
-        self.inst(Op::Vote { mode: VoteMode::Ballot }, vec![d.reg.into()], vec![p.reg.into(), Operand::Imm(Imm::Int(-1))]);
+        self.inst(
+            Op::Vote {
+                mode: VoteMode::Ballot,
+            },
+            vec![d.reg.into()],
+            vec![p.reg.into(), Operand::Imm(Imm::Int(-1))],
+        );
         d
     }
 
     /// `redux.sync` over the full warp (sm_80+).
     pub fn redux<T: Int + Word32>(&mut self, op: ReduxOp, v: Value<T>) -> Value<T> {
         let d = self.value::<T>();
-        self.inst(Op::Redux { op, ty: T::TY }, vec![d.reg.into()], vec![v.reg.into(), Operand::Imm(Imm::Int(-1))]);
+        self.inst(
+            Op::Redux { op, ty: T::TY },
+            vec![d.reg.into()],
+            vec![v.reg.into(), Operand::Imm(Imm::Int(-1))],
+        );
         d
     }
 
     // ----- typed layer: tensor cores and async copies ----------------------------------
 
     /// `mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32`: `acc += a × b` for one warp.
-    pub fn mma_m16n8k16_bf16(&mut self, a: [Value<B32>; 4], b: [Value<B32>; 2], acc: [Value<F32>; 4]) -> [Value<F32>; 4] {
-        let d = [self.value::<F32>(), self.value::<F32>(), self.value::<F32>(), self.value::<F32>()];
-        let vec_of = |regs: &[Reg]| Operand::Vector(regs.iter().map(|r| Operand::Reg(*r)).collect());
+    pub fn mma_m16n8k16_bf16(
+        &mut self,
+        a: [Value<B32>; 4],
+        b: [Value<B32>; 2],
+        acc: [Value<F32>; 4],
+    ) -> [Value<F32>; 4] {
+        let d = [
+            self.value::<F32>(),
+            self.value::<F32>(),
+            self.value::<F32>(),
+            self.value::<F32>(),
+        ];
+        let vec_of =
+            |regs: &[Reg]| Operand::Vector(regs.iter().map(|r| Operand::Reg(*r)).collect());
         self.inst(
-            Op::Mma { shape: MmaShape::M16n8k16, d: ScalarType::F32, a: ScalarType::Bf16, b: ScalarType::Bf16, c: ScalarType::F32 },
+            Op::Mma {
+                shape: MmaShape::M16n8k16,
+                d: ScalarType::F32,
+                a: ScalarType::Bf16,
+                b: ScalarType::Bf16,
+                c: ScalarType::F32,
+            },
             vec![vec_of(&d.map(|v| v.reg))],
-            vec![vec_of(&a.map(|v| v.reg)), vec_of(&b.map(|v| v.reg)), vec_of(&acc.map(|v| v.reg))],
+            vec![
+                vec_of(&a.map(|v| v.reg)),
+                vec_of(&b.map(|v| v.reg)),
+                vec_of(&acc.map(|v| v.reg)),
+            ],
         );
         d
     }
 
     /// `ldmatrix.sync.aligned.m8n8.x4.shared.b16` from a shared-window address.
     pub fn ldmatrix_x4(&mut self, addr: Value<U32>, trans: bool) -> [Value<B32>; 4] {
-        let d = [self.value::<B32>(), self.value::<B32>(), self.value::<B32>(), self.value::<B32>()];
+        let d = [
+            self.value::<B32>(),
+            self.value::<B32>(),
+            self.value::<B32>(),
+            self.value::<B32>(),
+        ];
         self.inst(
-            Op::Ldmatrix { count: MatrixCount::X4, trans },
+            Op::Ldmatrix {
+                count: MatrixCount::X4,
+                trans,
+            },
             vec![Operand::Vector(d.iter().map(|v| v.reg.into()).collect())],
-            vec![Operand::Addr { base: AddrBase::Reg(addr.reg), offset: 0 }],
+            vec![Operand::Addr {
+                base: AddrBase::Reg(addr.reg),
+                offset: 0,
+            }],
         );
         d
     }
@@ -728,9 +1301,15 @@ impl KernelBuilder {
     pub fn ldmatrix_x2(&mut self, addr: Value<U32>, trans: bool) -> [Value<B32>; 2] {
         let d = [self.value::<B32>(), self.value::<B32>()];
         self.inst(
-            Op::Ldmatrix { count: MatrixCount::X2, trans },
+            Op::Ldmatrix {
+                count: MatrixCount::X2,
+                trans,
+            },
             vec![Operand::Vector(d.iter().map(|v| v.reg.into()).collect())],
-            vec![Operand::Addr { base: AddrBase::Reg(addr.reg), offset: 0 }],
+            vec![Operand::Addr {
+                base: AddrBase::Reg(addr.reg),
+                offset: 0,
+            }],
         );
         d
     }
@@ -738,11 +1317,21 @@ impl KernelBuilder {
     /// Starts a 16-byte asynchronous copy from global to shared memory.
     pub fn cp_async_16(&mut self, dst_shared: Value<U32>, src_global: Value<U64>) {
         self.inst(
-            Op::CpAsync { cache: crate::op::CacheOp::Cg, bytes: 16, zero_fill: false },
+            Op::CpAsync {
+                cache: crate::op::CacheOp::Cg,
+                bytes: 16,
+                zero_fill: false,
+            },
             vec![],
             vec![
-                Operand::Addr { base: AddrBase::Reg(dst_shared.reg), offset: 0 },
-                Operand::Addr { base: AddrBase::Reg(src_global.reg), offset: 0 },
+                Operand::Addr {
+                    base: AddrBase::Reg(dst_shared.reg),
+                    offset: 0,
+                },
+                Operand::Addr {
+                    base: AddrBase::Reg(src_global.reg),
+                    offset: 0,
+                },
                 Operand::Imm(Imm::Int(16)),
             ],
         );
@@ -754,7 +1343,11 @@ impl KernelBuilder {
 
     /// Waits until at most `pending` committed groups are still in flight.
     pub fn cp_async_wait(&mut self, pending: u32) {
-        self.inst(Op::CpAsyncWait, vec![], vec![Operand::Imm(Imm::Int(pending as i64))]);
+        self.inst(
+            Op::CpAsyncWait,
+            vec![],
+            vec![Operand::Imm(Imm::Int(pending as i64))],
+        );
     }
 
     // ----- typed layer: control flow --------------------------------------------------
@@ -765,7 +1358,12 @@ impl KernelBuilder {
         self.close();
     }
 
-    pub fn if_else(&mut self, cond: Value<Pred>, then: impl FnOnce(&mut Self), otherwise: impl FnOnce(&mut Self)) {
+    pub fn if_else(
+        &mut self,
+        cond: Value<Pred>,
+        then: impl FnOnce(&mut Self),
+        otherwise: impl FnOnce(&mut Self),
+    ) {
         self.open_if(cond.reg);
         then(self);
         self.open_else();
@@ -781,7 +1379,13 @@ impl KernelBuilder {
     }
 
     /// `for i in (start..end).step_by(step)` over u32; `continue_` inside runs the increment.
-    pub fn for_range(&mut self, start: Value<U32>, end: Value<U32>, step: Value<U32>, body: impl FnOnce(&mut Self, Value<U32>)) {
+    pub fn for_range(
+        &mut self,
+        start: Value<U32>,
+        end: Value<U32>,
+        step: Value<U32>,
+        body: impl FnOnce(&mut Self, Value<U32>),
+    ) {
         let i = self.var(start);
         self.open_loop();
         let done = self.setp(Cmp::Ge, i, end);

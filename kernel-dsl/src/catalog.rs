@@ -20,7 +20,12 @@ pub struct Requirement {
 
 impl Requirement {
     const fn new(min_sm: u32, isa: (u8, u8)) -> Requirement {
-        Requirement { min_sm, min_isa: IsaVersion(isa.0, isa.1), arch_specific: false, max_sm: None }
+        Requirement {
+            min_sm,
+            min_isa: IsaVersion(isa.0, isa.1),
+            arch_specific: false,
+            max_sm: None,
+        }
     }
 
     const fn arch(min_sm: u32, isa: (u8, u8), max_sm: u32) -> Requirement {
@@ -119,7 +124,11 @@ pub struct Entry {
 }
 
 const fn row(form: Form, requirement: Requirement, example: &'static str) -> Entry {
-    Entry { form, requirement, example }
+    Entry {
+        form,
+        requirement,
+        example,
+    }
 }
 
 /// The oldest target ptxkit emits for; forms marked with it exist on every supported target.
@@ -127,57 +136,221 @@ const BASE: Requirement = Requirement::new(70, (6, 0));
 
 /// Every form and what it needs. Rows with `BASE` are older than sm_70 / PTX ISA 6.0.
 pub const CATALOG: &[Entry] = &[
-    row(Form::IntArith, BASE, "add.s32, mul.wide.u32, mad.lo.s32, div.u32, rem.s64"),
-    row(Form::FloatArith, BASE, "add.rn.ftz.f32, fma.rn.f64, div.full.f32, min.f32, abs.f32"),
+    row(
+        Form::IntArith,
+        BASE,
+        "add.s32, mul.wide.u32, mad.lo.s32, div.u32, rem.s64",
+    ),
+    row(
+        Form::FloatArith,
+        BASE,
+        "add.rn.ftz.f32, fma.rn.f64, div.full.f32, min.f32, abs.f32",
+    ),
     row(Form::HalfArith, BASE, "add.rn.f16, fma.rn.f16x2, mul.f16"),
-    row(Form::Bf16Fma, Requirement::new(80, (7, 0)), "fma.rn.bf16, fma.rn.bf16x2"),
-    row(Form::Bf16Arith, Requirement::new(90, (7, 8)), "add.rn.bf16, mul.rn.bf16x2"),
-    row(Form::Bf16MinMaxAbsNeg, Requirement::new(80, (7, 0)), "min.bf16, abs.bf16x2, neg.bf16"),
+    row(
+        Form::Bf16Fma,
+        Requirement::new(80, (7, 0)),
+        "fma.rn.bf16, fma.rn.bf16x2",
+    ),
+    row(
+        Form::Bf16Arith,
+        Requirement::new(90, (7, 8)),
+        "add.rn.bf16, mul.rn.bf16x2",
+    ),
+    row(
+        Form::Bf16MinMaxAbsNeg,
+        Requirement::new(80, (7, 0)),
+        "min.bf16, abs.bf16x2, neg.bf16",
+    ),
     row(Form::MinMaxNaN, Requirement::new(80, (7, 0)), "max.NaN.f32"),
-    row(Form::Bits, BASE, "and.b32, xor.b64, not.pred, shl.b32, shr.s32"),
-    row(Form::BitField, BASE, "bfe.u32, bfi.b32, prmt.b32, popc.b64, clz.b32, brev.b32"),
+    row(
+        Form::Bits,
+        BASE,
+        "and.b32, xor.b64, not.pred, shl.b32, shr.s32",
+    ),
+    row(
+        Form::BitField,
+        BASE,
+        "bfe.u32, bfi.b32, prmt.b32, popc.b64, clz.b32, brev.b32",
+    ),
     row(Form::Compare, BASE, "setp.lt.f32, setp.hs.u64, selp.f32"),
-    row(Form::Cvt, BASE, "cvt.rn.f32.s32, cvt.rzi.s32.f32, cvt.rn.f16.f32, cvt.f32.f16, cvt.u64.u32"),
-    row(Form::CvtToBf16, Requirement::new(80, (7, 0)), "cvt.rn.bf16.f32"),
-    row(Form::CvtPackF32x2, Requirement::new(80, (7, 0)), "cvt.rn.bf16x2.f32, cvt.rn.f16x2.f32"),
-    row(Form::CvtFromBf16, Requirement::new(90, (7, 8)), "cvt.f32.bf16"),
-    row(Form::CvtTf32, Requirement::new(80, (7, 0)), "cvt.rna.tf32.f32"),
-    row(Form::CvtRelu, Requirement::new(80, (7, 0)), "cvt.rn.relu.bf16.f32"),
-    row(Form::Move, BASE, "mov.u32 %r1, %tid.x; mov.b32 %r2, {%h1, %h2}; cvta.to.global.u64"),
-    row(Form::LoadStore, BASE, "ld.global.nc.v4.f32, st.shared.v2.u32, ld.param.u64, ld.local.f32"),
-    row(Form::AtomInt, BASE, "atom.global.add.u32, atom.shared.cas.b32, red.global.max.s32"),
-    row(Form::AtomF32Add, BASE, "atom.global.add.f32, red.shared.add.f32"),
+    row(
+        Form::Cvt,
+        BASE,
+        "cvt.rn.f32.s32, cvt.rzi.s32.f32, cvt.rn.f16.f32, cvt.f32.f16, cvt.u64.u32",
+    ),
+    row(
+        Form::CvtToBf16,
+        Requirement::new(80, (7, 0)),
+        "cvt.rn.bf16.f32",
+    ),
+    row(
+        Form::CvtPackF32x2,
+        Requirement::new(80, (7, 0)),
+        "cvt.rn.bf16x2.f32, cvt.rn.f16x2.f32",
+    ),
+    row(
+        Form::CvtFromBf16,
+        Requirement::new(90, (7, 8)),
+        "cvt.f32.bf16",
+    ),
+    row(
+        Form::CvtTf32,
+        Requirement::new(80, (7, 0)),
+        "cvt.rna.tf32.f32",
+    ),
+    row(
+        Form::CvtRelu,
+        Requirement::new(80, (7, 0)),
+        "cvt.rn.relu.bf16.f32",
+    ),
+    row(
+        Form::Move,
+        BASE,
+        "mov.u32 %r1, %tid.x; mov.b32 %r2, {%h1, %h2}; cvta.to.global.u64",
+    ),
+    row(
+        Form::LoadStore,
+        BASE,
+        "ld.global.nc.v4.f32, st.shared.v2.u32, ld.param.u64, ld.local.f32",
+    ),
+    row(
+        Form::AtomInt,
+        BASE,
+        "atom.global.add.u32, atom.shared.cas.b32, red.global.max.s32",
+    ),
+    row(
+        Form::AtomF32Add,
+        BASE,
+        "atom.global.add.f32, red.shared.add.f32",
+    ),
     row(Form::AtomF64Add, BASE, "atom.global.add.f64"),
     row(Form::AtomF16Add, BASE, "atom.global.add.noftz.f16"),
-    row(Form::AtomF16x2Add, BASE, "atom.global.add.noftz.f16x2, red.global.add.noftz.f16x2"),
-    row(Form::AtomBf16Add, Requirement::new(90, (7, 8)), "atom.global.add.noftz.bf16x2"),
-    row(Form::Atom16BitCas, Requirement::new(70, (6, 3)), "atom.global.cas.b16"),
+    row(
+        Form::AtomF16x2Add,
+        BASE,
+        "atom.global.add.noftz.f16x2, red.global.add.noftz.f16x2",
+    ),
+    row(
+        Form::AtomBf16Add,
+        Requirement::new(90, (7, 8)),
+        "atom.global.add.noftz.bf16x2",
+    ),
+    row(
+        Form::Atom16BitCas,
+        Requirement::new(70, (6, 3)),
+        "atom.global.cas.b16",
+    ),
     row(Form::BarSync, BASE, "bar.sync 0; bar.arrive 1, 64"),
     row(Form::Membar, BASE, "membar.gl"),
     row(Form::Fence, BASE, "fence.acq_rel.gpu"),
-    row(Form::FenceProxyAsync, Requirement::new(90, (8, 0)), "fence.proxy.async.shared::cta"),
-    row(Form::ShflSync, BASE, "shfl.sync.bfly.b32 %r2, %r1, 16, 31, -1"),
+    row(
+        Form::FenceProxyAsync,
+        Requirement::new(90, (8, 0)),
+        "fence.proxy.async.shared::cta",
+    ),
+    row(
+        Form::ShflSync,
+        BASE,
+        "shfl.sync.bfly.b32 %r2, %r1, 16, 31, -1",
+    ),
     row(Form::VoteSync, BASE, "vote.sync.ballot.b32 %r1, %p1, -1"),
-    row(Form::ReduxSync, Requirement::new(80, (7, 0)), "redux.sync.add.u32 %r2, %r1, -1"),
-    row(Form::ApproxF32, BASE, "ex2.approx.ftz.f32, rsqrt.approx.f32, sin.approx.f32"),
-    row(Form::TanhApprox, Requirement::new(75, (7, 0)), "tanh.approx.f32"),
-    row(Form::ApproxHalf, Requirement::new(75, (7, 0)), "ex2.approx.f16"),
+    row(
+        Form::ReduxSync,
+        Requirement::new(80, (7, 0)),
+        "redux.sync.add.u32 %r2, %r1, -1",
+    ),
+    row(
+        Form::ApproxF32,
+        BASE,
+        "ex2.approx.ftz.f32, rsqrt.approx.f32, sin.approx.f32",
+    ),
+    row(
+        Form::TanhApprox,
+        Requirement::new(75, (7, 0)),
+        "tanh.approx.f32",
+    ),
+    row(
+        Form::ApproxHalf,
+        Requirement::new(75, (7, 0)),
+        "ex2.approx.f16",
+    ),
     row(Form::IeeeSqrtRcp, BASE, "sqrt.rn.f32, rcp.rn.f64"),
-    row(Form::MmaF16M16n8k8, Requirement::new(75, (6, 5)), "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32"),
-    row(Form::MmaF16M16n8k16, Requirement::new(80, (7, 0)), "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"),
-    row(Form::MmaBf16, Requirement::new(80, (7, 0)), "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"),
-    row(Form::MmaTf32, Requirement::new(80, (7, 0)), "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"),
-    row(Form::MmaS8M16n8k32, Requirement::new(80, (7, 0)), "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"),
-    row(Form::Ldmatrix, Requirement::new(75, (6, 5)), "ldmatrix.sync.aligned.m8n8.x4.shared.b16"),
-    row(Form::Stmatrix, Requirement::new(90, (7, 8)), "stmatrix.sync.aligned.m8n8.x4.shared.b16"),
-    row(Form::CpAsync, Requirement::new(80, (7, 0)), "cp.async.cg.shared.global [%rd1], [%rd2], 16"),
-    row(Form::CpAsyncBulkTensor, Requirement::new(90, (8, 0)), "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"),
-    row(Form::Mbarrier, Requirement::new(80, (7, 0)), "mbarrier.init.shared.b64, mbarrier.arrive.shared.b64, mbarrier.test_wait.shared.b64"),
-    row(Form::MbarrierTryWait, Requirement::new(90, (7, 8)), "mbarrier.try_wait.parity.shared::cta.b64"),
-    row(Form::MbarrierExpectTx, Requirement::new(90, (8, 0)), "mbarrier.arrive.expect_tx.shared::cta.b64"),
-    row(Form::Wgmma, Requirement::arch(90, (8, 0), 90), "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16"),
-    row(Form::Setmaxnreg, Requirement::arch(90, (8, 0), 100), "setmaxnreg.inc.sync.aligned.u32 240"),
-    row(Form::GridDepControl, Requirement::new(90, (7, 8)), "griddepcontrol.wait"),
+    row(
+        Form::MmaF16M16n8k8,
+        Requirement::new(75, (6, 5)),
+        "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32",
+    ),
+    row(
+        Form::MmaF16M16n8k16,
+        Requirement::new(80, (7, 0)),
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+    ),
+    row(
+        Form::MmaBf16,
+        Requirement::new(80, (7, 0)),
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+    ),
+    row(
+        Form::MmaTf32,
+        Requirement::new(80, (7, 0)),
+        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",
+    ),
+    row(
+        Form::MmaS8M16n8k32,
+        Requirement::new(80, (7, 0)),
+        "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32",
+    ),
+    row(
+        Form::Ldmatrix,
+        Requirement::new(75, (6, 5)),
+        "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
+    ),
+    row(
+        Form::Stmatrix,
+        Requirement::new(90, (7, 8)),
+        "stmatrix.sync.aligned.m8n8.x4.shared.b16",
+    ),
+    row(
+        Form::CpAsync,
+        Requirement::new(80, (7, 0)),
+        "cp.async.cg.shared.global [%rd1], [%rd2], 16",
+    ),
+    row(
+        Form::CpAsyncBulkTensor,
+        Requirement::new(90, (8, 0)),
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+    ),
+    row(
+        Form::Mbarrier,
+        Requirement::new(80, (7, 0)),
+        "mbarrier.init.shared.b64, mbarrier.arrive.shared.b64, mbarrier.test_wait.shared.b64",
+    ),
+    row(
+        Form::MbarrierTryWait,
+        Requirement::new(90, (7, 8)),
+        "mbarrier.try_wait.parity.shared::cta.b64",
+    ),
+    row(
+        Form::MbarrierExpectTx,
+        Requirement::new(90, (8, 0)),
+        "mbarrier.arrive.expect_tx.shared::cta.b64",
+    ),
+    row(
+        Form::Wgmma,
+        Requirement::arch(90, (8, 0), 90),
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16",
+    ),
+    row(
+        Form::Setmaxnreg,
+        Requirement::arch(90, (8, 0), 100),
+        "setmaxnreg.inc.sync.aligned.u32 240",
+    ),
+    row(
+        Form::GridDepControl,
+        Requirement::new(90, (7, 8)),
+        "griddepcontrol.wait",
+    ),
     row(Form::ControlFlow, BASE, "bra.uni $L1; ret; exit"),
 ];
 
@@ -245,12 +418,18 @@ pub fn form(op: &Op) -> Form {
                 Form::IntArith
             }
         }
-        Op::And { .. } | Op::Or { .. } | Op::Xor { .. } | Op::Not { .. } | Op::Shl { .. } | Op::Shr { .. } => {
-            Form::Bits
-        }
-        Op::Bfe { .. } | Op::Bfi { .. } | Op::Prmt | Op::Popc { .. } | Op::Clz { .. } | Op::Brev { .. } => {
-            Form::BitField
-        }
+        Op::And { .. }
+        | Op::Or { .. }
+        | Op::Xor { .. }
+        | Op::Not { .. }
+        | Op::Shl { .. }
+        | Op::Shr { .. } => Form::Bits,
+        Op::Bfe { .. }
+        | Op::Bfi { .. }
+        | Op::Prmt
+        | Op::Popc { .. }
+        | Op::Clz { .. }
+        | Op::Brev { .. } => Form::BitField,
         Op::Setp { .. } | Op::Selp { .. } => Form::Compare,
         Op::Cvt { dst, src, relu, .. } => {
             if relu {
@@ -304,7 +483,9 @@ pub fn form(op: &Op) -> Form {
         },
         Op::Ldmatrix { .. } => Form::Ldmatrix,
         Op::Stmatrix { .. } => Form::Stmatrix,
-        Op::CpAsync { .. } | Op::CpAsyncCommit | Op::CpAsyncWait | Op::CpAsyncWaitAll => Form::CpAsync,
+        Op::CpAsync { .. } | Op::CpAsyncCommit | Op::CpAsyncWait | Op::CpAsyncWaitAll => {
+            Form::CpAsync
+        }
         Op::CpAsyncBulkTensor { .. } => Form::CpAsyncBulkTensor,
         Op::Mbarrier { op } => match op {
             MbarrierOp::TryWaitParity => Form::MbarrierTryWait,
@@ -362,7 +543,10 @@ mod tests {
         assert!(!r.admits(Target::Sm75));
         assert!(r.admits(Target::Sm80) && r.admits(Target::Sm121));
 
-        let w = requirement(&Op::Wgmma { n: 64, ab: ScalarType::Bf16 });
+        let w = requirement(&Op::Wgmma {
+            n: 64,
+            ab: ScalarType::Bf16,
+        });
         assert!(w.admits(Target::Sm90a));
         assert!(!w.admits(Target::Sm90));
         assert!(!w.admits(Target::Sm100a));
@@ -371,7 +555,10 @@ mod tests {
 
     #[test]
     fn setmaxnreg_runs_on_every_arch_specific_target_from_sm90a() {
-        let r = requirement(&Op::Setmaxnreg { increase: true, count: 240 });
+        let r = requirement(&Op::Setmaxnreg {
+            increase: true,
+            count: 240,
+        });
         assert!(r.admits(Target::Sm90a) && r.admits(Target::Sm100a));
         assert!(!r.admits(Target::Sm100) && !r.admits(Target::Sm120));
     }

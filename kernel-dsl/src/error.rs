@@ -4,7 +4,9 @@ use crate::target::{IsaVersion, Target};
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum Error {
-    #[error("`{instruction}` needs {need}, but the module is emitted for {target}\n  help: {help}")]
+    #[error(
+        "`{instruction}` needs {need}, but the module is emitted for {target}\n  help: {help}"
+    )]
     BeyondTarget {
         instruction: String,
         need: String,
@@ -21,6 +23,8 @@ pub enum Error {
     },
     #[error("malformed PTX header: {detail}")]
     MalformedHeader { detail: String },
+    #[error("{detail}\n  help: install ptxas with `scripts/install-ptxas.sh`, or point PTXKIT_PTXAS at one")]
+    Ptxas { detail: String },
     #[error("kernel `{kernel}` is ill-formed: {detail}")]
     Verify { kernel: String, detail: String },
 }

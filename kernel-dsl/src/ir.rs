@@ -124,7 +124,10 @@ pub enum Operand {
     /// A brace-enclosed register tuple: `{%f1, %f2, %f3, %f4}`.
     Vector(Vec<Operand>),
     /// `[base+offset]`.
-    Addr { base: AddrBase, offset: i64 },
+    Addr {
+        base: AddrBase,
+        offset: i64,
+    },
     Special(SpecialReg),
     /// The address of a symbol (a shared array) used as a value: `mov.u64 %rd1, tile;`.
     Symbol(String),
@@ -248,9 +251,9 @@ impl Kernel {
     }
 
     pub fn static_shared_bytes(&self) -> u32 {
-        self.shared
-            .iter()
-            .fold(0u32, |acc, s| acc.next_multiple_of(s.align.max(1)) + s.bytes())
+        self.shared.iter().fold(0u32, |acc, s| {
+            acc.next_multiple_of(s.align.max(1)) + s.bytes()
+        })
     }
 
     /// Visits every instruction in program order.
@@ -259,7 +262,11 @@ impl Kernel {
             for s in stmts {
                 match s {
                     Stmt::Inst(i) => f(i),
-                    Stmt::If { then_body, else_body, .. } => {
+                    Stmt::If {
+                        then_body,
+                        else_body,
+                        ..
+                    } => {
                         walk(then_body, f);
                         walk(else_body, f);
                     }
@@ -276,7 +283,9 @@ impl Kernel {
 
     /// The state space a symbol lives in, if the kernel declares it.
     pub fn symbol_space(&self, name: &str) -> Option<StateSpace> {
-        if self.shared.iter().any(|s| s.name == name) || self.dynamic_shared.as_deref() == Some(name) {
+        if self.shared.iter().any(|s| s.name == name)
+            || self.dynamic_shared.as_deref() == Some(name)
+        {
             return Some(StateSpace::Shared);
         }
         if (0..self.params.len()).any(|i| self.param_symbol(i) == name) {

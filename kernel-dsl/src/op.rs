@@ -201,80 +201,236 @@ pub enum GridDepControl {
 /// Every instruction form the IR can hold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Op {
-    Add { ty: ScalarType, rnd: Option<Rounding>, ftz: bool, sat: bool },
-    Sub { ty: ScalarType, rnd: Option<Rounding>, ftz: bool, sat: bool },
+    Add {
+        ty: ScalarType,
+        rnd: Option<Rounding>,
+        ftz: bool,
+        sat: bool,
+    },
+    Sub {
+        ty: ScalarType,
+        rnd: Option<Rounding>,
+        ftz: bool,
+        sat: bool,
+    },
     /// `mode` is `Some` for integers, `None` for floats.
-    Mul { ty: ScalarType, mode: Option<MulMode>, rnd: Option<Rounding>, ftz: bool, sat: bool },
+    Mul {
+        ty: ScalarType,
+        mode: Option<MulMode>,
+        rnd: Option<Rounding>,
+        ftz: bool,
+        sat: bool,
+    },
     /// Integer multiply-add.
-    Mad { ty: ScalarType, mode: MulMode },
+    Mad {
+        ty: ScalarType,
+        mode: MulMode,
+    },
     /// Fused float multiply-add; the rounding is mandatory in PTX.
-    Fma { ty: ScalarType, rnd: Rounding, ftz: bool, sat: bool },
-    Div { ty: ScalarType, mode: DivMode, ftz: bool },
-    Rem { ty: ScalarType },
-    Min { ty: ScalarType, ftz: bool, nan: bool },
-    Max { ty: ScalarType, ftz: bool, nan: bool },
-    Abs { ty: ScalarType, ftz: bool },
-    Neg { ty: ScalarType, ftz: bool },
-    And { ty: ScalarType },
-    Or { ty: ScalarType },
-    Xor { ty: ScalarType },
-    Not { ty: ScalarType },
-    Shl { ty: ScalarType },
-    Shr { ty: ScalarType },
-    Bfe { ty: ScalarType },
-    Bfi { ty: ScalarType },
+    Fma {
+        ty: ScalarType,
+        rnd: Rounding,
+        ftz: bool,
+        sat: bool,
+    },
+    Div {
+        ty: ScalarType,
+        mode: DivMode,
+        ftz: bool,
+    },
+    Rem {
+        ty: ScalarType,
+    },
+    Min {
+        ty: ScalarType,
+        ftz: bool,
+        nan: bool,
+    },
+    Max {
+        ty: ScalarType,
+        ftz: bool,
+        nan: bool,
+    },
+    Abs {
+        ty: ScalarType,
+        ftz: bool,
+    },
+    Neg {
+        ty: ScalarType,
+        ftz: bool,
+    },
+    And {
+        ty: ScalarType,
+    },
+    Or {
+        ty: ScalarType,
+    },
+    Xor {
+        ty: ScalarType,
+    },
+    Not {
+        ty: ScalarType,
+    },
+    Shl {
+        ty: ScalarType,
+    },
+    Shr {
+        ty: ScalarType,
+    },
+    Bfe {
+        ty: ScalarType,
+    },
+    Bfi {
+        ty: ScalarType,
+    },
     Prmt,
-    Popc { ty: ScalarType },
-    Clz { ty: ScalarType },
-    Brev { ty: ScalarType },
-    Setp { cmp: Cmp, ty: ScalarType, ftz: bool },
-    Selp { ty: ScalarType },
+    Popc {
+        ty: ScalarType,
+    },
+    Clz {
+        ty: ScalarType,
+    },
+    Brev {
+        ty: ScalarType,
+    },
+    Setp {
+        cmp: Cmp,
+        ty: ScalarType,
+        ftz: bool,
+    },
+    Selp {
+        ty: ScalarType,
+    },
     /// `cvt`; with `dst` = `F16x2`/`Bf16x2` and `src` = `F32` it packs two f32 sources.
-    Cvt { dst: ScalarType, src: ScalarType, rnd: Option<CvtRounding>, ftz: bool, sat: bool, relu: bool },
-    Mov { ty: ScalarType },
+    Cvt {
+        dst: ScalarType,
+        src: ScalarType,
+        rnd: Option<CvtRounding>,
+        ftz: bool,
+        sat: bool,
+        relu: bool,
+    },
+    Mov {
+        ty: ScalarType,
+    },
     /// Address conversion between a state space and the generic space.
-    Cvta { space: StateSpace, to_generic: bool },
-    Ld { space: StateSpace, ty: ScalarType, vec: Option<VecWidth>, nc: bool, cache: Option<CacheOp> },
-    St { space: StateSpace, ty: ScalarType, vec: Option<VecWidth>, cache: Option<CacheOp> },
-    Atom { space: StateSpace, op: AtomOp, ty: ScalarType },
-    Red { space: StateSpace, op: AtomOp, ty: ScalarType },
+    Cvta {
+        space: StateSpace,
+        to_generic: bool,
+    },
+    Ld {
+        space: StateSpace,
+        ty: ScalarType,
+        vec: Option<VecWidth>,
+        nc: bool,
+        cache: Option<CacheOp>,
+    },
+    St {
+        space: StateSpace,
+        ty: ScalarType,
+        vec: Option<VecWidth>,
+        cache: Option<CacheOp>,
+    },
+    Atom {
+        space: StateSpace,
+        op: AtomOp,
+        ty: ScalarType,
+    },
+    Red {
+        space: StateSpace,
+        op: AtomOp,
+        ty: ScalarType,
+    },
     /// `bar.sync id` (`barrier.sync.aligned`): every thread of the CTA must reach it.
     BarSync,
     BarArrive,
-    Membar { level: MembarLevel },
-    Fence { scope: Scope },
+    Membar {
+        level: MembarLevel,
+    },
+    Fence {
+        scope: Scope,
+    },
     /// `fence.proxy.async.shared::cta`: orders generic-proxy shared writes before async-proxy
     /// reads (wgmma, bulk copies).
     FenceProxyAsync,
-    Shfl { mode: ShflMode },
-    Vote { mode: VoteMode },
-    Redux { op: ReduxOp, ty: ScalarType },
-    Approx { func: ApproxFn, ty: ScalarType, ftz: bool },
+    Shfl {
+        mode: ShflMode,
+    },
+    Vote {
+        mode: VoteMode,
+    },
+    Redux {
+        op: ReduxOp,
+        ty: ScalarType,
+    },
+    Approx {
+        func: ApproxFn,
+        ty: ScalarType,
+        ftz: bool,
+    },
     /// IEEE square root and reciprocal.
-    SqrtIeee { ty: ScalarType, rnd: Rounding, ftz: bool },
-    RcpIeee { ty: ScalarType, rnd: Rounding, ftz: bool },
+    SqrtIeee {
+        ty: ScalarType,
+        rnd: Rounding,
+        ftz: bool,
+    },
+    RcpIeee {
+        ty: ScalarType,
+        rnd: Rounding,
+        ftz: bool,
+    },
     /// `mma.sync.aligned.<shape>.row.col.<d>.<a>.<b>.<c>`.
-    Mma { shape: MmaShape, d: ScalarType, a: ScalarType, b: ScalarType, c: ScalarType },
-    Ldmatrix { count: MatrixCount, trans: bool },
-    Stmatrix { count: MatrixCount, trans: bool },
+    Mma {
+        shape: MmaShape,
+        d: ScalarType,
+        a: ScalarType,
+        b: ScalarType,
+        c: ScalarType,
+    },
+    Ldmatrix {
+        count: MatrixCount,
+        trans: bool,
+    },
+    Stmatrix {
+        count: MatrixCount,
+        trans: bool,
+    },
     /// `cp.async.{ca,cg}.shared.global [dst], [src], bytes(, src_bytes)`.
-    CpAsync { cache: CacheOp, bytes: u32, zero_fill: bool },
+    CpAsync {
+        cache: CacheOp,
+        bytes: u32,
+        zero_fill: bool,
+    },
     CpAsyncCommit,
     CpAsyncWait,
     CpAsyncWaitAll,
     /// Bulk tensor copy, global to shared, completing on an mbarrier.
-    CpAsyncBulkTensor { dims: u8 },
-    Mbarrier { op: MbarrierOp },
+    CpAsyncBulkTensor {
+        dims: u8,
+    },
+    Mbarrier {
+        op: MbarrierOp,
+    },
     /// `wgmma.mma_async.sync.aligned.m64n<n>k16.f32.<ab>.<ab>` with both operands described by
     /// shared-memory descriptors.
-    Wgmma { n: u32, ab: ScalarType },
+    Wgmma {
+        n: u32,
+        ab: ScalarType,
+    },
     WgmmaFence,
     WgmmaCommit,
     WgmmaWait,
-    Setmaxnreg { increase: bool, count: u32 },
-    GridDep { kind: GridDepControl },
+    Setmaxnreg {
+        increase: bool,
+        count: u32,
+    },
+    GridDep {
+        kind: GridDepControl,
+    },
     /// Branch to a label; produced only by the emitter's lowering of structured control flow.
-    Bra { uni: bool },
+    Bra {
+        uni: bool,
+    },
     Ret,
     Exit,
 }
@@ -413,7 +569,14 @@ impl MmaShape {
 
 /// Float arithmetic on 16-bit types ignores `.rn` spelling differences; integer arithmetic
 /// takes `.lo` etc. This prints the modifiers shared by add/sub/mul.
-fn arith(name: &str, ty: ScalarType, mode: Option<MulMode>, r: Option<Rounding>, ftz: bool, sat: bool) -> String {
+fn arith(
+    name: &str,
+    ty: ScalarType,
+    mode: Option<MulMode>,
+    r: Option<Rounding>,
+    ftz: bool,
+    sat: bool,
+) -> String {
     let mode = match mode {
         Some(MulMode::Lo) => ".lo",
         Some(MulMode::Hi) => ".hi",

@@ -19,14 +19,23 @@ pub fn read_ptx_header(ptx: &str) -> Result<PtxHeader, Error> {
     for raw in ptx.lines() {
         let line = raw.split("//").next().unwrap_or("").trim();
         if let Some(rest) = line.strip_prefix(".version") {
-            version = Some(rest.trim().parse::<IsaVersion>().map_err(|_| Error::MalformedHeader {
-                detail: format!("`.version` line `{line}` does not hold MAJOR.MINOR"),
-            })?);
+            version =
+                Some(
+                    rest.trim()
+                        .parse::<IsaVersion>()
+                        .map_err(|_| Error::MalformedHeader {
+                            detail: format!("`.version` line `{line}` does not hold MAJOR.MINOR"),
+                        })?,
+                );
         } else if let Some(rest) = line.strip_prefix(".target") {
             let first = rest.split(',').next().unwrap_or("").trim();
-            target = Some(first.parse::<Target>().map_err(|_| Error::MalformedHeader {
-                detail: format!("`.target {first}` names no target ptxkit knows"),
-            })?);
+            target = Some(
+                first
+                    .parse::<Target>()
+                    .map_err(|_| Error::MalformedHeader {
+                        detail: format!("`.target {first}` names no target ptxkit knows"),
+                    })?,
+            );
         }
         if version.is_some() && target.is_some() {
             break;
@@ -34,8 +43,12 @@ pub fn read_ptx_header(ptx: &str) -> Result<PtxHeader, Error> {
     }
     match (version, target) {
         (Some(version), Some(target)) => Ok(PtxHeader { version, target }),
-        (None, _) => Err(Error::MalformedHeader { detail: "no `.version` directive".into() }),
-        (_, None) => Err(Error::MalformedHeader { detail: "no `.target` directive".into() }),
+        (None, _) => Err(Error::MalformedHeader {
+            detail: "no `.version` directive".into(),
+        }),
+        (_, None) => Err(Error::MalformedHeader {
+            detail: "no `.target` directive".into(),
+        }),
     }
 }
 
@@ -51,7 +64,10 @@ pub fn read_ptx_header(ptx: &str) -> Result<PtxHeader, Error> {
 pub fn check_ptx_parity(ptx: &str, device: Target) -> Result<PtxHeader, Error> {
     let header = read_ptx_header(ptx)?;
     if header.target != device {
-        return Err(Error::TargetMismatch { module: header.target, device });
+        return Err(Error::TargetMismatch {
+            module: header.target,
+            device,
+        });
     }
     if header.version < device.min_isa() {
         return Err(Error::IsaTooOld {
@@ -88,7 +104,13 @@ mod tests {
     fn header_reading_ignores_comments_and_target_options() {
         let ptx = "//.target sm_70\n.version 8.8\n.target sm_121, debug\n";
         let h = read_ptx_header(ptx).unwrap();
-        assert_eq!(h, PtxHeader { version: IsaVersion(8, 8), target: Target::Sm121 });
+        assert_eq!(
+            h,
+            PtxHeader {
+                version: IsaVersion(8, 8),
+                target: Target::Sm121
+            }
+        );
     }
 
     #[test]

@@ -19,7 +19,10 @@ impl FromStr for IsaVersion {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let bad = || TargetParseError::Isa(s.to_string());
         let (a, b) = s.trim().split_once('.').ok_or_else(bad)?;
-        Ok(IsaVersion(a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?))
+        Ok(IsaVersion(
+            a.parse().map_err(|_| bad())?,
+            b.parse().map_err(|_| bad())?,
+        ))
     }
 }
 
@@ -133,7 +136,9 @@ impl Target {
     /// asks for it by name.
     pub fn from_compute_capability(major: u32, minor: u32) -> Option<Target> {
         let sm = major * 10 + minor;
-        Target::ALL.into_iter().find(|t| t.sm() == sm && !t.is_arch_specific())
+        Target::ALL
+            .into_iter()
+            .find(|t| t.sm() == sm && !t.is_arch_specific())
     }
 
     /// The `a` variant of this target's SM, if one exists.

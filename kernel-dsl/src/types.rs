@@ -124,9 +124,7 @@ impl ScalarType {
     pub const fn class(self) -> TypeClass {
         match self {
             ScalarType::Pred => TypeClass::Pred,
-            ScalarType::B8 | ScalarType::B16 | ScalarType::B32 | ScalarType::B64 => {
-                TypeClass::Bits
-            }
+            ScalarType::B8 | ScalarType::B16 | ScalarType::B32 | ScalarType::B64 => TypeClass::Bits,
             ScalarType::U8 | ScalarType::U16 | ScalarType::U32 | ScalarType::U64 => {
                 TypeClass::Unsigned
             }
@@ -182,7 +180,10 @@ impl ScalarType {
         if self == expected {
             return true;
         }
-        if self.bits() != expected.bits() || self == ScalarType::Pred || expected == ScalarType::Pred {
+        if self.bits() != expected.bits()
+            || self == ScalarType::Pred
+            || expected == ScalarType::Pred
+        {
             return false;
         }
         let bitsish = |t: ScalarType| matches!(t.class(), TypeClass::Bits);

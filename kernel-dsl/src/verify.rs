@@ -46,20 +46,32 @@ struct Verifier<'a> {
 
 impl Verifier<'_> {
     fn err(&self, detail: impl Into<String>) -> Error {
-        Error::Verify { kernel: self.kernel.name.clone(), detail: detail.into() }
+        Error::Verify {
+            kernel: self.kernel.name.clone(),
+            detail: detail.into(),
+        }
     }
 
     fn names(&self) -> Result<(), Error> {
         let mut seen = HashSet::new();
         let k = self.kernel;
         let params = k.params.iter().map(|p| &p.name);
-        let shared = k.shared.iter().map(|s| &s.name).chain(k.dynamic_shared.as_ref());
+        let shared = k
+            .shared
+            .iter()
+            .map(|s| &s.name)
+            .chain(k.dynamic_shared.as_ref());
         for name in params.chain(shared) {
             if !seen.insert(name.as_str()) {
                 return Err(self.err(format!("the name `{name}` is declared twice; rename one")));
             }
         }
-        if k.name.is_empty() || !k.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        if k.name.is_empty()
+            || !k
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_')
+        {
             return Err(self.err("entry names may hold only ASCII letters, digits and `_`"));
         }
         Ok(())
@@ -68,7 +80,10 @@ impl Verifier<'_> {
     fn check_reg(&self, r: Reg) -> Result<(), Error> {
         match self.kernel.regs.get(r.id as usize) {
             Some(&t) if t == r.ty => Ok(()),
-            Some(&t) => Err(self.err(format!("register {} is used as {} but declared {}", r.id, r.ty, t))),
+            Some(&t) => Err(self.err(format!(
+                "register {} is used as {} but declared {}",
+                r.id, r.ty, t
+            ))),
             None => Err(self.err(format!("register {} was never declared", r.id))),
         }
     }
@@ -80,7 +95,8 @@ impl Verifier<'_> {
                     if let Some(g) = i.guard {
                         self.check_reg(g.pred)?;
                         if g.pred.ty != ScalarType::Pred {
-                            return Err(self.err(format!("a guard must be a predicate, found {}", g.pred.ty)));
+                            return Err(self
+                                .err(format!("a guard must be a predicate, found {}", g.pred.ty)));
                         }
                     }
                     for o in i.dsts.iter().chain(&i.srcs) {
@@ -90,10 +106,17 @@ impl Verifier<'_> {
                     }
                     self.operand_types(i)?;
                 }
-                Stmt::If { cond, then_body, else_body } => {
+                Stmt::If {
+                    cond,
+                    then_body,
+                    else_body,
+                } => {
                     self.check_reg(*cond)?;
                     if cond.ty != ScalarType::Pred {
-                        return Err(self.err(format!("an `if` condition must be a predicate, found {}", cond.ty)));
+                        return Err(self.err(format!(
+                            "an `if` condition must be a predicate, found {}",
+                            cond.ty
+                        )));
                     }
                     self.registers_and_structure(then_body, loop_depth)?;
                     self.registers_and_structure(else_body, loop_depth)?;
@@ -137,7 +160,15 @@ impl Verifier<'_> {
             Ok(())
         };
         match i.op {
-            Op::Add { ty, .. } | Op::Sub { ty, .. } | Op::Min { ty, .. } | Op::Max { ty, .. } | Op::Div { ty, .. } | Op::Rem { ty } | Op::And { ty } | Op::Or { ty } | Op::Xor { ty } => {
+            Op::Add { ty, .. }
+            | Op::Sub { ty, .. }
+            | Op::Min { ty, .. }
+            | Op::Max { ty, .. }
+            | Op::Div { ty, .. }
+            | Op::Rem { ty }
+            | Op::And { ty }
+            | Op::Or { ty }
+            | Op::Xor { ty } => {
                 arity(1, 2)?;
                 expect(&i.dsts[0], ty, "destination")?;
                 expect(&i.srcs[0], ty, "first source")?;
@@ -193,7 +224,8 @@ impl Verifier<'_> {
                 expect(&i.srcs[2], ScalarType::Pred, "selector")?;
             }
             Op::Cvt { dst, src, .. } => {
-                let packs = matches!(dst, ScalarType::Bf16x2 | ScalarType::F16x2) && src == ScalarType::F32;
+                let packs =
+                    matches!(dst, ScalarType::Bf16x2 | ScalarType::F16x2) && src == ScalarType::F32;
                 arity(1, if packs { 2 } else { 1 })?;
                 expect(&i.dsts[0], register_form(dst), "destination")?;
                 for s in &i.srcs {
@@ -216,7 +248,9 @@ impl Verifier<'_> {
             }
             Op::Atom { space, ty, .. } => {
                 if i.dsts.len() != 1 || !(2..=3).contains(&i.srcs.len()) {
-                    return Err(bad("takes one destination, an address and one or two values".into()));
+                    return Err(bad(
+                        "takes one destination, an address and one or two values".into(),
+                    ));
                 }
                 expect(&i.dsts[0], ty, "destination")?;
                 self.address(&i.srcs[0], space, &mnemonic)?;
@@ -248,12 +282,23 @@ impl Verifier<'_> {
                     Operand::Special(s) => expect(&i.dsts[0], s.ty(), "destination")?,
                     Operand::Symbol(name) => {
                         if self.kernel.symbol_space(name) != Some(StateSpace::Shared) {
-                            return Err(bad(format!("`{name}` is not a shared array of this kernel")));
+                            return Err(bad(format!(
+                                "`{name}` is not a shared array of this kernel"
+                            )));
                         }
                         expect(&i.dsts[0], ty, "destination")?;
                     }
                     Operand::Vector(parts) => {
-                        let total: u32 = parts.iter().filter_map(|p| if let Operand::Reg(r) = p { Some(r.ty.bits()) } else { None }).sum();
+                        let total: u32 = parts
+                            .iter()
+                            .filter_map(|p| {
+                                if let Operand::Reg(r) = p {
+                                    Some(r.ty.bits())
+                                } else {
+                                    None
+                                }
+                            })
+                            .sum();
                         if total != ty.bits() {
                             return Err(bad(format!("packs {total} bits into a {ty} value")));
                         }
@@ -294,7 +339,12 @@ impl Verifier<'_> {
     fn defined_before_use(&self) -> Result<(), Error> {
         let mut defined = vec![false; self.kernel.regs.len()];
         let mut result = Ok(());
-        fn walk(v: &Verifier, stmts: &[Stmt], defined: &mut [bool], result: &mut Result<(), Error>) {
+        fn walk(
+            v: &Verifier,
+            stmts: &[Stmt],
+            defined: &mut [bool],
+            result: &mut Result<(), Error>,
+        ) {
             for s in stmts {
                 if result.is_err() {
                     return;
@@ -321,9 +371,16 @@ impl Verifier<'_> {
                             }
                         }
                     }
-                    Stmt::If { cond, then_body, else_body } => {
+                    Stmt::If {
+                        cond,
+                        then_body,
+                        else_body,
+                    } => {
                         if !defined[cond.id as usize] {
-                            *result = Err(v.err(format!("an `if` tests predicate {} before anything writes it", cond.id)));
+                            *result = Err(v.err(format!(
+                                "an `if` tests predicate {} before anything writes it",
+                                cond.id
+                            )));
                             return;
                         }
                         walk(v, then_body, defined, result);
@@ -371,7 +428,10 @@ impl Verifier<'_> {
                 lim.static_shared_bytes
             )));
         }
-        for shape in [self.kernel.perf.reqntid, self.kernel.perf.maxntid].into_iter().flatten() {
+        for shape in [self.kernel.perf.reqntid, self.kernel.perf.maxntid]
+            .into_iter()
+            .flatten()
+        {
             let threads: u64 = shape.iter().map(|&d| d as u64).product();
             if threads == 0 || threads > lim.max_threads_per_block as u64 {
                 return Err(self.err(format!(
@@ -388,7 +448,10 @@ impl Verifier<'_> {
         // Non-uniformity only grows; iterate until it stops changing (loops carry values back).
         loop {
             let before = nonuniform.len();
-            let mut u = Uniformity { nonuniform: &mut nonuniform, barrier_at: None };
+            let mut u = Uniformity {
+                nonuniform: &mut nonuniform,
+                barrier_at: None,
+            };
             u.block(&self.kernel.body, false);
             let barrier_at = u.barrier_at.take();
             if nonuniform.len() == before {
@@ -403,6 +466,14 @@ impl Verifier<'_> {
     }
 }
 
+/// An early exit taken under a non-uniform condition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Exit {
+    None,
+    Loop,
+    Return,
+}
+
 struct Uniformity<'a> {
     nonuniform: &'a mut HashSet<u32>,
     barrier_at: Option<String>,
@@ -414,76 +485,110 @@ impl Uniformity<'_> {
             Operand::Reg(r) => !self.nonuniform.contains(&r.id),
             Operand::Special(s) => s.is_cta_uniform(),
             Operand::Vector(v) => v.iter().all(|o| self.operand_uniform(o)),
-            Operand::Addr { base: AddrBase::Reg(r), .. } => !self.nonuniform.contains(&r.id),
+            Operand::Addr {
+                base: AddrBase::Reg(r),
+                ..
+            } => !self.nonuniform.contains(&r.id),
             Operand::Imm(_) | Operand::Symbol(_) | Operand::Sink | Operand::Addr { .. } => true,
         }
     }
 
-    /// Walks a block; `divergent` says whether threads may already disagree here. Returns
-    /// whether control may diverge after the block (a non-uniform `return`, `break` or
-    /// `continue` inside it).
-    fn block(&mut self, stmts: &[Stmt], mut divergent: bool) -> bool {
+    /// Walks a block; `divergent` says whether threads may already disagree here. Returns the
+    /// strongest early exit taken under a non-uniform condition inside the block: such an exit
+    /// leaves the rest of the enclosing block (up to the loop, for `break`/`continue`; up to the
+    /// kernel's end, for `return`) divergent.
+    fn block(&mut self, stmts: &[Stmt], mut divergent: bool) -> Exit {
+        let mut exit = Exit::None;
         for s in stmts {
             match s {
-                Stmt::Inst(i) => {
-                    if i.op.is_cta_barrier() && divergent && self.barrier_at.is_none() {
-                        self.barrier_at = Some("is under control flow that differs between threads".into());
-                    }
-                    let reads_memory = matches!(
-                        i.op,
-                        Op::Ld { space, .. } if space != StateSpace::Param
-                    ) || matches!(
-                        i.op,
-                        Op::Atom { .. } | Op::Shfl { .. } | Op::Vote { .. } | Op::Redux { .. } | Op::Ldmatrix { .. } | Op::Mma { .. } | Op::Wgmma { .. } | Op::Mbarrier { .. }
-                    );
-                    let guard_ok = i.guard.is_none_or(|g| !self.nonuniform.contains(&g.pred.id));
-                    let uniform = !divergent && !reads_memory && guard_ok && i.srcs.iter().all(|o| self.operand_uniform(o));
-                    if !uniform {
-                        for o in &i.dsts {
-                            for r in regs_of(o) {
-                                self.nonuniform.insert(r.id);
-                            }
-                        }
-                    }
-                }
-                Stmt::If { cond, then_body, else_body } => {
+                Stmt::Inst(i) => self.inst(i, divergent),
+                Stmt::If {
+                    cond,
+                    then_body,
+                    else_body,
+                } => {
                     let inner = divergent || self.nonuniform.contains(&cond.id);
-                    let a = self.block(then_body, inner);
-                    let b = self.block(else_body, inner);
-                    if (a || b) && !divergent {
+                    let e = self
+                        .block(then_body, inner)
+                        .max(self.block(else_body, inner));
+                    if e != Exit::None {
                         divergent = true;
+                        exit = exit.max(e);
                     }
                 }
                 Stmt::Loop { body, latch } => {
-                    let exits_diverge = self.loop_exits_diverge(body, divergent);
-                    let inner = divergent || exits_diverge;
-                    self.block(body, inner);
-                    self.block(latch, inner);
-                    divergent = inner;
+                    let inner = divergent || self.loop_exits_diverge(body);
+                    let e = self.block(body, inner).max(self.block(latch, inner));
+                    // Threads that left through `break` wait at the loop's end; only a
+                    // non-uniform `return` keeps them apart afterwards.
+                    if e == Exit::Return {
+                        divergent = true;
+                        exit = Exit::Return;
+                    }
                 }
-                Stmt::Return | Stmt::Break | Stmt::Continue => return divergent,
+                Stmt::Return if divergent => return exit.max(Exit::Return),
+                Stmt::Break | Stmt::Continue if divergent => return exit.max(Exit::Loop),
+                Stmt::Return | Stmt::Break | Stmt::Continue => return exit,
                 Stmt::Comment(_) => {}
             }
         }
-        false
+        exit
+    }
+
+    fn inst(&mut self, i: &Inst, divergent: bool) {
+        if i.op.is_cta_barrier() && divergent && self.barrier_at.is_none() {
+            self.barrier_at = Some("is under control flow that differs between threads".into());
+        }
+        let reads_memory = matches!(i.op, Op::Ld { space, .. } if space != StateSpace::Param)
+            || matches!(
+                i.op,
+                Op::Atom { .. }
+                    | Op::Shfl { .. }
+                    | Op::Vote { .. }
+                    | Op::Redux { .. }
+                    | Op::Ldmatrix { .. }
+                    | Op::Mma { .. }
+                    | Op::Wgmma { .. }
+                    | Op::Mbarrier { .. }
+            );
+        let guard_ok = i
+            .guard
+            .is_none_or(|g| !self.nonuniform.contains(&g.pred.id));
+        let uniform = !divergent
+            && !reads_memory
+            && guard_ok
+            && i.srcs.iter().all(|o| self.operand_uniform(o));
+        if !uniform {
+            for o in &i.dsts {
+                for r in regs_of(o) {
+                    self.nonuniform.insert(r.id);
+                }
+            }
+        }
     }
 
     /// Whether any exit of this loop (break, continue or return) sits under a non-uniform
     /// condition.
-    fn loop_exits_diverge(&self, body: &[Stmt], divergent: bool) -> bool {
+    fn loop_exits_diverge(&self, body: &[Stmt]) -> bool {
         fn walk(u: &Uniformity, stmts: &[Stmt], divergent: bool, nested: bool) -> bool {
             stmts.iter().any(|s| match s {
-                Stmt::If { cond, then_body, else_body } => {
+                Stmt::If {
+                    cond,
+                    then_body,
+                    else_body,
+                } => {
                     let d = divergent || u.nonuniform.contains(&cond.id);
                     walk(u, then_body, d, nested) || walk(u, else_body, d, nested)
                 }
-                Stmt::Loop { body, latch } => walk(u, body, divergent, true) || walk(u, latch, divergent, true),
+                Stmt::Loop { body, latch } => {
+                    walk(u, body, divergent, true) || walk(u, latch, divergent, true)
+                }
                 Stmt::Return => divergent,
                 Stmt::Break | Stmt::Continue => divergent && !nested,
                 _ => false,
             })
         }
-        walk(self, body, divergent, false)
+        walk(self, body, false, false)
     }
 }
 
@@ -492,7 +597,10 @@ fn regs_of(o: &Operand) -> Vec<Reg> {
     match o {
         Operand::Reg(r) => vec![*r],
         Operand::Vector(v) => v.iter().flat_map(regs_of).collect(),
-        Operand::Addr { base: AddrBase::Reg(r), .. } => vec![*r],
+        Operand::Addr {
+            base: AddrBase::Reg(r),
+            ..
+        } => vec![*r],
         _ => vec![],
     }
 }

@@ -1,0 +1,207 @@
+//! NVIDIA's assembler as a checking tool: find it, assemble a module for exactly the target its
+//! `.target` names, and read the resource report. ptxas itself does not enforce target parity
+//! (a lower `.target` assembles silently for a higher `-arch`), so [`Ptxas::assemble`] always
+//! passes the module's own target.
+
+use crate::error::Error;
+use crate::parity::read_ptx_header;
+use crate::target::Target;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Where the project's own install script puts ptxas 12.9 (relative to the workspace root).
+pub const PROJECT_PTXAS: &str = ".tools/ptxas-12.9/nvidia/cuda_nvcc/bin/ptxas";
+
+/// A located ptxas binary.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ptxas {
+    pub path: PathBuf,
+}
+
+/// Registers, spills and memory of one entry, as `ptxas -v` reports them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ResourceReport {
+    pub entry: String,
+    pub registers: u32,
+    pub spill_stores: u32,
+    pub spill_loads: u32,
+    pub stack_bytes: u32,
+    pub shared_bytes: u32,
+}
+
+/// The result of assembling one module.
+#[derive(Clone, Debug)]
+pub struct Assembled {
+    pub target: Target,
+    pub cubin: Vec<u8>,
+    pub reports: Vec<ResourceReport>,
+    /// Everything ptxas wrote to stderr.
+    pub log: String,
+}
+
+impl Ptxas {
+    /// Finds ptxas: `$PTXKIT_PTXAS`, then `$CUDA_HOME/bin/ptxas`, then `PATH`, then the
+    /// project's `.tools` install.
+    pub fn find() -> Option<Ptxas> {
+        let mut candidates: Vec<PathBuf> = Vec::new();
+        if let Some(p) = std::env::var_os("PTXKIT_PTXAS") {
+            candidates.push(p.into());
+        }
+        if let Some(home) = std::env::var_os("CUDA_HOME") {
+            candidates.push(Path::new(&home).join("bin/ptxas"));
+        }
+        if let Some(path) = std::env::var_os("PATH") {
+            candidates.extend(std::env::split_paths(&path).map(|d| d.join("ptxas")));
+        }
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        candidates.push(root.join(PROJECT_PTXAS));
+        candidates
+            .into_iter()
+            .find(|p| p.is_file())
+            .map(|path| Ptxas { path })
+    }
+
+    /// `ptxas --version`'s last line.
+    pub fn version(&self) -> Result<String, Error> {
+        let out = Command::new(&self.path)
+            .arg("--version")
+            .output()
+            .map_err(|e| self.io(e))?;
+        Ok(String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .last()
+            .unwrap_or("")
+            .trim()
+            .to_string())
+    }
+
+    fn io(&self, e: std::io::Error) -> Error {
+        Error::Ptxas {
+            detail: format!("could not run {}: {e}", self.path.display()),
+        }
+    }
+
+    /// Assembles `ptx` with `-arch` set to the module's own `.target`; any error or warning
+    /// fails.
+    pub fn assemble(&self, ptx: &str) -> Result<Assembled, Error> {
+        let target = read_ptx_header(ptx)?.target;
+        let dir = std::env::temp_dir().join(format!(
+            "ptxkit-ptxas-{}-{}",
+            std::process::id(),
+            crate::artifact::fnv1a64(ptx.as_bytes())
+        ));
+        std::fs::create_dir_all(&dir).map_err(|e| self.io(e))?;
+        let input = dir.join("module.ptx");
+        let output = dir.join("module.cubin");
+        std::fs::write(&input, ptx).map_err(|e| self.io(e))?;
+        let out = Command::new(&self.path)
+            .arg(format!("-arch={}", target.name()))
+            .arg("-v")
+            .arg(&input)
+            .arg("-o")
+            .arg(&output)
+            .output()
+            .map_err(|e| self.io(e))?;
+        let log = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let cubin = std::fs::read(&output).unwrap_or_default();
+        let _ = std::fs::remove_dir_all(&dir);
+        let warned = log
+            .lines()
+            .any(|l| l.contains("warning") || l.contains("error"));
+        if !out.status.success() || warned {
+            return Err(Error::Ptxas {
+                detail: format!("ptxas -arch={target} rejected the module:\n{log}"),
+            });
+        }
+        Ok(Assembled {
+            target,
+            cubin,
+            reports: parse_report(&log),
+            log,
+        })
+    }
+}
+
+/// Reads `ptxas -v` output into one report per entry.
+pub fn parse_report(log: &str) -> Vec<ResourceReport> {
+    let mut reports: Vec<ResourceReport> = Vec::new();
+    let number_before = |line: &str, word: &str| -> u32 {
+        let toks: Vec<&str> = line
+            .split(|c: char| c.is_whitespace() || c == ',')
+            .filter(|t| !t.is_empty())
+            .collect();
+        toks.windows(2)
+            .find(|w| w[1].starts_with(word))
+            .and_then(|w| w[0].parse().ok())
+            .unwrap_or(0)
+    };
+    for line in log.lines() {
+        if let Some(rest) = line.split("Compiling entry function '").nth(1) {
+            let entry = rest.split('\'').next().unwrap_or("").to_string();
+            reports.push(ResourceReport {
+                entry,
+                ..Default::default()
+            });
+        } else if let Some(r) = reports.last_mut() {
+            if line.contains("bytes stack frame") {
+                r.stack_bytes = number_before(line, "bytes");
+                let spills: Vec<u32> = line
+                    .split(',')
+                    .map(|part| {
+                        part.split_whitespace()
+                            .next()
+                            .and_then(|n| n.parse().ok())
+                            .unwrap_or(0)
+                    })
+                    .collect();
+                if spills.len() == 3 {
+                    r.spill_stores = spills[1];
+                    r.spill_loads = spills[2];
+                }
+            } else if line.contains("Used") && line.contains("registers") {
+                r.registers = number_before(line, "registers");
+                if let Some(idx) = line.find("bytes smem") {
+                    let before: Vec<&str> = line[..idx].split_whitespace().collect();
+                    r.shared_bytes = before.last().and_then(|n| n.parse().ok()).unwrap_or(0);
+                }
+            }
+        }
+    }
+    reports
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_resource_report_is_read_per_entry() {
+        let log = "ptxas info    : 0 bytes gmem\n\
+ptxas info    : Compiling entry function 'k1' for 'sm_80'\n\
+ptxas info    : Function properties for k1\n\
+    16 bytes stack frame, 8 bytes spill stores, 4 bytes spill loads\n\
+ptxas info    : Used 40 registers, used 1 barriers, 2304 bytes smem, 372 bytes cmem[0]\n\
+ptxas info    : Compiling entry function 'k2' for 'sm_80'\n\
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n\
+ptxas info    : Used 12 registers, 368 bytes cmem[0]\n";
+        let r = parse_report(log);
+        assert_eq!(r.len(), 2);
+        assert_eq!(
+            r[0],
+            ResourceReport {
+                entry: "k1".into(),
+                registers: 40,
+                spill_stores: 8,
+                spill_loads: 4,
+                stack_bytes: 16,
+                shared_bytes: 2304
+            }
+        );
+        assert_eq!(r[1].registers, 12);
+        assert_eq!(r[1].shared_bytes, 0);
+    }
+}
