@@ -17,7 +17,7 @@ use crate::error::Error;
 use crate::lexer::{tokenize, Tok, Token};
 
 /// Nesting deeper than this is refused, so hostile input cannot overflow the stack.
-const MAX_DEPTH: usize = 200;
+const MAX_DEPTH: usize = 64;
 
 /// Parses a whole PTX module.
 ///
@@ -127,7 +127,7 @@ impl<'a> Parser<'a> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
             return Err(self.error(
-                "at most 200 levels of nesting",
+                "at most 64 levels of nesting",
                 "flatten the nested blocks or lists",
             ));
         }
