@@ -1,0 +1,286 @@
+//! Kernel arguments as the typed launchers pass them: scalars by value, buffers as views that
+//! carry their element type and mutability, so a launch can be checked against the kernel's
+//! metadata before it reaches a driver.
+
+use crate::buffer::{Buffer, BufferCore};
+use crate::dtype::{Bf16, DeviceElem, F16};
+use kernel_dsl::{ParamKind, ScalarType};
+use std::sync::Arc;
+
+/// A scalar kernel argument with its PTX type.
+///
+/// ```
+/// use kernel_runtime::ScalarValue;
+/// use kernel_dsl::ScalarType;
+/// assert_eq!(ScalarValue::from(3u32).ty(), ScalarType::U32);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ScalarValue {
+    U8(u8),
+    U16(u16),
+    U32(u32),
+    U64(u64),
+    I8(i8),
+    I16(i16),
+    I32(i32),
+    I64(i64),
+    F16(F16),
+    Bf16(Bf16),
+    F32(f32),
+    F64(f64),
+}
+
+impl ScalarValue {
+    /// The PTX type of this value.
+    ///
+    /// ```
+    /// use kernel_runtime::ScalarValue;
+    /// assert_eq!(ScalarValue::F32(1.0).ty(), kernel_dsl::ScalarType::F32);
+    /// ```
+    pub fn ty(self) -> ScalarType {
+        match self {
+            ScalarValue::U8(_) => ScalarType::U8,
+            ScalarValue::U16(_) => ScalarType::U16,
+            ScalarValue::U32(_) => ScalarType::U32,
+            ScalarValue::U64(_) => ScalarType::U64,
+            ScalarValue::I8(_) => ScalarType::S8,
+            ScalarValue::I16(_) => ScalarType::S16,
+            ScalarValue::I32(_) => ScalarType::S32,
+            ScalarValue::I64(_) => ScalarType::S64,
+            ScalarValue::F16(_) => ScalarType::F16,
+            ScalarValue::Bf16(_) => ScalarType::Bf16,
+            ScalarValue::F32(_) => ScalarType::F32,
+            ScalarValue::F64(_) => ScalarType::F64,
+        }
+    }
+
+    /// The value's little-endian bit pattern, zero-extended to 64 bits (the driver reads only
+    /// the parameter's own size from it).
+    ///
+    /// ```
+    /// use kernel_runtime::ScalarValue;
+    /// assert_eq!(ScalarValue::I32(-1).bits(), 0xffff_ffff);
+    /// assert_eq!(ScalarValue::F32(1.0).bits(), 0x3f80_0000);
+    /// ```
+    pub fn bits(self) -> u64 {
+        match self {
+            ScalarValue::U8(v) => v as u64,
+            ScalarValue::U16(v) => v as u64,
+            ScalarValue::U32(v) => v as u64,
+            ScalarValue::U64(v) => v,
+            ScalarValue::I8(v) => v as u8 as u64,
+            ScalarValue::I16(v) => v as u16 as u64,
+            ScalarValue::I32(v) => v as u32 as u64,
+            ScalarValue::I64(v) => v as u64,
+            ScalarValue::F16(v) => v.to_bits() as u64,
+            ScalarValue::Bf16(v) => v.to_bits() as u64,
+            ScalarValue::F32(v) => v.to_bits() as u64,
+            ScalarValue::F64(v) => v.to_bits(),
+        }
+    }
+}
+
+macro_rules! scalar_from {
+    ($($t:ty => $v:ident),*) => {$(
+        impl From<$t> for ScalarValue {
+            fn from(v: $t) -> ScalarValue { ScalarValue::$v(v) }
+        }
+        impl From<$t> for KernelArg<'_> {
+            fn from(v: $t) -> Self { KernelArg::Scalar(ScalarValue::$v(v)) }
+        }
+    )*};
+}
+
+scalar_from!(u8 => U8, u16 => U16, u32 => U32, u64 => U64, i8 => I8, i16 => I16, i32 => I32,
+    i64 => I64, F16 => F16, Bf16 => Bf16, f32 => F32, f64 => F64);
+
+/// A read-only view of (part of) a device buffer, for a `&[T]` parameter.
+///
+/// ```
+/// # fn main() -> Result<(), kernel_runtime::Error> {
+/// let stream = kernel_runtime::Device::emulator().stream()?;
+/// let buf = kernel_runtime::Buffer::<u32>::zeros(&stream, 16)?;
+/// let view = buf.view();
+/// assert_eq!((view.elem(), view.len()), (kernel_dsl::ScalarType::U32, 16));
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Copy)]
+pub struct BufferView<'a> {
+    pub(crate) core: &'a Arc<BufferCore>,
+    elem: ScalarType,
+    offset_bytes: usize,
+    len: usize,
+}
+
+/// A writable view of (part of) a device buffer, for a `&mut [T]` parameter. It borrows the
+/// buffer mutably, so no other view of it can be passed to the same launch.
+///
+/// ```
+/// # fn main() -> Result<(), kernel_runtime::Error> {
+/// let stream = kernel_runtime::Device::emulator().stream()?;
+/// let mut buf = kernel_runtime::Buffer::<f32>::zeros(&stream, 16)?;
+/// assert_eq!(buf.view_mut().len(), 16);
+/// # Ok(()) }
+/// ```
+pub struct BufferViewMut<'a> {
+    pub(crate) core: &'a Arc<BufferCore>,
+    elem: ScalarType,
+    offset_bytes: usize,
+    len: usize,
+}
+
+macro_rules! view_common {
+    ($t:ident) => {
+        impl<'a> $t<'a> {
+            pub(crate) fn new(
+                core: &'a Arc<BufferCore>,
+                elem: ScalarType,
+                offset_bytes: usize,
+                len: usize,
+            ) -> Self {
+                $t {
+                    core,
+                    elem,
+                    offset_bytes,
+                    len,
+                }
+            }
+
+            /// The element type.
+            ///
+            /// ```
+            /// # fn main() -> Result<(), kernel_runtime::Error> {
+            /// let stream = kernel_runtime::Device::emulator().stream()?;
+            /// let mut buf = kernel_runtime::Buffer::<i64>::zeros(&stream, 1)?;
+            /// assert_eq!(buf.view_mut().elem(), kernel_dsl::ScalarType::S64);
+            /// # Ok(()) }
+            /// ```
+            pub fn elem(&self) -> ScalarType {
+                self.elem
+            }
+
+            /// Number of elements in view.
+            ///
+            /// ```
+            /// # fn main() -> Result<(), kernel_runtime::Error> {
+            /// let stream = kernel_runtime::Device::emulator().stream()?;
+            /// let buf = kernel_runtime::Buffer::<u8>::zeros(&stream, 5)?;
+            /// assert_eq!(buf.slice(1..5)?.len(), 4);
+            /// # Ok(()) }
+            /// ```
+            pub fn len(&self) -> usize {
+                self.len
+            }
+
+            /// True for a view of no elements.
+            ///
+            /// ```
+            /// # fn main() -> Result<(), kernel_runtime::Error> {
+            /// let stream = kernel_runtime::Device::emulator().stream()?;
+            /// let buf = kernel_runtime::Buffer::<u8>::zeros(&stream, 5)?;
+            /// assert!(buf.slice(2..2)?.is_empty());
+            /// # Ok(()) }
+            /// ```
+            pub fn is_empty(&self) -> bool {
+                self.len == 0
+            }
+
+            /// The address the kernel receives.
+            pub(crate) fn addr(&self) -> u64 {
+                self.core.addr + self.offset_bytes as u64
+            }
+        }
+    };
+}
+
+view_common!(BufferView);
+view_common!(BufferViewMut);
+
+/// One argument of a launch, in parameter order. Typed launchers build these with `From`:
+/// a scalar value, `&Buffer<T>` (for `&[T]`) or `&mut Buffer<T>` (for `&mut [T]`).
+///
+/// ```
+/// use kernel_runtime::KernelArg;
+/// use kernel_dsl::{ParamKind, ScalarType};
+/// # fn main() -> Result<(), kernel_runtime::Error> {
+/// let stream = kernel_runtime::Device::emulator().stream()?;
+/// let mut out = kernel_runtime::Buffer::<f32>::zeros(&stream, 4)?;
+/// let args = [KernelArg::from(&mut out), KernelArg::from(4u32)];
+/// assert_eq!(args[0].kind(), ParamKind::Slice { elem: ScalarType::F32, mutable: true });
+/// # Ok(()) }
+/// ```
+pub enum KernelArg<'a> {
+    Scalar(ScalarValue),
+    Slice(BufferView<'a>),
+    SliceMut(BufferViewMut<'a>),
+}
+
+impl KernelArg<'_> {
+    /// The parameter kind this argument fills.
+    ///
+    /// ```
+    /// use kernel_runtime::KernelArg;
+    /// use kernel_dsl::{ParamKind, ScalarType};
+    /// assert_eq!(KernelArg::from(1.5f64).kind(), ParamKind::Scalar(ScalarType::F64));
+    /// ```
+    pub fn kind(&self) -> ParamKind {
+        match self {
+            KernelArg::Scalar(v) => ParamKind::Scalar(v.ty()),
+            KernelArg::Slice(v) => ParamKind::Slice {
+                elem: v.elem,
+                mutable: false,
+            },
+            KernelArg::SliceMut(v) => ParamKind::Slice {
+                elem: v.elem,
+                mutable: true,
+            },
+        }
+    }
+
+    pub(crate) fn core(&self) -> Option<&Arc<BufferCore>> {
+        match self {
+            KernelArg::Scalar(_) => None,
+            KernelArg::Slice(v) => Some(v.core),
+            KernelArg::SliceMut(v) => Some(v.core),
+        }
+    }
+
+    /// The 64-bit parameter slot: a scalar's bits or a buffer's address.
+    pub(crate) fn slot(&self) -> u64 {
+        match self {
+            KernelArg::Scalar(v) => v.bits(),
+            KernelArg::Slice(v) => v.addr(),
+            KernelArg::SliceMut(v) => v.addr(),
+        }
+    }
+}
+
+impl From<ScalarValue> for KernelArg<'_> {
+    fn from(v: ScalarValue) -> Self {
+        KernelArg::Scalar(v)
+    }
+}
+
+impl<'a> From<BufferView<'a>> for KernelArg<'a> {
+    fn from(v: BufferView<'a>) -> Self {
+        KernelArg::Slice(v)
+    }
+}
+
+impl<'a> From<BufferViewMut<'a>> for KernelArg<'a> {
+    fn from(v: BufferViewMut<'a>) -> Self {
+        KernelArg::SliceMut(v)
+    }
+}
+
+impl<'a, T: DeviceElem> From<&'a Buffer<T>> for KernelArg<'a> {
+    fn from(b: &'a Buffer<T>) -> Self {
+        KernelArg::Slice(b.view())
+    }
+}
+
+impl<'a, T: DeviceElem> From<&'a mut Buffer<T>> for KernelArg<'a> {
+    fn from(b: &'a mut Buffer<T>) -> Self {
+        KernelArg::SliceMut(b.view_mut())
+    }
+}

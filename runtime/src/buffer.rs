@@ -1,0 +1,288 @@
+//! Typed device buffers. Copies are ordered on the stream they are given, so a copy never races
+//! a kernel queued on a non-blocking stream.
+
+use crate::arg::{BufferView, BufferViewMut};
+use crate::device::DeviceId;
+use crate::dtype::{as_bytes, as_bytes_mut, DeviceElem};
+use crate::emulator::EmuMemory;
+use crate::error::{Error, Result};
+use crate::stream::{Stream, StreamId};
+use std::marker::PhantomData;
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Where a buffer's bytes live.
+pub(crate) enum Storage {
+    Cuda(cudarc::driver::CudaSlice<u8>),
+    Emulator(EmuMemory),
+}
+
+/// The untyped part of a buffer, shared with graphs that captured it so that its memory
+/// outlives every replay.
+pub(crate) struct BufferCore {
+    pub device: DeviceId,
+    /// The device address (CUDA) or emulator address of the first byte.
+    pub addr: u64,
+    pub home_stream: StreamId,
+    /// Set once the buffer is used on a stream other than the one that allocated it; the drop
+    /// then waits for the device so the stream-ordered free cannot overtake that use.
+    pub foreign_use: AtomicBool,
+    pub storage: Storage,
+}
+
+impl Drop for BufferCore {
+    fn drop(&mut self) {
+        match &self.storage {
+            Storage::Cuda(slice) => {
+                if self.foreign_use.load(Ordering::Acquire) {
+                    // Errors cannot be returned from drop; the context records them.
+                    let ctx = slice.context();
+                    ctx.record_err(ctx.synchronize());
+                }
+            }
+            Storage::Emulator(mem) => mem.free(self.addr),
+        }
+    }
+}
+
+impl BufferCore {
+    /// Called before a launch or copy on `stream`: the first use on a foreign stream waits for
+    /// the allocating stream, so the allocation (stream-ordered) has happened.
+    pub(crate) fn note_use_on(&self, stream: StreamId, capturing: bool) -> Result<()> {
+        if stream == self.home_stream || self.foreign_use.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        if capturing {
+            return Err(Error::NotAllowedDuringCapture {
+                op: "first use of a buffer allocated on another stream",
+            });
+        }
+        if let Storage::Cuda(slice) = &self.storage {
+            slice
+                .stream()
+                .synchronize()
+                .map_err(|e| Error::driver("cuStreamSynchronize", e))?;
+        }
+        self.foreign_use.store(true, Ordering::Release);
+        Ok(())
+    }
+}
+
+/// A device buffer of `len` elements of `T`, on a CUDA device or the emulator.
+///
+/// ```
+/// use kernel_runtime::{Buffer, Device};
+/// # fn main() -> Result<(), kernel_runtime::Error> {
+/// let device = Device::emulator();
+/// let stream = device.stream()?;
+/// let buf = Buffer::from_host(&stream, &[1.0f32, 2.0, 3.0])?;
+/// assert_eq!(buf.to_host(&stream)?, vec![1.0, 2.0, 3.0]);
+/// # Ok(()) }
+/// ```
+pub struct Buffer<T: DeviceElem> {
+    pub(crate) core: Arc<BufferCore>,
+    len: usize,
+    _elem: PhantomData<T>,
+}
+
+impl<T: DeviceElem> Buffer<T> {
+    /// Allocates `len` elements on `stream`'s device, stream-ordered, filled with zero bytes.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), kernel_runtime::Error> {
+    /// let stream = kernel_runtime::Device::emulator().stream()?;
+    /// let buf = kernel_runtime::Buffer::<u32>::zeros(&stream, 4)?;
+    /// assert_eq!(buf.to_host(&stream)?, vec![0; 4]);
+    /// # Ok(()) }
+    /// ```
+    pub fn zeros(stream: &Stream, len: usize) -> Result<Buffer<T>> {
+        let bytes = len * std::mem::size_of::<T>();
+        let core = stream.alloc_core(bytes)?;
+        Ok(Buffer {
+            core: Arc::new(core),
+            len,
+            _elem: PhantomData,
+        })
+    }
+
+    /// Allocates a buffer holding a copy of `host`, stream-ordered.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), kernel_runtime::Error> {
+    /// let stream = kernel_runtime::Device::emulator().stream()?;
+    /// let buf = kernel_runtime::Buffer::from_host(&stream, &[7i64, -7])?;
+    /// assert_eq!(buf.len(), 2);
+    /// # Ok(()) }
+    /// ```
+    pub fn from_host(stream: &Stream, host: &[T]) -> Result<Buffer<T>> {
+        let mut buf = Buffer::zeros(stream, host.len())?;
+        buf.copy_from_host(stream, host)?;
+        Ok(buf)
+    }
+
+    /// Number of elements.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), kernel_runtime::Error> {
+    /// let stream = kernel_runtime::Device::emulator().stream()?;
+    /// assert_eq!(kernel_runtime::Buffer::<u8>::zeros(&stream, 3)?.len(), 3);
+    /// # Ok(()) }
+    /// ```
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True for a buffer of no elements.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), kernel_runtime::Error> {
+    /// let stream = kernel_runtime::Device::emulator().stream()?;
+    /// assert!(kernel_runtime::Buffer::<u8>::zeros(&stream, 0)?.is_empty());
+    /// # Ok(()) }
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Copies `host` into the buffer, ordered after the work already queued on `stream`. The
+    /// host slice may be reused as soon as this returns.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), kernel_runtime::Error> {
+    /// let stream = kernel_runtime::Device::emulator().stream()?;
+    /// let mut buf = kernel_runtime::Buffer::<f64>::zeros(&stream, 2)?;
+    /// buf.copy_from_host(&stream, &[0.5, 0.25])?;
+    /// assert!(buf.copy_from_host(&stream, &[1.0]).is_err());
+    /// # Ok(()) }
+    /// ```
+    pub fn copy_from_host(&mut self, stream: &Stream, host: &[T]) -> Result<()> {
+        if host.len() != self.len {
+            return Err(Error::CopyLength {
+                buffer_len: self.len,
+                host_len: host.len(),
+            });
+        }
+        stream.copy_in(&self.core, 0, as_bytes(host))
+    }
+
+    /// Copies the buffer into `host`, ordered after the work already queued on `stream`, and
+    /// waits for that copy (not for other streams) before returning.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), kernel_runtime::Error> {
+    /// let stream = kernel_runtime::Device::emulator().stream()?;
+    /// let buf = kernel_runtime::Buffer::from_host(&stream, &[3u16, 4])?;
+    /// let mut out = [0u16; 2];
+    /// buf.copy_to_host(&stream, &mut out)?;
+    /// assert_eq!(out, [3, 4]);
+    /// # Ok(()) }
+    /// ```
+    pub fn copy_to_host(&self, stream: &Stream, host: &mut [T]) -> Result<()> {
+        if host.len() != self.len {
+            return Err(Error::CopyLength {
+                buffer_len: self.len,
+                host_len: host.len(),
+            });
+        }
+        stream.copy_out(&self.core, 0, as_bytes_mut(host))
+    }
+
+    /// Copies the buffer into a new vector (see [`Buffer::copy_to_host`]).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), kernel_runtime::Error> {
+    /// let stream = kernel_runtime::Device::emulator().stream()?;
+    /// let buf = kernel_runtime::Buffer::from_host(&stream, &[1i32, -1])?;
+    /// assert_eq!(buf.to_host(&stream)?, vec![1, -1]);
+    /// # Ok(()) }
+    /// ```
+    pub fn to_host(&self, stream: &Stream) -> Result<Vec<T>> {
+        let mut out = vec![T::default(); self.len];
+        self.copy_to_host(stream, &mut out)?;
+        Ok(out)
+    }
+
+    /// A read-only view of the whole buffer, for a `&[T]` kernel parameter.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), kernel_runtime::Error> {
+    /// let stream = kernel_runtime::Device::emulator().stream()?;
+    /// let buf = kernel_runtime::Buffer::<f32>::zeros(&stream, 8)?;
+    /// assert_eq!(buf.view().len(), 8);
+    /// # Ok(()) }
+    /// ```
+    pub fn view(&self) -> BufferView<'_> {
+        BufferView::new(&self.core, T::SCALAR, 0, self.len)
+    }
+
+    /// A writable view of the whole buffer, for a `&mut [T]` kernel parameter.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), kernel_runtime::Error> {
+    /// let stream = kernel_runtime::Device::emulator().stream()?;
+    /// let mut buf = kernel_runtime::Buffer::<f32>::zeros(&stream, 8)?;
+    /// assert_eq!(buf.view_mut().len(), 8);
+    /// # Ok(()) }
+    /// ```
+    pub fn view_mut(&mut self) -> BufferViewMut<'_> {
+        BufferViewMut::new(&self.core, T::SCALAR, 0, self.len)
+    }
+
+    /// A read-only view of `range` (in elements).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), kernel_runtime::Error> {
+    /// let stream = kernel_runtime::Device::emulator().stream()?;
+    /// let buf = kernel_runtime::Buffer::<f32>::zeros(&stream, 8)?;
+    /// assert_eq!(buf.slice(2..6)?.len(), 4);
+    /// assert!(buf.slice(6..9).is_err());
+    /// # Ok(()) }
+    /// ```
+    pub fn slice(&self, range: Range<usize>) -> Result<BufferView<'_>> {
+        self.check_range(&range)?;
+        let offset = range.start * std::mem::size_of::<T>();
+        Ok(BufferView::new(&self.core, T::SCALAR, offset, range.len()))
+    }
+
+    /// A writable view of `range` (in elements).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), kernel_runtime::Error> {
+    /// let stream = kernel_runtime::Device::emulator().stream()?;
+    /// let mut buf = kernel_runtime::Buffer::<f32>::zeros(&stream, 8)?;
+    /// assert_eq!(buf.slice_mut(0..3)?.len(), 3);
+    /// # Ok(()) }
+    /// ```
+    pub fn slice_mut(&mut self, range: Range<usize>) -> Result<BufferViewMut<'_>> {
+        self.check_range(&range)?;
+        let offset = range.start * std::mem::size_of::<T>();
+        Ok(BufferViewMut::new(
+            &self.core,
+            T::SCALAR,
+            offset,
+            range.len(),
+        ))
+    }
+
+    fn check_range(&self, range: &Range<usize>) -> Result<()> {
+        if range.start > range.end || range.end > self.len {
+            return Err(Error::SliceRange {
+                start: range.start,
+                end: range.end,
+                len: self.len,
+            });
+        }
+        Ok(())
+    }
+}
+
+impl<T: DeviceElem> std::fmt::Debug for Buffer<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Buffer")
+            .field("elem", &T::SCALAR)
+            .field("len", &self.len)
+            .field("addr", &format_args!("{:#x}", self.core.addr))
+            .finish()
+    }
+}

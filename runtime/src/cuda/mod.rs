@@ -1,0 +1,8 @@
+//! The CUDA backend: opening a device through cudarc, loading modules with the driver's JIT log,
+//! and raw launches.
+
+mod module;
+mod open;
+
+pub(crate) use module::{launch, CudaKernel, CudaLoader, CudaModule, MAX_PARAMS};
+pub(crate) use open::open;

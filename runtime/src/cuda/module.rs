@@ -1,0 +1,214 @@
+//! Loading a module with `cuModuleLoadDataEx` (so a failed JIT returns the driver's log) and
+//! launching its entry with `cuLaunchKernel`.
+
+use crate::cache::Loader;
+use crate::config::LaunchConfig;
+use crate::error::{Error, Result};
+use crate::select::{ModuleImage, Selected};
+use cudarc::driver::sys::{self, CUfunction_attribute, CUjit_option};
+use cudarc::driver::{CudaContext, CudaStream};
+use kernel_dsl::Target;
+use std::ffi::{c_void, CString};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+/// Kernels take at most this many parameters (each in one 64-bit slot on the launcher's stack).
+pub(crate) const MAX_PARAMS: usize = 64;
+
+const LOG_BYTES: usize = 16 * 1024;
+
+/// A loaded module; unloaded when the last kernel of it is dropped.
+pub(crate) struct CudaModule {
+    ctx: Arc<CudaContext>,
+    module: sys::CUmodule,
+}
+
+/// One entry of a loaded module.
+pub(crate) struct CudaKernel {
+    module: Arc<CudaModule>,
+    function: sys::CUfunction,
+    /// The dynamic shared memory the function is opted in to (0: the 48 KiB default).
+    dynamic_optin: AtomicU32,
+}
+
+// SAFETY: module and function handles are plain driver handles; the driver API is thread-safe
+// for them, and the runtime binds the owning context before each use.
+unsafe impl Send for CudaModule {}
+// SAFETY: as above; a module is never mutated after loading.
+unsafe impl Sync for CudaModule {}
+// SAFETY: as for `CudaModule`.
+unsafe impl Send for CudaKernel {}
+// SAFETY: as above; the only mutable state is an atomic.
+unsafe impl Sync for CudaKernel {}
+
+impl Drop for CudaModule {
+    fn drop(&mut self) {
+        self.ctx.record_err(self.ctx.bind_to_thread());
+        // SAFETY: the module was loaded by `CudaModule::load` and is unloaded exactly once.
+        let unloaded = unsafe { sys::cuModuleUnload(self.module) }.result();
+        self.ctx.record_err(unloaded);
+    }
+}
+
+/// Loads modules into one context: the cache's loader for CUDA devices.
+pub(crate) struct CudaLoader<'a>(pub &'a Arc<CudaContext>);
+
+impl Loader for CudaLoader<'_> {
+    type Module = Arc<CudaModule>;
+    type Kernel = CudaKernel;
+
+    fn load_module(&self, selected: &Selected, kernel: &str) -> Result<Arc<CudaModule>> {
+        CudaModule::load(self.0, &selected.image, kernel, selected.target).map(Arc::new)
+    }
+
+    fn kernel(&self, module: &Arc<CudaModule>, entry: &str) -> Result<CudaKernel> {
+        let missing = || Error::EntryNotFound {
+            kernel: entry.to_string(),
+        };
+        let name = CString::new(entry).map_err(|_| missing())?;
+        module
+            .ctx
+            .bind_to_thread()
+            .map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
+        let mut function: sys::CUfunction = std::ptr::null_mut();
+        // SAFETY: `module` is loaded and alive; `name` is NUL-terminated.
+        let found =
+            unsafe { sys::cuModuleGetFunction(&mut function, module.module, name.as_ptr()) };
+        if found != sys::CUresult::CUDA_SUCCESS {
+            return Err(missing());
+        }
+        Ok(CudaKernel {
+            module: module.clone(),
+            function,
+            dynamic_optin: AtomicU32::new(0),
+        })
+    }
+}
+
+impl CudaModule {
+    /// Loads `image`. A failed load carries the JIT error log and the kernel's name.
+    fn load(
+        ctx: &Arc<CudaContext>,
+        image: &ModuleImage,
+        kernel: &str,
+        target: Target,
+    ) -> Result<CudaModule> {
+        ctx.bind_to_thread()
+            .map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
+        let ptx_text;
+        let data: *const c_void = match image {
+            ModuleImage::Cubin(bytes) => bytes.as_ptr().cast(),
+            ModuleImage::Ptx(text) => {
+                ptx_text = CString::new(text.as_bytes()).map_err(|_| Error::JitFailed {
+                    kernel: kernel.to_string(),
+                    target,
+                    code: "invalid PTX".into(),
+                    log: "the PTX text holds a NUL byte".into(),
+                })?;
+                ptx_text.as_ptr().cast()
+            }
+        };
+        let mut log = vec![0u8; LOG_BYTES];
+        let mut options = [
+            CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
+            CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+        ];
+        // The size option's value is passed in the pointer itself, as the driver API specifies.
+        let mut values: [*mut c_void; 2] = [log.as_mut_ptr().cast(), LOG_BYTES as *mut c_void];
+        let mut module: sys::CUmodule = std::ptr::null_mut();
+        // SAFETY: `data` points to a NUL-terminated PTX string or a cubin image that outlives the
+        // call; the option arrays have the length passed; the log buffer has LOG_BYTES bytes.
+        let loaded = unsafe {
+            sys::cuModuleLoadDataEx(
+                &mut module,
+                data,
+                options.len() as u32,
+                options.as_mut_ptr(),
+                values.as_mut_ptr(),
+            )
+        };
+        if loaded != sys::CUresult::CUDA_SUCCESS {
+            let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+            let text = String::from_utf8_lossy(&log[..end]).trim().to_string();
+            return Err(Error::JitFailed {
+                kernel: kernel.to_string(),
+                target,
+                code: format!("{loaded:?}"),
+                log: if text.is_empty() {
+                    "(the driver wrote no log)".into()
+                } else {
+                    text
+                },
+            });
+        }
+        Ok(CudaModule {
+            ctx: ctx.clone(),
+            module,
+        })
+    }
+}
+
+impl CudaKernel {
+    /// Opts the function in to `bytes` of dynamic shared memory where the launch needs more
+    /// than the 48 KiB default.
+    fn ensure_dynamic_shared(&self, static_bytes: u32, bytes: u32) -> Result<()> {
+        if static_bytes + bytes <= 48 * 1024 || self.dynamic_optin.load(Ordering::Acquire) >= bytes
+        {
+            return Ok(());
+        }
+        // SAFETY: `function` belongs to the live module held by `self`.
+        unsafe {
+            sys::cuFuncSetAttribute(
+                self.function,
+                CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                bytes as i32,
+            )
+        }
+        .result()
+        .map_err(|e| Error::driver("cuFuncSetAttribute", e))?;
+        self.dynamic_optin.fetch_max(bytes, Ordering::AcqRel);
+        Ok(())
+    }
+}
+
+/// Launches `kernel` on `stream` with one 64-bit slot per parameter.
+pub(crate) fn launch(
+    kernel: &CudaKernel,
+    stream: &CudaStream,
+    cfg: &LaunchConfig,
+    static_shared: u32,
+    slots: &[u64],
+) -> Result<()> {
+    kernel
+        .module
+        .ctx
+        .bind_to_thread()
+        .map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
+    kernel.ensure_dynamic_shared(static_shared, cfg.dynamic_shared_bytes)?;
+    let mut params = [std::ptr::null_mut::<c_void>(); MAX_PARAMS];
+    for (p, slot) in params.iter_mut().zip(slots) {
+        *p = slot as *const u64 as *mut c_void;
+    }
+    let [gx, gy, gz] = cfg.grid;
+    let [bx, by, bz] = cfg.block;
+    // SAFETY: the launch was validated against the kernel's metadata: one slot per parameter,
+    // each at least as wide as its parameter and little-endian, buffer slots holding addresses
+    // of live allocations on this device; `params` outlives the call (the driver copies them).
+    unsafe {
+        sys::cuLaunchKernel(
+            kernel.function,
+            gx,
+            gy,
+            gz,
+            bx,
+            by,
+            bz,
+            cfg.dynamic_shared_bytes,
+            stream.cu_stream(),
+            params.as_mut_ptr(),
+            std::ptr::null_mut(),
+        )
+    }
+    .result()
+    .map_err(|e| Error::driver("cuLaunchKernel", e))
+}

@@ -1,0 +1,175 @@
+use super::mock_device;
+use crate::testing::{
+    artifacts_for, artifacts_with, random_f32s, reverse_meta, VECTOR_ADD_SM80, VECTOR_ADD_SM90,
+};
+use crate::{Buffer, Device, Error, KernelArg, LaunchConfig, ModuleOrigin};
+use kernel_dsl::Target;
+
+#[test]
+fn vector_add_on_the_emulator_matches_the_cpu_sum() {
+    let device = mock_device();
+    let stream = device.stream().unwrap();
+    let kernel = artifacts_with(&[(Target::Sm80, VECTOR_ADD_SM80)], &[], None);
+    let n = 1000;
+    let (a, b) = (random_f32s(1, n), random_f32s(2, n));
+    let da = Buffer::from_host(&stream, &a).unwrap();
+    let db = Buffer::from_host(&stream, &b).unwrap();
+    let mut dc = Buffer::from_host(&stream, &vec![f32::NAN; n]).unwrap();
+    let args = [
+        KernelArg::from(&da),
+        KernelArg::from(&db),
+        KernelArg::from(&mut dc),
+        KernelArg::from(n as u32),
+    ];
+    stream
+        .launch(kernel, LaunchConfig::for_elements(n as u32, 256), &args)
+        .unwrap();
+    let c = dc.to_host(&stream).unwrap();
+    for i in 0..n {
+        assert_eq!(c[i], a[i] + b[i], "element {i}");
+    }
+}
+
+#[test]
+fn sub_slices_pass_their_offset_address() {
+    let device = mock_device();
+    let stream = device.stream().unwrap();
+    let kernel = artifacts_with(&[(Target::Sm80, VECTOR_ADD_SM80)], &[], None);
+    let a = random_f32s(3, 64);
+    let da = Buffer::from_host(&stream, &a).unwrap();
+    let mut dc = Buffer::from_host(&stream, &[f32::NAN; 32]).unwrap();
+    let args = [
+        KernelArg::from(da.slice(32..64).unwrap()),
+        KernelArg::from(da.slice(0..32).unwrap()),
+        KernelArg::from(&mut dc),
+        KernelArg::from(32u32),
+    ];
+    stream
+        .launch(kernel, LaunchConfig::for_elements(32, 32), &args)
+        .unwrap();
+    let c = dc.to_host(&stream).unwrap();
+    for i in 0..32 {
+        assert_eq!(c[i], a[32 + i] + a[i]);
+    }
+}
+
+#[test]
+fn the_emulator_loads_only_modules_for_its_own_target() {
+    let device = mock_device();
+    let kernel = artifacts_with(&[(Target::Sm90, VECTOR_ADD_SM90)], &[], None);
+    let err = device.prewarm(&[kernel]).unwrap_err();
+    assert!(
+        err.to_string().contains("enable the `sm_80` feature"),
+        "{err}"
+    );
+    let on_sm90 = Device::emulator_with_engine(
+        Target::Sm90,
+        Box::new(crate::testing::MockEngine::default()),
+    );
+    let info = on_sm90.prewarm(&[kernel]).unwrap();
+    assert_eq!(info[0].target, Target::Sm90);
+    assert_eq!(info[0].origin, ModuleOrigin::EmbeddedPtx);
+}
+
+#[test]
+fn kernels_sharing_one_module_load_it_once_and_keep_their_own_entries() {
+    let device = mock_device();
+    let stream = device.stream().unwrap();
+    let add = artifacts_with(&[(Target::Sm80, VECTOR_ADD_SM80)], &[], None);
+    let rev = artifacts_for(
+        reverse_meta(),
+        &[(Target::Sm80, VECTOR_ADD_SM80)],
+        &[],
+        None,
+    );
+    let infos = device.prewarm(&[add, rev]).unwrap();
+    assert_eq!(infos[0].key, infos[1].key, "same PTX text, same module key");
+    assert_eq!(
+        (infos[0].kernel.as_str(), infos[1].kernel.as_str()),
+        ("vector_add", "reverse_in_block")
+    );
+
+    let x = random_f32s(4, 64);
+    let dx = Buffer::from_host(&stream, &x).unwrap();
+    let mut dy = Buffer::from_host(&stream, &[f32::NAN; 64]).unwrap();
+    let cfg = LaunchConfig::linear(2, 32).with_dynamic_shared(128);
+    stream
+        .launch(rev, cfg, &[KernelArg::from(&dx), KernelArg::from(&mut dy)])
+        .unwrap();
+    let y = dy.to_host(&stream).unwrap();
+    assert_eq!(y[0], x[31]);
+    assert_eq!(y[32], x[63]);
+    assert_eq!(y[63], x[32]);
+}
+
+#[test]
+fn emulator_failures_name_the_kernel() {
+    let device = Device::emulator();
+    let kernel = artifacts_with(&[(Target::Sm80, VECTOR_ADD_SM80)], &[], None);
+    let err = device.prewarm(&[kernel]).unwrap_err();
+    // Until ptx-emulator executes PTX, loading fails; afterwards it succeeds. Either way no panic.
+    if let Error::EmulatorLoad { kernel, .. } = &err {
+        assert_eq!(kernel, "vector_add");
+    }
+}
+
+#[test]
+fn copies_check_lengths_and_round_trip_every_element_type() {
+    let device = mock_device();
+    let stream = device.stream().unwrap();
+    let mut buf = Buffer::<u64>::zeros(&stream, 3).unwrap();
+    assert!(matches!(
+        buf.copy_from_host(&stream, &[1, 2]),
+        Err(Error::CopyLength {
+            buffer_len: 3,
+            host_len: 2
+        })
+    ));
+    buf.copy_from_host(&stream, &[u64::MAX, 7, 1 << 40])
+        .unwrap();
+    assert_eq!(buf.to_host(&stream).unwrap(), vec![u64::MAX, 7, 1 << 40]);
+    let h = [crate::F16::from_f32(1.5), crate::F16::from_f32(-0.25)];
+    assert_eq!(
+        Buffer::from_host(&stream, &h)
+            .unwrap()
+            .to_host(&stream)
+            .unwrap(),
+        h
+    );
+    let bf = [crate::Bf16::from_f32(3.0), crate::Bf16::from_f32(-1e30)];
+    assert_eq!(
+        Buffer::from_host(&stream, &bf)
+            .unwrap()
+            .to_host(&stream)
+            .unwrap(),
+        bf
+    );
+    let small = [0xabu8, 0, 255];
+    assert_eq!(
+        Buffer::from_host(&stream, &small)
+            .unwrap()
+            .to_host(&stream)
+            .unwrap(),
+        small
+    );
+}
+
+#[test]
+fn buffers_used_on_a_second_stream_stay_correct() {
+    let device = mock_device();
+    let (s1, s2) = (device.stream().unwrap(), device.stream().unwrap());
+    let kernel = artifacts_with(&[(Target::Sm80, VECTOR_ADD_SM80)], &[], None);
+    let a = random_f32s(5, 16);
+    let da = Buffer::from_host(&s1, &a).unwrap();
+    let mut dc = Buffer::from_host(&s1, &[f32::NAN; 16]).unwrap();
+    let args = [
+        KernelArg::from(&da),
+        KernelArg::from(&da),
+        KernelArg::from(&mut dc),
+        KernelArg::from(16u32),
+    ];
+    s2.launch(kernel, LaunchConfig::linear(1, 16), &args)
+        .unwrap();
+    let c = dc.to_host(&s2).unwrap();
+    assert_eq!(c[5], a[5] * 2.0);
+}

@@ -1,0 +1,26 @@
+//! Unit tests of the runtime's behaviour through its public API, on an emulator device backed by
+//! the mock engine.
+
+mod emulated_launch;
+mod graphs;
+mod no_driver;
+mod sealed;
+mod validation;
+
+use crate::testing::MockEngine;
+use crate::Device;
+use kernel_dsl::Target;
+
+pub(crate) fn mock_device() -> Device {
+    Device::emulator_with_engine(Target::Sm80, Box::new(MockEngine::default()))
+}
+
+/// A mock device plus a counter of the launches its engine ran.
+pub(crate) fn counting_device() -> (Device, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    let engine = MockEngine::default();
+    let launches = engine.launches.clone();
+    (
+        Device::emulator_with_engine(Target::Sm80, Box::new(engine)),
+        launches,
+    )
+}
