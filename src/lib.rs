@@ -7,3 +7,8 @@ pub use kernel_runtime as runtime;
 pub use kernels;
 pub use ptx_emulator as emulator;
 pub use ptx_parser as parser;
+
+/// Every kernel this build can emit, in a fixed order: the builder samples.
+pub fn available_kernels() -> Vec<kernel_dsl::ir::Kernel> {
+    kernel_dsl::samples::all().into_iter().map(|s| s.kernel).collect()
+}

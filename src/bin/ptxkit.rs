@@ -1,4 +1,0 @@
-fn main() {
-    eprintln!("ptxkit: the CLI is not built yet");
-    std::process::exit(2);
-}

@@ -1,0 +1,15 @@
+use ptxkit::dsl::Target;
+
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    #[error("{0}")]
+    Usage(String),
+    #[error("{0}")]
+    Target(#[from] ptxkit::dsl::target::TargetParseError),
+    #[error("no kernel named `{0}`; `ptxkit emit` without --kernels lists every available kernel")]
+    UnknownKernel(String),
+    #[error("could not write {path}: {source}")]
+    Io { path: String, source: std::io::Error },
+    #[error("no kernel could be emitted for {0:?}: every one needs a different target")]
+    NothingEmitted(Vec<Target>),
+}

@@ -1,0 +1,45 @@
+//! The `ptxkit` command line: `ptxkit emit --targets sm_89,sm_121 --out DIR` writes the PTX of
+//! every available kernel for each target and prints a resource table; `ptxkit catalog` and
+//! `ptxkit targets` print the instruction catalog and the target table.
+
+mod args;
+mod catalog_cmd;
+mod emit_cmd;
+mod error;
+
+use error::CliError;
+
+const USAGE: &str = "usage:
+  ptxkit emit --targets sm_89,sm_121 [--out DIR] [--kernels NAME,NAME]
+      write the PTX of every available kernel for each target into DIR (default target/ptx)
+      and print registers, spills and shared memory from ptxas where it is installed
+  ptxkit catalog      what each instruction form needs from the target
+  ptxkit targets      the targets, their minimum PTX ISA and limits";
+
+fn main() {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let result = match argv.first().map(String::as_str) {
+        Some("emit") => args::EmitArgs::parse(&argv[1..]).and_then(|a| emit_cmd::run(&a)),
+        Some("catalog") => {
+            catalog_cmd::catalog();
+            Ok(())
+        }
+        Some("targets") => {
+            catalog_cmd::targets();
+            Ok(())
+        }
+        Some("-h" | "--help" | "help") => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        Some(other) => Err(CliError::Usage(format!("unknown command `{other}`"))),
+        None => Err(CliError::Usage("no command given".into())),
+    };
+    if let Err(e) = result {
+        eprintln!("error: {e}");
+        if matches!(e, CliError::Usage(_)) {
+            eprintln!("{USAGE}");
+        }
+        std::process::exit(2);
+    }
+}
