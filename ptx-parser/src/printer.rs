@@ -31,6 +31,40 @@ impl fmt::Display for Module {
     }
 }
 
+/// One line of PTX for the instruction, with a single space before the operands (its layout
+/// gap is not used), as in error messages.
+///
+/// ```
+/// let m = ptx_parser::parse_module(
+///     ".version 7.8\n.target sm_89\n.address_size 64\n.entry k()\n{\n\t@!%p1 add.s32 \t%r1, %r2, -4;\n}\n",
+/// ).unwrap();
+/// let body = m.function("k").unwrap().body.as_ref().unwrap();
+/// let ptx_parser::StatementKind::Instruction(i) = &body.statements[0].kind else { panic!() };
+/// assert_eq!(i.to_string(), "@!%p1 add.s32 %r1, %r2, -4;");
+/// ```
+impl fmt::Display for Instruction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let one_line = Instruction {
+            gap: Some(if self.operands.is_empty() { "" } else { " " }.to_string()),
+            ..self.clone()
+        };
+        write_instruction(f, &one_line)
+    }
+}
+
+/// The operand as PTX text.
+///
+/// ```
+/// use ptx_parser::Operand;
+/// let v = Operand::Vector(vec![Operand::Reg("%f1".into()), Operand::Sink]);
+/// assert_eq!(v.to_string(), "{%f1, _}");
+/// ```
+impl fmt::Display for Operand {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_operand(f, self)
+    }
+}
+
 fn trivia<'t>(t: &'t Option<String>, default: &'t str) -> &'t str {
     t.as_deref().unwrap_or(default)
 }

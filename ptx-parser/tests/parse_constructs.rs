@@ -496,3 +496,19 @@ fn hand_built_modules_print_in_the_emitter_layout() {
         format!("{HEADER}.visible .entry k(\n\t.param .u64 k_p0\n)\n{{\n\tret;\n}}\n")
     );
 }
+
+#[test]
+fn paired_destinations_accept_a_sink() {
+    let i = instruction("setp.eq.s32 _|%p1, %r1, 0;");
+    assert_eq!(i.operands[0], Operand::PredPair("_".into(), "%p1".into()));
+}
+
+#[test]
+fn instructions_and_operands_display_as_one_line_of_ptx() {
+    let i = instruction("@%p1 ld.global.nc.v2.f32 \t{%f1, %f2}, [%rd4+-8];");
+    assert_eq!(
+        i.to_string(),
+        "@%p1 ld.global.nc.v2.f32 {%f1, %f2}, [%rd4+-8];"
+    );
+    assert_eq!(instruction("ret;").to_string(), "ret;");
+}

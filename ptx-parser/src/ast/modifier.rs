@@ -260,6 +260,8 @@ keyword_enum! {
         Cc => "cc",
         Noftz => "noftz",
         Parity => "parity",
+        Proxy => "proxy",
+        Async => "async",
     }
 }
 

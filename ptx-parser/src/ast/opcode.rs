@@ -162,6 +162,9 @@ opcodes! {
     WgmmaMmaAsync => "wgmma.mma_async",
     WgmmaWaitGroup => "wgmma.wait_group",
     Wmma => "wmma",
+    WmmaLoad => "wmma.load",
+    WmmaMma => "wmma.mma",
+    WmmaStore => "wmma.store",
     Xor => "xor",
 }
 

@@ -258,6 +258,7 @@ pub enum Operand {
     Sink,
     /// A negated predicate `!%p1`.
     Not(Box<Operand>),
-    /// The predicate pair destination of `setp`: `%p1|%p2`.
+    /// A paired destination `a|b`: the two predicates of `setp` (`%p1|%p2`), or the value and
+    /// in-range predicate of `shfl.sync` (`%r1|%p1`). Either name may be `_`.
     PredPair(String, String),
 }

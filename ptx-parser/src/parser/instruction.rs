@@ -147,9 +147,6 @@ impl Parser<'_> {
             Tok::Punct('-') | Tok::Number => self.immediate().map(Operand::Imm),
             Tok::Ident => {
                 self.advance();
-                if token.text == "_" {
-                    return Ok(Operand::Sink);
-                }
                 if let Some(special) = self.special_reg(token.text) {
                     return Ok(Operand::Special(special));
                 }
@@ -163,7 +160,9 @@ impl Parser<'_> {
                         second.text.to_string(),
                     ));
                 }
-                if token.text.starts_with('%') {
+                if token.text == "_" {
+                    Ok(Operand::Sink)
+                } else if token.text.starts_with('%') {
                     Ok(Operand::Reg(token.text.to_string()))
                 } else {
                     Ok(Operand::Symbol(token.text.to_string()))
