@@ -1,0 +1,294 @@
+//! Decoding of memory instructions: loads, stores, atomics, address conversions, `cp.async`.
+
+use super::arith::{operands, types};
+use super::operands::{Frame, Kind, Symbol};
+use crate::error::Error;
+use crate::program::{AtomOp, AtomTy, Elem, Op, Space, W};
+use ptx_parser::{
+    Address, AddressBase, AtomicOp, Flag, Immediate, Instruction, Modifier, Opcode, Operand,
+    StateSpace, Type,
+};
+
+fn spaces(inst: &Instruction) -> Vec<StateSpace> {
+    inst.modifiers
+        .iter()
+        .filter_map(|m| match m {
+            Modifier::Space(s) => Some(*s),
+            _ => None,
+        })
+        .collect()
+}
+
+fn space_of(frame: &Frame, s: Option<StateSpace>) -> Result<Option<Space>, Error> {
+    Ok(match s {
+        None => Some(Space::Generic),
+        Some(StateSpace::Global) => Some(Space::Global),
+        Some(StateSpace::Shared | StateSpace::SharedCta | StateSpace::SharedCluster) => {
+            Some(Space::Shared)
+        }
+        Some(StateSpace::Local) => Some(Space::Local),
+        Some(StateSpace::Const) => Some(Space::Const),
+        Some(StateSpace::Param | StateSpace::ParamEntry) => None,
+        Some(other) => return Err(frame.unsupported(format!("state space .{other}"))),
+    })
+}
+
+fn elem_of(frame: &Frame, t: Type) -> Result<Elem, Error> {
+    use Type::*;
+    let signed = matches!(t, S8 | S16 | S32 | S64);
+    let bytes = match t {
+        B8 | U8 | S8 => 1,
+        B16 | U16 | S16 | F16 | Bf16 => 2,
+        B32 | U32 | S32 | F32 | F16x2 | Bf16x2 | Tf32 => 4,
+        B64 | U64 | S64 | F64 => 8,
+        other => return Err(frame.unsupported(format!("memory access of .{other}"))),
+    };
+    Ok(Elem { bytes, signed })
+}
+
+fn elem_kind(t: Type) -> Kind {
+    match t {
+        Type::F32 => Kind::F32,
+        Type::F64 => Kind::F64,
+        t => match t.size_bytes() {
+            Some(1) => Kind::Int(W::B8),
+            Some(2) => Kind::Int(W::B16),
+            Some(8) => Kind::Int(W::B64),
+            _ => Kind::Int(W::B32),
+        },
+    }
+}
+
+pub(crate) fn load_store(frame: &mut Frame, inst: &Instruction) -> Result<Op, Error> {
+    let ops = operands(frame, inst, 2)?;
+    let ty = inst.ty().ok_or_else(|| frame.malformed("missing type"))?;
+    let elem = elem_of(frame, ty)?;
+    let n = inst
+        .modifiers
+        .iter()
+        .find_map(|m| match m {
+            Modifier::Vector(v) => Some(v.lanes()),
+            _ => None,
+        })
+        .unwrap_or(1);
+    if n > 4 {
+        return Err(frame.unsupported("vectors wider than .v4"));
+    }
+    let is_store = inst.opcode == Opcode::St;
+    let (addr_op, val_op) = if is_store {
+        (&ops[0], &ops[1])
+    } else {
+        (&ops[1], &ops[0])
+    };
+    let mut regs = [0; 4];
+    let vals: Vec<&Operand> = match val_op {
+        Operand::Vector(v) => v.iter().collect(),
+        other => vec![other],
+    };
+    if vals.len() != n as usize {
+        return Err(frame.malformed(format!("expected {n} values, found {}", vals.len())));
+    }
+    for (r, v) in regs.iter_mut().zip(&vals) {
+        *r = if is_store {
+            frame.src(v, elem_kind(ty))?
+        } else {
+            frame.dst(v)?
+        };
+    }
+    let space = space_of(frame, inst.space())?;
+    let Some(space) = space else {
+        if is_store {
+            return Err(frame.unsupported("st.param (device-function calls are not emulated)"));
+        }
+        let Operand::Address(Address {
+            base: AddressBase::Symbol(name),
+            offset,
+        }) = addr_op
+        else {
+            return Err(frame.unsupported("ld.param through a register"));
+        };
+        let Some(Symbol::Param {
+            offset: base,
+            bytes,
+        }) = frame.symbols.get(name).copied()
+        else {
+            return Err(frame.malformed(format!("`{name}` is not a parameter of this kernel")));
+        };
+        let offset = base as i64 + offset.unwrap_or(0);
+        let end = offset - base as i64 + (elem.bytes as i64 * n as i64);
+        if offset < base as i64 || end > bytes as i64 {
+            return Err(
+                frame.malformed(format!("the load reads past the end of parameter `{name}`"))
+            );
+        }
+        return Ok(Op::LdParam {
+            offset: offset as u32,
+            elem,
+            n: n as u8,
+            d: regs,
+        });
+    };
+    let at = frame.address(addr_op, space)?;
+    Ok(if is_store {
+        Op::St {
+            at,
+            elem,
+            n: n as u8,
+            s: regs,
+        }
+    } else {
+        Op::Ld {
+            at,
+            elem,
+            n: n as u8,
+            d: regs,
+        }
+    })
+}
+
+pub(crate) fn atomic(frame: &mut Frame, inst: &Instruction) -> Result<Op, Error> {
+    let is_red = inst.opcode == Opcode::Red;
+    let ops = operands(frame, inst, if is_red { 2 } else { 3 })?;
+    let op = inst
+        .modifiers
+        .iter()
+        .find_map(|m| match m {
+            Modifier::Atomic(a) => Some(*a),
+            _ => None,
+        })
+        .ok_or_else(|| frame.malformed("missing atomic operation"))?;
+    let op = match op {
+        AtomicOp::Add => AtomOp::Add,
+        AtomicOp::Min => AtomOp::Min,
+        AtomicOp::Max => AtomOp::Max,
+        AtomicOp::Exch => AtomOp::Exch,
+        AtomicOp::Cas => AtomOp::Cas,
+        AtomicOp::And => AtomOp::And,
+        AtomicOp::Or => AtomOp::Or,
+        AtomicOp::Xor => AtomOp::Xor,
+        AtomicOp::Inc => AtomOp::Inc,
+        AtomicOp::Dec => AtomOp::Dec,
+        AtomicOp::Popc => return Err(frame.unsupported("atomic .popc")),
+    };
+    let t = inst.ty().ok_or_else(|| frame.malformed("missing type"))?;
+    let ty = match t {
+        Type::U32 | Type::B32 => AtomTy::U32,
+        Type::S32 => AtomTy::S32,
+        Type::U64 | Type::B64 => AtomTy::U64,
+        Type::S64 => AtomTy::S64,
+        Type::F32 => AtomTy::F32,
+        Type::F64 => AtomTy::F64,
+        Type::F16x2 => AtomTy::F16x2,
+        Type::Bf16x2 => AtomTy::Bf16x2,
+        Type::F16 => AtomTy::F16,
+        Type::Bf16 => AtomTy::Bf16,
+        other => return Err(frame.unsupported(format!("atomics on .{other}"))),
+    };
+    if inst
+        .modifiers
+        .iter()
+        .any(|m| matches!(m, Modifier::Vector(_)))
+    {
+        return Err(frame.unsupported("vector atomics"));
+    }
+    let space =
+        space_of(frame, inst.space())?.ok_or_else(|| frame.malformed("atomics on .param"))?;
+    let kind = match ty {
+        AtomTy::F32 => Kind::F32,
+        AtomTy::F64 => Kind::F64,
+        AtomTy::U64 | AtomTy::S64 => Kind::Int(W::B64),
+        AtomTy::F16 | AtomTy::Bf16 => Kind::Int(W::B16),
+        _ => Kind::Int(W::B32),
+    };
+    let (d, addr_at) = if is_red {
+        (frame.sink(), 0)
+    } else {
+        (frame.dst(&ops[0])?, 1)
+    };
+    let at = frame.address(&ops[addr_at], space)?;
+    let b = frame.src(&ops[addr_at + 1], kind)?;
+    let c = match ops.get(addr_at + 2) {
+        Some(op) => frame.src(op, kind)?,
+        None => frame.konst(0),
+    };
+    Ok(Op::Atom {
+        at,
+        op,
+        ty,
+        d,
+        b,
+        c,
+    })
+}
+
+pub(crate) fn cvta(frame: &mut Frame, inst: &Instruction) -> Result<Op, Error> {
+    let ops = operands(frame, inst, 2)?;
+    let space =
+        space_of(frame, inst.space())?.ok_or_else(|| frame.unsupported("cvta of .param"))?;
+    let w = if inst.ty() == Some(Type::U32) {
+        W::B32
+    } else {
+        W::B64
+    };
+    let d = frame.dst(&ops[0])?;
+    let a = frame.src(&ops[1], Kind::Int(w))?;
+    Ok(Op::Cvta {
+        to_generic: !inst.has_flag(Flag::To),
+        space,
+        d,
+        a,
+    })
+}
+
+pub(crate) fn isspacep(frame: &mut Frame, inst: &Instruction) -> Result<Op, Error> {
+    let ops = operands(frame, inst, 2)?;
+    let space =
+        space_of(frame, inst.space())?.ok_or_else(|| frame.unsupported("isspacep.param"))?;
+    let d = frame.dst(&ops[0])?;
+    let a = frame.src(&ops[1], Kind::Int(W::B64))?;
+    Ok(Op::Isspacep { space, d, a })
+}
+
+fn int_imm(frame: &Frame, op: &Operand) -> Result<u64, Error> {
+    match op {
+        Operand::Imm(Immediate::Int(i)) => Ok(i.bits()),
+        other => Err(frame.unsupported(format!(
+            "a non-constant operand {other:?} where a constant is expected"
+        ))),
+    }
+}
+
+pub(crate) fn cp_async(frame: &mut Frame, inst: &Instruction) -> Result<Op, Error> {
+    let ops = operands(frame, inst, 3)?;
+    let sp = spaces(inst);
+    if sp.len() != 2 {
+        return Err(frame.unsupported("cp.async forms other than .shared.global"));
+    }
+    let dst = frame.address(&ops[0], Space::Shared)?;
+    let src = frame.address(&ops[1], Space::Global)?;
+    let bytes = int_imm(frame, &ops[2])?;
+    if ![4, 8, 16].contains(&bytes) {
+        return Err(frame.malformed("cp.async copies 4, 8 or 16 bytes"));
+    }
+    let src_bytes = match ops.get(3) {
+        Some(op @ (Operand::Reg(_) | Operand::Imm(Immediate::Int(_)))) => {
+            frame.src(op, Kind::Int(W::B32))?
+        }
+        Some(Operand::Symbol(name)) if frame.regs.contains_key(name) => frame.reg(name)?,
+        _ => frame.konst(bytes),
+    };
+    let _ = types(inst);
+    Ok(Op::CpAsync {
+        dst,
+        src,
+        bytes: bytes as u8,
+        src_bytes,
+    })
+}
+
+pub(crate) fn cp_async_wait(frame: &mut Frame, inst: &Instruction) -> Result<Op, Error> {
+    let ops = operands(frame, inst, 1)?;
+    Ok(Op::CpAsyncWait {
+        n: int_imm(frame, &ops[0])? as u32,
+    })
+}

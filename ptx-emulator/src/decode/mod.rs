@@ -1,0 +1,355 @@
+//! From the parser's AST to a [`Kernel`]: lay out parameters and memory, give every register
+//! a slot, resolve labels, and decode each instruction.
+
+mod arith;
+mod control;
+mod memory;
+mod operands;
+mod text;
+
+use crate::error::Error;
+use crate::program::{Inst, Kernel, ParamInfo, SharedSymbol, NO_SLOT};
+use operands::{Frame, Symbol};
+use ptx_parser::{
+    Block, Function, Immediate, Initializer, Instruction, Module, Opcode, RegName, StateSpace,
+    StatementKind, Type, VarDecl,
+};
+
+pub(crate) use operands::Kind;
+
+/// Alignment of the dynamic shared-memory window when no `.align` is declared.
+const DYNAMIC_SHARED_ALIGN: u32 = 16;
+
+/// Decodes the entry `func` of `module`.
+pub(crate) fn decode_kernel(module: &Module, func: &Function) -> Result<Kernel, Error> {
+    let mut frame = Frame::new(&func.name);
+    let body = func
+        .body
+        .as_ref()
+        .ok_or_else(|| frame.malformed("the entry has no body"))?;
+
+    // Parameters.
+    let mut params = Vec::new();
+    let mut param_bytes = 0u32;
+    for p in func.params.iter().flatten() {
+        let elem = p.ty.size_bytes().unwrap_or(1);
+        let lanes = p.vector.map_or(1, |v| v.lanes());
+        let bytes = elem * lanes * p.array.unwrap_or(1) as u32;
+        let align = p.align.unwrap_or(elem * lanes).max(1);
+        let offset = param_bytes.div_ceil(align) * align;
+        frame
+            .symbols
+            .insert(p.name.clone(), Symbol::Param { offset, bytes });
+        params.push(ParamInfo {
+            name: p.name.clone(),
+            offset,
+            bytes,
+        });
+        param_bytes = offset + bytes;
+    }
+
+    // Gather declarations, labels and instructions, flattening nested blocks.
+    let mut gathered = Gathered::default();
+    gather(&mut frame, body, &mut gathered)?;
+    let registers = frame.next;
+
+    // Shared memory: module-level variables first, then the kernel's own.
+    let mut layout = Layout::default();
+    for v in module.variables() {
+        match v.space {
+            StateSpace::Shared | StateSpace::SharedCta => layout.shared(&mut frame, v),
+            StateSpace::Const => layout.constant(&mut frame, v)?,
+            _ => {}
+        }
+    }
+    for v in &gathered.vars {
+        match v.space {
+            StateSpace::Shared | StateSpace::SharedCta => layout.shared(&mut frame, v),
+            StateSpace::Local => layout.local(&mut frame, v),
+            StateSpace::Const => layout.constant(&mut frame, v)?,
+            _ => {}
+        }
+    }
+    let dynamic_offset = layout.static_shared.div_ceil(layout.dynamic_align) * layout.dynamic_align;
+    for name in &layout.dynamic_names {
+        frame.symbols.insert(
+            name.clone(),
+            Symbol::Shared {
+                offset: dynamic_offset,
+            },
+        );
+        layout.symbols.push(SharedSymbol {
+            name: name.clone(),
+            offset: dynamic_offset,
+            bytes: None,
+        });
+    }
+
+    let mut code = Vec::with_capacity(gathered.instructions.len() + 1);
+    let mut text = Vec::with_capacity(gathered.instructions.len() + 1);
+    let mut collectives = Vec::new();
+    for inst in &gathered.instructions {
+        frame.text = text::instruction_text(inst);
+        frame.opcode = inst.opcode.as_str().to_string();
+        let (guard, negate) = match &inst.guard {
+            Some(g) => (frame.reg(&g.reg)?, g.negated),
+            None => (NO_SLOT, false),
+        };
+        let op = decode_instruction(&mut frame, inst, &mut collectives)?;
+        code.push(Inst { guard, negate, op });
+        text.push(frame.text.clone());
+    }
+    // Falling off the end of the body returns.
+    code.push(Inst {
+        guard: NO_SLOT,
+        negate: false,
+        op: crate::program::Op::Exit,
+    });
+    text.push("ret; (end of kernel)".to_string());
+
+    Ok(Kernel {
+        name: func.name.clone(),
+        code,
+        text,
+        collectives,
+        slots: frame.next,
+        registers,
+        constants: frame.constants,
+        specials: frame.special_list,
+        params,
+        param_bytes,
+        static_shared: layout.static_shared,
+        dynamic_offset,
+        shared_symbols: layout.symbols,
+        local_bytes: layout.local_bytes,
+        const_data: layout.const_data,
+    })
+}
+
+#[derive(Default)]
+struct Gathered<'a> {
+    instructions: Vec<&'a Instruction>,
+    vars: Vec<&'a VarDecl>,
+}
+
+fn gather<'a>(frame: &mut Frame, block: &'a Block, out: &mut Gathered<'a>) -> Result<(), Error> {
+    for st in &block.statements {
+        match &st.kind {
+            StatementKind::Instruction(i) => out.instructions.push(i),
+            StatementKind::Label(name) => {
+                frame
+                    .labels
+                    .insert(name.clone(), out.instructions.len() as u32);
+            }
+            StatementKind::Reg(decl) => {
+                for name in &decl.names {
+                    match name {
+                        RegName::Single(n) => frame.declare(n.clone()),
+                        RegName::Range { prefix, count } => {
+                            for i in 0..*count {
+                                frame.declare(format!("{prefix}{i}"));
+                            }
+                        }
+                    }
+                }
+            }
+            StatementKind::Variable(v) => out.vars.push(v),
+            StatementKind::Block(inner) => gather(frame, inner, out)?,
+            StatementKind::Pragma(_) | StatementKind::Directive(_) => {}
+        }
+    }
+    Ok(())
+}
+
+struct Layout {
+    static_shared: u32,
+    dynamic_align: u32,
+    dynamic_names: Vec<String>,
+    symbols: Vec<SharedSymbol>,
+    local_bytes: u32,
+    const_data: Vec<u8>,
+}
+
+impl Default for Layout {
+    fn default() -> Layout {
+        Layout {
+            static_shared: 0,
+            dynamic_align: DYNAMIC_SHARED_ALIGN,
+            dynamic_names: Vec::new(),
+            symbols: Vec::new(),
+            local_bytes: 0,
+            const_data: Vec::new(),
+        }
+    }
+}
+
+fn var_size(v: &VarDecl) -> (u32, u32, bool) {
+    let elem = v.ty.size_bytes().unwrap_or(1) * v.vector.map_or(1, |w| w.lanes());
+    let mut count = 1u64;
+    let mut unsized_array = false;
+    for d in &v.array {
+        match d {
+            Some(n) => count *= n,
+            None => unsized_array = true,
+        }
+    }
+    let align = v.align.unwrap_or(elem).max(1);
+    ((elem as u64 * count) as u32, align, unsized_array)
+}
+
+impl Layout {
+    fn shared(&mut self, frame: &mut Frame, v: &VarDecl) {
+        let (bytes, align, unsized_array) = var_size(v);
+        if unsized_array {
+            self.dynamic_align = self.dynamic_align.max(align);
+            self.dynamic_names.push(v.name.clone());
+            return;
+        }
+        let offset = self.static_shared.div_ceil(align) * align;
+        self.static_shared = offset + bytes;
+        frame
+            .symbols
+            .insert(v.name.clone(), Symbol::Shared { offset });
+        self.symbols.push(SharedSymbol {
+            name: v.name.clone(),
+            offset,
+            bytes: Some(bytes),
+        });
+    }
+
+    fn local(&mut self, frame: &mut Frame, v: &VarDecl) {
+        let (bytes, align, _) = var_size(v);
+        let offset = self.local_bytes.div_ceil(align) * align;
+        self.local_bytes = offset + bytes;
+        frame
+            .symbols
+            .insert(v.name.clone(), Symbol::Local { offset });
+    }
+
+    fn constant(&mut self, frame: &mut Frame, v: &VarDecl) -> Result<(), Error> {
+        let (bytes, align, _) = var_size(v);
+        let offset = (self.const_data.len() as u32).div_ceil(align) * align;
+        self.const_data.resize((offset + bytes) as usize, 0);
+        frame
+            .symbols
+            .insert(v.name.clone(), Symbol::Const { offset });
+        if let Some(init) = &v.init {
+            let elem = v.ty.size_bytes().unwrap_or(1) as usize;
+            let mut values = Vec::new();
+            flatten_init(init, &mut values);
+            for (i, imm) in values.iter().enumerate() {
+                let kind = match v.ty {
+                    Type::F32 => Kind::F32,
+                    Type::F64 => Kind::F64,
+                    _ => Kind::Int(crate::program::W::B64),
+                };
+                let bits = frame.imm_bits(imm, kind)?;
+                let at = offset as usize + i * elem;
+                if at + elem <= self.const_data.len() {
+                    self.const_data[at..at + elem].copy_from_slice(&bits.to_le_bytes()[..elem]);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn flatten_init(init: &Initializer, out: &mut Vec<Immediate>) {
+    match init {
+        Initializer::Imm(i) => out.push(*i),
+        Initializer::List(items) => items.iter().for_each(|i| flatten_init(i, out)),
+        Initializer::Symbol { .. } | Initializer::Generic(_) => {}
+    }
+}
+
+fn decode_instruction(
+    frame: &mut Frame,
+    inst: &Instruction,
+    collectives: &mut Vec<crate::program::Collective>,
+) -> Result<crate::program::Op, Error> {
+    use crate::program::Op;
+    match &inst.opcode {
+        Opcode::Mov => arith::mov(frame, inst),
+        Opcode::Add
+        | Opcode::Sub
+        | Opcode::Mul
+        | Opcode::Mad
+        | Opcode::Fma
+        | Opcode::Div
+        | Opcode::Rem
+        | Opcode::Min
+        | Opcode::Max
+        | Opcode::Abs
+        | Opcode::Neg
+        | Opcode::Addc
+        | Opcode::Subc
+        | Opcode::Madc
+        | Opcode::Mul24
+        | Opcode::Mad24
+        | Opcode::Sad
+        | Opcode::Copysign => arith::arith(frame, inst),
+        Opcode::And
+        | Opcode::Or
+        | Opcode::Xor
+        | Opcode::Not
+        | Opcode::Cnot
+        | Opcode::Shl
+        | Opcode::Shr
+        | Opcode::Popc
+        | Opcode::Clz
+        | Opcode::Brev
+        | Opcode::Bfe
+        | Opcode::Bfi
+        | Opcode::Bfind
+        | Opcode::Prmt
+        | Opcode::Lop3
+        | Opcode::Shf
+        | Opcode::Dp4a => arith::bits(frame, inst),
+        Opcode::Setp | Opcode::Set => arith::setp(frame, inst),
+        Opcode::Selp | Opcode::Slct => arith::select(frame, inst),
+        Opcode::Cvt => arith::cvt(frame, inst),
+        Opcode::Ex2
+        | Opcode::Lg2
+        | Opcode::Rsqrt
+        | Opcode::Rcp
+        | Opcode::Sqrt
+        | Opcode::Sin
+        | Opcode::Cos
+        | Opcode::Tanh => arith::transcendental(frame, inst),
+        Opcode::Testp => arith::testp(frame, inst),
+        Opcode::Ld | Opcode::Ldu | Opcode::St => memory::load_store(frame, inst),
+        Opcode::Atom | Opcode::Red => memory::atomic(frame, inst),
+        Opcode::Cvta => memory::cvta(frame, inst),
+        Opcode::Isspacep => memory::isspacep(frame, inst),
+        Opcode::CpAsync => memory::cp_async(frame, inst),
+        Opcode::CpAsyncCommitGroup => Ok(Op::CpAsyncCommit),
+        Opcode::CpAsyncWaitAll => Ok(Op::CpAsyncWait { n: u32::MAX }),
+        Opcode::CpAsyncWaitGroup => memory::cp_async_wait(frame, inst),
+        Opcode::Membar
+        | Opcode::Fence
+        | Opcode::Prefetch
+        | Opcode::Prefetchu
+        | Opcode::Nanosleep
+        | Opcode::Pmevent
+        | Opcode::Griddepcontrol => Ok(Op::Nop),
+        Opcode::Bra | Opcode::Ret | Opcode::Exit | Opcode::Trap | Opcode::Bar | Opcode::Barrier => {
+            control::control(frame, inst)
+        }
+        Opcode::Shfl
+        | Opcode::Vote
+        | Opcode::Redux
+        | Opcode::Match
+        | Opcode::BarWarpSync
+        | Opcode::Mma
+        | Opcode::Ldmatrix
+        | Opcode::Stmatrix => control::collective(frame, inst, collectives),
+        Opcode::Activemask => Ok(Op::Activemask {
+            d: frame.dst(
+                inst.operands
+                    .first()
+                    .ok_or_else(|| frame.malformed("missing operand"))?,
+            )?,
+        }),
+        _ => Err(frame.unsupported("")),
+    }
+}

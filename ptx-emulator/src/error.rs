@@ -1,0 +1,194 @@
+//! The one error type of ptx-emulator.
+
+/// Where in a launch something went wrong: the kernel, the CTA, the thread and the instruction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Site {
+    /// The `.entry` name.
+    pub kernel: String,
+    /// `%ctaid` of the CTA.
+    pub block: [u32; 3],
+    /// `%tid` of the thread.
+    pub thread: [u32; 3],
+    /// The instruction as PTX text.
+    pub instruction: String,
+}
+
+impl std::fmt::Display for Site {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let [bx, by, bz] = self.block;
+        let [tx, ty, tz] = self.thread;
+        write!(
+            f,
+            "kernel `{}`, block ({bx}, {by}, {bz}), thread ({tx}, {ty}, {tz}), at `{}`",
+            self.kernel, self.instruction
+        )
+    }
+}
+
+/// Everything the emulator can report: bad input to its API and the faults a GPU would not
+/// tell you about.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Error {
+    #[error("the PTX does not parse: {0}")]
+    Parse(#[from] ptx_parser::Error),
+
+    #[error("the PTX module has no `.entry {name}`; it defines: {available}")]
+    NoSuchEntry { name: String, available: String },
+
+    #[error("kernel `{kernel}` uses `{instruction}`, which the emulator does not support{detail}\n  help: run this kernel on a GPU, or rewrite it without `{opcode}`")]
+    Unsupported {
+        kernel: String,
+        opcode: String,
+        instruction: String,
+        detail: String,
+    },
+
+    #[error("kernel `{kernel}` is malformed at `{instruction}`: {detail}")]
+    Malformed {
+        kernel: String,
+        instruction: String,
+        detail: String,
+    },
+
+    #[error("kernel `{kernel}` takes {expected} parameters but the launch passed {given}\n  help: pass one argument per `.param`, in declaration order")]
+    ArgumentCount {
+        kernel: String,
+        expected: usize,
+        given: usize,
+    },
+
+    #[error("parameter {index} (`{param}`) of kernel `{kernel}` is {expected} bytes, but the argument is {given} bytes\n  help: pass an argument of the parameter's type (pointers as ArgValue::Ptr)")]
+    ArgumentSize {
+        kernel: String,
+        index: usize,
+        param: String,
+        expected: usize,
+        given: usize,
+    },
+
+    #[error("launch of `{kernel}` has an invalid shape: {detail}")]
+    LaunchShape { kernel: String, detail: String },
+
+    #[error("out-of-bounds {access} of {size} bytes at global address {address:#x} ({site}); {nearest}\n  help: check the index arithmetic and the bounds guard of this access")]
+    GlobalOutOfBounds {
+        site: Site,
+        access: Access,
+        address: u64,
+        size: u32,
+        nearest: Nearest,
+    },
+
+    #[error("out-of-bounds {access} of {size} bytes at shared address {address:#x} ({site}); the CTA has {shared_bytes} bytes of shared memory{symbol}\n  help: check the index arithmetic, or pass more dynamic shared memory")]
+    SharedOutOfBounds {
+        site: Site,
+        access: Access,
+        address: u64,
+        size: u32,
+        shared_bytes: u32,
+        symbol: String,
+    },
+
+    #[error("out-of-bounds {access} of {size} bytes at local address {address:#x} ({site}); each thread has {local_bytes} bytes of local memory")]
+    LocalOutOfBounds {
+        site: Site,
+        access: Access,
+        address: u64,
+        size: u32,
+        local_bytes: u32,
+    },
+
+    #[error("misaligned {access} of {size} bytes at address {address:#x} ({site})\n  help: accesses must be aligned to their size")]
+    Misaligned {
+        site: Site,
+        access: Access,
+        address: u64,
+        size: u32,
+    },
+
+    #[error("read of shared memory at {address:#x}{symbol} that no thread wrote in this launch ({site})\n  help: a missing store, a missing `bar.sync`, or a missing `cp.async.wait_group` before this load")]
+    UninitializedShared {
+        site: Site,
+        address: u64,
+        symbol: String,
+    },
+
+    #[error("`bar.sync` divergence in kernel `{kernel}`, block ({}, {}, {}): {waiting} threads wait at `{instruction}` for {expected}, but {detail}\n  help: make every thread of the CTA reach the barrier (no early `ret` or divergent branch around it)", block[0], block[1], block[2])]
+    BarrierDivergence {
+        kernel: String,
+        block: [u32; 3],
+        instruction: String,
+        waiting: u32,
+        expected: u32,
+        detail: String,
+    },
+
+    #[error("warp-collective divergence ({site}): {detail}\n  help: every lane in the member mask must execute the same collective instruction")]
+    CollectiveDivergence { site: Site, detail: String },
+
+    #[error("`trap` executed ({site})")]
+    Trap { site: Site },
+
+    #[error("thread ran more than {limit} instructions ({site})\n  help: the kernel probably loops forever; raise the limit with Emulator::with_instruction_limit if it does not")]
+    InstructionLimit { site: Site, limit: u64 },
+
+    #[error("{operation} at {address:#x}, which is not the start of an allocation\n  help: pass an address returned by GlobalMemory::alloc")]
+    NotAnAllocation {
+        operation: &'static str,
+        address: u64,
+    },
+
+    #[error("host {operation} of {size} bytes at {address:#x} is out of bounds; {nearest}")]
+    HostOutOfBounds {
+        operation: &'static str,
+        address: u64,
+        size: usize,
+        nearest: Nearest,
+    },
+}
+
+/// The kind of memory access that faulted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    Load,
+    Store,
+    Atomic,
+}
+
+impl std::fmt::Display for Access {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Access::Load => "load",
+            Access::Store => "store",
+            Access::Atomic => "atomic",
+        })
+    }
+}
+
+/// The allocation an out-of-bounds address belonged to, or was nearest to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Nearest {
+    /// No allocation exists at all.
+    Nothing,
+    /// The access starts inside the buffer but runs past its end, or lies just before or after
+    /// it.
+    Buffer {
+        /// Base address of the buffer.
+        base: u64,
+        /// Its size in bytes.
+        bytes: u64,
+        /// `address - base` (negative before the buffer).
+        offset: i64,
+    },
+}
+
+impl std::fmt::Display for Nearest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Nearest::Nothing => f.write_str("no buffer is allocated"),
+            Nearest::Buffer { base, bytes, offset } => write!(
+                f,
+                "nearest buffer is {base:#x} ({bytes} bytes), the access is at byte offset {offset} of it"
+            ),
+        }
+    }
+}

@@ -1,0 +1,372 @@
+//! Scheduling one CTA: threads run one at a time in a fixed order until they block; warp
+//! collectives run when every lane in their member mask has reached them; a barrier opens when
+//! every thread it waits for has arrived. Anything else is a deadlock, reported as an error.
+
+use super::thread::{self, Ctx, Fault, FaultKind, Status, Thread};
+use super::warp::{self, Regs};
+use crate::error::{Error, Nearest, Site};
+use crate::program::{Op, Space, NO_SLOT};
+
+/// Number of named barriers per CTA.
+const BARRIERS: usize = 16;
+
+/// The shape of the CTA being run, for naming threads in errors.
+pub(crate) struct CtaShape {
+    pub block: [u32; 3],
+    pub dims: [u32; 3],
+}
+
+impl CtaShape {
+    fn tid(&self, t: usize) -> [u32; 3] {
+        let [bx, by, _] = self.dims;
+        let t = t as u32;
+        [t % bx, (t / bx) % by, t / (bx * by)]
+    }
+
+    fn site(&self, ctx: &Ctx<'_>, t: usize, pc: u32) -> Site {
+        Site {
+            kernel: ctx.kernel.name.clone(),
+            block: self.block,
+            thread: self.tid(t),
+            instruction: ctx
+                .kernel
+                .text
+                .get(pc as usize)
+                .cloned()
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// Runs every thread of one CTA to completion.
+pub(crate) fn run_cta(
+    ctx: &mut Ctx<'_>,
+    regs: &mut [u64],
+    threads: &mut [Thread],
+    shape: &CtaShape,
+) -> Result<(), Error> {
+    let n = threads.len();
+    let slots = ctx.kernel.slots as usize;
+    let warps = n.div_ceil(32);
+    let mut arrived = [0u32; BARRIERS];
+    loop {
+        for w in 0..warps {
+            let lanes = w * 32..(w * 32 + 32).min(n);
+            loop {
+                for t in lanes.clone() {
+                    if threads[t].status == Status::Ready {
+                        thread::run(
+                            ctx,
+                            &mut regs[t * slots..(t + 1) * slots],
+                            &mut threads[t],
+                            t,
+                        )
+                        .map_err(|f| fault_error(ctx, shape, t, f))?;
+                    }
+                }
+                if !resolve_warp(ctx, regs, threads, w, &mut arrived, shape)? {
+                    break;
+                }
+            }
+        }
+        if threads.iter().all(|t| t.status == Status::Exited) {
+            return Ok(());
+        }
+        if !release_barriers(ctx, regs, threads, &mut arrived) {
+            return Err(deadlock(ctx, regs, threads, shape));
+        }
+    }
+}
+
+/// Handles `bar.arrive` and runs every warp collective whose participants are all present.
+/// Returns whether any thread became ready.
+fn resolve_warp(
+    ctx: &mut Ctx<'_>,
+    regs: &mut [u64],
+    threads: &mut [Thread],
+    w: usize,
+    arrived: &mut [u32; BARRIERS],
+    shape: &CtaShape,
+) -> Result<bool, Error> {
+    let n = threads.len();
+    let slots = ctx.kernel.slots as usize;
+    let base = w * 32;
+    let lanes = base..(base + 32).min(n);
+    let existing: u32 = if lanes.len() == 32 {
+        u32::MAX
+    } else {
+        (1u32 << lanes.len()) - 1
+    };
+    let mut progress = false;
+    for t in lanes.clone() {
+        if threads[t].status != Status::Waiting {
+            continue;
+        }
+        if let Op::Bar {
+            arrive: true, id, ..
+        } = ctx.kernel.code[threads[t].pc as usize].op
+        {
+            arrived[regs[t * slots + id as usize] as usize % BARRIERS] += 1;
+            threads[t].pc += 1;
+            threads[t].status = Status::Ready;
+            progress = true;
+        }
+    }
+    let mut handled = 0u32;
+    for t in lanes.clone() {
+        let lane = t - base;
+        if threads[t].status != Status::Waiting || handled & (1 << lane) != 0 {
+            continue;
+        }
+        let pc = threads[t].pc;
+        let Op::Collective(ci) = ctx.kernel.code[pc as usize].op else {
+            continue;
+        };
+        let kernel = ctx.kernel;
+        let collective = &kernel.collectives[ci as usize];
+        let mask = collective
+            .mask()
+            .map_or(u32::MAX, |s| regs[t * slots + s as usize] as u32);
+        let mask = (mask & existing) | (1 << lane);
+        let mut ready = true;
+        for l in 0..32 {
+            if mask & (1 << l) == 0 {
+                continue;
+            }
+            let u = base + l;
+            match threads[u].status {
+                Status::Exited => {
+                    return Err(Error::CollectiveDivergence {
+                        site: shape.site(ctx, t, pc),
+                        detail: format!(
+                        "lane {l} (thread {:?}) is in the member mask {mask:#010x} but has exited",
+                        shape.tid(u)
+                    ),
+                    })
+                }
+                Status::Waiting if threads[u].pc == pc => {}
+                _ => ready = false,
+            }
+        }
+        if !ready {
+            continue;
+        }
+        let participants: Vec<usize> = (0..32)
+            .filter(|l| mask & (1 << l) != 0)
+            .map(|l| base + l)
+            .collect();
+        let mut file = Regs { all: regs, slots };
+        warp::execute(collective, &participants, base, &mut file, ctx)
+            .map_err(|(u, kind)| fault_error(ctx, shape, u, Fault { kind, pc }))?;
+        for &u in &participants {
+            threads[u].pc += 1;
+            threads[u].status = Status::Ready;
+        }
+        handled |= mask;
+        progress = true;
+    }
+    Ok(progress)
+}
+
+/// Opens every barrier whose expected threads have all arrived. Returns whether one opened.
+fn release_barriers(
+    ctx: &Ctx<'_>,
+    regs: &[u64],
+    threads: &mut [Thread],
+    arrived: &mut [u32; BARRIERS],
+) -> bool {
+    let slots = ctx.kernel.slots as usize;
+    let n = threads.len();
+    let mut waiters: [Vec<usize>; BARRIERS] = Default::default();
+    let mut expected = [n as u32; BARRIERS];
+    for (t, th) in threads.iter().enumerate() {
+        if th.status != Status::Waiting {
+            continue;
+        }
+        if let Op::Bar {
+            arrive: false,
+            id,
+            count,
+        } = ctx.kernel.code[th.pc as usize].op
+        {
+            let id = regs[t * slots + id as usize] as usize % BARRIERS;
+            if count != NO_SLOT {
+                expected[id] = regs[t * slots + count as usize] as u32;
+            }
+            waiters[id].push(t);
+        }
+    }
+    let mut released = false;
+    for id in 0..BARRIERS {
+        if waiters[id].is_empty() || (waiters[id].len() as u32 + arrived[id]) < expected[id] {
+            continue;
+        }
+        for &t in &waiters[id] {
+            threads[t].pc += 1;
+            threads[t].status = Status::Ready;
+        }
+        arrived[id] = 0;
+        released = true;
+    }
+    released
+}
+
+/// Explains why no thread can make progress.
+fn deadlock(ctx: &Ctx<'_>, regs: &[u64], threads: &[Thread], shape: &CtaShape) -> Error {
+    let slots = ctx.kernel.slots as usize;
+    let n = threads.len();
+    let at_barrier = |t: usize| {
+        threads[t].status == Status::Waiting
+            && matches!(
+                ctx.kernel.code[threads[t].pc as usize].op,
+                Op::Bar { arrive: false, .. }
+            )
+    };
+    if let Some(first) = (0..n).find(|&t| at_barrier(t)) {
+        let Op::Bar { id, count, .. } = ctx.kernel.code[threads[first].pc as usize].op else {
+            unreachable!("at_barrier checked the op");
+        };
+        let id_value = regs[first * slots + id as usize];
+        let waiting = (0..n).filter(|&t| at_barrier(t)).count() as u32;
+        let expected = if count == NO_SLOT {
+            n as u32
+        } else {
+            regs[first * slots + count as usize] as u32
+        };
+        let exited: Vec<usize> = (0..n)
+            .filter(|&t| threads[t].status == Status::Exited)
+            .collect();
+        let elsewhere: Vec<usize> = (0..n)
+            .filter(|&t| threads[t].status == Status::Waiting && !at_barrier(t))
+            .collect();
+        let mut parts = Vec::new();
+        if !exited.is_empty() {
+            parts.push(format!(
+                "{} threads have exited without reaching it (first: thread {:?})",
+                exited.len(),
+                shape.tid(exited[0])
+            ));
+        }
+        if let Some(&t) = elsewhere.first() {
+            parts.push(format!(
+                "{} threads are stuck elsewhere (first: thread {:?} at `{}`)",
+                elsewhere.len(),
+                shape.tid(t),
+                ctx.kernel.text[threads[t].pc as usize]
+            ));
+        }
+        if parts.is_empty() {
+            parts.push(format!(
+                "only {waiting} threads take part in barrier {id_value}"
+            ));
+        }
+        return Error::BarrierDivergence {
+            kernel: ctx.kernel.name.clone(),
+            block: shape.block,
+            instruction: ctx.kernel.text[threads[first].pc as usize].clone(),
+            waiting,
+            expected,
+            detail: parts.join("; "),
+        };
+    }
+    let first = (0..n)
+        .find(|&t| threads[t].status == Status::Waiting)
+        .unwrap_or(0);
+    let pc = threads[first].pc;
+    let base = first / 32 * 32;
+    let other = (base..(base + 32).min(n))
+        .find(|&u| threads[u].status == Status::Waiting && threads[u].pc != pc);
+    let detail = match other {
+        Some(u) => format!(
+            "lane {} waits at `{}` instead",
+            u - base,
+            ctx.kernel.text[threads[u].pc as usize]
+        ),
+        None => "some lanes of the member mask never arrive".to_string(),
+    };
+    Error::CollectiveDivergence {
+        site: shape.site(ctx, first, pc),
+        detail,
+    }
+}
+
+/// Turns a thread's fault into the error a user reads.
+pub(crate) fn fault_error(ctx: &Ctx<'_>, shape: &CtaShape, t: usize, fault: Fault) -> Error {
+    let site = shape.site(ctx, t, fault.pc);
+    match fault.kind {
+        FaultKind::OutOfBounds {
+            space,
+            access,
+            addr,
+            size,
+        } => match space {
+            Space::Shared => Error::SharedOutOfBounds {
+                site,
+                access,
+                address: addr,
+                size,
+                shared_bytes: ctx.shared.bytes.len() as u32,
+                symbol: shared_symbol(ctx, addr),
+            },
+            Space::Local => Error::LocalOutOfBounds {
+                site,
+                access,
+                address: addr,
+                size,
+                local_bytes: ctx.kernel.local_bytes,
+            },
+            Space::Const => Error::GlobalOutOfBounds {
+                site,
+                access,
+                address: addr,
+                size,
+                nearest: Nearest::Nothing,
+            },
+            Space::Global | Space::Generic => Error::GlobalOutOfBounds {
+                site,
+                access,
+                address: addr,
+                size,
+                nearest: ctx.global.nearest(addr),
+            },
+        },
+        FaultKind::Misaligned { access, addr, size } => Error::Misaligned {
+            site,
+            access,
+            address: addr,
+            size,
+        },
+        FaultKind::Uninitialized { addr } => Error::UninitializedShared {
+            site,
+            address: addr,
+            symbol: shared_symbol(ctx, addr),
+        },
+        FaultKind::Trap => Error::Trap { site },
+        FaultKind::Limit => Error::InstructionLimit {
+            site,
+            limit: ctx.limit,
+        },
+    }
+}
+
+/// " (in `tile` at offset 12)" for the shared variable holding `addr`, or the nearest one below.
+fn shared_symbol(ctx: &Ctx<'_>, addr: u64) -> String {
+    let sym = ctx
+        .kernel
+        .shared_symbols
+        .iter()
+        .filter(|s| s.offset as u64 <= addr)
+        .max_by_key(|s| s.offset);
+    match sym {
+        Some(s) => {
+            let inside = s.bytes.is_none_or(|b| addr < s.offset as u64 + b as u64);
+            let rel = addr - s.offset as u64;
+            if inside {
+                format!(" (in `{}` at byte offset {rel})", s.name)
+            } else {
+                format!(" (past the end of `{}`, byte offset {rel})", s.name)
+            }
+        }
+        None => String::new(),
+    }
+}

@@ -1,0 +1,719 @@
+//! The interpreter loop: runs one thread from its pc until it exits, reaches a barrier or a
+//! warp-collective instruction, or faults.
+
+use super::alu::{compare, f32_fast, f32_ftz, f64_fast, half_exec, int_op, testp};
+use super::spaces::{from_generic, resolve_generic, to_generic, SharedMem};
+use crate::error::Access;
+use crate::memory::GlobalMemory;
+use crate::numerics::{
+    approx_f32, approx_f64, convert, f32_op, f64_op, flush_f32, half_op, pack_half2_from_f32,
+    FloatMode, Half, RoundedOp,
+};
+use crate::program::{AtomOp, AtomTy, BoolCombine, Elem, Kernel, MemRef, Op, Space, NO_SLOT};
+
+/// Why a thread stopped with an error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum FaultKind {
+    OutOfBounds {
+        space: Space,
+        access: Access,
+        addr: u64,
+        size: u32,
+    },
+    Misaligned {
+        access: Access,
+        addr: u64,
+        size: u32,
+    },
+    Uninitialized {
+        addr: u64,
+    },
+    Trap,
+    Limit,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Fault {
+    pub kind: FaultKind,
+    /// The instruction that faulted (a `cp.async` completes later than it issues).
+    pub pc: u32,
+}
+
+/// Where a thread is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Status {
+    Ready,
+    /// Stopped at a `bar` or warp-collective instruction at its pc.
+    Waiting,
+    Exited,
+}
+
+/// A `cp.async` issued but not yet complete.
+#[derive(Debug, Clone)]
+pub(crate) struct PendingCopy {
+    dst: u64,
+    src: u64,
+    bytes: u32,
+    src_bytes: u32,
+    group: u32,
+    pc: u32,
+}
+
+/// The per-thread state outside the register file.
+#[derive(Debug, Clone)]
+pub(crate) struct Thread {
+    pub pc: u32,
+    pub status: Status,
+    pub carry: bool,
+    pub executed: u64,
+    pending: Vec<PendingCopy>,
+    /// Id of the group `cp.async` adds to; committed groups have smaller ids.
+    group: u32,
+}
+
+impl Thread {
+    pub(crate) fn new() -> Thread {
+        Thread {
+            pc: 0,
+            status: Status::Ready,
+            carry: false,
+            executed: 0,
+            pending: Vec::new(),
+            group: 0,
+        }
+    }
+
+    pub(crate) fn reset(&mut self) {
+        self.pc = 0;
+        self.status = Status::Ready;
+        self.carry = false;
+        self.executed = 0;
+        self.pending.clear();
+        self.group = 0;
+    }
+}
+
+/// What a running thread can reach.
+pub(crate) struct Ctx<'a> {
+    pub kernel: &'a Kernel,
+    pub global: &'a mut GlobalMemory,
+    pub shared: &'a mut SharedMem,
+    /// Every thread's local memory, `kernel.local_bytes` each.
+    pub local: &'a mut [u8],
+    pub params: &'a [u8],
+    pub limit: u64,
+    pub block_threads: u32,
+}
+
+#[inline]
+fn le(bytes: &[u8]) -> u64 {
+    let mut v = [0u8; 8];
+    v[..bytes.len()].copy_from_slice(bytes);
+    u64::from_le_bytes(v)
+}
+
+#[inline]
+fn extend(v: u64, elem: Elem) -> u64 {
+    if !elem.signed {
+        return v;
+    }
+    match elem.bytes {
+        1 => v as i8 as i64 as u64,
+        2 => v as i16 as i64 as u64,
+        4 => v as i32 as i64 as u64,
+        _ => v,
+    }
+}
+
+impl Ctx<'_> {
+    /// The bytes an access touches, checked for bounds and alignment; shared-memory reads are
+    /// checked for having been written, and shared-memory writes are recorded.
+    #[inline]
+    fn bytes(
+        &mut self,
+        space: Space,
+        addr: u64,
+        size: u32,
+        thread: usize,
+        access: Access,
+    ) -> Result<&mut [u8], FaultKind> {
+        let oob = FaultKind::OutOfBounds {
+            space,
+            access,
+            addr,
+            size,
+        };
+        match space {
+            Space::Global | Space::Generic => self.global.bytes_mut(addr, size as u64).ok_or(oob),
+            Space::Shared => {
+                let start = addr as usize;
+                let end = start.saturating_add(size as usize);
+                if end > self.shared.bytes.len() {
+                    return Err(oob);
+                }
+                let written = &mut self.shared.written[start..end];
+                match access {
+                    Access::Store => written.fill(true),
+                    Access::Load | Access::Atomic => {
+                        if let Some(i) = written.iter().position(|w| !w) {
+                            return Err(FaultKind::Uninitialized {
+                                addr: addr + i as u64,
+                            });
+                        }
+                        if access == Access::Atomic {
+                            written.fill(true);
+                        }
+                    }
+                }
+                Ok(&mut self.shared.bytes[start..end])
+            }
+            Space::Local => {
+                let per = self.kernel.local_bytes as usize;
+                let start = addr as usize;
+                if start.saturating_add(size as usize) > per {
+                    return Err(oob);
+                }
+                let base = thread * per + start;
+                Ok(&mut self.local[base..base + size as usize])
+            }
+            Space::Const => Err(oob),
+        }
+    }
+
+    /// Resolves generic addresses and checks alignment.
+    #[inline]
+    fn place(
+        &self,
+        space: Space,
+        addr: u64,
+        size: u32,
+        access: Access,
+    ) -> Result<(Space, u64), FaultKind> {
+        let (space, addr) = match space {
+            Space::Generic => resolve_generic(addr),
+            Space::Shared | Space::Local => (space, addr & 0xffff_ffff),
+            _ => (space, addr),
+        };
+        if addr & (size as u64 - 1) != 0 {
+            return Err(FaultKind::Misaligned {
+                access,
+                addr: to_generic(space, addr),
+                size,
+            });
+        }
+        Ok((space, addr))
+    }
+
+    /// Reads `size` (at most 16) bytes.
+    #[inline]
+    pub(crate) fn read(
+        &mut self,
+        space: Space,
+        addr: u64,
+        size: u32,
+        thread: usize,
+        access: Access,
+    ) -> Result<[u8; 16], FaultKind> {
+        let (space, addr) = self.place(space, addr, size, access)?;
+        let mut out = [0u8; 16];
+        if space == Space::Const {
+            let start = addr as usize;
+            let data = &self.kernel.const_data;
+            let src = data.get(start..start.saturating_add(size as usize)).ok_or(
+                FaultKind::OutOfBounds {
+                    space,
+                    access,
+                    addr,
+                    size,
+                },
+            )?;
+            out[..size as usize].copy_from_slice(src);
+            return Ok(out);
+        }
+        let src = self.bytes(space, addr, size, thread, access)?;
+        out[..size as usize].copy_from_slice(src);
+        Ok(out)
+    }
+
+    #[inline]
+    pub(crate) fn write(
+        &mut self,
+        space: Space,
+        addr: u64,
+        data: &[u8],
+        thread: usize,
+    ) -> Result<(), FaultKind> {
+        let (space, addr) = self.place(space, addr, data.len() as u32, Access::Store)?;
+        self.bytes(space, addr, data.len() as u32, thread, Access::Store)?
+            .copy_from_slice(data);
+        Ok(())
+    }
+
+    fn check_range(
+        &mut self,
+        space: Space,
+        addr: u64,
+        size: u32,
+        thread: usize,
+        access: Access,
+    ) -> Result<(), FaultKind> {
+        let (space, addr) = self.place(space, addr, size, access)?;
+        if space == Space::Shared {
+            if (addr as usize).saturating_add(size as usize) > self.shared.bytes.len() {
+                return Err(FaultKind::OutOfBounds {
+                    space,
+                    access,
+                    addr,
+                    size,
+                });
+            }
+            return Ok(());
+        }
+        self.bytes(space, addr, size, thread, Access::Load)
+            .map(|_| ())
+    }
+
+    fn complete_copies(
+        &mut self,
+        th: &mut Thread,
+        t: usize,
+        keep_groups: u32,
+    ) -> Result<(), Fault> {
+        if th.pending.is_empty() {
+            return Ok(());
+        }
+        let limit = if keep_groups == u32::MAX {
+            u32::MAX
+        } else {
+            th.group.saturating_sub(keep_groups)
+        };
+        let mut i = 0;
+        while i < th.pending.len() {
+            if th.pending[i].group >= limit && keep_groups != u32::MAX {
+                i += 1;
+                continue;
+            }
+            let copy = th.pending.remove(i);
+            let fault = |kind| Fault { kind, pc: copy.pc };
+            let mut data = [0u8; 16];
+            if copy.src_bytes > 0 {
+                let n = copy.src_bytes.min(copy.bytes);
+                let (space, addr) = (Space::Global, copy.src);
+                let src = self.bytes(space, addr, n, t, Access::Load).map_err(fault)?;
+                data[..n as usize].copy_from_slice(src);
+            }
+            self.write(Space::Shared, copy.dst, &data[..copy.bytes as usize], t)
+                .map_err(fault)?;
+        }
+        Ok(())
+    }
+
+    fn activemask(&self, t: usize) -> u32 {
+        let warp_base = t / 32 * 32;
+        let lanes = (self.block_threads as usize - warp_base).min(32);
+        if lanes == 32 {
+            u32::MAX
+        } else {
+            (1u32 << lanes) - 1
+        }
+    }
+}
+
+#[inline]
+fn effective(regs: &[u64], at: &MemRef) -> u64 {
+    regs[at.base as usize].wrapping_add(at.offset as u64)
+}
+
+fn atom_apply(op: AtomOp, ty: AtomTy, old: u64, b: u64, c: u64) -> u64 {
+    let signed = matches!(ty, AtomTy::S32 | AtomTy::S64);
+    let wide = ty.bytes() == 8;
+    let mask = if wide { u64::MAX } else { 0xffff_ffff };
+    let (o, bb) = (old & mask, b & mask);
+    let sx = |v: u64| {
+        if wide {
+            v as i64
+        } else {
+            v as u32 as i32 as i64
+        }
+    };
+    match (op, ty) {
+        (AtomOp::Add, AtomTy::F32) => {
+            let r = flush_f32(
+                flush_f32(f32::from_bits(o as u32)) + flush_f32(f32::from_bits(bb as u32)),
+            );
+            r.to_bits() as u64
+        }
+        (AtomOp::Add, AtomTy::F64) => (f64::from_bits(o) + f64::from_bits(bb)).to_bits(),
+        (AtomOp::Add, AtomTy::F16x2 | AtomTy::Bf16x2 | AtomTy::F16 | AtomTy::Bf16) => {
+            let kind = if matches!(ty, AtomTy::F16x2 | AtomTy::F16) {
+                Half::F16
+            } else {
+                Half::Bf16
+            };
+            let add = |x: u64, y: u64| {
+                half_op(
+                    kind,
+                    RoundedOp::Add,
+                    FloatMode::NEAREST,
+                    x as u16,
+                    y as u16,
+                    0,
+                ) as u64
+            };
+            let lo = add(o, bb);
+            if matches!(ty, AtomTy::F16 | AtomTy::Bf16) {
+                lo
+            } else {
+                (add(o >> 16, bb >> 16) << 16) | lo
+            }
+        }
+        (AtomOp::Add, _) => o.wrapping_add(bb) & mask,
+        (AtomOp::Min, _) => {
+            if signed {
+                sx(o).min(sx(bb)) as u64 & mask
+            } else {
+                o.min(bb)
+            }
+        }
+        (AtomOp::Max, _) => {
+            if signed {
+                sx(o).max(sx(bb)) as u64 & mask
+            } else {
+                o.max(bb)
+            }
+        }
+        (AtomOp::Exch, _) => bb,
+        (AtomOp::Cas, _) => {
+            if o == bb {
+                c & mask
+            } else {
+                o
+            }
+        }
+        (AtomOp::And, _) => o & bb,
+        (AtomOp::Or, _) => o | bb,
+        (AtomOp::Xor, _) => o ^ bb,
+        (AtomOp::Inc, _) => {
+            if o >= bb {
+                0
+            } else {
+                o + 1
+            }
+        }
+        (AtomOp::Dec, _) => {
+            if o == 0 || o > bb {
+                bb
+            } else {
+                o - 1
+            }
+        }
+    }
+}
+
+/// Runs thread `t` until it stops; on return its status says why (or a fault is returned).
+pub(crate) fn run(
+    ctx: &mut Ctx<'_>,
+    regs: &mut [u64],
+    th: &mut Thread,
+    t: usize,
+) -> Result<(), Fault> {
+    let code = &ctx.kernel.code[..];
+    let mut pc = th.pc as usize;
+    let mut executed = 0u64;
+    macro_rules! r {
+        ($s:expr) => {
+            regs[$s as usize]
+        };
+    }
+    let result = loop {
+        let inst = &code[pc];
+        executed += 1;
+        if inst.guard != NO_SLOT && ((r!(inst.guard) != 0) == inst.negate) {
+            pc += 1;
+            continue;
+        }
+        let here = pc as u32;
+        let fault = |kind| Fault { kind, pc: here };
+        match inst.op {
+            Op::Nop => {}
+            Op::Mov { d, a } => r!(d) = r!(a),
+            Op::Int {
+                op,
+                w,
+                signed,
+                d,
+                a,
+                b,
+                c,
+                e,
+            } => {
+                r!(d) = int_op(op, w, signed, r!(a), r!(b), r!(c), r!(e), &mut th.carry);
+            }
+            Op::Setp {
+                cmp,
+                ty,
+                combine,
+                c_negated,
+                p,
+                q,
+                a,
+                b,
+                c,
+            } => {
+                let t = compare(cmp, ty, r!(a), r!(b));
+                let cv = (r!(c) != 0) != c_negated;
+                let f = |x: bool| match combine {
+                    BoolCombine::And => x && cv,
+                    BoolCombine::Or => x || cv,
+                    BoolCombine::Xor => x != cv,
+                };
+                r!(p) = f(t) as u64;
+                r!(q) = f(!t) as u64;
+            }
+            Op::Set {
+                cmp,
+                ty,
+                float_result,
+                d,
+                a,
+                b,
+            } => {
+                let t = compare(cmp, ty, r!(a), r!(b));
+                r!(d) = match (t, float_result) {
+                    (true, true) => 1.0f32.to_bits() as u64,
+                    (true, false) => 0xffff_ffff,
+                    (false, _) => 0,
+                };
+            }
+            Op::Selp { d, a, b, p } => r!(d) = if r!(p) != 0 { r!(a) } else { r!(b) },
+            Op::Slct {
+                d,
+                a,
+                b,
+                c,
+                float_c,
+            } => {
+                let take_a = if float_c {
+                    f32::from_bits(r!(c) as u32) >= 0.0
+                } else {
+                    r!(c) as i32 >= 0
+                };
+                r!(d) = if take_a { r!(a) } else { r!(b) };
+            }
+            Op::F32 { op, d, a, b, c } => r!(d) = f32_fast(op, r!(a), r!(b), r!(c)),
+            Op::F32Ftz { op, d, a, b } => r!(d) = f32_ftz(op, r!(a), r!(b)),
+            Op::F32Mode {
+                op,
+                mode,
+                d,
+                a,
+                b,
+                c,
+            } => {
+                let x = |s: u32| f32::from_bits(regs[s as usize] as u32);
+                r!(d) = f32_op(op, mode, x(a), x(b), x(c)) as u64;
+            }
+            Op::F64 { op, d, a, b, c } => r!(d) = f64_fast(op, r!(a), r!(b), r!(c)),
+            Op::F64Mode {
+                op,
+                mode,
+                d,
+                a,
+                b,
+                c,
+            } => {
+                let x = |s: u32| f64::from_bits(regs[s as usize]);
+                r!(d) = f64_op(op, mode, x(a), x(b), x(c));
+            }
+            Op::Approx32 { func, ftz, d, a } => {
+                r!(d) = approx_f32(func, ftz, f32::from_bits(r!(a) as u32)) as u64
+            }
+            Op::Approx64 { func, d, a } => r!(d) = approx_f64(func, f64::from_bits(r!(a))),
+            Op::Half {
+                kind,
+                pairs,
+                op,
+                mode,
+                d,
+                a,
+                b,
+                c,
+            } => {
+                r!(d) = half_exec(kind, pairs, op, mode, r!(a), r!(b), r!(c));
+            }
+            Op::Testp { test, f64, d, a } => r!(d) = testp(test, f64, r!(a)) as u64,
+            Op::Cvt {
+                from,
+                to,
+                mode,
+                d,
+                a,
+            } => r!(d) = convert(r!(a), from, to, mode),
+            Op::CvtPack { to, mode, d, a, b } => {
+                r!(d) = pack_half2_from_f32(
+                    f32::from_bits(r!(a) as u32),
+                    f32::from_bits(r!(b) as u32),
+                    to,
+                    mode,
+                ) as u64;
+            }
+            Op::Pack { d, parts, n, bits } => {
+                let mask = if bits >= 64 {
+                    u64::MAX
+                } else {
+                    (1u64 << bits) - 1
+                };
+                let mut v = 0u64;
+                for i in (0..n as usize).rev() {
+                    v = (v << bits) | (r!(parts[i]) & mask);
+                }
+                r!(d) = v;
+            }
+            Op::Unpack { s, parts, n, bits } => {
+                let mask = if bits >= 64 {
+                    u64::MAX
+                } else {
+                    (1u64 << bits) - 1
+                };
+                let v = r!(s);
+                for (i, p) in parts.iter().take(n as usize).enumerate() {
+                    r!(*p) = (v >> (i as u32 * bits as u32)) & mask;
+                }
+            }
+            Op::Cvta {
+                to_generic: true,
+                space,
+                d,
+                a,
+            } => r!(d) = to_generic(space, r!(a)),
+            Op::Cvta {
+                to_generic: false,
+                space,
+                d,
+                a,
+            } => r!(d) = from_generic(space, r!(a)),
+            Op::Isspacep { space, d, a } => {
+                let (s, _) = resolve_generic(r!(a));
+                r!(d) = (s == space || (space == Space::Global && s == Space::Global)) as u64;
+            }
+            Op::Ld { at, elem, n, d } => {
+                let addr = effective(regs, &at);
+                let total = elem.bytes as u32 * n as u32;
+                match ctx.read(at.space, addr, total, t, Access::Load) {
+                    Ok(bytes) => {
+                        let eb = elem.bytes as usize;
+                        for (i, dst) in d.iter().take(n as usize).enumerate() {
+                            r!(*dst) = extend(le(&bytes[i * eb..(i + 1) * eb]), elem);
+                        }
+                    }
+                    Err(kind) => break Err(fault(kind)),
+                }
+            }
+            Op::St { at, elem, n, s } => {
+                let addr = effective(regs, &at);
+                let eb = elem.bytes as usize;
+                let mut buf = [0u8; 16];
+                for (i, src) in s.iter().take(n as usize).enumerate() {
+                    buf[i * eb..(i + 1) * eb].copy_from_slice(&r!(*src).to_le_bytes()[..eb]);
+                }
+                if let Err(kind) = ctx.write(at.space, addr, &buf[..eb * n as usize], t) {
+                    break Err(fault(kind));
+                }
+            }
+            Op::LdParam { offset, elem, n, d } => {
+                let eb = elem.bytes as usize;
+                for (i, dst) in d.iter().take(n as usize).enumerate() {
+                    let start = offset as usize + i * eb;
+                    r!(*dst) = extend(le(&ctx.params[start..start + eb]), elem);
+                }
+            }
+            Op::Atom {
+                at,
+                op,
+                ty,
+                d,
+                b,
+                c,
+            } => {
+                let addr = effective(regs, &at);
+                let size = ty.bytes();
+                let old = match ctx.read(at.space, addr, size, t, Access::Atomic) {
+                    Ok(bytes) => le(&bytes[..size as usize]),
+                    Err(kind) => break Err(fault(kind)),
+                };
+                let new = atom_apply(op, ty, old, r!(b), r!(c));
+                if let Err(kind) = ctx.write(at.space, addr, &new.to_le_bytes()[..size as usize], t)
+                {
+                    break Err(fault(kind));
+                }
+                r!(d) = old;
+            }
+            Op::Bra { target } => {
+                pc = target as usize;
+                if th.executed + executed > ctx.limit {
+                    break Err(fault(FaultKind::Limit));
+                }
+                continue;
+            }
+            Op::Exit => {
+                th.status = Status::Exited;
+                break ctx.complete_copies(th, t, u32::MAX);
+            }
+            Op::Bar { .. } | Op::Collective(_) => {
+                th.status = Status::Waiting;
+                break Ok(());
+            }
+            Op::CpAsync {
+                dst,
+                src,
+                bytes,
+                src_bytes,
+            } => {
+                let daddr = effective(regs, &dst) & 0xffff_ffff;
+                let saddr = effective(regs, &src);
+                let sb = (r!(src_bytes) as u32).min(bytes as u32);
+                if let Err(kind) =
+                    ctx.check_range(Space::Shared, daddr, bytes as u32, t, Access::Store)
+                {
+                    break Err(fault(kind));
+                }
+                if sb > 0 {
+                    if saddr & (bytes as u64 - 1) != 0 {
+                        break Err(fault(FaultKind::Misaligned {
+                            access: Access::Load,
+                            addr: saddr,
+                            size: bytes as u32,
+                        }));
+                    }
+                    if let Err(kind) = ctx.check_range(Space::Global, saddr, sb, t, Access::Load) {
+                        break Err(fault(kind));
+                    }
+                }
+                th.pending.push(PendingCopy {
+                    dst: daddr,
+                    src: saddr,
+                    bytes: bytes as u32,
+                    src_bytes: sb,
+                    group: th.group,
+                    pc: pc as u32,
+                });
+            }
+            Op::CpAsyncCommit => th.group += 1,
+            Op::CpAsyncWait { n } => {
+                if let Err(f) = ctx.complete_copies(th, t, n) {
+                    break Err(f);
+                }
+            }
+            Op::Clock { d, wide } => {
+                let now = th.executed + executed;
+                r!(d) = if wide { now } else { now & 0xffff_ffff };
+            }
+            Op::Activemask { d } => r!(d) = ctx.activemask(t) as u64,
+            Op::Trap => break Err(fault(FaultKind::Trap)),
+        }
+        pc += 1;
+    };
+    th.pc = pc as u32;
+    th.executed += executed;
+    result
+}

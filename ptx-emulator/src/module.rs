@@ -1,0 +1,242 @@
+//! The public entry points: [`Emulator`] loads PTX into a [`Module`], whose kernels launch over
+//! a grid against a [`GlobalMemory`].
+
+use crate::decode::decode_kernel;
+use crate::error::Error;
+use crate::memory::GlobalMemory;
+use crate::program::Kernel;
+use ptx_parser::FunctionKind;
+
+/// How many instructions one thread may run before the launch is stopped as a runaway loop.
+const DEFAULT_INSTRUCTION_LIMIT: u64 = 1 << 32;
+
+/// Loads PTX for execution on the CPU.
+///
+/// ```
+/// let emu = ptx_emulator::Emulator::new();
+/// let module = emu.load(".version 7.8\n.target sm_80\n.address_size 64\n.visible .entry k()\n{\n\tret;\n}\n").unwrap();
+/// assert_eq!(module.entries(), vec!["k".to_string()]);
+/// ```
+#[derive(Debug, Clone)]
+pub struct Emulator {
+    instruction_limit: u64,
+}
+
+impl Default for Emulator {
+    fn default() -> Emulator {
+        Emulator::new()
+    }
+}
+
+impl Emulator {
+    /// An emulator with default options.
+    ///
+    /// ```
+    /// let _emu = ptx_emulator::Emulator::new();
+    /// ```
+    pub fn new() -> Emulator {
+        Emulator {
+            instruction_limit: DEFAULT_INSTRUCTION_LIMIT,
+        }
+    }
+
+    /// Stops any thread that runs more than `limit` instructions (a kernel that loops forever).
+    ///
+    /// ```
+    /// let emu = ptx_emulator::Emulator::new().with_instruction_limit(1_000_000);
+    /// # let _ = emu;
+    /// ```
+    pub fn with_instruction_limit(mut self, limit: u64) -> Emulator {
+        self.instruction_limit = limit;
+        self
+    }
+
+    /// Parses PTX text and pre-decodes every `.entry` for fast execution.
+    ///
+    /// ```
+    /// let err = ptx_emulator::Emulator::new().load(".version 7.8\n.target\n").unwrap_err();
+    /// assert!(matches!(err, ptx_emulator::Error::Parse(_)));
+    /// ```
+    pub fn load(&self, ptx: &str) -> Result<Module, Error> {
+        let ast = ptx_parser::parse_module(ptx)?;
+        let mut kernels = Vec::new();
+        for f in ast.functions() {
+            if f.kind == FunctionKind::Entry && f.body.is_some() {
+                kernels.push(decode_kernel(&ast, f)?);
+            }
+        }
+        Ok(Module {
+            kernels,
+            instruction_limit: self.instruction_limit,
+        })
+    }
+}
+
+/// A parsed and decoded PTX module.
+#[derive(Debug, Clone)]
+pub struct Module {
+    kernels: Vec<Kernel>,
+    instruction_limit: u64,
+}
+
+/// Grid and block shape of a launch, and the dynamic shared memory per CTA.
+///
+/// ```
+/// let cfg = ptx_emulator::LaunchConfig { grid: [4, 1, 1], block: [128, 1, 1], dynamic_shared_bytes: 0 };
+/// assert_eq!(cfg.grid[0] * cfg.block[0], 512);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchConfig {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub dynamic_shared_bytes: u32,
+}
+
+impl LaunchConfig {
+    /// A 1-D launch of `grid` blocks of `block` threads with no dynamic shared memory.
+    ///
+    /// ```
+    /// let cfg = ptx_emulator::LaunchConfig::linear(8, 256);
+    /// assert_eq!(cfg.block, [256, 1, 1]);
+    /// ```
+    pub fn linear(grid: u32, block: u32) -> LaunchConfig {
+        LaunchConfig {
+            grid: [grid, 1, 1],
+            block: [block, 1, 1],
+            dynamic_shared_bytes: 0,
+        }
+    }
+}
+
+/// One kernel argument; pointers are addresses from [`GlobalMemory::alloc`].
+///
+/// ```
+/// use ptx_emulator::ArgValue;
+/// assert_eq!(ArgValue::F32(1.0).to_bytes(), 1.0f32.to_le_bytes().to_vec());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ArgValue {
+    U32(u32),
+    S32(i32),
+    U64(u64),
+    S64(i64),
+    F32(f32),
+    F64(f64),
+    U16(u16),
+    Ptr(u64),
+}
+
+impl ArgValue {
+    /// The little-endian bytes of the value.
+    ///
+    /// ```
+    /// assert_eq!(ptx_emulator::ArgValue::U16(0x0102).to_bytes(), vec![2, 1]);
+    /// ```
+    pub fn to_bytes(&self) -> Vec<u8> {
+        match *self {
+            ArgValue::U32(v) => v.to_le_bytes().to_vec(),
+            ArgValue::S32(v) => v.to_le_bytes().to_vec(),
+            ArgValue::U64(v) | ArgValue::Ptr(v) => v.to_le_bytes().to_vec(),
+            ArgValue::S64(v) => v.to_le_bytes().to_vec(),
+            ArgValue::F32(v) => v.to_le_bytes().to_vec(),
+            ArgValue::F64(v) => v.to_le_bytes().to_vec(),
+            ArgValue::U16(v) => v.to_le_bytes().to_vec(),
+        }
+    }
+}
+
+/// What a launch did.
+///
+/// ```
+/// let stats = ptx_emulator::LaunchStats { thread_instructions: 10 };
+/// assert_eq!(stats.thread_instructions, 10);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LaunchStats {
+    /// Instructions executed, summed over all threads (guarded-off instructions included).
+    pub thread_instructions: u64,
+}
+
+impl Module {
+    /// The names of the module's `.entry` kernels, in source order.
+    ///
+    /// ```
+    /// let m = ptx_emulator::Emulator::new()
+    ///     .load(".version 7.8\n.target sm_80\n.address_size 64\n.entry a()\n{\n\tret;\n}\n.entry b()\n{\n\tret;\n}\n")
+    ///     .unwrap();
+    /// assert_eq!(m.entries(), vec!["a".to_string(), "b".to_string()]);
+    /// ```
+    pub fn entries(&self) -> Vec<String> {
+        self.kernels.iter().map(|k| k.name.clone()).collect()
+    }
+
+    /// Runs `entry` over the grid. Each argument is one `.param`, in declaration order.
+    ///
+    /// ```
+    /// use ptx_emulator::{ArgValue, Emulator, GlobalMemory, LaunchConfig};
+    /// let ptx = r#"
+    /// .version 7.8
+    /// .target sm_80
+    /// .address_size 64
+    /// .visible .entry fill(.param .u64 out, .param .u32 v)
+    /// {
+    ///     .reg .b32 %r<3>;
+    ///     .reg .b64 %rd<4>;
+    ///     ld.param.u64 %rd1, [out];
+    ///     ld.param.u32 %r1, [v];
+    ///     mov.u32 %r2, %tid.x;
+    ///     mul.wide.u32 %rd2, %r2, 4;
+    ///     add.s64 %rd3, %rd1, %rd2;
+    ///     st.global.u32 [%rd3], %r1;
+    ///     ret;
+    /// }
+    /// "#;
+    /// let module = Emulator::new().load(ptx).unwrap();
+    /// let mut mem = GlobalMemory::new();
+    /// let out = mem.alloc(4 * 8);
+    /// let cfg = LaunchConfig::linear(1, 8);
+    /// module.launch("fill", &cfg, &[ArgValue::Ptr(out), ArgValue::U32(7)], &mut mem).unwrap();
+    /// assert_eq!(mem.read_u32(out, 8).unwrap(), vec![7; 8]);
+    /// ```
+    pub fn launch(
+        &self,
+        entry: &str,
+        cfg: &LaunchConfig,
+        args: &[ArgValue],
+        mem: &mut GlobalMemory,
+    ) -> Result<LaunchStats, Error> {
+        let kernel = self
+            .kernels
+            .iter()
+            .find(|k| k.name == entry)
+            .ok_or_else(|| Error::NoSuchEntry {
+                name: entry.to_string(),
+                available: self.entries().join(", "),
+            })?;
+        if args.len() != kernel.params.len() {
+            return Err(Error::ArgumentCount {
+                kernel: kernel.name.clone(),
+                expected: kernel.params.len(),
+                given: args.len(),
+            });
+        }
+        let mut params = vec![0u8; kernel.param_bytes as usize];
+        for (index, (p, arg)) in kernel.params.iter().zip(args).enumerate() {
+            let bytes = arg.to_bytes();
+            if bytes.len() != p.bytes as usize {
+                return Err(Error::ArgumentSize {
+                    kernel: kernel.name.clone(),
+                    index,
+                    param: p.name.clone(),
+                    expected: p.bytes as usize,
+                    given: bytes.len(),
+                });
+            }
+            params[p.offset as usize..p.offset as usize + bytes.len()].copy_from_slice(&bytes);
+        }
+        let executed = crate::exec::launch(kernel, cfg, &params, mem, self.instruction_limit)?;
+        Ok(LaunchStats {
+            thread_instructions: executed,
+        })
+    }
+}
