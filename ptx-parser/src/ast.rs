@@ -132,8 +132,9 @@ pub struct TargetDirective {
 pub struct RawDirective {
     /// The directive name without the dot, e.g. `file`, `loc`, `section`.
     pub name: String,
-    /// The tokens after the name, as written, separated by single spaces where the input had
-    /// whitespace.
+    /// The tokens after the name, as written, separated by a newline where the input broke the
+    /// line between them, by one space where it had other whitespace, and by nothing where
+    /// they touched.
     pub body: String,
     /// Whether the directive ended with `;`.
     pub semicolon: bool,

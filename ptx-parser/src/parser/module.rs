@@ -109,11 +109,17 @@ impl Parser<'_> {
         let start = self.advance();
         let name = start.text[1..].to_string();
         let mut body = String::new();
-        let mut push = |text: &str, spaced: bool| {
-            if spaced && !body.is_empty() {
-                body.push(' ');
+        // Tokens keep their order; whitespace between them becomes one newline (where the
+        // input broke the line) or one space, so multi-line `.section` blocks stay readable.
+        let mut push = |token: crate::lexer::Token<'_>| {
+            if !body.is_empty() && !token.adjacent() {
+                body.push(if token.trivia.contains('\n') {
+                    '\n'
+                } else {
+                    ' '
+                });
             }
-            body.push_str(text);
+            body.push_str(token.text);
         };
         let mut semicolon = false;
         match name.as_str() {
@@ -123,7 +129,7 @@ impl Parser<'_> {
                     break;
                 }
                 self.advance();
-                push(token.text, !token.adjacent());
+                push(token);
             },
             _ => {
                 let mut depth = 0usize;
@@ -147,7 +153,7 @@ impl Parser<'_> {
                         ));
                     }
                     self.advance();
-                    push(token.text, !token.adjacent());
+                    push(token);
                     if token.is_punct('{') || token.is_punct('(') {
                         depth += 1;
                     } else if token.is_punct('}') || token.is_punct(')') {
