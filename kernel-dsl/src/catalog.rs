@@ -191,7 +191,7 @@ pub const CATALOG: &[Entry] = &[
     ),
     row(
         Form::CvtFromBf16,
-        Requirement::new(90, (7, 8)),
+        Requirement::new(80, (7, 1)),
         "cvt.f32.bf16",
     ),
     row(
@@ -225,10 +225,14 @@ pub const CATALOG: &[Entry] = &[
         "atom.global.add.f32, red.shared.add.f32",
     ),
     row(Form::AtomF64Add, BASE, "atom.global.add.f64"),
-    row(Form::AtomF16Add, BASE, "atom.global.add.noftz.f16"),
+    row(
+        Form::AtomF16Add,
+        Requirement::new(70, (6, 3)),
+        "atom.global.add.noftz.f16",
+    ),
     row(
         Form::AtomF16x2Add,
-        BASE,
+        Requirement::new(70, (6, 2)),
         "atom.global.add.noftz.f16x2, red.global.add.noftz.f16x2",
     ),
     row(

@@ -271,6 +271,10 @@ impl<'a> KernelPrinter<'a> {
             Operand::Special(s) => s.ptx(),
             Operand::Symbol(s) => s.clone(),
             Operand::Sink => "_".into(),
+            Operand::TensorCoords { map, coords } => {
+                let parts: Vec<String> = coords.iter().map(|o| self.operand(o)).collect();
+                format!("[{}, {{{}}}]", self.reg(*map), parts.join(", "))
+            }
         }
     }
 }

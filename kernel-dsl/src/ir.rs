@@ -133,6 +133,11 @@ pub enum Operand {
     Symbol(String),
     /// The sink `_`, for results an instruction must name but the kernel discards.
     Sink,
+    /// A tensor-map address with coordinates, `[%rd1, {%r1, %r2}]` (bulk tensor copies).
+    TensorCoords {
+        map: Reg,
+        coords: Vec<Operand>,
+    },
 }
 
 impl From<Reg> for Operand {

@@ -489,6 +489,7 @@ impl Uniformity<'_> {
                 base: AddrBase::Reg(r),
                 ..
             } => !self.nonuniform.contains(&r.id),
+            Operand::TensorCoords { .. } => false,
             Operand::Imm(_) | Operand::Symbol(_) | Operand::Sink | Operand::Addr { .. } => true,
         }
     }
