@@ -147,3 +147,37 @@ mod tests {
         assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
     }
 }
+
+impl KernelMeta {
+    /// The launch metadata of a kernel, derived from its IR so that it cannot disagree with
+    /// the PTX emitted from the same IR.
+    ///
+    /// ```
+    /// use kernel_dsl::{samples, BlockContract, KernelMeta, ParamKind, ScalarType};
+    /// let meta = KernelMeta::from_kernel(&samples::block_reduce_sum());
+    /// assert_eq!(meta.entry, "block_reduce_sum");
+    /// assert_eq!(meta.block, BlockContract::Exactly([256, 1, 1]));
+    /// assert_eq!(meta.params[1].kind, ParamKind::Slice { elem: ScalarType::F32, mutable: true });
+    /// ```
+    pub fn from_kernel(kernel: &crate::ir::Kernel) -> KernelMeta {
+        use crate::ir::ParamType;
+        let params: Vec<ParamMeta> = kernel
+            .params
+            .iter()
+            .map(|p| ParamMeta {
+                name: Cow::Owned(p.name.clone()),
+                kind: match p.ty {
+                    ParamType::Scalar(t) => ParamKind::Scalar(t),
+                    ParamType::GlobalPtr { elem, mutable } => ParamKind::Slice { elem, mutable },
+                },
+            })
+            .collect();
+        KernelMeta {
+            entry: Cow::Owned(kernel.name.clone()),
+            params: Cow::Owned(params),
+            block: kernel.perf.block_contract(),
+            static_shared_bytes: kernel.static_shared_bytes(),
+            uses_dynamic_shared: kernel.dynamic_shared.is_some(),
+        }
+    }
+}
