@@ -10,6 +10,25 @@
 //! let module = ptx_parser::parse_module(text).unwrap();
 //! assert_eq!(ptx_parser::print_module(&module), text);
 //! ```
+//!
+//! # Reading the AST
+//!
+//! A [`Module`] is a list of [`Item`]s (header directives, variables, functions); a
+//! [`Function`]'s body is a [`Block`] of [`Statement`]s. An [`Instruction`] is an
+//! [`Opcode`] (compound opcodes such as `cp.async` are one variant), a list of [`Modifier`]s
+//! typed by role (types, state spaces, rounding, comparisons, vector widths, shapes, flags) and
+//! [`Operand`]s. Names are classified once the body is read: `%` names and names declared with
+//! `.reg` are registers, names defined as labels in the function are [`Operand::Label`]s, the
+//! rest are [`Operand::Symbol`]s. Directives the crate does not interpret (`.file`, `.loc`,
+//! `.section`, ...) are kept as [`RawDirective`]s.
+//!
+//! # Where the code is
+//!
+//! [`ast`] holds the types (`ast/opcode.rs`, `ast/modifier.rs`, `ast/operand.rs` for the word
+//! tables); `lexer.rs` splits text into tokens with their trivia; `parser.rs` and its
+//! submodules build the AST; `printer.rs` writes it back; [`error`] is the one error type.
+
+#![warn(missing_docs)]
 
 pub mod ast;
 pub mod error;
