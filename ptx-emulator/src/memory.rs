@@ -28,13 +28,21 @@ struct Buffer {
 /// assert_eq!(out, [3, 4]);
 /// assert!(mem.read(a + 15, &mut out).is_err());
 /// ```
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct GlobalMemory {
     /// Sorted by base address.
     buffers: Vec<Buffer>,
     next_base: u64,
     /// Index of the buffer the last access hit: most accesses repeat it.
     last_hit: usize,
+    /// Where each loaded module's `.global` variables live: (module id, name) -> address.
+    module_vars: std::collections::BTreeMap<(u64, String), u64>,
+}
+
+impl Default for GlobalMemory {
+    fn default() -> GlobalMemory {
+        GlobalMemory::new()
+    }
 }
 
 impl GlobalMemory {
@@ -49,6 +57,7 @@ impl GlobalMemory {
             buffers: Vec::new(),
             next_base: HEAP_BASE,
             last_hit: 0,
+            module_vars: Default::default(),
         }
     }
 
@@ -199,6 +208,20 @@ impl GlobalMemory {
     /// ```
     pub fn allocations(&self) -> usize {
         self.buffers.len()
+    }
+
+    /// The address of module `module`'s variable `name`, allocated and initialised with `init`
+    /// the first time it is asked for.
+    pub(crate) fn module_variable(&mut self, module: u64, name: &str, init: &[u8]) -> u64 {
+        if let Some(&addr) = self.module_vars.get(&(module, name.to_string())) {
+            return addr;
+        }
+        let addr = self.alloc(init.len().max(1));
+        if let Some(slice) = self.bytes_mut(addr, init.len() as u64) {
+            slice.copy_from_slice(init);
+        }
+        self.module_vars.insert((module, name.to_string()), addr);
+        addr
     }
 
     /// Index of the buffer wholly containing `[addr, addr + size)`.

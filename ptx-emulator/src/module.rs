@@ -1,14 +1,18 @@
 //! The public entry points: [`Emulator`] loads PTX into a [`Module`], whose kernels launch over
 //! a grid against a [`GlobalMemory`].
 
-use crate::decode::decode_kernel;
+use crate::decode::{decode_kernel, module_globals};
 use crate::error::Error;
 use crate::memory::GlobalMemory;
 use crate::program::Kernel;
 use ptx_parser::FunctionKind;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// How many instructions one thread may run before the launch is stopped as a runaway loop.
 const DEFAULT_INSTRUCTION_LIMIT: u64 = 1 << 32;
+
+/// Gives every loaded module its own copy of its `.global` variables in a [`GlobalMemory`].
+static NEXT_MODULE_ID: AtomicU64 = AtomicU64::new(1);
 
 /// Loads PTX for execution on the CPU.
 ///
@@ -62,11 +66,15 @@ impl Emulator {
         let mut kernels = Vec::new();
         for f in ast.functions() {
             if f.kind == FunctionKind::Entry && f.body.is_some() {
-                kernels.push(decode_kernel(&ast, f)?);
+                // A kernel the emulator cannot run does not stop the others from loading; its
+                // launch reports why.
+                kernels.push((f.name.clone(), decode_kernel(&ast, f)));
             }
         }
         Ok(Module {
             kernels,
+            globals: module_globals(&ast)?,
+            id: NEXT_MODULE_ID.fetch_add(1, Ordering::Relaxed),
             instruction_limit: self.instruction_limit,
         })
     }
@@ -75,7 +83,10 @@ impl Emulator {
 /// A parsed and decoded PTX module.
 #[derive(Debug, Clone)]
 pub struct Module {
-    kernels: Vec<Kernel>,
+    kernels: Vec<(String, Result<Kernel, Error>)>,
+    /// Module `.global` variables and their initial bytes.
+    globals: Vec<(String, Vec<u8>)>,
+    id: u64,
     instruction_limit: u64,
 }
 
@@ -167,7 +178,31 @@ impl Module {
     /// assert_eq!(m.entries(), vec!["a".to_string(), "b".to_string()]);
     /// ```
     pub fn entries(&self) -> Vec<String> {
-        self.kernels.iter().map(|k| k.name.clone()).collect()
+        self.kernels.iter().map(|(name, _)| name.clone()).collect()
+    }
+
+    /// Checks that `entry` exists and can be emulated (every instruction is supported).
+    ///
+    /// ```
+    /// let m = ptx_emulator::Emulator::new()
+    ///     .load(".version 7.8\n.target sm_80\n.address_size 64\n.entry a()\n{\n\tbrkpt;\n}\n")
+    ///     .unwrap();
+    /// assert!(matches!(m.check("a"), Err(ptx_emulator::Error::Unsupported { .. })));
+    /// ```
+    pub fn check(&self, entry: &str) -> Result<(), Error> {
+        self.kernel(entry).map(|_| ())
+    }
+
+    fn kernel(&self, entry: &str) -> Result<&Kernel, Error> {
+        let (_, decoded) = self
+            .kernels
+            .iter()
+            .find(|(name, _)| name == entry)
+            .ok_or_else(|| Error::NoSuchEntry {
+                name: entry.to_string(),
+                available: self.entries().join(", "),
+            })?;
+        decoded.as_ref().map_err(Clone::clone)
     }
 
     /// Runs `entry` over the grid. Each argument is one `.param`, in declaration order.
@@ -205,14 +240,7 @@ impl Module {
         args: &[ArgValue],
         mem: &mut GlobalMemory,
     ) -> Result<LaunchStats, Error> {
-        let kernel = self
-            .kernels
-            .iter()
-            .find(|k| k.name == entry)
-            .ok_or_else(|| Error::NoSuchEntry {
-                name: entry.to_string(),
-                available: self.entries().join(", "),
-            })?;
+        let kernel = self.kernel(entry)?;
         if args.len() != kernel.params.len() {
             return Err(Error::ArgumentCount {
                 kernel: kernel.name.clone(),
@@ -234,7 +262,17 @@ impl Module {
             }
             params[p.offset as usize..p.offset as usize + bytes.len()].copy_from_slice(&bytes);
         }
-        let executed = crate::exec::launch(kernel, cfg, &params, mem, self.instruction_limit)?;
+        let mut links = Vec::with_capacity(kernel.links.len());
+        for (slot, name) in &kernel.links {
+            let init = self
+                .globals
+                .iter()
+                .find(|(n, _)| n == name)
+                .map_or(&[][..], |(_, b)| &b[..]);
+            links.push((*slot, mem.module_variable(self.id, name, init)));
+        }
+        let executed =
+            crate::exec::launch(kernel, cfg, &params, &links, mem, self.instruction_limit)?;
         Ok(LaunchStats {
             thread_instructions: executed,
         })

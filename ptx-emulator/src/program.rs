@@ -653,4 +653,6 @@ pub(crate) struct Kernel {
     pub local_bytes: u32,
     /// Module `.const` data visible to this kernel.
     pub const_data: Vec<u8>,
+    /// Slots that receive the address of a module `.global` variable at launch.
+    pub links: Vec<(Slot, String)>,
 }

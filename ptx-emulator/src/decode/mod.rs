@@ -59,6 +59,9 @@ pub(crate) fn decode_kernel(module: &Module, func: &Function) -> Result<Kernel, 
         match v.space {
             StateSpace::Shared | StateSpace::SharedCta => layout.shared(&mut frame, v),
             StateSpace::Const => layout.constant(&mut frame, v)?,
+            StateSpace::Global => {
+                frame.symbols.insert(v.name.clone(), Symbol::Global);
+            }
             _ => {}
         }
     }
@@ -123,6 +126,7 @@ pub(crate) fn decode_kernel(module: &Module, func: &Function) -> Result<Kernel, 
         shared_symbols: layout.symbols,
         local_bytes: layout.local_bytes,
         const_data: layout.const_data,
+        links: frame.links,
     })
 }
 
@@ -229,29 +233,51 @@ impl Layout {
     fn constant(&mut self, frame: &mut Frame, v: &VarDecl) -> Result<(), Error> {
         let (bytes, align, _) = var_size(v);
         let offset = (self.const_data.len() as u32).div_ceil(align) * align;
-        self.const_data.resize((offset + bytes) as usize, 0);
         frame
             .symbols
             .insert(v.name.clone(), Symbol::Const { offset });
-        if let Some(init) = &v.init {
-            let elem = v.ty.size_bytes().unwrap_or(1) as usize;
-            let mut values = Vec::new();
-            flatten_init(init, &mut values);
-            for (i, imm) in values.iter().enumerate() {
-                let kind = match v.ty {
-                    Type::F32 => Kind::F32,
-                    Type::F64 => Kind::F64,
-                    _ => Kind::Int(crate::program::W::B64),
-                };
-                let bits = frame.imm_bits(imm, kind)?;
-                let at = offset as usize + i * elem;
-                if at + elem <= self.const_data.len() {
-                    self.const_data[at..at + elem].copy_from_slice(&bits.to_le_bytes()[..elem]);
-                }
-            }
-        }
+        let init = initial_bytes(frame, v, bytes as usize)?;
+        self.const_data.resize(offset as usize, 0);
+        self.const_data.extend_from_slice(&init);
         Ok(())
     }
+}
+
+/// The bytes a variable starts with: its initializer, zero-filled to its size.
+pub(crate) fn initial_bytes(frame: &Frame, v: &VarDecl, bytes: usize) -> Result<Vec<u8>, Error> {
+    let mut out = vec![0u8; bytes];
+    if let Some(init) = &v.init {
+        let elem = v.ty.size_bytes().unwrap_or(1) as usize;
+        let mut values = Vec::new();
+        flatten_init(init, &mut values);
+        let kind = match v.ty {
+            Type::F32 => Kind::F32,
+            Type::F64 => Kind::F64,
+            _ => Kind::Int(crate::program::W::B64),
+        };
+        for (i, imm) in values.iter().enumerate() {
+            let bits = frame.imm_bits(imm, kind)?;
+            let at = i * elem;
+            if at + elem <= out.len() {
+                out[at..at + elem].copy_from_slice(&bits.to_le_bytes()[..elem]);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Module-level `.global` variables: name, initial bytes. Each [`crate::GlobalMemory`] gets
+/// its own copy on the first launch that needs it.
+pub(crate) fn module_globals(module: &Module) -> Result<Vec<(String, Vec<u8>)>, Error> {
+    let frame = Frame::new("");
+    let mut out = Vec::new();
+    for v in module.variables() {
+        if v.space == StateSpace::Global {
+            let (bytes, _, _) = var_size(v);
+            out.push((v.name.clone(), initial_bytes(&frame, v, bytes as usize)?));
+        }
+    }
+    Ok(out)
 }
 
 fn flatten_init(init: &Initializer, out: &mut Vec<Immediate>) {

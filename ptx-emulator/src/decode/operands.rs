@@ -17,10 +17,21 @@ pub(crate) enum Kind {
 /// What a symbol names in a kernel's address spaces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Symbol {
-    Param { offset: u32, bytes: u32 },
-    Shared { offset: u32 },
-    Local { offset: u32 },
-    Const { offset: u32 },
+    Param {
+        offset: u32,
+        bytes: u32,
+    },
+    Shared {
+        offset: u32,
+    },
+    Local {
+        offset: u32,
+    },
+    Const {
+        offset: u32,
+    },
+    /// A module-level `.global` variable: its address is known only at launch.
+    Global,
 }
 
 /// Per-kernel decoding state.
@@ -38,6 +49,9 @@ pub(crate) struct Frame {
     sink: Option<Slot>,
     pub symbols: HashMap<String, Symbol>,
     pub labels: HashMap<String, u32>,
+    /// Slots that receive a module `.global` variable's address at launch.
+    pub links: Vec<(Slot, String)>,
+    link_slots: HashMap<String, Slot>,
 }
 
 impl Frame {
@@ -55,6 +69,8 @@ impl Frame {
             sink: None,
             symbols: HashMap::new(),
             labels: HashMap::new(),
+            links: Vec::new(),
+            link_slots: HashMap::new(),
         }
     }
 
@@ -134,6 +150,18 @@ impl Frame {
         Ok(s)
     }
 
+    /// The slot holding the address of module variable `name`, filled at launch.
+    fn link(&mut self, name: &str) -> Slot {
+        if let Some(&s) = self.link_slots.get(name) {
+            return s;
+        }
+        let s = self.next;
+        self.next += 1;
+        self.link_slots.insert(name.to_string(), s);
+        self.links.push((s, name.to_string()));
+        s
+    }
+
     pub(crate) fn reg(&self, name: &str) -> Result<Slot, Error> {
         self.regs
             .get(name)
@@ -154,6 +182,9 @@ impl Frame {
                 if let Some(&s) = self.regs.get(name) {
                     return Ok(s);
                 }
+                if self.symbols.get(name) == Some(&Symbol::Global) {
+                    return Ok(self.link(name));
+                }
                 let addr = self.symbol_address(name)?;
                 Ok(self.konst(addr))
             }
@@ -172,8 +203,9 @@ impl Frame {
             Some(Symbol::Param { .. }) => {
                 Err(self.unsupported(format!("taking the address of parameter `{name}`")))
             }
+            Some(Symbol::Global) => Err(self.malformed(format!("`{name}` is a global variable"))),
             None => Err(self.unsupported(format!(
-                "symbol `{name}` (module-level `.global` variables and functions are not emulated)"
+                "symbol `{name}` (functions and undeclared symbols are not emulated)"
             ))),
         }
     }
@@ -229,6 +261,8 @@ impl Frame {
             AddressBase::Symbol(name) => {
                 if let Some(&s) = self.regs.get(name) {
                     s
+                } else if self.symbols.get(name) == Some(&Symbol::Global) {
+                    self.link(name)
                 } else {
                     let (sym_space, addr) = match self.symbols.get(name) {
                         Some(Symbol::Shared { offset }) => (Space::Shared, *offset as u64),

@@ -23,6 +23,12 @@ impl CtaShape {
         [t % bx, (t / bx) % by, t / (bx * by)]
     }
 
+    /// `(x, y, z)` of thread `t`, as people write it.
+    fn tid_text(&self, t: usize) -> String {
+        let [x, y, z] = self.tid(t);
+        format!("({x}, {y}, {z})")
+    }
+
     fn site(&self, ctx: &Ctx<'_>, t: usize, pc: u32) -> Site {
         Site {
             kernel: ctx.kernel.name.clone(),
@@ -139,8 +145,8 @@ fn resolve_warp(
                     return Err(Error::CollectiveDivergence {
                         site: shape.site(ctx, t, pc),
                         detail: format!(
-                        "lane {l} (thread {:?}) is in the member mask {mask:#010x} but has exited",
-                        shape.tid(u)
+                        "lane {l} (thread {}) is in the member mask {mask:#010x} but has exited",
+                        shape.tid_text(u)
                     ),
                     })
                 }
@@ -242,16 +248,16 @@ fn deadlock(ctx: &Ctx<'_>, regs: &[u64], threads: &[Thread], shape: &CtaShape) -
         let mut parts = Vec::new();
         if !exited.is_empty() {
             parts.push(format!(
-                "{} threads have exited without reaching it (first: thread {:?})",
+                "{} threads have exited without reaching it (first: thread {})",
                 exited.len(),
-                shape.tid(exited[0])
+                shape.tid_text(exited[0])
             ));
         }
         if let Some(&t) = elsewhere.first() {
             parts.push(format!(
-                "{} threads are stuck elsewhere (first: thread {:?} at `{}`)",
+                "{} threads are stuck elsewhere (first: thread {} at `{}`)",
                 elsewhere.len(),
-                shape.tid(t),
+                shape.tid_text(t),
                 ctx.kernel.text[threads[t].pc as usize]
             ));
         }

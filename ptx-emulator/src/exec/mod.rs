@@ -75,6 +75,7 @@ pub(crate) fn launch(
     kernel: &Kernel,
     cfg: &LaunchConfig,
     params: &[u8],
+    links: &[(crate::program::Slot, u64)],
     mem: &mut GlobalMemory,
     limit: u64,
 ) -> Result<u64, Error> {
@@ -122,7 +123,7 @@ pub(crate) fn launch(
             total_shared,
         };
         let file = &mut regs[t * slots..(t + 1) * slots];
-        for &(s, v) in &kernel.constants {
+        for &(s, v) in kernel.constants.iter().chain(links) {
             file[s as usize] = v;
         }
         for &(s, reg) in &kernel.specials {

@@ -1,0 +1,361 @@
+//! What a GPU does not tell you: each fault is a typed error naming the kernel, block, thread,
+//! instruction and address.
+
+mod common;
+
+use common::*;
+use ptx_emulator::{Access, ArgValue, Emulator, Error, GlobalMemory, LaunchConfig, Nearest};
+
+/// Stores `tid.x` to `out[tid.x + shift]`: with `shift = 1` the last thread writes past the end.
+const SHIFTED_STORE: &str = r#"
+.visible .entry shifted(.param .u64 out, .param .u32 shift)
+{
+	.reg .b32 	%r<5>;
+	.reg .b64 	%rd<4>;
+
+	ld.param.u64 	%rd1, [out];
+	ld.param.u32 	%r1, [shift];
+	mov.u32 	%r2, %tid.x;
+	add.s32 	%r3, %r2, %r1;
+	mul.wide.u32 	%rd2, %r3, 4;
+	add.s64 	%rd3, %rd1, %rd2;
+	st.global.u32 	[%rd3], %r2;
+	ret;
+}
+"#;
+
+#[test]
+fn out_of_bounds_store_names_thread_address_and_buffer() {
+    let mut mem = GlobalMemory::new();
+    let _before = mem.alloc(64);
+    let out = poisoned_u32(&mut mem, 64);
+    let _after = mem.alloc(64);
+    let cfg = LaunchConfig {
+        grid: [2, 1, 1],
+        block: [64, 1, 1],
+        dynamic_shared_bytes: 0,
+    };
+    let err = launch(
+        &ptx(SHIFTED_STORE),
+        "shifted",
+        cfg,
+        &[ArgValue::Ptr(out), ArgValue::U32(1)],
+        &mut mem,
+    )
+    .unwrap_err();
+    match &err {
+        Error::GlobalOutOfBounds {
+            site,
+            access,
+            address,
+            size,
+            nearest,
+        } => {
+            assert_eq!(site.kernel, "shifted");
+            assert_eq!(site.block, [0, 0, 0]);
+            assert_eq!(site.thread, [63, 0, 0]);
+            assert_eq!(site.instruction, "st.global.u32 [%rd3], %r2;");
+            assert_eq!(*access, Access::Store);
+            assert_eq!(*address, out + 256);
+            assert_eq!(*size, 4);
+            assert_eq!(
+                *nearest,
+                Nearest::Buffer {
+                    base: out,
+                    bytes: 256,
+                    offset: 256
+                }
+            );
+        }
+        other => panic!("expected an out-of-bounds store, got {other:?}"),
+    }
+    let text = err.to_string();
+    assert!(
+        text.contains("thread (63, 0, 0)") && text.contains("shifted"),
+        "{text}"
+    );
+    // Threads before the faulting one did run.
+    assert_eq!(mem.read_u32(out + 4, 3).unwrap(), vec![0, 1, 2]);
+}
+
+#[test]
+fn in_bounds_shift_runs_cleanly() {
+    let mut mem = GlobalMemory::new();
+    let out = poisoned_u32(&mut mem, 65);
+    launch(
+        &ptx(SHIFTED_STORE),
+        "shifted",
+        LaunchConfig::linear(1, 64),
+        &[ArgValue::Ptr(out), ArgValue::U32(1)],
+        &mut mem,
+    )
+    .unwrap();
+    let got = mem.read_u32(out, 65).unwrap();
+    assert_eq!(got[0], POISON_U32);
+    assert_eq!(&got[1..], &(0..64).collect::<Vec<u32>>()[..]);
+}
+
+const SHARED_READ: &str = r#"
+.visible .entry reads_neighbour(.param .u64 out, .param .u32 skip_store)
+{
+	.reg .pred 	%p<2>;
+	.reg .b32 	%r<8>;
+	.reg .b64 	%rd<4>;
+	.shared .align 4 .b8 buf[512];
+
+	ld.param.u64 	%rd1, [out];
+	ld.param.u32 	%r1, [skip_store];
+	mov.u32 	%r2, %tid.x;
+	shl.b32 	%r3, %r2, 2;
+	mov.u32 	%r4, buf;
+	add.s32 	%r5, %r4, %r3;
+	setp.eq.u32 	%p1, %r2, %r1;
+	@!%p1 st.shared.u32 	[%r5], %r2;
+	bar.sync 	0;
+	xor.b32 	%r6, %r3, 4;
+	add.s32 	%r7, %r4, %r6;
+	ld.shared.u32 	%r6, [%r7];
+	mul.wide.u32 	%rd2, %r2, 4;
+	add.s64 	%rd3, %rd1, %rd2;
+	st.global.u32 	[%rd3], %r6;
+	ret;
+}
+"#;
+
+#[test]
+fn reading_shared_memory_nobody_wrote_is_reported_with_its_symbol() {
+    let mut mem = GlobalMemory::new();
+    let out = poisoned_u32(&mut mem, 128);
+    let err = launch(
+        &ptx(SHARED_READ),
+        "reads_neighbour",
+        LaunchConfig::linear(1, 128),
+        &[ArgValue::Ptr(out), ArgValue::U32(6)],
+        &mut mem,
+    )
+    .unwrap_err();
+    match &err {
+        Error::UninitializedShared {
+            site,
+            address,
+            symbol,
+        } => {
+            // Thread 7 reads thread 6's slot.
+            assert_eq!(site.thread, [7, 0, 0]);
+            assert_eq!(*address, 24);
+            assert!(
+                symbol.contains("`buf`") && symbol.contains("24"),
+                "{symbol}"
+            );
+        }
+        other => panic!("expected an uninitialized read, got {other:?}"),
+    }
+    // With every slot written, the neighbour exchange works.
+    let out = poisoned_u32(&mut mem, 128);
+    launch(
+        &ptx(SHARED_READ),
+        "reads_neighbour",
+        LaunchConfig::linear(1, 128),
+        &[ArgValue::Ptr(out), ArgValue::U32(999)],
+        &mut mem,
+    )
+    .unwrap();
+    let got = mem.read_u32(out, 128).unwrap();
+    assert!(got.iter().enumerate().all(|(i, &v)| v == (i as u32 ^ 1)));
+}
+
+const EARLY_EXIT_BEFORE_BARRIER: &str = r#"
+.visible .entry early_exit(.param .u32 n)
+{
+	.reg .pred 	%p<2>;
+	.reg .b32 	%r<3>;
+
+	ld.param.u32 	%r1, [n];
+	mov.u32 	%r2, %tid.x;
+	setp.ge.u32 	%p1, %r2, %r1;
+	@%p1 ret;
+	bar.sync 	0;
+	ret;
+}
+"#;
+
+#[test]
+fn barrier_skipped_by_exited_threads_is_a_divergence_error() {
+    let mut mem = GlobalMemory::new();
+    let err = launch(
+        &ptx(EARLY_EXIT_BEFORE_BARRIER),
+        "early_exit",
+        LaunchConfig::linear(2, 64),
+        &[ArgValue::U32(40)],
+        &mut mem,
+    )
+    .unwrap_err();
+    match &err {
+        Error::BarrierDivergence {
+            kernel,
+            block,
+            instruction,
+            waiting,
+            expected,
+            detail,
+        } => {
+            assert_eq!(kernel, "early_exit");
+            assert_eq!(*block, [0, 0, 0]);
+            assert_eq!(instruction, "bar.sync 0;");
+            assert_eq!((*waiting, *expected), (40, 64));
+            assert!(
+                detail.contains("24 threads have exited") && detail.contains("(40, 0, 0)"),
+                "{detail}"
+            );
+        }
+        other => panic!("expected barrier divergence, got {other:?}"),
+    }
+    launch(
+        &ptx(EARLY_EXIT_BEFORE_BARRIER),
+        "early_exit",
+        LaunchConfig::linear(2, 64),
+        &[ArgValue::U32(64)],
+        &mut mem,
+    )
+    .unwrap();
+}
+
+#[test]
+fn unsupported_instruction_is_named_at_launch_and_other_kernels_still_run() {
+    let source = ptx(r#"
+.visible .entry uses_mbarrier(.param .u64 t)
+{
+	.shared .align 8 .b64 bar;
+	mbarrier.init.shared::cta.b64 	[bar], 32;
+	ret;
+}
+.visible .entry plain()
+{
+	ret;
+}
+"#);
+    let module = Emulator::new().load(&source).unwrap();
+    assert_eq!(
+        module.entries(),
+        vec!["uses_mbarrier".to_string(), "plain".to_string()]
+    );
+    let mut mem = GlobalMemory::new();
+    let err = module
+        .launch(
+            "uses_mbarrier",
+            &LaunchConfig::linear(1, 1),
+            &[ArgValue::Ptr(0)],
+            &mut mem,
+        )
+        .unwrap_err();
+    match &err {
+        Error::Unsupported {
+            opcode,
+            instruction,
+            ..
+        } => {
+            assert_eq!(opcode, "mbarrier.init");
+            assert_eq!(instruction, "mbarrier.init.shared::cta.b64 [bar], 32;");
+        }
+        other => panic!("expected unsupported, got {other:?}"),
+    }
+    module
+        .launch("plain", &LaunchConfig::linear(1, 1), &[], &mut mem)
+        .unwrap();
+}
+
+#[test]
+fn wrong_arguments_are_rejected_before_running() {
+    let mut mem = GlobalMemory::new();
+    let module = Emulator::new().load(&ptx(SHIFTED_STORE)).unwrap();
+    let cfg = LaunchConfig::linear(1, 1);
+    assert!(matches!(
+        module.launch("shifted", &cfg, &[ArgValue::U64(0)], &mut mem),
+        Err(Error::ArgumentCount {
+            expected: 2,
+            given: 1,
+            ..
+        })
+    ));
+    assert!(matches!(
+        module.launch(
+            "shifted",
+            &cfg,
+            &[ArgValue::U32(0), ArgValue::U32(0)],
+            &mut mem
+        ),
+        Err(Error::ArgumentSize {
+            index: 0,
+            expected: 8,
+            given: 4,
+            ..
+        })
+    ));
+    assert!(matches!(
+        module.launch("nope", &cfg, &[], &mut mem),
+        Err(Error::NoSuchEntry { .. })
+    ));
+    let bad = LaunchConfig {
+        grid: [1, 1, 1],
+        block: [2048, 1, 1],
+        dynamic_shared_bytes: 0,
+    };
+    assert!(matches!(
+        module.launch(
+            "shifted",
+            &bad,
+            &[ArgValue::Ptr(0), ArgValue::U32(0)],
+            &mut mem
+        ),
+        Err(Error::LaunchShape { .. })
+    ));
+}
+
+#[test]
+fn misaligned_vector_load_is_reported() {
+    let source = ptx(r#"
+.visible .entry v4(.param .u64 p)
+{
+	.reg .f32 	%f<5>;
+	.reg .b64 	%rd<3>;
+	ld.param.u64 	%rd1, [p];
+	ld.global.v4.f32 	{%f1, %f2, %f3, %f4}, [%rd1+4];
+	ret;
+}
+"#);
+    let mut mem = GlobalMemory::new();
+    let p = mem.alloc_f32(&[1.0; 8]);
+    let err = launch(
+        &source,
+        "v4",
+        LaunchConfig::linear(1, 1),
+        &[ArgValue::Ptr(p)],
+        &mut mem,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, Error::Misaligned { address, size: 16, .. } if address == p + 4),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn infinite_loop_hits_the_instruction_limit() {
+    let source = ptx(".visible .entry spin()\n{\n$L__top:\n\tbra.uni \t$L__top;\n}\n");
+    let module = Emulator::new()
+        .with_instruction_limit(10_000)
+        .load(&source)
+        .unwrap();
+    let err = module
+        .launch(
+            "spin",
+            &LaunchConfig::linear(1, 1),
+            &[],
+            &mut GlobalMemory::new(),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::InstructionLimit { limit: 10_000, .. }),
+        "{err:?}"
+    );
+}
