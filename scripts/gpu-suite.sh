@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Builds the GPU suite here (release test binaries and benchmark examples), copies the stripped
+# binaries into .gpu/ (git-ignored, carried to the GPU machine), and prints the remote command.
+#
+#   scripts/gpu-suite.sh                  # packages: kernel-runtime
+#   PACKAGES="kernel-runtime kernels" scripts/gpu-suite.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+PACKAGES=${PACKAGES:-kernel-runtime}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/work/target-runtime}
+OUT_DIR="$ROOT/.gpu"
+LIMIT_BYTES=$((64 * 1024 * 1024))
+
+rm -rf "$OUT_DIR"
+mkdir -p "$OUT_DIR"
+
+# Prints the executables cargo reports for one build command, as "kind name path" lines.
+executables() {
+    python3 -c '
+import json, sys
+for line in sys.stdin:
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        continue
+    exe = msg.get("executable")
+    if msg.get("reason") != "compiler-artifact" or not exe:
+        continue
+    target = msg["target"]
+    kind = "test" if msg["profile"]["test"] else "bench"
+    print(kind, target["name"], exe)
+'
+}
+
+for pkg in $PACKAGES; do
+    echo "building $pkg (release) ..." >&2
+    {
+        cargo test --release -p "$pkg" --no-run --message-format=json
+        cargo build --release -p "$pkg" --examples --message-format=json
+    } | executables | while read -r kind name exe; do
+        dest="$OUT_DIR/$kind-${pkg}-$name"
+        cp "$exe" "$dest"
+        strip "$dest" 2>/dev/null || true
+        echo "  $dest ($(du -h "$dest" | cut -f1))" >&2
+    done
+done
+
+total=$(du -cb "$OUT_DIR"/* | tail -1 | cut -f1)
+echo "total $((total / 1024)) KiB in .gpu/" >&2
+if [ "$total" -gt "$LIMIT_BYTES" ]; then
+    echo "error: .gpu/ holds $total bytes, over the 64 MiB the GPU machine accepts" >&2
+    exit 1
+fi
+echo
+echo "remote command (repo root as cwd, carrying .gpu):"
+echo "  bash scripts/gpu-run.sh"
