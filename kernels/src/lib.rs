@@ -1,1 +1,50 @@
-//! Training and inference ops written with ptxkit.
+//! The op library: the memory-bound training and inference ops, forward and backward, for f32
+//! and bf16 storage, each a typed function over runtime buffers with its CPU reference.
+//!
+//! Every op takes its problem sizes at run time (rows, hidden size, heads, positions, theta,
+//! eps); only storage type, vector width and block size are compile-time specializations, each
+//! an [`OpKernel`]. Shapes that do not fit the buffers are an [`Error`] before anything is
+//! launched, and nothing is written on error. [`all_kernels`] lists every specialization, so
+//! the PTX goldens, the ptxas sweep and pre-warm cover them all.
+
+#[allow(dead_code)]
+mod codegen;
+mod error;
+mod op_kernel;
+#[allow(dead_code)]
+mod rowwise;
+mod storage;
+
+pub mod argmax;
+pub mod cast;
+pub mod clip;
+pub mod cross_entropy;
+pub mod elementwise;
+pub mod embedding;
+pub mod layout;
+pub mod norm;
+pub mod optim;
+pub mod rope;
+pub mod softmax;
+
+pub use error::{check_len, Error};
+pub use op_kernel::OpKernel;
+pub use storage::Storage;
+
+/// Every kernel specialization the library ships, in a fixed order.
+pub fn all_kernels() -> Vec<&'static OpKernel> {
+    [
+        elementwise::KERNELS,
+        norm::KERNELS,
+        softmax::KERNELS,
+        rope::KERNELS,
+        layout::KERNELS,
+        cast::KERNELS,
+        embedding::KERNELS,
+        cross_entropy::KERNELS,
+        optim::KERNELS,
+        clip::KERNELS,
+        argmax::KERNELS,
+    ]
+    .concat()
+}

@@ -1,0 +1,1 @@
+//! Helpers for row-wise kernels (softmax, RoPE, cross-entropy, argmax).
