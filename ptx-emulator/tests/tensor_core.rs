@@ -1,0 +1,260 @@
+//! `mma.sync` fragment layouts against a CPU matrix product, and `ldmatrix`/`stmatrix`
+//! distributions. The kernels compute fragment addresses from the PTX ISA's layout tables with
+//! plain integer arithmetic, as a hand-written kernel would.
+
+mod common;
+
+use common::*;
+use ptx_emulator::{ArgValue, GlobalMemory, LaunchConfig};
+
+/// One warp: D = A (16x16, row-major bf16) * B (16x8, stored transposed as Bt[n][k]) + C.
+const MMA_BF16: &str = r#"
+.visible .entry mma_bf16(.param .u64 a, .param .u64 bt, .param .u64 c, .param .u64 d)
+{
+	.reg .b32 	%r<16>;
+	.reg .f32 	%f<9>;
+	.reg .b64 	%rd<12>;
+
+	ld.param.u64 	%rd1, [a];
+	ld.param.u64 	%rd2, [bt];
+	ld.param.u64 	%rd3, [c];
+	ld.param.u64 	%rd4, [d];
+	mov.u32 	%r1, %laneid;
+	shr.u32 	%r2, %r1, 2;
+	and.b32 	%r3, %r1, 3;
+	shl.b32 	%r4, %r3, 1;
+	mad.lo.s32 	%r5, %r2, 16, %r4;
+	mul.wide.u32 	%rd5, %r5, 2;
+	add.s64 	%rd6, %rd1, %rd5;
+	ld.global.u32 	%r6, [%rd6];
+	ld.global.u32 	%r7, [%rd6+256];
+	ld.global.u32 	%r8, [%rd6+16];
+	ld.global.u32 	%r9, [%rd6+272];
+	add.s64 	%rd7, %rd2, %rd5;
+	ld.global.u32 	%r10, [%rd7];
+	ld.global.u32 	%r11, [%rd7+16];
+	mad.lo.s32 	%r12, %r2, 8, %r4;
+	mul.wide.u32 	%rd8, %r12, 4;
+	add.s64 	%rd9, %rd3, %rd8;
+	ld.global.v2.f32 	{%f1, %f2}, [%rd9];
+	ld.global.v2.f32 	{%f3, %f4}, [%rd9+256];
+	mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 	{%f5, %f6, %f7, %f8}, {%r6, %r7, %r8, %r9}, {%r10, %r11}, {%f1, %f2, %f3, %f4};
+	add.s64 	%rd10, %rd4, %rd8;
+	st.global.v2.f32 	[%rd10], {%f5, %f6};
+	st.global.v2.f32 	[%rd10+256], {%f7, %f8};
+	ret;
+}
+"#;
+
+#[test]
+fn mma_m16n8k16_bf16_fragments_reproduce_a_cpu_matrix_product() {
+    let mut rng = Rng::new(21);
+    for _ in 0..3 {
+        let a: Vec<u16> = (0..16 * 16).map(|_| bf16(rng.f32_in(-2.0, 2.0))).collect();
+        let b: Vec<u16> = (0..16 * 8).map(|_| bf16(rng.f32_in(-2.0, 2.0))).collect();
+        let c = rng.f32s(16 * 8, -4.0, 4.0);
+        // Bt[n][k] = B[k][n]
+        let mut bt = vec![0u16; 8 * 16];
+        for k in 0..16 {
+            for n in 0..8 {
+                bt[n * 16 + k] = b[k * 8 + n];
+            }
+        }
+        let mut mem = GlobalMemory::new();
+        let (da, db) = (alloc_u16(&mut mem, &a), alloc_u16(&mut mem, &bt));
+        let dc = mem.alloc_f32(&c);
+        let dd = poisoned_f32(&mut mem, 16 * 8);
+        launch(
+            &ptx(MMA_BF16),
+            "mma_bf16",
+            LaunchConfig::linear(1, 32),
+            &[
+                ArgValue::Ptr(da),
+                ArgValue::Ptr(db),
+                ArgValue::Ptr(dc),
+                ArgValue::Ptr(dd),
+            ],
+            &mut mem,
+        )
+        .unwrap();
+        let d = mem.read_f32(dd, 16 * 8).unwrap();
+        for i in 0..16 {
+            for j in 0..8 {
+                let want: f64 = c[i * 8 + j] as f64
+                    + (0..16)
+                        .map(|k| {
+                            bf16_to_f32(a[i * 16 + k]) as f64 * bf16_to_f32(b[k * 8 + j]) as f64
+                        })
+                        .sum::<f64>();
+                let got = d[i * 8 + j] as f64;
+                assert!(
+                    (got - want).abs() <= 1e-6 * want.abs().max(1.0),
+                    "D[{i}][{j}] = {got}, want {want}"
+                );
+            }
+        }
+    }
+}
+
+/// 4 matrices of 8x8 b16 in shared memory; `ldmatrix.x4` (optionally `.trans`) distributes them,
+/// each lane writes its four registers out, then `stmatrix` writes them back to a second area,
+/// which is copied out too.
+fn ldmatrix_source(trans: bool) -> String {
+    let t = if trans { ".trans" } else { "" };
+    ptx(&format!(
+        r#"
+.visible .entry ldst_matrix(.param .u64 src, .param .u64 regs_out, .param .u64 back_out)
+{{
+	.reg .b32 	%r<24>;
+	.reg .b64 	%rd<12>;
+	.shared .align 16 .b8 tiles[512];
+	.shared .align 16 .b8 again[512];
+
+	ld.param.u64 	%rd1, [src];
+	ld.param.u64 	%rd2, [regs_out];
+	ld.param.u64 	%rd3, [back_out];
+	mov.u32 	%r1, %laneid;
+	shl.b32 	%r2, %r1, 4;
+	cvt.u64.u32 	%rd4, %r2;
+	add.s64 	%rd5, %rd1, %rd4;
+	ld.global.v4.u32 	{{%r3, %r4, %r5, %r6}}, [%rd5];
+	mov.u32 	%r7, tiles;
+	add.s32 	%r8, %r7, %r2;
+	st.shared.v4.u32 	[%r8], {{%r3, %r4, %r5, %r6}};
+	bar.sync 	0;
+	ldmatrix.sync.aligned.m8n8.x4{t}.shared.b16 	{{%r10, %r11, %r12, %r13}}, [%r8];
+	add.s64 	%rd6, %rd2, %rd4;
+	st.global.v4.u32 	[%rd6], {{%r10, %r11, %r12, %r13}};
+	mov.u32 	%r14, again;
+	add.s32 	%r15, %r14, %r2;
+	stmatrix.sync.aligned.m8n8.x4{t}.shared.b16 	[%r15], {{%r10, %r11, %r12, %r13}};
+	bar.sync 	0;
+	ld.shared.v4.u32 	{{%r16, %r17, %r18, %r19}}, [%r15];
+	add.s64 	%rd7, %rd3, %rd4;
+	st.global.v4.u32 	[%rd7], {{%r16, %r17, %r18, %r19}};
+	ret;
+}}
+"#
+    ))
+}
+
+#[test]
+fn ldmatrix_x4_distributes_rows_by_quad_and_stmatrix_inverts_it() {
+    let mut rng = Rng::new(22);
+    for trans in [false, true] {
+        let values: Vec<u16> = (0..256).map(|_| rng.next_u32() as u16).collect();
+        let mut mem = GlobalMemory::new();
+        let src = alloc_u16(&mut mem, &values);
+        let regs = poisoned_u32(&mut mem, 128);
+        let back = poisoned_u32(&mut mem, 128);
+        launch(
+            &ldmatrix_source(trans),
+            "ldst_matrix",
+            LaunchConfig::linear(1, 32),
+            &[ArgValue::Ptr(src), ArgValue::Ptr(regs), ArgValue::Ptr(back)],
+            &mut mem,
+        )
+        .unwrap();
+        let got = mem.read_u32(regs, 128).unwrap();
+        // Matrix m, row r, column c is element m*64 + r*8 + c (lane 8m+r gave row r's address).
+        let at = |m: usize, r: usize, c: usize| values[m * 64 + r * 8 + c] as u32;
+        for lane in 0..32 {
+            let (g, q) = (lane / 4, lane % 4);
+            for m in 0..4 {
+                let want = if trans {
+                    at(m, 2 * q, g) | at(m, 2 * q + 1, g) << 16
+                } else {
+                    at(m, g, 2 * q) | at(m, g, 2 * q + 1) << 16
+                };
+                assert_eq!(got[lane * 4 + m], want, "trans={trans} lane {lane} reg {m}");
+            }
+        }
+        let original: Vec<u32> = values
+            .chunks(2)
+            .map(|p| p[0] as u32 | (p[1] as u32) << 16)
+            .collect();
+        assert_eq!(mem.read_u32(back, 128).unwrap(), original, "trans={trans}");
+    }
+}
+
+/// One warp: D = A (16x8 tf32, row-major f32) * B (8x8, Bt[n][k]) + 0, using m16n8k8 tf32.
+const MMA_TF32: &str = r#"
+.visible .entry mma_tf32(.param .u64 a, .param .u64 bt, .param .u64 d)
+{
+	.reg .b32 	%r<16>;
+	.reg .f32 	%f<12>;
+	.reg .b64 	%rd<12>;
+
+	ld.param.u64 	%rd1, [a];
+	ld.param.u64 	%rd2, [bt];
+	ld.param.u64 	%rd4, [d];
+	mov.u32 	%r1, %laneid;
+	shr.u32 	%r2, %r1, 2;
+	and.b32 	%r3, %r1, 3;
+	mad.lo.s32 	%r5, %r2, 8, %r3;
+	mul.wide.u32 	%rd5, %r5, 4;
+	add.s64 	%rd6, %rd1, %rd5;
+	ld.global.f32 	%f1, [%rd6];
+	ld.global.f32 	%f2, [%rd6+256];
+	ld.global.f32 	%f3, [%rd6+16];
+	ld.global.f32 	%f4, [%rd6+272];
+	cvt.rna.tf32.f32 	%r6, %f1;
+	cvt.rna.tf32.f32 	%r7, %f2;
+	cvt.rna.tf32.f32 	%r8, %f3;
+	cvt.rna.tf32.f32 	%r9, %f4;
+	add.s64 	%rd7, %rd2, %rd5;
+	ld.global.b32 	%r10, [%rd7];
+	ld.global.b32 	%r11, [%rd7+16];
+	mov.f32 	%f5, 0f00000000;
+	mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 	{%f6, %f7, %f8, %f9}, {%r6, %r7, %r8, %r9}, {%r10, %r11}, {%f5, %f5, %f5, %f5};
+	shl.b32 	%r12, %r3, 1;
+	mad.lo.s32 	%r13, %r2, 8, %r12;
+	mul.wide.u32 	%rd8, %r13, 4;
+	add.s64 	%rd9, %rd4, %rd8;
+	st.global.v2.f32 	[%rd9], {%f6, %f7};
+	st.global.v2.f32 	[%rd9+256], {%f8, %f9};
+	ret;
+}
+"#;
+
+#[test]
+fn mma_m16n8k8_tf32_rounds_inputs_and_matches_cpu_product() {
+    let mut rng = Rng::new(23);
+    let a = rng.f32s(16 * 8, -1.0, 1.0);
+    // B values are exact in tf32 so only A's rounding matters.
+    let b: Vec<f32> = (0..8 * 8)
+        .map(|_| (rng.f32_in(-8.0, 8.0) * 16.0).round() / 16.0)
+        .collect();
+    let mut bt = vec![0f32; 64];
+    for k in 0..8 {
+        for n in 0..8 {
+            bt[n * 8 + k] = b[k * 8 + n];
+        }
+    }
+    let mut mem = GlobalMemory::new();
+    let (da, db) = (mem.alloc_f32(&a), mem.alloc_f32(&bt));
+    let dd = poisoned_f32(&mut mem, 128);
+    launch(
+        &ptx(MMA_TF32),
+        "mma_tf32",
+        LaunchConfig::linear(1, 32),
+        &[ArgValue::Ptr(da), ArgValue::Ptr(db), ArgValue::Ptr(dd)],
+        &mut mem,
+    )
+    .unwrap();
+    let d = mem.read_f32(dd, 128).unwrap();
+    // Round to nearest, ties away, to 10 mantissa bits.
+    let tf32 = |x: f32| f32::from_bits((x.to_bits() + 0x1000) & 0xffff_e000);
+    for i in 0..16 {
+        for j in 0..8 {
+            let want: f64 = (0..8)
+                .map(|k| tf32(a[i * 8 + k]) as f64 * b[k * 8 + j] as f64)
+                .sum();
+            let got = d[i * 8 + j] as f64;
+            assert!(
+                (got - want).abs() <= 1e-6 * want.abs().max(1.0),
+                "D[{i}][{j}] = {got}, want {want}"
+            );
+        }
+    }
+}
