@@ -23,3 +23,18 @@ fn sample_kernels_match_their_ptx_goldens() {
     // 5 portable samples × 5 targets, the wgmma sample on sm_90a only.
     assert_eq!(count, 26);
 }
+
+#[test]
+fn library_kernels_match_their_ptx_goldens() {
+    for k in ptxkit::kernels::all_kernels() {
+        let kernel = k.kernel();
+        let mut emitted = 0;
+        for t in GOLDEN_TARGETS {
+            if let Ok(ptx) = emit::emit(&kernel, t) {
+                insta::assert_snapshot!(format!("{}@{}", kernel.name, t), ptx);
+                emitted += 1;
+            }
+        }
+        assert!(emitted > 0, "{} emits for none of the golden targets", kernel.name);
+    }
+}
