@@ -3,10 +3,13 @@
 //! Every node that starts a line carries `leading`: the whitespace and comments the parser saw
 //! before it (`None` on hand-built nodes, which print with the default layout). Keeping it is
 //! what lets a module print back byte-for-byte; consumers that only execute code ignore it.
+//! Line-level nodes also keep the exact text they were read from (a [`Verbatim`]), so unchanged
+//! nodes print back exactly, whatever their inner spacing; [`Verbatim`] never affects equality.
 
 mod modifier;
 mod opcode;
 mod operand;
+mod verbatim;
 
 pub use modifier::{
     AtomicOp, BoolOp, CacheOp, CmpOp, Flag, MemOrder, Modifier, Rounding, Scope, Shape, StateSpace,
@@ -17,6 +20,7 @@ pub use operand::{
     Address, AddressBase, Dim, Immediate, IntLit, Operand, Radix, SpecialReg, SpecialScalar,
     SpecialVector,
 };
+pub use verbatim::Verbatim;
 
 /// Whitespace and comments before a node, as written; `None` means "use the default layout".
 pub type Trivia = Option<String>;
@@ -74,6 +78,28 @@ impl Module {
             .find(|f| f.name == name && f.body.is_some())
     }
 
+    /// Forgets the source text of every node, so the whole module prints in the canonical
+    /// layout (trivia between nodes is kept).
+    pub fn clear_verbatim(&mut self) {
+        fn block(b: &mut Block) {
+            for s in &mut b.statements {
+                s.verbatim = Verbatim::none();
+                if let StatementKind::Block(inner) = &mut s.kind {
+                    block(inner);
+                }
+            }
+        }
+        for item in &mut self.items {
+            item.verbatim = Verbatim::none();
+            if let ItemKind::Function(f) = &mut item.kind {
+                f.header_verbatim = Verbatim::none();
+                if let Some(b) = &mut f.body {
+                    block(b);
+                }
+            }
+        }
+    }
+
     /// Module-level variables in source order.
     pub fn variables(&self) -> impl Iterator<Item = &VarDecl> {
         self.items.iter().filter_map(|item| match &item.kind {
@@ -90,6 +116,8 @@ pub struct Item {
     pub leading: Trivia,
     /// The item.
     pub kind: ItemKind,
+    /// The item's text as read (functions keep theirs in [`Function::header_verbatim`]).
+    pub verbatim: Verbatim<ItemKind>,
 }
 
 /// A top-level item.
@@ -196,6 +224,63 @@ pub struct Function {
     pub body: Option<Block>,
     /// Whitespace before the `;` of a declaration.
     pub decl_end: Trivia,
+    /// The header's text as read, from the linkage (or `.entry`/`.func`) to the last directive,
+    /// with the header as parsed (its `body` and `decl_end` left empty).
+    pub header_verbatim: Verbatim<FunctionHeader>,
+}
+
+/// The parts of a [`Function`] its header text covers, for [`Function::header_verbatim`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct FunctionHeader {
+    /// See [`Function::linkage`].
+    pub linkage: Option<Linkage>,
+    /// See [`Function::kind`].
+    pub kind: FunctionKind,
+    /// See [`Function::returns`].
+    pub returns: Option<Vec<Param>>,
+    /// See [`Function::name`].
+    pub name: String,
+    /// See [`Function::params`].
+    pub params: Option<Vec<Param>>,
+    /// See [`Function::params_closing`].
+    pub params_closing: Trivia,
+    /// See [`Function::directives`].
+    pub directives: Vec<FunctionDirective>,
+}
+
+impl Function {
+    /// A copy of the header fields.
+    pub fn header(&self) -> FunctionHeader {
+        FunctionHeader {
+            linkage: self.linkage,
+            kind: self.kind,
+            returns: self.returns.clone(),
+            name: self.name.clone(),
+            params: self.params.clone(),
+            params_closing: self.params_closing.clone(),
+            directives: self.directives.clone(),
+        }
+    }
+
+    /// Whether the header still equals `h`.
+    fn header_is(&self, h: &FunctionHeader) -> bool {
+        self.linkage == h.linkage
+            && self.kind == h.kind
+            && self.returns == h.returns
+            && self.name == h.name
+            && self.params == h.params
+            && self.params_closing == h.params_closing
+            && self.directives == h.directives
+    }
+
+    /// The header's source text, if the header is unchanged since it was parsed.
+    pub fn header_text_if_unchanged(&self) -> Option<&str> {
+        self.header_verbatim
+            .0
+            .as_deref()
+            .filter(|(parsed, _)| self.header_is(parsed))
+            .map(|(_, text)| text.as_str())
+    }
 }
 
 /// A parameter of an `.entry` or `.func` (or a `.func` return value).
@@ -281,6 +366,8 @@ pub struct Statement {
     pub leading: Trivia,
     /// The statement.
     pub kind: StatementKind,
+    /// The statement's text as read (none for nested blocks, whose statements keep their own).
+    pub verbatim: Verbatim<StatementKind>,
 }
 
 /// A statement in a function body.

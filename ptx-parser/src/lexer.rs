@@ -30,6 +30,8 @@ pub(crate) struct Token<'a> {
     pub line: usize,
     /// 1-based column in characters.
     pub column: usize,
+    /// Byte offset of the token's first character.
+    pub start: usize,
 }
 
 impl Token<'_> {
@@ -298,6 +300,7 @@ impl<'a> Lexer<'a> {
             trivia,
             line,
             column,
+            start,
         })
     }
 }

@@ -1,9 +1,12 @@
 //! Reads PTX text into a typed AST and prints it back.
 //!
 //! [`parse_module`] turns text into a [`Module`]; [`print_module`] (or `Display`) turns it back.
-//! Output of the ptxkit emitter prints back byte-for-byte, because every line-starting node keeps
-//! the whitespace and comments before it; other PTX prints in a canonical layout that parses to
-//! an equal AST. Errors carry line and column; no input makes the parser panic.
+//! Any module prints back byte-for-byte while unchanged: every line-level node keeps the
+//! whitespace and comments before it and the text it was read from ([`Verbatim`]). A changed
+//! node (or a module after [`Module::clear_verbatim`]) prints in the canonical layout, which is
+//! the ptxkit emitter's: emitter output prints back byte-for-byte from the AST alone, and other
+//! PTX prints to text that parses to an equal AST. Errors carry line and column; no input makes
+//! the parser panic.
 //!
 //! ```
 //! let text = ".version 7.8\n.target sm_89\n.address_size 64\n";

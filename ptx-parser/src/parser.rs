@@ -31,6 +31,7 @@ const MAX_DEPTH: usize = 64;
 pub fn parse_module(text: &str) -> Result<Module, Error> {
     let tokens = tokenize(text)?;
     let mut parser = Parser {
+        src: text,
         tokens,
         pos: 0,
         depth: 0,
@@ -39,6 +40,7 @@ pub fn parse_module(text: &str) -> Result<Module, Error> {
 }
 
 pub(crate) struct Parser<'a> {
+    src: &'a str,
     tokens: Vec<Token<'a>>,
     pos: usize,
     depth: usize,
@@ -61,6 +63,18 @@ impl<'a> Parser<'a> {
             self.pos += 1;
         }
         token
+    }
+
+    /// The source text from token `first` to the last token consumed, for a node's verbatim.
+    fn text_since(&self, first: usize) -> String {
+        let (Some(a), Some(b)) = (
+            self.tokens.get(first),
+            self.tokens.get(self.pos.wrapping_sub(1)),
+        ) else {
+            return String::new();
+        };
+        let end = b.start + b.text.len();
+        self.src.get(a.start..end).unwrap_or_default().to_string()
     }
 
     /// The trivia before the current token, owned, for a node's `leading`.

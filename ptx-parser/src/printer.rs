@@ -73,7 +73,10 @@ fn write_module(out: &mut impl Write, module: &Module) -> fmt::Result {
     for (i, item) in module.items.iter().enumerate() {
         let default = if i == 0 { "" } else { "\n" };
         out.write_str(trivia(&item.leading, default))?;
-        write_item(out, item)?;
+        match item.verbatim.text_if_unchanged(&item.kind) {
+            Some(text) => out.write_str(text)?,
+            None => write_item(out, item)?,
+        }
     }
     out.write_str(trivia(&module.trailing, "\n"))
 }
@@ -175,6 +178,20 @@ fn write_param(out: &mut impl Write, p: &Param) -> fmt::Result {
 }
 
 fn write_function(out: &mut impl Write, f: &Function) -> fmt::Result {
+    match f.header_text_if_unchanged() {
+        Some(text) => out.write_str(text)?,
+        None => write_header(out, f)?,
+    }
+    match &f.body {
+        Some(body) => write_block(out, body, 0),
+        None => {
+            out.write_str(trivia(&f.decl_end, ""))?;
+            out.write_str(";")
+        }
+    }
+}
+
+fn write_header(out: &mut impl Write, f: &Function) -> fmt::Result {
     if let Some(link) = f.linkage {
         write!(out, ".{} ", link.as_str())?;
     }
@@ -211,13 +228,7 @@ fn write_function(out: &mut impl Write, f: &Function) -> fmt::Result {
         out.write_str(trivia(&d.leading, "\n"))?;
         write_function_directive(out, &d.kind)?;
     }
-    match &f.body {
-        Some(body) => write_block(out, body, 0),
-        None => {
-            out.write_str(trivia(&f.decl_end, ""))?;
-            out.write_str(";")
-        }
-    }
+    Ok(())
 }
 
 fn write_counts(out: &mut impl Write, name: &str, values: &[u32]) -> fmt::Result {
@@ -270,6 +281,10 @@ fn write_block(out: &mut impl Write, block: &Block, depth: usize) -> fmt::Result
             _ => "\n\t",
         };
         out.write_str(trivia(&s.leading, default))?;
+        if let Some(text) = s.verbatim.text_if_unchanged(&s.kind) {
+            out.write_str(text)?;
+            continue;
+        }
         match &s.kind {
             StatementKind::Instruction(i) => write_instruction(out, i)?,
             StatementKind::Label(name) => write!(out, "{name}:")?,

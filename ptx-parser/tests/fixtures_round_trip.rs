@@ -1,5 +1,6 @@
-//! Every fixture under `tests/fixtures/` parses, and printing then re-parsing gives an equal
-//! AST; fixtures in the emitter's style (`emitter_*.ptx`) print back byte-for-byte.
+//! Every fixture under `tests/fixtures/` parses and prints back byte-for-byte; printed in the
+//! canonical layout (source text forgotten) it parses to an equal AST, and fixtures in the
+//! emitter's style (`emitter_*.ptx`) print back byte-for-byte even then.
 //!
 //! Fixtures: `nvcc_*` written by nvcc 13 (`nvcc -ptx -arch=sm_90`), `triton_*` by Triton,
 //! `emitter_*` in the ptxkit emitter's layout.
@@ -42,26 +43,51 @@ fn every_fixture_round_trips_to_an_equal_ast() {
     }
 }
 
+fn assert_same_text(name: &str, printed: &str, text: &str) {
+    if printed != text {
+        let line = printed
+            .lines()
+            .zip(text.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or_else(|| printed.lines().count().min(text.lines().count()));
+        panic!(
+            "{name} differs at line {}:\n printed: {:?}\n input:   {:?}",
+            line + 1,
+            printed.lines().nth(line),
+            text.lines().nth(line)
+        );
+    }
+}
+
 #[test]
-fn emitter_style_fixtures_print_back_byte_for_byte() {
+fn every_fixture_prints_back_byte_for_byte() {
+    for (name, text) in fixtures() {
+        let module = ptx_parser::parse_module(&text).expect("parses");
+        assert_same_text(&name, &ptx_parser::print_module(&module), &text);
+    }
+}
+
+#[test]
+fn every_fixture_round_trips_through_the_canonical_layout() {
+    for (name, text) in fixtures() {
+        let mut module = ptx_parser::parse_module(&text).expect("parses");
+        module.clear_verbatim();
+        let printed = ptx_parser::print_module(&module);
+        let again = ptx_parser::parse_module(&printed).unwrap_or_else(|e| {
+            panic!("{name} printed canonically does not parse: {e}\n{printed}")
+        });
+        assert_eq!(module, again, "{name}");
+    }
+}
+
+#[test]
+fn emitter_style_fixtures_print_back_byte_for_byte_in_the_canonical_layout() {
     for (name, text) in fixtures() {
         if !name.starts_with("emitter_") {
             continue;
         }
-        let module = ptx_parser::parse_module(&text).expect("parses");
-        let printed = ptx_parser::print_module(&module);
-        if printed != text {
-            let line = printed
-                .lines()
-                .zip(text.lines())
-                .position(|(a, b)| a != b)
-                .unwrap_or(0);
-            panic!(
-                "{name} differs at line {}:\n printed: {:?}\n input:   {:?}",
-                line + 1,
-                printed.lines().nth(line),
-                text.lines().nth(line)
-            );
-        }
+        let mut module = ptx_parser::parse_module(&text).expect("parses");
+        module.clear_verbatim();
+        assert_same_text(&name, &ptx_parser::print_module(&module), &text);
     }
 }

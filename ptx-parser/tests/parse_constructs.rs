@@ -6,7 +6,10 @@ const HEADER: &str = ".version 8.0\n.target sm_90\n.address_size 64\n";
 
 fn parse(text: &str) -> Module {
     let module = parse_module(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
-    let printed = print_module(&module);
+    assert_eq!(print_module(&module), text);
+    let mut canonical = module.clone();
+    canonical.clear_verbatim();
+    let printed = print_module(&canonical);
     let again = parse_module(&printed).unwrap_or_else(|e| panic!("reparse: {e}\n{printed}"));
     assert_eq!(module, again, "print -> parse changed the AST:\n{printed}");
     module
@@ -491,6 +494,7 @@ fn hand_built_modules_print_in_the_emitter_layout() {
         }
     }
     clear(&mut m);
+    m.clear_verbatim();
     assert_eq!(
         print_module(&m),
         format!("{HEADER}.visible .entry k(\n\t.param .u64 k_p0\n)\n{{\n\tret;\n}}\n")

@@ -3,14 +3,19 @@
 use super::Parser;
 use crate::ast::{
     Block, Function, FunctionDirective, FunctionDirectiveKind, FunctionKind, Linkage, Param,
-    Statement, StatementKind,
+    Statement, StatementKind, Verbatim,
 };
 use crate::error::Error;
 use crate::lexer::Tok;
 
 impl Parser<'_> {
     /// `.entry`/`.func` header, directives, and a body or `;` (linkage already read).
-    pub(super) fn function(&mut self, linkage: Option<Linkage>) -> Result<Function, Error> {
+    /// `first` is the index of the header's first token, for its verbatim text.
+    pub(super) fn function(
+        &mut self,
+        linkage: Option<Linkage>,
+        first: usize,
+    ) -> Result<Function, Error> {
         let kind = if self.eat_dot("entry") {
             FunctionKind::Entry
         } else if self.eat_dot("func") {
@@ -40,6 +45,7 @@ impl Parser<'_> {
         while let Some(directive) = self.function_directive()? {
             directives.push(directive);
         }
+        let header_text = self.text_since(first);
         let (body, decl_end) = if self.peek().is_punct(';') {
             let end = self.advance();
             (None, Some(end.trivia.to_string()))
@@ -53,7 +59,7 @@ impl Parser<'_> {
                 "follow the header with a { } body",
             ));
         };
-        Ok(Function {
+        let mut function = Function {
             linkage,
             kind,
             returns,
@@ -63,7 +69,10 @@ impl Parser<'_> {
             directives,
             body,
             decl_end,
-        })
+            header_verbatim: Verbatim::none(),
+        };
+        function.header_verbatim = Verbatim::new(function.header(), header_text);
+        Ok(function)
     }
 
     /// `( param, param )`, returning the params and the trivia before `)`.
@@ -180,8 +189,17 @@ impl Parser<'_> {
                 ));
             }
             let leading = self.leading();
+            let first = self.pos;
             let kind = self.statement()?;
-            statements.push(Statement { leading, kind });
+            let verbatim = match &kind {
+                StatementKind::Block(_) => Verbatim::none(),
+                other => Verbatim::new(other.clone(), self.text_since(first)),
+            };
+            statements.push(Statement {
+                leading,
+                kind,
+                verbatim,
+            });
         }
     }
 

@@ -1,7 +1,9 @@
 //! Top-level items: header directives, variables, functions, other directives.
 
 use super::Parser;
-use crate::ast::{Item, ItemKind, Linkage, Module, RawDirective, TargetDirective, Version};
+use crate::ast::{
+    Item, ItemKind, Linkage, Module, RawDirective, TargetDirective, Verbatim, Version,
+};
 use crate::error::Error;
 use crate::lexer::Tok;
 
@@ -17,12 +19,21 @@ impl Parser<'_> {
                 });
             }
             let leading = self.leading();
-            let kind = self.item()?;
-            items.push(Item { leading, kind });
+            let first = self.pos;
+            let kind = self.item(first)?;
+            let verbatim = match &kind {
+                ItemKind::Function(_) => Verbatim::none(),
+                other => Verbatim::new(other.clone(), self.text_since(first)),
+            };
+            items.push(Item {
+                leading,
+                kind,
+                verbatim,
+            });
         }
     }
 
-    fn item(&mut self) -> Result<ItemKind, Error> {
+    fn item(&mut self, first: usize) -> Result<ItemKind, Error> {
         let token = self.peek();
         if token.kind != Tok::Dot {
             return Err(self.error(
@@ -44,12 +55,12 @@ impl Parser<'_> {
                 let bits = self.u32_value("an address size (32 or 64)")?;
                 Ok(ItemKind::AddressSize(bits))
             }
-            "entry" | "func" => self.function(None).map(ItemKind::Function),
+            "entry" | "func" => self.function(None, first).map(ItemKind::Function),
             word => match linkage(word) {
                 Some(link) => {
                     self.advance();
                     if self.at_dot("entry") || self.at_dot("func") {
-                        self.function(Some(link)).map(ItemKind::Function)
+                        self.function(Some(link), first).map(ItemKind::Function)
                     } else {
                         self.var_decl(Some(link)).map(ItemKind::Variable)
                     }

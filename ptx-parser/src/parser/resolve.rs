@@ -3,7 +3,7 @@
 //! becomes [`Operand::Reg`]. Labels may be used before they are defined, so this is a second
 //! pass.
 
-use crate::ast::{AddressBase, Block, Operand, RegName, StatementKind};
+use crate::ast::{AddressBase, Block, Instruction, Operand, RegName, StatementKind};
 use std::collections::HashSet;
 
 #[derive(Default)]
@@ -79,16 +79,24 @@ impl Names {
     fn block(&self, block: &mut Block) {
         for statement in &mut block.statements {
             match &mut statement.kind {
-                StatementKind::Instruction(instruction) => {
-                    instruction
-                        .operands
-                        .iter_mut()
-                        .for_each(|operand| self.operand(operand));
-                }
+                StatementKind::Instruction(instruction) => self.instruction(instruction),
                 StatementKind::Block(inner) => self.block(inner),
                 _ => {}
             }
+            // The copy kept with the source text must match, or the text would look stale.
+            if let Some(kept) = statement.verbatim.0.as_deref_mut() {
+                if let StatementKind::Instruction(instruction) = &mut kept.0 {
+                    self.instruction(instruction);
+                }
+            }
         }
+    }
+
+    fn instruction(&self, instruction: &mut Instruction) {
+        instruction
+            .operands
+            .iter_mut()
+            .for_each(|operand| self.operand(operand));
     }
 }
 
