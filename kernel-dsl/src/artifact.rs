@@ -78,6 +78,33 @@ pub struct KernelArtifacts {
 }
 
 impl KernelArtifacts {
+    /// Artifacts for a kernel built in this process: its metadata and its PTX for every target
+    /// it can be emitted for (the text is kept for the life of the process). Callers keep the
+    /// result in a `static` (a `OnceLock`) so the runtime sees one address per kernel.
+    ///
+    /// ```
+    /// use kernel_dsl::{samples, KernelArtifacts, Target};
+    /// let a = KernelArtifacts::from_kernel(&samples::mma_bf16_16x8x16());
+    /// assert!(a.ptx_for(Target::Sm75).is_none());
+    /// assert!(a.ptx_for(Target::Sm80).unwrap().contains(".target sm_80"));
+    /// ```
+    pub fn from_kernel(kernel: &crate::ir::Kernel) -> KernelArtifacts {
+        let ptx: Vec<(Target, &'static str)> = Target::ALL
+            .into_iter()
+            .filter_map(|t| {
+                crate::emit::emit(kernel, t)
+                    .ok()
+                    .map(|p| (t, &*Box::leak(p.into_boxed_str())))
+            })
+            .collect();
+        KernelArtifacts {
+            meta: KernelMeta::from_kernel(kernel),
+            ptx: Cow::Owned(ptx),
+            cubins: Cow::Borrowed(&[]),
+            emit: None,
+        }
+    }
+
     pub fn ptx_for(&self, target: Target) -> Option<&'static str> {
         self.ptx.iter().find(|(t, _)| *t == target).map(|(_, p)| *p)
     }

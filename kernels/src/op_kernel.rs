@@ -3,8 +3,7 @@
 //! on first use from the same IR, with metadata derived from that IR.
 
 use kernel_dsl::ir::Kernel;
-use kernel_dsl::{emit, KernelArtifacts, KernelMeta, Target};
-use std::borrow::Cow;
+use kernel_dsl::KernelArtifacts;
 use std::sync::OnceLock;
 
 /// One compile-time specialization of an op (storage type, block size, vector width).
@@ -30,22 +29,6 @@ impl OpKernel {
     /// The artifacts the runtime loads and pre-warms. The PTX for each target is emitted once
     /// per process and kept for its lifetime (the set of specializations is finite).
     pub fn artifacts(&'static self) -> &'static KernelArtifacts {
-        self.artifacts.get_or_init(|| {
-            let kernel = (self.build)();
-            let ptx: Vec<(Target, &'static str)> = Target::ALL
-                .into_iter()
-                .filter_map(|t| {
-                    emit::emit(&kernel, t)
-                        .ok()
-                        .map(|p| (t, &*Box::leak(p.into_boxed_str())))
-                })
-                .collect();
-            KernelArtifacts {
-                meta: KernelMeta::from_kernel(&kernel),
-                ptx: Cow::Owned(ptx),
-                cubins: Cow::Borrowed(&[]),
-                emit: None,
-            }
-        })
+        self.artifacts.get_or_init(|| KernelArtifacts::from_kernel(&(self.build)()))
     }
 }
