@@ -366,5 +366,10 @@ fn write_operand(out: &mut impl Write, op: &Operand) -> fmt::Result {
             write_operand(out, inner)
         }
         Operand::PredPair(a, b) => write!(out, "{a}|{b}"),
+        Operand::TensorCoords { map, coords } => {
+            write!(out, "[{map}, {{")?;
+            write_operand_list(out, coords)?;
+            out.write_str("}]")
+        }
     }
 }

@@ -516,3 +516,23 @@ fn instructions_and_operands_display_as_one_line_of_ptx() {
     );
     assert_eq!(instruction("ret;").to_string(), "ret;");
 }
+
+#[test]
+fn tensor_map_addresses_read_with_their_coordinates() {
+    let i = instruction(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r1], [%rd1, {%r2, %r3}], [%r4];",
+    );
+    assert_eq!(i.opcode, Opcode::CpAsyncBulkTensor);
+    assert_eq!(
+        i.operands[1],
+        Operand::TensorCoords {
+            map: "%rd1".into(),
+            coords: vec![reg("%r2"), reg("%r3")]
+        }
+    );
+    assert_eq!(i.modifiers[1], Modifier::Space(StateSpace::SharedCluster));
+    assert_eq!(
+        i.modifiers[4],
+        Modifier::Other("mbarrier::complete_tx::bytes".into())
+    );
+}

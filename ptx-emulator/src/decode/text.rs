@@ -55,5 +55,8 @@ fn operand_text(s: &mut String, op: &Operand) {
         Operand::PredPair(a, b) => {
             let _ = write!(s, "{a}|{b}");
         }
+        Operand::TensorCoords { .. } => {
+            let _ = write!(s, "{op}");
+        }
     }
 }

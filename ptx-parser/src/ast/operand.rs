@@ -258,6 +258,14 @@ pub enum Operand {
     Sink,
     /// A negated predicate `!%p1`.
     Not(Box<Operand>),
+    /// A tensor-map address with coordinates, `[%rd1, {%r1, %r2}]`, as bulk tensor copies
+    /// (`cp.async.bulk.tensor`) take it.
+    TensorCoords {
+        /// The tensor map: a register holding its address, or a parameter or variable name.
+        map: String,
+        /// The coordinates, one per tensor dimension.
+        coords: Vec<Operand>,
+    },
     /// A paired destination `a|b`: the two predicates of `setp` (`%p1|%p2`), or the value and
     /// in-range predicate of `shfl.sync` (`%r1|%p1`). Either name may be `_`.
     PredPair(String, String),

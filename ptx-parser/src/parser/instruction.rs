@@ -136,7 +136,7 @@ impl Parser<'_> {
         match token.kind {
             Tok::Punct('{') => self.operand_list('{', '}').map(Operand::Vector),
             Tok::Punct('(') => self.operand_list('(', ')').map(Operand::List),
-            Tok::Punct('[') => self.address().map(Operand::Address),
+            Tok::Punct('[') => self.address(),
             Tok::Punct('!') => {
                 self.advance();
                 self.enter()?;
@@ -212,8 +212,9 @@ impl Parser<'_> {
         Ok(items)
     }
 
-    /// `[base]`, `[base+offset]`, `[base-offset]`.
-    fn address(&mut self) -> Result<Address, Error> {
+    /// `[base]`, `[base+offset]`, `[base-offset]`, or a tensor map with coordinates
+    /// `[map, {c0, c1}]`.
+    fn address(&mut self) -> Result<Operand, Error> {
         self.advance();
         let token = self.peek();
         let base = match token.kind {
@@ -233,12 +234,27 @@ impl Parser<'_> {
                 ))
             }
         };
+        if let (true, AddressBase::Reg(map) | AddressBase::Symbol(map)) =
+            (self.peek().is_punct(','), &base)
+        {
+            let map = map.clone();
+            self.advance();
+            if !self.peek().is_punct('{') {
+                return Err(self.error(
+                    "`{` opening the tensor coordinates",
+                    "write a tensor address as [%rd1, {%r1, %r2}]",
+                ));
+            }
+            let coords = self.operand_list('{', '}')?;
+            self.expect_punct(']', "close the tensor address with `]`")?;
+            return Ok(Operand::TensorCoords { map, coords });
+        }
         let offset = if self.eat_punct('+') || self.peek().is_punct('-') {
             Some(self.offset_value()?)
         } else {
             None
         };
         self.expect_punct(']', "close the address with `]`")?;
-        Ok(Address { base, offset })
+        Ok(Operand::Address(Address { base, offset }))
     }
 }

@@ -72,6 +72,9 @@ impl Names {
                 items.iter_mut().for_each(|item| self.operand(item));
             }
             Operand::Not(inner) => self.operand(inner),
+            Operand::TensorCoords { coords, .. } => {
+                coords.iter_mut().for_each(|item| self.operand(item));
+            }
             _ => {}
         }
     }
