@@ -204,15 +204,32 @@ fn gpu_prewarmed_and_sealed_launches_run_and_others_are_refused() {
     let stream = device.stream().unwrap();
     let x = Buffer::from_host(&stream, &random_f32s(3, 64)).unwrap();
     let mut y = Buffer::from_host(&stream, &random_f32s(4, 64)).unwrap();
+    // AXPY lives in the module VECTOR_ADD loaded: finding its entry is not a load.
+    let axpy_args = [2.0f32.into(), (&x).into(), (&mut y).into(), 64u32.into()];
+    stream
+        .launch(&AXPY, LaunchConfig::linear(1, 64), &axpy_args)
+        .unwrap();
+    // A kernel in a module that was never loaded is refused.
+    let other_ptx: &'static str = if device.target() == Target::Sm90 {
+        PTX_SM90
+    } else {
+        PTX_SM80
+    };
+    let other: &'static KernelArtifacts = Box::leak(Box::new(KernelArtifacts {
+        meta: meta("axpy", AXPY_PARAMS, false),
+        ptx: Cow::Owned(vec![(device.target(), other_ptx.trim_end())]),
+        cubins: Cow::Borrowed(&[]),
+        emit: None,
+    }));
     let err = stream
-        .launch(
-            &AXPY,
-            LaunchConfig::linear(1, 64),
-            &[2.0f32.into(), (&x).into(), (&mut y).into(), 64u32.into()],
-        )
+        .launch(other, LaunchConfig::linear(1, 64), &axpy_args)
         .unwrap_err();
     assert!(matches!(err, Error::KernelNotPrewarmed { .. }), "{err}");
-    assert_eq!(device.loaded_modules().len(), 1);
+    assert_eq!(
+        device.loaded_modules().len(),
+        2,
+        "vector_add and axpy, one module"
+    );
 }
 
 #[test]

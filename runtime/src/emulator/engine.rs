@@ -1,7 +1,6 @@
 //! The seam between the runtime and the PTX executor. The runtime talks to an [`Engine`]; the
-//! default engine is backed by the `ptx-emulator` crate.
+//! default engine is the `ptx-emulator` crate, and unit tests substitute a mock.
 
-use super::memory::HostMemory;
 use crate::config::LaunchConfig;
 
 /// An index into an engine's loaded modules.
@@ -38,45 +37,89 @@ pub(crate) trait Engine: Send {
     fn read(&self, addr: u64, out: &mut [u8]) -> Result<(), String>;
 }
 
-/// The engine `Device::emulator()` uses.
+/// The engine `Device::emulator()` uses: the `ptx-emulator` crate.
 pub(crate) fn default_engine() -> Box<dyn Engine> {
-    Box::new(PendingEngine::default())
+    Box::new(PtxEngine {
+        emulator: ptx_emulator::Emulator::new(),
+        modules: Vec::new(),
+        memory: ptx_emulator::GlobalMemory::new(),
+    })
 }
 
-/// Holds memory but executes nothing, until the `ptx-emulator` crate exposes its executor.
-#[derive(Default)]
-struct PendingEngine {
-    memory: HostMemory,
+/// Runs PTX with `ptx_emulator`; buffers live in its `GlobalMemory`, so out-of-bounds accesses
+/// are reported with the buffer they missed.
+struct PtxEngine {
+    emulator: ptx_emulator::Emulator,
+    modules: Vec<ptx_emulator::Module>,
+    memory: ptx_emulator::GlobalMemory,
 }
 
-const PENDING: &str = "the ptx-emulator crate does not execute PTX yet";
+impl Engine for PtxEngine {
+    fn load(&mut self, ptx: &str) -> Result<ModuleId, String> {
+        let module = self.emulator.load(ptx).map_err(|e| e.to_string())?;
+        self.modules.push(module);
+        Ok(ModuleId(self.modules.len() - 1))
+    }
 
-impl Engine for PendingEngine {
-    fn load(&mut self, _ptx: &str) -> Result<ModuleId, String> {
-        Err(PENDING.into())
+    fn entries(&self, module: ModuleId) -> Vec<String> {
+        self.modules
+            .get(module.0)
+            .map(|m| m.entries())
+            .unwrap_or_default()
     }
-    fn entries(&self, _module: ModuleId) -> Vec<String> {
-        Vec::new()
-    }
+
     fn launch(
         &mut self,
-        _: ModuleId,
-        _: &str,
-        _: &LaunchConfig,
-        _: &[EmuArg],
+        module: ModuleId,
+        entry: &str,
+        cfg: &LaunchConfig,
+        args: &[EmuArg],
     ) -> Result<(), String> {
-        Err(PENDING.into())
+        let module = self
+            .modules
+            .get(module.0)
+            .ok_or("the module was never loaded")?;
+        let cfg = ptx_emulator::LaunchConfig {
+            grid: cfg.grid,
+            block: cfg.block,
+            dynamic_shared_bytes: cfg.dynamic_shared_bytes,
+        };
+        let args: Vec<ptx_emulator::ArgValue> = args.iter().map(|a| arg_value(*a)).collect();
+        module
+            .launch(entry, &cfg, &args, &mut self.memory)
+            .map(drop)
+            .map_err(|e| e.to_string())
     }
+
     fn alloc(&mut self, bytes: usize) -> u64 {
         self.memory.alloc(bytes)
     }
+
     fn free(&mut self, addr: u64) {
-        self.memory.free(addr)
+        // Freeing happens on drop, where an error cannot be returned; the only failure is a
+        // double free, which the buffer's ownership rules out.
+        let _ = self.memory.free(addr);
     }
+
     fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), String> {
-        self.memory.write(addr, data)
+        self.memory.write(addr, data).map_err(|e| e.to_string())
     }
+
     fn read(&self, addr: u64, out: &mut [u8]) -> Result<(), String> {
-        self.memory.read(addr, out)
+        self.memory.read(addr, out).map_err(|e| e.to_string())
+    }
+}
+
+fn arg_value(arg: EmuArg) -> ptx_emulator::ArgValue {
+    use ptx_emulator::ArgValue as A;
+    match arg {
+        EmuArg::U16(v) => A::U16(v),
+        EmuArg::U32(v) => A::U32(v),
+        EmuArg::S32(v) => A::S32(v),
+        EmuArg::U64(v) => A::U64(v),
+        EmuArg::S64(v) => A::S64(v),
+        EmuArg::F32(v) => A::F32(v),
+        EmuArg::F64(v) => A::F64(v),
+        EmuArg::Ptr(v) => A::Ptr(v),
     }
 }

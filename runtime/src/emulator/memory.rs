@@ -1,4 +1,4 @@
-//! Host-side global memory for engines that do not bring their own: buffers at distinct,
+//! Host-side global memory for the unit tests' mock engine: buffers at distinct,
 //! aligned, non-zero addresses with gaps between them, so an overrun cannot land in a
 //! neighbour.
 

@@ -2,6 +2,7 @@
 //! engine's host-side "global memory"; streams execute in order, synchronously.
 
 mod engine;
+#[cfg(test)]
 mod memory;
 
 pub(crate) use engine::{default_engine, EmuArg, Engine, ModuleId};

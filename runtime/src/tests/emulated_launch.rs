@@ -103,14 +103,79 @@ fn kernels_sharing_one_module_load_it_once_and_keep_their_own_entries() {
 }
 
 #[test]
-fn emulator_failures_name_the_kernel() {
+fn the_real_emulator_runs_vector_add_and_matches_the_cpu() {
     let device = Device::emulator();
+    let stream = device.stream().unwrap();
     let kernel = artifacts_with(&[(Target::Sm80, VECTOR_ADD_SM80)], &[], None);
-    let err = device.prewarm(&[kernel]).unwrap_err();
-    // Until ptx-emulator executes PTX, loading fails; afterwards it succeeds. Either way no panic.
-    if let Error::EmulatorLoad { kernel, .. } = &err {
-        assert_eq!(kernel, "vector_add");
+    let n = 333;
+    let (a, b) = (random_f32s(21, n), random_f32s(22, n));
+    let da = Buffer::from_host(&stream, &a).unwrap();
+    let db = Buffer::from_host(&stream, &b).unwrap();
+    let mut dc = Buffer::from_host(&stream, &vec![f32::NAN; n]).unwrap();
+    let args = [
+        KernelArg::from(&da),
+        KernelArg::from(&db),
+        KernelArg::from(&mut dc),
+        KernelArg::from(n as u32),
+    ];
+    stream
+        .launch(kernel, LaunchConfig::for_elements(n as u32, 64), &args)
+        .unwrap();
+    let c = dc.to_host(&stream).unwrap();
+    for i in 0..n {
+        assert_eq!(c[i], a[i] + b[i], "element {i}");
     }
+}
+
+#[test]
+fn an_out_of_bounds_launch_on_the_real_emulator_is_an_error_naming_the_kernel() {
+    let device = Device::emulator();
+    let stream = device.stream().unwrap();
+    let kernel = artifacts_with(&[(Target::Sm80, VECTOR_ADD_SM80)], &[], None);
+    let da = Buffer::from_host(&stream, &random_f32s(23, 16)).unwrap();
+    let mut dc = Buffer::<f32>::zeros(&stream, 16).unwrap();
+    // n = 32 overruns the 16-element buffers: lengths are the op wrappers' job, and the
+    // emulator catches what they miss.
+    let args = [
+        KernelArg::from(&da),
+        KernelArg::from(&da),
+        KernelArg::from(&mut dc),
+        KernelArg::from(32u32),
+    ];
+    let err = stream
+        .launch(kernel, LaunchConfig::linear(1, 32), &args)
+        .unwrap_err();
+    match &err {
+        Error::Emulator { kernel, .. } => assert_eq!(kernel, "vector_add"),
+        e => panic!("expected an emulator error, got {e}"),
+    }
+}
+
+#[test]
+fn the_real_emulator_replays_graphs_with_new_contents() {
+    let device = Device::emulator();
+    let stream = device.stream().unwrap();
+    let rev = artifacts_for(
+        reverse_meta(),
+        &[(Target::Sm80, VECTOR_ADD_SM80)],
+        &[],
+        None,
+    );
+    device.prewarm(&[rev]).unwrap();
+    let x = random_f32s(24, 64);
+    let mut dx = Buffer::from_host(&stream, &x).unwrap();
+    let mut dy = Buffer::from_host(&stream, &[f32::NAN; 64]).unwrap();
+    let cfg = LaunchConfig::linear(2, 32).with_dynamic_shared(128);
+    let graph = stream
+        .capture(|s| s.launch(rev, cfg, &[(&dx).into(), (&mut dy).into()]))
+        .unwrap();
+    graph.replay().unwrap();
+    assert_eq!(dy.to_host(&stream).unwrap()[0], x[31]);
+    let x2 = random_f32s(25, 64);
+    dx.copy_from_host(&stream, &x2).unwrap();
+    graph.replay().unwrap();
+    let y = dy.to_host(&stream).unwrap();
+    assert_eq!((y[0], y[33], y[63]), (x2[31], x2[62], x2[32]));
 }
 
 #[test]

@@ -37,7 +37,7 @@ pub const VECTOR_ADD_PARAMS: &[ParamMeta] = &[
     slice("c", true),
     scalar("n", ScalarType::U32),
 ];
-const AXPY_PARAMS: &[ParamMeta] = &[
+pub const AXPY_PARAMS: &[ParamMeta] = &[
     scalar("a", ScalarType::F32),
     slice("x", false),
     slice("y", true),
