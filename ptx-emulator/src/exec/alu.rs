@@ -166,7 +166,8 @@ pub(crate) fn int_op(
             }
         }
         IntOp::Shr => {
-            let n = (b & 0xffff_ffff).min(bits as u64 - 1 + signed as u64);
+            // Shift amounts past the width clamp: zero for unsigned, sign fill for signed.
+            let n = b & 0xffff_ffff;
             if signed {
                 (sa >> n.min(63)) as u64 & m
             } else if n >= bits as u64 {
