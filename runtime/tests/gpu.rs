@@ -364,3 +364,38 @@ fn gpu_buffers_cross_streams_and_events_time_work() {
     assert!((0..n).all(|i| c[i] == 2.0 * a[i]));
     drop(da); // used on s2: the drop waits for the device before freeing
 }
+
+#[test]
+fn gpu_and_emulator_run_the_same_code_and_agree_bit_for_bit() {
+    let Some(gpu_device) = gpu() else { return };
+    let emulated = Device::emulator_for(gpu_device.target());
+    let n = 4096 + 17;
+    let (a, b) = (random_f32s(30, n), random_f32s(31, n));
+    let run = |device: &Device| -> Vec<f32> {
+        let stream = device.stream().unwrap();
+        let da = Buffer::from_host(&stream, &a).unwrap();
+        let db = Buffer::from_host(&stream, &b).unwrap();
+        let mut dc = Buffer::from_host(&stream, &vec![f32::NAN; n]).unwrap();
+        let mut dy = Buffer::from_host(&stream, &b).unwrap();
+        vector_add(&stream, &VECTOR_ADD, &da, &db, &mut dc).unwrap();
+        let cfg = LaunchConfig::for_elements(n as u32, 128);
+        stream
+            .launch(
+                &AXPY,
+                cfg,
+                &[
+                    1.25f32.into(),
+                    (&dc).into(),
+                    (&mut dy).into(),
+                    (n as u32).into(),
+                ],
+            )
+            .unwrap();
+        dy.to_host(&stream).unwrap()
+    };
+    let (on_gpu, on_cpu) = (run(&gpu_device), run(&emulated));
+    assert!(on_gpu
+        .iter()
+        .zip(&on_cpu)
+        .all(|(g, c)| g.to_bits() == c.to_bits()));
+}

@@ -238,3 +238,32 @@ fn buffers_used_on_a_second_stream_stay_correct() {
     let c = dc.to_host(&s2).unwrap();
     assert_eq!(c[5], a[5] * 2.0);
 }
+
+#[test]
+fn the_real_emulator_runs_as_sm90_with_the_sm90_module() {
+    let device = Device::emulator_for(Target::Sm90);
+    let stream = device.stream().unwrap();
+    let kernel = artifacts_with(
+        &[
+            (Target::Sm80, VECTOR_ADD_SM80),
+            (Target::Sm90, VECTOR_ADD_SM90),
+        ],
+        &[],
+        None,
+    );
+    let a = random_f32s(26, 100);
+    let da = Buffer::from_host(&stream, &a).unwrap();
+    let mut dc = Buffer::from_host(&stream, &[f32::NAN; 100]).unwrap();
+    let args = [
+        KernelArg::from(&da),
+        KernelArg::from(&da),
+        KernelArg::from(&mut dc),
+        KernelArg::from(100u32),
+    ];
+    stream
+        .launch(kernel, LaunchConfig::for_elements(100, 32), &args)
+        .unwrap();
+    assert_eq!(device.loaded_modules()[0].target, Target::Sm90);
+    let c = dc.to_host(&stream).unwrap();
+    assert!((0..100).all(|i| c[i] == a[i] * 2.0));
+}
