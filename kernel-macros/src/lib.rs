@@ -1,1 +1,106 @@
-//! `#[kernel]`: Rust kernels lowered to PTX at build time (filled by the macro work).
+//! `#[kernel]`: Rust functions lowered to kernel-dsl IR and PTX at build time.
+//!
+//! ```ignore
+//! use ptxkit::prelude::*;
+//!
+//! #[kernel]
+//! pub fn saxpy(a: f32, x: &[f32], y: &mut [f32], n: u32) {
+//!     let i = block_idx().x * block_dim().x + thread_idx().x;
+//!     if i < n {
+//!         y[i] = a * x[i] + y[i];
+//!     }
+//! }
+//! ```
+//!
+//! The macro parses the function, type-checks and lowers it to kernel-dsl IR (`lower/`),
+//! emits PTX for every target ptxkit knows (`targets.rs`), and generates (`codegen.rs`):
+//!
+//! - `pub static SAXPY: KernelArtifacts`: metadata (parameters, block contract, shared
+//!   memory), the PTX of each **enabled** target, cubins where ptxas was found, and the IR
+//!   with an `emit` function so the runtime can emit for a target that was not built in;
+//! - `pub fn saxpy(stream, cfg, a: f32, x: &Buffer<f32>, y: &mut Buffer<f32>, n: u32)`: the
+//!   typed launcher. A `&[T]` parameter takes `&Buffer<T>`, `&mut [T]` takes `&mut Buffer<T>`,
+//!   scalars go by value, so a wrong argument type does not compile.
+//!
+//! # Targets: cargo features, no build script
+//!
+//! A proc-macro cannot see the features of the crate it expands in, so the macro emits PTX for
+//! all targets and gates each constant with `#[cfg(feature = "sm_XX")]`: the crate being built
+//! keeps exactly the targets it enables. The crate must declare the features it uses
+//! (`sm_70`, `sm_75`, `sm_80`, `sm_86`, `sm_89`, `sm_90`, `sm_90a`, `sm_100`, `sm_100a`,
+//! `sm_120`, `sm_121`). With none enabled it builds for **sm_80**. Where a kernel uses an
+//! instruction above a target, the macro emits `#[cfg(feature = "sm_75")] compile_error!(..)`
+//! at the span of the call that needs it, so enabling that feature fails the build at that
+//! line, naming the instruction, its minimum and the target.
+//!
+//! Cubins need the enabled set at expansion time: a crate that wants them adds a build script
+//! that forwards its features, `println!("cargo:rustc-env=PTXKIT_TARGETS=sm_89,sm_121")`
+//! (ptxkit's own `build.rs` shows the loop), and ptxas is taken from `PTXKIT_PTXAS`,
+//! `CUDA_HOME/bin/ptxas` or `PATH`.
+//!
+//! # Paths
+//!
+//! Generated code names items as `::ptxkit::dsl::…` and `::ptxkit::runtime::…`. A crate that
+//! cannot depend on `ptxkit` (the workspace's own `kernels`) writes
+//! `#[kernel(crate = crate::paths)]` where `paths` re-exports `dsl` (kernel-dsl), `runtime`
+//! (kernel-runtime) and `__kernel_expand` (this crate).
+//!
+//! # Specialization
+//!
+//! ```ignore
+//! #[kernel(instances(<f32, 256>, <bf16, 256>), block = BLOCK)]
+//! pub fn scale<T: Dtype, const BLOCK: u32>(x: &[T], y: &mut [T], s: f32, n: u32) { … }
+//! ```
+//!
+//! builds `scale__f32_256` and `scale__bf16_256` (statics `SCALE__F32_256`, …, launchers of the
+//! same names, and `SCALE_INSTANCES` for pre-warming). Problem sizes stay parameters.
+//!
+//! # The language
+//!
+//! Parameters: `u32 i32 u64 i64 f32 f64 f16 bf16 bool`, `&[T]`, `&mut [T]`. Bodies: `let`
+//! (types inferred from literals, parameters and intrinsics), arithmetic, comparison, logical
+//! and bit operators, compound assignment, `as`, `if`/`else` (also as a value), `while`, `loop`,
+//! `for i in a..b` and `(a..b).step_by(k)`, `break`/`continue`/`return`, slice indexing,
+//! local arrays `[0.0f32; 8]` indexed by constants (constant-bound `for` loops over them are
+//! unrolled), `shared_array::<T, N>()`, `dynamic_shared::<T>()`, and the intrinsics of
+//! `ptxkit::prelude`. Deviations from Rust: indices are `u32` (or `i32`/`u64`), not `usize`;
+//! an unsuffixed float literal with no other type information is `f32`.
+//!
+//! # Diagnostics
+//!
+//! Every unsupported construct, type error, missing cast, write through `&[T]`, unknown name,
+//! wrong arity and capability error is a `compile_error!` at the offending tokens; the
+//! function's signature is kept beside it (with a body that never runs), so the rest of the
+//! crate still resolves its name.
+
+mod attr;
+mod codegen;
+mod cubin;
+mod diag;
+mod dsl_type;
+mod expand;
+mod instance;
+mod lower;
+mod targets;
+
+use proc_macro::TokenStream;
+
+/// Compiles a Rust function to a GPU kernel; see the crate documentation.
+#[proc_macro_attribute]
+pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
+    expand::kernel(attr.into(), item.into()).into()
+}
+
+/// Marks a helper function that kernels may call; it is inlined into each caller. Define it
+/// before the kernels that call it, in the same module or an enclosing one.
+#[proc_macro_attribute]
+pub fn device(attr: TokenStream, item: TokenStream) -> TokenStream {
+    expand::device(attr.into(), item.into()).into()
+}
+
+/// Internal: a kernel together with the `#[device]` helpers it calls.
+#[doc(hidden)]
+#[proc_macro]
+pub fn __kernel_expand(input: TokenStream) -> TokenStream {
+    expand::kernel_with_devices(input.into()).into()
+}

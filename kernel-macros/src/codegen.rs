@@ -1,0 +1,192 @@
+//! The items `#[kernel]` generates for each instance: a `static` `KernelArtifacts` (metadata,
+//! PTX per enabled target, cubins, IR and an emit function) and a typed launcher whose
+//! arguments mirror the kernel's parameters.
+
+use crate::attr::KernelAttr;
+use crate::diag::{err, DResult};
+use crate::dsl_type::{host_scalar, variant_tokens, ParamTy};
+use crate::lower::Lowered;
+use crate::targets::{self, Emitted};
+use kernel_dsl::ir::{ParamType, PerfDirectives};
+use kernel_dsl::{BlockContract, ScalarType};
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+
+/// One instance, lowered and emitted.
+pub struct Built {
+    pub entry: String,
+    pub lowered: Lowered,
+    pub emitted: Vec<Emitted>,
+    pub cubins: Vec<(kernel_dsl::Target, Vec<u8>)>,
+}
+
+/// Everything generated for one kernel function.
+pub fn generate(func: &syn::ItemFn, attr: &KernelAttr, built: &[Built]) -> DResult<TokenStream> {
+    let krate = attr.krate();
+    let dsl = quote!(#krate::dsl);
+    let rt = quote!(#krate::runtime);
+    let mut out = TokenStream::new();
+    let mut statics = Vec::new();
+    for b in built {
+        let static_name = format_ident!("{}", b.entry.to_uppercase(), span = func.sig.ident.span());
+        out.extend(targets::target_errors(&b.emitted));
+        out.extend(artifacts(func, b, &static_name, &dsl));
+        out.extend(launcher(func, b, &static_name, &rt)?);
+        statics.push(static_name);
+    }
+    if !attr.instances.is_empty() {
+        let vis = &func.vis;
+        let all = format_ident!("{}_INSTANCES", func.sig.ident.to_string().to_uppercase());
+        let n = statics.len();
+        let doc = format!(
+            "Every instance of `{}` built by this crate, for pre-warming.",
+            func.sig.ident
+        );
+        out.extend(quote! {
+            #[doc = #doc]
+            #vis static #all: [&'static #dsl::KernelArtifacts; #n] = [#(&#statics),*];
+        });
+    }
+    Ok(out)
+}
+
+fn block_tokens(perf: &PerfDirectives, dsl: &TokenStream) -> TokenStream {
+    match perf.block_contract() {
+        BlockContract::Any => quote!(#dsl::BlockContract::Any),
+        BlockContract::Exactly([x, y, z]) => quote!(#dsl::BlockContract::Exactly([#x, #y, #z])),
+        BlockContract::AtMost(n) => quote!(#dsl::BlockContract::AtMost(#n)),
+    }
+}
+
+fn artifacts(
+    func: &syn::ItemFn,
+    b: &Built,
+    static_name: &syn::Ident,
+    dsl: &TokenStream,
+) -> TokenStream {
+    let k = &b.lowered.kernel;
+    let entry = &b.entry;
+    let params = k.params.iter().map(|p| {
+        let name = &p.name;
+        let kind = match p.ty {
+            ParamType::Scalar(ScalarType::Pred) => {
+                let v = variant_tokens(ScalarType::U8);
+                quote!(#dsl::ParamKind::Scalar(#dsl::ScalarType::#v))
+            }
+            ParamType::Scalar(t) => {
+                let v = variant_tokens(t);
+                quote!(#dsl::ParamKind::Scalar(#dsl::ScalarType::#v))
+            }
+            ParamType::GlobalPtr { elem, mutable } => {
+                let v = variant_tokens(elem);
+                quote!(#dsl::ParamKind::Slice { elem: #dsl::ScalarType::#v, mutable: #mutable })
+            }
+        };
+        quote!(#dsl::ParamMeta { name: ::std::borrow::Cow::Borrowed(#name), kind: #kind })
+    });
+    let block = block_tokens(&k.perf, dsl);
+    let smem = k.static_shared_bytes();
+    let dynamic = k.dynamic_shared.is_some();
+    let ptx = targets::ptx_entries(&b.emitted, dsl);
+    let cubins = b.cubins.iter().map(|(t, bytes)| {
+        let cfg = targets::cfg_for(*t);
+        let tt = targets::target_tokens(*t, dsl);
+        let lit = proc_macro2::Literal::byte_string(bytes);
+        quote!(#cfg (#tt, #lit),)
+    });
+    let ir = k.to_json();
+    let vis = &func.vis;
+    let doc = format!("Artifacts of the kernel `{entry}`: metadata, PTX for each enabled target, cubins where ptxas was found, and its IR.");
+    quote! {
+        #[doc = #doc]
+        #[allow(non_upper_case_globals)]
+        #vis static #static_name: #dsl::KernelArtifacts = #dsl::KernelArtifacts {
+            meta: #dsl::KernelMeta {
+                entry: ::std::borrow::Cow::Borrowed(#entry),
+                params: ::std::borrow::Cow::Borrowed(&[#(#params),*]),
+                block: #block,
+                static_shared_bytes: #smem,
+                uses_dynamic_shared: #dynamic,
+            },
+            ptx: ::std::borrow::Cow::Borrowed(&[#ptx]),
+            cubins: ::std::borrow::Cow::Borrowed(&[#(#cubins)*]),
+            emit: ::core::option::Option::Some({
+                fn emit_for(target: #dsl::Target) -> ::core::result::Result<::std::string::String, #dsl::Error> {
+                    const IR: &str = #ir;
+                    let kernel = #dsl::ir::Kernel::from_json(IR)?;
+                    #dsl::emit::emit(&kernel, target)
+                }
+                emit_for
+            }),
+        };
+    }
+}
+
+fn launcher(
+    func: &syn::ItemFn,
+    b: &Built,
+    static_name: &syn::Ident,
+    rt: &TokenStream,
+) -> DResult<TokenStream> {
+    let name = format_ident!("{}", b.entry, span = func.sig.ident.span());
+    let vis = &func.vis;
+    let docs = func.attrs.iter().filter(|a| a.path().is_ident("doc"));
+    let mut args = Vec::new();
+    let mut conv = Vec::new();
+    for (input, p) in func.sig.inputs.iter().zip(&b.lowered.kernel.params) {
+        let syn::FnArg::Typed(pt) = input else {
+            continue;
+        };
+        let ident = format_ident!("{}", p.name, span = pt.pat.span());
+        if p.name == "stream" || p.name == "cfg" {
+            return err(pt.pat.span(), format!("the launcher takes `stream` and `cfg` first, so a kernel parameter cannot be named `{}`: rename it", p.name));
+        }
+        let kind = match p.ty {
+            ParamType::Scalar(t) => ParamTy::Scalar(t),
+            ParamType::GlobalPtr { elem, mutable } => ParamTy::Slice { elem, mutable },
+        };
+        match kind {
+            ParamTy::Scalar(ScalarType::Pred) => {
+                args.push(quote_spanned!(pt.ty.span()=> #ident: bool));
+                conv.push(quote!(#rt::KernelArg::from(#ident as u8)));
+            }
+            ParamTy::Scalar(t) => {
+                let ty = host_scalar(t, rt);
+                args.push(quote_spanned!(pt.ty.span()=> #ident: #ty));
+                conv.push(quote!(#rt::KernelArg::from(#ident)));
+            }
+            ParamTy::Slice {
+                elem,
+                mutable: false,
+            } => {
+                let ty = host_scalar(elem, rt);
+                args.push(quote_spanned!(pt.ty.span()=> #ident: &#rt::Buffer<#ty>));
+                conv.push(quote!(#rt::KernelArg::from(#ident)));
+            }
+            ParamTy::Slice {
+                elem,
+                mutable: true,
+            } => {
+                let ty = host_scalar(elem, rt);
+                args.push(quote_spanned!(pt.ty.span()=> #ident: &mut #rt::Buffer<#ty>));
+                conv.push(quote!(#rt::KernelArg::from(&mut *#ident)));
+            }
+        }
+    }
+    let summary = format!("Launches `{}` on `stream` with the launch shape `cfg`; arguments are checked against the kernel's metadata before the driver sees them.", b.entry);
+    let _ = Span::call_site();
+    Ok(quote! {
+        #(#docs)*
+        #[doc = ""]
+        #[doc = #summary]
+        #[allow(clippy::too_many_arguments, non_snake_case, dead_code)]
+        #vis fn #name(
+            stream: &#rt::Stream,
+            cfg: #rt::LaunchConfig,
+            #(#args),*
+        ) -> ::core::result::Result<(), #rt::Error> {
+            stream.launch(&#static_name, cfg, &[#(#conv),*])
+        }
+    })
+}

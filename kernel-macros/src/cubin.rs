@@ -1,0 +1,65 @@
+//! Cubins beside the PTX, where ptxas is found at build time.
+//!
+//! A proc-macro cannot see the crate's cargo features, so cubins are built only for the
+//! targets listed in `PTXKIT_TARGETS` (comma-separated, e.g. `sm_89,sm_121`), which the
+//! crate's build script sets from its `CARGO_FEATURE_SM_*` variables; ptxas is looked up in
+//! `PTXKIT_PTXAS`, then `CUDA_HOME/bin/ptxas`, then `PATH`. Without either, no cubins are
+//! embedded and the runtime loads PTX.
+
+use kernel_dsl::Target;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The targets the build script announced, if any.
+pub fn announced_targets() -> Vec<Target> {
+    let Ok(list) = std::env::var("PTXKIT_TARGETS") else {
+        return Vec::new();
+    };
+    list.split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect()
+}
+
+/// Where ptxas is, if anywhere.
+pub fn find_ptxas() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("PTXKIT_PTXAS").map(PathBuf::from) {
+        return p.is_file().then_some(p);
+    }
+    if let Some(home) = std::env::var_os("CUDA_HOME") {
+        let p = Path::new(&home).join("bin").join("ptxas");
+        if p.is_file() {
+            return Some(p);
+        }
+    }
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join("ptxas"))
+            .find(|p| p.is_file())
+    })
+}
+
+/// Assembles `ptx` for `target`; `None` if ptxas fails (the runtime then loads the PTX).
+pub fn assemble(ptxas: &Path, ptx: &str, target: Target, entry: &str) -> Option<Vec<u8>> {
+    let dir = std::env::temp_dir().join(format!(
+        "ptxkit-cubin-{}-{entry}-{target}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).ok()?;
+    let src = dir.join("k.ptx");
+    let out = dir.join("k.cubin");
+    std::fs::write(&src, ptx).ok()?;
+    let status = Command::new(ptxas)
+        .arg(format!("-arch={}", target.name()))
+        .arg(&src)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .ok()?;
+    let bytes = if status.status.success() {
+        std::fs::read(&out).ok()
+    } else {
+        None
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    bytes
+}

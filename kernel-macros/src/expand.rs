@@ -1,0 +1,235 @@
+//! The pipeline of one `#[kernel]`: resolve `#[device]` helpers, resolve instances, lower,
+//! emit for every target, generate items. Any diagnostic becomes `compile_error!` beside a stub
+//! of the function, so the rest of the crate still resolves its name.
+//!
+//! `#[device]` helpers are found through macros: `#[device] fn silu(..)` also defines a
+//! `macro_rules! silu` that forwards whatever it is given to `__kernel_expand!` together with
+//! the helper's tokens. A kernel that calls a function which is neither an intrinsic nor a
+//! helper it already holds expands to `silu! { <helpers so far> kernel(<attr>) <fn> }`; the
+//! chain ends when every call is resolved. A helper must therefore be defined before the
+//! kernels that call it, in the same module or an enclosing one (macro_rules scoping).
+
+use crate::attr::{self, KernelAttr};
+use crate::codegen::{self, Built};
+use crate::diag::{DResult, Diag};
+use crate::lower::{self, Devices};
+use crate::{cubin, instance, targets};
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+use std::collections::BTreeSet;
+use std::time::Instant;
+use syn::parse::{Parse, ParseStream};
+
+/// `#[kernel(attr)] item`.
+pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let func: syn::ItemFn = match syn::parse2(item) {
+        Ok(f) => f,
+        Err(e) => return e.to_compile_error(),
+    };
+    run(attr, func, Devices::new())
+}
+
+/// `__kernel_expand! { device { fn … } … kernel(attr) fn … }`.
+pub fn kernel_with_devices(input: TokenStream) -> TokenStream {
+    let payload: Payload = match syn::parse2(input) {
+        Ok(p) => p,
+        Err(e) => return e.to_compile_error(),
+    };
+    run(payload.attr, payload.func, payload.devices)
+}
+
+/// `#[device(attr)] fn`.
+pub fn device(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let func: syn::ItemFn = match syn::parse2(item) {
+        Ok(f) => f,
+        Err(e) => return e.to_compile_error(),
+    };
+    let krate = match attr::parse(attr) {
+        Ok(a) if a.instances.is_empty() && a.block.is_none() => a.krate(),
+        Ok(_) => {
+            return Diag::new(
+                func.sig.ident.span(),
+                "`#[device]` takes only `crate = path`",
+            )
+            .to_compile_error()
+        }
+        Err(d) => return d.to_compile_error(),
+    };
+    let name = &func.sig.ident;
+    let stub = stub(
+        &func,
+        &format!("`{name}` is a #[device] function: it runs inside kernels only"),
+    );
+    quote! {
+        #[doc(hidden)]
+        #[allow(unused_macros)]
+        macro_rules! #name {
+            ($($rest:tt)*) => { #krate::__kernel_expand! { device { #func } $($rest)* } };
+        }
+        #stub
+    }
+}
+
+struct Payload {
+    devices: Devices,
+    attr: TokenStream,
+    func: syn::ItemFn,
+}
+
+impl Parse for Payload {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let mut devices = Devices::new();
+        loop {
+            let key: syn::Ident = input.parse()?;
+            if key == "device" {
+                let content;
+                syn::braced!(content in input);
+                let f: syn::ItemFn = content.parse()?;
+                devices.insert(f.sig.ident.to_string(), f);
+            } else if key == "kernel" {
+                let content;
+                syn::parenthesized!(content in input);
+                let attr: TokenStream = content.parse()?;
+                let func: syn::ItemFn = input.parse()?;
+                return Ok(Payload {
+                    devices,
+                    attr,
+                    func,
+                });
+            } else {
+                return Err(syn::Error::new(
+                    key.span(),
+                    "malformed `__kernel_expand!` input",
+                ));
+            }
+        }
+    }
+}
+
+fn run(attr_tokens: TokenStream, func: syn::ItemFn, devices: Devices) -> TokenStream {
+    let attr = match attr::parse(attr_tokens.clone()) {
+        Ok(a) => a,
+        Err(d) => return with_stub(&func, d),
+    };
+    if let Some(missing) = unresolved_call(&func, &devices) {
+        // Ask the helper's macro to hand its tokens back (see the module docs).
+        let mac = format_ident!("{}", missing.0, span = missing.1);
+        let ds = devices.values();
+        return quote! { #mac! { #(device { #ds })* kernel(#attr_tokens) #func } };
+    }
+    match build(&attr, &func, &devices).and_then(|built| codegen::generate(&func, &attr, &built)) {
+        Ok(tokens) => tokens,
+        Err(d) => with_stub(&func, d),
+    }
+}
+
+fn build(attr: &KernelAttr, func: &syn::ItemFn, devices: &Devices) -> DResult<Vec<Built>> {
+    attr::check_instances(attr, &func.sig.generics)?;
+    let timing = std::env::var_os("PTXKIT_MACRO_TIMING").is_some();
+    let announced = cubin::announced_targets();
+    let ptxas = if announced.is_empty() {
+        None
+    } else {
+        cubin::find_ptxas()
+    };
+    let mut out = Vec::new();
+    for inst in instance::resolve(func, &attr.instances)? {
+        let t0 = Instant::now();
+        let block = match &attr.block {
+            Some(dims) => {
+                let mut shape = [1u32; 3];
+                for (k, e) in dims.iter().enumerate() {
+                    let v = instance::eval(e, &inst.spec)?;
+                    if !(1..=1024).contains(&v) {
+                        return Err(Diag::new(
+                            syn::spanned::Spanned::span(e),
+                            format!("a block dimension of {v} is not possible: 1 to 1024"),
+                        ));
+                    }
+                    shape[k] = v as u32;
+                }
+                Some(shape)
+            }
+            None => None,
+        };
+        let lowered = lower::lower_kernel(func, &inst.entry, &inst.spec, block, devices)?;
+        let t1 = Instant::now();
+        let emitted = targets::emit_all(&lowered, func.sig.ident.span());
+        let t2 = Instant::now();
+        let mut cubins = Vec::new();
+        if let Some(ptxas) = &ptxas {
+            for e in &emitted {
+                if let (true, Ok(ptx)) = (announced.contains(&e.target), &e.ptx) {
+                    if let Some(bin) = cubin::assemble(ptxas, ptx, e.target, &inst.entry) {
+                        cubins.push((e.target, bin));
+                    }
+                }
+            }
+        }
+        if timing {
+            eprintln!(
+                "ptxkit-macro-timing kernel={} lower_us={} emit_all_us={} targets={} per_target_us={:.1}",
+                inst.entry,
+                (t1 - t0).as_micros(),
+                (t2 - t1).as_micros(),
+                emitted.len(),
+                (t2 - t1).as_micros() as f64 / emitted.len() as f64
+            );
+        }
+        out.push(Built {
+            entry: inst.entry,
+            lowered,
+            emitted,
+            cubins,
+        });
+    }
+    Ok(out)
+}
+
+/// The first called name that is neither an intrinsic nor a known helper (sorted, so the
+/// expansion is the same every build).
+fn unresolved_call(func: &syn::ItemFn, devices: &Devices) -> Option<(String, proc_macro2::Span)> {
+    struct Calls(Vec<(String, proc_macro2::Span)>);
+    impl<'ast> syn::visit::Visit<'ast> for Calls {
+        fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
+            if let syn::Expr::Path(p) = &*c.func {
+                if p.path.segments.len() == 1 {
+                    let seg = &p.path.segments[0];
+                    self.0.push((seg.ident.to_string(), seg.ident.span()));
+                }
+            }
+            syn::visit::visit_expr_call(self, c);
+        }
+    }
+    let mut calls = Calls(Vec::new());
+    syn::visit::Visit::visit_block(&mut calls, &func.block);
+    for d in devices.values() {
+        syn::visit::Visit::visit_block(&mut calls, &d.block);
+    }
+    let intrinsics: BTreeSet<&str> = lower::INTRINSICS.iter().map(|(n, _)| *n).collect();
+    let mut missing: Vec<_> = calls
+        .0
+        .into_iter()
+        .filter(|(n, _)| !intrinsics.contains(n.as_str()) && !devices.contains_key(n))
+        .collect();
+    missing.sort_by(|a, b| a.0.cmp(&b.0));
+    missing.into_iter().next()
+}
+
+/// The function's signature with a body that never runs.
+fn stub(func: &syn::ItemFn, why: &str) -> TokenStream {
+    let attrs = func.attrs.iter().filter(|a| a.path().is_ident("doc"));
+    let vis = &func.vis;
+    let sig = &func.sig;
+    quote! {
+        #(#attrs)*
+        #[allow(unused_variables, dead_code, clippy::all)]
+        #vis #sig { ::core::unreachable!(#why) }
+    }
+}
+
+fn with_stub(func: &syn::ItemFn, d: Diag) -> TokenStream {
+    let e = d.to_compile_error();
+    let s = stub(func, "this kernel did not compile");
+    quote!(#e #s)
+}

@@ -1,0 +1,139 @@
+//! Specializations: what each generic parameter stands for in one instance, and the entry
+//! name derived from them (`rms_norm__f32_256`).
+
+use crate::attr::Instance;
+use crate::diag::{err, DResult};
+use crate::dsl_type::{rust_name, scalar_of};
+use crate::lower::Specialization;
+use std::collections::BTreeMap;
+use syn::spanned::Spanned;
+use syn::{Expr, GenericArgument, GenericParam};
+
+/// One instance to build.
+pub struct Resolved {
+    pub spec: Specialization,
+    /// The entry name: the function's name, plus `__` and the arguments for generic kernels.
+    pub entry: String,
+}
+
+/// Resolves the instances of `func` (one, unnamed, for a non-generic kernel).
+pub fn resolve(func: &syn::ItemFn, instances: &[Instance]) -> DResult<Vec<Resolved>> {
+    let base = func.sig.ident.to_string();
+    if instances.is_empty() {
+        return Ok(vec![Resolved {
+            spec: Specialization::default(),
+            entry: base,
+        }]);
+    }
+    instances
+        .iter()
+        .map(|inst| resolve_one(func, &base, inst))
+        .collect()
+}
+
+fn resolve_one(func: &syn::ItemFn, base: &str, inst: &Instance) -> DResult<Resolved> {
+    let mut spec = Specialization::default();
+    let mut parts = Vec::new();
+    for (param, arg) in func.sig.generics.params.iter().zip(&inst.args) {
+        match (param, arg) {
+            (GenericParam::Type(tp), GenericArgument::Type(t)) => {
+                let ty = scalar_of(t, &BTreeMap::new())?;
+                spec.types.insert(tp.ident.to_string(), ty);
+                parts.push(rust_name(ty).to_string());
+            }
+            (GenericParam::Const(cp), GenericArgument::Const(e)) => {
+                let ty = scalar_of(&cp.ty, &BTreeMap::new())?;
+                let v = literal_int(e)?;
+                spec.consts.insert(cp.ident.to_string(), (v, ty));
+                parts.push(v.to_string());
+            }
+            (GenericParam::Const(cp), GenericArgument::Type(syn::Type::Path(p))) => {
+                // `<f32, N>` where N names a constant is ambiguous to the parser; only
+                // literals are accepted so that entry names are spelled out.
+                return err(
+                    p.span(),
+                    format!(
+                        "the const parameter `{}` takes a literal here, e.g. `256`",
+                        cp.ident
+                    ),
+                );
+            }
+            (GenericParam::Type(tp), other) => {
+                return err(
+                    other.span(),
+                    format!(
+                        "`{}` is a type parameter: give a type such as `f32`",
+                        tp.ident
+                    ),
+                )
+            }
+            (GenericParam::Const(cp), other) => {
+                return err(
+                    other.span(),
+                    format!(
+                        "`{}` is a const parameter: give a literal such as `256`",
+                        cp.ident
+                    ),
+                )
+            }
+            (GenericParam::Lifetime(l), _) => {
+                return err(l.span(), "kernels take no lifetime parameters")
+            }
+        }
+    }
+    Ok(Resolved {
+        spec,
+        entry: format!("{base}__{}", parts.join("_")),
+    })
+}
+
+fn literal_int(e: &Expr) -> DResult<i64> {
+    match e {
+        Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Int(i),
+            ..
+        }) => i
+            .base10_parse::<i64>()
+            .map_err(|x| crate::diag::Diag::new(i.span(), x.to_string())),
+        Expr::Block(b) if b.block.stmts.len() == 1 => match &b.block.stmts[0] {
+            syn::Stmt::Expr(inner, None) => literal_int(inner),
+            _ => err(e.span(), "expected an integer literal"),
+        },
+        _ => err(e.span(), "expected an integer literal"),
+    }
+}
+
+/// Evaluates a constant expression of the attribute (`block = BLOCK`), under `spec`.
+pub fn eval(e: &Expr, spec: &Specialization) -> DResult<i64> {
+    match e {
+        Expr::Lit(_) => literal_int(e),
+        Expr::Paren(p) => eval(&p.expr, spec),
+        Expr::Path(p) => {
+            let name = p
+                .path
+                .get_ident()
+                .map(|i| i.to_string())
+                .unwrap_or_default();
+            spec.consts.get(&name).map(|(v, _)| *v).ok_or_else(|| {
+                crate::diag::Diag::new(
+                    e.span(),
+                    format!("`{name}` is not a const parameter of this kernel"),
+                )
+            })
+        }
+        Expr::Binary(b) => {
+            let (x, y) = (eval(&b.left, spec)?, eval(&b.right, spec)?);
+            match b.op {
+                syn::BinOp::Add(_) => Ok(x + y),
+                syn::BinOp::Sub(_) => Ok(x - y),
+                syn::BinOp::Mul(_) => Ok(x * y),
+                syn::BinOp::Div(_) if y != 0 => Ok(x / y),
+                _ => err(
+                    b.op.span(),
+                    "only + - * / are allowed in constant expressions",
+                ),
+            }
+        }
+        _ => err(e.span(), "expected a constant expression"),
+    }
+}

@@ -1,0 +1,633 @@
+//! Free-function intrinsics (`thread_idx()`, `sync_threads()`, shuffles, votes, tensor-core
+//! and async-copy intrinsics, math functions) and calls to `#[device]` helpers, which are
+//! inlined.
+
+use super::expr::{is_float, is_int};
+use super::value::{Binding, Dim3Kind, Scalar, SharedRef, Value};
+use super::Lowerer;
+use crate::diag::{err, DResult};
+use crate::dsl_type::{rust_name, scalar_of};
+use kernel_dsl::ir::{AddrBase, Imm, Operand, SpecialReg};
+use kernel_dsl::op::{CacheOp, MatrixCount, MmaShape, Op, ReduxOp, ShflMode, VoteMode};
+use kernel_dsl::ScalarType;
+use syn::spanned::Spanned;
+use syn::{Expr, ExprCall};
+
+/// Every free-function intrinsic and its number of arguments, for arity errors and the
+/// prelude's documentation.
+pub const INTRINSICS: &[(&str, usize)] = &[
+    ("thread_idx", 0),
+    ("block_idx", 0),
+    ("block_dim", 0),
+    ("grid_dim", 0),
+    ("lane_id", 0),
+    ("sync_threads", 0),
+    ("shfl_down", 2),
+    ("shfl_up", 2),
+    ("shfl_xor", 2),
+    ("shfl_idx", 2),
+    ("vote_all", 1),
+    ("vote_any", 1),
+    ("ballot", 1),
+    ("warp_reduce_add", 1),
+    ("warp_reduce_min", 1),
+    ("warp_reduce_max", 1),
+    ("warp_reduce_and", 1),
+    ("warp_reduce_or", 1),
+    ("warp_reduce_xor", 1),
+    ("fma", 3),
+    ("min", 2),
+    ("max", 2),
+    ("rsqrt", 1),
+    ("exp", 1),
+    ("exp2", 1),
+    ("ln", 1),
+    ("log2", 1),
+    ("sqrt", 1),
+    ("sin", 1),
+    ("cos", 1),
+    ("tanh", 1),
+    ("abs", 1),
+    ("floor", 1),
+    ("ceil", 1),
+    ("shared_array", 0),
+    ("dynamic_shared", 0),
+    ("pack_bf16x2", 2),
+    ("ldmatrix_x4", 2),
+    ("ldmatrix_x2", 2),
+    ("ldmatrix_x4_trans", 2),
+    ("ldmatrix_x2_trans", 2),
+    ("mma_m16n8k16_bf16", 3),
+    ("mma_m16n8k16_f16", 3),
+    ("cp_async_16", 4),
+    ("cp_async_commit", 0),
+    ("cp_async_wait", 1),
+];
+
+/// Math functions that are also methods of floats (`x.exp()` or `exp(x)`).
+pub const MATH_UNARY: &[&str] = &[
+    "rsqrt", "exp", "exp2", "ln", "log2", "sqrt", "sin", "cos", "tanh", "abs", "floor", "ceil",
+    "recip",
+];
+
+impl Lowerer<'_> {
+    pub(crate) fn call(&mut self, c: &ExprCall, expected: Option<ScalarType>) -> DResult<Value> {
+        let Expr::Path(p) = &*c.func else {
+            return err(
+                c.func.span(),
+                "only named functions can be called in kernels",
+            );
+        };
+        let last = p.path.segments.last().expect("a path has a segment");
+        let name = last.ident.to_string();
+        if let Some(device) = self.device(&name) {
+            return self.inline_device(device, c, expected);
+        }
+        let Some(&(_, arity)) = INTRINSICS.iter().find(|(n, _)| *n == name) else {
+            return err(c.func.span(), format!(
+                "cannot find function `{name}` for kernels: call an intrinsic from `ptxkit::prelude`, or mark `{name}` with `#[device]` and bring it into scope"
+            ));
+        };
+        if c.args.len() != arity {
+            return err(
+                c.span(),
+                format!(
+                    "`{name}` takes {arity} argument{}, but {} {} supplied",
+                    if arity == 1 { "" } else { "s" },
+                    c.args.len(),
+                    if c.args.len() == 1 { "was" } else { "were" }
+                ),
+            );
+        }
+        let args: Vec<&Expr> = c.args.iter().collect();
+        let unit = Ok(Value::Unit);
+        match name.as_str() {
+            "thread_idx" => Ok(Value::Dim3(Dim3Kind::ThreadIdx)),
+            "block_idx" => Ok(Value::Dim3(Dim3Kind::BlockIdx)),
+            "block_dim" => Ok(Value::Dim3(Dim3Kind::BlockDim)),
+            "grid_dim" => Ok(Value::Dim3(Dim3Kind::GridDim)),
+            "lane_id" => Ok(Value::Scalar(self.special(SpecialReg::LaneId))),
+            "sync_threads" => {
+                self.inst(Op::BarSync, vec![], vec![Operand::Imm(Imm::Int(0))]);
+                unit
+            }
+            "shfl_down" | "shfl_up" | "shfl_xor" | "shfl_idx" => {
+                let mode = match name.as_str() {
+                    "shfl_down" => ShflMode::Down,
+                    "shfl_up" => ShflMode::Up,
+                    "shfl_xor" => ShflMode::Bfly,
+                    _ => ShflMode::Idx,
+                };
+                let v = self.expr_scalar(args[0], expected)?;
+                if v.ty.bits() != 32 {
+                    return err(
+                        args[0].span(),
+                        format!(
+                            "warp shuffles move 32-bit values (u32, i32, f32), not `{}`",
+                            rust_name(v.ty)
+                        ),
+                    );
+                }
+                let lane = self.expr_as(args[1], ScalarType::U32)?;
+                let v = self.materialize(&v);
+                let d = self.b.reg(v.ty);
+                let clamp = if mode == ShflMode::Up { 0 } else { 31 };
+                let lane = self.src(&lane);
+                self.inst(
+                    Op::Shfl { mode },
+                    vec![d.into()],
+                    vec![
+                        v.into(),
+                        lane,
+                        Operand::Imm(Imm::Int(clamp)),
+                        Operand::Imm(Imm::Int(-1)),
+                    ],
+                );
+                Ok(Value::Scalar(Scalar::reg(d)))
+            }
+            "vote_all" | "vote_any" | "ballot" => {
+                let p = self.expr_as(args[0], ScalarType::Pred)?;
+                let p = self.materialize(&p);
+                let (mode, ty) = match name.as_str() {
+                    "vote_all" => (VoteMode::All, ScalarType::Pred),
+                    "vote_any" => (VoteMode::Any, ScalarType::Pred),
+                    _ => (VoteMode::Ballot, ScalarType::U32),
+                };
+                let d = self.b.reg(ty);
+                self.inst(
+                    Op::Vote { mode },
+                    vec![d.into()],
+                    vec![p.into(), Operand::Imm(Imm::Int(-1))],
+                );
+                Ok(Value::Scalar(Scalar::reg(d)))
+            }
+            n if n.starts_with("warp_reduce_") => {
+                let op = match &n["warp_reduce_".len()..] {
+                    "add" => ReduxOp::Add,
+                    "min" => ReduxOp::Min,
+                    "max" => ReduxOp::Max,
+                    "and" => ReduxOp::And,
+                    "or" => ReduxOp::Or,
+                    _ => ReduxOp::Xor,
+                };
+                let v = self.expr_scalar(args[0], Some(ScalarType::U32))?;
+                if !matches!(v.ty, ScalarType::U32 | ScalarType::S32) {
+                    return err(args[0].span(), format!("`{n}` reduces u32 or i32 (the hardware's `redux.sync`), not `{}`; reduce floats with `shfl_xor`", rust_name(v.ty)));
+                }
+                let ty = if matches!(op, ReduxOp::And | ReduxOp::Or | ReduxOp::Xor) {
+                    ScalarType::B32
+                } else {
+                    v.ty
+                };
+                let r = self.materialize(&v);
+                let d = self.b.reg(v.ty);
+                self.inst(
+                    Op::Redux { op, ty },
+                    vec![d.into()],
+                    vec![r.into(), Operand::Imm(Imm::Int(-1))],
+                );
+                Ok(Value::Scalar(Scalar::reg(d)))
+            }
+            "fma" => {
+                let a = self.expr_scalar(args[0], expected.or(Some(ScalarType::F32)))?;
+                self.fma(a, args[1], args[2])
+            }
+            "min" | "max" => {
+                let a = self.expr_scalar(args[0], expected)?;
+                self.min_max(name == "min", a, args[1])
+            }
+            n if super::calls::MATH_UNARY.contains(&n) => {
+                let a = self.expr_scalar(args[0], expected.or(Some(ScalarType::F32)))?;
+                self.math_unary(n, a, args[0].span())
+            }
+            "shared_array" => self.shared_decl(c, last, false),
+            "dynamic_shared" => self.shared_decl(c, last, true),
+            "pack_bf16x2" => {
+                let hi = self.expr_as(args[0], ScalarType::F32)?;
+                let lo = self.expr_as(args[1], ScalarType::F32)?;
+                let (hi, lo) = (self.materialize(&hi), self.materialize(&lo));
+                let packed = self.b.reg(ScalarType::Bf16x2);
+                self.inst(
+                    Op::Cvt {
+                        dst: ScalarType::Bf16x2,
+                        src: ScalarType::F32,
+                        rnd: Some(kernel_dsl::op::CvtRounding::Rn),
+                        ftz: false,
+                        sat: false,
+                        relu: false,
+                    },
+                    vec![packed.into()],
+                    vec![hi.into(), lo.into()],
+                );
+                let d = self.b.reg(ScalarType::U32);
+                self.inst(
+                    Op::Mov {
+                        ty: ScalarType::B32,
+                    },
+                    vec![d.into()],
+                    vec![packed.into()],
+                );
+                Ok(Value::Scalar(Scalar::reg(d)))
+            }
+            "ldmatrix_x4" | "ldmatrix_x2" | "ldmatrix_x4_trans" | "ldmatrix_x2_trans" => {
+                let (count, n) = if name.contains("x4") {
+                    (MatrixCount::X4, 4)
+                } else {
+                    (MatrixCount::X2, 2)
+                };
+                let trans = name.ends_with("_trans");
+                let tile = self.shared_arg(args[0])?;
+                let idx = self.index_scalar(args[1])?;
+                let addr = self.shared_address(&tile, &idx, args[1].span())?;
+                let addr = self.addr_reg32(addr);
+                let regs: Vec<_> = (0..n).map(|_| self.b.reg(ScalarType::U32)).collect();
+                self.inst(
+                    Op::Ldmatrix { count, trans },
+                    vec![Operand::Vector(regs.iter().map(|r| (*r).into()).collect())],
+                    vec![Operand::Addr {
+                        base: AddrBase::Reg(addr),
+                        offset: 0,
+                    }],
+                );
+                Ok(Value::Array {
+                    elems: regs,
+                    elem: ScalarType::U32,
+                })
+            }
+            "mma_m16n8k16_bf16" | "mma_m16n8k16_f16" => {
+                let ab = if name.ends_with("bf16") {
+                    ScalarType::Bf16
+                } else {
+                    ScalarType::F16
+                };
+                let a = self.array_arg(args[0], ScalarType::U32, 4)?;
+                let b = self.array_arg(args[1], ScalarType::U32, 2)?;
+                let acc = self.array_arg(args[2], ScalarType::F32, 4)?;
+                let d: Vec<_> = (0..4).map(|_| self.b.reg(ScalarType::F32)).collect();
+                let vec_of = |rs: &[kernel_dsl::ir::Reg]| {
+                    Operand::Vector(rs.iter().map(|r| Operand::Reg(*r)).collect())
+                };
+                self.inst(
+                    Op::Mma {
+                        shape: MmaShape::M16n8k16,
+                        d: ScalarType::F32,
+                        a: ab,
+                        b: ab,
+                        c: ScalarType::F32,
+                    },
+                    vec![vec_of(&d)],
+                    vec![vec_of(&a), vec_of(&b), vec_of(&acc)],
+                );
+                Ok(Value::Array {
+                    elems: d,
+                    elem: ScalarType::F32,
+                })
+            }
+            "cp_async_16" => {
+                let tile = self.shared_arg(args[0])?;
+                let di = self.index_scalar(args[1])?;
+                let dst = self.shared_address(&tile, &di, args[1].span())?;
+                let dst = self.addr_reg32(dst);
+                let src_v = self.expr(args[2], None)?;
+                let Value::Slice(src) = src_v else {
+                    return err(
+                        args[2].span(),
+                        format!(
+                            "`cp_async_16` copies from a global slice, found {}",
+                            src_v.describe()
+                        ),
+                    );
+                };
+                let si = self.index_scalar(args[3])?;
+                let src_addr = self.global_address(&src, &si)?;
+                self.span = c.span();
+                self.inst(
+                    Op::CpAsync {
+                        cache: CacheOp::Cg,
+                        bytes: 16,
+                        zero_fill: false,
+                    },
+                    vec![],
+                    vec![
+                        Operand::Addr {
+                            base: AddrBase::Reg(dst),
+                            offset: 0,
+                        },
+                        src_addr,
+                        Operand::Imm(Imm::Int(16)),
+                    ],
+                );
+                unit
+            }
+            "cp_async_commit" => {
+                self.inst(Op::CpAsyncCommit, vec![], vec![]);
+                unit
+            }
+            "cp_async_wait" => {
+                let n = self.const_eval(args[0])?;
+                self.span = c.span();
+                self.inst(Op::CpAsyncWait, vec![], vec![Operand::Imm(Imm::Int(n))]);
+                unit
+            }
+            other => err(c.span(), format!("`{other}` is not implemented")),
+        }
+    }
+
+    /// An address operand as a 32-bit register (for instructions that take `[reg]` only).
+    fn addr_reg32(&mut self, addr: Operand) -> kernel_dsl::ir::Reg {
+        match addr {
+            Operand::Addr {
+                base: AddrBase::Reg(r),
+                offset: 0,
+            } => r,
+            Operand::Addr { base, offset } => {
+                let r = self.b.reg(ScalarType::U32);
+                match base {
+                    AddrBase::Symbol(s) => self.inst(
+                        Op::Mov {
+                            ty: ScalarType::U32,
+                        },
+                        vec![r.into()],
+                        vec![Operand::Symbol(s)],
+                    ),
+                    AddrBase::Reg(b) => self.inst(
+                        Op::Mov {
+                            ty: ScalarType::U32,
+                        },
+                        vec![r.into()],
+                        vec![b.into()],
+                    ),
+                }
+                let d = self.b.reg(ScalarType::U32);
+                self.inst(
+                    Op::Add {
+                        ty: ScalarType::U32,
+                        rnd: None,
+                        ftz: false,
+                        sat: false,
+                    },
+                    vec![d.into()],
+                    vec![r.into(), Operand::Imm(Imm::Int(offset))],
+                );
+                d
+            }
+            _ => self.b.reg(ScalarType::U32),
+        }
+    }
+
+    fn shared_arg(&mut self, e: &Expr) -> DResult<SharedRef> {
+        match self.expr(e, None)? {
+            Value::Shared(s) => Ok(s),
+            other => err(
+                e.span(),
+                format!("expected a shared array, found {}", other.describe()),
+            ),
+        }
+    }
+
+    fn array_arg(
+        &mut self,
+        e: &Expr,
+        elem: ScalarType,
+        len: usize,
+    ) -> DResult<Vec<kernel_dsl::ir::Reg>> {
+        match self.expr(e, Some(elem))? {
+            Value::Array { elems, elem: t } if t == elem && elems.len() == len => Ok(elems),
+            other => err(
+                e.span(),
+                format!(
+                    "expected `[{}; {len}]`, found {}",
+                    rust_name(elem),
+                    other.describe()
+                ),
+            ),
+        }
+    }
+
+    /// `shared_array::<T, N>()` or `dynamic_shared::<T>()`.
+    fn shared_decl(
+        &mut self,
+        c: &ExprCall,
+        seg: &syn::PathSegment,
+        dynamic: bool,
+    ) -> DResult<Value> {
+        let syn::PathArguments::AngleBracketed(ab) = &seg.arguments else {
+            let want = if dynamic {
+                "dynamic_shared::<f32>()"
+            } else {
+                "shared_array::<f32, 256>()"
+            };
+            return err(
+                c.span(),
+                format!("name the element type (and length) of shared memory: `{want}`"),
+            );
+        };
+        let args: Vec<_> = ab.args.iter().collect();
+        let want_len = if dynamic { 1 } else { 2 };
+        if args.len() != want_len {
+            return err(
+                ab.span(),
+                if dynamic {
+                    "`dynamic_shared` takes one type argument: `dynamic_shared::<f32>()`"
+                } else {
+                    "`shared_array` takes a type and a length: `shared_array::<f32, 256>()`"
+                },
+            );
+        }
+        let syn::GenericArgument::Type(t) = args[0] else {
+            return err(args[0].span(), "the first argument is the element type");
+        };
+        let elem = scalar_of(t, &self.spec.types)?;
+        if dynamic {
+            let symbol = self.b.raw_dynamic_shared("dyn_smem");
+            return Ok(Value::Shared(SharedRef {
+                symbol,
+                elem,
+                len: None,
+            }));
+        }
+        let len = match args[1] {
+            syn::GenericArgument::Const(e) => self.const_eval(e)?,
+            syn::GenericArgument::Type(syn::Type::Path(p)) => {
+                let e: Expr = syn::parse_quote!(#p);
+                self.const_eval(&e)?
+            }
+            other => {
+                return err(
+                    other.span(),
+                    "the length of a shared array must be a constant",
+                )
+            }
+        };
+        if len <= 0 || len > (1 << 20) {
+            return err(
+                args[1].span(),
+                format!("a shared array of {len} elements is not possible"),
+            );
+        }
+        let hint = match self.current_let_name() {
+            Some(n) => n,
+            None => "smem".into(),
+        };
+        let symbol = self.fresh_shared_name(&hint);
+        let symbol = self.b.raw_shared(symbol, elem, len as u32);
+        Ok(Value::Shared(SharedRef {
+            symbol,
+            elem,
+            len: Some(len as u32),
+        }))
+    }
+
+    fn current_let_name(&self) -> Option<String> {
+        None
+    }
+
+    pub(crate) fn fma(&mut self, a: Scalar, b: &Expr, c: &Expr) -> DResult<Value> {
+        if !is_float(a.ty) {
+            return err(
+                self.span,
+                format!("`fma` works on floats, not `{}`", rust_name(a.ty)),
+            );
+        }
+        let bv = self.expr_as(b, a.ty)?;
+        let cv = self.expr_as(c, a.ty)?;
+        let (x, y, z) = (self.materialize(&a), self.src(&bv), self.src(&cv));
+        let d = self.b.reg(a.ty);
+        self.inst(
+            Op::Fma {
+                ty: a.ty,
+                rnd: kernel_dsl::op::Rounding::Rn,
+                ftz: false,
+                sat: false,
+            },
+            vec![d.into()],
+            vec![x.into(), y, z],
+        );
+        Ok(Value::Scalar(Scalar::reg(d)))
+    }
+
+    pub(crate) fn min_max(&mut self, is_min: bool, a: Scalar, b: &Expr) -> DResult<Value> {
+        if !(is_int(a.ty) || is_float(a.ty)) {
+            return err(
+                self.span,
+                format!("`min`/`max` work on numbers, not `{}`", rust_name(a.ty)),
+            );
+        }
+        let bv = self.expr_as(b, a.ty)?;
+        let (x, y) = (self.materialize(&a), self.src(&bv));
+        let d = self.b.reg(a.ty);
+        let op = if is_min {
+            Op::Min {
+                ty: a.ty,
+                ftz: false,
+                nan: false,
+            }
+        } else {
+            Op::Max {
+                ty: a.ty,
+                ftz: false,
+                nan: false,
+            }
+        };
+        self.inst(op, vec![d.into()], vec![x.into(), y]);
+        Ok(Value::Scalar(Scalar::reg(d)))
+    }
+
+    /// Inlines a `#[device]` function: arguments bind its parameters in a fresh scope, and
+    /// its tail expression is the call's value.
+    fn inline_device(
+        &mut self,
+        f: &syn::ItemFn,
+        c: &ExprCall,
+        _expected: Option<ScalarType>,
+    ) -> DResult<Value> {
+        let name = f.sig.ident.to_string();
+        if f.sig.inputs.len() != c.args.len() {
+            return err(
+                c.span(),
+                format!(
+                    "`{name}` takes {} argument(s), but {} were supplied",
+                    f.sig.inputs.len(),
+                    c.args.len()
+                ),
+            );
+        }
+        let mut bound = Vec::new();
+        for (input, arg) in f.sig.inputs.iter().zip(&c.args) {
+            let syn::FnArg::Typed(pt) = input else {
+                return err(input.span(), "device functions take no `self`");
+            };
+            let syn::Pat::Ident(pi) = &*pt.pat else {
+                return err(
+                    pt.pat.span(),
+                    "device function parameters must be plain names",
+                );
+            };
+            let value = match &*pt.ty {
+                syn::Type::Reference(_) => {
+                    let v = self.expr(arg, None)?;
+                    match (&v, crate::dsl_type::param_type(&pt.ty, &self.spec.types)?) {
+                        (Value::Slice(s), crate::dsl_type::ParamTy::Slice { elem, mutable })
+                            if s.elem == elem && (s.mutable || !mutable) =>
+                        {
+                            let mut s = s.clone();
+                            s.mutable = mutable;
+                            Value::Slice(s)
+                        }
+                        _ => {
+                            return err(
+                                arg.span(),
+                                format!(
+                                    "`{name}` expects `{}` here, found {}",
+                                    quote::ToTokens::to_token_stream(&pt.ty),
+                                    v.describe()
+                                ),
+                            )
+                        }
+                    }
+                }
+                syn::Type::Array(_) => self.expr(arg, None)?,
+                ty => {
+                    let want = scalar_of(ty, &self.spec.types)?;
+                    Value::Scalar(self.expr_as(arg, want)?)
+                }
+            };
+            bound.push((pi.ident.to_string(), value, pi.mutability.is_some()));
+        }
+        self.enter_device(&name, c.span())?;
+        let out = self.isolated(|l| {
+            for (n, v, mutable) in bound {
+                let v = match (v, mutable) {
+                    (Value::Scalar(s), true) => {
+                        let r = l.b.reg(s.ty);
+                        l.mov(r, s);
+                        Value::Scalar(Scalar::reg(r))
+                    }
+                    (v, _) => v,
+                };
+                l.bind(
+                    &n,
+                    Binding {
+                        value: v,
+                        mutable,
+                        flex: None,
+                    },
+                );
+            }
+            l.returns.push(None);
+            let want = match &f.sig.output {
+                syn::ReturnType::Default => None,
+                syn::ReturnType::Type(_, t) => Some(scalar_of(t, &l.spec.types)?),
+            };
+            let v = l.block_value(&f.block, want);
+            l.returns.pop();
+            let v = v?;
+            match want {
+                Some(t) => Ok(Value::Scalar(l.to_scalar(v, Some(t), f.block.span())?)),
+                None => Ok(Value::Unit),
+            }
+        });
+        self.leave_device();
+        out
+    }
+}

@@ -1,0 +1,484 @@
+//! Method-call syntax: float math (`x.exp()`, `a.max(b)`, `x.mul_add(a, b)`), and buffer
+//! operations (`x.load4(i)`, `y.store4(i, v)`, `y.atomic_add(i, v)`).
+
+use super::expr::{is_float, is_int, memory_type};
+use super::value::{Scalar, Value};
+use super::Lowerer;
+use crate::diag::{err, DResult};
+use crate::dsl_type::rust_name;
+use kernel_dsl::ir::{Imm, Operand, Reg};
+use kernel_dsl::op::{ApproxFn, AtomOp, CvtRounding, Op, Rounding};
+use kernel_dsl::{ScalarType, StateSpace, VecWidth};
+use proc_macro2::Span;
+use syn::spanned::Spanned;
+use syn::{Expr, ExprMethodCall};
+
+const LOG2_E: f32 = std::f32::consts::LOG2_E;
+const LN_2: f32 = std::f32::consts::LN_2;
+
+impl Lowerer<'_> {
+    pub(crate) fn method_call(
+        &mut self,
+        m: &ExprMethodCall,
+        expected: Option<ScalarType>,
+    ) -> DResult<Value> {
+        let name = m.method.to_string();
+        let recv = self.expr(&m.receiver, expected)?;
+        let args: Vec<&Expr> = m.args.iter().collect();
+        let arity = |n: usize| -> DResult<()> {
+            if args.len() != n {
+                return err(
+                    m.span(),
+                    format!(
+                        "`{name}` takes {n} argument{}, but {} {} supplied",
+                        if n == 1 { "" } else { "s" },
+                        args.len(),
+                        if args.len() == 1 { "was" } else { "were" }
+                    ),
+                );
+            }
+            Ok(())
+        };
+        match recv {
+            Value::Slice(s) => {
+                self.span = m.span();
+                match name.as_str() {
+                    "load4" | "load8" => {
+                        arity(1)?;
+                        self.vector_load(&s, args[0], name == "load8", m.span())
+                    }
+                    "store4" | "store8" => {
+                        arity(2)?;
+                        if !s.mutable {
+                            return err(m.receiver.span(), format!("cannot write through `{}`: it is a `&[{}]`; declare the parameter `&mut [{}]` to write to it", s.name, rust_name(s.elem), rust_name(s.elem)));
+                        }
+                        self.vector_store(&s, args[0], args[1], name == "store8", m.span())
+                    }
+                    n if n.starts_with("atomic_") => {
+                        if !s.mutable {
+                            return err(m.receiver.span(), format!("cannot update `{}` atomically: it is a `&[{}]`; declare the parameter `&mut [{}]`", s.name, rust_name(s.elem), rust_name(s.elem)));
+                        }
+                        let idx = self.index_scalar(args.first().copied().ok_or_else(|| crate::diag::Diag::new(m.span(), format!("`{n}` takes an index and a value")))?)?;
+                        let addr = self.global_address(&s, &idx)?;
+                        self.atomic(n, StateSpace::Global, s.elem, addr, &args, m.span())
+                    }
+                    "len" => err(m.span(), "a kernel's slices carry no length: pass the length as a `u32` parameter"),
+                    other => err(m.method.span(), format!("slices in kernels have no method `{other}`: index them, or use load4/store4, load8/store8, atomic_*")),
+                }
+            }
+            Value::Shared(a) => {
+                if let Some(n) = name.strip_prefix("atomic_") {
+                    let idx = self.index_scalar(args.first().copied().ok_or_else(|| {
+                        crate::diag::Diag::new(
+                            m.span(),
+                            format!("`atomic_{n}` takes an index and a value"),
+                        )
+                    })?)?;
+                    let addr = self.shared_address(&a, &idx, m.span())?;
+                    self.span = m.span();
+                    return self.atomic(&name, StateSpace::Shared, a.elem, addr, &args, m.span());
+                }
+                err(
+                    m.method.span(),
+                    format!("shared arrays have no method `{name}`: index them, or use atomic_*"),
+                )
+            }
+            Value::Array { elems, elem } => match name.as_str() {
+                "len" => Ok(Value::Scalar(Scalar {
+                    op: Operand::Imm(Imm::Int(elems.len() as i64)),
+                    ty: ScalarType::U32,
+                })),
+                _ => err(
+                    m.method.span(),
+                    format!(
+                        "arrays of `{}` have no method `{name}` in kernels",
+                        rust_name(elem)
+                    ),
+                ),
+            },
+            v @ (Value::Scalar(_) | Value::IntLit(_) | Value::FloatLit(_)) => {
+                let default = match v {
+                    Value::FloatLit(_) => Some(ScalarType::F32),
+                    _ => expected,
+                };
+                let a = self.to_scalar(v, default, m.receiver.span())?;
+                self.span = m.span();
+                match name.as_str() {
+                    "mul_add" => {
+                        arity(2)?;
+                        self.fma(a, args[0], args[1])
+                    }
+                    "min" | "max" => {
+                        arity(1)?;
+                        self.min_max(name == "min", a, args[0])
+                    }
+                    n if super::calls::MATH_UNARY.contains(&n) => {
+                        arity(0)?;
+                        self.math_unary(n, a, m.span())
+                    }
+                    "to_f32" => {
+                        arity(0)?;
+                        Ok(Value::Scalar(self.convert(a, ScalarType::F32)?))
+                    }
+                    other => err(
+                        m.method.span(),
+                        format!("`{}` has no method `{other}` in kernels", rust_name(a.ty)),
+                    ),
+                }
+            }
+            other => err(
+                m.method.span(),
+                format!("{} has no method `{name}`", other.describe()),
+            ),
+        }
+    }
+
+    /// `exp`, `sqrt`, `abs` ... on a scalar.
+    pub(crate) fn math_unary(&mut self, name: &str, a: Scalar, span: Span) -> DResult<Value> {
+        if name == "abs" {
+            if !(is_float(a.ty) || matches!(a.ty, ScalarType::S32 | ScalarType::S64)) {
+                return err(
+                    span,
+                    format!("`abs` works on signed numbers, not `{}`", rust_name(a.ty)),
+                );
+            }
+            let x = self.materialize(&a);
+            let d = self.b.reg(a.ty);
+            self.inst(
+                Op::Abs {
+                    ty: a.ty,
+                    ftz: false,
+                },
+                vec![d.into()],
+                vec![x.into()],
+            );
+            return Ok(Value::Scalar(Scalar::reg(d)));
+        }
+        if a.ty != ScalarType::F32 {
+            let hint = if is_float(a.ty) {
+                format!(": convert with `as f32`, call `{name}`, and convert back")
+            } else {
+                String::new()
+            };
+            return err(
+                span,
+                format!(
+                    "`{name}` is defined on `f32` in kernels, found `{}`{hint}",
+                    rust_name(a.ty)
+                ),
+            );
+        }
+        let x = self.materialize(&a);
+        let f = ScalarType::F32;
+        let unary = |l: &mut Self, op: Op, src: Reg| {
+            let d = l.b.reg(f);
+            l.inst(op, vec![d.into()], vec![src.into()]);
+            d
+        };
+        let approx = |func| Op::Approx {
+            func,
+            ty: f,
+            ftz: false,
+        };
+        let scaled = |l: &mut Self, src: Reg, k: f32| {
+            let d = l.b.reg(f);
+            l.inst(
+                Op::Mul {
+                    ty: f,
+                    mode: None,
+                    rnd: Some(Rounding::Rn),
+                    ftz: false,
+                    sat: false,
+                },
+                vec![d.into()],
+                vec![src.into(), Operand::Imm(Imm::f32(k))],
+            );
+            d
+        };
+        let d = match name {
+            "exp" => {
+                let t = scaled(self, x, LOG2_E);
+                unary(self, approx(ApproxFn::Ex2), t)
+            }
+            "exp2" => unary(self, approx(ApproxFn::Ex2), x),
+            "ln" => {
+                let t = unary(self, approx(ApproxFn::Lg2), x);
+                scaled(self, t, LN_2)
+            }
+            "log2" => unary(self, approx(ApproxFn::Lg2), x),
+            "sqrt" => unary(
+                self,
+                Op::SqrtIeee {
+                    ty: f,
+                    rnd: Rounding::Rn,
+                    ftz: false,
+                },
+                x,
+            ),
+            "rsqrt" => unary(self, approx(ApproxFn::Rsqrt), x),
+            "recip" => unary(
+                self,
+                Op::RcpIeee {
+                    ty: f,
+                    rnd: Rounding::Rn,
+                    ftz: false,
+                },
+                x,
+            ),
+            "sin" => unary(self, approx(ApproxFn::Sin), x),
+            "cos" => unary(self, approx(ApproxFn::Cos), x),
+            "tanh" => unary(self, approx(ApproxFn::Tanh), x),
+            "floor" | "ceil" => {
+                let rnd = if name == "floor" {
+                    CvtRounding::Rmi
+                } else {
+                    CvtRounding::Rpi
+                };
+                unary(
+                    self,
+                    Op::Cvt {
+                        dst: f,
+                        src: f,
+                        rnd: Some(rnd),
+                        ftz: false,
+                        sat: false,
+                        relu: false,
+                    },
+                    x,
+                )
+            }
+            other => return err(span, format!("`{other}` is not implemented")),
+        };
+        Ok(Value::Scalar(Scalar::reg(d)))
+    }
+
+    /// `x.load4(i)` (4 × 32-bit) and `x.load8(i)` (8 × 16-bit): one 16-byte load of elements
+    /// `i..i+N`; `i` must be a multiple of N.
+    fn vector_load(
+        &mut self,
+        s: &super::value::SliceRef,
+        index: &Expr,
+        eight: bool,
+        span: Span,
+    ) -> DResult<Value> {
+        let (lanes, bits) = if eight { (8, 16) } else { (4, 32) };
+        if s.elem.bits() != bits || s.elem == ScalarType::Pred {
+            return err(span, format!(
+                "`load{lanes}` loads {lanes} × {bits}-bit elements, but `{}` holds `{}`: use `load{}`",
+                s.name, rust_name(s.elem), if s.elem.bits() == 16 { 8 } else { 4 }
+            ));
+        }
+        let idx = self.index_scalar(index)?;
+        let addr = self.global_address(s, &idx)?;
+        self.span = span;
+        if !eight {
+            let regs: Vec<Reg> = (0..4).map(|_| self.b.reg(s.elem)).collect();
+            self.inst(
+                Op::Ld {
+                    space: StateSpace::Global,
+                    ty: s.elem,
+                    vec: Some(VecWidth::V4),
+                    nc: !s.mutable,
+                    cache: None,
+                },
+                vec![Operand::Vector(regs.iter().map(|r| (*r).into()).collect())],
+                vec![addr],
+            );
+            return Ok(Value::Array {
+                elems: regs,
+                elem: s.elem,
+            });
+        }
+        let words: Vec<Reg> = (0..4).map(|_| self.b.reg(ScalarType::U32)).collect();
+        self.inst(
+            Op::Ld {
+                space: StateSpace::Global,
+                ty: ScalarType::B32,
+                vec: Some(VecWidth::V4),
+                nc: !s.mutable,
+                cache: None,
+            },
+            vec![Operand::Vector(words.iter().map(|r| (*r).into()).collect())],
+            vec![addr],
+        );
+        let mut elems = Vec::new();
+        for w in words {
+            for half in 0..2 {
+                let src = if half == 0 {
+                    w
+                } else {
+                    let t = self.b.reg(ScalarType::U32);
+                    self.inst(
+                        Op::Shr {
+                            ty: ScalarType::U32,
+                        },
+                        vec![t.into()],
+                        vec![w.into(), Operand::Imm(Imm::Int(16))],
+                    );
+                    t
+                };
+                let narrow = self.b.reg(ScalarType::U16);
+                self.inst(
+                    Op::Cvt {
+                        dst: ScalarType::U16,
+                        src: ScalarType::U32,
+                        rnd: None,
+                        ftz: false,
+                        sat: false,
+                        relu: false,
+                    },
+                    vec![narrow.into()],
+                    vec![src.into()],
+                );
+                let h = self.b.reg(s.elem);
+                self.inst(
+                    Op::Mov {
+                        ty: ScalarType::B16,
+                    },
+                    vec![h.into()],
+                    vec![narrow.into()],
+                );
+                elems.push(h);
+            }
+        }
+        Ok(Value::Array {
+            elems,
+            elem: s.elem,
+        })
+    }
+
+    fn vector_store(
+        &mut self,
+        s: &super::value::SliceRef,
+        index: &Expr,
+        value: &Expr,
+        eight: bool,
+        span: Span,
+    ) -> DResult<Value> {
+        let (lanes, bits) = if eight { (8, 16) } else { (4, 32) };
+        if s.elem.bits() != bits {
+            return err(
+                span,
+                format!(
+                    "`store{lanes}` stores {lanes} × {bits}-bit elements, but `{}` holds `{}`",
+                    s.name,
+                    rust_name(s.elem)
+                ),
+            );
+        }
+        let v = self.expr(value, Some(s.elem))?;
+        let elems = match v {
+            Value::Array { elems, elem } if elem == s.elem && elems.len() == lanes => elems,
+            other => {
+                return err(
+                    value.span(),
+                    format!(
+                        "expected `[{}; {lanes}]`, found {}",
+                        rust_name(s.elem),
+                        other.describe()
+                    ),
+                )
+            }
+        };
+        let idx = self.index_scalar(index)?;
+        let addr = self.global_address(s, &idx)?;
+        self.span = span;
+        let (ty, regs) = if eight {
+            let words = elems
+                .chunks(2)
+                .map(|pair| {
+                    let w = self.b.reg(ScalarType::B32);
+                    self.inst(
+                        Op::Mov {
+                            ty: ScalarType::B32,
+                        },
+                        vec![w.into()],
+                        vec![Operand::Vector(vec![pair[0].into(), pair[1].into()])],
+                    );
+                    w
+                })
+                .collect::<Vec<_>>();
+            (ScalarType::B32, words)
+        } else {
+            (s.elem, elems)
+        };
+        self.inst(
+            Op::St {
+                space: StateSpace::Global,
+                ty,
+                vec: Some(VecWidth::V4),
+                cache: None,
+            },
+            vec![],
+            vec![
+                addr,
+                Operand::Vector(regs.iter().map(|r| (*r).into()).collect()),
+            ],
+        );
+        Ok(Value::Unit)
+    }
+
+    /// `atomic_add(i, v)`, `atomic_min`, `atomic_max`, `atomic_exch`, `atomic_cas(i, expected, new)`.
+    fn atomic(
+        &mut self,
+        name: &str,
+        space: StateSpace,
+        elem: ScalarType,
+        addr: Operand,
+        args: &[&Expr],
+        span: Span,
+    ) -> DResult<Value> {
+        let op = match name {
+            "atomic_add" => AtomOp::Add,
+            "atomic_min" => AtomOp::Min,
+            "atomic_max" => AtomOp::Max,
+            "atomic_exch" => AtomOp::Exch,
+            "atomic_and" => AtomOp::And,
+            "atomic_or" => AtomOp::Or,
+            "atomic_xor" => AtomOp::Xor,
+            "atomic_cas" => AtomOp::Cas,
+            other => return err(span, format!("unknown atomic `{other}`: kernels have atomic_add, atomic_min, atomic_max, atomic_exch, atomic_and, atomic_or, atomic_xor, atomic_cas")),
+        };
+        let want = if op == AtomOp::Cas { 3 } else { 2 };
+        if args.len() != want {
+            return err(
+                span,
+                format!(
+                    "`{name}` takes {want} arguments, but {} were supplied",
+                    args.len()
+                ),
+            );
+        }
+        if matches!(
+            op,
+            AtomOp::And | AtomOp::Or | AtomOp::Xor | AtomOp::Cas | AtomOp::Min | AtomOp::Max
+        ) && !is_int(elem)
+        {
+            return err(
+                span,
+                format!("`{name}` works on integers, not `{}`", rust_name(elem)),
+            );
+        }
+        let mut srcs = vec![addr];
+        for a in &args[1..] {
+            let v = self.expr_as(a, elem)?;
+            let r = self.materialize(&v);
+            srcs.push(r.into());
+        }
+        let ty = match op {
+            AtomOp::And | AtomOp::Or | AtomOp::Xor | AtomOp::Exch | AtomOp::Cas => {
+                super::expr::bits_of(elem)
+            }
+            _ => memory_type(elem),
+        };
+        let ty = if matches!(elem, ScalarType::F16 | ScalarType::Bf16) {
+            elem
+        } else {
+            ty
+        };
+        let d = self.b.reg(elem);
+        self.span = span;
+        self.inst(Op::Atom { space, op, ty }, vec![d.into()], srcs);
+        Ok(Value::Scalar(Scalar::reg(d)))
+    }
+}

@@ -1,0 +1,92 @@
+//! Emits a lowered kernel for every target ptxkit knows and turns each outcome into tokens
+//! gated on that target's cargo feature: a PTX entry where emission succeeds, a
+//! `compile_error!` at the offending line where it does not. With no `sm_*` feature enabled
+//! the crate builds for [`DEFAULT_TARGET`].
+
+use crate::diag::Diag;
+use crate::lower::Lowered;
+use kernel_dsl::{catalog, emit, Target};
+use proc_macro2::{Span, TokenStream};
+use quote::{quote, quote_spanned};
+
+/// The target a crate builds for when it enables no `sm_*` feature.
+pub const DEFAULT_TARGET: Target = Target::Sm80;
+
+/// The outcome of emitting one kernel for one target.
+pub struct Emitted {
+    pub target: Target,
+    pub ptx: Result<String, Diag>,
+}
+
+/// Emits `lowered` for every target.
+pub fn emit_all(lowered: &Lowered, fallback: Span) -> Vec<Emitted> {
+    Target::ALL
+        .iter()
+        .map(|&t| Emitted {
+            target: t,
+            ptx: emit_one(lowered, t, fallback),
+        })
+        .collect()
+}
+
+fn emit_one(lowered: &Lowered, target: Target, fallback: Span) -> Result<String, Diag> {
+    // Capability first, against the spans the lowering recorded, so the error names the
+    // user's line rather than the kernel as a whole.
+    for (op, span) in &lowered.op_spans {
+        let req = catalog::requirement(op);
+        if !req.admits(target) {
+            return Err(Diag::new(*span, format!(
+                "`{}` needs {req}, but this crate builds for {target}\n  help: remove the `{target}` feature, or give this kernel a variant without this instruction for {target}",
+                op.mnemonic()
+            )));
+        }
+    }
+    emit::emit(&lowered.kernel, target).map_err(|e| {
+        Diag::new(
+            fallback,
+            format!(
+                "kernel `{}` cannot be emitted for {target}: {e}",
+                lowered.kernel.name
+            ),
+        )
+    })
+}
+
+/// `#[cfg(...)]` that holds when `target` is one the crate builds for.
+pub fn cfg_for(target: Target) -> TokenStream {
+    let feature = target.feature();
+    if target == DEFAULT_TARGET {
+        let all = Target::ALL.iter().map(|t| t.feature());
+        quote!(#[cfg(any(feature = #feature, not(any(#(feature = #all),*))))])
+    } else {
+        quote!(#[cfg(feature = #feature)])
+    }
+}
+
+/// The `Target::SmXX` path under `dsl`.
+pub fn target_tokens(t: Target, dsl: &TokenStream) -> TokenStream {
+    let v = syn::Ident::new(&format!("{t:?}"), Span::call_site());
+    quote!(#dsl::Target::#v)
+}
+
+/// The array elements `(Target, "ptx")` for the targets that emitted, each behind its cfg.
+pub fn ptx_entries(emitted: &[Emitted], dsl: &TokenStream) -> TokenStream {
+    let entries = emitted.iter().filter_map(|e| {
+        let ptx = e.ptx.as_ref().ok()?;
+        let cfg = cfg_for(e.target);
+        let t = target_tokens(e.target, dsl);
+        Some(quote!(#cfg (#t, #ptx),))
+    });
+    quote!(#(#entries)*)
+}
+
+/// `compile_error!`s for the targets that could not emit, each behind its cfg.
+pub fn target_errors(emitted: &[Emitted]) -> TokenStream {
+    let errs = emitted.iter().filter_map(|e| {
+        let d = e.ptx.as_ref().err()?;
+        let cfg = cfg_for(e.target);
+        let msg = &d.message;
+        Some(quote_spanned!(d.span=> #cfg ::core::compile_error!(#msg);))
+    });
+    quote!(#(#errs)*)
+}

@@ -1,0 +1,304 @@
+//! Everything a kernel's source names: the `#[kernel]` and `#[device]` attributes, the `f16`
+//! and `bf16` types, the [`Dtype`] bound of type parameters, and the intrinsics.
+//!
+//! The intrinsics are ordinary Rust items so that IDEs and rustdoc see them; `#[kernel]`
+//! replaces every call with PTX. Called on the host, the GPU-only ones panic; the math
+//! functions compute the same result on the host.
+//!
+//! ```
+//! use ptxkit::prelude::*;
+//!
+//! #[kernel]
+//! pub fn scale(x: &[f32], y: &mut [f32], s: f32, n: u32) {
+//!     let i = block_idx().x * block_dim().x + thread_idx().x;
+//!     if i < n {
+//!         y[i] = x[i] * s;
+//!     }
+//! }
+//!
+//! assert_eq!(SCALE.meta.entry, "scale");
+//! assert_eq!(SCALE.meta.params.len(), 4);
+//! ```
+#![allow(non_camel_case_types, unused_variables)]
+
+pub use kernel_macros::{device, kernel};
+
+/// IEEE half precision, as kernels and launchers see it.
+pub type f16 = kernel_runtime::F16;
+/// bfloat16, as kernels and launchers see it.
+pub type bf16 = kernel_runtime::Bf16;
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// The element types a kernel's type parameter may stand for (`T: Dtype`).
+pub trait Dtype: sealed::Sealed + Copy + 'static {}
+
+macro_rules! dtypes {
+    ($($t:ty),*) => {$(
+        impl sealed::Sealed for $t {}
+        impl Dtype for $t {}
+    )*};
+}
+dtypes!(f32, f64, f16, bf16, u32, i32, u64, i64);
+
+/// A thread, block or grid coordinate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dim3 {
+    pub x: u32,
+    pub y: u32,
+    pub z: u32,
+}
+
+fn device_only(name: &str) -> ! {
+    panic!("`{name}` runs on the GPU only: call it inside a #[kernel] or #[device] function")
+}
+
+/// The thread's index in its block (`%tid`).
+pub fn thread_idx() -> Dim3 {
+    device_only("thread_idx")
+}
+/// The block's index in the grid (`%ctaid`).
+pub fn block_idx() -> Dim3 {
+    device_only("block_idx")
+}
+/// The block's shape (`%ntid`).
+pub fn block_dim() -> Dim3 {
+    device_only("block_dim")
+}
+/// The grid's shape in blocks (`%nctaid`).
+pub fn grid_dim() -> Dim3 {
+    device_only("grid_dim")
+}
+/// The thread's lane in its warp (`%laneid`).
+pub fn lane_id() -> u32 {
+    device_only("lane_id")
+}
+/// Waits until every thread of the block arrives (`bar.sync 0`); it must be reached by all
+/// threads of the block, which the verifier checks.
+pub fn sync_threads() {
+    device_only("sync_threads")
+}
+/// The value of `v` in lane `lane_id() + delta` (`shfl.sync.down`); 32-bit types.
+pub fn shfl_down<T: Copy>(v: T, delta: u32) -> T {
+    device_only("shfl_down")
+}
+/// The value of `v` in lane `lane_id() - delta` (`shfl.sync.up`).
+pub fn shfl_up<T: Copy>(v: T, delta: u32) -> T {
+    device_only("shfl_up")
+}
+/// The value of `v` in lane `lane_id() ^ mask` (`shfl.sync.bfly`).
+pub fn shfl_xor<T: Copy>(v: T, mask: u32) -> T {
+    device_only("shfl_xor")
+}
+/// The value of `v` in lane `lane` (`shfl.sync.idx`).
+pub fn shfl_idx<T: Copy>(v: T, lane: u32) -> T {
+    device_only("shfl_idx")
+}
+/// Whether `p` holds in every lane of the warp.
+pub fn vote_all(p: bool) -> bool {
+    device_only("vote_all")
+}
+/// Whether `p` holds in some lane of the warp.
+pub fn vote_any(p: bool) -> bool {
+    device_only("vote_any")
+}
+/// One bit per lane: which lanes hold `p`.
+pub fn ballot(p: bool) -> u32 {
+    device_only("ballot")
+}
+/// Sum over the warp (`redux.sync`, sm_80+; u32 or i32).
+pub fn warp_reduce_add<T: Copy>(v: T) -> T {
+    device_only("warp_reduce_add")
+}
+/// Minimum over the warp (`redux.sync`, sm_80+).
+pub fn warp_reduce_min<T: Copy>(v: T) -> T {
+    device_only("warp_reduce_min")
+}
+/// Maximum over the warp (`redux.sync`, sm_80+).
+pub fn warp_reduce_max<T: Copy>(v: T) -> T {
+    device_only("warp_reduce_max")
+}
+/// Bitwise and over the warp (`redux.sync`, sm_80+).
+pub fn warp_reduce_and(v: u32) -> u32 {
+    device_only("warp_reduce_and")
+}
+/// Bitwise or over the warp (`redux.sync`, sm_80+).
+pub fn warp_reduce_or(v: u32) -> u32 {
+    device_only("warp_reduce_or")
+}
+/// Bitwise xor over the warp (`redux.sync`, sm_80+).
+pub fn warp_reduce_xor(v: u32) -> u32 {
+    device_only("warp_reduce_xor")
+}
+
+/// `a * b + c` with one rounding.
+pub fn fma(a: f32, b: f32, c: f32) -> f32 {
+    a.mul_add(b, c)
+}
+/// The smaller of two numbers.
+pub fn min<T: PartialOrd>(a: T, b: T) -> T {
+    if b < a {
+        b
+    } else {
+        a
+    }
+}
+/// The larger of two numbers.
+pub fn max<T: PartialOrd>(a: T, b: T) -> T {
+    if b > a {
+        b
+    } else {
+        a
+    }
+}
+/// `1 / sqrt(x)` (`rsqrt.approx.f32` on the GPU).
+pub fn rsqrt(x: f32) -> f32 {
+    1.0 / x.sqrt()
+}
+/// `e^x` (`ex2.approx` of `x·log2 e` on the GPU).
+pub fn exp(x: f32) -> f32 {
+    x.exp()
+}
+/// `2^x` (`ex2.approx.f32`).
+pub fn exp2(x: f32) -> f32 {
+    x.exp2()
+}
+/// Natural logarithm (`lg2.approx` scaled by ln 2).
+pub fn ln(x: f32) -> f32 {
+    x.ln()
+}
+/// Base-2 logarithm (`lg2.approx.f32`).
+pub fn log2(x: f32) -> f32 {
+    x.log2()
+}
+/// Square root, correctly rounded (`sqrt.rn.f32`).
+pub fn sqrt(x: f32) -> f32 {
+    x.sqrt()
+}
+/// Sine (`sin.approx.f32`).
+pub fn sin(x: f32) -> f32 {
+    x.sin()
+}
+/// Cosine (`cos.approx.f32`).
+pub fn cos(x: f32) -> f32 {
+    x.cos()
+}
+/// Hyperbolic tangent (`tanh.approx.f32`, sm_75+).
+pub fn tanh(x: f32) -> f32 {
+    x.tanh()
+}
+/// Absolute value.
+pub fn abs(x: f32) -> f32 {
+    x.abs()
+}
+/// Rounds down (`cvt.rmi.f32.f32`).
+pub fn floor(x: f32) -> f32 {
+    x.floor()
+}
+/// Rounds up (`cvt.rpi.f32.f32`).
+pub fn ceil(x: f32) -> f32 {
+    x.ceil()
+}
+/// A block-wide shared array of `N` elements of `T` (`.shared`).
+pub fn shared_array<T, const N: usize>() -> &'static mut [T; N] {
+    device_only("shared_array")
+}
+/// The block's dynamic shared memory, sized at launch (`LaunchConfig::dynamic_shared_bytes`).
+pub fn dynamic_shared<T>() -> &'static mut [T] {
+    device_only("dynamic_shared")
+}
+/// Packs two f32 into one `bf16x2` word, `hi` in the upper half (sm_80+).
+pub fn pack_bf16x2(hi: f32, lo: f32) -> u32 {
+    device_only("pack_bf16x2")
+}
+/// Loads four 8×8 b16 matrices from shared memory (`ldmatrix…x4`, sm_75+); `index` is the
+/// element this lane's row starts at.
+pub fn ldmatrix_x4<T>(tile: &[T], index: u32) -> [u32; 4] {
+    device_only("ldmatrix_x4")
+}
+/// Loads two 8×8 b16 matrices from shared memory (`ldmatrix…x2`, sm_75+).
+pub fn ldmatrix_x2<T>(tile: &[T], index: u32) -> [u32; 2] {
+    device_only("ldmatrix_x2")
+}
+/// [`ldmatrix_x4`], transposed.
+pub fn ldmatrix_x4_trans<T>(tile: &[T], index: u32) -> [u32; 4] {
+    device_only("ldmatrix_x4_trans")
+}
+/// [`ldmatrix_x2`], transposed.
+pub fn ldmatrix_x2_trans<T>(tile: &[T], index: u32) -> [u32; 2] {
+    device_only("ldmatrix_x2_trans")
+}
+/// `acc + a × b` on one warp's 16×8×16 bf16 tile (`mma.sync`, sm_80+).
+pub fn mma_m16n8k16_bf16(a: [u32; 4], b: [u32; 2], acc: [f32; 4]) -> [f32; 4] {
+    device_only("mma_m16n8k16_bf16")
+}
+/// `acc + a × b` on one warp's 16×8×16 f16 tile (`mma.sync`, sm_80+).
+pub fn mma_m16n8k16_f16(a: [u32; 4], b: [u32; 2], acc: [f32; 4]) -> [f32; 4] {
+    device_only("mma_m16n8k16_f16")
+}
+/// Starts a 16-byte copy from `src[src_index..]` to `dst[dst_index..]` (`cp.async`, sm_80+).
+pub fn cp_async_16<T>(dst: &mut [T], dst_index: u32, src: &[T], src_index: u32) {
+    device_only("cp_async_16")
+}
+/// Closes the current group of async copies.
+pub fn cp_async_commit() {
+    device_only("cp_async_commit")
+}
+/// Waits until at most `pending` committed groups are in flight (a constant).
+pub fn cp_async_wait(pending: u32) {
+    device_only("cp_async_wait")
+}
+
+/// Operations on kernel buffers beyond indexing.
+pub trait KernelSlice<T> {
+    /// Four consecutive 32-bit elements in one 16-byte load; `i` a multiple of 4.
+    fn load4(&self, i: u32) -> [T; 4];
+    /// Eight consecutive 16-bit elements in one 16-byte load; `i` a multiple of 8.
+    fn load8(&self, i: u32) -> [T; 8];
+    /// Stores four elements at `i..i+4`.
+    fn store4(&mut self, i: u32, v: [T; 4]);
+    /// Stores eight elements at `i..i+8`.
+    fn store8(&mut self, i: u32, v: [T; 8]);
+    /// Adds `v` to element `i` atomically; returns the old value.
+    fn atomic_add(&mut self, i: u32, v: T) -> T;
+    /// Atomic minimum; returns the old value.
+    fn atomic_min(&mut self, i: u32, v: T) -> T;
+    /// Atomic maximum; returns the old value.
+    fn atomic_max(&mut self, i: u32, v: T) -> T;
+    /// Atomic exchange; returns the old value.
+    fn atomic_exch(&mut self, i: u32, v: T) -> T;
+    /// Stores `new` if element `i` equals `expected`; returns the old value.
+    fn atomic_cas(&mut self, i: u32, expected: T, new: T) -> T;
+}
+
+impl<T> KernelSlice<T> for [T] {
+    fn load4(&self, i: u32) -> [T; 4] {
+        device_only("load4")
+    }
+    fn load8(&self, i: u32) -> [T; 8] {
+        device_only("load8")
+    }
+    fn store4(&mut self, i: u32, v: [T; 4]) {
+        device_only("store4")
+    }
+    fn store8(&mut self, i: u32, v: [T; 8]) {
+        device_only("store8")
+    }
+    fn atomic_add(&mut self, i: u32, v: T) -> T {
+        device_only("atomic_add")
+    }
+    fn atomic_min(&mut self, i: u32, v: T) -> T {
+        device_only("atomic_min")
+    }
+    fn atomic_max(&mut self, i: u32, v: T) -> T {
+        device_only("atomic_max")
+    }
+    fn atomic_exch(&mut self, i: u32, v: T) -> T {
+        device_only("atomic_exch")
+    }
+    fn atomic_cas(&mut self, i: u32, expected: T, new: T) -> T {
+        device_only("atomic_cas")
+    }
+}
