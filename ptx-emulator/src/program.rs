@@ -455,7 +455,12 @@ pub(crate) enum Op {
     Bra {
         target: u32,
     },
+    /// Ends the thread.
     Exit,
+    /// Returns from a device function, or ends the thread in the entry.
+    Ret,
+    /// Calls a device function; the payload indexes the kernel's call sites.
+    Call(u32),
     /// `bar.sync`/`barrier.sync` (`arrive` for `bar.arrive`): barrier id and optional thread
     /// count slots.
     Bar {
@@ -613,6 +618,15 @@ impl Collective {
     }
 }
 
+/// One `call`: where to jump and which per-thread local bytes to copy (source offset,
+/// destination offset, length) on the way in and on the way back.
+#[derive(Debug, Clone)]
+pub(crate) struct CallSite {
+    pub target: u32,
+    pub args: Vec<(u32, u32, u32)>,
+    pub rets: Vec<(u32, u32, u32)>,
+}
+
 /// A kernel parameter's place in the parameter buffer.
 #[derive(Debug, Clone)]
 pub(crate) struct ParamInfo {
@@ -655,4 +669,5 @@ pub(crate) struct Kernel {
     pub const_data: Vec<u8>,
     /// Slots that receive the address of a module `.global` variable at launch.
     pub links: Vec<(Slot, String)>,
+    pub calls: Vec<CallSite>,
 }

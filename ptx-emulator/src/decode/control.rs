@@ -5,7 +5,7 @@ use super::operands::{Frame, Kind};
 use crate::error::Error;
 use crate::numerics::Half;
 use crate::program::{
-    Collective, MmaKind, Op, ReduxOp, ShflMode, Slot, Space, VoteMode, NO_SLOT, W,
+    CallSite, Collective, MmaKind, Op, ReduxOp, ShflMode, Slot, Space, VoteMode, NO_SLOT, W,
 };
 use ptx_parser::{AtomicOp, Flag, Instruction, Modifier, Opcode, Operand, Shape, Type};
 
@@ -17,12 +17,13 @@ pub(crate) fn control(frame: &mut Frame, inst: &Instruction) -> Result<Op, Error
                 Operand::Label(n) | Operand::Symbol(n) => n,
                 other => return Err(frame.unsupported(format!("indirect branch to {other:?}"))),
             };
-            let target = *frame.labels.get(name).ok_or_else(|| {
+            let target = frame.label(name).ok_or_else(|| {
                 frame.malformed(format!("label `{name}` is not defined in this kernel"))
             })?;
             Ok(Op::Bra { target })
         }
-        Opcode::Ret | Opcode::Exit => Ok(Op::Exit),
+        Opcode::Ret => Ok(Op::Ret),
+        Opcode::Exit => Ok(Op::Exit),
         Opcode::Trap => Ok(Op::Trap),
         Opcode::Bar | Opcode::Barrier => {
             if inst.has_flag(Flag::Red) {
@@ -41,6 +42,68 @@ pub(crate) fn control(frame: &mut Frame, inst: &Instruction) -> Result<Op, Error
         }
         _ => Err(frame.unsupported("")),
     }
+}
+
+/// `call{.uni} (ret), f, (args);`: copies each argument variable into `f`'s parameters,
+/// jumps, and on return copies `f`'s return values into the `ret` variables.
+pub(crate) fn call(
+    frame: &mut Frame,
+    inst: &Instruction,
+    calls: &mut Vec<CallSite>,
+) -> Result<Op, Error> {
+    let mut ops = inst.operands.iter();
+    let mut rets: &[Operand] = &[];
+    let mut first = ops.next();
+    if let Some(Operand::List(r)) = first {
+        rets = r;
+        first = ops.next();
+    }
+    let name = match first {
+        Some(Operand::Symbol(n)) | Some(Operand::Label(n)) => n.clone(),
+        other => return Err(frame.unsupported(format!("indirect call through {other:?}"))),
+    };
+    let args: &[Operand] = match ops.next() {
+        Some(Operand::List(a)) => a,
+        None => &[],
+        Some(other) => return Err(frame.unsupported(format!("call argument {other:?}"))),
+    };
+    if ops.next().is_some() {
+        return Err(frame.unsupported("calls with a prototype (indirect calls)"));
+    }
+    if name == frame.function {
+        return Err(frame.unsupported(format!("recursive call of `{name}`")));
+    }
+    let target = *frame.functions.get(&name).ok_or_else(|| {
+        frame.unsupported(format!(
+            "call of `{name}`, which has no body in this module"
+        ))
+    })?;
+    let callee = frame.callee_params.get(&name).cloned().unwrap_or_default();
+    let local = |frame: &Frame, op: &Operand| -> Result<(u32, u32), Error> {
+        match op {
+            Operand::Symbol(n) => frame
+                .local_var(n)
+                .ok_or_else(|| frame.unsupported(format!("call operand `{n}`"))),
+            other => {
+                Err(frame.unsupported(format!("call operand {other:?} (only .param variables)")))
+            }
+        }
+    };
+    let mut site = CallSite {
+        target,
+        args: Vec::new(),
+        rets: Vec::new(),
+    };
+    for (op, (dst, size)) in args.iter().zip(&callee.params) {
+        let (src, bytes) = local(frame, op)?;
+        site.args.push((src, *dst, bytes.min(*size)));
+    }
+    for (op, (src, size)) in rets.iter().zip(&callee.returns) {
+        let (dst, bytes) = local(frame, op)?;
+        site.rets.push((*src, dst, bytes.min(*size)));
+    }
+    calls.push(site);
+    Ok(Op::Call(calls.len() as u32 - 1))
 }
 
 fn full_mask(frame: &mut Frame) -> Slot {

@@ -3,7 +3,7 @@
 use super::arith::{operands, types};
 use super::operands::{Frame, Kind, Symbol};
 use crate::error::Error;
-use crate::program::{AtomOp, AtomTy, Elem, Op, Space, W};
+use crate::program::{AtomOp, AtomTy, Elem, MemRef, Op, Space, W};
 use ptx_parser::{
     Address, AddressBase, AtomicOp, Flag, Immediate, Instruction, Modifier, Opcode, Operand,
     StateSpace, Type,
@@ -97,35 +97,58 @@ pub(crate) fn load_store(frame: &mut Frame, inst: &Instruction) -> Result<Op, Er
     }
     let space = space_of(frame, inst.space())?;
     let Some(space) = space else {
-        if is_store {
-            return Err(frame.unsupported("st.param (device-function calls are not emulated)"));
-        }
         let Operand::Address(Address {
             base: AddressBase::Symbol(name),
             offset,
         }) = addr_op
         else {
-            return Err(frame.unsupported("ld.param through a register"));
+            return Err(frame.unsupported("ld.param/st.param through a register"));
         };
-        let Some(Symbol::Param {
-            offset: base,
-            bytes,
-        }) = frame.symbols.get(name).copied()
-        else {
-            return Err(frame.malformed(format!("`{name}` is not a parameter of this kernel")));
+        let extra = offset.unwrap_or(0);
+        let at = match frame.symbols.get(name).copied() {
+            // A device function's parameters and call-sequence `.param` variables live in
+            // per-thread memory.
+            Some(Symbol::Local { offset: base }) => MemRef {
+                space: Space::Local,
+                base: frame.konst(base as u64),
+                offset: extra,
+            },
+            Some(Symbol::Param {
+                offset: base,
+                bytes,
+            }) if !is_store => {
+                let offset = base as i64 + extra;
+                let end = extra + elem.bytes as i64 * n as i64;
+                if extra < 0 || end > bytes as i64 {
+                    return Err(frame
+                        .malformed(format!("the load reads past the end of parameter `{name}`")));
+                }
+                return Ok(Op::LdParam {
+                    offset: offset as u32,
+                    elem,
+                    n: n as u8,
+                    d: regs,
+                });
+            }
+            Some(Symbol::Param { .. }) => {
+                return Err(frame.malformed("a kernel parameter cannot be stored to"))
+            }
+            _ => return Err(frame.malformed(format!("`{name}` is not a parameter"))),
         };
-        let offset = base as i64 + offset.unwrap_or(0);
-        let end = offset - base as i64 + (elem.bytes as i64 * n as i64);
-        if offset < base as i64 || end > bytes as i64 {
-            return Err(
-                frame.malformed(format!("the load reads past the end of parameter `{name}`"))
-            );
-        }
-        return Ok(Op::LdParam {
-            offset: offset as u32,
-            elem,
-            n: n as u8,
-            d: regs,
+        return Ok(if is_store {
+            Op::St {
+                at,
+                elem,
+                n: n as u8,
+                s: regs,
+            }
+        } else {
+            Op::Ld {
+                at,
+                elem,
+                n: n as u8,
+                d: regs,
+            }
         });
     };
     let at = frame.address(addr_op, space)?;
@@ -274,7 +297,7 @@ pub(crate) fn cp_async(frame: &mut Frame, inst: &Instruction) -> Result<Op, Erro
         Some(op @ (Operand::Reg(_) | Operand::Imm(Immediate::Int(_)))) => {
             frame.src(op, Kind::Int(W::B32))?
         }
-        Some(Operand::Symbol(name)) if frame.regs.contains_key(name) => frame.reg(name)?,
+        Some(Operand::Symbol(name)) if frame.lookup(name).is_some() => frame.reg(name)?,
         _ => frame.konst(bytes),
     };
     let _ = types(inst);

@@ -11,8 +11,8 @@ use crate::error::Error;
 use crate::program::{Inst, Kernel, ParamInfo, SharedSymbol, NO_SLOT};
 use operands::{Frame, Symbol};
 use ptx_parser::{
-    Block, Function, Immediate, Initializer, Instruction, Module, Opcode, RegName, StateSpace,
-    StatementKind, Type, VarDecl,
+    Block, Function, FunctionKind, Immediate, Initializer, Instruction, Module, Opcode, Param,
+    RegName, StateSpace, StatementKind, Type, VarDecl,
 };
 
 pub(crate) use operands::Kind;
@@ -48,9 +48,31 @@ pub(crate) fn decode_kernel(module: &Module, func: &Function) -> Result<Kernel, 
         param_bytes = offset + bytes;
     }
 
-    // Gather declarations, labels and instructions, flattening nested blocks.
+    // Gather declarations, labels and instructions, flattening nested blocks: the entry first,
+    // then every device function with a body, each in its own register and label scope, laid
+    // out one after another in one code array.
+    let mut units: Vec<(String, Gathered)> = Vec::new();
     let mut gathered = Gathered::default();
     gather(&mut frame, body, &mut gathered)?;
+    let mut next_pc = gathered.instructions.len() as u32 + 1;
+    units.push((String::new(), gathered));
+    for f in module.functions() {
+        let (FunctionKind::Func, Some(fbody)) = (f.kind, f.body.as_ref()) else {
+            continue;
+        };
+        frame.scope = format!("{}::", f.name);
+        let mut g = Gathered {
+            start: next_pc,
+            ..Gathered::default()
+        };
+        g.returns = f.returns.clone().unwrap_or_default();
+        g.params = f.params.clone().unwrap_or_default();
+        gather(&mut frame, fbody, &mut g)?;
+        next_pc += g.instructions.len() as u32 + 1;
+        frame.functions.insert(f.name.clone(), g.start);
+        units.push((f.name.clone(), g));
+    }
+    frame.scope.clear();
     let registers = frame.next;
 
     // Shared memory: module-level variables first, then the kernel's own.
@@ -65,13 +87,30 @@ pub(crate) fn decode_kernel(module: &Module, func: &Function) -> Result<Kernel, 
             _ => {}
         }
     }
-    for v in &gathered.vars {
-        match v.space {
-            StateSpace::Shared | StateSpace::SharedCta => layout.shared(&mut frame, v),
-            StateSpace::Local => layout.local(&mut frame, v),
-            StateSpace::Const => layout.constant(&mut frame, v)?,
-            _ => {}
+    for (_, unit) in &units {
+        for v in &unit.vars {
+            match v.space {
+                StateSpace::Shared | StateSpace::SharedCta => layout.shared(&mut frame, v),
+                StateSpace::Local | StateSpace::Param => layout.local(&mut frame, v),
+                StateSpace::Const => layout.constant(&mut frame, v)?,
+                _ => {}
+            }
         }
+        // A device function's parameters and return values live in per-thread memory: a call
+        // copies the caller's `.param` variables into them, a return copies them back.
+        for p in unit.params.iter().chain(&unit.returns) {
+            layout.local_param(&mut frame, p);
+        }
+    }
+    for (name, unit) in &units {
+        let place = |frame: &Frame, ps: &[Param]| {
+            ps.iter().filter_map(|p| frame.local_var(&p.name)).collect()
+        };
+        let callee = operands::CalleeParams {
+            params: place(&frame, &unit.params),
+            returns: place(&frame, &unit.returns),
+        };
+        frame.callee_params.insert(name.clone(), callee);
     }
     let dynamic_offset = layout.static_shared.div_ceil(layout.dynamic_align) * layout.dynamic_align;
     for name in &layout.dynamic_names {
@@ -88,27 +127,41 @@ pub(crate) fn decode_kernel(module: &Module, func: &Function) -> Result<Kernel, 
         });
     }
 
-    let mut code = Vec::with_capacity(gathered.instructions.len() + 1);
-    let mut text = Vec::with_capacity(gathered.instructions.len() + 1);
+    let total: usize = units.iter().map(|(_, u)| u.instructions.len() + 1).sum();
+    let mut code = Vec::with_capacity(total);
+    let mut text = Vec::with_capacity(total);
     let mut collectives = Vec::new();
-    for inst in &gathered.instructions {
-        frame.text = text::instruction_text(inst);
-        frame.opcode = inst.opcode.as_str().to_string();
-        let (guard, negate) = match &inst.guard {
-            Some(g) => (frame.reg(&g.reg)?, g.negated),
-            None => (NO_SLOT, false),
+    let mut calls = Vec::new();
+    for (name, unit) in &units {
+        frame.scope = if name.is_empty() {
+            String::new()
+        } else {
+            format!("{name}::")
         };
-        let op = decode_instruction(&mut frame, inst, &mut collectives)?;
-        code.push(Inst { guard, negate, op });
-        text.push(frame.text.clone());
+        frame.function = name.clone();
+        for inst in &unit.instructions {
+            frame.text = text::instruction_text(inst);
+            frame.opcode = inst.opcode.as_str().to_string();
+            let (guard, negate) = match &inst.guard {
+                Some(g) => (frame.reg(&g.reg)?, g.negated),
+                None => (NO_SLOT, false),
+            };
+            let op = decode_instruction(&mut frame, inst, &mut collectives, &mut calls)?;
+            code.push(Inst { guard, negate, op });
+            text.push(frame.text.clone());
+        }
+        // Falling off the end of a body returns.
+        code.push(Inst {
+            guard: NO_SLOT,
+            negate: false,
+            op: crate::program::Op::Ret,
+        });
+        text.push(if name.is_empty() {
+            "ret; (end of kernel)".to_string()
+        } else {
+            format!("ret; (end of `{name}`)")
+        });
     }
-    // Falling off the end of the body returns.
-    code.push(Inst {
-        guard: NO_SLOT,
-        negate: false,
-        op: crate::program::Op::Exit,
-    });
-    text.push("ret; (end of kernel)".to_string());
 
     Ok(Kernel {
         name: func.name.clone(),
@@ -127,13 +180,18 @@ pub(crate) fn decode_kernel(module: &Module, func: &Function) -> Result<Kernel, 
         local_bytes: layout.local_bytes,
         const_data: layout.const_data,
         links: frame.links,
+        calls,
     })
 }
 
 #[derive(Default)]
 struct Gathered<'a> {
+    /// Index of the unit's first instruction in the kernel's code.
+    start: u32,
     instructions: Vec<&'a Instruction>,
     vars: Vec<&'a VarDecl>,
+    params: Vec<Param>,
+    returns: Vec<Param>,
 }
 
 fn gather<'a>(frame: &mut Frame, block: &'a Block, out: &mut Gathered<'a>) -> Result<(), Error> {
@@ -148,10 +206,10 @@ fn gather<'a>(frame: &mut Frame, block: &'a Block, out: &mut Gathered<'a>) -> Re
             StatementKind::Reg(decl) => {
                 for name in &decl.names {
                     match name {
-                        RegName::Single(n) => frame.declare(n.clone()),
+                        RegName::Single(n) => frame.declare(n),
                         RegName::Range { prefix, count } => {
                             for i in 0..*count {
-                                frame.declare(format!("{prefix}{i}"));
+                                frame.declare(&format!("{prefix}{i}"));
                             }
                         }
                     }
@@ -223,11 +281,29 @@ impl Layout {
 
     fn local(&mut self, frame: &mut Frame, v: &VarDecl) {
         let (bytes, align, _) = var_size(v);
+        self.local_named(frame, &v.name, bytes, align);
+    }
+
+    fn local_param(&mut self, frame: &mut Frame, p: &Param) {
+        let elem = p.ty.size_bytes().unwrap_or(1) * p.vector.map_or(1, |v| v.lanes());
+        let bytes = elem * p.array.unwrap_or(1) as u32;
+        self.local_named(frame, &p.name, bytes, p.align.unwrap_or(elem).max(1));
+    }
+
+    /// Places `name` in local memory; a name declared again (call sequences reuse `param0`)
+    /// keeps its place when it fits.
+    fn local_named(&mut self, frame: &mut Frame, name: &str, bytes: u32, align: u32) {
+        if let Some(&(offset, size)) = frame.local_vars.get(name) {
+            if size >= bytes && offset % align == 0 {
+                return;
+            }
+        }
         let offset = self.local_bytes.div_ceil(align) * align;
         self.local_bytes = offset + bytes;
+        frame.local_vars.insert(name.to_string(), (offset, bytes));
         frame
             .symbols
-            .insert(v.name.clone(), Symbol::Local { offset });
+            .insert(name.to_string(), Symbol::Local { offset });
     }
 
     fn constant(&mut self, frame: &mut Frame, v: &VarDecl) -> Result<(), Error> {
@@ -292,6 +368,7 @@ fn decode_instruction(
     frame: &mut Frame,
     inst: &Instruction,
     collectives: &mut Vec<crate::program::Collective>,
+    calls: &mut Vec<crate::program::CallSite>,
 ) -> Result<crate::program::Op, Error> {
     use crate::program::Op;
     match &inst.opcode {
@@ -358,6 +435,7 @@ fn decode_instruction(
         | Opcode::Nanosleep
         | Opcode::Pmevent
         | Opcode::Griddepcontrol => Ok(Op::Nop),
+        Opcode::Call => control::call(frame, inst, calls),
         Opcode::Bra | Opcode::Ret | Opcode::Exit | Opcode::Trap | Opcode::Bar | Opcode::Barrier => {
             control::control(frame, inst)
         }

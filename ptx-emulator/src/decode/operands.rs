@@ -34,6 +34,13 @@ pub(crate) enum Symbol {
     Global,
 }
 
+/// Where a device function's parameters and return values live.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CalleeParams {
+    pub params: Vec<(u32, u32)>,
+    pub returns: Vec<(u32, u32)>,
+}
+
 /// Per-kernel decoding state.
 pub(crate) struct Frame {
     pub kernel: String,
@@ -48,7 +55,19 @@ pub(crate) struct Frame {
     pub special_list: Vec<(Slot, SpecialReg)>,
     sink: Option<Slot>,
     pub symbols: HashMap<String, Symbol>,
+    /// Labels by scoped name.
     pub labels: HashMap<String, u32>,
+    /// Prefix of the function being gathered or decoded (`""` for the entry), so each device
+    /// function has its own registers and labels.
+    pub scope: String,
+    /// The device function being decoded (`""` for the entry).
+    pub function: String,
+    /// First instruction of each device function.
+    pub functions: HashMap<String, u32>,
+    /// Per-thread local variables: offset and size.
+    pub local_vars: HashMap<String, (u32, u32)>,
+    /// Each device function's parameters and return values as (offset, size) in local memory.
+    pub callee_params: HashMap<String, CalleeParams>,
     /// Slots that receive a module `.global` variable's address at launch.
     pub links: Vec<(Slot, String)>,
     link_slots: HashMap<String, Slot>,
@@ -69,6 +88,11 @@ impl Frame {
             sink: None,
             symbols: HashMap::new(),
             labels: HashMap::new(),
+            scope: String::new(),
+            function: String::new(),
+            functions: HashMap::new(),
+            local_vars: HashMap::new(),
+            callee_params: HashMap::new(),
             links: Vec::new(),
             link_slots: HashMap::new(),
         }
@@ -96,11 +120,30 @@ impl Frame {
         }
     }
 
-    pub(crate) fn declare(&mut self, name: String) {
-        if !self.regs.contains_key(&name) {
-            self.regs.insert(name, self.next);
+    pub(crate) fn declare(&mut self, name: &str) {
+        let scoped = format!("{}{name}", self.scope);
+        if !self.regs.contains_key(&scoped) {
+            self.regs.insert(scoped, self.next);
             self.next += 1;
         }
+    }
+
+    /// The slot of register `name` in the current scope, if declared.
+    pub(crate) fn lookup(&self, name: &str) -> Option<Slot> {
+        if self.scope.is_empty() {
+            return self.regs.get(name).copied();
+        }
+        self.regs.get(&format!("{}{name}", self.scope)).copied()
+    }
+
+    /// Offset and size of a per-thread local variable.
+    pub(crate) fn local_var(&self, name: &str) -> Option<(u32, u32)> {
+        self.local_vars.get(name).copied()
+    }
+
+    /// The instruction index of `label` in the current scope.
+    pub(crate) fn label(&self, name: &str) -> Option<u32> {
+        self.labels.get(&format!("{}{name}", self.scope)).copied()
     }
 
     /// A slot that holds `value` in every thread.
@@ -163,9 +206,7 @@ impl Frame {
     }
 
     pub(crate) fn reg(&self, name: &str) -> Result<Slot, Error> {
-        self.regs
-            .get(name)
-            .copied()
+        self.lookup(name)
             .ok_or_else(|| self.malformed(format!("register `{name}` is not declared")))
     }
 
@@ -179,7 +220,7 @@ impl Frame {
                 Ok(self.konst(bits))
             }
             Operand::Symbol(name) => {
-                if let Some(&s) = self.regs.get(name) {
+                if let Some(s) = self.lookup(name) {
                     return Ok(s);
                 }
                 if self.symbols.get(name) == Some(&Symbol::Global) {
@@ -213,7 +254,7 @@ impl Frame {
     pub(crate) fn dst(&mut self, op: &Operand) -> Result<Slot, Error> {
         match op {
             Operand::Reg(name) => self.reg(name),
-            Operand::Symbol(name) if self.regs.contains_key(name) => self.reg(name),
+            Operand::Symbol(name) if self.lookup(name).is_some() => self.reg(name),
             Operand::Sink => Ok(self.sink()),
             other => {
                 Err(self.malformed(format!("expected a destination register, found {other:?}")))
@@ -259,7 +300,7 @@ impl Frame {
             AddressBase::Reg(name) => self.reg(name)?,
             AddressBase::Imm(i) => self.konst(i.bits()),
             AddressBase::Symbol(name) => {
-                if let Some(&s) = self.regs.get(name) {
+                if let Some(s) = self.lookup(name) {
                     s
                 } else if self.symbols.get(name) == Some(&Symbol::Global) {
                     self.link(name)

@@ -69,6 +69,8 @@ pub(crate) struct Thread {
     pending: Vec<PendingCopy>,
     /// Id of the group `cp.async` adds to; committed groups have smaller ids.
     group: u32,
+    /// Device-function calls in progress: return pc and call-site index.
+    calls: Vec<(u32, u32)>,
 }
 
 impl Thread {
@@ -80,6 +82,7 @@ impl Thread {
             executed: 0,
             pending: Vec::new(),
             group: 0,
+            calls: Vec::new(),
         }
     }
 
@@ -90,6 +93,7 @@ impl Thread {
         self.executed = 0;
         self.pending.clear();
         self.group = 0;
+        self.calls.clear();
     }
 }
 
@@ -306,6 +310,15 @@ impl Ctx<'_> {
                 .map_err(fault)?;
         }
         Ok(())
+    }
+
+    /// Copies (source, destination, length) ranges within thread `t`'s local memory.
+    fn copy_local(&mut self, t: usize, copies: &[(u32, u32, u32)]) {
+        let per = self.kernel.local_bytes as usize;
+        let mine = &mut self.local[t * per..(t + 1) * per];
+        for &(src, dst, len) in copies {
+            mine.copy_within(src as usize..(src + len) as usize, dst as usize);
+        }
     }
 
     fn activemask(&self, t: usize) -> u32 {
@@ -658,6 +671,24 @@ pub(crate) fn run(
             Op::Exit => {
                 th.status = Status::Exited;
                 break ctx.complete_copies(th, t, u32::MAX);
+            }
+            Op::Ret => match th.calls.pop() {
+                None => {
+                    th.status = Status::Exited;
+                    break ctx.complete_copies(th, t, u32::MAX);
+                }
+                Some((back, site)) => {
+                    ctx.copy_local(t, &ctx.kernel.calls[site as usize].rets);
+                    pc = back as usize;
+                    continue;
+                }
+            },
+            Op::Call(site) => {
+                let call = &ctx.kernel.calls[site as usize];
+                ctx.copy_local(t, &call.args);
+                th.calls.push((pc as u32 + 1, site));
+                pc = call.target as usize;
+                continue;
             }
             Op::Bar { .. } | Op::Collective(_) => {
                 th.status = Status::Waiting;
