@@ -34,6 +34,12 @@ pub enum Error {
         kernel: String,
         source: kernel_dsl::Error,
     },
+    #[error("refusing to load kernel `{kernel}`: the cubin embedded for {target} {detail}; rebuild it with `ptxas -arch={target}`")]
+    CubinTarget {
+        kernel: String,
+        target: Target,
+        detail: String,
+    },
     #[error("the driver could not load kernel `{kernel}` for {target} ({code}); its JIT log says:\n{log}")]
     JitFailed {
         kernel: String,

@@ -5,7 +5,8 @@
 //! `device.rs`) owns a module cache (`cache.rs`); [`Device::prewarm`] and every launch resolve
 //! a kernel through the same selection (`select.rs`: the exact target's cubin, else its PTX,
 //! else the `a` variant's, else PTX emitted for the exact target, else an error naming the
-//! feature to enable; every PTX passes the target-parity check first). A [`Stream`] queues
+//! feature to enable; every PTX passes the target-parity check first, and every cubin's ELF
+//! header must name the target it is filed under, `cubin.rs`). A [`Stream`] queues
 //! copies of typed [`Buffer`]s and launches; [`Stream::launch`] validates arguments and shape
 //! (`validate.rs`) before anything reaches a driver. [`Stream::capture`] records launches into
 //! a [`Graph`]; [`GraphCache`] keeps one graph per shape. [`Event`]s time work.
@@ -75,6 +76,7 @@ mod arg;
 mod buffer;
 mod cache;
 mod config;
+mod cubin;
 mod cuda;
 mod device;
 mod dtype;

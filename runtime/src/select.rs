@@ -4,6 +4,7 @@
 //! check here, before anything reaches a driver, and the module's cache key is derived here
 //! and nowhere else.
 
+use crate::cubin::cubin_target;
 use crate::error::{Error, Result};
 use kernel_dsl::{check_ptx_parity, KernelArtifacts, ModuleKey, Target};
 use std::borrow::Cow;
@@ -52,6 +53,7 @@ pub(crate) fn select(
     for target in std::iter::once(device).chain(variant) {
         if runs_cubins {
             if let Some(cubin) = artifacts.cubin_for(target) {
+                check_cubin(kernel, target, cubin)?;
                 return Ok(Selected {
                     key: ModuleKey::of(target, cubin),
                     target,
@@ -100,6 +102,24 @@ pub(crate) fn select(
     }
 }
 
+/// The cubin counterpart of the PTX parity check: a cubin filed under `target` must say so in
+/// its ELF header (an sm_80 cubin would otherwise load silently on an sm_86 device).
+fn check_cubin(kernel: &str, target: Target, cubin: &[u8]) -> Result<()> {
+    let refuse = |detail: String| Error::CubinTarget {
+        kernel: kernel.to_string(),
+        target,
+        detail,
+    };
+    match cubin_target(cubin).map_err(refuse)? {
+        Some(actual) if actual != target => Err(refuse(format!("was built for {actual}"))),
+        Some(_) => Ok(()),
+        None => {
+            log::warn!("kernel `{kernel}`: cannot read the target of its {target} cubin (unknown ELF ABI); loading it as {target}");
+            Ok(())
+        }
+    }
+}
+
 fn ptx_module(
     kernel: &str,
     target: Target,
@@ -135,7 +155,8 @@ mod tests {
     use super::*;
     use crate::testing::{artifacts_with, VECTOR_ADD_SM80, VECTOR_ADD_SM90, VECTOR_ADD_SM90A};
 
-    const CUBIN: &[u8] = b"\x7fELF fake cubin for sm_90";
+    const CUBIN: &[u8] = include_bytes!("../tests/fixtures/test_kernels.sm_90.cubin");
+    const CUBIN_SM80: &[u8] = include_bytes!("../tests/fixtures/test_kernels.sm_80.cubin");
 
     #[test]
     fn an_embedded_cubin_wins_over_ptx_for_the_same_target() {
@@ -168,7 +189,7 @@ mod tests {
     fn a_cubin_for_another_target_is_never_chosen() {
         let a = artifacts_with(
             &[(Target::Sm80, VECTOR_ADD_SM80)],
-            &[(Target::Sm80, CUBIN)],
+            &[(Target::Sm80, CUBIN_SM80)],
             None,
         );
         let err = select(a, Target::Sm90, true).unwrap_err();
@@ -273,6 +294,28 @@ mod tests {
         let err = select(a, Target::Sm90, true).unwrap_err();
         assert!(matches!(err, Error::Parity { .. }), "{err}");
         assert!(err.to_string().contains("sm_80"), "{err}");
+    }
+
+    #[test]
+    fn a_cubin_filed_under_another_target_is_refused() {
+        let a = artifacts_with(&[], &[(Target::Sm86, CUBIN_SM80)], None);
+        let err = select(a, Target::Sm86, true).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::CubinTarget {
+                    target: Target::Sm86,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(err.to_string().contains("sm_80"), "{err}");
+        let junk = artifacts_with(&[], &[(Target::Sm90, b"not a cubin")], None);
+        assert!(matches!(
+            select(junk, Target::Sm90, true),
+            Err(Error::CubinTarget { .. })
+        ));
     }
 
     #[test]
