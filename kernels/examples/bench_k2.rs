@@ -1,0 +1,168 @@
+//! Achieved bandwidth of the row-wise and index-mapping ops (softmax, RoPE, layout, embedding,
+//! cross-entropy, argmax) against the device's copy bandwidth, measured in one process.
+//!
+//! `cargo run --release -p kernels --example bench_k2` on a GPU; `BENCH_SMALL=1` runs tiny
+//! shapes (on the emulator where no GPU is present) to check the whole path end to end.
+//!
+//! Each op is timed with CUDA events after warm-up, as the median of `RUNS` launches; its bytes
+//! are the least it must read plus write. Copy bandwidth is a 16-byte-vector grid-stride copy
+//! kernel of ours over a buffer far larger than L2.
+
+use kernel_dsl::builder::KernelBuilder;
+use kernel_dsl::dtype::{F32, U32};
+use kernel_dsl::ir::{Dim, Kernel};
+use kernel_runtime::{Bf16, Buffer, Device, KernelArg, LaunchConfig, Stream};
+use kernels::cast::Element;
+use kernels::softmax::{softmax, softmax_backward, Mask};
+use kernels::{Error, OpKernel};
+
+const RUNS: usize = 25;
+const WARMUP: usize = 3;
+
+/// `dst[i..i+4] = src[i..i+4]` for every 4-float chunk, grid-stride.
+fn copy_v4() -> Kernel {
+    let mut b = KernelBuilder::new("bench_copy_v4");
+    let src = b.param_slice::<F32>("src");
+    let dst = b.param_slice_mut::<F32>("dst");
+    let chunks = b.param::<U32>("chunks");
+    let start = b.global_index(Dim::X);
+    let stride = b.grid_stride(Dim::X);
+    b.for_range(start, chunks, stride, |b, c| {
+        let i = b.shl(c, 2);
+        let v = b.ld_global_v4(&src, i);
+        b.st_global_v4(&dst, i, v);
+    });
+    b.finish()
+}
+
+static COPY: OpKernel = OpKernel::new(copy_v4);
+
+struct Bench {
+    device: Device,
+    stream: Stream,
+    small: bool,
+    copy_gbs: f64,
+}
+
+impl Bench {
+    /// Median milliseconds of `f` over `RUNS` timed launches, after warm-up.
+    fn time(&self, mut f: impl FnMut(&Stream) -> Result<(), Error>) -> Result<f64, Error> {
+        let runs = if self.small { 3 } else { RUNS };
+        for _ in 0..WARMUP {
+            f(&self.stream)?;
+        }
+        let (start, end) = (self.device.event()?, self.device.event()?);
+        let mut ms = Vec::with_capacity(runs);
+        for _ in 0..runs {
+            self.stream.record(&start)?;
+            f(&self.stream)?;
+            self.stream.record(&end)?;
+            end.synchronize()?;
+            ms.push(start.elapsed_ms(&end)? as f64);
+        }
+        ms.sort_by(f64::total_cmp);
+        Ok(ms[ms.len() / 2])
+    }
+
+    fn report(&self, op: &str, dtype: &str, shape: &str, bytes: usize, ms: f64) {
+        let gbs = bytes as f64 / (ms * 1e-3) / 1e9;
+        let pct = 100.0 * gbs / self.copy_gbs;
+        println!("| {op:<24} | {dtype:<5} | {shape:<22} | {ms:>9.4} | {gbs:>8.1} | {pct:>6.1}% |");
+    }
+}
+
+fn measure_copy(bench: &Bench) -> Result<f64, Error> {
+    let n: usize = if bench.small { 1 << 12 } else { 1 << 28 };
+    let src = Buffer::from_host(&bench.stream, &vec![1.0f32; n])?;
+    let mut dst = Buffer::<f32>::zeros(&bench.stream, n)?;
+    let chunks = (n / 4) as u32;
+    let cfg = LaunchConfig::linear(chunks.div_ceil(256).min(132 * 16), 256);
+    let ms = bench.time(|s| {
+        let args = [
+            KernelArg::from(&src),
+            KernelArg::from(&mut dst),
+            KernelArg::from(chunks),
+        ];
+        s.launch(COPY.artifacts(), cfg, &args)?;
+        Ok(())
+    })?;
+    Ok((2 * n * 4) as f64 / (ms * 1e-3) / 1e9)
+}
+
+fn random<T: Element>(
+    stream: &Stream,
+    n: usize,
+    seed: u64,
+    lo: f32,
+    hi: f32,
+) -> Result<Buffer<T>, Error> {
+    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let host: Vec<T> = (0..n)
+        .map(|_| {
+            state ^= state >> 12;
+            state ^= state << 25;
+            state ^= state >> 27;
+            let u = (state.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 40) as f32 / (1u64 << 24) as f32;
+            T::from_f32(lo + (hi - lo) * u)
+        })
+        .collect();
+    Ok(Buffer::from_host(stream, &host)?)
+}
+
+fn dtype_name<T: Element>() -> &'static str {
+    T::STORAGE.suffix()
+}
+
+fn bench_softmax<T: Element>(bench: &Bench) -> Result<(), Error> {
+    let (rows, cols) = if bench.small {
+        (3, 1000)
+    } else {
+        (16384, 4096)
+    };
+    let n = rows * cols;
+    let s = &bench.stream;
+    let x = random::<T>(s, n, 1, -4.0, 4.0)?;
+    let dy = random::<T>(s, n, 2, -1.0, 1.0)?;
+    let mut y = Buffer::<T>::zeros(s, n)?;
+    let mut dx = Buffer::<T>::zeros(s, n)?;
+    let shape = format!("{rows}×{cols}");
+    let bytes = n * T::STORAGE.bytes();
+    let ms = bench.time(|s| softmax(s, &x, &mut y, rows, cols, 1.0, Mask::None))?;
+    bench.report("softmax", dtype_name::<T>(), &shape, 2 * bytes, ms);
+    let ms = bench.time(|s| {
+        softmax(
+            s,
+            &x,
+            &mut y,
+            rows,
+            cols,
+            0.08,
+            Mask::Causal {
+                queries: rows.min(cols),
+            },
+        )
+    })?;
+    bench.report("softmax causal", dtype_name::<T>(), &shape, 2 * bytes, ms);
+    let ms = bench.time(|s| softmax_backward(s, &y, &dy, &mut dx, rows, cols, 1.0))?;
+    bench.report("softmax_backward", dtype_name::<T>(), &shape, 3 * bytes, ms);
+    Ok(())
+}
+
+fn main() -> Result<(), Error> {
+    let small = std::env::var_os("BENCH_SMALL").is_some();
+    let device = Device::best();
+    println!("device: {}", device.props().name);
+    let mut bench = Bench {
+        stream: device.stream()?,
+        device,
+        small,
+        copy_gbs: 0.0,
+    };
+    bench.copy_gbs = measure_copy(&bench)?;
+    println!("copy bandwidth: {:.1} GB/s (read + write)", bench.copy_gbs);
+    println!("| op                       | dtype | shape                  |        ms |     GB/s | % copy |");
+    println!("|--------------------------|-------|------------------------|-----------|----------|--------|");
+    bench_softmax::<f32>(&bench)?;
+    bench_softmax::<Bf16>(&bench)?;
+    Ok(())
+}

@@ -1,0 +1,88 @@
+//! Host-side checks and launch planning of the row-wise ops.
+
+use super::spec::RowSpec;
+use crate::codegen::rows::{held_chunks, plan_rows, RowLaunch};
+use crate::codegen::tensor::Access;
+use crate::{check_len, Error, Storage};
+
+/// A validated `rows × cols` problem, the specialization that runs it, and its launch.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RowPlan {
+    pub rows: u32,
+    pub cols: u32,
+    pub spec: RowSpec,
+    pub launch: RowLaunch,
+}
+
+impl RowPlan {
+    /// Checks the sizes (at least one column; the element count fits u32) and picks 16-byte
+    /// vector access when every row starts 16-byte aligned (`cols` a multiple of the vector).
+    /// `max_ctas` caps the grid and forces CTA-per-row.
+    pub(crate) fn new(
+        op: &'static str,
+        storage: Storage,
+        rows: usize,
+        cols: usize,
+        max_ctas: Option<u32>,
+    ) -> Result<RowPlan, Error> {
+        if cols == 0 {
+            return Err(Error::Unsupported {
+                op,
+                detail: "cols is 0; a row needs at least one element".into(),
+            });
+        }
+        if rows.checked_mul(cols).is_none_or(|n| n > u32::MAX as usize) {
+            return Err(Error::Unsupported {
+                op,
+                detail: format!(
+                    "rows × cols = {rows} × {cols} exceeds {} elements; split the batch",
+                    u32::MAX
+                ),
+            });
+        }
+        let vector = Access::Vector.width(storage) as usize;
+        let access = if cols.is_multiple_of(vector) {
+            Access::Vector
+        } else {
+            Access::Scalar
+        };
+        let nchunks = (cols / access.width(storage) as usize) as u32;
+        let launch = plan_rows(rows as u32, nchunks, held_chunks(storage, access), max_ctas);
+        Ok(RowPlan {
+            rows: rows as u32,
+            cols: cols as u32,
+            spec: RowSpec {
+                storage,
+                access,
+                group: launch.group,
+            },
+            launch,
+        })
+    }
+
+    /// Checks that a buffer holds one element per matrix entry.
+    pub(crate) fn check_matrix(
+        &self,
+        op: &'static str,
+        name: &'static str,
+        len: usize,
+    ) -> Result<(), Error> {
+        let (r, c) = (self.rows, self.cols);
+        check_len(op, name, len, r as usize * c as usize, || {
+            format!("rows × cols = {r} × {c}")
+        })
+    }
+
+    /// Checks that a buffer holds one element per row.
+    pub(crate) fn check_per_row(
+        &self,
+        op: &'static str,
+        name: &'static str,
+        len: usize,
+    ) -> Result<(), Error> {
+        let r = self.rows;
+        check_len(op, name, len, r as usize, || {
+            format!("one per row, rows = {r}")
+        })
+    }
+}

@@ -1,0 +1,161 @@
+//! Softmax forward: `y = softmax(scale · x)` over each row, entries outside the mask counted
+//! as −∞ (so they come out 0).
+//!
+//! Work is in base 2: `t = x · scale · log₂e`, `y = 2^(t − M) / Σ 2^(t − M)`. Each thread keeps
+//! its held chunks in registers, folds any overflow chunks into a running (max, sum) pair as it
+//! reads them, then the group agrees on the row maximum `M`, rescales its partial sums to it,
+//! sums them, and writes from registers (overflow chunks are read again).
+
+use crate::codegen::rows::{for_each_row, for_overflow, held, held_chunks, GroupSum, Row};
+use crate::codegen::tensor::{tensor_param, Tensor};
+use crate::rowwise::index::{chunk_start, chunks, element, finite_or_zero};
+use crate::rowwise::reduce::GroupMax;
+use crate::rowwise::spec::RowSpec;
+use kernel_dsl::builder::{KernelBuilder, Value};
+use kernel_dsl::dtype::{F32, U32};
+use kernel_dsl::ir::Kernel;
+use kernel_dsl::op::{ApproxFn, Cmp};
+
+/// The scaled, masked values of one chunk: `t = x · scale_log2`, or −∞ past the row's limit.
+struct Chunk<'a> {
+    x: &'a Tensor,
+    spec: RowSpec,
+    scale_log2: Value<F32>,
+}
+
+impl Chunk<'_> {
+    fn load(
+        &self,
+        b: &mut KernelBuilder,
+        idx: Value<U32>,
+        col0: Value<U32>,
+        limit: Value<U32>,
+    ) -> Vec<Value<F32>> {
+        let xs = self.x.load_n(b, idx, self.spec.access);
+        let ninf = b.const_f32(f32::NEG_INFINITY);
+        xs.iter()
+            .enumerate()
+            .map(|(k, &v)| {
+                let t = b.mul(v, self.scale_log2);
+                let col = if k == 0 {
+                    col0
+                } else {
+                    let k = b.const_u32(k as u32);
+                    b.add(col0, k)
+                };
+                let inside = b.setp(Cmp::Le, col, limit);
+                b.selp(inside, t, ninf)
+            })
+            .collect()
+    }
+}
+
+/// Folds `vals` into the running `(m, s)`: `m' = max(m, vals)`, `s' = s·2^(m−m') + Σ 2^(v−m')`.
+fn fold(b: &mut KernelBuilder, m: Value<F32>, s: Value<F32>, vals: &[Value<F32>]) {
+    let mut nm = m;
+    for &v in vals {
+        nm = b.max(nm, v);
+    }
+    let base = finite_or_zero(b, nm);
+    let d = b.sub(m, base);
+    let rescale = b.approx(ApproxFn::Ex2, d);
+    let kept = b.mul(s, rescale);
+    let acc = b.var(kept);
+    for &v in vals {
+        let e = b.sub(v, base);
+        let e = b.approx(ApproxFn::Ex2, e);
+        let t = b.add(acc, e);
+        b.assign(acc, t);
+    }
+    b.assign(s, acc);
+    b.assign(m, nm);
+}
+
+/// Parameters: `x, y, rows, cols, scale_log2, queries, offset`. Column `j` of row `r` takes
+/// part when `j ≤ r mod queries + offset` (no mask: `queries = 1`, `offset = cols − 1`).
+pub(crate) fn softmax_forward(spec: RowSpec) -> Kernel {
+    let storage = spec.storage;
+    let mut b = KernelBuilder::new(format!("softmax_{}", spec.suffix()));
+    let x = tensor_param(&mut b, "x", storage, false);
+    let y = tensor_param(&mut b, "y", storage, true);
+    let rows = b.param::<U32>("rows");
+    let cols = b.param::<U32>("cols");
+    let scale_log2 = b.param::<F32>("scale_log2");
+    let queries = b.param::<U32>("queries");
+    let offset = b.param::<U32>("offset");
+    let chunk = Chunk {
+        x: &x,
+        spec,
+        scale_log2,
+    };
+
+    let width = spec.access.width(storage);
+    let count = held_chunks(storage, spec.access);
+    let nchunks = chunks(&mut b, cols, width);
+    let maxer = GroupMax::new(&mut b, spec.group);
+    let summer = GroupSum::new(&mut b, spec.group, 1);
+
+    for_each_row(&mut b, spec.group, rows, |b, row: Row| {
+        let base = b.mul(row.row, cols);
+        let q = b.rem(row.row, queries);
+        let limit = b.add(q, offset);
+        let ninf = b.const_f32(f32::NEG_INFINITY);
+        let zero = b.const_f32(0.0);
+
+        let slots = held(b, &row, nchunks, count);
+        let mut kept = Vec::new();
+        let mut held_vals = Vec::new();
+        for &(c, active) in &slots {
+            let idx = element(b, base, c, width);
+            let vars: Vec<Value<F32>> = (0..width).map(|_| b.var(ninf)).collect();
+            b.if_(active, |b| {
+                let col0 = chunk_start(b, c, width);
+                for (&var, v) in vars.iter().zip(chunk.load(b, idx, col0, limit)) {
+                    b.assign(var, v);
+                }
+            });
+            held_vals.extend(vars.iter().copied());
+            kept.push((active, idx, vars));
+        }
+        let m = b.var(ninf);
+        let s = b.var(zero);
+        fold(b, m, s, &held_vals);
+        for_overflow(b, &row, nchunks, count, |b, c| {
+            let idx = element(b, base, c, width);
+            let col0 = chunk_start(b, c, width);
+            let vals = chunk.load(b, idx, col0, limit);
+            fold(b, m, s, &vals);
+        });
+
+        let row_max = maxer.max(b, m);
+        let top = finite_or_zero(b, row_max);
+        let d = b.sub(m, top);
+        let rescale = b.approx(ApproxFn::Ex2, d);
+        let mine = b.mul(s, rescale);
+        let total = summer.sum(b, &[mine])[0];
+        let one = b.const_f32(1.0);
+        let inv = b.div(one, total);
+
+        let write = |b: &mut KernelBuilder, idx, vals: &[Value<F32>]| {
+            let out: Vec<Value<F32>> = vals
+                .iter()
+                .map(|&t| {
+                    let e = b.sub(t, top);
+                    let e = b.approx(ApproxFn::Ex2, e);
+                    b.mul(e, inv)
+                })
+                .collect();
+            y.store_n(b, idx, spec.access, &out);
+        };
+        for (active, idx, vars) in &kept {
+            b.if_(*active, |b| write(b, *idx, vars));
+        }
+        for_overflow(b, &row, nchunks, count, |b, c| {
+            let idx = element(b, base, c, width);
+            let col0 = chunk_start(b, c, width);
+            let vals = chunk.load(b, idx, col0, limit);
+            write(b, idx, &vals);
+        });
+    });
+    b.finish()
+}

@@ -1,0 +1,29 @@
+//! Softmax over the rows of a matrix, forward and backward, with an optional scale and causal
+//! mask, for f32 and bf16 storage.
+//!
+//! A row belongs to one warp (up to 512 elements) or one CTA (wider rows, any length). Each
+//! thread holds its share of the row in registers between the reductions and the write; rows
+//! too wide for that are read again. Rows whose width is a multiple of 16 bytes move in 16-byte
+//! vectors, others one element at a time.
+
+mod backward_kernel;
+mod forward_kernel;
+mod mask;
+mod ops;
+pub mod reference;
+
+pub use mask::Mask;
+pub use ops::{softmax, softmax_backward};
+
+use crate::codegen::{kernel_refs, kernel_table};
+use crate::rowwise::spec::RowSpec;
+use crate::OpKernel;
+
+kernel_table!(static FORWARD = forward_kernel::softmax_forward, RowSpec::ALL, [0 1 2 3 4 5 6 7]);
+kernel_table!(static BACKWARD = backward_kernel::softmax_backward, RowSpec::ALL, [0 1 2 3 4 5 6 7]);
+
+/// Every specialization this module ships.
+pub static KERNELS: &[&OpKernel] = kernel_refs![
+    FORWARD[0 1 2 3 4 5 6 7],
+    BACKWARD[0 1 2 3 4 5 6 7],
+];

@@ -1,0 +1,99 @@
+//! The softmax ops: shape checks, then one launch.
+
+use super::{Mask, BACKWARD, FORWARD};
+use crate::cast::Element;
+use crate::rowwise::shape::RowPlan;
+use crate::Error;
+use kernel_runtime::{Buffer, KernelArg, Stream};
+
+/// `y = softmax(scale · x)` over each row of a `rows × cols` matrix, computed in f32 and stored
+/// as `T`; entries outside `mask` are 0.
+///
+/// ```
+/// use kernel_runtime::{Buffer, Device};
+/// use kernels::softmax::{softmax, Mask};
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator().stream()?;
+/// let x = Buffer::from_host(&stream, &[1.0f32, 1.0, 3.0, 1.0])?;
+/// let mut y = Buffer::<f32>::zeros(&stream, 4)?;
+/// softmax(&stream, &x, &mut y, 2, 2, 1.0, Mask::Causal { queries: 2 })?;
+/// let y = y.to_host(&stream)?;
+/// assert_eq!(y[..2], [1.0, 0.0]);
+/// assert!((y[2] - 0.880797).abs() < 1e-5);
+/// # Ok(()) }
+/// ```
+pub fn softmax<T: Element>(
+    stream: &Stream,
+    x: &Buffer<T>,
+    y: &mut Buffer<T>,
+    rows: usize,
+    cols: usize,
+    scale: f32,
+    mask: Mask,
+) -> Result<(), Error> {
+    const OP: &str = "softmax";
+    let p = RowPlan::new(OP, T::STORAGE, rows, cols, None)?;
+    p.check_matrix(OP, "x", x.len())?;
+    p.check_matrix(OP, "y", y.len())?;
+    let (queries, offset) = mask.kernel_params(OP, rows, cols)?;
+    if rows == 0 {
+        return Ok(());
+    }
+    let args = [
+        KernelArg::from(x),
+        KernelArg::from(&mut *y),
+        KernelArg::from(p.rows),
+        KernelArg::from(p.cols),
+        KernelArg::from(scale * std::f32::consts::LOG2_E),
+        KernelArg::from(queries),
+        KernelArg::from(offset),
+    ];
+    let kernel = &FORWARD[p.spec.index()];
+    stream.launch(kernel.artifacts(), p.launch.cfg, &args)?;
+    Ok(())
+}
+
+/// The gradient of [`softmax`]: given its output `y` and the upstream gradient `dy`,
+/// `dx = scale · y ⊙ (dy − ⟨y, dy⟩)` per row (masked entries, where `y = 0`, get 0).
+///
+/// ```
+/// use kernel_runtime::{Buffer, Device};
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator().stream()?;
+/// let y = Buffer::from_host(&stream, &[0.5f32, 0.5])?;
+/// let dy = Buffer::from_host(&stream, &[1.0f32, 0.0])?;
+/// let mut dx = Buffer::<f32>::zeros(&stream, 2)?;
+/// kernels::softmax::softmax_backward(&stream, &y, &dy, &mut dx, 1, 2, 2.0)?;
+/// assert_eq!(dx.to_host(&stream)?, vec![0.5, -0.5]);
+/// # Ok(()) }
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn softmax_backward<T: Element>(
+    stream: &Stream,
+    y: &Buffer<T>,
+    dy: &Buffer<T>,
+    dx: &mut Buffer<T>,
+    rows: usize,
+    cols: usize,
+    scale: f32,
+) -> Result<(), Error> {
+    const OP: &str = "softmax_backward";
+    let p = RowPlan::new(OP, T::STORAGE, rows, cols, None)?;
+    p.check_matrix(OP, "y", y.len())?;
+    p.check_matrix(OP, "dy", dy.len())?;
+    p.check_matrix(OP, "dx", dx.len())?;
+    if rows == 0 {
+        return Ok(());
+    }
+    let args = [
+        KernelArg::from(y),
+        KernelArg::from(dy),
+        KernelArg::from(&mut *dx),
+        KernelArg::from(p.rows),
+        KernelArg::from(p.cols),
+        KernelArg::from(scale),
+    ];
+    let kernel = &BACKWARD[p.spec.index()];
+    stream.launch(kernel.artifacts(), p.launch.cfg, &args)?;
+    Ok(())
+}
