@@ -1,0 +1,146 @@
+//! Bandwidth of the elementwise, norm, cast, optimizer and clipping ops against the device's
+//! copy bandwidth, measured in one process with CUDA events (warm-up, then the median of the
+//! timed runs).
+//!
+//! ```text
+//! cargo run --release -p kernels --example bench_k1            # on a GPU
+//! BENCH_SMALL=1 cargo run -p kernels --example bench_k1        # tiny shapes on the emulator
+//! ```
+//!
+//! Bytes are counted minimally: what an op must read plus what it must write, once each.
+
+use kernel_runtime::{Bf16, Buffer, Device, Stream};
+use kernels::cast::{cast, Element};
+use kernels::norm;
+use std::error::Error;
+
+type Res<T = ()> = Result<T, Box<dyn Error>>;
+
+struct Bench {
+    device: Device,
+    stream: Stream,
+    small: bool,
+    warmup: usize,
+    runs: usize,
+    copy_gbs: f64,
+}
+
+impl Bench {
+    /// Median milliseconds of `f` over the timed runs.
+    fn time(&self, mut f: impl FnMut(&Stream) -> Res) -> Res<f64> {
+        for _ in 0..self.warmup {
+            f(&self.stream)?;
+        }
+        let mut ms = Vec::with_capacity(self.runs);
+        for _ in 0..self.runs {
+            let (start, end) = (self.device.event()?, self.device.event()?);
+            self.stream.record(&start)?;
+            f(&self.stream)?;
+            self.stream.record(&end)?;
+            end.synchronize()?;
+            ms.push(start.elapsed_ms(&end)? as f64);
+        }
+        ms.sort_by(f64::total_cmp);
+        Ok(ms[ms.len() / 2])
+    }
+
+    /// Times `f`, which moves `bytes`, and prints one table row.
+    fn row(
+        &self,
+        op: &str,
+        dtype: &str,
+        shape: &str,
+        bytes: f64,
+        f: impl FnMut(&Stream) -> Res,
+    ) -> Res {
+        let ms = self.time(f)?;
+        let gbs = bytes / (ms * 1e-3) / 1e9;
+        let pct = if self.copy_gbs > 0.0 {
+            100.0 * gbs / self.copy_gbs
+        } else {
+            0.0
+        };
+        println!("| {op:<22} | {dtype:<5} | {shape:<18} | {ms:>9.4} | {gbs:>8.1} | {pct:>6.1}% |");
+        Ok(())
+    }
+}
+
+fn filled<T: Element>(stream: &Stream, n: usize, seed: u32) -> Res<Buffer<T>> {
+    // A cheap deterministic pattern in [-1, 1), never all zeros.
+    let host: Vec<T> = (0..n)
+        .map(|i| {
+            let h = (i as u32).wrapping_mul(2_654_435_761).wrapping_add(seed);
+            T::from_f32((h >> 8) as f32 / (1u32 << 23) as f32 - 1.0)
+        })
+        .collect();
+    Ok(Buffer::from_host(stream, &host)?)
+}
+
+fn dtype<T: Element>() -> &'static str {
+    T::STORAGE.suffix()
+}
+
+fn bench_norms<T: Element>(b: &Bench) -> Res {
+    let (rows, cols) = if b.small { (8, 256) } else { (16384, 4096) };
+    let n = rows * cols;
+    let es = std::mem::size_of::<T>() as f64;
+    let shape = format!("{rows}x{cols}");
+    let x = filled::<T>(&b.stream, n, 1)?;
+    let g = filled::<T>(&b.stream, cols, 2)?;
+    let mut y = Buffer::<T>::zeros(&b.stream, n)?;
+    let matrix = n as f64 * es;
+    b.row("rms_norm", dtype::<T>(), &shape, 2.0 * matrix, |s| {
+        Ok(norm::rms_norm(s, &x, &g, &mut y, rows, cols, 1e-5)?)
+    })?;
+    let r = filled::<T>(&b.stream, n, 3)?;
+    let mut sum = Buffer::<T>::zeros(&b.stream, n)?;
+    b.row("add_rms_norm", dtype::<T>(), &shape, 4.0 * matrix, |s| {
+        Ok(norm::add_rms_norm(
+            s, &x, &r, &g, &mut sum, &mut y, rows, cols, 1e-5,
+        )?)
+    })?;
+    Ok(())
+}
+
+fn main() -> Res {
+    let small = std::env::var_os("BENCH_SMALL").is_some();
+    let device = if small {
+        Device::emulator()
+    } else {
+        Device::cuda(0)?
+    };
+    let stream = device.stream()?;
+    let mut b = Bench {
+        device,
+        stream,
+        small,
+        warmup: if small { 1 } else { 5 },
+        runs: if small { 3 } else { 25 },
+        copy_gbs: 0.0,
+    };
+    println!("device: {}", b.device.props().name);
+    println!(
+        "| op                     | dtype | shape              |        ms |     GB/s | % copy |"
+    );
+    println!(
+        "|------------------------|-------|--------------------|-----------|----------|--------|"
+    );
+
+    let n = if small { 1 << 14 } else { 1 << 28 };
+    let src = filled::<f32>(&b.stream, n, 9)?;
+    let mut dst = Buffer::<f32>::zeros(&b.stream, n)?;
+    let copy_ms = b.time(|s| Ok(cast(s, &src, &mut dst)?))?;
+    b.copy_gbs = 8.0 * n as f64 / (copy_ms * 1e-3) / 1e9;
+    b.row(
+        "copy (cast f32→f32)",
+        "f32",
+        &format!("{n}"),
+        8.0 * n as f64,
+        |s| Ok(cast(s, &src, &mut dst)?),
+    )?;
+    drop((src, dst));
+
+    bench_norms::<f32>(&b)?;
+    bench_norms::<Bf16>(&b)?;
+    Ok(())
+}

@@ -1,0 +1,114 @@
+//! Conversions between storage types (f32, bf16, f16; narrowing rounds to nearest even), and
+//! the [`Element`] trait the ops are generic over. A same-type cast is a vectorized copy.
+
+mod element;
+
+pub use element::Element;
+
+use crate::codegen::map::{map_kernel, map_launch, step_elems, MapSig};
+use crate::codegen::tensor::Format;
+use crate::codegen::{kernel_refs, kernel_table};
+use crate::{check_len, Error, OpKernel};
+use kernel_dsl::ir::Kernel;
+use kernel_dsl::ScalarType;
+use kernel_runtime::{Bf16, Buffer, DeviceElem, KernelArg, Stream, F16};
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for f32 {}
+    impl Sealed for kernel_runtime::Bf16 {}
+    impl Sealed for kernel_runtime::F16 {}
+}
+
+/// An element type [`cast`] converts between: `f32`, [`Bf16`] or [`F16`].
+pub trait CastElem: DeviceElem + sealed::Sealed {}
+impl CastElem for f32 {}
+impl CastElem for Bf16 {}
+impl CastElem for F16 {}
+
+const FORMATS: [Format; 3] = [Format::F32, Format::Bf16, Format::F16];
+
+/// Every (source, destination) pair, in [`pair_index`] order.
+const PAIRS: [(Format, Format); 9] = {
+    let mut out = [(Format::F32, Format::F32); 9];
+    let mut i = 0;
+    while i < 9 {
+        out[i] = (FORMATS[i / 3], FORMATS[i % 3]);
+        i += 1;
+    }
+    out
+};
+
+fn pair_index(src: Format, dst: Format) -> usize {
+    let pos = |f| match f {
+        Format::F32 => 0,
+        Format::Bf16 => 1,
+        Format::F16 => 2,
+    };
+    pos(src) * 3 + pos(dst)
+}
+
+fn format_of(t: ScalarType) -> Format {
+    match t {
+        ScalarType::Bf16 => Format::Bf16,
+        ScalarType::F16 => Format::F16,
+        _ => Format::F32,
+    }
+}
+
+fn cast_kernel((src, dst): (Format, Format)) -> Kernel {
+    let sig = MapSig {
+        name: format!("cast_{}_to_{}", src.suffix(), dst.suffix()),
+        inputs: &[("src", src)],
+        outputs: &[("dst", dst)],
+        scalars: &[],
+    };
+    map_kernel(&sig, |_, x, _| vec![x[0]])
+}
+
+kernel_table!(static CASTS = cast_kernel, PAIRS, [0 1 2 3 4 5 6 7 8]);
+
+/// Every specialization this module ships.
+pub static KERNELS: &[&OpKernel] = kernel_refs![CASTS[0 1 2 3 4 5 6 7 8]];
+
+/// Converts `src` into `dst` element by element (same length). Narrowing rounds to nearest
+/// even; NaN stays NaN, ±∞ stays ±∞, and values beyond the target's range become ±∞.
+///
+/// ```
+/// use kernel_runtime::{Bf16, Buffer, Device};
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator().stream()?;
+/// let src = Buffer::from_host(&stream, &[1.0f32, 1.00390625, -2.5])?;
+/// let mut dst = Buffer::<Bf16>::zeros(&stream, 3)?;
+/// kernels::cast::cast(&stream, &src, &mut dst)?;
+/// let back: Vec<f32> = dst.to_host(&stream)?.iter().map(|v| v.to_f32()).collect();
+/// assert_eq!(back, vec![1.0, 1.0, -2.5]); // 1 + 2⁻⁸ ties to the even 1.0
+/// # Ok(()) }
+/// ```
+pub fn cast<S: CastElem, D: CastElem>(
+    stream: &Stream,
+    src: &Buffer<S>,
+    dst: &mut Buffer<D>,
+) -> Result<(), Error> {
+    let n = src.len();
+    check_len("cast", "dst", dst.len(), n, || {
+        format!("the same length as `src` ({n})")
+    })?;
+    let n32 = u32::try_from(n).map_err(|_| Error::Unsupported {
+        op: "cast",
+        detail: format!("{n} elements exceed {}; convert in pieces", u32::MAX),
+    })?;
+    if n == 0 {
+        return Ok(());
+    }
+    let (sf, df) = (format_of(S::SCALAR), format_of(D::SCALAR));
+    let kernel = &CASTS[pair_index(sf, df)];
+    let cfg = map_launch(n32, step_elems([sf, df]));
+    let args = [
+        KernelArg::from(src),
+        KernelArg::from(&mut *dst),
+        KernelArg::from(n32),
+    ];
+    stream.launch(kernel.artifacts(), cfg, &args)?;
+    Ok(())
+}

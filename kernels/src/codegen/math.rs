@@ -1,0 +1,77 @@
+//! Float helpers: IEEE square root and reciprocal, `exp` through `ex2.approx`, and the
+//! activations built on it.
+
+use super::fresh;
+use kernel_dsl::builder::{KernelBuilder, Value};
+use kernel_dsl::dtype::F32;
+use kernel_dsl::op::{ApproxFn, Op, Rounding};
+use kernel_dsl::ScalarType;
+
+/// `sqrt.rn.f32`: correctly rounded.
+pub(crate) fn sqrt(b: &mut KernelBuilder, v: Value<F32>) -> Value<F32> {
+    let d = fresh::<F32>(b);
+    b.inst(
+        Op::SqrtIeee {
+            ty: ScalarType::F32,
+            rnd: Rounding::Rn,
+            ftz: false,
+        },
+        vec![d.reg().into()],
+        vec![v.reg().into()],
+    );
+    d
+}
+
+/// `rcp.rn.f32`: correctly rounded.
+pub(crate) fn rcp(b: &mut KernelBuilder, v: Value<F32>) -> Value<F32> {
+    let d = fresh::<F32>(b);
+    b.inst(
+        Op::RcpIeee {
+            ty: ScalarType::F32,
+            rnd: Rounding::Rn,
+            ftz: false,
+        },
+        vec![d.reg().into()],
+        vec![v.reg().into()],
+    );
+    d
+}
+
+/// `1 / sqrt(v)` from the two correctly rounded steps (once per row, so precision wins over
+/// `rsqrt.approx`).
+pub(crate) fn rsqrt(b: &mut KernelBuilder, v: Value<F32>) -> Value<F32> {
+    let s = sqrt(b, v);
+    rcp(b, s)
+}
+
+/// `e^v` as `2^(v·log2 e)` with `ex2.approx.f32` (relative error about 2⁻²²).
+pub(crate) fn exp(b: &mut KernelBuilder, v: Value<F32>) -> Value<F32> {
+    let log2e = b.const_f32(std::f32::consts::LOG2_E);
+    let t = b.mul(v, log2e);
+    b.approx(ApproxFn::Ex2, t)
+}
+
+/// The logistic function `1 / (1 + e^-v)`; saturates cleanly at ±∞.
+pub(crate) fn sigmoid(b: &mut KernelBuilder, v: Value<F32>) -> Value<F32> {
+    let n = b.neg(v);
+    let e = exp(b, n);
+    let one = b.const_f32(1.0);
+    let d = b.add(one, e);
+    b.div(one, d)
+}
+
+/// `tanh(v) = 1 - 2 / (e^{2v} + 1)`: exact limits ±1, absolute error near 1e-7.
+pub(crate) fn tanh(b: &mut KernelBuilder, v: Value<F32>) -> Value<F32> {
+    let two = b.const_f32(2.0);
+    let one = b.const_f32(1.0);
+    let t = b.mul(v, two);
+    let e = exp(b, t);
+    let d = b.add(e, one);
+    let q = b.div(two, d);
+    b.sub(one, q)
+}
+
+/// √(2/π), the GELU tanh-form constant.
+pub(crate) const GELU_K0: f32 = 0.797_884_6;
+/// The cubic coefficient of the GELU tanh form.
+pub(crate) const GELU_K1: f32 = 0.044_715;

@@ -1,0 +1,308 @@
+//! A global buffer parameter whose format (f32, bf16, f16) is chosen when the kernel is built;
+//! loads widen to f32 and stores round to nearest even, one element or one 16-byte vector
+//! (4 × f32 or 8 × 16-bit) at a time.
+
+use super::{bf16, fresh, half};
+use crate::Storage;
+use kernel_dsl::builder::{KernelBuilder, Value};
+use kernel_dsl::dtype::{F32, U16, U32, U64};
+use kernel_dsl::ir::{AddrBase, Operand, ParamType};
+use kernel_dsl::op::{MulMode, Op};
+use kernel_dsl::{ScalarType, StateSpace};
+
+/// Bytes moved by one vector access.
+pub(crate) const VECTOR_BYTES: u32 = 16;
+
+/// How a kernel specialization touches memory: one element per access, or one 16-byte vector
+/// (which needs every accessed run to start 16-byte aligned).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Access {
+    Scalar,
+    Vector,
+}
+
+impl Access {
+    /// Elements per access for `storage`.
+    pub(crate) const fn width(self, storage: Storage) -> u32 {
+        match self {
+            Access::Scalar => 1,
+            Access::Vector => VECTOR_BYTES / storage.bytes() as u32,
+        }
+    }
+
+    /// Elements per access for any [`Format`].
+    pub(crate) const fn width_of(self, format: Format) -> u32 {
+        match self {
+            Access::Scalar => 1,
+            Access::Vector => format.per_vector(),
+        }
+    }
+
+    /// Suffix used in entry names.
+    pub(crate) const fn tag(self) -> &'static str {
+        match self {
+            Access::Scalar => "x1",
+            Access::Vector => "v16b",
+        }
+    }
+}
+
+/// How elements are laid out in memory: the op storages, plus f16 for conversions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Format {
+    F32,
+    Bf16,
+    F16,
+}
+
+impl Format {
+    pub(crate) const fn bytes(self) -> u32 {
+        match self {
+            Format::F32 => 4,
+            Format::Bf16 | Format::F16 => 2,
+        }
+    }
+
+    pub(crate) const fn scalar(self) -> ScalarType {
+        match self {
+            Format::F32 => ScalarType::F32,
+            Format::Bf16 => ScalarType::Bf16,
+            Format::F16 => ScalarType::F16,
+        }
+    }
+
+    pub(crate) const fn suffix(self) -> &'static str {
+        match self {
+            Format::F32 => "f32",
+            Format::Bf16 => "bf16",
+            Format::F16 => "f16",
+        }
+    }
+
+    /// Elements per 16-byte vector.
+    pub(crate) const fn per_vector(self) -> u32 {
+        VECTOR_BYTES / self.bytes()
+    }
+}
+
+impl From<Storage> for Format {
+    fn from(s: Storage) -> Format {
+        match s {
+            Storage::F32 => Format::F32,
+            Storage::Bf16 => Format::Bf16,
+        }
+    }
+}
+
+/// A global buffer parameter of a kernel under construction.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Tensor {
+    base: Value<U64>,
+    format: Format,
+    writable: bool,
+}
+
+/// Declares a buffer parameter `name` of `storage` elements and loads its global address.
+/// Read-only buffers load through the non-coherent path.
+pub(crate) fn tensor_param(
+    b: &mut KernelBuilder,
+    name: &str,
+    storage: Storage,
+    writable: bool,
+) -> Tensor {
+    tensor_param_of(b, name, storage.into(), writable)
+}
+
+/// Like [`tensor_param`], for any [`Format`].
+pub(crate) fn tensor_param_of(
+    b: &mut KernelBuilder,
+    name: &str,
+    format: Format,
+    writable: bool,
+) -> Tensor {
+    let sym = b.raw_param(
+        name,
+        ParamType::GlobalPtr {
+            elem: format.scalar(),
+            mutable: writable,
+        },
+    );
+    let generic = fresh::<U64>(b);
+    b.inst(
+        Op::Ld {
+            space: StateSpace::Param,
+            ty: ScalarType::U64,
+            vec: None,
+            nc: false,
+            cache: None,
+        },
+        vec![generic.reg().into()],
+        vec![Operand::Addr {
+            base: AddrBase::Symbol(sym),
+            offset: 0,
+        }],
+    );
+    let base = fresh::<U64>(b);
+    b.inst(
+        Op::Cvta {
+            space: StateSpace::Global,
+            to_generic: false,
+        },
+        vec![base.reg().into()],
+        vec![generic.reg().into()],
+    );
+    Tensor {
+        base,
+        format,
+        writable,
+    }
+}
+
+impl Tensor {
+    pub(crate) fn format(&self) -> Format {
+        self.format
+    }
+
+    /// Byte address of element `index` (64-bit, so any u32 index is in range).
+    pub(crate) fn address(&self, b: &mut KernelBuilder, index: Value<U32>) -> Value<U64> {
+        let off = fresh::<U64>(b);
+        b.inst(
+            Op::Mul {
+                ty: ScalarType::U32,
+                mode: Some(MulMode::Wide),
+                rnd: None,
+                ftz: false,
+                sat: false,
+            },
+            vec![off.reg().into()],
+            vec![index.reg().into(), bf16::imm(self.format.bytes() as i64)],
+        );
+        b.add(self.base, off)
+    }
+
+    fn nc(&self) -> bool {
+        !self.writable
+    }
+
+    /// Loads element `index` as f32.
+    pub(crate) fn load(&self, b: &mut KernelBuilder, index: Value<U32>) -> Value<F32> {
+        let addr = self.address(b, index);
+        match self.format {
+            Format::F32 => b.load::<F32>(StateSpace::Global, addr.reg(), 0, self.nc()),
+            Format::Bf16 => {
+                let h = b.load::<U16>(StateSpace::Global, addr.reg(), 0, self.nc());
+                bf16::widen(b, h)
+            }
+            Format::F16 => {
+                let h = b.load::<U16>(StateSpace::Global, addr.reg(), 0, self.nc());
+                half::widen(b, h)
+            }
+        }
+    }
+
+    /// Stores `v` to element `index`, rounded to the storage type.
+    pub(crate) fn store(&self, b: &mut KernelBuilder, index: Value<U32>, v: Value<F32>) {
+        let addr = self.address(b, index);
+        match self.format {
+            Format::F32 => b.store(StateSpace::Global, addr.reg(), 0, v),
+            Format::Bf16 => {
+                let h = bf16::narrow(b, v);
+                b.store(StateSpace::Global, addr.reg(), 0, h);
+            }
+            Format::F16 => {
+                let h = half::narrow(b, v);
+                b.store(StateSpace::Global, addr.reg(), 0, h);
+            }
+        }
+    }
+
+    /// Loads the `access.width()` elements starting at `index` (aligned for vectors).
+    pub(crate) fn load_n(
+        &self,
+        b: &mut KernelBuilder,
+        index: Value<U32>,
+        access: Access,
+    ) -> Vec<Value<F32>> {
+        if access == Access::Scalar {
+            return vec![self.load(b, index)];
+        }
+        let addr = self.address(b, index);
+        match self.format {
+            Format::F32 => b
+                .load_v4::<F32>(StateSpace::Global, addr.reg(), 0, self.nc())
+                .to_vec(),
+            Format::Bf16 => {
+                let words = b.load_v4::<U32>(StateSpace::Global, addr.reg(), 0, self.nc());
+                words.iter().flat_map(|&w| bf16::unpack2(b, w)).collect()
+            }
+            Format::F16 => {
+                let words = b.load_v4::<U32>(StateSpace::Global, addr.reg(), 0, self.nc());
+                words.iter().flat_map(|&w| half::unpack2(b, w)).collect()
+            }
+        }
+    }
+
+    /// Stores `vals` (`access.width()` of them) starting at `index`.
+    pub(crate) fn store_n(
+        &self,
+        b: &mut KernelBuilder,
+        index: Value<U32>,
+        access: Access,
+        vals: &[Value<F32>],
+    ) {
+        if access == Access::Scalar {
+            self.store(b, index, vals[0]);
+            return;
+        }
+        let addr = self.address(b, index);
+        match self.format {
+            Format::F32 => {
+                b.store_v4(
+                    StateSpace::Global,
+                    addr.reg(),
+                    0,
+                    [vals[0], vals[1], vals[2], vals[3]],
+                );
+            }
+            Format::Bf16 | Format::F16 => {
+                let pack = if self.format == Format::Bf16 {
+                    bf16::pack2
+                } else {
+                    half::pack2
+                };
+                let w: Vec<Value<U32>> = vals.chunks(2).map(|p| pack(b, p[0], p[1])).collect();
+                b.store_v4(StateSpace::Global, addr.reg(), 0, [w[0], w[1], w[2], w[3]]);
+            }
+        }
+    }
+
+    /// Like [`Tensor::load_n`], but only where `active`; elsewhere the values are zero.
+    pub(crate) fn load_n_or_zero(
+        &self,
+        b: &mut KernelBuilder,
+        index: Value<U32>,
+        access: Access,
+        active: Value<kernel_dsl::dtype::Pred>,
+    ) -> Vec<Value<F32>> {
+        let zero = b.const_f32(0.0);
+        let vars: Vec<Value<F32>> = (0..access.width_of(self.format))
+            .map(|_| b.var(zero))
+            .collect();
+        b.if_(active, |b| {
+            let vals = self.load_n(b, index, access);
+            for (var, v) in vars.iter().zip(vals) {
+                b.assign(*var, v);
+            }
+        });
+        vars
+    }
+
+    /// `v` as storing and reloading it would give (rounded to bf16 for bf16 storage).
+    pub(crate) fn round(&self, b: &mut KernelBuilder, v: Value<F32>) -> Value<F32> {
+        match self.format {
+            Format::F32 => v,
+            Format::Bf16 => bf16::round(b, v),
+            Format::F16 => half::round(b, v),
+        }
+    }
+}

@@ -1,0 +1,30 @@
+//! Row norms: RMSNorm (forward, backward with a deterministic γ gradient, fused with a
+//! residual add, per attention head) and LayerNorm (forward, backward), for f32 and bf16
+//! storage.
+//!
+//! One row belongs to one warp (rows of up to 512 elements) or one CTA (wider rows); each
+//! thread keeps its share of the row in registers between the reduction and the write, and
+//! re-reads only the part of very wide rows that does not fit. Rows whose width is a multiple
+//! of 16 bytes move in 16-byte vectors, others one element at a time.
+
+pub mod reference;
+mod rms;
+mod rms_forward;
+mod row_io;
+mod shape;
+mod spec;
+
+pub use rms::{add_rms_norm, rms_norm, rms_norm_heads};
+
+use crate::codegen::{kernel_refs, kernel_table};
+use crate::OpKernel;
+use spec::RowSpec;
+
+kernel_table!(static RMS_FORWARD = rms_forward::rms_norm, RowSpec::ALL, [0 1 2 3 4 5 6 7]);
+kernel_table!(static ADD_RMS_FORWARD = rms_forward::add_rms_norm, RowSpec::ALL, [0 1 2 3 4 5 6 7]);
+
+/// Every specialization this module ships.
+pub static KERNELS: &[&OpKernel] = kernel_refs![
+    RMS_FORWARD[0 1 2 3 4 5 6 7],
+    ADD_RMS_FORWARD[0 1 2 3 4 5 6 7],
+];

@@ -1,0 +1,154 @@
+//! The RMSNorm forward ops: plain, fused with a residual add, and per attention head.
+
+use super::shape::RowProblem;
+use super::spec::RowSpec;
+use super::{ADD_RMS_FORWARD, RMS_FORWARD};
+use crate::cast::Element;
+use crate::{check_len, Error};
+use kernel_runtime::{Buffer, KernelArg, Stream};
+
+/// RMSNorm over the rows of a `rows × cols` matrix:
+/// `y = x / √(mean(x²) + eps) · γ`, computed in f32, stored as `T`.
+///
+/// ```
+/// use kernel_runtime::{Buffer, Device};
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator().stream()?;
+/// let x = Buffer::from_host(&stream, &[3.0f32, 4.0])?;
+/// let gamma = Buffer::from_host(&stream, &[1.0f32, 1.0])?;
+/// let mut y = Buffer::<f32>::zeros(&stream, 2)?;
+/// kernels::norm::rms_norm(&stream, &x, &gamma, &mut y, 1, 2, 0.0)?;
+/// let y = y.to_host(&stream)?;
+/// assert!((y[0] - 3.0 / 12.5f32.sqrt()).abs() < 1e-6);
+/// # Ok(()) }
+/// ```
+pub fn rms_norm<T: Element>(
+    stream: &Stream,
+    x: &Buffer<T>,
+    gamma: &Buffer<T>,
+    y: &mut Buffer<T>,
+    rows: usize,
+    cols: usize,
+    eps: f32,
+) -> Result<(), Error> {
+    const OP: &str = "rms_norm";
+    let p = RowProblem::new(OP, T::STORAGE, rows, cols, None)?;
+    p.check_matrix(OP, "x", x.len())?;
+    p.check_row(OP, "gamma", gamma.len())?;
+    p.check_matrix(OP, "y", y.len())?;
+    if rows == 0 {
+        return Ok(());
+    }
+    let spec = spec_of::<T>(&p);
+    let args = [
+        KernelArg::from(x),
+        KernelArg::from(gamma),
+        KernelArg::from(&mut *y),
+        KernelArg::from(p.rows),
+        KernelArg::from(p.cols),
+        KernelArg::from(eps),
+    ];
+    let kernel = &RMS_FORWARD[spec.index()];
+    stream.launch(kernel.artifacts(), p.launch.cfg, &args)?;
+    Ok(())
+}
+
+/// Residual add fused with RMSNorm: `sum = x + residual` (stored as `T`), then
+/// `y = rms_norm(sum)`. The norm reads the stored (rounded) sum, so the result matches an
+/// add followed by [`rms_norm`].
+///
+/// ```
+/// use kernel_runtime::{Buffer, Device};
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator().stream()?;
+/// let x = Buffer::from_host(&stream, &[1.0f32, 1.0])?;
+/// let residual = Buffer::from_host(&stream, &[2.0f32, 3.0])?;
+/// let gamma = Buffer::from_host(&stream, &[1.0f32, 1.0])?;
+/// let (mut sum, mut y) = (Buffer::<f32>::zeros(&stream, 2)?, Buffer::<f32>::zeros(&stream, 2)?);
+/// kernels::norm::add_rms_norm(&stream, &x, &residual, &gamma, &mut sum, &mut y, 1, 2, 0.0)?;
+/// assert_eq!(sum.to_host(&stream)?, vec![3.0, 4.0]);
+/// # Ok(()) }
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn add_rms_norm<T: Element>(
+    stream: &Stream,
+    x: &Buffer<T>,
+    residual: &Buffer<T>,
+    gamma: &Buffer<T>,
+    sum: &mut Buffer<T>,
+    y: &mut Buffer<T>,
+    rows: usize,
+    cols: usize,
+    eps: f32,
+) -> Result<(), Error> {
+    const OP: &str = "add_rms_norm";
+    let p = RowProblem::new(OP, T::STORAGE, rows, cols, None)?;
+    p.check_matrix(OP, "x", x.len())?;
+    p.check_matrix(OP, "residual", residual.len())?;
+    p.check_row(OP, "gamma", gamma.len())?;
+    p.check_matrix(OP, "sum", sum.len())?;
+    p.check_matrix(OP, "y", y.len())?;
+    if rows == 0 {
+        return Ok(());
+    }
+    let spec = spec_of::<T>(&p);
+    let args = [
+        KernelArg::from(x),
+        KernelArg::from(residual),
+        KernelArg::from(gamma),
+        KernelArg::from(&mut *sum),
+        KernelArg::from(&mut *y),
+        KernelArg::from(p.rows),
+        KernelArg::from(p.cols),
+        KernelArg::from(eps),
+    ];
+    let kernel = &ADD_RMS_FORWARD[spec.index()];
+    stream.launch(kernel.artifacts(), p.launch.cfg, &args)?;
+    Ok(())
+}
+
+/// Per-head RMSNorm (QK-norm): `x` holds `tokens × heads` vectors of `head_dim` each
+/// (`[tokens, heads·head_dim]` row-major), each normalized with the one shared `γ` of
+/// `head_dim` elements.
+///
+/// ```
+/// use kernel_runtime::{Buffer, Device};
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator().stream()?;
+/// let q = Buffer::from_host(&stream, &[1.0f32, 1.0, 2.0, 2.0])?; // 1 token, 2 heads of 2
+/// let gamma = Buffer::from_host(&stream, &[1.0f32, 1.0])?;
+/// let mut out = Buffer::<f32>::zeros(&stream, 4)?;
+/// kernels::norm::rms_norm_heads(&stream, &q, &gamma, &mut out, 1, 2, 2, 0.0)?;
+/// let out = out.to_host(&stream)?;
+/// assert!(out.iter().all(|v| (v - 1.0).abs() < 1e-6));
+/// # Ok(()) }
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn rms_norm_heads<T: Element>(
+    stream: &Stream,
+    x: &Buffer<T>,
+    gamma: &Buffer<T>,
+    y: &mut Buffer<T>,
+    tokens: usize,
+    heads: usize,
+    head_dim: usize,
+    eps: f32,
+) -> Result<(), Error> {
+    const OP: &str = "rms_norm_heads";
+    let vectors = tokens.checked_mul(heads).ok_or(Error::Unsupported {
+        op: OP,
+        detail: format!("tokens × heads = {tokens} × {heads} overflows"),
+    })?;
+    check_len(OP, "gamma", gamma.len(), head_dim, || {
+        format!("one per element of a head, head_dim = {head_dim}")
+    })?;
+    rms_norm(stream, x, gamma, y, vectors, head_dim, eps)
+}
+
+pub(crate) fn spec_of<T: Element>(p: &RowProblem) -> RowSpec {
+    RowSpec {
+        storage: T::STORAGE,
+        access: p.access,
+        group: p.group(),
+    }
+}

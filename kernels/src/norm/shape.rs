@@ -1,0 +1,88 @@
+//! Host-side checks and launch planning shared by the norm ops.
+
+use crate::codegen::rows::{held_chunks, plan_rows, Group, RowLaunch};
+use crate::codegen::tensor::Access;
+use crate::{check_len, Error, Storage};
+
+/// A validated `rows × cols` problem and how to launch it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RowProblem {
+    pub rows: u32,
+    pub cols: u32,
+    pub access: Access,
+    pub launch: RowLaunch,
+}
+
+impl RowProblem {
+    /// Checks the sizes (columns ≥ 1, element count within u32) and picks vector access when
+    /// every row starts 16-byte aligned. `max_ctas` caps the grid and forces CTA-per-row.
+    pub(crate) fn new(
+        op: &'static str,
+        storage: Storage,
+        rows: usize,
+        cols: usize,
+        max_ctas: Option<u32>,
+    ) -> Result<RowProblem, Error> {
+        if cols == 0 {
+            return Err(Error::Unsupported {
+                op,
+                detail: "cols is 0; a row needs at least one element".into(),
+            });
+        }
+        let total = rows.checked_mul(cols).filter(|&n| n <= u32::MAX as usize);
+        let Some(_) = total else {
+            return Err(Error::Unsupported {
+                op,
+                detail: format!(
+                    "rows × cols = {rows} × {cols} exceeds {} elements; split the batch",
+                    u32::MAX
+                ),
+            });
+        };
+        let width = Access::Vector.width(storage) as usize;
+        let access = if cols.is_multiple_of(width) {
+            Access::Vector
+        } else {
+            Access::Scalar
+        };
+        let nchunks = (cols / access.width(storage) as usize) as u32;
+        let held = held_chunks(storage, access);
+        let launch = plan_rows(rows as u32, nchunks, held, max_ctas);
+        Ok(RowProblem {
+            rows: rows as u32,
+            cols: cols as u32,
+            access,
+            launch,
+        })
+    }
+
+    /// Checks that a buffer holds one element per matrix entry.
+    pub(crate) fn check_matrix(
+        &self,
+        op: &'static str,
+        name: &'static str,
+        len: usize,
+    ) -> Result<(), Error> {
+        let (r, c) = (self.rows, self.cols);
+        check_len(op, name, len, r as usize * c as usize, || {
+            format!("rows × cols = {r} × {c}")
+        })
+    }
+
+    /// Checks that a buffer holds one element per column.
+    pub(crate) fn check_row(
+        &self,
+        op: &'static str,
+        name: &'static str,
+        len: usize,
+    ) -> Result<(), Error> {
+        let c = self.cols;
+        check_len(op, name, len, c as usize, || {
+            format!("one per column, cols = {c}")
+        })
+    }
+
+    pub(crate) fn group(&self) -> Group {
+        self.launch.group
+    }
+}
