@@ -109,6 +109,11 @@ fn gpu_cubin_built_by_the_machines_ptxas_loads() {
         .unwrap();
     assert!(status.success());
     let cubin: &'static [u8] = Box::leak(std::fs::read(&out).unwrap().into_boxed_slice());
+    let flags = u32::from_le_bytes([cubin[0x30], cubin[0x31], cubin[0x32], cubin[0x33]]);
+    println!(
+        "ptxas cubin for {target}: ELF ABI {}, e_flags {flags:#x}",
+        cubin[8]
+    );
     let artifacts: &'static KernelArtifacts = Box::leak(Box::new(KernelArtifacts {
         meta: meta("vector_add", VECTOR_ADD_PARAMS, false),
         ptx: Cow::Borrowed(&[]),
@@ -398,4 +403,25 @@ fn gpu_and_emulator_run_the_same_code_and_agree_bit_for_bit() {
         .iter()
         .zip(&on_cpu)
         .all(|(g, c)| g.to_bits() == c.to_bits()));
+}
+
+#[test]
+fn gpu_a_failed_capture_ends_cleanly_and_leaves_the_stream_usable() {
+    let Some(device) = gpu() else { return };
+    let stream = device.stream().unwrap();
+    let n = 2048usize;
+    let (a, b) = (random_f32s(40, n), random_f32s(41, n));
+    let da = Buffer::from_host(&stream, &a).unwrap();
+    let db = Buffer::from_host(&stream, &b).unwrap();
+    let mut dc = Buffer::from_host(&stream, &vec![f32::NAN; n]).unwrap();
+    // VECTOR_ADD is not loaded on this device yet, so the capture must refuse it.
+    let err = stream
+        .capture(|s| vector_add(s, &VECTOR_ADD, &da, &db, &mut dc))
+        .err()
+        .unwrap();
+    assert!(matches!(err, Error::KernelNotPrewarmed { .. }), "{err}");
+    assert!(!stream.is_capturing());
+    vector_add(&stream, &VECTOR_ADD, &da, &db, &mut dc).unwrap();
+    let c = dc.to_host(&stream).unwrap();
+    assert!((0..n).all(|i| c[i] == a[i] + b[i]));
 }
