@@ -157,14 +157,19 @@ fn resolve_warp(
         if !ready {
             continue;
         }
-        let participants: Vec<usize> = (0..32)
-            .filter(|l| mask & (1 << l) != 0)
-            .map(|l| base + l)
-            .collect();
+        let mut members = [0usize; 32];
+        let mut count = 0;
+        for l in 0..32 {
+            if mask & (1 << l) != 0 {
+                members[count] = base + l;
+                count += 1;
+            }
+        }
+        let participants = &members[..count];
         let mut file = Regs { all: regs, slots };
-        warp::execute(collective, &participants, base, &mut file, ctx)
+        warp::execute(collective, participants, base, &mut file, ctx)
             .map_err(|(u, kind)| fault_error(ctx, shape, u, Fault { kind, pc }))?;
-        for &u in &participants {
+        for &u in participants {
             threads[u].pc += 1;
             threads[u].status = Status::Ready;
         }

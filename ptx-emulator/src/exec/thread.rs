@@ -109,11 +109,33 @@ pub(crate) struct Ctx<'a> {
     pub block_threads: u32,
 }
 
+/// Little-endian value of 1, 2, 4 or 8 bytes (fixed-size reads: no `memcpy` call).
 #[inline]
 fn le(bytes: &[u8]) -> u64 {
-    let mut v = [0u8; 8];
-    v[..bytes.len()].copy_from_slice(bytes);
-    u64::from_le_bytes(v)
+    match *bytes {
+        [a] => a as u64,
+        [a, b] => u16::from_le_bytes([a, b]) as u64,
+        [a, b, c, d] => u32::from_le_bytes([a, b, c, d]) as u64,
+        [a, b, c, d, e, f, g, h] => u64::from_le_bytes([a, b, c, d, e, f, g, h]),
+        _ => {
+            let mut v = [0u8; 8];
+            let n = bytes.len().min(8);
+            v[..n].copy_from_slice(&bytes[..n]);
+            u64::from_le_bytes(v)
+        }
+    }
+}
+
+/// Stores the low `out.len()` bytes of `v` little-endian.
+#[inline]
+fn put_le(out: &mut [u8], v: u64) {
+    match out.len() {
+        1 => out[0] = v as u8,
+        2 => out.copy_from_slice(&(v as u16).to_le_bytes()),
+        4 => out.copy_from_slice(&(v as u32).to_le_bytes()),
+        8 => out.copy_from_slice(&v.to_le_bytes()),
+        n => out.copy_from_slice(&v.to_le_bytes()[..n.min(8)]),
+    }
 }
 
 #[inline]
@@ -611,6 +633,14 @@ pub(crate) fn run(
             }
             Op::Ld { at, elem, n, d } => {
                 let addr = effective(regs, &at);
+                // Fast path: an aligned scalar global load that hits a buffer.
+                if n == 1 && at.space == Space::Global && addr & (elem.bytes as u64 - 1) == 0 {
+                    if let Some(bytes) = ctx.global.bytes_mut(addr, elem.bytes as u64) {
+                        r!(d[0]) = extend(le(bytes), elem);
+                        pc += 1;
+                        continue;
+                    }
+                }
                 let total = elem.bytes as u32 * n as u32;
                 match ctx.read(at.space, addr, total, t, Access::Load) {
                     Ok(bytes) => {
@@ -624,6 +654,13 @@ pub(crate) fn run(
             }
             Op::St { at, elem, n, s } => {
                 let addr = effective(regs, &at);
+                if n == 1 && at.space == Space::Global && addr & (elem.bytes as u64 - 1) == 0 {
+                    if let Some(bytes) = ctx.global.bytes_mut(addr, elem.bytes as u64) {
+                        put_le(bytes, r!(s[0]));
+                        pc += 1;
+                        continue;
+                    }
+                }
                 let eb = elem.bytes as usize;
                 let mut buf = [0u8; 16];
                 for (i, src) in s.iter().take(n as usize).enumerate() {

@@ -43,8 +43,8 @@ pub(crate) fn execute(
             c,
             ..
         } => {
-            let mut results = Vec::with_capacity(lanes.len());
-            for &t in lanes {
+            let mut results = [(0usize, 0u64, false); 32];
+            for (i, &t) in lanes.iter().enumerate() {
                 let lane = t - warp_base;
                 let bval = (regs.get(t, b) & 0x1f) as usize;
                 let cv = regs.get(t, c);
@@ -75,9 +75,9 @@ pub(crate) fn execute(
                 } else {
                     t
                 };
-                results.push((t, regs.get(src, a), valid));
+                results[i] = (t, regs.get(src, a), valid);
             }
-            for (t, v, valid) in results {
+            for &(t, v, valid) in &results[..lanes.len()] {
                 regs.set(t, d, v & 0xffff_ffff);
                 regs.set(t, p, valid as u64);
             }
