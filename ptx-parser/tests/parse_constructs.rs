@@ -536,3 +536,38 @@ fn tensor_map_addresses_read_with_their_coordinates() {
         Modifier::Other("mbarrier::complete_tx::bytes".into())
     );
 }
+
+#[test]
+fn an_edited_statement_prints_canonically_while_the_rest_keeps_its_text() {
+    let text =
+        format!("{HEADER}.entry k()\n{{\n\tadd.s32   %r1,%r2,1;\n\tmov.u32  %r3 ,%r1;\n}}\n");
+    let mut m = parse_module(&text).unwrap();
+    let Some(ItemKind::Function(f)) = m.items.last_mut().map(|i| &mut i.kind) else {
+        panic!("function last")
+    };
+    let body = f.body.as_mut().unwrap();
+    let StatementKind::Instruction(add) = &mut body.statements[0].kind else {
+        panic!()
+    };
+    add.operands[2] = Operand::Imm(Immediate::Int(IntLit::new(2)));
+    let printed = print_module(&m);
+    assert!(printed.contains("\tadd.s32   %r1, %r2, 2;\n"), "{printed}");
+    assert!(printed.contains("\tmov.u32  %r3 ,%r1;\n"), "{printed}");
+}
+
+#[test]
+fn an_edited_function_header_prints_canonically() {
+    let text =
+        format!("{HEADER}.visible .entry  k (\n\t.param .u64 a\n)\n.maxntid 64\n{{\n\tret;\n}}\n");
+    let mut m = parse_module(&text).unwrap();
+    assert_eq!(print_module(&m), text);
+    let Some(ItemKind::Function(f)) = m.items.last_mut().map(|i| &mut i.kind) else {
+        panic!("function last")
+    };
+    f.name = "renamed".into();
+    let printed = print_module(&m);
+    assert!(
+        printed.contains(".visible .entry renamed(\n\t.param .u64 a\n)\n.maxntid 64\n{"),
+        "{printed}"
+    );
+}
