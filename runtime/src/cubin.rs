@@ -1,6 +1,7 @@
 //! Reads which SM a cubin was assembled for, so the parity contract covers cubins as well as
 //! PTX: ptxas records the target in the ELF header's `e_flags`, whose layout depends on the
-//! CUDA ELF ABI version (7 up to sm_90a, 8 from sm_100).
+//! CUDA ELF ABI version (ptxas 12.9 writes 7 up to sm_90a and 8 from sm_100; ptxas 13 writes 8
+//! for every target).
 
 use kernel_dsl::Target;
 
@@ -49,13 +50,16 @@ mod tests {
     }
 
     #[test]
-    fn abi_8_headers_of_sm100_and_sm120_are_read() {
+    fn abi_8_headers_from_ptxas_12_9_and_13_are_read() {
         let mut bin = SM90.to_vec();
         bin[8] = 8;
         bin[0x30..0x34].copy_from_slice(&0x0600_640au32.to_le_bytes());
         assert_eq!(cubin_target(&bin), Ok(Some(Target::Sm100a)));
         bin[0x30..0x34].copy_from_slice(&0x0600_7802u32.to_le_bytes());
         assert_eq!(cubin_target(&bin), Ok(Some(Target::Sm120)));
+        // ptxas 13.0 writes ABI 8 for sm_90 too (header seen on the H200 machine).
+        bin[0x30..0x34].copy_from_slice(&0x0600_5a04u32.to_le_bytes());
+        assert_eq!(cubin_target(&bin), Ok(Some(Target::Sm90)));
     }
 
     #[test]
