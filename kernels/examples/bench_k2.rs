@@ -12,7 +12,9 @@ use kernel_dsl::builder::KernelBuilder;
 use kernel_dsl::dtype::{F32, U32};
 use kernel_dsl::ir::{Dim, Kernel};
 use kernel_runtime::{Bf16, Buffer, Device, KernelArg, LaunchConfig, Stream};
+use kernels::argmax::argmax;
 use kernels::cast::Element;
+use kernels::cross_entropy::cross_entropy;
 use kernels::softmax::{softmax, softmax_backward, Mask};
 use kernels::{Error, OpKernel};
 
@@ -148,6 +150,59 @@ fn bench_softmax<T: Element>(bench: &Bench) -> Result<(), Error> {
     Ok(())
 }
 
+fn bench_vocab<T: Element>(bench: &Bench) -> Result<(), Error> {
+    let (rows, vocab) = if bench.small {
+        (5, 3000)
+    } else {
+        (4096, 151936)
+    };
+    let n = rows * vocab;
+    let s = &bench.stream;
+    let logits = random::<T>(s, n, 3, -8.0, 8.0)?;
+    let targets: Vec<i32> = (0..rows)
+        .map(|r| {
+            if r % 17 == 5 {
+                -100
+            } else {
+                ((r * 7919) % vocab) as i32
+            }
+        })
+        .collect();
+    let targets = Buffer::from_host(s, &targets)?;
+    let mut dlogits = Buffer::<T>::zeros(s, n)?;
+    let mut row_loss = Buffer::<f32>::zeros(s, rows)?;
+    let mut loss = Buffer::<f32>::zeros(s, 2)?;
+    let shape = format!("{rows}×{vocab}");
+    let bytes = 2 * n * T::STORAGE.bytes() + rows * 8;
+    let ms = bench.time(|s| {
+        cross_entropy(
+            s,
+            &logits,
+            &targets,
+            &mut dlogits,
+            &mut row_loss,
+            &mut loss,
+            rows,
+            vocab,
+            -100,
+        )
+    })?;
+    bench.report("cross_entropy", dtype_name::<T>(), &shape, bytes, ms);
+    let decode_rows = rows.min(64);
+    let decode_logits = random::<T>(s, decode_rows * vocab, 4, -8.0, 8.0)?;
+    let mut index = Buffer::<u32>::zeros(s, decode_rows)?;
+    let ms = bench.time(|s| argmax(s, &decode_logits, &mut index, decode_rows, vocab))?;
+    let shape = format!("{decode_rows}×{vocab}");
+    bench.report(
+        "argmax",
+        dtype_name::<T>(),
+        &shape,
+        decode_rows * vocab * T::STORAGE.bytes(),
+        ms,
+    );
+    Ok(())
+}
+
 fn main() -> Result<(), Error> {
     let small = std::env::var_os("BENCH_SMALL").is_some();
     let device = Device::best();
@@ -164,5 +219,7 @@ fn main() -> Result<(), Error> {
     println!("|--------------------------|-------|------------------------|-----------|----------|--------|");
     bench_softmax::<f32>(&bench)?;
     bench_softmax::<Bf16>(&bench)?;
+    bench_vocab::<f32>(&bench)?;
+    bench_vocab::<Bf16>(&bench)?;
     Ok(())
 }

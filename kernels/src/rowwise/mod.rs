@@ -4,6 +4,7 @@
 //! from `codegen`.
 
 pub(crate) mod index;
+pub(crate) mod online;
 pub(crate) mod reduce;
 pub(crate) mod shape;
 pub(crate) mod spec;

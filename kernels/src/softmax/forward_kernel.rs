@@ -8,7 +8,8 @@
 
 use crate::codegen::rows::{for_each_row, for_overflow, held, held_chunks, GroupSum, Row};
 use crate::codegen::tensor::{tensor_param, Tensor};
-use crate::rowwise::index::{chunk_start, chunks, element, finite_or_zero};
+use crate::rowwise::index::{chunk_start, chunks, element};
+use crate::rowwise::online::{combine, fold};
 use crate::rowwise::reduce::GroupMax;
 use crate::rowwise::spec::RowSpec;
 use kernel_dsl::builder::{KernelBuilder, Value};
@@ -48,27 +49,6 @@ impl Chunk<'_> {
             })
             .collect()
     }
-}
-
-/// Folds `vals` into the running `(m, s)`: `m' = max(m, vals)`, `s' = s·2^(m−m') + Σ 2^(v−m')`.
-fn fold(b: &mut KernelBuilder, m: Value<F32>, s: Value<F32>, vals: &[Value<F32>]) {
-    let mut nm = m;
-    for &v in vals {
-        nm = b.max(nm, v);
-    }
-    let base = finite_or_zero(b, nm);
-    let d = b.sub(m, base);
-    let rescale = b.approx(ApproxFn::Ex2, d);
-    let kept = b.mul(s, rescale);
-    let acc = b.var(kept);
-    for &v in vals {
-        let e = b.sub(v, base);
-        let e = b.approx(ApproxFn::Ex2, e);
-        let t = b.add(acc, e);
-        b.assign(acc, t);
-    }
-    b.assign(s, acc);
-    b.assign(m, nm);
 }
 
 /// Parameters: `x, y, rows, cols, scale_log2, queries, offset`. Column `j` of row `r` takes
@@ -127,12 +107,7 @@ pub(crate) fn softmax_forward(spec: RowSpec) -> Kernel {
             fold(b, m, s, &vals);
         });
 
-        let row_max = maxer.max(b, m);
-        let top = finite_or_zero(b, row_max);
-        let d = b.sub(m, top);
-        let rescale = b.approx(ApproxFn::Ex2, d);
-        let mine = b.mul(s, rescale);
-        let total = summer.sum(b, &[mine])[0];
+        let (top, total) = combine(b, &maxer, &summer, m, s);
         let one = b.const_f32(1.0);
         let inv = b.div(one, total);
 

@@ -1,0 +1,107 @@
+//! Softmax cross-entropy over a vocabulary, fused: one launch reads each row of logits once
+//! for its online (max, sum) and writes the gradient from registers (re-reading only what does
+//! not fit), with an ignore index and the mean over the rows that are not ignored. No atomics:
+//! a single-CTA kernel counts the rows before, another averages the per-row losses after.
+
+mod fused_kernel;
+mod reference;
+mod tally_kernels;
+
+pub use reference::{reference, Reference};
+
+use crate::cast::Element;
+use crate::codegen::kernel_table;
+use crate::rowwise::shape::RowPlan;
+use crate::rowwise::spec::RowSpec;
+use crate::{check_len, Error, OpKernel};
+use kernel_runtime::{Buffer, KernelArg, LaunchConfig, Stream};
+use tally_kernels::TALLY_THREADS;
+
+kernel_table!(static FUSED = fused_kernel::cross_entropy_fused, RowSpec::ALL, [0 1 2 3 4 5 6 7]);
+static COUNT: OpKernel = OpKernel::new(tally_kernels::count_targets);
+static MEAN: OpKernel = OpKernel::new(tally_kernels::mean_loss);
+
+/// Every specialization this module ships.
+pub static KERNELS: &[&OpKernel] = &[
+    &FUSED[0], &FUSED[1], &FUSED[2], &FUSED[3], &FUSED[4], &FUSED[5], &FUSED[6], &FUSED[7], &COUNT,
+    &MEAN,
+];
+
+/// Softmax cross-entropy of `rows × vocab` `logits` against `targets` (one class index per
+/// row), loss and gradient in one pass over the logits:
+///
+/// - `loss[0]` = mean loss over the rows whose target is not `ignore_index`, `loss[1]` = how
+///   many such rows there are (NaN loss where every row is ignored, as PyTorch gives);
+/// - `row_loss[r]` = row `r`'s loss (0 where ignored);
+/// - `dlogits` = `d loss[0] / d logits`: `(softmax(row) − onehot(target)) / loss[1]`, 0 on
+///   ignored rows.
+///
+/// A target outside `0..vocab` that is not `ignore_index` gives NaN in its row's loss and
+/// gradient (device data cannot be checked before launch).
+///
+/// ```
+/// use kernel_runtime::{Buffer, Device};
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator().stream()?;
+/// let logits = Buffer::from_host(&stream, &[0.0f32, 0.0, 1.0, 2.0])?;
+/// let targets = Buffer::from_host(&stream, &[1i32, -100])?;
+/// let mut dlogits = Buffer::<f32>::zeros(&stream, 4)?;
+/// let mut row_loss = Buffer::<f32>::zeros(&stream, 2)?;
+/// let mut loss = Buffer::<f32>::zeros(&stream, 2)?;
+/// kernels::cross_entropy::cross_entropy(
+///     &stream, &logits, &targets, &mut dlogits, &mut row_loss, &mut loss, 2, 2, -100,
+/// )?;
+/// let loss = loss.to_host(&stream)?;
+/// assert!((loss[0] - 2f32.ln()).abs() < 1e-6 && loss[1] == 1.0);
+/// # Ok(()) }
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn cross_entropy<T: Element>(
+    stream: &Stream,
+    logits: &Buffer<T>,
+    targets: &Buffer<i32>,
+    dlogits: &mut Buffer<T>,
+    row_loss: &mut Buffer<f32>,
+    loss: &mut Buffer<f32>,
+    rows: usize,
+    vocab: usize,
+    ignore_index: i32,
+) -> Result<(), Error> {
+    const OP: &str = "cross_entropy";
+    let p = RowPlan::new(OP, T::STORAGE, rows, vocab, None)?;
+    p.check_matrix(OP, "logits", logits.len())?;
+    p.check_matrix(OP, "dlogits", dlogits.len())?;
+    p.check_per_row(OP, "targets", targets.len())?;
+    p.check_per_row(OP, "row_loss", row_loss.len())?;
+    check_len(OP, "loss", loss.len(), 2, || {
+        "the mean loss and the count of rows not ignored".into()
+    })?;
+    let single = LaunchConfig::linear(1, TALLY_THREADS);
+    let count_args = [
+        KernelArg::from(targets),
+        KernelArg::from(&mut *loss),
+        KernelArg::from(p.rows),
+        KernelArg::from(ignore_index),
+    ];
+    stream.launch(COUNT.artifacts(), single, &count_args)?;
+    if rows > 0 {
+        let args = [
+            KernelArg::from(logits),
+            KernelArg::from(targets),
+            KernelArg::from(&*loss),
+            KernelArg::from(&mut *dlogits),
+            KernelArg::from(&mut *row_loss),
+            KernelArg::from(p.rows),
+            KernelArg::from(p.cols),
+            KernelArg::from(ignore_index),
+        ];
+        stream.launch(FUSED[p.spec.index()].artifacts(), p.launch.cfg, &args)?;
+    }
+    let mean_args = [
+        KernelArg::from(&*row_loss),
+        KernelArg::from(&mut *loss),
+        KernelArg::from(p.rows),
+    ];
+    stream.launch(MEAN.artifacts(), single, &mean_args)?;
+    Ok(())
+}

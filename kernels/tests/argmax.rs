@@ -1,0 +1,70 @@
+//! Arg-max on the emulator against the reference, with planted ties and NaN.
+
+mod common_k2;
+
+use common_k2::{stream, upload, Rng};
+use kernel_runtime::{Bf16, Buffer};
+use kernels::argmax::{argmax, reference};
+use kernels::cast::Element;
+use kernels::Error;
+
+fn matches_reference<T: Element>() {
+    let s = stream();
+    let mut rng = Rng::new(21);
+    for &(rows, cols) in &[(1, 1), (3, 7), (3, 33), (1, 4097), (3, 512), (2, 20000)] {
+        let mut vals = rng.vec(rows * cols, -5.0, 5.0);
+        for r in 0..rows {
+            // A tie for the maximum: the kernel must report the earlier column.
+            let (a, b) = (
+                rng.below(cols as u32) as usize,
+                rng.below(cols as u32) as usize,
+            );
+            vals[r * cols + a.min(b)] = 9.0;
+            vals[r * cols + a.max(b)] = 9.0;
+        }
+        let (logits, held) = upload::<T>(&s, &vals);
+        let mut index = Buffer::from_host(&s, &vec![u32::MAX - 1; rows]).unwrap();
+        argmax(&s, &logits, &mut index, rows, cols).unwrap();
+        let want = reference(&held, rows, cols);
+        assert_eq!(index.to_host(&s).unwrap(), want, "{rows}×{cols}");
+    }
+}
+
+#[test]
+fn f32_argmax_picks_lowest_index_of_the_maximum() {
+    matches_reference::<f32>();
+}
+
+#[test]
+fn bf16_argmax_picks_lowest_index_of_the_maximum() {
+    matches_reference::<Bf16>();
+}
+
+#[test]
+fn nan_counts_as_the_largest_value() {
+    let s = stream();
+    let (logits, _) = upload::<f32>(&s, &[1.0, f32::INFINITY, f32::NAN, 2.0]);
+    let mut index = Buffer::<u32>::zeros(&s, 1).unwrap();
+    argmax(&s, &logits, &mut index, 1, 4).unwrap();
+    assert_eq!(index.to_host(&s).unwrap(), vec![1]);
+}
+
+#[test]
+fn a_short_index_buffer_is_an_error() {
+    let s = stream();
+    let (logits, _) = upload::<f32>(&s, &[1.0; 6]);
+    let mut index = Buffer::<u32>::zeros(&s, 1).unwrap();
+    let err = argmax(&s, &logits, &mut index, 2, 3).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Length {
+                buffer: "index",
+                expected: 2,
+                actual: 1,
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
