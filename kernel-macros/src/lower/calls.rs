@@ -479,7 +479,7 @@ impl Lowerer<'_> {
     }
 
     fn current_let_name(&self) -> Option<String> {
-        None
+        self.let_name.clone()
     }
 
     pub(crate) fn fma(&mut self, a: Scalar, b: &Expr, c: &Expr) -> DResult<Value> {
@@ -623,7 +623,7 @@ impl Lowerer<'_> {
             l.returns.pop();
             let v = v?;
             match want {
-                Some(t) => Ok(Value::Scalar(l.to_scalar(v, Some(t), f.block.span())?)),
+                Some(t) => Ok(Value::Scalar(l.as_scalar(v, Some(t), f.block.span())?)),
                 None => Ok(Value::Unit),
             }
         });

@@ -102,7 +102,7 @@ impl Lowerer<'_> {
                     );
                 }
                 let init = self.expr(&r.expr, expected)?;
-                let s = self.to_scalar(init, None, r.expr.span())?;
+                let s = self.as_scalar(init, None, r.expr.span())?;
                 let elems = (0..n)
                     .map(|_| {
                         let reg = self.b.reg(s.ty);
@@ -129,7 +129,7 @@ impl Lowerer<'_> {
                     .or(expected);
                 let mut elems = Vec::new();
                 for (v, span) in vals {
-                    let s = self.to_scalar(v, ty, span)?;
+                    let s = self.as_scalar(v, ty, span)?;
                     let reg = self.b.reg(s.ty);
                     self.mov(reg, s);
                     elems.push(reg);
@@ -335,7 +335,7 @@ impl Lowerer<'_> {
     // ----- typing helpers --------------------------------------------------------------
 
     /// Turns a value into a typed scalar, typing literals by `want`.
-    pub(crate) fn to_scalar(
+    pub(crate) fn as_scalar(
         &mut self,
         v: Value,
         want: Option<ScalarType>,
@@ -382,7 +382,7 @@ impl Lowerer<'_> {
     /// Lowers `e` to a scalar of type `want` exactly (literals adapt, typed values must match).
     pub(crate) fn expr_as(&mut self, e: &Expr, want: ScalarType) -> DResult<Scalar> {
         let v = self.expr(e, Some(want))?;
-        let s = self.to_scalar(v, Some(want), e.span())?;
+        let s = self.as_scalar(v, Some(want), e.span())?;
         if s.ty != want {
             if let Some(flex) = self.flex_of(e) {
                 return Err(self.learn(flex, want));
@@ -395,7 +395,7 @@ impl Lowerer<'_> {
     /// Lowers `e` to some scalar (untyped literals take `default`).
     pub(crate) fn expr_scalar(&mut self, e: &Expr, default: Option<ScalarType>) -> DResult<Scalar> {
         let v = self.expr(e, default)?;
-        self.to_scalar(v, default, e.span())
+        self.as_scalar(v, default, e.span())
     }
 
     /// Lowers both operands of a binary operator to one common type.
@@ -427,8 +427,8 @@ impl Lowerer<'_> {
             _ => {}
         }
         let ty = lty.or(rty).or(expected);
-        let a = self.to_scalar(lv, ty, l.span())?;
-        let b = self.to_scalar(rv, Some(a.ty), r.span())?;
+        let a = self.as_scalar(lv, ty, l.span())?;
+        let b = self.as_scalar(rv, Some(a.ty), r.span())?;
         if a.ty != b.ty {
             if let (Some(flex), None) = (self.flex_of(l), self.flex_of(r)) {
                 return Err(self.learn(flex, b.ty));
@@ -657,7 +657,7 @@ impl Lowerer<'_> {
         if let (Value::IntLit(x), Value::IntLit(y)) = (&lv, &rv) {
             return fold_int(b.op, *x, *y, b.span());
         }
-        let x = self.to_scalar(lv, expected, b.left.span())?;
+        let x = self.as_scalar(lv, expected, b.left.span())?;
         if !is_int(x.ty) {
             return err(
                 b.left.span(),
@@ -667,7 +667,7 @@ impl Lowerer<'_> {
                 ),
             );
         }
-        let y = self.to_scalar(rv, Some(ScalarType::U32), b.right.span())?;
+        let y = self.as_scalar(rv, Some(ScalarType::U32), b.right.span())?;
         if !is_int(y.ty) {
             return err(b.right.span(), "a shift amount must be an integer");
         }
@@ -706,7 +706,7 @@ impl Lowerer<'_> {
                     Value::FloatLit(f) => return Ok(Value::FloatLit(-f)),
                     _ => {}
                 }
-                let s = self.to_scalar(v, expected, u.expr.span())?;
+                let s = self.as_scalar(v, expected, u.expr.span())?;
                 if let Operand::Imm(imm) = s.op {
                     match imm {
                         Imm::Int(i) if is_signed(s.ty) => {
@@ -789,7 +789,7 @@ impl Lowerer<'_> {
                 }))
             }
             Value::FloatLit(f) if is_float(to) => return Ok(Value::Scalar(float_imm(f, to))),
-            other => self.to_scalar(other, None, c.expr.span())?,
+            other => self.as_scalar(other, None, c.expr.span())?,
         };
         if let (Some(i), true) = (s.const_int(), is_int(to) && is_int(s.ty)) {
             return Ok(Value::Scalar(Scalar {
@@ -1344,8 +1344,8 @@ impl Lowerer<'_> {
                 None
             };
             let ty = a_ty.or(b_ty).or(expected);
-            let x = self.to_scalar(a, ty, i.then_branch.span())?;
-            let y = self.to_scalar(b, Some(x.ty), else_branch.span())?;
+            let x = self.as_scalar(a, ty, i.then_branch.span())?;
+            let y = self.as_scalar(b, Some(x.ty), else_branch.span())?;
             let y = self.check_type(y, x.ty, else_branch.span())?;
             let d = self.b.reg(x.ty);
             let (xa, ya) = (self.materialize(&x), self.materialize(&y));
@@ -1358,12 +1358,12 @@ impl Lowerer<'_> {
         }
         self.b.open_if(cond);
         let a = self.block_value(&i.then_branch, expected)?;
-        let a = self.to_scalar(a, expected, i.then_branch.span())?;
+        let a = self.as_scalar(a, expected, i.then_branch.span())?;
         let d = self.b.reg(a.ty);
         self.mov(d, a);
         self.b.open_else();
         let b = self.expr(else_branch, Some(d.ty))?;
-        let b = self.to_scalar(b, Some(d.ty), else_branch.span())?;
+        let b = self.as_scalar(b, Some(d.ty), else_branch.span())?;
         let b = self.check_type(b, d.ty, else_branch.span())?;
         self.mov(d, b);
         self.b.close();

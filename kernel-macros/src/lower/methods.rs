@@ -101,7 +101,7 @@ impl Lowerer<'_> {
                     Value::FloatLit(_) => Some(ScalarType::F32),
                     _ => expected,
                 };
-                let a = self.to_scalar(v, default, m.receiver.span())?;
+                let a = self.as_scalar(v, default, m.receiver.span())?;
                 self.span = m.span();
                 match name.as_str() {
                     "mul_add" => {

@@ -55,7 +55,10 @@ pub struct Lowerer<'a> {
     pub(crate) span: Span,
     hints: &'a mut BTreeMap<usize, ScalarType>,
     lets: usize,
-    shared_names: usize,
+    /// Symbols taken by parameters and shared arrays.
+    symbols: std::collections::BTreeSet<String>,
+    /// The name the `let` being lowered binds (shared arrays are named after it).
+    pub(crate) let_name: Option<String>,
     /// Device functions being inlined, innermost last (recursion is an error).
     inlining: Vec<String>,
     /// Where a device function's `return` jumps: (result register, loop depth marker).
@@ -100,7 +103,8 @@ fn lower_once(
         span: func.sig.ident.span(),
         hints,
         lets: 0,
-        shared_names: 0,
+        symbols: Default::default(),
+        let_name: None,
         inlining: Vec::new(),
         returns: Vec::new(),
     };
@@ -138,6 +142,7 @@ impl<'a> Lowerer<'a> {
             return err(pt.pat.span(), "kernel parameters must be plain names");
         };
         let name = pi.ident.to_string();
+        self.symbols.insert(name.clone());
         self.span = pt.span();
         match dsl_type::param_type(&pt.ty, &self.spec.types)? {
             ParamTy::Scalar(ty) => {
@@ -283,9 +288,16 @@ impl<'a> Lowerer<'a> {
         Diag::new(self.span, RETRY)
     }
 
+    /// A shared symbol named after its binding; a number is added only on a clash.
     pub(crate) fn fresh_shared_name(&mut self, hint: &str) -> String {
-        self.shared_names += 1;
-        format!("{hint}_{}", self.shared_names)
+        let mut name = hint.to_string();
+        let mut k = 1;
+        while self.symbols.contains(&name) {
+            k += 1;
+            name = format!("{hint}_{k}");
+        }
+        self.symbols.insert(name.clone());
+        name
     }
 
     pub(crate) fn device(&self, name: &str) -> Option<&'a syn::ItemFn> {

@@ -95,14 +95,17 @@ impl Lowerer<'_> {
             Some(t) => Some(scalar_of(t, &self.spec.types)?),
             None => hint,
         };
-        let value = self.expr(&init.expr, want)?;
+        self.let_name = Some(name.clone());
+        let value = self.expr(&init.expr, want);
+        self.let_name = None;
+        let value = value?;
         let flex = match (&value, annotated) {
             (Value::IntLit(_) | Value::FloatLit(_), None) => Some(let_id),
             _ => None,
         };
         let value = match value {
             Value::IntLit(_) | Value::FloatLit(_) | Value::Scalar(_) => {
-                let s = self.to_scalar(value, want, init.expr.span())?;
+                let s = self.as_scalar(value, want, init.expr.span())?;
                 if let Some(w) = want {
                     if s.ty != w {
                         if let Some(f) = self.flex_of(&init.expr) {
@@ -167,7 +170,7 @@ impl Lowerer<'_> {
         match e {
             Expr::Assign(a) => self.store(&a.left, |l, want| {
                 let v = l.expr(&a.right, want)?;
-                l.to_scalar(v, want, a.right.span())
+                l.as_scalar(v, want, a.right.span())
             }),
             Expr::Binary(b) if is_compound(b.op) => {
                 let op = b.op;
@@ -175,7 +178,7 @@ impl Lowerer<'_> {
                 let left = &b.left;
                 self.store(&b.left, |l, want| {
                     let cur = l.expr(left, want)?;
-                    let cur = l.to_scalar(cur, want, left.span())?;
+                    let cur = l.as_scalar(cur, want, left.span())?;
                     l.compound(op, cur, right)
                 })
             }
@@ -353,8 +356,8 @@ impl Lowerer<'_> {
             (_, Value::Scalar(e)) => e.ty,
             _ => ScalarType::U32,
         };
-        let s = self.to_scalar(sv, Some(ty), start.span())?;
-        let e = self.to_scalar(ev, Some(ty), end.span())?;
+        let s = self.as_scalar(sv, Some(ty), start.span())?;
+        let e = self.as_scalar(ev, Some(ty), end.span())?;
         if !is_int(s.ty) || s.ty != e.ty {
             return err(
                 r.span(),
