@@ -97,7 +97,10 @@ impl<T: DeviceElem> Buffer<T> {
     /// # Ok(()) }
     /// ```
     pub fn zeros(stream: &Stream, len: usize) -> Result<Buffer<T>> {
-        let bytes = len * std::mem::size_of::<T>();
+        let elem_bytes = std::mem::size_of::<T>();
+        let bytes = len
+            .checked_mul(elem_bytes)
+            .ok_or(Error::AllocationTooLarge { len, elem_bytes })?;
         let core = stream.alloc_core(bytes)?;
         Ok(Buffer {
             core: Arc::new(core),

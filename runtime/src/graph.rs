@@ -4,7 +4,7 @@
 
 use crate::buffer::BufferCore;
 use crate::config::LaunchConfig;
-use crate::device::{Device, DeviceId};
+
 use crate::emulator::{EmuArg, ModuleId, SharedEngine};
 use crate::error::Result;
 use crate::stream::{run_op, Stream};
@@ -33,8 +33,6 @@ pub(crate) struct EmuOp {
 /// # Ok(()) }
 /// ```
 pub struct Graph {
-    #[allow(dead_code)]
-    device: DeviceId,
     inner: Inner,
     /// Buffers the graph reads or writes, kept alive as long as it can be replayed.
     _keepalive: Vec<Arc<BufferCore>>,
@@ -52,13 +50,11 @@ enum Inner {
 
 impl Graph {
     pub(crate) fn cuda(
-        device: &Device,
         graph: Option<CudaGraph>,
         launches: usize,
         keepalive: Vec<Arc<BufferCore>>,
     ) -> Graph {
         Graph {
-            device: device.inner.id,
             inner: Inner::Cuda(graph),
             _keepalive: keepalive,
             launches,
@@ -66,14 +62,12 @@ impl Graph {
     }
 
     pub(crate) fn emulated(
-        device: &Device,
         engine: SharedEngine,
         ops: Vec<EmuOp>,
         keepalive: Vec<Arc<BufferCore>>,
     ) -> Graph {
         let launches = ops.len();
         Graph {
-            device: device.inner.id,
             inner: Inner::Emulator { engine, ops },
             _keepalive: keepalive,
             launches,

@@ -233,14 +233,11 @@ impl Stream {
             Some(stream) => stream
                 .end_capture(cudarc::driver::sys::CUgraphInstantiate_flags(0))
                 .map_err(|e| Error::driver("cuStreamEndCapture", e))
-                .map(|g| Graph::cuda(&self.device, g, log.launches, log.keepalive)),
+                .map(|g| Graph::cuda(g, log.launches, log.keepalive)),
             None => match &self.device.inner.backend {
-                Backend::Emulator { engine, .. } => Ok(Graph::emulated(
-                    &self.device,
-                    engine.clone(),
-                    log.ops,
-                    log.keepalive,
-                )),
+                Backend::Emulator { engine, .. } => {
+                    Ok(Graph::emulated(engine.clone(), log.ops, log.keepalive))
+                }
                 Backend::Cuda { .. } => Err(Error::DeviceMismatch { op: "capture" }),
             },
         };

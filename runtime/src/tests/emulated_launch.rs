@@ -267,3 +267,13 @@ fn the_real_emulator_runs_as_sm90_with_the_sm90_module() {
     let c = dc.to_host(&stream).unwrap();
     assert!((0..100).all(|i| c[i] == a[i] * 2.0));
 }
+
+#[test]
+fn an_allocation_whose_size_overflows_is_an_error() {
+    let stream = mock_device().stream().unwrap();
+    let err = Buffer::<f64>::zeros(&stream, usize::MAX / 4).unwrap_err();
+    assert!(
+        matches!(err, Error::AllocationTooLarge { elem_bytes: 8, .. }),
+        "{err}"
+    );
+}
