@@ -243,13 +243,15 @@ pub(crate) enum AtomTy {
     Bf16x2,
     F16,
     Bf16,
+    /// 16-bit compare-and-swap / exchange.
+    B16,
 }
 
 impl AtomTy {
     pub(crate) fn bytes(self) -> u32 {
         match self {
             AtomTy::U64 | AtomTy::S64 | AtomTy::F64 => 8,
-            AtomTy::F16 | AtomTy::Bf16 => 2,
+            AtomTy::F16 | AtomTy::Bf16 | AtomTy::B16 => 2,
             _ => 4,
         }
     }
@@ -467,6 +469,8 @@ pub(crate) enum Op {
         arrive: bool,
         id: Slot,
         count: Slot,
+        /// `bar.red`: index into the kernel's barrier reductions, or [`NO_SLOT`].
+        red: u32,
     },
     /// A warp-collective instruction; the payload is an index into the kernel's collectives.
     Collective(u32),
@@ -539,6 +543,8 @@ pub(crate) enum MmaKind {
     M16N8K8Tf32,
     /// m16n8k4 with tf32 inputs.
     M16N8K4Tf32,
+    /// m16n8k32 with s8/u8 inputs and an s32 accumulator.
+    M16N8K32Int8 { a_signed: bool, b_signed: bool },
 }
 
 /// Warp-collective instructions: executed once for all participating lanes together.
@@ -578,11 +584,15 @@ pub(crate) enum Collective {
     },
     /// `bar.warp.sync mask`.
     WarpSync { mask: Slot },
+    /// `elect.sync d|p, mask`: the lowest participating lane is elected.
+    Elect { d: Slot, p: Slot, mask: Slot },
     /// `d = a * b + c`; `f16_acc` when C and D are packed f16 pairs instead of f32.
     Mma {
         kind: MmaKind,
         f16_acc_c: bool,
         f16_acc_d: bool,
+        /// `.satfinite` on integer MMA: clamp to the s32 range instead of wrapping.
+        satfinite: bool,
         d: Vec<Slot>,
         a: Vec<Slot>,
         b: Vec<Slot>,
@@ -610,7 +620,8 @@ impl Collective {
             | Collective::Vote { mask, .. }
             | Collective::Redux { mask, .. }
             | Collective::Match { mask, .. }
-            | Collective::WarpSync { mask } => Some(*mask),
+            | Collective::WarpSync { mask }
+            | Collective::Elect { mask, .. } => Some(*mask),
             Collective::Mma { .. } | Collective::Ldmatrix { .. } | Collective::Stmatrix { .. } => {
                 None
             }
@@ -625,6 +636,22 @@ pub(crate) struct CallSite {
     pub target: u32,
     pub args: Vec<(u32, u32, u32)>,
     pub rets: Vec<(u32, u32, u32)>,
+}
+
+/// The reduction `bar.red` computes over the predicates of the threads it releases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BarRedOp {
+    Popc,
+    And,
+    Or,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BarRed {
+    pub op: BarRedOp,
+    pub d: Slot,
+    pub c: Slot,
+    pub negated: bool,
 }
 
 /// A kernel parameter's place in the parameter buffer.
@@ -670,4 +697,5 @@ pub(crate) struct Kernel {
     /// Slots that receive the address of a module `.global` variable at launch.
     pub links: Vec<(Slot, String)>,
     pub calls: Vec<CallSite>,
+    pub bar_reds: Vec<BarRed>,
 }

@@ -246,3 +246,36 @@ fn cp_async_source_out_of_bounds_is_reported_at_the_copy() {
         other => panic!("expected out of bounds, got {other:?}"),
     }
 }
+
+#[test]
+fn sixteen_bit_compare_and_swap_touches_only_its_half_word() {
+    let source = ptx(r#"
+.visible .entry cas16(.param .u64 p, .param .u64 old)
+{
+	.reg .b16 	%rs<4>;
+	.reg .b64 	%rd<3>;
+	ld.param.u64 	%rd1, [p];
+	ld.param.u64 	%rd2, [old];
+	mov.u16 	%rs1, 0x1234;
+	mov.u16 	%rs2, 0xbeef;
+	atom.global.cas.b16 	%rs3, [%rd1+2], %rs1, %rs2;
+	st.global.u16 	[%rd2], %rs3;
+	atom.global.cas.b16 	%rs3, [%rd1+2], %rs1, %rs1;
+	st.global.u16 	[%rd2+2], %rs3;
+	ret;
+}
+"#);
+    let mut mem = GlobalMemory::new();
+    let p = alloc_u32(&mut mem, &[0x1234_5678]);
+    let old = poisoned_u32(&mut mem, 1);
+    launch(
+        &source,
+        "cas16",
+        LaunchConfig::linear(1, 1),
+        &[ArgValue::Ptr(p), ArgValue::Ptr(old)],
+        &mut mem,
+    )
+    .unwrap();
+    assert_eq!(mem.read_u32(p, 1).unwrap(), vec![0xbeef_5678]);
+    assert_eq!(mem.read_u32(old, 1).unwrap(), vec![0xbeef_1234]);
+}

@@ -258,3 +258,91 @@ fn mma_m16n8k8_tf32_rounds_inputs_and_matches_cpu_product() {
         }
     }
 }
+
+/// One warp: D = A (16x32 s8, row-major) * B (32x8 s8, stored as Bt[n][k]) + C (s32).
+const MMA_S8: &str = r#"
+.visible .entry mma_s8(.param .u64 a, .param .u64 bt, .param .u64 c, .param .u64 d)
+{
+	.reg .b32 	%r<24>;
+	.reg .b64 	%rd<12>;
+
+	ld.param.u64 	%rd1, [a];
+	ld.param.u64 	%rd2, [bt];
+	ld.param.u64 	%rd3, [c];
+	ld.param.u64 	%rd4, [d];
+	mov.u32 	%r1, %laneid;
+	shr.u32 	%r2, %r1, 2;
+	and.b32 	%r3, %r1, 3;
+	shl.b32 	%r4, %r3, 2;
+	mad.lo.s32 	%r5, %r2, 32, %r4;
+	cvt.u64.u32 	%rd5, %r5;
+	add.s64 	%rd6, %rd1, %rd5;
+	ld.global.u32 	%r6, [%rd6];
+	ld.global.u32 	%r7, [%rd6+256];
+	ld.global.u32 	%r8, [%rd6+16];
+	ld.global.u32 	%r9, [%rd6+272];
+	add.s64 	%rd7, %rd2, %rd5;
+	ld.global.u32 	%r10, [%rd7];
+	ld.global.u32 	%r11, [%rd7+16];
+	shl.b32 	%r12, %r3, 1;
+	mad.lo.s32 	%r13, %r2, 8, %r12;
+	mul.wide.u32 	%rd8, %r13, 4;
+	add.s64 	%rd9, %rd3, %rd8;
+	ld.global.v2.u32 	{%r14, %r15}, [%rd9];
+	ld.global.v2.u32 	{%r16, %r17}, [%rd9+256];
+	mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 	{%r18, %r19, %r20, %r21}, {%r6, %r7, %r8, %r9}, {%r10, %r11}, {%r14, %r15, %r16, %r17};
+	add.s64 	%rd10, %rd4, %rd8;
+	st.global.v2.u32 	[%rd10], {%r18, %r19};
+	st.global.v2.u32 	[%rd10+256], {%r20, %r21};
+	ret;
+}
+"#;
+
+#[test]
+fn mma_m16n8k32_s8_accumulates_exact_integer_products() {
+    let mut rng = Rng::new(24);
+    let a: Vec<i8> = (0..16 * 32).map(|_| rng.next_u32() as i8).collect();
+    let b: Vec<i8> = (0..32 * 8).map(|_| rng.next_u32() as i8).collect();
+    let c: Vec<i32> = (0..128)
+        .map(|_| (rng.next_u32() % 100_000) as i32 - 50_000)
+        .collect();
+    let mut bt = vec![0i8; 8 * 32];
+    for k in 0..32 {
+        for n in 0..8 {
+            bt[n * 32 + k] = b[k * 8 + n];
+        }
+    }
+    let bytes = |v: &[i8]| -> Vec<u32> {
+        v.chunks(4)
+            .map(|q| u32::from_le_bytes([q[0] as u8, q[1] as u8, q[2] as u8, q[3] as u8]))
+            .collect()
+    };
+    let mut mem = GlobalMemory::new();
+    let da = alloc_u32(&mut mem, &bytes(&a));
+    let db = alloc_u32(&mut mem, &bytes(&bt));
+    let dc = alloc_u32(&mut mem, &c.iter().map(|&v| v as u32).collect::<Vec<_>>());
+    let dd = poisoned_u32(&mut mem, 128);
+    launch(
+        &ptx(MMA_S8),
+        "mma_s8",
+        LaunchConfig::linear(1, 32),
+        &[
+            ArgValue::Ptr(da),
+            ArgValue::Ptr(db),
+            ArgValue::Ptr(dc),
+            ArgValue::Ptr(dd),
+        ],
+        &mut mem,
+    )
+    .unwrap();
+    let d = mem.read_u32(dd, 128).unwrap();
+    for i in 0..16 {
+        for j in 0..8 {
+            let want = c[i * 8 + j]
+                + (0..32)
+                    .map(|k| a[i * 32 + k] as i32 * b[k * 8 + j] as i32)
+                    .sum::<i32>();
+            assert_eq!(d[i * 8 + j] as i32, want, "D[{i}][{j}]");
+        }
+    }
+}

@@ -276,3 +276,81 @@ $L__join:
     // Lane 0 holds 0 + 7, lane 1 holds 1 * 100.
     assert_eq!(mem.read_u32(out, 32).unwrap(), vec![107; 32]);
 }
+
+#[test]
+fn bar_red_counts_and_combines_predicates_across_the_block_and_elect_picks_the_lowest_lane() {
+    let source = ptx(r#"
+.visible .entry votes(.param .u64 in, .param .u64 out)
+{
+	.reg .pred 	%p<6>;
+	.reg .b32 	%r<10>;
+	.reg .b64 	%rd<6>;
+	ld.param.u64 	%rd1, [in];
+	ld.param.u64 	%rd2, [out];
+	mov.u32 	%r1, %tid.x;
+	mul.wide.u32 	%rd3, %r1, 4;
+	add.s64 	%rd4, %rd1, %rd3;
+	ld.global.u32 	%r2, [%rd4];
+	setp.ne.u32 	%p1, %r2, 0;
+	bar.red.popc.u32 	%r3, 0, %p1;
+	bar.red.and.pred 	%p2, 0, %p1;
+	bar.red.or.pred 	%p3, 0, !%p1;
+	selp.u32 	%r4, 1, 0, %p2;
+	selp.u32 	%r5, 1, 0, %p3;
+	setp.ge.u32 	%p4, %r1, 40;
+	@!%p4 bra 	$L__skip;
+	elect.sync 	%r6|%p5, 0xffffffff;
+	selp.u32 	%r7, 1, 0, %p5;
+	bra.uni 	$L__store;
+$L__skip:
+	mov.u32 	%r6, 99;
+	mov.u32 	%r7, 99;
+$L__store:
+	mul.wide.u32 	%rd3, %r1, 16;
+	add.s64 	%rd5, %rd2, %rd3;
+	st.global.v4.u32 	[%rd5], {%r3, %r4, %r5, %r7};
+	ret;
+}
+"#);
+    let mut rng = Rng::new(13);
+    let n = 64;
+    let flags: Vec<u32> = (0..n).map(|_| rng.next_u32() % 3).collect();
+    let mut mem = GlobalMemory::new();
+    let din = alloc_u32(&mut mem, &flags);
+    let dout = poisoned_u32(&mut mem, n * 4);
+    // Threads 0..40 of warp 1 skip the elect: only lanes 8..31 of warp 1 take part.
+    let err = launch(
+        &source,
+        "votes",
+        LaunchConfig::linear(1, n as u32),
+        &[ArgValue::Ptr(din), ArgValue::Ptr(dout)],
+        &mut mem,
+    );
+    // elect.sync with a full mask while lanes 0..7 of warp 1 went elsewhere never completes.
+    assert!(
+        matches!(err, Err(Error::CollectiveDivergence { .. })),
+        "{err:?}"
+    );
+    let fixed = source.replace(
+        "elect.sync 	%r6|%p5, 0xffffffff;",
+        "elect.sync 	%r6|%p5, 0xffffff00;",
+    );
+    launch(
+        &fixed,
+        "votes",
+        LaunchConfig::linear(1, n as u32),
+        &[ArgValue::Ptr(din), ArgValue::Ptr(dout)],
+        &mut mem,
+    )
+    .unwrap();
+    let out = mem.read_u32(dout, n * 4).unwrap();
+    let set = flags.iter().filter(|&&f| f != 0).count() as u32;
+    for t in 0..n {
+        let o = &out[t * 4..t * 4 + 4];
+        assert_eq!(o[0], set);
+        assert_eq!(o[1], (set == n as u32) as u32);
+        assert_eq!(o[2], (set < n as u32) as u32);
+        let elected = if t < 40 { 99 } else { (t == 40) as u32 };
+        assert_eq!(o[3], elected, "thread {t}");
+    }
+}

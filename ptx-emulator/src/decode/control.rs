@@ -5,7 +5,8 @@ use super::operands::{Frame, Kind};
 use crate::error::Error;
 use crate::numerics::Half;
 use crate::program::{
-    CallSite, Collective, MmaKind, Op, ReduxOp, ShflMode, Slot, Space, VoteMode, NO_SLOT, W,
+    BarRed, BarRedOp, CallSite, Collective, MmaKind, Op, ReduxOp, ShflMode, Slot, Space, VoteMode,
+    NO_SLOT, W,
 };
 use ptx_parser::{AtomicOp, Flag, Instruction, Modifier, Opcode, Operand, Shape, Type};
 
@@ -26,10 +27,36 @@ pub(crate) fn control(frame: &mut Frame, inst: &Instruction) -> Result<Op, Error
         Opcode::Exit => Ok(Op::Exit),
         Opcode::Trap => Ok(Op::Trap),
         Opcode::Bar | Opcode::Barrier => {
-            if inst.has_flag(Flag::Red) {
-                return Err(frame.unsupported("bar.red"));
-            }
             let arrive = inst.has_flag(Flag::Arrive);
+            if inst.has_flag(Flag::Red) {
+                // bar.red.op.type d, id{, count}, {!}p
+                let ops = operands(frame, inst, 3)?;
+                let op = match inst.modifiers.iter().find_map(|m| match m {
+                    Modifier::Atomic(a) => Some(*a),
+                    _ => None,
+                }) {
+                    Some(AtomicOp::Popc) => BarRedOp::Popc,
+                    Some(AtomicOp::And) => BarRedOp::And,
+                    Some(AtomicOp::Or) => BarRedOp::Or,
+                    _ => return Err(frame.malformed("bar.red needs .popc, .and or .or")),
+                };
+                let d = frame.dst(&ops[0])?;
+                let id = frame.src(&ops[1], Kind::Int(W::B32))?;
+                let count = if ops.len() == 4 {
+                    frame.src(&ops[2], Kind::Int(W::B32))?
+                } else {
+                    NO_SLOT
+                };
+                let (c, negated) = frame.pred(&ops[ops.len() - 1])?;
+                frame.bar_reds.push(BarRed { op, d, c, negated });
+                let red = frame.bar_reds.len() as u32 - 1;
+                return Ok(Op::Bar {
+                    arrive: false,
+                    id,
+                    count,
+                    red,
+                });
+            }
             let id = match inst.operands.first() {
                 Some(op) => frame.src(op, Kind::Int(W::B32))?,
                 None => frame.konst(0),
@@ -38,7 +65,12 @@ pub(crate) fn control(frame: &mut Frame, inst: &Instruction) -> Result<Op, Error
                 Some(op) => frame.src(op, Kind::Int(W::B32))?,
                 None => NO_SLOT,
             };
-            Ok(Op::Bar { arrive, id, count })
+            Ok(Op::Bar {
+                arrive,
+                id,
+                count,
+                red: NO_SLOT,
+            })
         }
         _ => Err(frame.unsupported("")),
     }
@@ -273,6 +305,22 @@ pub(crate) fn collective(
             }
         }
         Opcode::Mma => mma(frame, inst)?,
+        Opcode::ElectSync => {
+            let ops = operands(frame, inst, 2)?;
+            let (d, p) = match &ops[0] {
+                Operand::PredPair(d, p) => {
+                    let d = if d == "_" {
+                        frame.sink()
+                    } else {
+                        frame.reg(d)?
+                    };
+                    (d, frame.reg(p)?)
+                }
+                other => (frame.dst(other)?, frame.sink()),
+            };
+            let mask = frame.src(&ops[1], Kind::Int(W::B32))?;
+            Collective::Elect { d, p, mask }
+        }
         Opcode::Ldmatrix | Opcode::Stmatrix => {
             let count = if inst.has_flag(Flag::X4) {
                 4
@@ -349,13 +397,24 @@ fn mma(frame: &mut Frame, inst: &Instruction) -> Result<Collective, Error> {
         (16, 8, Some(8), Some(h), _) => MmaKind::M16N8K8Half(h),
         (16, 8, Some(8), None, Type::Tf32) => MmaKind::M16N8K8Tf32,
         (16, 8, Some(4), None, Type::Tf32) => MmaKind::M16N8K4Tf32,
+        (16, 8, Some(32), None, Type::S8 | Type::U8) if matches!(tys[2], Type::S8 | Type::U8) => {
+            MmaKind::M16N8K32Int8 {
+                a_signed: tys[1] == Type::S8,
+                b_signed: tys[2] == Type::S8,
+            }
+        }
         _ => return Err(frame.unsupported(format!("mma shape .{shape} with .{} inputs", tys[1]))),
     };
-    if tys[1] != tys[2] {
+    let int8 = matches!(kind, MmaKind::M16N8K32Int8 { .. });
+    if tys[1] != tys[2] && !int8 {
         return Err(frame.unsupported("mma with different A and B types"));
+    }
+    if int8 && (tys[0] != Type::S32 || tys[3] != Type::S32) {
+        return Err(frame.unsupported("integer mma accumulates in .s32"));
     }
     let f16_acc_d = match tys[0] {
         Type::F32 => false,
+        Type::S32 if int8 => false,
         Type::F16
             if matches!(
                 kind,
@@ -368,6 +427,7 @@ fn mma(frame: &mut Frame, inst: &Instruction) -> Result<Collective, Error> {
     };
     let f16_acc_c = match tys[3] {
         Type::F32 => false,
+        Type::S32 if int8 => false,
         Type::F16
             if matches!(
                 kind,
@@ -383,6 +443,7 @@ fn mma(frame: &mut Frame, inst: &Instruction) -> Result<Collective, Error> {
         MmaKind::M16N8K8Half(_) => (2, 1),
         MmaKind::M16N8K8Tf32 => (4, 2),
         MmaKind::M16N8K4Tf32 => (2, 1),
+        MmaKind::M16N8K32Int8 { .. } => (4, 2),
     };
     let ops = operands(frame, inst, 4)?;
     let d = vector_regs(frame, &ops[0], true, if f16_acc_d { 2 } else { 4 })?;
@@ -393,6 +454,7 @@ fn mma(frame: &mut Frame, inst: &Instruction) -> Result<Collective, Error> {
         kind,
         f16_acc_c,
         f16_acc_d,
+        satfinite: inst.has_flag(Flag::Satfinite),
         d,
         a,
         b,

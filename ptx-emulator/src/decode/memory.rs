@@ -205,7 +205,8 @@ pub(crate) fn atomic(frame: &mut Frame, inst: &Instruction) -> Result<Op, Error>
         Type::Bf16x2 => AtomTy::Bf16x2,
         Type::F16 => AtomTy::F16,
         Type::Bf16 => AtomTy::Bf16,
-        other => return Err(frame.unsupported(format!("atomics on .{other}"))),
+        Type::B16 | Type::U16 if matches!(op, AtomOp::Cas | AtomOp::Exch) => AtomTy::B16,
+        other => return Err(frame.unsupported(format!("atomic .{} on .{other}", op_word(op)))),
     };
     if inst
         .modifiers
@@ -220,7 +221,7 @@ pub(crate) fn atomic(frame: &mut Frame, inst: &Instruction) -> Result<Op, Error>
         AtomTy::F32 => Kind::F32,
         AtomTy::F64 => Kind::F64,
         AtomTy::U64 | AtomTy::S64 => Kind::Int(W::B64),
-        AtomTy::F16 | AtomTy::Bf16 => Kind::Int(W::B16),
+        AtomTy::F16 | AtomTy::Bf16 | AtomTy::B16 => Kind::Int(W::B16),
         _ => Kind::Int(W::B32),
     };
     let (d, addr_at) = if is_red {
@@ -242,6 +243,21 @@ pub(crate) fn atomic(frame: &mut Frame, inst: &Instruction) -> Result<Op, Error>
         b,
         c,
     })
+}
+
+fn op_word(op: AtomOp) -> &'static str {
+    match op {
+        AtomOp::Add => "add",
+        AtomOp::Min => "min",
+        AtomOp::Max => "max",
+        AtomOp::Exch => "exch",
+        AtomOp::Cas => "cas",
+        AtomOp::And => "and",
+        AtomOp::Or => "or",
+        AtomOp::Xor => "xor",
+        AtomOp::Inc => "inc",
+        AtomOp::Dec => "dec",
+    }
 }
 
 pub(crate) fn cvta(frame: &mut Frame, inst: &Instruction) -> Result<Op, Error> {

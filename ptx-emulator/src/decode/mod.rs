@@ -181,6 +181,7 @@ pub(crate) fn decode_kernel(module: &Module, func: &Function) -> Result<Kernel, 
         const_data: layout.const_data,
         links: frame.links,
         calls,
+        bar_reds: frame.bar_reds,
     })
 }
 
@@ -434,7 +435,8 @@ fn decode_instruction(
         | Opcode::Prefetchu
         | Opcode::Nanosleep
         | Opcode::Pmevent
-        | Opcode::Griddepcontrol => Ok(Op::Nop),
+        | Opcode::Griddepcontrol
+        | Opcode::Setmaxnreg => Ok(Op::Nop),
         Opcode::Call => control::call(frame, inst, calls),
         Opcode::Bra | Opcode::Ret | Opcode::Exit | Opcode::Trap | Opcode::Bar | Opcode::Barrier => {
             control::control(frame, inst)
@@ -446,7 +448,8 @@ fn decode_instruction(
         | Opcode::BarWarpSync
         | Opcode::Mma
         | Opcode::Ldmatrix
-        | Opcode::Stmatrix => control::collective(frame, inst, collectives),
+        | Opcode::Stmatrix
+        | Opcode::ElectSync => control::collective(frame, inst, collectives),
         Opcode::Activemask => Ok(Op::Activemask {
             d: frame.dst(
                 inst.operands

@@ -64,6 +64,8 @@ pub(crate) struct Frame {
     pub function: String,
     /// First instruction of each device function.
     pub functions: HashMap<String, u32>,
+    /// `bar.red` reductions, indexed by `Op::Bar::red`.
+    pub bar_reds: Vec<crate::program::BarRed>,
     /// Per-thread local variables: offset and size.
     pub local_vars: HashMap<String, (u32, u32)>,
     /// Each device function's parameters and return values as (offset, size) in local memory.
@@ -92,6 +94,7 @@ impl Frame {
             function: String::new(),
             functions: HashMap::new(),
             local_vars: HashMap::new(),
+            bar_reds: Vec::new(),
             callee_params: HashMap::new(),
             links: Vec::new(),
             link_slots: HashMap::new(),

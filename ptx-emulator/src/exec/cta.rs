@@ -5,7 +5,7 @@
 use super::thread::{self, Ctx, Fault, FaultKind, Status, Thread};
 use super::warp::{self, Regs};
 use crate::error::{Error, Nearest, Site};
-use crate::program::{Op, Space, NO_SLOT};
+use crate::program::{BarRedOp, Op, Space, NO_SLOT};
 
 /// Number of named barriers per CTA.
 const BARRIERS: usize = 16;
@@ -182,7 +182,7 @@ fn resolve_warp(
 /// Opens every barrier whose expected threads have all arrived. Returns whether one opened.
 fn release_barriers(
     ctx: &Ctx<'_>,
-    regs: &[u64],
+    regs: &mut [u64],
     threads: &mut [Thread],
     arrived: &mut [u32; BARRIERS],
 ) -> bool {
@@ -198,6 +198,7 @@ fn release_barriers(
             arrive: false,
             id,
             count,
+            ..
         } = ctx.kernel.code[th.pc as usize].op
         {
             let id = regs[t * slots + id as usize] as usize % BARRIERS;
@@ -212,6 +213,7 @@ fn release_barriers(
         if waiters[id].is_empty() || (waiters[id].len() as u32 + arrived[id]) < expected[id] {
             continue;
         }
+        bar_reduce(ctx, regs, threads, &waiters[id]);
         for &t in &waiters[id] {
             threads[t].pc += 1;
             threads[t].status = Status::Ready;
@@ -220,6 +222,33 @@ fn release_barriers(
         released = true;
     }
     released
+}
+
+/// For `bar.red`: reduces the releasing threads' predicates and gives each its result.
+fn bar_reduce(ctx: &Ctx<'_>, regs: &mut [u64], threads: &[Thread], waiters: &[usize]) {
+    let slots = ctx.kernel.slots as usize;
+    let red_of = |t: usize| match ctx.kernel.code[threads[t].pc as usize].op {
+        Op::Bar { red, .. } if red != NO_SLOT => Some(ctx.kernel.bar_reds[red as usize]),
+        _ => None,
+    };
+    let Some(first) = waiters.iter().find_map(|&t| red_of(t)) else {
+        return;
+    };
+    let value = |t: usize| match red_of(t) {
+        Some(r) => (regs[t * slots + r.c as usize] != 0) != r.negated,
+        None => false,
+    };
+    let count = waiters.iter().filter(|&&t| value(t)).count() as u64;
+    let result = match first.op {
+        BarRedOp::Popc => count,
+        BarRedOp::And => (count == waiters.len() as u64) as u64,
+        BarRedOp::Or => (count > 0) as u64,
+    };
+    for &t in waiters {
+        if let Some(r) = red_of(t) {
+            regs[t * slots + r.d as usize] = result;
+        }
+    }
 }
 
 /// Explains why no thread can make progress.

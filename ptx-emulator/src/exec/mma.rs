@@ -14,6 +14,8 @@ pub(crate) fn a_position(kind: MmaKind, lane: usize, reg: usize, half: usize) ->
         MmaKind::M16N8K8Half(_) => (g + 8 * reg, 2 * t + half),
         MmaKind::M16N8K8Tf32 => (g + 8 * (reg & 1), t + 4 * (reg >> 1)),
         MmaKind::M16N8K4Tf32 => (g + 8 * reg, t),
+        // Four bytes per register: a0..a3 row g, a4..a7 row g+8, a8.. columns + 16.
+        MmaKind::M16N8K32Int8 { .. } => (g + 8 * (reg & 1), 4 * t + half + 16 * (reg >> 1)),
     }
 }
 
@@ -25,6 +27,7 @@ pub(crate) fn b_position(kind: MmaKind, lane: usize, reg: usize, half: usize) ->
         MmaKind::M16N8K8Half(_) => (2 * t + half, g),
         MmaKind::M16N8K8Tf32 => (t + 4 * reg, g),
         MmaKind::M16N8K4Tf32 => (t, g),
+        MmaKind::M16N8K32Int8 { .. } => (4 * t + half + 16 * reg, g),
     }
 }
 
@@ -45,6 +48,7 @@ pub(crate) fn k_of(kind: MmaKind) -> usize {
         MmaKind::M16N8K16Half(_) => 16,
         MmaKind::M16N8K8Half(_) | MmaKind::M16N8K8Tf32 => 8,
         MmaKind::M16N8K4Tf32 => 4,
+        MmaKind::M16N8K32Int8 { .. } => 32,
     }
 }
 
@@ -58,14 +62,26 @@ pub(crate) fn input_value(kind: MmaKind, reg_bits: u64, half: usize) -> f64 {
         MmaKind::M16N8K8Tf32 | MmaKind::M16N8K4Tf32 => {
             f32::from_bits(reg_bits as u32 & 0xffff_e000) as f64
         }
+        MmaKind::M16N8K32Int8 { a_signed, .. } => int8_value(reg_bits, half, a_signed),
     }
 }
 
-/// How many 16-bit halves each input register holds.
+/// How many elements each input register holds.
 pub(crate) fn halves(kind: MmaKind) -> usize {
     match kind {
         MmaKind::M16N8K16Half(_) | MmaKind::M16N8K8Half(_) => 2,
         MmaKind::M16N8K8Tf32 | MmaKind::M16N8K4Tf32 => 1,
+        MmaKind::M16N8K32Int8 { .. } => 4,
+    }
+}
+
+/// Byte `index` of an integer MMA operand register.
+pub(crate) fn int8_value(reg_bits: u64, index: usize, signed: bool) -> f64 {
+    let byte = (reg_bits >> (8 * index)) as u8;
+    if signed {
+        byte as i8 as f64
+    } else {
+        byte as f64
     }
 }
 
@@ -73,8 +89,8 @@ pub(crate) fn halves(kind: MmaKind) -> usize {
 /// rounded once to the accumulator type. (Real tensor cores round partial sums differently;
 /// results agree to within the f32 accumulation error the hardware documents.)
 pub(crate) fn multiply(
-    a: &[[f64; 16]; 16],
-    b: &[[f64; 8]; 16],
+    a: &[[f64; 32]; 16],
+    b: &[[f64; 8]; 32],
     c: &[[f64; 8]; 16],
     k: usize,
 ) -> [[f64; 8]; 16] {
@@ -110,6 +126,10 @@ mod tests {
             MmaKind::M16N8K8Half(Half::F16),
             MmaKind::M16N8K8Tf32,
             MmaKind::M16N8K4Tf32,
+            MmaKind::M16N8K32Int8 {
+                a_signed: true,
+                b_signed: false,
+            },
         ] {
             let k = k_of(kind);
             let h = halves(kind);

@@ -362,7 +362,11 @@ fn effective(regs: &[u64], at: &MemRef) -> u64 {
 fn atom_apply(op: AtomOp, ty: AtomTy, old: u64, b: u64, c: u64) -> u64 {
     let signed = matches!(ty, AtomTy::S32 | AtomTy::S64);
     let wide = ty.bytes() == 8;
-    let mask = if wide { u64::MAX } else { 0xffff_ffff };
+    let mask = match ty.bytes() {
+        8 => u64::MAX,
+        2 => 0xffff,
+        _ => 0xffff_ffff,
+    };
     let (o, bb) = (old & mask, b & mask);
     let sx = |v: u64| {
         if wide {

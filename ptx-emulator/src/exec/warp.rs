@@ -3,7 +3,7 @@
 use super::mma;
 use super::thread::{Ctx, FaultKind};
 use crate::error::Access;
-use crate::program::{Collective, ReduxOp, ShflMode, Space, VoteMode};
+use crate::program::{Collective, MmaKind, ReduxOp, ShflMode, Space, VoteMode};
 
 /// Register file access for a whole CTA: `slots` 64-bit slots per thread.
 pub(crate) struct Regs<'a> {
@@ -168,10 +168,18 @@ pub(crate) fn execute(
             }
         }
         Collective::WarpSync { .. } => {}
+        Collective::Elect { d, p, .. } => {
+            let elected = lanes.first().copied().unwrap_or(warp_base);
+            for &t in lanes {
+                regs.set(t, d, (elected - warp_base) as u64);
+                regs.set(t, p, (t == elected) as u64);
+            }
+        }
         Collective::Mma {
             kind,
             f16_acc_c,
             f16_acc_d,
+            satfinite,
             ref d,
             ref a,
             ref b,
@@ -179,21 +187,30 @@ pub(crate) fn execute(
         } => {
             let k = mma::k_of(kind);
             let halves = mma::halves(kind);
-            let mut ma = [[0.0f64; 16]; 16];
-            let mut mb = [[0.0f64; 8]; 16];
+            let mut ma = [[0.0f64; 32]; 16];
+            let mut mb = [[0.0f64; 8]; 32];
+            // Integer inputs: exact in f64, and so are the s32 sums of their products.
+            let int8 = match kind {
+                MmaKind::M16N8K32Int8 { a_signed, b_signed } => Some((a_signed, b_signed)),
+                _ => None,
+            };
+            let value = |bits: u64, half: usize, signed_pick: fn((bool, bool)) -> bool| match int8 {
+                Some(signs) => mma::int8_value(bits, half, signed_pick(signs)),
+                None => mma::input_value(kind, bits, half),
+            };
             let mut mc = [[0.0f64; 8]; 16];
             for &t in lanes {
                 let lane = t - warp_base;
                 for (reg, &slot) in a.iter().enumerate() {
                     for half in 0..halves {
                         let (r, col) = mma::a_position(kind, lane, reg, half);
-                        ma[r][col] = mma::input_value(kind, regs.get(t, slot), half);
+                        ma[r][col] = value(regs.get(t, slot), half, |s| s.0);
                     }
                 }
                 for (reg, &slot) in b.iter().enumerate() {
                     for half in 0..halves {
                         let (r, col) = mma::b_position(kind, lane, reg, half);
-                        mb[r][col] = mma::input_value(kind, regs.get(t, slot), half);
+                        mb[r][col] = value(regs.get(t, slot), half, |s| s.1);
                     }
                 }
                 if f16_acc_c {
@@ -207,7 +224,12 @@ pub(crate) fn execute(
                 } else {
                     for (i, &slot) in c.iter().enumerate() {
                         let (r, col) = mma::c_position_f32(lane, i);
-                        mc[r][col] = f32::from_bits(regs.get(t, slot) as u32) as f64;
+                        let bits = regs.get(t, slot) as u32;
+                        mc[r][col] = if int8.is_some() {
+                            bits as i32 as f64
+                        } else {
+                            f32::from_bits(bits) as f64
+                        };
                     }
                 }
             }
@@ -224,7 +246,15 @@ pub(crate) fn execute(
                 } else {
                     for (i, &slot) in d.iter().enumerate() {
                         let (r, col) = mma::c_position_f32(lane, i);
-                        regs.set(t, slot, mma::to_f32_bits(md[r][col]));
+                        let v = md[r][col];
+                        let bits = match int8 {
+                            Some(_) if satfinite => {
+                                v.clamp(i32::MIN as f64, i32::MAX as f64) as i32 as u32 as u64
+                            }
+                            Some(_) => (v as i64 as u32) as u64,
+                            None => mma::to_f32_bits(v),
+                        };
+                        regs.set(t, slot, bits);
                     }
                 }
             }
