@@ -15,6 +15,7 @@ use kernel_runtime::{Bf16, Buffer, Device, KernelArg, LaunchConfig, Stream};
 use kernels::argmax::argmax;
 use kernels::cast::Element;
 use kernels::cross_entropy::cross_entropy;
+use kernels::rope::{rope, rope_backward, Rope, RopeLayout};
 use kernels::softmax::{softmax, softmax_backward, Mask};
 use kernels::{Error, OpKernel};
 
@@ -203,6 +204,41 @@ fn bench_vocab<T: Element>(bench: &Bench) -> Result<(), Error> {
     Ok(())
 }
 
+fn bench_rope<T: Element>(bench: &Bench) -> Result<(), Error> {
+    let (tokens, heads, head_dim) = if bench.small {
+        (5, 4, 128)
+    } else {
+        (4096, 32, 128)
+    };
+    let n = tokens * heads * head_dim;
+    let s = &bench.stream;
+    let x = random::<T>(s, n, 5, -2.0, 2.0)?;
+    let positions: Vec<u32> = (0..tokens as u32).collect();
+    let positions = Buffer::from_host(s, &positions)?;
+    let mut y = Buffer::<T>::zeros(s, n)?;
+    let shape = format!("{tokens}×{heads}×{head_dim}");
+    let bytes = 2 * n * T::STORAGE.bytes() + tokens * 4;
+    for layout in [RopeLayout::NeoX, RopeLayout::Interleaved] {
+        let spec = Rope {
+            layout,
+            theta: 10000.0,
+            rotary_dim: head_dim,
+        };
+        let ms = bench.time(|s| rope(s, &x, &positions, &mut y, tokens, heads, head_dim, spec))?;
+        let name = format!("rope {layout:?}");
+        bench.report(&name, dtype_name::<T>(), &shape, bytes, ms);
+    }
+    let spec = Rope {
+        layout: RopeLayout::NeoX,
+        theta: 10000.0,
+        rotary_dim: head_dim,
+    };
+    let ms =
+        bench.time(|s| rope_backward(s, &x, &positions, &mut y, tokens, heads, head_dim, spec))?;
+    bench.report("rope_backward NeoX", dtype_name::<T>(), &shape, bytes, ms);
+    Ok(())
+}
+
 fn main() -> Result<(), Error> {
     let small = std::env::var_os("BENCH_SMALL").is_some();
     let device = Device::best();
@@ -219,6 +255,8 @@ fn main() -> Result<(), Error> {
     println!("|--------------------------|-------|------------------------|-----------|----------|--------|");
     bench_softmax::<f32>(&bench)?;
     bench_softmax::<Bf16>(&bench)?;
+    bench_rope::<f32>(&bench)?;
+    bench_rope::<Bf16>(&bench)?;
     bench_vocab::<f32>(&bench)?;
     bench_vocab::<Bf16>(&bench)?;
     Ok(())
