@@ -15,6 +15,7 @@ use kernel_runtime::{Bf16, Buffer, Device, KernelArg, LaunchConfig, Stream};
 use kernels::argmax::argmax;
 use kernels::cast::Element;
 use kernels::cross_entropy::cross_entropy;
+use kernels::embedding::{embedding, embedding_backward};
 use kernels::rope::{rope, rope_backward, Rope, RopeLayout};
 use kernels::softmax::{softmax, softmax_backward, Mask};
 use kernels::{Error, OpKernel};
@@ -239,6 +240,38 @@ fn bench_rope<T: Element>(bench: &Bench) -> Result<(), Error> {
     Ok(())
 }
 
+fn bench_embedding<T: Element>(bench: &Bench) -> Result<(), Error> {
+    let (tokens, vocab, hidden) = if bench.small {
+        (40, 300, 64)
+    } else {
+        (4096, 151936, 4096)
+    };
+    let s = &bench.stream;
+    let table = random::<T>(s, vocab * hidden, 6, -1.0, 1.0)?;
+    let ids: Vec<u32> = (0..tokens)
+        .map(|t| ((t * 7919 + 13) % vocab) as u32)
+        .collect();
+    let ids = Buffer::from_host(s, &ids)?;
+    let mut out = Buffer::<T>::zeros(s, tokens * hidden)?;
+    let e = T::STORAGE.bytes();
+    let shape = format!("{tokens}×{vocab}×{hidden}");
+    let ms = bench.time(|s| embedding(s, &table, &ids, &mut out, tokens, vocab, hidden))?;
+    bench.report(
+        "embedding",
+        dtype_name::<T>(),
+        &shape,
+        2 * tokens * hidden * e + tokens * 4,
+        ms,
+    );
+    drop(table);
+    let mut dtable = Buffer::<T>::zeros(s, vocab * hidden)?;
+    let ms =
+        bench.time(|s| embedding_backward(s, &out, &ids, &mut dtable, tokens, vocab, hidden))?;
+    let bytes = (tokens + vocab) * hidden * e + tokens * 4;
+    bench.report("embedding_backward", dtype_name::<T>(), &shape, bytes, ms);
+    Ok(())
+}
+
 fn main() -> Result<(), Error> {
     let small = std::env::var_os("BENCH_SMALL").is_some();
     let device = Device::best();
@@ -257,6 +290,8 @@ fn main() -> Result<(), Error> {
     bench_softmax::<Bf16>(&bench)?;
     bench_rope::<f32>(&bench)?;
     bench_rope::<Bf16>(&bench)?;
+    bench_embedding::<f32>(&bench)?;
+    bench_embedding::<Bf16>(&bench)?;
     bench_vocab::<f32>(&bench)?;
     bench_vocab::<Bf16>(&bench)?;
     Ok(())

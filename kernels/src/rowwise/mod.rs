@@ -3,6 +3,7 @@
 //! row's group of threads, and host-side launch planning. Sums, tensors and the row loop come
 //! from `codegen`.
 
+pub(crate) mod bits;
 pub(crate) mod index;
 pub(crate) mod online;
 pub(crate) mod reduce;

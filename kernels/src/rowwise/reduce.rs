@@ -2,6 +2,7 @@
 //! slot per warp). Both are exact and order-independent, so every thread of the group ends with
 //! the same bits on every run. No atomics.
 
+use super::bits::{and_pred, or_pred};
 use crate::codegen::reduce::{warp_max, MAX_WARPS};
 use crate::codegen::rows::Group;
 use kernel_dsl::builder::{KernelBuilder, SharedArray, Value};
@@ -88,43 +89,6 @@ pub(crate) fn beats(b: &mut KernelBuilder, other: Candidate, mine: Candidate) ->
     let lower = b.setp(Cmp::Lt, other.index, mine.index);
     let tie_lower = and_pred(b, equal, lower);
     or_pred(b, greater, tie_lower)
-}
-
-fn and_pred(b: &mut KernelBuilder, x: Value<Pred>, y: Value<Pred>) -> Value<Pred> {
-    pred_op(
-        b,
-        x,
-        y,
-        kernel_dsl::op::Op::And {
-            ty: kernel_dsl::ScalarType::Pred,
-        },
-    )
-}
-
-fn or_pred(b: &mut KernelBuilder, x: Value<Pred>, y: Value<Pred>) -> Value<Pred> {
-    pred_op(
-        b,
-        x,
-        y,
-        kernel_dsl::op::Op::Or {
-            ty: kernel_dsl::ScalarType::Pred,
-        },
-    )
-}
-
-fn pred_op(
-    b: &mut KernelBuilder,
-    x: Value<Pred>,
-    y: Value<Pred>,
-    op: kernel_dsl::op::Op,
-) -> Value<Pred> {
-    let d = crate::codegen::fresh::<Pred>(b);
-    b.inst(
-        op,
-        vec![d.reg().into()],
-        vec![x.reg().into(), y.reg().into()],
-    );
-    d
 }
 
 /// Replaces `mine` by `other` where `other` beats it.

@@ -1,0 +1,127 @@
+//! Embedding gather and its deterministic backward on the emulator against the references.
+
+mod common_k2;
+
+use common_k2::{assert_close, bits, download, poisoned, stream, tol, upload, Rng};
+use kernel_runtime::{Bf16, Buffer};
+use kernels::cast::Element;
+use kernels::embedding::{embedding, embedding_backward, reference};
+use kernels::Error;
+
+/// (tokens, vocab, hidden): repeated ids, odd widths, several warps' worth of rows.
+const SHAPES: &[(usize, usize, usize)] = &[
+    (1, 1, 1),
+    (3, 5, 7),
+    (33, 7, 33),
+    (3, 40, 4097),
+    (70, 300, 64),
+    (5, 3, 16),
+];
+
+fn ids(rng: &mut Rng, tokens: usize, vocab: usize) -> Vec<u32> {
+    (0..tokens).map(|_| rng.below(vocab as u32)).collect()
+}
+
+fn gather_matches_reference<T: Element>() {
+    let s = stream();
+    let mut rng = Rng::new(51);
+    for &(tokens, vocab, hidden) in SHAPES {
+        let (table, held) = upload::<T>(&s, &rng.vec(vocab * hidden, -1.0, 1.0));
+        let id = ids(&mut rng, tokens, vocab);
+        let idb = Buffer::from_host(&s, &id).unwrap();
+        let mut out = poisoned::<T>(&s, tokens * hidden);
+        embedding(&s, &table, &idb, &mut out, tokens, vocab, hidden).unwrap();
+        let want = reference::embedding(&held, &id, vocab, hidden);
+        let what = format!("embedding {tokens}×{vocab}×{hidden}");
+        assert_close(&what, &download(&s, &out), &want, 0.0, 0.0);
+    }
+}
+
+#[test]
+fn f32_embedding_gathers_rows() {
+    gather_matches_reference::<f32>();
+}
+
+#[test]
+fn bf16_embedding_gathers_rows() {
+    gather_matches_reference::<Bf16>();
+}
+
+#[test]
+fn an_unknown_id_gathers_nan() {
+    let s = stream();
+    let (table, _) = upload::<f32>(&s, &[1.0, 2.0]);
+    let idb = Buffer::from_host(&s, &[0u32, 2]).unwrap();
+    let mut out = poisoned::<f32>(&s, 2);
+    embedding(&s, &table, &idb, &mut out, 2, 2, 1).unwrap();
+    let got = download(&s, &out);
+    assert!(got[0] == 1.0 && got[1].is_nan(), "{got:?}");
+}
+
+fn backward_matches_reference<T: Element>() {
+    let s = stream();
+    let mut rng = Rng::new(52);
+    for &(tokens, vocab, hidden) in SHAPES {
+        let (dout, held) = upload::<T>(&s, &rng.vec(tokens * hidden, -1.0, 1.0));
+        let id = ids(&mut rng, tokens, vocab);
+        let idb = Buffer::from_host(&s, &id).unwrap();
+        let mut dtable = poisoned::<T>(&s, vocab * hidden);
+        embedding_backward(&s, &dout, &idb, &mut dtable, tokens, vocab, hidden).unwrap();
+        let want = reference::embedding_backward(&held, &id, vocab, hidden);
+        let what = format!("embedding_backward {tokens}×{vocab}×{hidden}");
+        // bf16 rounds after each addition (up to ~10 tokens per row here).
+        assert_close(
+            &what,
+            &download(&s, &dtable),
+            &want,
+            tol::<T>(1e-6) * 2.0,
+            tol::<T>(1e-6),
+        );
+    }
+}
+
+#[test]
+fn f32_embedding_backward_sums_repeated_ids() {
+    backward_matches_reference::<f32>();
+}
+
+#[test]
+fn bf16_embedding_backward_sums_repeated_ids() {
+    backward_matches_reference::<Bf16>();
+}
+
+#[test]
+fn embedding_backward_runs_are_bit_identical() {
+    let s = stream();
+    let mut rng = Rng::new(53);
+    let (tokens, vocab, hidden) = (200, 50, 24);
+    let (dout, _) = upload::<f32>(&s, &rng.vec(tokens * hidden, -1.0, 1.0));
+    let idb = Buffer::from_host(&s, &ids(&mut rng, tokens, vocab)).unwrap();
+    let run = || {
+        let mut d = poisoned::<f32>(&s, vocab * hidden);
+        embedding_backward(&s, &dout, &idb, &mut d, tokens, vocab, hidden).unwrap();
+        bits(&s, &d)
+    };
+    assert_eq!(run(), run());
+}
+
+#[test]
+fn a_short_table_is_an_error() {
+    let s = stream();
+    let (table, _) = upload::<f32>(&s, &[1.0; 5]);
+    let idb = Buffer::from_host(&s, &[0u32]).unwrap();
+    let mut out = poisoned::<f32>(&s, 2);
+    let err = embedding(&s, &table, &idb, &mut out, 1, 3, 2).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Length {
+                buffer: "table",
+                expected: 6,
+                actual: 5,
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
