@@ -99,6 +99,54 @@ fn bench_norms<T: Element>(b: &Bench) -> Res {
             s, &x, &r, &g, &mut sum, &mut y, rows, cols, 1e-5,
         )?)
     })?;
+    drop((r, sum));
+    let dy = filled::<T>(&b.stream, n, 4)?;
+    let mut dg = Buffer::<T>::zeros(&b.stream, cols)?;
+    let mut db = Buffer::<T>::zeros(&b.stream, cols)?;
+    let mut ws = Buffer::<f32>::zeros(&b.stream, norm::layer_norm_backward_workspace(rows, cols))?;
+    b.row(
+        "rms_norm_backward",
+        dtype::<T>(),
+        &shape,
+        3.0 * matrix,
+        |s| {
+            Ok(norm::rms_norm_backward(
+                s, &x, &g, &dy, &mut y, &mut dg, &mut ws, rows, cols, 1e-5,
+            )?)
+        },
+    )?;
+    let beta = filled::<T>(&b.stream, cols, 5)?;
+    b.row("layer_norm", dtype::<T>(), &shape, 2.0 * matrix, |s| {
+        Ok(norm::layer_norm(
+            s, &x, &g, &beta, &mut y, rows, cols, 1e-5,
+        )?)
+    })?;
+    b.row(
+        "layer_norm_backward",
+        dtype::<T>(),
+        &shape,
+        3.0 * matrix,
+        |s| {
+            Ok(norm::layer_norm_backward(
+                s, &x, &g, &dy, &mut y, &mut dg, &mut db, &mut ws, rows, cols, 1e-5,
+            )?)
+        },
+    )?;
+    let (tokens, heads, dim) = if b.small {
+        (4, 4, 128)
+    } else {
+        (4096, 32, 128)
+    };
+    let q = filled::<T>(&b.stream, tokens * heads * dim, 6)?;
+    let qg = filled::<T>(&b.stream, dim, 7)?;
+    let mut qo = Buffer::<T>::zeros(&b.stream, tokens * heads * dim)?;
+    let qshape = format!("{tokens}x{heads}x{dim}");
+    let qbytes = 2.0 * (tokens * heads * dim) as f64 * es;
+    b.row("rms_norm_heads", dtype::<T>(), &qshape, qbytes, |s| {
+        Ok(norm::rms_norm_heads(
+            s, &q, &qg, &mut qo, tokens, heads, dim, 1e-6,
+        )?)
+    })?;
     Ok(())
 }
 

@@ -120,3 +120,243 @@ fn rms_norm_heads_normalizes_each_head_with_the_shared_gamma() {
     let err = norm::rms_norm_heads(&stream, &x, &short, &mut y, tokens, heads, dim, 1e-6);
     assert!(err.unwrap_err().to_string().contains("head_dim = 24"));
 }
+
+/// `Σ w·f(x)` for finite differences.
+fn weighted(y: &[f64], w: &[f64]) -> f64 {
+    y.iter().zip(w).map(|(a, b)| a * b).sum()
+}
+
+/// Central differences of `loss` at every element of `v` (in f64, step 1e-6).
+fn numeric_grad(v: &[f64], loss: impl Fn(&[f64]) -> f64) -> Vec<f64> {
+    let h = 1e-6;
+    (0..v.len())
+        .map(|i| {
+            let mut p = v.to_vec();
+            p[i] += h;
+            let up = loss(&p);
+            p[i] -= 2.0 * h;
+            (up - loss(&p)) / (2.0 * h)
+        })
+        .collect()
+}
+
+const FD: Tol = Tol {
+    atol: 1e-6,
+    rtol: 1e-5,
+};
+
+#[test]
+fn rms_norm_reference_backward_matches_finite_differences_at_odd_widths() {
+    for (rows, cols) in [(1, 1), (1, 7), (3, 33), (2, 64)] {
+        let mut rng = Rng::new(cols as u64);
+        let to64 = |v: Vec<f32>| v.into_iter().map(f64::from).collect::<Vec<_>>();
+        let x = to64(rng.vec(rows * cols, -2.0, 2.0));
+        let g = to64(rng.vec(cols, 0.5, 1.5));
+        let w = to64(rng.vec(rows * cols, -1.0, 1.0));
+        let eps = 1e-3;
+        let (dx, dg) = reference::rms_norm_backward(&x, &g, &w, rows, cols, eps);
+        let fx = numeric_grad(&x, |x| {
+            weighted(&reference::rms_norm(x, &g, rows, cols, eps), &w)
+        });
+        let fg = numeric_grad(&g, |g| {
+            weighted(&reference::rms_norm(&x, g, rows, cols, eps), &w)
+        });
+        assert_close("rms dx vs differences", &dx, &fx, FD);
+        assert_close("rms dgamma vs differences", &dg, &fg, FD);
+    }
+}
+
+#[test]
+fn layer_norm_reference_backward_matches_finite_differences_at_odd_widths() {
+    for (rows, cols) in [(1, 2), (1, 7), (3, 33), (2, 64)] {
+        let mut rng = Rng::new(cols as u64 + 50);
+        let to64 = |v: Vec<f32>| v.into_iter().map(f64::from).collect::<Vec<_>>();
+        let x = to64(rng.vec(rows * cols, -2.0, 2.0));
+        let g = to64(rng.vec(cols, 0.5, 1.5));
+        let be = to64(rng.vec(cols, -0.5, 0.5));
+        let w = to64(rng.vec(rows * cols, -1.0, 1.0));
+        let eps = 1e-3;
+        let (dx, dg, db) = reference::layer_norm_backward(&x, &g, &w, rows, cols, eps);
+        let f = |x: &[f64], g: &[f64], be: &[f64]| {
+            weighted(&reference::layer_norm(x, g, be, rows, cols, eps), &w)
+        };
+        assert_close(
+            "ln dx vs differences",
+            &dx,
+            &numeric_grad(&x, |v| f(v, &g, &be)),
+            FD,
+        );
+        assert_close(
+            "ln dgamma vs differences",
+            &dg,
+            &numeric_grad(&g, |v| f(&x, v, &be)),
+            FD,
+        );
+        assert_close(
+            "ln dbeta vs differences",
+            &db,
+            &numeric_grad(&be, |v| f(&x, &g, v)),
+            FD,
+        );
+    }
+}
+
+/// Tolerance of a backward output: sums of many terms, so a little looser than forward.
+fn grad_tol<T: Element>() -> Tol {
+    match T::STORAGE {
+        kernels::Storage::F32 => Tol {
+            atol: 1e-4,
+            rtol: 1e-4,
+        },
+        kernels::Storage::Bf16 => Tol {
+            atol: 3e-2,
+            rtol: 1.5e-2,
+        },
+    }
+}
+
+fn rms_backward_case<T: Element>(rows: usize, cols: usize, seed: u64) -> (Vec<u32>, Vec<u32>) {
+    let stream = emulator();
+    let mut rng = Rng::new(seed);
+    let n = rows * cols;
+    let (x, xh) = upload::<T>(&stream, &rng.vec(n, -2.0, 2.0));
+    let (g, gh) = upload::<T>(&stream, &rng.vec(cols, 0.5, 1.5));
+    let (dy, dyh) = upload::<T>(&stream, &rng.vec(n, -1.0, 1.0));
+    let mut dx = poisoned::<T>(&stream, n);
+    let mut dg = poisoned::<T>(&stream, cols);
+    let ws_len = norm::rms_norm_backward_workspace(rows, cols);
+    let mut ws = Buffer::from_host(&stream, &vec![f32::NAN; ws_len]).unwrap();
+    norm::rms_norm_backward(
+        &stream, &x, &g, &dy, &mut dx, &mut dg, &mut ws, rows, cols, 1e-5,
+    )
+    .unwrap();
+    let (want_dx, want_dg) = reference::rms_norm_backward(&xh, &gh, &dyh, rows, cols, 1e-5);
+    let what = format!("rms_norm_backward {rows}x{cols} {:?}", T::STORAGE);
+    assert_close(
+        &format!("{what} dx"),
+        &download(&stream, &dx),
+        &want_dx,
+        grad_tol::<T>(),
+    );
+    assert_close(
+        &format!("{what} dgamma"),
+        &download(&stream, &dg),
+        &want_dg,
+        grad_tol::<T>(),
+    );
+    (bits(&stream, &dx), bits(&stream, &dg))
+}
+
+#[test]
+fn rms_norm_backward_matches_the_reference_backward_at_odd_widths() {
+    for rows in ROWS {
+        for cols in WIDTHS {
+            rms_backward_case::<f32>(rows, cols, cols as u64 + 300);
+            rms_backward_case::<Bf16>(rows, cols, cols as u64 + 400);
+        }
+    }
+}
+
+#[test]
+fn rms_norm_backward_sums_gamma_gradients_over_more_rows_than_ctas() {
+    // 1100 rows > 1024 workspace rows: some CTAs own two rows.
+    rms_backward_case::<f32>(1100, 8, 1);
+    rms_backward_case::<Bf16>(1100, 12, 2);
+}
+
+#[test]
+fn rms_norm_backward_is_bit_identical_across_runs() {
+    assert_eq!(
+        rms_backward_case::<f32>(37, 4097, 9),
+        rms_backward_case::<f32>(37, 4097, 9)
+    );
+}
+
+fn layer_backward_case<T: Element>(rows: usize, cols: usize, seed: u64) {
+    let stream = emulator();
+    let mut rng = Rng::new(seed);
+    let n = rows * cols;
+    let (x, xh) = upload::<T>(&stream, &rng.vec(n, -2.0, 2.0));
+    let (g, gh) = upload::<T>(&stream, &rng.vec(cols, 0.5, 1.5));
+    let (dy, dyh) = upload::<T>(&stream, &rng.vec(n, -1.0, 1.0));
+    let mut dx = poisoned::<T>(&stream, n);
+    let mut dg = poisoned::<T>(&stream, cols);
+    let mut db = poisoned::<T>(&stream, cols);
+    let ws_len = norm::layer_norm_backward_workspace(rows, cols);
+    let mut ws = Buffer::from_host(&stream, &vec![f32::NAN; ws_len]).unwrap();
+    norm::layer_norm_backward(
+        &stream, &x, &g, &dy, &mut dx, &mut dg, &mut db, &mut ws, rows, cols, 1e-5,
+    )
+    .unwrap();
+    let (wdx, wdg, wdb) = reference::layer_norm_backward(&xh, &gh, &dyh, rows, cols, 1e-5);
+    let what = format!("layer_norm_backward {rows}x{cols} {:?}", T::STORAGE);
+    // dx of a row of one element is 0 up to rounding; compare with an absolute floor.
+    assert_close(
+        &format!("{what} dx"),
+        &download(&stream, &dx),
+        &wdx,
+        grad_tol::<T>(),
+    );
+    assert_close(
+        &format!("{what} dgamma"),
+        &download(&stream, &dg),
+        &wdg,
+        grad_tol::<T>(),
+    );
+    assert_close(
+        &format!("{what} dbeta"),
+        &download(&stream, &db),
+        &wdb,
+        grad_tol::<T>(),
+    );
+}
+
+#[test]
+fn layer_norm_backward_matches_the_reference_backward_at_odd_widths() {
+    for rows in ROWS {
+        for cols in WIDTHS {
+            layer_backward_case::<f32>(rows, cols, cols as u64 + 500);
+            layer_backward_case::<Bf16>(rows, cols, cols as u64 + 600);
+        }
+    }
+    layer_backward_case::<f32>(1100, 8, 3);
+}
+
+fn layer_case<T: Element>(rows: usize, cols: usize, seed: u64) {
+    let stream = emulator();
+    let mut rng = Rng::new(seed);
+    // An offset mean, so a one-pass variance would lose digits.
+    let (x, xh) = upload::<T>(&stream, &rng.vec(rows * cols, 2.0, 6.0));
+    let (g, gh) = upload::<T>(&stream, &rng.vec(cols, 0.5, 1.5));
+    let (be, bh) = upload::<T>(&stream, &rng.vec(cols, -0.5, 0.5));
+    let mut y = poisoned::<T>(&stream, rows * cols);
+    norm::layer_norm(&stream, &x, &g, &be, &mut y, rows, cols, 1e-5).unwrap();
+    let want = reference::layer_norm(&xh, &gh, &bh, rows, cols, 1e-5);
+    let what = format!("layer_norm {rows}x{cols} {:?}", T::STORAGE);
+    assert_close(&what, &download(&stream, &y), &want, grad_tol::<T>());
+}
+
+#[test]
+fn layer_norm_matches_reference_at_odd_and_aligned_widths() {
+    for rows in ROWS {
+        for cols in WIDTHS {
+            layer_case::<f32>(rows, cols, cols as u64 + 700);
+            layer_case::<Bf16>(rows, cols, cols as u64 + 800);
+        }
+    }
+    layer_case::<f32>(13, 100, 4);
+}
+
+#[test]
+fn backward_rejects_a_short_workspace() {
+    let stream = emulator();
+    let x = Buffer::from_host(&stream, &[1.0f32; 8]).unwrap();
+    let g = Buffer::from_host(&stream, &[1.0f32; 4]).unwrap();
+    let mut dx = poisoned::<f32>(&stream, 8);
+    let mut dg = poisoned::<f32>(&stream, 4);
+    let mut ws = poisoned::<f32>(&stream, 7);
+    let err = norm::rms_norm_backward(&stream, &x, &g, &x, &mut dx, &mut dg, &mut ws, 2, 4, 1e-5)
+        .unwrap_err();
+    assert!(err.to_string().contains("at least 8"), "{err}");
+    assert!(download(&stream, &dx).iter().all(|v| v.is_nan()));
+}

@@ -33,9 +33,23 @@ impl Group {
     }
 }
 
+/// Elements each thread holds in kernels that keep several tensors per element (backward
+/// passes), to keep register use, and so occupancy, in line with the forward kernels.
+pub(crate) const BACKWARD_HELD_ELEMS: u32 = 8;
+
 /// Held chunks (accesses) per thread.
 pub(crate) const fn held_chunks(storage: Storage, access: Access) -> u32 {
-    HELD_ELEMS / access.width(storage)
+    held_chunks_of(storage, access, HELD_ELEMS)
+}
+
+/// Held chunks per thread when each thread holds `elems` elements (at least one chunk).
+pub(crate) const fn held_chunks_of(storage: Storage, access: Access, elems: u32) -> u32 {
+    let n = elems / access.width(storage);
+    if n == 0 {
+        1
+    } else {
+        n
+    }
 }
 
 /// Where a thread stands in the row it is working on.

@@ -7,24 +7,43 @@
 //! re-reads only the part of very wide rows that does not fit. Rows whose width is a multiple
 //! of 16 bytes move in 16-byte vectors, others one element at a time.
 
+mod backward;
+mod layer;
+mod layer_backward;
+mod layer_forward;
+mod partials;
 pub mod reference;
 mod rms;
+mod rms_backward;
 mod rms_forward;
 mod row_io;
 mod shape;
 mod spec;
 
+pub use backward::{
+    layer_norm_backward, layer_norm_backward_workspace, rms_norm_backward,
+    rms_norm_backward_workspace,
+};
+pub use layer::layer_norm;
 pub use rms::{add_rms_norm, rms_norm, rms_norm_heads};
 
 use crate::codegen::{kernel_refs, kernel_table};
-use crate::OpKernel;
+use crate::{OpKernel, Storage};
 use spec::RowSpec;
 
 kernel_table!(static RMS_FORWARD = rms_forward::rms_norm, RowSpec::ALL, [0 1 2 3 4 5 6 7]);
 kernel_table!(static ADD_RMS_FORWARD = rms_forward::add_rms_norm, RowSpec::ALL, [0 1 2 3 4 5 6 7]);
+kernel_table!(static LAYER_FORWARD = layer_forward::layer_norm, RowSpec::ALL, [0 1 2 3 4 5 6 7]);
+kernel_table!(static RMS_BACKWARD = rms_backward::rms_norm_backward, RowSpec::BLOCK, [0 1 2 3]);
+kernel_table!(static LAYER_BACKWARD = layer_backward::layer_norm_backward, RowSpec::BLOCK, [0 1 2 3]);
+kernel_table!(static COLUMN_SUM = partials::column_sum, [Storage::F32, Storage::Bf16], [0 1]);
 
 /// Every specialization this module ships.
 pub static KERNELS: &[&OpKernel] = kernel_refs![
     RMS_FORWARD[0 1 2 3 4 5 6 7],
     ADD_RMS_FORWARD[0 1 2 3 4 5 6 7],
+    LAYER_FORWARD[0 1 2 3 4 5 6 7],
+    RMS_BACKWARD[0 1 2 3],
+    LAYER_BACKWARD[0 1 2 3],
+    COLUMN_SUM[0 1],
 ];

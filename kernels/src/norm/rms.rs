@@ -4,6 +4,7 @@ use super::shape::RowProblem;
 use super::spec::RowSpec;
 use super::{ADD_RMS_FORWARD, RMS_FORWARD};
 use crate::cast::Element;
+use crate::codegen::rows::HELD_ELEMS;
 use crate::{check_len, Error};
 use kernel_runtime::{Buffer, KernelArg, Stream};
 
@@ -32,7 +33,7 @@ pub fn rms_norm<T: Element>(
     eps: f32,
 ) -> Result<(), Error> {
     const OP: &str = "rms_norm";
-    let p = RowProblem::new(OP, T::STORAGE, rows, cols, None)?;
+    let p = RowProblem::new(OP, T::STORAGE, rows, cols, None, HELD_ELEMS)?;
     p.check_matrix(OP, "x", x.len())?;
     p.check_row(OP, "gamma", gamma.len())?;
     p.check_matrix(OP, "y", y.len())?;
@@ -82,7 +83,7 @@ pub fn add_rms_norm<T: Element>(
     eps: f32,
 ) -> Result<(), Error> {
     const OP: &str = "add_rms_norm";
-    let p = RowProblem::new(OP, T::STORAGE, rows, cols, None)?;
+    let p = RowProblem::new(OP, T::STORAGE, rows, cols, None, HELD_ELEMS)?;
     p.check_matrix(OP, "x", x.len())?;
     p.check_matrix(OP, "residual", residual.len())?;
     p.check_row(OP, "gamma", gamma.len())?;

@@ -1,6 +1,6 @@
 //! Host-side checks and launch planning shared by the norm ops.
 
-use crate::codegen::rows::{held_chunks, plan_rows, Group, RowLaunch};
+use crate::codegen::rows::{held_chunks_of, plan_rows, Group, RowLaunch};
 use crate::codegen::tensor::Access;
 use crate::{check_len, Error, Storage};
 
@@ -15,13 +15,15 @@ pub(crate) struct RowProblem {
 
 impl RowProblem {
     /// Checks the sizes (columns ≥ 1, element count within u32) and picks vector access when
-    /// every row starts 16-byte aligned. `max_ctas` caps the grid and forces CTA-per-row.
+    /// every row starts 16-byte aligned. `max_ctas` caps the grid and forces CTA-per-row;
+    /// `held_elems` is what the kernel keeps in registers per thread.
     pub(crate) fn new(
         op: &'static str,
         storage: Storage,
         rows: usize,
         cols: usize,
         max_ctas: Option<u32>,
+        held_elems: u32,
     ) -> Result<RowProblem, Error> {
         if cols == 0 {
             return Err(Error::Unsupported {
@@ -46,7 +48,7 @@ impl RowProblem {
             Access::Scalar
         };
         let nchunks = (cols / access.width(storage) as usize) as u32;
-        let held = held_chunks(storage, access);
+        let held = held_chunks_of(storage, access, held_elems);
         let launch = plan_rows(rows as u32, nchunks, held, max_ctas);
         Ok(RowProblem {
             rows: rows as u32,

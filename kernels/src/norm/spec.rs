@@ -33,6 +33,15 @@ impl RowSpec {
         spec(Storage::Bf16, Access::Vector, Group::Block),
     ];
 
+    /// The CTA-per-row specializations, in [`RowSpec::block_index`] order (kernels whose
+    /// CTAs loop over rows keeping per-column state).
+    pub(crate) const BLOCK: [RowSpec; 4] = [
+        spec(Storage::F32, Access::Scalar, Group::Block),
+        spec(Storage::F32, Access::Vector, Group::Block),
+        spec(Storage::Bf16, Access::Scalar, Group::Block),
+        spec(Storage::Bf16, Access::Vector, Group::Block),
+    ];
+
     /// Position in [`RowSpec::ALL`].
     pub(crate) fn index(self) -> usize {
         let s = match self.storage {
@@ -48,6 +57,11 @@ impl RowSpec {
             Group::Block => 1,
         };
         s + a + g
+    }
+
+    /// Position in [`RowSpec::BLOCK`] (the group is ignored).
+    pub(crate) fn block_index(self) -> usize {
+        self.index() / 2
     }
 
     /// The entry-name suffix: `f32_v16b_cta`.

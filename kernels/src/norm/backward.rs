@@ -1,0 +1,230 @@
+//! The backward ops of RMSNorm and LayerNorm. Each launches the row kernel (dx, plus per-CTA
+//! partial γ/β gradients in the caller's f32 workspace) and then the column sums that reduce
+//! the partials in a fixed order, so the gradients are bit-identical run to run. Nothing
+//! touches the host in between: the pair can be captured in a graph.
+
+use super::partials::MAX_PARTS;
+use super::rms::spec_of;
+use super::shape::RowProblem;
+use super::{COLUMN_SUM, LAYER_BACKWARD, RMS_BACKWARD};
+use crate::cast::Element;
+use crate::codegen::map::MAP_THREADS;
+use crate::codegen::rows::BACKWARD_HELD_ELEMS;
+use crate::{Error, Storage};
+use kernel_runtime::{Buffer, BufferView, BufferViewMut, KernelArg, LaunchConfig, Stream};
+
+/// Workspace elements [`rms_norm_backward`] needs for a `rows × cols` problem.
+///
+/// ```
+/// assert_eq!(kernels::norm::rms_norm_backward_workspace(3, 10), 30);
+/// assert_eq!(kernels::norm::rms_norm_backward_workspace(1 << 20, 10), 1024 * 10);
+/// ```
+pub fn rms_norm_backward_workspace(rows: usize, cols: usize) -> usize {
+    parts(rows) * cols
+}
+
+/// Workspace elements [`layer_norm_backward`] needs for a `rows × cols` problem.
+///
+/// ```
+/// assert_eq!(kernels::norm::layer_norm_backward_workspace(3, 10), 60);
+/// ```
+pub fn layer_norm_backward_workspace(rows: usize, cols: usize) -> usize {
+    2 * parts(rows) * cols
+}
+
+fn parts(rows: usize) -> usize {
+    rows.clamp(1, MAX_PARTS as usize)
+}
+
+fn check_workspace(op: &'static str, len: usize, needed: usize) -> Result<(), Error> {
+    if len >= needed {
+        return Ok(());
+    }
+    Err(Error::Length {
+        op,
+        buffer: "workspace",
+        expected: needed,
+        actual: len,
+        why: format!("at least {needed}, from `{op}_workspace(rows, cols)`"),
+    })
+}
+
+/// RMSNorm backward: writes `dx` and `dγ` for upstream gradient `dy`, recomputing the row
+/// statistics from `x`. `workspace` holds at least [`rms_norm_backward_workspace`] f32s; its
+/// contents on return are unspecified.
+///
+/// ```
+/// use kernel_runtime::{Buffer, Device};
+/// use kernels::norm;
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator().stream()?;
+/// let (rows, cols) = (2, 3);
+/// let x = Buffer::from_host(&stream, &[1.0f32, -2.0, 3.0, 0.5, 0.25, -1.0])?;
+/// let gamma = Buffer::from_host(&stream, &[1.0f32, 0.5, 2.0])?;
+/// let dy = Buffer::from_host(&stream, &[0.1f32, 0.2, -0.3, 1.0, -1.0, 0.5])?;
+/// let mut dx = Buffer::<f32>::zeros(&stream, rows * cols)?;
+/// let mut dgamma = Buffer::<f32>::zeros(&stream, cols)?;
+/// let mut ws = Buffer::<f32>::zeros(&stream, norm::rms_norm_backward_workspace(rows, cols))?;
+/// norm::rms_norm_backward(&stream, &x, &gamma, &dy, &mut dx, &mut dgamma, &mut ws, rows, cols, 1e-6)?;
+/// # Ok(()) }
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn rms_norm_backward<T: Element>(
+    stream: &Stream,
+    x: &Buffer<T>,
+    gamma: &Buffer<T>,
+    dy: &Buffer<T>,
+    dx: &mut Buffer<T>,
+    dgamma: &mut Buffer<T>,
+    workspace: &mut Buffer<f32>,
+    rows: usize,
+    cols: usize,
+    eps: f32,
+) -> Result<(), Error> {
+    const OP: &str = "rms_norm_backward";
+    let p = RowProblem::new(
+        OP,
+        T::STORAGE,
+        rows,
+        cols,
+        Some(MAX_PARTS),
+        BACKWARD_HELD_ELEMS,
+    )?;
+    p.check_matrix(OP, "x", x.len())?;
+    p.check_row(OP, "gamma", gamma.len())?;
+    p.check_matrix(OP, "dy", dy.len())?;
+    p.check_matrix(OP, "dx", dx.len())?;
+    p.check_row(OP, "dgamma", dgamma.len())?;
+    let parts = parts(rows);
+    check_workspace(OP, workspace.len(), parts * cols)?;
+    if rows > 0 {
+        let args = [
+            KernelArg::from(x),
+            KernelArg::from(gamma),
+            KernelArg::from(dy),
+            KernelArg::from(&mut *dx),
+            KernelArg::from(&mut *workspace),
+            KernelArg::from(p.rows),
+            KernelArg::from(p.cols),
+            KernelArg::from(eps),
+        ];
+        let kernel = &RMS_BACKWARD[spec_of::<T>(&p).block_index()];
+        stream.launch(kernel.artifacts(), p.launch.cfg, &args)?;
+    }
+    let used = if rows > 0 { parts } else { 0 };
+    column_sum(
+        stream,
+        T::STORAGE,
+        workspace.slice(0..parts * cols)?,
+        dgamma.view_mut(),
+        used,
+        cols,
+    )
+}
+
+/// LayerNorm backward: writes `dx`, `dγ` and `dβ`. `workspace` holds at least
+/// [`layer_norm_backward_workspace`] f32s; its contents on return are unspecified.
+///
+/// ```
+/// use kernel_runtime::{Buffer, Device};
+/// use kernels::norm;
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator().stream()?;
+/// let x = Buffer::from_host(&stream, &[1.0f32, 3.0])?;
+/// let gamma = Buffer::from_host(&stream, &[1.0f32, 1.0])?;
+/// let dy = Buffer::from_host(&stream, &[1.0f32, 0.0])?;
+/// let (mut dx, mut dg, mut db) = (
+///     Buffer::<f32>::zeros(&stream, 2)?, Buffer::<f32>::zeros(&stream, 2)?, Buffer::<f32>::zeros(&stream, 2)?);
+/// let mut ws = Buffer::<f32>::zeros(&stream, norm::layer_norm_backward_workspace(1, 2))?;
+/// norm::layer_norm_backward(&stream, &x, &gamma, &dy, &mut dx, &mut dg, &mut db, &mut ws, 1, 2, 0.0)?;
+/// assert_eq!(db.to_host(&stream)?, vec![1.0, 0.0]);
+/// # Ok(()) }
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn layer_norm_backward<T: Element>(
+    stream: &Stream,
+    x: &Buffer<T>,
+    gamma: &Buffer<T>,
+    dy: &Buffer<T>,
+    dx: &mut Buffer<T>,
+    dgamma: &mut Buffer<T>,
+    dbeta: &mut Buffer<T>,
+    workspace: &mut Buffer<f32>,
+    rows: usize,
+    cols: usize,
+    eps: f32,
+) -> Result<(), Error> {
+    const OP: &str = "layer_norm_backward";
+    let p = RowProblem::new(
+        OP,
+        T::STORAGE,
+        rows,
+        cols,
+        Some(MAX_PARTS),
+        BACKWARD_HELD_ELEMS,
+    )?;
+    p.check_matrix(OP, "x", x.len())?;
+    p.check_row(OP, "gamma", gamma.len())?;
+    p.check_matrix(OP, "dy", dy.len())?;
+    p.check_matrix(OP, "dx", dx.len())?;
+    p.check_row(OP, "dgamma", dgamma.len())?;
+    p.check_row(OP, "dbeta", dbeta.len())?;
+    let parts = parts(rows);
+    check_workspace(OP, workspace.len(), 2 * parts * cols)?;
+    if rows > 0 {
+        let args = [
+            KernelArg::from(x),
+            KernelArg::from(gamma),
+            KernelArg::from(dy),
+            KernelArg::from(&mut *dx),
+            KernelArg::from(&mut *workspace),
+            KernelArg::from(p.rows),
+            KernelArg::from(p.cols),
+            KernelArg::from(eps),
+        ];
+        let kernel = &LAYER_BACKWARD[spec_of::<T>(&p).block_index()];
+        stream.launch(kernel.artifacts(), p.launch.cfg, &args)?;
+    }
+    let used = if rows > 0 { parts } else { 0 };
+    let block = parts * cols;
+    column_sum(
+        stream,
+        T::STORAGE,
+        workspace.slice(0..block)?,
+        dgamma.view_mut(),
+        used,
+        cols,
+    )?;
+    column_sum(
+        stream,
+        T::STORAGE,
+        workspace.slice(block..2 * block)?,
+        dbeta.view_mut(),
+        used,
+        cols,
+    )
+}
+
+fn column_sum(
+    stream: &Stream,
+    storage: Storage,
+    partial: BufferView<'_>,
+    out: BufferViewMut<'_>,
+    parts: usize,
+    cols: usize,
+) -> Result<(), Error> {
+    let kernel = &COLUMN_SUM[match storage {
+        Storage::F32 => 0,
+        Storage::Bf16 => 1,
+    }];
+    let grid = (cols as u32).div_ceil(MAP_THREADS).max(1);
+    let cfg = LaunchConfig::linear(grid, MAP_THREADS);
+    let args = [
+        KernelArg::from(partial),
+        KernelArg::from(out),
+        KernelArg::from(parts as u32),
+        KernelArg::from(cols as u32),
+    ];
+    stream.launch(kernel.artifacts(), cfg, &args)?;
+    Ok(())
+}

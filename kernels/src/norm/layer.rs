@@ -1,0 +1,58 @@
+//! The LayerNorm forward op.
+
+use super::rms::spec_of;
+use super::shape::RowProblem;
+use super::LAYER_FORWARD;
+use crate::cast::Element;
+use crate::codegen::rows::HELD_ELEMS;
+use crate::Error;
+use kernel_runtime::{Buffer, KernelArg, Stream};
+
+/// LayerNorm over the rows of a `rows × cols` matrix:
+/// `y = (x − mean) / √(var + eps) · γ + β` with the biased variance, computed in f32.
+///
+/// ```
+/// use kernel_runtime::{Buffer, Device};
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator().stream()?;
+/// let x = Buffer::from_host(&stream, &[1.0f32, 3.0])?;
+/// let gamma = Buffer::from_host(&stream, &[1.0f32, 1.0])?;
+/// let beta = Buffer::from_host(&stream, &[0.5f32, 0.5])?;
+/// let mut y = Buffer::<f32>::zeros(&stream, 2)?;
+/// kernels::norm::layer_norm(&stream, &x, &gamma, &beta, &mut y, 1, 2, 0.0)?;
+/// assert_eq!(y.to_host(&stream)?, vec![-0.5, 1.5]);
+/// # Ok(()) }
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn layer_norm<T: Element>(
+    stream: &Stream,
+    x: &Buffer<T>,
+    gamma: &Buffer<T>,
+    beta: &Buffer<T>,
+    y: &mut Buffer<T>,
+    rows: usize,
+    cols: usize,
+    eps: f32,
+) -> Result<(), Error> {
+    const OP: &str = "layer_norm";
+    let p = RowProblem::new(OP, T::STORAGE, rows, cols, None, HELD_ELEMS)?;
+    p.check_matrix(OP, "x", x.len())?;
+    p.check_row(OP, "gamma", gamma.len())?;
+    p.check_row(OP, "beta", beta.len())?;
+    p.check_matrix(OP, "y", y.len())?;
+    if rows == 0 {
+        return Ok(());
+    }
+    let args = [
+        KernelArg::from(x),
+        KernelArg::from(gamma),
+        KernelArg::from(beta),
+        KernelArg::from(&mut *y),
+        KernelArg::from(p.rows),
+        KernelArg::from(p.cols),
+        KernelArg::from(eps),
+    ];
+    let kernel = &LAYER_FORWARD[spec_of::<T>(&p).index()];
+    stream.launch(kernel.artifacts(), p.launch.cfg, &args)?;
+    Ok(())
+}

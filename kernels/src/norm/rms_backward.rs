@@ -1,0 +1,158 @@
+//! RMSNorm backward. With `rstd = 1/√(mean(x²) + eps)`:
+//! `dx_j = rstd·γ_j·dy_j − x_j·rstd³/n · Σ_i dy_i·γ_i·x_i`, and the γ gradient
+//! `Σ_rows dy_j·x_j·rstd` accumulated per CTA into its workspace row (see `partials`).
+//!
+//! Each CTA loops over rows `ctaid, ctaid + nctaid, …`; γ and the γ-gradient of the thread's
+//! held columns stay in registers for the whole loop.
+
+use super::partials::{load_partials, store_partials};
+use super::row_io::{chunk_start, chunks, element};
+use super::spec::RowSpec;
+use crate::codegen::math;
+use crate::codegen::rows::{
+    for_each_row, for_overflow, held, held_chunks_of, GroupSum, Row, BACKWARD_HELD_ELEMS,
+};
+use crate::codegen::tensor::{tensor_param, tensor_param_of, Format};
+use kernel_dsl::builder::{KernelBuilder, Value};
+use kernel_dsl::dtype::{F32, U32};
+use kernel_dsl::ir::{Dim, Kernel};
+
+/// Parameters: `x, gamma, dy, dx, partial, rows, cols, eps`. CTA-per-row specs only.
+pub(crate) fn rms_norm_backward(spec: RowSpec) -> Kernel {
+    let RowSpec {
+        storage,
+        access,
+        group,
+    } = spec;
+    let mut b = KernelBuilder::new(format!("rms_norm_backward_{}", spec.suffix()));
+    let x = tensor_param(&mut b, "x", storage, false);
+    let gamma = tensor_param(&mut b, "gamma", storage, false);
+    let dy = tensor_param(&mut b, "dy", storage, false);
+    let dx = tensor_param(&mut b, "dx", storage, true);
+    let partial = tensor_param_of(&mut b, "partial", Format::F32, true);
+    let rows = b.param::<U32>("rows");
+    let cols = b.param::<U32>("cols");
+    let eps = b.param::<F32>("eps");
+
+    let width = access.width(storage);
+    let count = held_chunks_of(storage, access, BACKWARD_HELD_ELEMS);
+    let nchunks = chunks(&mut b, cols, width);
+    let cols_f = b.cvt::<F32, U32>(cols);
+    let reducer = GroupSum::new(&mut b, group, 2);
+    let zero = b.const_f32(0.0);
+
+    // This CTA's workspace row and the thread's place in a row (the same for every row).
+    let ctaid = b.ctaid(Dim::X);
+    let part_base = b.mul(ctaid, cols);
+    let tid = b.tid(Dim::X);
+    let ntid = b.ntid(Dim::X);
+    let place = Row {
+        row: ctaid,
+        lane: tid,
+        width: ntid,
+    };
+    let slots = held(&mut b, &place, nchunks, count);
+    let mut gammas = Vec::new();
+    let mut grads = Vec::new();
+    for &(c, active) in &slots {
+        let gi = chunk_start(&mut b, c, width);
+        gammas.push(gamma.load_n_or_zero(&mut b, gi, access, active));
+        grads.push((0..width).map(|_| b.var(zero)).collect::<Vec<_>>());
+    }
+    for_overflow(&mut b, &place, nchunks, count, |b, c| {
+        let pi = element(b, part_base, c, width);
+        let zeros = vec![zero; width as usize];
+        store_partials(b, &partial, pi, access, &zeros);
+    });
+
+    for_each_row(&mut b, group, rows, |b, row| {
+        let base = b.mul(row.row, cols);
+        let ss = b.var(zero);
+        let dot = b.var(zero);
+        let accumulate =
+            |b: &mut KernelBuilder, xs: &[Value<F32>], ds: &[Value<F32>], gs: &[Value<F32>]| {
+                for ((&xv, &dv), &gv) in xs.iter().zip(ds).zip(gs) {
+                    let s = b.fma(xv, xv, ss);
+                    b.assign(ss, s);
+                    let dg = b.mul(dv, gv);
+                    let d = b.fma(dg, xv, dot);
+                    b.assign(dot, d);
+                }
+            };
+        let mut kept = Vec::new();
+        for (k, &(c, active)) in slots.iter().enumerate() {
+            let idx = element(b, base, c, width);
+            let xs = x.load_n_or_zero(b, idx, access, active);
+            let ds = dy.load_n_or_zero(b, idx, access, active);
+            accumulate(b, &xs, &ds, &gammas[k]);
+            kept.push((idx, active, xs, ds));
+        }
+        for_overflow(b, &row, nchunks, count, |b, c| {
+            let idx = element(b, base, c, width);
+            let gi = chunk_start(b, c, width);
+            let xs = x.load_n(b, idx, access);
+            let ds = dy.load_n(b, idx, access);
+            let gs = gamma.load_n(b, gi, access);
+            accumulate(b, &xs, &ds, &gs);
+        });
+
+        let sums = reducer.sum(b, &[ss, dot]);
+        let mean = b.div(sums[0], cols_f);
+        let shifted = b.add(mean, eps);
+        let rstd = math::rsqrt(b, shifted);
+        let r2 = b.mul(rstd, rstd);
+        let r3 = b.mul(r2, rstd);
+        let d3 = b.mul(sums[1], r3);
+        let coef = b.div(d3, cols_f);
+
+        // dx = rstd·γ·dy − x·coef; returns the γ-gradient terms dy·x·rstd.
+        let grad =
+            |b: &mut KernelBuilder, xs: &[Value<F32>], ds: &[Value<F32>], gs: &[Value<F32>]| {
+                let mut out = Vec::new();
+                let mut dg = Vec::new();
+                for ((&xv, &dv), &gv) in xs.iter().zip(ds).zip(gs) {
+                    let gd = b.mul(gv, dv);
+                    let a = b.mul(gd, rstd);
+                    let xc = b.mul(xv, coef);
+                    out.push(b.sub(a, xc));
+                    let xr = b.mul(xv, rstd);
+                    dg.push(b.mul(dv, xr));
+                }
+                (out, dg)
+            };
+        for (k, (idx, active, xs, ds)) in kept.iter().enumerate() {
+            let acc = &grads[k];
+            let gs = &gammas[k];
+            b.if_(*active, |b| {
+                let (out, dg) = grad(b, xs, ds, gs);
+                dx.store_n(b, *idx, access, &out);
+                for (&a, &d) in acc.iter().zip(&dg) {
+                    let s = b.add(a, d);
+                    b.assign(a, s);
+                }
+            });
+        }
+        for_overflow(b, &row, nchunks, count, |b, c| {
+            let idx = element(b, base, c, width);
+            let gi = chunk_start(b, c, width);
+            let pi = element(b, part_base, c, width);
+            let xs = x.load_n(b, idx, access);
+            let ds = dy.load_n(b, idx, access);
+            let gs = gamma.load_n(b, gi, access);
+            let (out, dg) = grad(b, &xs, &ds, &gs);
+            dx.store_n(b, idx, access, &out);
+            let old = load_partials(b, &partial, pi, access, width);
+            let new: Vec<Value<F32>> = old.iter().zip(&dg).map(|(&o, &d)| b.add(o, d)).collect();
+            store_partials(b, &partial, pi, access, &new);
+        });
+    });
+
+    for (k, &(c, active)) in slots.iter().enumerate() {
+        let acc = grads[k].clone();
+        b.if_(active, |b| {
+            let pi = element(b, part_base, c, width);
+            store_partials(b, &partial, pi, access, &acc);
+        });
+    }
+    b.finish()
+}
