@@ -23,7 +23,15 @@ static NEXT_MODULE_ID: AtomicU64 = AtomicU64::new(1);
 /// ```
 #[derive(Debug, Clone)]
 pub struct Emulator {
-    instruction_limit: u64,
+    options: Options,
+}
+
+/// Run-time checks and limits, fixed when a module is loaded.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Options {
+    pub instruction_limit: u64,
+    /// Report reads of shared memory nothing wrote in this launch.
+    pub check_shared_init: bool,
 }
 
 impl Default for Emulator {
@@ -40,7 +48,10 @@ impl Emulator {
     /// ```
     pub fn new() -> Emulator {
         Emulator {
-            instruction_limit: DEFAULT_INSTRUCTION_LIMIT,
+            options: Options {
+                instruction_limit: DEFAULT_INSTRUCTION_LIMIT,
+                check_shared_init: true,
+            },
         }
     }
 
@@ -51,7 +62,20 @@ impl Emulator {
     /// # let _ = emu;
     /// ```
     pub fn with_instruction_limit(mut self, limit: u64) -> Emulator {
-        self.instruction_limit = limit;
+        self.options.instruction_limit = limit;
+        self
+    }
+
+    /// Whether reading shared memory that nothing wrote in this launch is an error (the
+    /// default). Turn it off for kernels that knowingly read and discard such bytes, e.g. the
+    /// padding of a vector load.
+    ///
+    /// ```
+    /// let emu = ptx_emulator::Emulator::new().with_shared_init_check(false);
+    /// # let _ = emu;
+    /// ```
+    pub fn with_shared_init_check(mut self, on: bool) -> Emulator {
+        self.options.check_shared_init = on;
         self
     }
 
@@ -75,7 +99,7 @@ impl Emulator {
             kernels,
             globals: module_globals(&ast)?,
             id: NEXT_MODULE_ID.fetch_add(1, Ordering::Relaxed),
-            instruction_limit: self.instruction_limit,
+            options: self.options,
         })
     }
 }
@@ -87,7 +111,7 @@ pub struct Module {
     /// Module `.global` variables and their initial bytes.
     globals: Vec<(String, Vec<u8>)>,
     id: u64,
-    instruction_limit: u64,
+    options: Options,
 }
 
 /// Grid and block shape of a launch, and the dynamic shared memory per CTA.
@@ -271,8 +295,7 @@ impl Module {
                 .map_or(&[][..], |(_, b)| &b[..]);
             links.push((*slot, mem.module_variable(self.id, name, init)));
         }
-        let executed =
-            crate::exec::launch(kernel, cfg, &params, &links, mem, self.instruction_limit)?;
+        let executed = crate::exec::launch(kernel, cfg, &params, &links, mem, self.options)?;
         Ok(LaunchStats {
             thread_instructions: executed,
         })

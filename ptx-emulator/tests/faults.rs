@@ -359,3 +359,25 @@ fn infinite_loop_hits_the_instruction_limit() {
         "{err:?}"
     );
 }
+
+#[test]
+fn the_shared_memory_initialization_check_can_be_turned_off() {
+    let module = Emulator::new()
+        .with_shared_init_check(false)
+        .load(&ptx(SHARED_READ))
+        .unwrap();
+    let mut mem = GlobalMemory::new();
+    let out = poisoned_u32(&mut mem, 128);
+    module
+        .launch(
+            "reads_neighbour",
+            &LaunchConfig::linear(1, 128),
+            &[ArgValue::Ptr(out), ArgValue::U32(6)],
+            &mut mem,
+        )
+        .unwrap();
+    let got = mem.read_u32(out, 128).unwrap();
+    // Thread 7 read the slot thread 6 skipped: the emulator's shared-memory fill pattern.
+    assert_eq!(got[7], 0xcdcd_cdcd);
+    assert_eq!(got[8], 9);
+}

@@ -77,7 +77,7 @@ pub(crate) fn launch(
     params: &[u8],
     links: &[(crate::program::Slot, u64)],
     mem: &mut GlobalMemory,
-    limit: u64,
+    options: crate::module::Options,
 ) -> Result<u64, Error> {
     let shape_error = |detail: String| Error::LaunchShape {
         kernel: kernel.name.clone(),
@@ -144,7 +144,8 @@ pub(crate) fn launch(
         shared: &mut shared,
         local: &mut local,
         params,
-        limit,
+        limit: options.instruction_limit,
+        check_shared_init: options.check_shared_init,
         block_threads: threads as u32,
     };
     let registers = kernel.registers as usize;

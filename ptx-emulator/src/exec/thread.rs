@@ -106,6 +106,7 @@ pub(crate) struct Ctx<'a> {
     pub local: &'a mut [u8],
     pub params: &'a [u8],
     pub limit: u64,
+    pub check_shared_init: bool,
     pub block_threads: u32,
 }
 
@@ -181,7 +182,12 @@ impl Ctx<'_> {
                 match access {
                     Access::Store => written.fill(true),
                     Access::Load | Access::Atomic => {
-                        if let Some(i) = written.iter().position(|w| !w) {
+                        let unwritten = if self.check_shared_init {
+                            written.iter().position(|w| !w)
+                        } else {
+                            None
+                        };
+                        if let Some(i) = unwritten {
                             return Err(FaultKind::Uninitialized {
                                 addr: addr + i as u64,
                             });
