@@ -16,6 +16,7 @@ use kernels::argmax::argmax;
 use kernels::cast::Element;
 use kernels::cross_entropy::cross_entropy;
 use kernels::embedding::{embedding, embedding_backward};
+use kernels::layout::{heads_from_interleaved, kv_cache_append, transpose, PagedLayout};
 use kernels::rope::{rope, rope_backward, Rope, RopeLayout};
 use kernels::softmax::{softmax, softmax_backward, Mask};
 use kernels::{Error, OpKernel};
@@ -272,6 +273,69 @@ fn bench_embedding<T: Element>(bench: &Bench) -> Result<(), Error> {
     Ok(())
 }
 
+fn bench_layout<T: Element>(bench: &Bench) -> Result<(), Error> {
+    let s = &bench.stream;
+    let e = T::STORAGE.bytes();
+    let (tokens, heads, head_dim) = if bench.small {
+        (5, 4, 128)
+    } else {
+        (4096, 32, 128)
+    };
+    let n = tokens * heads * head_dim;
+    let x = random::<T>(s, n, 7, -1.0, 1.0)?;
+    let mut y = Buffer::<T>::zeros(s, n)?;
+    let ms = bench.time(|s| heads_from_interleaved(s, &x, &mut y, tokens, heads, head_dim))?;
+    let shape = format!("{tokens}×{heads}×{head_dim}");
+    bench.report("[S,H·D]→[H,S,D]", dtype_name::<T>(), &shape, 2 * n * e, ms);
+
+    let (rows, cols) = if bench.small { (33, 65) } else { (16384, 4096) };
+    let m = random::<T>(s, rows * cols, 8, -1.0, 1.0)?;
+    let mut mt = Buffer::<T>::zeros(s, rows * cols)?;
+    let ms = bench.time(|s| transpose(s, &m, &mut mt, rows, cols))?;
+    bench.report(
+        "transpose",
+        dtype_name::<T>(),
+        &format!("{rows}×{cols}"),
+        2 * rows * cols * e,
+        ms,
+    );
+
+    let (kv_heads, block_size) = (8, 16);
+    let width = kv_heads * head_dim;
+    let seqs = if bench.small { 2 } else { 16 };
+    let blocks_per_seq = tokens.div_ceil(block_size);
+    let layout = PagedLayout {
+        num_blocks: seqs * blocks_per_seq,
+        block_size,
+        width,
+        seqs,
+        blocks_per_seq,
+    };
+    let table: Vec<u32> = (0..seqs * blocks_per_seq)
+        .map(|i| ((i * 7) % (seqs * blocks_per_seq)) as u32)
+        .collect();
+    let table = Buffer::from_host(s, &table)?;
+    let new = random::<T>(s, tokens * width, 9, -1.0, 1.0)?;
+    let seq_ids = Buffer::from_host(s, &vec![1u32; tokens])?;
+    let positions: Vec<u32> = (0..tokens as u32).collect();
+    let positions = Buffer::from_host(s, &positions)?;
+    let mut cache = Buffer::<T>::zeros(s, layout.cache_len())?;
+    let ms = bench.time(|s| {
+        kv_cache_append(
+            s, &new, &seq_ids, &positions, &table, &mut cache, tokens, layout,
+        )
+    })?;
+    let shape = format!("{tokens}×{width} b{block_size}");
+    bench.report(
+        "kv_cache_append",
+        dtype_name::<T>(),
+        &shape,
+        2 * tokens * width * e + tokens * 8,
+        ms,
+    );
+    Ok(())
+}
+
 fn main() -> Result<(), Error> {
     let small = std::env::var_os("BENCH_SMALL").is_some();
     let device = Device::best();
@@ -290,6 +354,8 @@ fn main() -> Result<(), Error> {
     bench_softmax::<Bf16>(&bench)?;
     bench_rope::<f32>(&bench)?;
     bench_rope::<Bf16>(&bench)?;
+    bench_layout::<f32>(&bench)?;
+    bench_layout::<Bf16>(&bench)?;
     bench_embedding::<f32>(&bench)?;
     bench_embedding::<Bf16>(&bench)?;
     bench_vocab::<f32>(&bench)?;

@@ -1,0 +1,178 @@
+//! Appending new keys or values to a paged KV cache through a block table.
+//!
+//! The cache is `[num_blocks, block_size, width]` (`width` = KV heads × head dim, each token
+//! one contiguous row). Token `t` belongs to sequence `seq_ids[t]` at position
+//! `positions[t]`; its row goes to slot `position mod block_size` of physical block
+//! `block_table[seq · blocks_per_seq + position / block_size]`.
+
+use crate::cast::Element;
+use crate::codegen::rows::{for_each_row, Row};
+use crate::codegen::tensor::tensor_param;
+use crate::rowwise::bits::and_pred;
+use crate::rowwise::index::{chunks, element};
+use crate::rowwise::shape::RowPlan;
+use crate::rowwise::spec::RowSpec;
+use crate::{check_len, Error};
+use kernel_dsl::builder::KernelBuilder;
+use kernel_dsl::dtype::U32;
+use kernel_dsl::ir::Kernel;
+use kernel_dsl::op::Cmp;
+use kernel_runtime::{Buffer, KernelArg, Stream};
+
+/// The shape of a paged cache and its block table.
+///
+/// ```
+/// let layout = kernels::layout::PagedLayout {
+///     num_blocks: 64, block_size: 16, width: 8 * 128, seqs: 4, blocks_per_seq: 16,
+/// };
+/// assert_eq!(layout.cache_len(), 64 * 16 * 8 * 128);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PagedLayout {
+    /// Physical blocks in the cache.
+    pub num_blocks: usize,
+    /// Tokens per block.
+    pub block_size: usize,
+    /// Elements per token (KV heads × head dim).
+    pub width: usize,
+    /// Sequences in the block table.
+    pub seqs: usize,
+    /// Block-table entries per sequence.
+    pub blocks_per_seq: usize,
+}
+
+impl PagedLayout {
+    /// Elements of the cache buffer.
+    pub fn cache_len(&self) -> usize {
+        self.num_blocks * self.block_size * self.width
+    }
+}
+
+/// Parameters: `new, seq_ids, positions, block_table, cache, tokens, width, block_size,
+/// num_blocks, seqs, blocks_per_seq`.
+pub(crate) fn append(spec: RowSpec) -> Kernel {
+    let storage = spec.storage;
+    let mut b = KernelBuilder::new(format!("kv_cache_append_{}", spec.suffix()));
+    let new = tensor_param(&mut b, "new", storage, false);
+    let seq_ids = b.param_slice::<U32>("seq_ids");
+    let positions = b.param_slice::<U32>("positions");
+    let table = b.param_slice::<U32>("block_table");
+    let cache = tensor_param(&mut b, "cache", storage, true);
+    let tokens = b.param::<U32>("tokens");
+    let width_p = b.param::<U32>("width");
+    let block_size = b.param::<U32>("block_size");
+    let num_blocks = b.param::<U32>("num_blocks");
+    let seqs = b.param::<U32>("seqs");
+    let per_seq = b.param::<U32>("blocks_per_seq");
+    let width = spec.access.width(storage);
+    let nchunks = chunks(&mut b, width_p, width);
+
+    for_each_row(&mut b, spec.group, tokens, |b, row: Row| {
+        let seq = b.ld_global(&seq_ids, row.row);
+        let pos = b.ld_global(&positions, row.row);
+        let logical = b.div(pos, block_size);
+        let slot = b.rem(pos, block_size);
+        let seq_ok = b.setp(Cmp::Lt, seq, seqs);
+        let logical_ok = b.setp(Cmp::Lt, logical, per_seq);
+        let in_table = and_pred(b, seq_ok, logical_ok);
+        b.if_(in_table, |b| {
+            let entry = b.mad(seq, per_seq, logical);
+            let block = b.ld_global(&table, entry);
+            let block_ok = b.setp(Cmp::Lt, block, num_blocks);
+            b.if_(block_ok, |b| {
+                let cache_row = b.mad(block, block_size, slot);
+                let dst = b.mul(cache_row, width_p);
+                let src = b.mul(row.row, width_p);
+                b.for_range(row.lane, nchunks, row.width, |b, c| {
+                    let s = element(b, src, c, width);
+                    let o = element(b, dst, c, width);
+                    let v = new.load_n(b, s, spec.access);
+                    cache.store_n(b, o, spec.access, &v);
+                });
+            });
+        });
+    });
+    b.finish()
+}
+
+/// Writes each of `tokens` rows of `new` (`tokens × width`) into the paged `cache`, at the slot
+/// its sequence and position map to through `block_table` (`seqs × blocks_per_seq` block
+/// indices). Tokens whose sequence, block-table entry or block falls outside the layout are
+/// skipped (the table lives on the device, so it cannot be checked before launch).
+///
+/// ```
+/// use kernel_runtime::{Buffer, Device};
+/// use kernels::layout::{kv_cache_append, PagedLayout};
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator().stream()?;
+/// let layout = PagedLayout { num_blocks: 2, block_size: 2, width: 1, seqs: 1, blocks_per_seq: 2 };
+/// let new = Buffer::from_host(&stream, &[7.0f32, 8.0])?;
+/// let seq_ids = Buffer::from_host(&stream, &[0u32, 0])?;
+/// let positions = Buffer::from_host(&stream, &[1u32, 2])?; // slot 1 of block 0, slot 0 of block 1
+/// let table = Buffer::from_host(&stream, &[1u32, 0])?; // logical 0 → physical 1, 1 → 0
+/// let mut cache = Buffer::<f32>::zeros(&stream, 4)?;
+/// kv_cache_append(&stream, &new, &seq_ids, &positions, &table, &mut cache, 2, layout)?;
+/// assert_eq!(cache.to_host(&stream)?, vec![8.0, 0.0, 0.0, 7.0]);
+/// # Ok(()) }
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn kv_cache_append<T: Element>(
+    stream: &Stream,
+    new: &Buffer<T>,
+    seq_ids: &Buffer<u32>,
+    positions: &Buffer<u32>,
+    block_table: &Buffer<u32>,
+    cache: &mut Buffer<T>,
+    tokens: usize,
+    layout: PagedLayout,
+) -> Result<(), Error> {
+    const OP: &str = "kv_cache_append";
+    let cache_rows = layout
+        .num_blocks
+        .checked_mul(layout.block_size)
+        .ok_or_else(|| Error::Unsupported {
+            op: OP,
+            detail: "num_blocks × block_size overflows".into(),
+        })?;
+    if layout.block_size == 0 {
+        return Err(Error::Unsupported {
+            op: OP,
+            detail: "block_size is 0; a block holds at least one token".into(),
+        });
+    }
+    RowPlan::new(OP, T::STORAGE, cache_rows, layout.width, None)?.check_matrix(
+        OP,
+        "cache",
+        cache.len(),
+    )?;
+    let p = RowPlan::new(OP, T::STORAGE, tokens, layout.width, None)?;
+    p.check_matrix(OP, "new", new.len())?;
+    p.check_per_row(OP, "seq_ids", seq_ids.len())?;
+    p.check_per_row(OP, "positions", positions.len())?;
+    let (seqs, per_seq) = (layout.seqs, layout.blocks_per_seq);
+    check_len(OP, "block_table", block_table.len(), seqs * per_seq, || {
+        format!("seqs × blocks_per_seq = {seqs} × {per_seq}")
+    })?;
+    if tokens == 0 {
+        return Ok(());
+    }
+    let args = [
+        KernelArg::from(new),
+        KernelArg::from(seq_ids),
+        KernelArg::from(positions),
+        KernelArg::from(block_table),
+        KernelArg::from(&mut *cache),
+        KernelArg::from(p.rows),
+        KernelArg::from(p.cols),
+        KernelArg::from(layout.block_size as u32),
+        KernelArg::from(layout.num_blocks as u32),
+        KernelArg::from(seqs as u32),
+        KernelArg::from(per_seq as u32),
+    ];
+    stream.launch(
+        super::APPEND[p.spec.index()].artifacts(),
+        p.launch.cfg,
+        &args,
+    )?;
+    Ok(())
+}

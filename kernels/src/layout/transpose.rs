@@ -1,0 +1,136 @@
+//! 2-D transpose `[R, C] → [C, R]` through a shared 32 × 33 tile (the padding column keeps the
+//! transposed reads free of bank conflicts); loads and stores are coalesced along rows of the
+//! input and of the output.
+
+use crate::cast::Element;
+use crate::codegen::tensor::tensor_param;
+use crate::{check_len, Error, Storage};
+use kernel_dsl::builder::KernelBuilder;
+use kernel_dsl::dtype::{F32, U32};
+use kernel_dsl::ir::{Dim, Kernel};
+use kernel_dsl::op::Cmp;
+use kernel_runtime::{Buffer, KernelArg, LaunchConfig, Stream};
+
+const TILE: u32 = 32;
+/// Thread rows of a CTA; each thread moves `TILE / ROWS` elements.
+const ROWS: u32 = 8;
+/// Largest grid extent along y.
+const MAX_GRID_Y: usize = 65535;
+
+/// Parameters: `x, y, rows, cols`. Grid: `⌈cols/32⌉ × ⌈rows/32⌉` CTAs of 32 × 8 threads.
+pub(crate) fn transpose_tiles(storage: Storage) -> Kernel {
+    let mut b = KernelBuilder::new(format!("transpose_{}", storage.suffix()));
+    b.reqntid([TILE, ROWS, 1]);
+    let x = tensor_param(&mut b, "x", storage, false);
+    let y = tensor_param(&mut b, "y", storage, true);
+    let rows = b.param::<U32>("rows");
+    let cols = b.param::<U32>("cols");
+    let tile = b.shared_array::<F32>("tile", TILE * (TILE + 1));
+    let tx = b.tid(Dim::X);
+    let ty = b.tid(Dim::Y);
+    let bx = b.ctaid(Dim::X);
+    let by = b.ctaid(Dim::Y);
+    let tile_c = b.const_u32(TILE);
+    let pitch = b.const_u32(TILE + 1);
+    let zero = b.const_u32(0);
+    let step = b.const_u32(ROWS);
+
+    let col = b.mad(bx, tile_c, tx);
+    let row0 = b.mul(by, tile_c);
+    let col_in = b.setp(Cmp::Lt, col, cols);
+    b.for_range(zero, tile_c, step, |b, j| {
+        let tj = b.add(ty, j);
+        let row = b.add(row0, tj);
+        let row_in = b.setp(Cmp::Lt, row, rows);
+        b.if_(row_in, |b| {
+            b.if_(col_in, |b| {
+                let at = b.mad(row, cols, col);
+                let v = x.load(b, at);
+                let slot = b.mad(tj, pitch, tx);
+                b.st_shared(&tile, slot, v);
+            });
+        });
+    });
+    b.bar_sync();
+    let out_col = b.mad(by, tile_c, tx);
+    let out_row0 = b.mul(bx, tile_c);
+    let out_col_in = b.setp(Cmp::Lt, out_col, rows);
+    b.for_range(zero, tile_c, step, |b, j| {
+        let tj = b.add(ty, j);
+        let out_row = b.add(out_row0, tj);
+        let row_in = b.setp(Cmp::Lt, out_row, cols);
+        b.if_(row_in, |b| {
+            b.if_(out_col_in, |b| {
+                let slot = b.mad(tx, pitch, tj);
+                let v = b.ld_shared(&tile, slot);
+                let at = b.mad(out_row, rows, out_col);
+                y.store(b, at, v);
+            });
+        });
+    });
+    b.finish()
+}
+
+/// `y = xᵀ` for a row-major `rows × cols` matrix `x` (`y` is `cols × rows`).
+///
+/// ```
+/// use kernel_runtime::{Buffer, Device};
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator().stream()?;
+/// let x = Buffer::from_host(&stream, &[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0])?;
+/// let mut y = Buffer::<f32>::zeros(&stream, 6)?;
+/// kernels::layout::transpose(&stream, &x, &mut y, 2, 3)?;
+/// assert_eq!(y.to_host(&stream)?, vec![1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
+/// # Ok(()) }
+/// ```
+pub fn transpose<T: Element>(
+    stream: &Stream,
+    x: &Buffer<T>,
+    y: &mut Buffer<T>,
+    rows: usize,
+    cols: usize,
+) -> Result<(), Error> {
+    const OP: &str = "transpose";
+    let n = rows
+        .checked_mul(cols)
+        .filter(|&n| n <= u32::MAX as usize)
+        .ok_or_else(|| Error::Unsupported {
+            op: OP,
+            detail: format!("{rows} × {cols} exceeds {} elements; split it", u32::MAX),
+        })?;
+    if rows.div_ceil(TILE as usize) > MAX_GRID_Y {
+        return Err(Error::Unsupported {
+            op: OP,
+            detail: format!(
+                "{rows} rows need more than {MAX_GRID_Y} tiles of 32; transpose in slices"
+            ),
+        });
+    }
+    let why = || format!("rows × cols = {rows} × {cols}");
+    check_len(OP, "x", x.len(), n, why)?;
+    check_len(OP, "y", y.len(), n, why)?;
+    if n == 0 {
+        return Ok(());
+    }
+    let cfg = LaunchConfig {
+        grid: [
+            (cols as u32).div_ceil(TILE),
+            (rows as u32).div_ceil(TILE),
+            1,
+        ],
+        block: [TILE, ROWS, 1],
+        dynamic_shared_bytes: 0,
+    };
+    let args = [
+        KernelArg::from(x),
+        KernelArg::from(&mut *y),
+        KernelArg::from(rows as u32),
+        KernelArg::from(cols as u32),
+    ];
+    let kernel = match T::STORAGE {
+        Storage::F32 => &super::TRANSPOSE[0],
+        Storage::Bf16 => &super::TRANSPOSE[1],
+    };
+    stream.launch(kernel.artifacts(), cfg, &args)?;
+    Ok(())
+}
