@@ -11,6 +11,7 @@
 
 use kernel_runtime::{Bf16, Buffer, Device, Stream};
 use kernels::cast::{cast, Element};
+use kernels::elementwise as ew;
 use kernels::norm;
 use std::error::Error;
 
@@ -150,6 +151,67 @@ fn bench_norms<T: Element>(b: &Bench) -> Res {
     Ok(())
 }
 
+fn bench_elementwise<T: Element>(b: &Bench) -> Res {
+    let n = if b.small { 4096 + 3 } else { 16384 * 4096 };
+    let shape = if b.small {
+        format!("{n}")
+    } else {
+        "16384x4096".into()
+    };
+    let t = n as f64 * std::mem::size_of::<T>() as f64;
+    let dt = dtype::<T>();
+    let x = filled::<T>(&b.stream, n, 11)?;
+    let u = filled::<T>(&b.stream, n, 12)?;
+    let d = filled::<T>(&b.stream, n, 13)?;
+    let mut o = Buffer::<T>::zeros(&b.stream, n)?;
+    let mut o2 = Buffer::<T>::zeros(&b.stream, n)?;
+    b.row("add", dt, &shape, 3.0 * t, |s| {
+        Ok(ew::add(s, &x, &u, &mut o)?)
+    })?;
+    b.row("mul", dt, &shape, 3.0 * t, |s| {
+        Ok(ew::mul(s, &x, &u, &mut o)?)
+    })?;
+    b.row("scale", dt, &shape, 2.0 * t, |s| {
+        Ok(ew::scale(s, &x, 0.5, &mut o)?)
+    })?;
+    b.row("silu", dt, &shape, 2.0 * t, |s| {
+        Ok(ew::silu(s, &x, &mut o)?)
+    })?;
+    b.row("gelu_tanh", dt, &shape, 2.0 * t, |s| {
+        Ok(ew::gelu_tanh(s, &x, &mut o)?)
+    })?;
+    b.row("gelu_tanh_backward", dt, &shape, 3.0 * t, |s| {
+        Ok(ew::gelu_tanh_backward(s, &x, &d, &mut o)?)
+    })?;
+    b.row("swiglu", dt, &shape, 3.0 * t, |s| {
+        Ok(ew::swiglu(s, &x, &u, &mut o)?)
+    })?;
+    b.row("swiglu_backward", dt, &shape, 5.0 * t, |s| {
+        Ok(ew::swiglu_backward(s, &x, &u, &d, &mut o, &mut o2)?)
+    })?;
+    Ok(())
+}
+
+fn bench_casts(b: &Bench) -> Res {
+    let n = if b.small { 4096 + 5 } else { 16384 * 4096 };
+    let shape = if b.small {
+        format!("{n}")
+    } else {
+        "16384x4096".into()
+    };
+    let x = filled::<f32>(&b.stream, n, 21)?;
+    let mut h = Buffer::<Bf16>::zeros(&b.stream, n)?;
+    let mut back = Buffer::<f32>::zeros(&b.stream, n)?;
+    let bytes = 6.0 * n as f64;
+    b.row("cast f32→bf16", "bf16", &shape, bytes, |s| {
+        Ok(cast(s, &x, &mut h)?)
+    })?;
+    b.row("cast bf16→f32", "bf16", &shape, bytes, |s| {
+        Ok(cast(s, &h, &mut back)?)
+    })?;
+    Ok(())
+}
+
 fn main() -> Res {
     let small = std::env::var_os("BENCH_SMALL").is_some();
     let device = if small {
@@ -190,5 +252,8 @@ fn main() -> Res {
 
     bench_norms::<f32>(&b)?;
     bench_norms::<Bf16>(&b)?;
+    bench_elementwise::<f32>(&b)?;
+    bench_elementwise::<Bf16>(&b)?;
+    bench_casts(&b)?;
     Ok(())
 }

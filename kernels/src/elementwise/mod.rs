@@ -1,0 +1,252 @@
+//! Elementwise ops for f32 and bf16 storage: residual add, multiply, scale, SiLU and GELU
+//! (tanh form) with their backward, and fused SwiGLU forward (`silu(gate)·up`) and backward
+//! (both gradients in one pass). Each is one grid-stride kernel moving 16-byte vectors, with
+//! a scalar loop for the last few elements.
+
+mod ops;
+pub mod reference;
+
+use crate::cast::Element;
+use crate::codegen::map::{map_launch, step_elems};
+use crate::codegen::tensor::Format;
+use crate::codegen::{kernel_refs, kernel_table};
+use crate::{check_len, Error, OpKernel};
+use kernel_runtime::{Buffer, KernelArg, Stream};
+use ops::{build, spec_index, MapOp, SPECS};
+
+kernel_table!(static MAPS = build, SPECS, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17]);
+
+/// Every specialization this module ships.
+pub static KERNELS: &[&OpKernel] = kernel_refs![MAPS[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17]];
+
+/// Checks every buffer against the first input's length, then launches `op`.
+fn run<T: Element>(
+    stream: &Stream,
+    op: MapOp,
+    inputs: &[&Buffer<T>],
+    outputs: &mut [&mut Buffer<T>],
+    scalars: &[f32],
+) -> Result<(), Error> {
+    let name = op.name();
+    let n = inputs[0].len();
+    let first = op.inputs()[0];
+    let lens = inputs.iter().map(|b| b.len()).zip(op.inputs());
+    let out_lens = outputs.iter().map(|b| b.len()).zip(op.outputs());
+    for (len, buffer) in lens.chain(out_lens) {
+        check_len(name, buffer, len, n, || format!("the length of `{first}`"))?;
+    }
+    let n32 = u32::try_from(n).map_err(|_| Error::Unsupported {
+        op: name,
+        detail: format!("{n} elements exceed {}; split the tensor", u32::MAX),
+    })?;
+    if n == 0 {
+        return Ok(());
+    }
+    let mut args: Vec<KernelArg<'_>> = inputs.iter().map(|&b| KernelArg::from(b)).collect();
+    args.extend(outputs.iter_mut().map(|b| KernelArg::from(&mut **b)));
+    args.extend(scalars.iter().map(|&s| KernelArg::from(s)));
+    args.push(KernelArg::from(n32));
+    let kernel = &MAPS[spec_index(op, T::STORAGE)];
+    let cfg = map_launch(n32, step_elems([Format::from(T::STORAGE)]));
+    stream.launch(kernel.artifacts(), cfg, &args)?;
+    Ok(())
+}
+
+/// `out = a + b` (the residual add).
+///
+/// ```
+/// use kernel_runtime::{Buffer, Device};
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator().stream()?;
+/// let a = Buffer::from_host(&stream, &[1.0f32, 2.0])?;
+/// let b = Buffer::from_host(&stream, &[0.5f32, -2.0])?;
+/// let mut out = Buffer::<f32>::zeros(&stream, 2)?;
+/// kernels::elementwise::add(&stream, &a, &b, &mut out)?;
+/// assert_eq!(out.to_host(&stream)?, vec![1.5, 0.0]);
+/// # Ok(()) }
+/// ```
+pub fn add<T: Element>(
+    stream: &Stream,
+    a: &Buffer<T>,
+    b: &Buffer<T>,
+    out: &mut Buffer<T>,
+) -> Result<(), Error> {
+    run(stream, MapOp::Add, &[a, b], &mut [out], &[])
+}
+
+/// `out = a · b`.
+///
+/// ```
+/// use kernel_runtime::{Buffer, Device};
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator().stream()?;
+/// let a = Buffer::from_host(&stream, &[3.0f32])?;
+/// let mut out = Buffer::<f32>::zeros(&stream, 1)?;
+/// kernels::elementwise::mul(&stream, &a, &a, &mut out)?;
+/// assert_eq!(out.to_host(&stream)?, vec![9.0]);
+/// # Ok(()) }
+/// ```
+pub fn mul<T: Element>(
+    stream: &Stream,
+    a: &Buffer<T>,
+    b: &Buffer<T>,
+    out: &mut Buffer<T>,
+) -> Result<(), Error> {
+    run(stream, MapOp::Mul, &[a, b], &mut [out], &[])
+}
+
+/// `out = s · x`.
+///
+/// ```
+/// use kernel_runtime::{Buffer, Device};
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator().stream()?;
+/// let x = Buffer::from_host(&stream, &[1.0f32, -4.0])?;
+/// let mut out = Buffer::<f32>::zeros(&stream, 2)?;
+/// kernels::elementwise::scale(&stream, &x, 0.5, &mut out)?;
+/// assert_eq!(out.to_host(&stream)?, vec![0.5, -2.0]);
+/// # Ok(()) }
+/// ```
+pub fn scale<T: Element>(
+    stream: &Stream,
+    x: &Buffer<T>,
+    s: f32,
+    out: &mut Buffer<T>,
+) -> Result<(), Error> {
+    run(stream, MapOp::Scale, &[x], &mut [out], &[s])
+}
+
+/// `out = x · σ(x)`.
+///
+/// ```
+/// use kernel_runtime::{Buffer, Device};
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator().stream()?;
+/// let x = Buffer::from_host(&stream, &[0.0f32, 20.0])?;
+/// let mut out = Buffer::<f32>::zeros(&stream, 2)?;
+/// kernels::elementwise::silu(&stream, &x, &mut out)?;
+/// let out = out.to_host(&stream)?;
+/// assert!(out[0] == 0.0 && (out[1] - 20.0).abs() < 1e-4);
+/// # Ok(()) }
+/// ```
+pub fn silu<T: Element>(stream: &Stream, x: &Buffer<T>, out: &mut Buffer<T>) -> Result<(), Error> {
+    run(stream, MapOp::Silu, &[x], &mut [out], &[])
+}
+
+/// `dx = dy · d silu(x)/dx`.
+///
+/// ```
+/// use kernel_runtime::{Buffer, Device};
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator().stream()?;
+/// let x = Buffer::from_host(&stream, &[0.0f32])?;
+/// let dy = Buffer::from_host(&stream, &[2.0f32])?;
+/// let mut dx = Buffer::<f32>::zeros(&stream, 1)?;
+/// kernels::elementwise::silu_backward(&stream, &x, &dy, &mut dx)?;
+/// assert_eq!(dx.to_host(&stream)?, vec![1.0]);
+/// # Ok(()) }
+/// ```
+pub fn silu_backward<T: Element>(
+    stream: &Stream,
+    x: &Buffer<T>,
+    dy: &Buffer<T>,
+    dx: &mut Buffer<T>,
+) -> Result<(), Error> {
+    run(stream, MapOp::SiluBackward, &[x, dy], &mut [dx], &[])
+}
+
+/// GELU, tanh form: `out = 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))`.
+///
+/// ```
+/// use kernel_runtime::{Buffer, Device};
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator().stream()?;
+/// let x = Buffer::from_host(&stream, &[1.0f32])?;
+/// let mut out = Buffer::<f32>::zeros(&stream, 1)?;
+/// kernels::elementwise::gelu_tanh(&stream, &x, &mut out)?;
+/// assert!((out.to_host(&stream)?[0] - 0.841192).abs() < 1e-5);
+/// # Ok(()) }
+/// ```
+pub fn gelu_tanh<T: Element>(
+    stream: &Stream,
+    x: &Buffer<T>,
+    out: &mut Buffer<T>,
+) -> Result<(), Error> {
+    run(stream, MapOp::GeluTanh, &[x], &mut [out], &[])
+}
+
+/// `dx = dy · d gelu_tanh(x)/dx`.
+///
+/// ```
+/// use kernel_runtime::{Buffer, Device};
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator().stream()?;
+/// let x = Buffer::from_host(&stream, &[0.0f32])?;
+/// let dy = Buffer::from_host(&stream, &[1.0f32])?;
+/// let mut dx = Buffer::<f32>::zeros(&stream, 1)?;
+/// kernels::elementwise::gelu_tanh_backward(&stream, &x, &dy, &mut dx)?;
+/// assert_eq!(dx.to_host(&stream)?, vec![0.5]);
+/// # Ok(()) }
+/// ```
+pub fn gelu_tanh_backward<T: Element>(
+    stream: &Stream,
+    x: &Buffer<T>,
+    dy: &Buffer<T>,
+    dx: &mut Buffer<T>,
+) -> Result<(), Error> {
+    run(stream, MapOp::GeluTanhBackward, &[x, dy], &mut [dx], &[])
+}
+
+/// Fused SwiGLU: `out = silu(gate) · up`.
+///
+/// ```
+/// use kernel_runtime::{Buffer, Device};
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator().stream()?;
+/// let gate = Buffer::from_host(&stream, &[0.0f32, 30.0])?;
+/// let up = Buffer::from_host(&stream, &[5.0f32, 2.0])?;
+/// let mut out = Buffer::<f32>::zeros(&stream, 2)?;
+/// kernels::elementwise::swiglu(&stream, &gate, &up, &mut out)?;
+/// assert_eq!(out.to_host(&stream)?, vec![0.0, 60.0]);
+/// # Ok(()) }
+/// ```
+pub fn swiglu<T: Element>(
+    stream: &Stream,
+    gate: &Buffer<T>,
+    up: &Buffer<T>,
+    out: &mut Buffer<T>,
+) -> Result<(), Error> {
+    run(stream, MapOp::Swiglu, &[gate, up], &mut [out], &[])
+}
+
+/// Fused SwiGLU backward: from `dout`, both `dgate = dout·up·silu'(gate)` and
+/// `dup = dout·silu(gate)` in one pass over the three inputs.
+///
+/// ```
+/// use kernel_runtime::{Buffer, Device};
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator().stream()?;
+/// let gate = Buffer::from_host(&stream, &[0.0f32])?;
+/// let up = Buffer::from_host(&stream, &[2.0f32])?;
+/// let dout = Buffer::from_host(&stream, &[1.0f32])?;
+/// let (mut dgate, mut dup) = (Buffer::<f32>::zeros(&stream, 1)?, Buffer::<f32>::zeros(&stream, 1)?);
+/// kernels::elementwise::swiglu_backward(&stream, &gate, &up, &dout, &mut dgate, &mut dup)?;
+/// assert_eq!((dgate.to_host(&stream)?, dup.to_host(&stream)?), (vec![1.0], vec![0.0]));
+/// # Ok(()) }
+/// ```
+pub fn swiglu_backward<T: Element>(
+    stream: &Stream,
+    gate: &Buffer<T>,
+    up: &Buffer<T>,
+    dout: &Buffer<T>,
+    dgate: &mut Buffer<T>,
+    dup: &mut Buffer<T>,
+) -> Result<(), Error> {
+    run(
+        stream,
+        MapOp::SwigluBackward,
+        &[gate, up, dout],
+        &mut [dgate, dup],
+        &[],
+    )
+}
