@@ -4,7 +4,13 @@
 use ptxkit::dsl::{emit, samples, Target};
 
 /// The targets every golden is kept for (where the kernel is legal there).
-const GOLDEN_TARGETS: [Target; 5] = [Target::Sm80, Target::Sm89, Target::Sm90, Target::Sm90a, Target::Sm121];
+const GOLDEN_TARGETS: [Target; 5] = [
+    Target::Sm80,
+    Target::Sm89,
+    Target::Sm90,
+    Target::Sm90a,
+    Target::Sm121,
+];
 
 #[test]
 fn sample_kernels_match_their_ptx_goldens() {
@@ -35,6 +41,10 @@ fn library_kernels_match_their_ptx_goldens() {
                 emitted += 1;
             }
         }
-        assert!(emitted > 0, "{} emits for none of the golden targets", kernel.name);
+        assert!(
+            emitted > 0,
+            "{} emits for none of the golden targets",
+            kernel.name
+        );
     }
 }

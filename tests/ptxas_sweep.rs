@@ -9,13 +9,17 @@ fn golden_files(root: &Path) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
         for e in entries.flatten() {
             let p = e.path();
             let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
             if p.is_dir() && !matches!(name, "target" | ".git" | ".tools" | "node_modules") {
                 stack.push(p);
-            } else if name.ends_with(".snap") && p.parent().is_some_and(|d| d.ends_with("snapshots")) {
+            } else if name.ends_with(".snap")
+                && p.parent().is_some_and(|d| d.ends_with("snapshots"))
+            {
                 found.push(p);
             }
         }
@@ -27,7 +31,10 @@ fn golden_files(root: &Path) -> Vec<PathBuf> {
 /// The snapshot body: everything after insta's front matter.
 fn snapshot_body(text: &str) -> &str {
     match text.strip_prefix("---") {
-        Some(rest) => rest.split_once("\n---\n").map(|(_, body)| body).unwrap_or(rest),
+        Some(rest) => rest
+            .split_once("\n---\n")
+            .map(|(_, body)| body)
+            .unwrap_or(rest),
         None => text,
     }
 }
@@ -47,11 +54,23 @@ fn every_ptx_golden_assembles_for_its_own_target_without_warnings_or_spills() {
         if !body.contains(".target") {
             continue; // not a PTX golden
         }
-        let name = file.file_stem().and_then(|n| n.to_str()).unwrap_or("").to_string();
+        let name = file
+            .file_stem()
+            .and_then(|n| n.to_str())
+            .unwrap_or("")
+            .to_string();
         match ptxas.assemble(body) {
             Ok(out) => {
                 assembled += 1;
-                for ResourceReport { entry, registers, spill_stores, spill_loads, stack_bytes, shared_bytes } in &out.reports {
+                for ResourceReport {
+                    entry,
+                    registers,
+                    spill_stores,
+                    spill_loads,
+                    stack_bytes,
+                    shared_bytes,
+                } in &out.reports
+                {
                     report.push_str(&format!(
                         "| {name} | {} | {entry} | {registers} | {spill_stores} | {spill_loads} | {stack_bytes} | {shared_bytes} |\n",
                         out.target
@@ -69,6 +88,13 @@ fn every_ptx_golden_assembles_for_its_own_target_without_warnings_or_spills() {
     let _ = std::fs::create_dir_all(&out_dir);
     let _ = std::fs::write(out_dir.join("ptxas-report.md"), &report);
     println!("{report}");
-    assert!(failures.is_empty(), "ptxas sweep failed:\n{}", failures.join("\n"));
-    assert!(assembled >= 26, "only {assembled} PTX goldens found; the sample goldens alone are 26");
+    assert!(
+        failures.is_empty(),
+        "ptxas sweep failed:\n{}",
+        failures.join("\n")
+    );
+    assert!(
+        assembled >= 26,
+        "only {assembled} PTX goldens found; the sample goldens alone are 26"
+    );
 }

@@ -17,11 +17,14 @@ impl EmitArgs {
         let mut it = args.iter();
         while let Some(flag) = it.next() {
             let mut value = || {
-                it.next().cloned().ok_or_else(|| CliError::Usage(format!("`{flag}` needs a value")))
+                it.next()
+                    .cloned()
+                    .ok_or_else(|| CliError::Usage(format!("`{flag}` needs a value")))
             };
             match flag.as_str() {
                 "--targets" => {
-                    let list: Result<Vec<Target>, _> = value()?.split(',').map(str::parse).collect();
+                    let list: Result<Vec<Target>, _> =
+                        value()?.split(',').map(str::parse).collect();
                     targets = Some(list?);
                 }
                 "--out" => out = PathBuf::from(value()?),
@@ -29,7 +32,13 @@ impl EmitArgs {
                 other => return Err(CliError::Usage(format!("unknown option `{other}`"))),
             }
         }
-        let targets = targets.ok_or_else(|| CliError::Usage("`--targets` is required, e.g. --targets sm_89,sm_121".into()))?;
-        Ok(EmitArgs { targets, out, kernels })
+        let targets = targets.ok_or_else(|| {
+            CliError::Usage("`--targets` is required, e.g. --targets sm_89,sm_121".into())
+        })?;
+        Ok(EmitArgs {
+            targets,
+            out,
+            kernels,
+        })
     }
 }

@@ -7,9 +7,15 @@ use ptxkit::dsl::{emit, ir::Kernel, Error as DslError};
 /// prints a kernel × target table with ptxas's resource report where ptxas is installed.
 pub fn run(args: &EmitArgs) -> Result<(), CliError> {
     let kernels = select(ptxkit::available_kernels(), args.kernels.as_deref())?;
-    std::fs::create_dir_all(&args.out).map_err(|source| CliError::Io { path: args.out.display().to_string(), source })?;
+    std::fs::create_dir_all(&args.out).map_err(|source| CliError::Io {
+        path: args.out.display().to_string(),
+        source,
+    })?;
     let ptxas = Ptxas::find();
-    println!("{:<22} {:<8} {:<7} {:>5} {:>7} {:>7} {:>7}  file", "kernel", "target", "isa", "regs", "spill", "smem", "stack");
+    println!(
+        "{:<22} {:<8} {:<7} {:>5} {:>7} {:>7} {:>7}  file",
+        "kernel", "target", "isa", "regs", "spill", "smem", "stack"
+    );
     let mut written = 0;
     for k in &kernels {
         for &t in &args.targets {
@@ -25,21 +31,43 @@ pub fn run(args: &EmitArgs) -> Result<(), CliError> {
                 }
             };
             let path = args.out.join(format!("{}@{}.ptx", k.name, t.name()));
-            std::fs::write(&path, &ptx).map_err(|source| CliError::Io { path: path.display().to_string(), source })?;
+            std::fs::write(&path, &ptx).map_err(|source| CliError::Io {
+                path: path.display().to_string(),
+                source,
+            })?;
             written += 1;
-            let isa = ptxkit::dsl::read_ptx_header(&ptx).map(|h| h.version.to_string()).unwrap_or_default();
+            let isa = ptxkit::dsl::read_ptx_header(&ptx)
+                .map(|h| h.version.to_string())
+                .unwrap_or_default();
             let resources = match &ptxas {
                 Some(p) => match p.assemble(&ptx) {
                     Ok(a) => a
                         .reports
                         .first()
-                        .map(|r| format!("{:>5} {:>7} {:>7} {:>7}", r.registers, r.spill_stores + r.spill_loads, r.shared_bytes, r.stack_bytes))
+                        .map(|r| {
+                            format!(
+                                "{:>5} {:>7} {:>7} {:>7}",
+                                r.registers,
+                                r.spill_stores + r.spill_loads,
+                                r.shared_bytes,
+                                r.stack_bytes
+                            )
+                        })
                         .unwrap_or_default(),
-                    Err(e) => format!("ptxas rejected it: {}", e.to_string().lines().nth(1).unwrap_or("")),
+                    Err(e) => format!(
+                        "ptxas rejected it: {}",
+                        e.to_string().lines().nth(1).unwrap_or("")
+                    ),
                 },
                 None => format!("{:>5} {:>7} {:>7} {:>7}", "-", "-", "-", "-"),
             };
-            println!("{:<22} {:<8} {:<7} {resources}  {}", k.name, t.name(), isa, path.display());
+            println!(
+                "{:<22} {:<8} {:<7} {resources}  {}",
+                k.name,
+                t.name(),
+                isa,
+                path.display()
+            );
         }
     }
     match &ptxas {
@@ -56,6 +84,11 @@ fn select(all: Vec<Kernel>, names: Option<&[String]>) -> Result<Vec<Kernel>, Cli
     let Some(names) = names else { return Ok(all) };
     names
         .iter()
-        .map(|n| all.iter().find(|k| &k.name == n).cloned().ok_or_else(|| CliError::UnknownKernel(n.clone())))
+        .map(|n| {
+            all.iter()
+                .find(|k| &k.name == n)
+                .cloned()
+                .ok_or_else(|| CliError::UnknownKernel(n.clone()))
+        })
         .collect()
 }

@@ -9,7 +9,14 @@ pub enum CliError {
     #[error("no kernel named `{0}`; `ptxkit emit` without --kernels lists every available kernel")]
     UnknownKernel(String),
     #[error("could not write {path}: {source}")]
-    Io { path: String, source: std::io::Error },
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Runtime(#[from] ptxkit::runtime::Error),
+    #[error("{0} sample(s) did not match their CPU reference")]
+    SamplesFailed(usize),
     #[error("no kernel could be emitted for {0:?}: every one needs a different target")]
     NothingEmitted(Vec<Target>),
 }

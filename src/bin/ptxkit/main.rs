@@ -1,4 +1,5 @@
-//! The `ptxkit` command line: `ptxkit emit --targets sm_89,sm_121 --out DIR` writes the PTX of
+//! The `ptxkit` command line: `ptxkit run` checks every sample on the best device against its
+//! CPU reference; `ptxkit emit --targets sm_89,sm_121 --out DIR` writes the PTX of
 //! every available kernel for each target and prints a resource table; `ptxkit catalog` and
 //! `ptxkit targets` print the instruction catalog and the target table.
 
@@ -6,10 +7,14 @@ mod args;
 mod catalog_cmd;
 mod emit_cmd;
 mod error;
+mod run_cmd;
 
 use error::CliError;
 
 const USAGE: &str = "usage:
+  ptxkit run [--device best|cuda|emulator]
+      run every sample kernel on the GPU (or, where none is present, the CPU emulator)
+      against its CPU reference and print the errors
   ptxkit emit --targets sm_89,sm_121 [--out DIR] [--kernels NAME,NAME]
       write the PTX of every available kernel for each target into DIR (default target/ptx)
       and print registers, spills and shared memory from ptxas where it is installed
@@ -20,6 +25,11 @@ fn main() {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let result = match argv.first().map(String::as_str) {
         Some("emit") => args::EmitArgs::parse(&argv[1..]).and_then(|a| emit_cmd::run(&a)),
+        Some("run") => match argv.get(1..).unwrap_or_default() {
+            [] => run_cmd::run(None),
+            [flag, value] if flag == "--device" => run_cmd::run(Some(value)),
+            other => Err(CliError::Usage(format!("unexpected arguments {other:?}"))),
+        },
         Some("catalog") => {
             catalog_cmd::catalog();
             Ok(())

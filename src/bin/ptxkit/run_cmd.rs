@@ -1,0 +1,49 @@
+use crate::error::CliError;
+use ptxkit::runtime::Device;
+use ptxkit::selfcheck::{self, Scale};
+
+/// Runs every sample on the chosen device (the GPU if one is present, else the CPU emulator)
+/// against its CPU reference and prints a table. Fails if any sample misses its tolerance.
+pub fn run(device_choice: Option<&str>) -> Result<(), CliError> {
+    let device = match device_choice {
+        None | Some("best") => Device::best(),
+        Some("emulator") => Device::emulator(),
+        Some("cuda") => Device::cuda(0)?,
+        Some(other) => {
+            return Err(CliError::Usage(format!(
+                "unknown device `{other}`: use best, cuda or emulator"
+            )))
+        }
+    };
+    let props = device.props();
+    println!(
+        "device: {} ({:?}, {})",
+        props.name,
+        props.kind,
+        device.target()
+    );
+    let results = selfcheck::run_all(&device, Scale::for_device(&device), 2026)?;
+    println!(
+        "{:<20} {:<34} {:>12} {:>10} {:>9}  result",
+        "kernel", "shape", "max rel err", "tolerance", "ms"
+    );
+    let mut failed = 0;
+    for r in &results {
+        let verdict = match (&r.skipped, r.passed()) {
+            (Some(why), _) => format!("skipped: {why}"),
+            (None, true) => "ok".to_string(),
+            (None, false) => {
+                failed += 1;
+                "FAILED".to_string()
+            }
+        };
+        println!(
+            "{:<20} {:<34} {:>12.3e} {:>10.1e} {:>9.2}  {verdict}",
+            r.kernel, r.shape, r.max_rel_error, r.tolerance, r.millis
+        );
+    }
+    if failed > 0 {
+        return Err(CliError::SamplesFailed(failed));
+    }
+    Ok(())
+}
