@@ -2,7 +2,8 @@
 //! canonical layout (source text forgotten) it parses to an equal AST, and fixtures in the
 //! emitter's style (`emitter_*.ptx`) print back byte-for-byte even then.
 //!
-//! Fixtures: `nvcc_*` written by nvcc 13 (`nvcc -ptx -arch=sm_90`), `triton_*` by Triton,
+//! Fixtures: `nvcc_*` written by nvcc 13.5 (`nvcc -ptx -arch=sm_90`) from `fixtures/src/*.cu`,
+//! `triton_*` by Triton 3.9 (`fixtures/make_triton_fixture.py`),
 //! `emitter_*` in the ptxkit emitter's layout.
 
 use std::path::Path;
