@@ -21,6 +21,7 @@ pub mod clip;
 pub mod cross_entropy;
 pub mod elementwise;
 pub mod embedding;
+pub mod gemm;
 pub mod layout;
 pub mod norm;
 pub mod optim;
@@ -45,6 +46,7 @@ pub fn all_kernels() -> Vec<&'static OpKernel> {
         optim::KERNELS,
         clip::KERNELS,
         argmax::KERNELS,
+        gemm::KERNELS,
     ]
     .concat()
 }
