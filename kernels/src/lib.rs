@@ -28,6 +28,7 @@ pub mod optim;
 pub mod rope;
 pub mod softmax;
 
+pub use cast::Element;
 pub use error::{check_len, Error};
 pub use op_kernel::OpKernel;
 pub use storage::Storage;
