@@ -11,7 +11,6 @@ use proc_macro2::TokenStream;
 use quote::quote;
 use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
-use syn::spanned::Spanned;
 use syn::{Expr, GenericArgument, Token};
 
 /// One instance: the generic arguments, as written.
@@ -116,7 +115,7 @@ pub fn check_instances(attr: &KernelAttr, generics: &syn::Generics) -> DResult<(
     let has_generics = !params.is_empty();
     if has_generics && attr.instances.is_empty() {
         return err(
-            generics.span(),
+            crate::diag::range(&generics),
             "a generic kernel needs the instances to build: `#[kernel(instances(<f32, 256>, ...))]`",
         );
     }

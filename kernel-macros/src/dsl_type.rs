@@ -5,7 +5,6 @@ use kernel_dsl::ScalarType;
 use proc_macro2::TokenStream;
 use quote::quote;
 use std::collections::BTreeMap;
-use syn::spanned::Spanned;
 
 /// The scalar type a Rust type name stands for, if it is one the DSL knows.
 pub fn scalar_from_name(name: &str) -> Option<ScalarType> {
@@ -72,14 +71,14 @@ pub fn scalar_of(ty: &syn::Type, generics: &BTreeMap<String, ScalarType>) -> DRe
                     return Ok(t);
                 }
                 if name == "usize" || name == "isize" {
-                    return err(ty.span(), format!("`{name}` has no fixed width on the GPU: use `u32` (or `u64` for offsets past 4 Gi elements)"));
+                    return err(crate::diag::range(&ty), format!("`{name}` has no fixed width on the GPU: use `u32` (or `u64` for offsets past 4 Gi elements)"));
                 }
-                return err(ty.span(), format!("`{name}` is not a kernel type: kernels take {SUPPORTED}, slices of those, or a type parameter listed in `instances(...)`"));
+                return err(crate::diag::range(&ty), format!("`{name}` is not a kernel type: kernels take {SUPPORTED}, slices of those, or a type parameter listed in `instances(...)`"));
             }
         }
     }
     err(
-        ty.span(),
+        crate::diag::range(&ty),
         format!("unsupported type in a kernel: expected one of {SUPPORTED}"),
     )
 }
@@ -90,13 +89,13 @@ pub fn param_type(ty: &syn::Type, generics: &BTreeMap<String, ScalarType>) -> DR
         syn::Type::Reference(r) => {
             let syn::Type::Slice(s) = &*r.elem else {
                 return err(
-                    ty.span(),
+                    crate::diag::range(&ty),
                     "a kernel takes buffers as slices: write `&[T]` or `&mut [T]`",
                 );
             };
             let elem = scalar_of(&s.elem, generics)?;
             if elem == ScalarType::Pred {
-                return err(s.elem.span(), "`bool` has no defined memory layout on the GPU: pass a `&[u32]` of 0/1 instead");
+                return err(crate::diag::range(&s.elem), "`bool` has no defined memory layout on the GPU: pass a `&[u32]` of 0/1 instead");
             }
             Ok(ParamTy::Slice {
                 elem,
@@ -104,7 +103,7 @@ pub fn param_type(ty: &syn::Type, generics: &BTreeMap<String, ScalarType>) -> DR
             })
         }
         syn::Type::Slice(_) | syn::Type::Array(_) => err(
-            ty.span(),
+            crate::diag::range(&ty),
             "a kernel cannot take an array or slice by value: take it as `&[T]` or `&mut [T]`",
         ),
         _ => Ok(ParamTy::Scalar(scalar_of(ty, generics)?)),

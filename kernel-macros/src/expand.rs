@@ -154,7 +154,7 @@ fn build(attr: &KernelAttr, func: &syn::ItemFn, devices: &Devices) -> DResult<Ve
         };
         let lowered = lower::lower_kernel(func, &inst.entry, &inst.spec, block, devices)?;
         let t1 = Instant::now();
-        let emitted = targets::emit_all(&lowered, func.sig.ident.span());
+        let emitted = targets::emit_all(&lowered, crate::diag::range(&func.sig.ident));
         let t2 = Instant::now();
         let mut cubins = Vec::new();
         if let Some(ptxas) = &ptxas {
@@ -189,8 +189,13 @@ fn build(attr: &KernelAttr, func: &syn::ItemFn, devices: &Devices) -> DResult<Ve
 /// The first called name that is neither an intrinsic nor a known helper (sorted, so the
 /// expansion is the same every build).
 fn unresolved_call(func: &syn::ItemFn, devices: &Devices) -> Option<(String, proc_macro2::Span)> {
-    struct Calls(Vec<(String, proc_macro2::Span)>);
+    struct Calls(Vec<(String, proc_macro2::Span)>, BTreeSet<String>);
     impl<'ast> syn::visit::Visit<'ast> for Calls {
+        fn visit_pat_ident(&mut self, p: &'ast syn::PatIdent) {
+            // A local name (a closure, say) is not a helper; lowering reports it.
+            self.1.insert(p.ident.to_string());
+            syn::visit::visit_pat_ident(self, p);
+        }
         fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
             if let syn::Expr::Path(p) = &*c.func {
                 if p.path.segments.len() == 1 {
@@ -201,7 +206,7 @@ fn unresolved_call(func: &syn::ItemFn, devices: &Devices) -> Option<(String, pro
             syn::visit::visit_expr_call(self, c);
         }
     }
-    let mut calls = Calls(Vec::new());
+    let mut calls = Calls(Vec::new(), BTreeSet::new());
     syn::visit::Visit::visit_block(&mut calls, &func.block);
     for d in devices.values() {
         syn::visit::Visit::visit_block(&mut calls, &d.block);
@@ -210,7 +215,9 @@ fn unresolved_call(func: &syn::ItemFn, devices: &Devices) -> Option<(String, pro
     let mut missing: Vec<_> = calls
         .0
         .into_iter()
-        .filter(|(n, _)| !intrinsics.contains(n.as_str()) && !devices.contains_key(n))
+        .filter(|(n, _)| {
+            !intrinsics.contains(n.as_str()) && !devices.contains_key(n) && !calls.1.contains(n)
+        })
         .collect();
     missing.sort_by(|a, b| a.0.cmp(&b.0));
     missing.into_iter().next()

@@ -6,7 +6,6 @@ use crate::diag::{err, DResult};
 use crate::dsl_type::{rust_name, scalar_of};
 use crate::lower::Specialization;
 use std::collections::BTreeMap;
-use syn::spanned::Spanned;
 use syn::{Expr, GenericArgument, GenericParam};
 
 /// One instance to build.
@@ -51,7 +50,7 @@ fn resolve_one(func: &syn::ItemFn, base: &str, inst: &Instance) -> DResult<Resol
                 // `<f32, N>` where N names a constant is ambiguous to the parser; only
                 // literals are accepted so that entry names are spelled out.
                 return err(
-                    p.span(),
+                    crate::diag::range(&p),
                     format!(
                         "the const parameter `{}` takes a literal here, e.g. `256`",
                         cp.ident
@@ -60,7 +59,7 @@ fn resolve_one(func: &syn::ItemFn, base: &str, inst: &Instance) -> DResult<Resol
             }
             (GenericParam::Type(tp), other) => {
                 return err(
-                    other.span(),
+                    crate::diag::range(&other),
                     format!(
                         "`{}` is a type parameter: give a type such as `f32`",
                         tp.ident
@@ -69,7 +68,7 @@ fn resolve_one(func: &syn::ItemFn, base: &str, inst: &Instance) -> DResult<Resol
             }
             (GenericParam::Const(cp), other) => {
                 return err(
-                    other.span(),
+                    crate::diag::range(&other),
                     format!(
                         "`{}` is a const parameter: give a literal such as `256`",
                         cp.ident
@@ -77,7 +76,10 @@ fn resolve_one(func: &syn::ItemFn, base: &str, inst: &Instance) -> DResult<Resol
                 )
             }
             (GenericParam::Lifetime(l), _) => {
-                return err(l.span(), "kernels take no lifetime parameters")
+                return err(
+                    crate::diag::range(&l),
+                    "kernels take no lifetime parameters",
+                )
             }
         }
     }
@@ -94,12 +96,12 @@ fn literal_int(e: &Expr) -> DResult<i64> {
             ..
         }) => i
             .base10_parse::<i64>()
-            .map_err(|x| crate::diag::Diag::new(i.span(), x.to_string())),
+            .map_err(|x| crate::diag::Diag::new(crate::diag::range(&i), x.to_string())),
         Expr::Block(b) if b.block.stmts.len() == 1 => match &b.block.stmts[0] {
             syn::Stmt::Expr(inner, None) => literal_int(inner),
-            _ => err(e.span(), "expected an integer literal"),
+            _ => err(crate::diag::range(&e), "expected an integer literal"),
         },
-        _ => err(e.span(), "expected an integer literal"),
+        _ => err(crate::diag::range(&e), "expected an integer literal"),
     }
 }
 
@@ -116,7 +118,7 @@ pub fn eval(e: &Expr, spec: &Specialization) -> DResult<i64> {
                 .unwrap_or_default();
             spec.consts.get(&name).map(|(v, _)| *v).ok_or_else(|| {
                 crate::diag::Diag::new(
-                    e.span(),
+                    crate::diag::range(&e),
                     format!("`{name}` is not a const parameter of this kernel"),
                 )
             })
@@ -129,11 +131,11 @@ pub fn eval(e: &Expr, spec: &Specialization) -> DResult<i64> {
                 syn::BinOp::Mul(_) => Ok(x * y),
                 syn::BinOp::Div(_) if y != 0 => Ok(x / y),
                 _ => err(
-                    b.op.span(),
+                    crate::diag::range(&b.op),
                     "only + - * / are allowed in constant expressions",
                 ),
             }
         }
-        _ => err(e.span(), "expected a constant expression"),
+        _ => err(crate::diag::range(&e), "expected a constant expression"),
     }
 }

@@ -7,7 +7,7 @@ use crate::diag::Diag;
 use crate::lower::Lowered;
 use kernel_dsl::{catalog, emit, Target};
 use proc_macro2::{Span, TokenStream};
-use quote::{quote, quote_spanned};
+use quote::quote;
 
 /// The target a crate builds for when it enables no `sm_*` feature.
 pub const DEFAULT_TARGET: Target = Target::Sm80;
@@ -19,7 +19,7 @@ pub struct Emitted {
 }
 
 /// Emits `lowered` for every target.
-pub fn emit_all(lowered: &Lowered, fallback: Span) -> Vec<Emitted> {
+pub fn emit_all(lowered: &Lowered, fallback: crate::diag::SpanRange) -> Vec<Emitted> {
     Target::ALL
         .iter()
         .map(|&t| Emitted {
@@ -29,16 +29,23 @@ pub fn emit_all(lowered: &Lowered, fallback: Span) -> Vec<Emitted> {
         .collect()
 }
 
-fn emit_one(lowered: &Lowered, target: Target, fallback: Span) -> Result<String, Diag> {
+fn emit_one(
+    lowered: &Lowered,
+    target: Target,
+    fallback: crate::diag::SpanRange,
+) -> Result<String, Diag> {
     // Capability first, against the spans the lowering recorded, so the error names the
     // user's line rather than the kernel as a whole.
     for (op, span) in &lowered.op_spans {
         let req = catalog::requirement(op);
         if !req.admits(target) {
-            return Err(Diag::new(*span, format!(
-                "`{}` needs {req}, but this crate builds for {target}\n  help: remove the `{target}` feature, or give this kernel a variant without this instruction for {target}",
-                op.mnemonic()
-            )));
+            return Err(Diag::new(
+                *span,
+                format!(
+                    "`{}` needs {req}, but this crate builds for {target}",
+                    op.mnemonic()
+                ),
+            ));
         }
     }
     emit::emit(&lowered.kernel, target).map_err(|e| {
@@ -84,9 +91,23 @@ pub fn ptx_entries(emitted: &[Emitted], dsl: &TokenStream) -> TokenStream {
 pub fn target_errors(emitted: &[Emitted]) -> TokenStream {
     let errs = emitted.iter().filter_map(|e| {
         let d = e.ptx.as_ref().err()?;
-        let cfg = cfg_for(e.target);
-        let msg = &d.message;
-        Some(quote_spanned!(d.span=> #cfg ::core::compile_error!(#msg);))
+        let t = e.target;
+        let feature = t.feature();
+        let mut explicit = d.clone();
+        explicit.message = format!("{}\n  help: remove the `{feature}` feature, or give this kernel a variant for {t}", d.message);
+        let explicit = explicit.to_compile_error();
+        let mut out = quote!(#[cfg(feature = #feature)] #explicit);
+        if t == DEFAULT_TARGET {
+            let all = Target::ALL.iter().map(|t| t.feature());
+            let mut default = d.clone();
+            default.message = format!(
+                "{}\n  help: this crate enables no `sm_*` feature, so it builds for {t}, the default: enable the targets you need, e.g. `--features sm_90`",
+                d.message
+            );
+            let default = default.to_compile_error();
+            out.extend(quote!(#[cfg(not(any(#(feature = #all),*)))] #default));
+        }
+        Some(out)
     });
     quote!(#(#errs)*)
 }

@@ -10,7 +10,6 @@ use crate::dsl_type::{rust_name, scalar_of};
 use kernel_dsl::ir::{AddrBase, Imm, Operand, SpecialReg};
 use kernel_dsl::op::{CacheOp, MatrixCount, MmaShape, Op, ReduxOp, ShflMode, VoteMode};
 use kernel_dsl::ScalarType;
-use syn::spanned::Spanned;
 use syn::{Expr, ExprCall};
 
 /// Every free-function intrinsic and its number of arguments, for arity errors and the
@@ -74,7 +73,7 @@ impl Lowerer<'_> {
     pub(crate) fn call(&mut self, c: &ExprCall, expected: Option<ScalarType>) -> DResult<Value> {
         let Expr::Path(p) = &*c.func else {
             return err(
-                c.func.span(),
+                crate::diag::range(&c.func),
                 "only named functions can be called in kernels",
             );
         };
@@ -84,13 +83,13 @@ impl Lowerer<'_> {
             return self.inline_device(device, c, expected);
         }
         let Some(&(_, arity)) = INTRINSICS.iter().find(|(n, _)| *n == name) else {
-            return err(c.func.span(), format!(
+            return err(crate::diag::range(&c.func), format!(
                 "cannot find function `{name}` for kernels: call an intrinsic from `ptxkit::prelude`, or mark `{name}` with `#[device]` and bring it into scope"
             ));
         };
         if c.args.len() != arity {
             return err(
-                c.span(),
+                crate::diag::range(&c),
                 format!(
                     "`{name}` takes {arity} argument{}, but {} {} supplied",
                     if arity == 1 { "" } else { "s" },
@@ -121,7 +120,7 @@ impl Lowerer<'_> {
                 let v = self.expr_scalar(args[0], expected)?;
                 if v.ty.bits() != 32 {
                     return err(
-                        args[0].span(),
+                        crate::diag::range(&args[0]),
                         format!(
                             "warp shuffles move 32-bit values (u32, i32, f32), not `{}`",
                             rust_name(v.ty)
@@ -172,7 +171,7 @@ impl Lowerer<'_> {
                 };
                 let v = self.expr_scalar(args[0], Some(ScalarType::U32))?;
                 if !matches!(v.ty, ScalarType::U32 | ScalarType::S32) {
-                    return err(args[0].span(), format!("`{n}` reduces u32 or i32 (the hardware's `redux.sync`), not `{}`; reduce floats with `shfl_xor`", rust_name(v.ty)));
+                    return err(crate::diag::range(&args[0]), format!("`{n}` reduces u32 or i32 (the hardware's `redux.sync`), not `{}`; reduce floats with `shfl_xor`", rust_name(v.ty)));
                 }
                 let ty = if matches!(op, ReduxOp::And | ReduxOp::Or | ReduxOp::Xor) {
                     ScalarType::B32
@@ -198,7 +197,7 @@ impl Lowerer<'_> {
             }
             n if super::calls::MATH_UNARY.contains(&n) => {
                 let a = self.expr_scalar(args[0], expected.or(Some(ScalarType::F32)))?;
-                self.math_unary(n, a, args[0].span())
+                self.math_unary(n, a, crate::diag::range(&args[0]))
             }
             "shared_array" => self.shared_decl(c, last, false),
             "dynamic_shared" => self.shared_decl(c, last, true),
@@ -238,7 +237,7 @@ impl Lowerer<'_> {
                 let trans = name.ends_with("_trans");
                 let tile = self.shared_arg(args[0])?;
                 let idx = self.index_scalar(args[1])?;
-                let addr = self.shared_address(&tile, &idx, args[1].span())?;
+                let addr = self.shared_address(&tile, &idx, crate::diag::range(&args[1]))?;
                 let addr = self.addr_reg32(addr);
                 let regs: Vec<_> = (0..n).map(|_| self.b.reg(ScalarType::U32)).collect();
                 self.inst(
@@ -286,12 +285,12 @@ impl Lowerer<'_> {
             "cp_async_16" => {
                 let tile = self.shared_arg(args[0])?;
                 let di = self.index_scalar(args[1])?;
-                let dst = self.shared_address(&tile, &di, args[1].span())?;
+                let dst = self.shared_address(&tile, &di, crate::diag::range(&args[1]))?;
                 let dst = self.addr_reg32(dst);
                 let src_v = self.expr(args[2], None)?;
                 let Value::Slice(src) = src_v else {
                     return err(
-                        args[2].span(),
+                        crate::diag::range(&args[2]),
                         format!(
                             "`cp_async_16` copies from a global slice, found {}",
                             src_v.describe()
@@ -300,7 +299,7 @@ impl Lowerer<'_> {
                 };
                 let si = self.index_scalar(args[3])?;
                 let src_addr = self.global_address(&src, &si)?;
-                self.span = c.span();
+                self.span = crate::diag::range(&c);
                 self.inst(
                     Op::CpAsync {
                         cache: CacheOp::Cg,
@@ -325,11 +324,14 @@ impl Lowerer<'_> {
             }
             "cp_async_wait" => {
                 let n = self.const_eval(args[0])?;
-                self.span = c.span();
+                self.span = crate::diag::range(&c);
                 self.inst(Op::CpAsyncWait, vec![], vec![Operand::Imm(Imm::Int(n))]);
                 unit
             }
-            other => err(c.span(), format!("`{other}` is not implemented")),
+            other => err(
+                crate::diag::range(&c),
+                format!("`{other}` is not implemented"),
+            ),
         }
     }
 
@@ -379,7 +381,7 @@ impl Lowerer<'_> {
         match self.expr(e, None)? {
             Value::Shared(s) => Ok(s),
             other => err(
-                e.span(),
+                crate::diag::range(&e),
                 format!("expected a shared array, found {}", other.describe()),
             ),
         }
@@ -394,7 +396,7 @@ impl Lowerer<'_> {
         match self.expr(e, Some(elem))? {
             Value::Array { elems, elem: t } if t == elem && elems.len() == len => Ok(elems),
             other => err(
-                e.span(),
+                crate::diag::range(&e),
                 format!(
                     "expected `[{}; {len}]`, found {}",
                     rust_name(elem),
@@ -418,7 +420,7 @@ impl Lowerer<'_> {
                 "shared_array::<f32, 256>()"
             };
             return err(
-                c.span(),
+                crate::diag::range(&c),
                 format!("name the element type (and length) of shared memory: `{want}`"),
             );
         };
@@ -426,7 +428,7 @@ impl Lowerer<'_> {
         let want_len = if dynamic { 1 } else { 2 };
         if args.len() != want_len {
             return err(
-                ab.span(),
+                crate::diag::range(&ab),
                 if dynamic {
                     "`dynamic_shared` takes one type argument: `dynamic_shared::<f32>()`"
                 } else {
@@ -435,7 +437,10 @@ impl Lowerer<'_> {
             );
         }
         let syn::GenericArgument::Type(t) = args[0] else {
-            return err(args[0].span(), "the first argument is the element type");
+            return err(
+                crate::diag::range(&args[0]),
+                "the first argument is the element type",
+            );
         };
         let elem = scalar_of(t, &self.spec.types)?;
         if dynamic {
@@ -454,14 +459,14 @@ impl Lowerer<'_> {
             }
             other => {
                 return err(
-                    other.span(),
+                    crate::diag::range(&other),
                     "the length of a shared array must be a constant",
                 )
             }
         };
         if len <= 0 || len > (1 << 20) {
             return err(
-                args[1].span(),
+                crate::diag::range(&args[1]),
                 format!("a shared array of {len} elements is not possible"),
             );
         }
@@ -544,7 +549,7 @@ impl Lowerer<'_> {
         let name = f.sig.ident.to_string();
         if f.sig.inputs.len() != c.args.len() {
             return err(
-                c.span(),
+                crate::diag::range(&c),
                 format!(
                     "`{name}` takes {} argument(s), but {} were supplied",
                     f.sig.inputs.len(),
@@ -555,11 +560,14 @@ impl Lowerer<'_> {
         let mut bound = Vec::new();
         for (input, arg) in f.sig.inputs.iter().zip(&c.args) {
             let syn::FnArg::Typed(pt) = input else {
-                return err(input.span(), "device functions take no `self`");
+                return err(
+                    crate::diag::range(&input),
+                    "device functions take no `self`",
+                );
             };
             let syn::Pat::Ident(pi) = &*pt.pat else {
                 return err(
-                    pt.pat.span(),
+                    crate::diag::range(&pt.pat),
                     "device function parameters must be plain names",
                 );
             };
@@ -576,7 +584,7 @@ impl Lowerer<'_> {
                         }
                         _ => {
                             return err(
-                                arg.span(),
+                                crate::diag::range(&arg),
                                 format!(
                                     "`{name}` expects `{}` here, found {}",
                                     quote::ToTokens::to_token_stream(&pt.ty),
@@ -594,7 +602,7 @@ impl Lowerer<'_> {
             };
             bound.push((pi.ident.to_string(), value, pi.mutability.is_some()));
         }
-        self.enter_device(&name, c.span())?;
+        self.enter_device(&name, crate::diag::range(&c))?;
         let out = self.isolated(|l| {
             for (n, v, mutable) in bound {
                 let v = match (v, mutable) {
@@ -623,7 +631,11 @@ impl Lowerer<'_> {
             l.returns.pop();
             let v = v?;
             match want {
-                Some(t) => Ok(Value::Scalar(l.as_scalar(v, Some(t), f.block.span())?)),
+                Some(t) => Ok(Value::Scalar(l.as_scalar(
+                    v,
+                    Some(t),
+                    crate::diag::range(&f.block),
+                )?)),
                 None => Ok(Value::Unit),
             }
         });

@@ -8,8 +8,6 @@ use kernel_dsl::builder::default_cvt_rounding;
 use kernel_dsl::ir::{AddrBase, Dim, Imm, Operand, SpecialReg};
 use kernel_dsl::op::{Cmp, DivMode, MulMode, Op, Rounding};
 use kernel_dsl::{ScalarType, StateSpace};
-use proc_macro2::Span;
-use syn::spanned::Spanned;
 use syn::{BinOp, Expr, UnOp};
 
 pub(crate) fn is_int(t: ScalarType) -> bool {
@@ -68,7 +66,7 @@ impl Lowerer<'_> {
     /// Lowers `e`; `expected` is the type the context wants, used to type literals.
     pub(crate) fn expr(&mut self, e: &Expr, expected: Option<ScalarType>) -> DResult<Value> {
         let saved = self.span;
-        self.span = e.span();
+        self.span = crate::diag::range(&e);
         let out = self.expr_inner(e, expected);
         self.span = saved;
         out
@@ -90,19 +88,19 @@ impl Lowerer<'_> {
             Expr::If(i) => self.if_expr(i, expected),
             Expr::Block(b) if b.label.is_none() => self.block_value(&b.block, expected),
             Expr::Unsafe(u) => err(
-                u.span(),
+                crate::diag::range(&u),
                 "kernels have no `unsafe` blocks: every operation is checked by the macro",
             ),
             Expr::Repeat(r) => {
                 let n = self.const_eval(&r.len)?;
                 if !(1..=256).contains(&n) {
                     return err(
-                        r.len.span(),
+                        crate::diag::range(&r.len),
                         "a local array holds 1 to 256 elements (it lives in registers)",
                     );
                 }
                 let init = self.expr(&r.expr, expected)?;
-                let s = self.as_scalar(init, None, r.expr.span())?;
+                let s = self.as_scalar(init, None, crate::diag::range(&r.expr))?;
                 let elems = (0..n)
                     .map(|_| {
                         let reg = self.b.reg(s.ty);
@@ -115,7 +113,7 @@ impl Lowerer<'_> {
             Expr::Array(a) => {
                 let mut vals = Vec::new();
                 for x in &a.elems {
-                    vals.push((self.expr(x, expected)?, x.span()));
+                    vals.push((self.expr(x, expected)?, crate::diag::range(&x)));
                 }
                 let ty = vals
                     .iter()
@@ -135,12 +133,15 @@ impl Lowerer<'_> {
                     elems.push(reg);
                 }
                 let Some(first) = elems.first() else {
-                    return err(a.span(), "an empty array has no use in a kernel");
+                    return err(
+                        crate::diag::range(&a),
+                        "an empty array has no use in a kernel",
+                    );
                 };
                 let elem = first.ty;
                 if let Some(bad) = elems.iter().find(|r| r.ty != elem) {
                     return err(
-                        a.span(),
+                        crate::diag::range(&a),
                         format!(
                             "array elements must share one type: found `{}` and `{}`",
                             rust_name(elem),
@@ -161,7 +162,7 @@ impl Lowerer<'_> {
                 Ok(Value::Unit)
             }
             Expr::Macro(m) => err(
-                m.span(),
+                crate::diag::range(&m),
                 format!(
                     "macros such as `{}!` are not available in kernels",
                     m.mac
@@ -173,25 +174,37 @@ impl Lowerer<'_> {
                 ),
             ),
             Expr::Closure(c) => err(
-                c.span(),
+                crate::diag::range(&c),
                 "closures are not supported in kernels: write a `#[device]` function",
             ),
             Expr::Reference(r) => err(
-                r.span(),
+                crate::diag::range(&r),
                 "references are not supported inside kernels: pass slices and arrays by name",
             ),
-            Expr::Tuple(t) => err(t.span(), "tuples are not supported in kernels"),
-            Expr::Struct(s) => err(s.span(), "structs are not supported in kernels"),
+            Expr::Tuple(t) => err(
+                crate::diag::range(&t),
+                "tuples are not supported in kernels",
+            ),
+            Expr::Struct(s) => err(
+                crate::diag::range(&s),
+                "structs are not supported in kernels",
+            ),
             Expr::Match(m) => err(
-                m.span(),
+                crate::diag::range(&m),
                 "`match` is not supported in kernels: use `if`/`else`",
             ),
             Expr::Range(r) => err(
-                r.span(),
+                crate::diag::range(&r),
                 "a range is only allowed as the iterator of a `for` loop",
             ),
-            Expr::Let(l) => err(l.span(), "`if let` is not supported in kernels"),
-            other => err(other.span(), "this expression is not supported in kernels"),
+            Expr::Let(l) => err(
+                crate::diag::range(&l),
+                "`if let` is not supported in kernels",
+            ),
+            other => err(
+                crate::diag::range(&other),
+                "this expression is not supported in kernels",
+            ),
         }
     }
 
@@ -205,13 +218,13 @@ impl Lowerer<'_> {
                     Err(_) => i
                         .base10_parse::<u64>()
                         .map(|v| v as i64)
-                        .map_err(|e| Diag::new(i.span(), e.to_string()))?,
+                        .map_err(|e| Diag::new(crate::diag::range(&i), e.to_string()))?,
                 };
                 match i.suffix() {
                     "" => Ok(Value::IntLit(v)),
                     s => {
                         let ty = crate::dsl_type::scalar_from_name(s).filter(|t| is_int(*t) || is_float(*t)).ok_or_else(|| {
-                            Diag::new(i.span(), format!("`{s}` literals are not supported in kernels: use u32, i32, u64, i64, f32 or f64"))
+                            Diag::new(crate::diag::range(&i), format!("`{s}` literals are not supported in kernels: use u32, i32, u64, i64, f32 or f64"))
                         })?;
                         if is_float(ty) {
                             return Ok(Value::Scalar(float_imm(v as f64, ty)));
@@ -226,13 +239,13 @@ impl Lowerer<'_> {
             syn::Lit::Float(f) => {
                 let v: f64 = f
                     .base10_parse()
-                    .map_err(|e| Diag::new(f.span(), e.to_string()))?;
+                    .map_err(|e| Diag::new(crate::diag::range(&f), e.to_string()))?;
                 match f.suffix() {
                     "" => Ok(Value::FloatLit(v)),
                     "f32" => Ok(Value::Scalar(float_imm(v, ScalarType::F32))),
                     "f64" => Ok(Value::Scalar(float_imm(v, ScalarType::F64))),
                     s => err(
-                        f.span(),
+                        crate::diag::range(&f),
                         format!("`{s}` float literals are not supported: use f32 or f64"),
                     ),
                 }
@@ -242,7 +255,7 @@ impl Lowerer<'_> {
                 ty: ScalarType::Pred,
             })),
             other => err(
-                other.span(),
+                crate::diag::range(&other),
                 "only numeric and boolean literals are supported in kernels",
             ),
         }
@@ -262,7 +275,7 @@ impl Lowerer<'_> {
                 ty,
             }));
         }
-        err(ident.span(), format!("cannot find `{name}` in this kernel: kernels see their parameters, their `let` bindings and const generic parameters"))
+        err(crate::diag::range(&ident), format!("cannot find `{name}` in this kernel: kernels see their parameters, their `let` bindings and const generic parameters"))
     }
 
     /// `f32::MAX`, `u32::MAX` and friends.
@@ -307,14 +320,14 @@ impl Lowerer<'_> {
                         Ok(Value::Scalar(float_imm(f32::EPSILON as f64, t)))
                     }
                     _ => err(
-                        p.span(),
+                        crate::diag::range(&p),
                         format!("`{}` is not a constant kernels know", segs.join("::")),
                     ),
                 };
             }
         }
         err(
-            p.span(),
+            crate::diag::range(&p),
             format!("cannot find `{}` in this kernel", segs.join("::")),
         )
     }
@@ -339,7 +352,7 @@ impl Lowerer<'_> {
         &mut self,
         v: Value,
         want: Option<ScalarType>,
-        span: Span,
+        span: crate::diag::SpanRange,
     ) -> DResult<Scalar> {
         match v {
             Value::Scalar(s) => Ok(s),
@@ -382,12 +395,21 @@ impl Lowerer<'_> {
     /// Lowers `e` to a scalar of type `want` exactly (literals adapt, typed values must match).
     pub(crate) fn expr_as(&mut self, e: &Expr, want: ScalarType) -> DResult<Scalar> {
         let v = self.expr(e, Some(want))?;
-        let s = self.as_scalar(v, Some(want), e.span())?;
+        let s = self.as_scalar(v, Some(want), crate::diag::range(&e))?;
         if s.ty != want {
             if let Some(flex) = self.flex_of(e) {
                 return Err(self.learn(flex, want));
             }
-            return err(e.span(), mismatch(want, s.ty));
+            if want == ScalarType::Pred {
+                return err(
+                    crate::diag::range(&e),
+                    format!(
+                        "expected `bool`, found `{}`: compare instead, e.g. `x != 0`",
+                        rust_name(s.ty)
+                    ),
+                );
+            }
+            return err(crate::diag::range(&e), mismatch(want, s.ty));
         }
         Ok(s)
     }
@@ -395,7 +417,7 @@ impl Lowerer<'_> {
     /// Lowers `e` to some scalar (untyped literals take `default`).
     pub(crate) fn expr_scalar(&mut self, e: &Expr, default: Option<ScalarType>) -> DResult<Scalar> {
         let v = self.expr(e, default)?;
-        self.as_scalar(v, default, e.span())
+        self.as_scalar(v, default, crate::diag::range(&e))
     }
 
     /// Lowers both operands of a binary operator to one common type.
@@ -427,8 +449,8 @@ impl Lowerer<'_> {
             _ => {}
         }
         let ty = lty.or(rty).or(expected);
-        let a = self.as_scalar(lv, ty, l.span())?;
-        let b = self.as_scalar(rv, Some(a.ty), r.span())?;
+        let a = self.as_scalar(lv, ty, crate::diag::range(&l))?;
+        let b = self.as_scalar(rv, Some(a.ty), crate::diag::range(&r))?;
         if a.ty != b.ty {
             if let (Some(flex), None) = (self.flex_of(l), self.flex_of(r)) {
                 return Err(self.learn(flex, b.ty));
@@ -437,7 +459,7 @@ impl Lowerer<'_> {
                 return Err(self.learn(flex, a.ty));
             }
             return err(
-                r.span(),
+                crate::diag::range(&r),
                 format!(
                     "mismatched types: the left operand is `{}` but this is `{}`; kernels never convert implicitly: add `as {}`",
                     rust_name(a.ty),
@@ -472,14 +494,14 @@ impl Lowerer<'_> {
         let is_cmp = matches!(b.op, Eq(_) | Ne(_) | Lt(_) | Le(_) | Gt(_) | Ge(_));
         let pair = self.operands(&b.left, &b.right, if is_cmp { None } else { expected })?;
         let (x, y) = match pair {
-            OperandPair::IntLits(x, y) => return fold_int(b.op, x, y, b.span()),
-            OperandPair::FloatLits(x, y) => return fold_float(b.op, x, y, b.span()),
+            OperandPair::IntLits(x, y) => return fold_int(b.op, x, y, crate::diag::range(&b)),
+            OperandPair::FloatLits(x, y) => return fold_float(b.op, x, y, crate::diag::range(&b)),
             OperandPair::Typed(x, y) => (x, y),
         };
         let ty = x.ty;
         if let (Some(a), Some(c)) = (x.const_int(), y.const_int()) {
             if is_int(ty) {
-                if let Ok(Value::IntLit(v)) = fold_int(b.op, a, c, b.span()) {
+                if let Ok(Value::IntLit(v)) = fold_int(b.op, a, c, crate::diag::range(&b)) {
                     return Ok(Value::Scalar(Scalar {
                         op: Operand::Imm(Imm::Int(wrap_int(v, ty))),
                         ty,
@@ -488,15 +510,17 @@ impl Lowerer<'_> {
             }
         }
         if is_cmp {
-            return self.compare(b.op, x, y, b.span());
+            return self.compare(b.op, x, y, crate::diag::range(&b));
         }
         let name = op_name(b.op);
-        let op = self.arith_op(b.op, ty, b.span()).map_err(|m| {
-            Diag::new(
-                b.op.span(),
-                m.unwrap_or_else(|| format!("`{name}` is not defined for `{}`", rust_name(ty))),
-            )
-        })?;
+        let op = self
+            .arith_op(b.op, ty, crate::diag::range(&b))
+            .map_err(|m| {
+                Diag::new(
+                    crate::diag::range(&b.op),
+                    m.unwrap_or_else(|| format!("`{name}` is not defined for `{}`", rust_name(ty))),
+                )
+            })?;
         let a = self.src(&x);
         let c = self.src(&y);
         let a = match a {
@@ -504,7 +528,7 @@ impl Lowerer<'_> {
             other => other,
         };
         let d = self.b.reg(ty);
-        self.span = b.span();
+        self.span = crate::diag::range(&b);
         self.inst(op, vec![d.into()], vec![a, c]);
         Ok(Value::Scalar(Scalar::reg(d)))
     }
@@ -514,7 +538,7 @@ impl Lowerer<'_> {
         &self,
         op: BinOp,
         ty: ScalarType,
-        _span: Span,
+        _span: crate::diag::SpanRange,
     ) -> Result<Op, Option<String>> {
         use BinOp::*;
         let float = is_float(ty);
@@ -544,7 +568,7 @@ impl Lowerer<'_> {
         op: BinOp,
         x: Scalar,
         y: Scalar,
-        span: Span,
+        span: crate::diag::SpanRange,
     ) -> DResult<Value> {
         use BinOp::*;
         let ty = x.ty;
@@ -655,21 +679,24 @@ impl Lowerer<'_> {
         let lv = self.expr(&b.left, expected)?;
         let rv = self.expr(&b.right, None)?;
         if let (Value::IntLit(x), Value::IntLit(y)) = (&lv, &rv) {
-            return fold_int(b.op, *x, *y, b.span());
+            return fold_int(b.op, *x, *y, crate::diag::range(&b));
         }
-        let x = self.as_scalar(lv, expected, b.left.span())?;
+        let x = self.as_scalar(lv, expected, crate::diag::range(&b.left))?;
         if !is_int(x.ty) {
             return err(
-                b.left.span(),
+                crate::diag::range(&b.left),
                 format!(
                     "shifts are defined on integers only, not `{}`",
                     rust_name(x.ty)
                 ),
             );
         }
-        let y = self.as_scalar(rv, Some(ScalarType::U32), b.right.span())?;
+        let y = self.as_scalar(rv, Some(ScalarType::U32), crate::diag::range(&b.right))?;
         if !is_int(y.ty) {
-            return err(b.right.span(), "a shift amount must be an integer");
+            return err(
+                crate::diag::range(&b.right),
+                "a shift amount must be an integer",
+            );
         }
         let amount = match (&y.op, y.ty) {
             (Operand::Imm(_), _) | (_, ScalarType::U32) => y.op.clone(),
@@ -706,7 +733,7 @@ impl Lowerer<'_> {
                     Value::FloatLit(f) => return Ok(Value::FloatLit(-f)),
                     _ => {}
                 }
-                let s = self.as_scalar(v, expected, u.expr.span())?;
+                let s = self.as_scalar(v, expected, crate::diag::range(&u.expr))?;
                 if let Operand::Imm(imm) = s.op {
                     match imm {
                         Imm::Int(i) if is_signed(s.ty) => {
@@ -732,7 +759,7 @@ impl Lowerer<'_> {
                 }
                 if !(is_signed(s.ty) || is_float(s.ty)) {
                     return err(
-                        u.span(),
+                        crate::diag::range(&u),
                         format!("cannot negate `{}`: it is unsigned", rust_name(s.ty)),
                     );
                 }
@@ -752,7 +779,7 @@ impl Lowerer<'_> {
                 let s = self.expr_scalar(&u.expr, expected)?;
                 if !(is_int(s.ty) || s.ty == ScalarType::Pred) {
                     return err(
-                        u.span(),
+                        crate::diag::range(&u),
                         format!(
                             "`!` is defined on integers and `bool`, not `{}`",
                             rust_name(s.ty)
@@ -769,7 +796,7 @@ impl Lowerer<'_> {
                 Ok(Value::Scalar(Scalar::reg(d)))
             }
             _ => err(
-                u.span(),
+                crate::diag::range(&u),
                 "dereferencing is not supported in kernels: index slices with `x[i]`",
             ),
         }
@@ -789,7 +816,7 @@ impl Lowerer<'_> {
                 }))
             }
             Value::FloatLit(f) if is_float(to) => return Ok(Value::Scalar(float_imm(f, to))),
-            other => self.as_scalar(other, None, c.expr.span())?,
+            other => self.as_scalar(other, None, crate::diag::range(&c.expr))?,
         };
         if let (Some(i), true) = (s.const_int(), is_int(to) && is_int(s.ty)) {
             return Ok(Value::Scalar(Scalar {
@@ -919,13 +946,21 @@ impl Lowerer<'_> {
     fn field(&mut self, f: &syn::ExprField) -> DResult<Value> {
         let base = self.expr(&f.base, None)?;
         let Value::Dim3(kind) = base else {
-            return err(f.span(), format!("{} has no fields", base.describe()));
+            return err(
+                crate::diag::range(&f),
+                format!("{} has no fields", base.describe()),
+            );
         };
         let dim = match &f.member {
             syn::Member::Named(n) if n == "x" => Dim::X,
             syn::Member::Named(n) if n == "y" => Dim::Y,
             syn::Member::Named(n) if n == "z" => Dim::Z,
-            other => return err(other.span(), "a `Dim3` has fields `x`, `y` and `z`"),
+            other => {
+                return err(
+                    crate::diag::range(&other),
+                    "a `Dim3` has fields `x`, `y` and `z`",
+                )
+            }
         };
         let special = match kind {
             Dim3Kind::ThreadIdx => SpecialReg::Tid(dim),
@@ -951,7 +986,7 @@ impl Lowerer<'_> {
         let s = self.expr_scalar(e, Some(ScalarType::U32))?;
         if !is_int(s.ty) {
             return err(
-                e.span(),
+                crate::diag::range(&e),
                 format!(
                     "an index must be an integer (u32, i32 or u64), found `{}`",
                     rust_name(s.ty)
@@ -1038,7 +1073,7 @@ impl Lowerer<'_> {
         &mut self,
         a: &SharedRef,
         idx: &Scalar,
-        span: Span,
+        span: crate::diag::SpanRange,
     ) -> DResult<Operand> {
         let size = a.elem.bytes() as i64;
         if let Some(k) = idx.const_int() {
@@ -1113,14 +1148,14 @@ impl Lowerer<'_> {
             Value::Scalar(s) => match s.const_int() {
                 Some(k) => k,
                 None => {
-                    return err(index.span(), "a local array lives in registers, so it is indexed by constants only: use a literal, a const generic, or the variable of a `for` loop with constant bounds")
+                    return err(crate::diag::range(&index), "a local array lives in registers, so it is indexed by constants only: use a literal, a const generic, or the variable of a `for` loop with constant bounds")
                 }
             },
-            other => return err(index.span(), format!("expected an index, found {}", other.describe())),
+            other => return err(crate::diag::range(&index), format!("expected an index, found {}", other.describe())),
         };
         if k < 0 || k as usize >= elems.len() {
             return err(
-                index.span(),
+                crate::diag::range(&index),
                 format!(
                     "index {k} is out of bounds for an array of {} elements",
                     elems.len()
@@ -1137,7 +1172,7 @@ impl Lowerer<'_> {
                 let idx = self.index_scalar(&ix.index)?;
                 let addr = self.global_address(&s, &idx)?;
                 let d = self.b.reg(s.elem);
-                self.span = ix.span();
+                self.span = crate::diag::range(&ix);
                 self.inst(
                     Op::Ld {
                         space: StateSpace::Global,
@@ -1153,9 +1188,9 @@ impl Lowerer<'_> {
             }
             Value::Shared(a) => {
                 let idx = self.index_scalar(&ix.index)?;
-                let addr = self.shared_address(&a, &idx, ix.index.span())?;
+                let addr = self.shared_address(&a, &idx, crate::diag::range(&ix.index))?;
                 let d = self.b.reg(a.elem);
-                self.span = ix.span();
+                self.span = crate::diag::range(&ix);
                 self.inst(
                     Op::Ld {
                         space: StateSpace::Shared,
@@ -1173,7 +1208,10 @@ impl Lowerer<'_> {
                 let r = self.array_elem(&elems, &ix.index)?;
                 Ok(Value::Scalar(Scalar::reg(r)))
             }
-            other => err(ix.expr.span(), format!("cannot index {}", other.describe())),
+            other => err(
+                crate::diag::range(&ix.expr),
+                format!("cannot index {}", other.describe()),
+            ),
         }
     }
 
@@ -1190,17 +1228,17 @@ impl Lowerer<'_> {
                 match base {
                     Value::Slice(s) => {
                         if !s.mutable {
-                            return err(place.span(), format!(
+                            return err(crate::diag::range(&place), format!(
                                 "cannot write through `{}`: it is a `&[{}]`; declare the parameter `&mut [{}]` to write to it",
                                 s.name, rust_name(s.elem), rust_name(s.elem)
                             ));
                         }
                         let idx = self.index_scalar(&ix.index)?;
                         let v = value(self, Some(s.elem))?;
-                        let v = self.check_type(v, s.elem, place.span())?;
+                        let v = self.check_type(v, s.elem, crate::diag::range(&place))?;
                         let addr = self.global_address(&s, &idx)?;
                         let r = self.materialize(&v);
-                        self.span = place.span();
+                        self.span = crate::diag::range(&place);
                         self.inst(
                             Op::St {
                                 space: StateSpace::Global,
@@ -1216,10 +1254,10 @@ impl Lowerer<'_> {
                     Value::Shared(a) => {
                         let idx = self.index_scalar(&ix.index)?;
                         let v = value(self, Some(a.elem))?;
-                        let v = self.check_type(v, a.elem, place.span())?;
-                        let addr = self.shared_address(&a, &idx, ix.index.span())?;
+                        let v = self.check_type(v, a.elem, crate::diag::range(&place))?;
+                        let addr = self.shared_address(&a, &idx, crate::diag::range(&ix.index))?;
                         let r = self.materialize(&v);
-                        self.span = place.span();
+                        self.span = crate::diag::range(&place);
                         self.inst(
                             Op::St {
                                 space: StateSpace::Shared,
@@ -1234,21 +1272,24 @@ impl Lowerer<'_> {
                     }
                     Value::Array { elems, elem } => {
                         if !self.is_mutable_name(&ix.expr) {
-                            return err(ix.expr.span(), "cannot assign to an element of an immutable array: declare it with `let mut`");
+                            return err(crate::diag::range(&ix.expr), "cannot assign to an element of an immutable array: declare it with `let mut`");
                         }
                         let r = self.array_elem(&elems, &ix.index)?;
                         let v = value(self, Some(elem))?;
-                        let v = self.check_type(v, elem, place.span())?;
+                        let v = self.check_type(v, elem, crate::diag::range(&place))?;
                         self.mov(r, v);
                         Ok(())
                     }
-                    other => err(ix.expr.span(), format!("cannot index {}", other.describe())),
+                    other => err(
+                        crate::diag::range(&ix.expr),
+                        format!("cannot index {}", other.describe()),
+                    ),
                 }
             }
             Expr::Path(p) => {
                 let Some(ident) = p.path.get_ident() else {
                     return err(
-                        place.span(),
+                        crate::diag::range(&place),
                         "only local variables, slice elements and array elements can be assigned",
                     );
                 };
@@ -1259,30 +1300,36 @@ impl Lowerer<'_> {
                     flex,
                 }) = self.lookup(&name).cloned()
                 else {
-                    return err(ident.span(), format!("cannot find `{name}` in this kernel"));
+                    return err(
+                        crate::diag::range(&ident),
+                        format!("cannot find `{name}` in this kernel"),
+                    );
                 };
                 if !mutable {
-                    return err(ident.span(), format!("cannot assign twice to immutable variable `{name}`: declare it with `let mut {name}`"));
+                    return err(crate::diag::range(&ident), format!("cannot assign twice to immutable variable `{name}`: declare it with `let mut {name}`"));
                 }
                 let Value::Scalar(Scalar {
                     op: kernel_dsl::ir::Operand::Reg(r),
                     ty,
                 }) = binding
                 else {
-                    return err(ident.span(), format!("`{name}` cannot be reassigned"));
+                    return err(
+                        crate::diag::range(&ident),
+                        format!("`{name}` cannot be reassigned"),
+                    );
                 };
-                let v = value(self, Some(ty))?;
+                let v = value(self, if flex.is_some() { None } else { Some(ty) })?;
                 if v.ty != ty {
                     if let Some(flex) = flex {
                         return Err(self.learn(flex, v.ty));
                     }
                 }
-                let v = self.check_type(v, ty, place.span())?;
+                let v = self.check_type(v, ty, crate::diag::range(&place))?;
                 self.mov(r, v);
                 Ok(())
             }
             _ => err(
-                place.span(),
+                crate::diag::range(&place),
                 "only local variables, slice elements and array elements can be assigned",
             ),
         }
@@ -1303,7 +1350,7 @@ impl Lowerer<'_> {
         &mut self,
         v: Scalar,
         want: ScalarType,
-        span: Span,
+        span: crate::diag::SpanRange,
     ) -> DResult<Scalar> {
         if v.ty == want {
             Ok(v)
@@ -1344,9 +1391,9 @@ impl Lowerer<'_> {
                 None
             };
             let ty = a_ty.or(b_ty).or(expected);
-            let x = self.as_scalar(a, ty, i.then_branch.span())?;
-            let y = self.as_scalar(b, Some(x.ty), else_branch.span())?;
-            let y = self.check_type(y, x.ty, else_branch.span())?;
+            let x = self.as_scalar(a, ty, crate::diag::range(&i.then_branch))?;
+            let y = self.as_scalar(b, Some(x.ty), crate::diag::range(&else_branch))?;
+            let y = self.check_type(y, x.ty, crate::diag::range(&else_branch))?;
             let d = self.b.reg(x.ty);
             let (xa, ya) = (self.materialize(&x), self.materialize(&y));
             self.inst(
@@ -1358,13 +1405,13 @@ impl Lowerer<'_> {
         }
         self.b.open_if(cond);
         let a = self.block_value(&i.then_branch, expected)?;
-        let a = self.as_scalar(a, expected, i.then_branch.span())?;
+        let a = self.as_scalar(a, expected, crate::diag::range(&i.then_branch))?;
         let d = self.b.reg(a.ty);
         self.mov(d, a);
         self.b.open_else();
         let b = self.expr(else_branch, Some(d.ty))?;
-        let b = self.as_scalar(b, Some(d.ty), else_branch.span())?;
-        let b = self.check_type(b, d.ty, else_branch.span())?;
+        let b = self.as_scalar(b, Some(d.ty), crate::diag::range(&else_branch))?;
+        let b = self.check_type(b, d.ty, crate::diag::range(&else_branch))?;
         self.mov(d, b);
         self.b.close();
         Ok(Value::Scalar(Scalar::reg(d)))
@@ -1436,7 +1483,7 @@ fn op_name(op: BinOp) -> String {
     quote::ToTokens::to_token_stream(&op).to_string()
 }
 
-fn fold_int(op: BinOp, a: i64, b: i64, span: Span) -> DResult<Value> {
+fn fold_int(op: BinOp, a: i64, b: i64, span: crate::diag::SpanRange) -> DResult<Value> {
     use BinOp::*;
     let int = |v: i64| Ok(Value::IntLit(v));
     let boolean = |v: bool| {
@@ -1467,7 +1514,7 @@ fn fold_int(op: BinOp, a: i64, b: i64, span: Span) -> DResult<Value> {
     }
 }
 
-fn fold_float(op: BinOp, a: f64, b: f64, span: Span) -> DResult<Value> {
+fn fold_float(op: BinOp, a: f64, b: f64, span: crate::diag::SpanRange) -> DResult<Value> {
     use BinOp::*;
     let boolean = |v: bool| {
         Ok(Value::Scalar(Scalar {

@@ -9,8 +9,6 @@ use crate::dsl_type::rust_name;
 use kernel_dsl::ir::{Imm, Operand, Reg};
 use kernel_dsl::op::{ApproxFn, AtomOp, CvtRounding, Op, Rounding};
 use kernel_dsl::{ScalarType, StateSpace, VecWidth};
-use proc_macro2::Span;
-use syn::spanned::Spanned;
 use syn::{Expr, ExprMethodCall};
 
 const LOG2_E: f32 = std::f32::consts::LOG2_E;
@@ -28,7 +26,7 @@ impl Lowerer<'_> {
         let arity = |n: usize| -> DResult<()> {
             if args.len() != n {
                 return err(
-                    m.span(),
+                    crate::diag::range(&m),
                     format!(
                         "`{name}` takes {n} argument{}, but {} {} supplied",
                         if n == 1 { "" } else { "s" },
@@ -41,45 +39,52 @@ impl Lowerer<'_> {
         };
         match recv {
             Value::Slice(s) => {
-                self.span = m.span();
+                self.span = crate::diag::range(&m);
                 match name.as_str() {
                     "load4" | "load8" => {
                         arity(1)?;
-                        self.vector_load(&s, args[0], name == "load8", m.span())
+                        self.vector_load(&s, args[0], name == "load8", crate::diag::range(&m))
                     }
                     "store4" | "store8" => {
                         arity(2)?;
                         if !s.mutable {
-                            return err(m.receiver.span(), format!("cannot write through `{}`: it is a `&[{}]`; declare the parameter `&mut [{}]` to write to it", s.name, rust_name(s.elem), rust_name(s.elem)));
+                            return err(crate::diag::range(&m.receiver), format!("cannot write through `{}`: it is a `&[{}]`; declare the parameter `&mut [{}]` to write to it", s.name, rust_name(s.elem), rust_name(s.elem)));
                         }
-                        self.vector_store(&s, args[0], args[1], name == "store8", m.span())
+                        self.vector_store(&s, args[0], args[1], name == "store8", crate::diag::range(&m))
                     }
                     n if n.starts_with("atomic_") => {
                         if !s.mutable {
-                            return err(m.receiver.span(), format!("cannot update `{}` atomically: it is a `&[{}]`; declare the parameter `&mut [{}]`", s.name, rust_name(s.elem), rust_name(s.elem)));
+                            return err(crate::diag::range(&m.receiver), format!("cannot update `{}` atomically: it is a `&[{}]`; declare the parameter `&mut [{}]`", s.name, rust_name(s.elem), rust_name(s.elem)));
                         }
-                        let idx = self.index_scalar(args.first().copied().ok_or_else(|| crate::diag::Diag::new(m.span(), format!("`{n}` takes an index and a value")))?)?;
+                        let idx = self.index_scalar(args.first().copied().ok_or_else(|| crate::diag::Diag::new(crate::diag::range(&m), format!("`{n}` takes an index and a value")))?)?;
                         let addr = self.global_address(&s, &idx)?;
-                        self.atomic(n, StateSpace::Global, s.elem, addr, &args, m.span())
+                        self.atomic(n, StateSpace::Global, s.elem, addr, &args, crate::diag::range(&m))
                     }
-                    "len" => err(m.span(), "a kernel's slices carry no length: pass the length as a `u32` parameter"),
-                    other => err(m.method.span(), format!("slices in kernels have no method `{other}`: index them, or use load4/store4, load8/store8, atomic_*")),
+                    "len" => err(crate::diag::range(&m), "a kernel's slices carry no length: pass the length as a `u32` parameter"),
+                    other => err(crate::diag::range(&m.method), format!("slices in kernels have no method `{other}`: index them, or use load4/store4, load8/store8, atomic_*")),
                 }
             }
             Value::Shared(a) => {
                 if let Some(n) = name.strip_prefix("atomic_") {
                     let idx = self.index_scalar(args.first().copied().ok_or_else(|| {
                         crate::diag::Diag::new(
-                            m.span(),
+                            crate::diag::range(&m),
                             format!("`atomic_{n}` takes an index and a value"),
                         )
                     })?)?;
-                    let addr = self.shared_address(&a, &idx, m.span())?;
-                    self.span = m.span();
-                    return self.atomic(&name, StateSpace::Shared, a.elem, addr, &args, m.span());
+                    let addr = self.shared_address(&a, &idx, crate::diag::range(&m))?;
+                    self.span = crate::diag::range(&m);
+                    return self.atomic(
+                        &name,
+                        StateSpace::Shared,
+                        a.elem,
+                        addr,
+                        &args,
+                        crate::diag::range(&m),
+                    );
                 }
                 err(
-                    m.method.span(),
+                    crate::diag::range(&m.method),
                     format!("shared arrays have no method `{name}`: index them, or use atomic_*"),
                 )
             }
@@ -89,7 +94,7 @@ impl Lowerer<'_> {
                     ty: ScalarType::U32,
                 })),
                 _ => err(
-                    m.method.span(),
+                    crate::diag::range(&m.method),
                     format!(
                         "arrays of `{}` have no method `{name}` in kernels",
                         rust_name(elem)
@@ -101,8 +106,8 @@ impl Lowerer<'_> {
                     Value::FloatLit(_) => Some(ScalarType::F32),
                     _ => expected,
                 };
-                let a = self.as_scalar(v, default, m.receiver.span())?;
-                self.span = m.span();
+                let a = self.as_scalar(v, default, crate::diag::range(&m.receiver))?;
+                self.span = crate::diag::range(&m);
                 match name.as_str() {
                     "mul_add" => {
                         arity(2)?;
@@ -114,27 +119,32 @@ impl Lowerer<'_> {
                     }
                     n if super::calls::MATH_UNARY.contains(&n) => {
                         arity(0)?;
-                        self.math_unary(n, a, m.span())
+                        self.math_unary(n, a, crate::diag::range(&m))
                     }
                     "to_f32" => {
                         arity(0)?;
                         Ok(Value::Scalar(self.convert(a, ScalarType::F32)?))
                     }
                     other => err(
-                        m.method.span(),
+                        crate::diag::range(&m.method),
                         format!("`{}` has no method `{other}` in kernels", rust_name(a.ty)),
                     ),
                 }
             }
             other => err(
-                m.method.span(),
+                crate::diag::range(&m.method),
                 format!("{} has no method `{name}`", other.describe()),
             ),
         }
     }
 
     /// `exp`, `sqrt`, `abs` ... on a scalar.
-    pub(crate) fn math_unary(&mut self, name: &str, a: Scalar, span: Span) -> DResult<Value> {
+    pub(crate) fn math_unary(
+        &mut self,
+        name: &str,
+        a: Scalar,
+        span: crate::diag::SpanRange,
+    ) -> DResult<Value> {
         if name == "abs" {
             if !(is_float(a.ty) || matches!(a.ty, ScalarType::S32 | ScalarType::S64)) {
                 return err(
@@ -259,7 +269,7 @@ impl Lowerer<'_> {
         s: &super::value::SliceRef,
         index: &Expr,
         eight: bool,
-        span: Span,
+        span: crate::diag::SpanRange,
     ) -> DResult<Value> {
         let (lanes, bits) = if eight { (8, 16) } else { (4, 32) };
         if s.elem.bits() != bits || s.elem == ScalarType::Pred {
@@ -353,7 +363,7 @@ impl Lowerer<'_> {
         index: &Expr,
         value: &Expr,
         eight: bool,
-        span: Span,
+        span: crate::diag::SpanRange,
     ) -> DResult<Value> {
         let (lanes, bits) = if eight { (8, 16) } else { (4, 32) };
         if s.elem.bits() != bits {
@@ -371,7 +381,7 @@ impl Lowerer<'_> {
             Value::Array { elems, elem } if elem == s.elem && elems.len() == lanes => elems,
             other => {
                 return err(
-                    value.span(),
+                    crate::diag::range(&value),
                     format!(
                         "expected `[{}; {lanes}]`, found {}",
                         rust_name(s.elem),
@@ -426,7 +436,7 @@ impl Lowerer<'_> {
         elem: ScalarType,
         addr: Operand,
         args: &[&Expr],
-        span: Span,
+        span: crate::diag::SpanRange,
     ) -> DResult<Value> {
         let op = match name {
             "atomic_add" => AtomOp::Add,

@@ -20,9 +20,7 @@ use kernel_dsl::builder::KernelBuilder;
 use kernel_dsl::ir::{AddrBase, Imm, Kernel, Operand, ParamType, Reg};
 use kernel_dsl::op::{Cmp, Op};
 use kernel_dsl::{ScalarType, StateSpace};
-use proc_macro2::Span;
 use std::collections::{BTreeMap, HashMap};
-use syn::spanned::Spanned;
 use value::{Binding, Scalar, SliceRef, Value};
 
 /// The compile-time context of one instance: what each generic parameter stands for.
@@ -40,7 +38,7 @@ pub type Devices = BTreeMap<String, syn::ItemFn>;
 /// capability error names the line that asked for the instruction.
 pub struct Lowered {
     pub kernel: Kernel,
-    pub op_spans: Vec<(Op, Span)>,
+    pub op_spans: Vec<(Op, crate::diag::SpanRange)>,
 }
 
 /// Signals that a flexible `let` learned its type and lowering must restart.
@@ -51,8 +49,8 @@ pub struct Lowerer<'a> {
     scopes: Vec<HashMap<String, Binding>>,
     pub(crate) spec: &'a Specialization,
     devices: &'a Devices,
-    pub(crate) op_spans: Vec<(Op, Span)>,
-    pub(crate) span: Span,
+    pub(crate) op_spans: Vec<(Op, crate::diag::SpanRange)>,
+    pub(crate) span: crate::diag::SpanRange,
     hints: &'a mut BTreeMap<usize, ScalarType>,
     lets: usize,
     /// Symbols taken by parameters and shared arrays.
@@ -81,7 +79,7 @@ pub fn lower_kernel(
         }
     }
     err(
-        func.sig.ident.span(),
+        crate::diag::range(&func.sig.ident),
         "type inference did not settle: annotate the `let` bindings initialised from literals",
     )
 }
@@ -100,7 +98,7 @@ fn lower_once(
         spec,
         devices,
         op_spans: Vec::new(),
-        span: func.sig.ident.span(),
+        span: crate::diag::range(&func.sig.ident),
         hints,
         lets: 0,
         symbols: Default::default(),
@@ -113,12 +111,12 @@ fn lower_once(
     }
     if let syn::ReturnType::Type(_, ty) = &func.sig.output {
         return err(
-            ty.span(),
+            crate::diag::range(&ty),
             "a kernel returns nothing: write results through a `&mut [T]` parameter",
         );
     }
     if let Some(a) = &func.sig.asyncness {
-        return err(a.span(), "a kernel cannot be `async`");
+        return err(crate::diag::range(&a), "a kernel cannot be `async`");
     }
     for input in &func.sig.inputs {
         l.param(input)?;
@@ -134,16 +132,19 @@ impl<'a> Lowerer<'a> {
     fn param(&mut self, input: &syn::FnArg) -> DResult<()> {
         let syn::FnArg::Typed(pt) = input else {
             return err(
-                input.span(),
+                crate::diag::range(&input),
                 "a kernel is a free function: it cannot take `self`",
             );
         };
         let syn::Pat::Ident(pi) = &*pt.pat else {
-            return err(pt.pat.span(), "kernel parameters must be plain names");
+            return err(
+                crate::diag::range(&pt.pat),
+                "kernel parameters must be plain names",
+            );
         };
         let name = pi.ident.to_string();
         self.symbols.insert(name.clone());
-        self.span = pt.span();
+        self.span = crate::diag::range(&pt);
         match dsl_type::param_type(&pt.ty, &self.spec.types)? {
             ParamTy::Scalar(ty) => {
                 let sym = self.b.raw_param(&name, ParamType::Scalar(ty));
@@ -304,7 +305,7 @@ impl<'a> Lowerer<'a> {
         self.devices.get(name)
     }
 
-    pub(crate) fn enter_device(&mut self, name: &str, span: Span) -> DResult<()> {
+    pub(crate) fn enter_device(&mut self, name: &str, span: crate::diag::SpanRange) -> DResult<()> {
         if self.inlining.iter().any(|n| n == name) {
             return err(
                 span,
@@ -466,3 +467,6 @@ pub fn f32_to_bf16_bits(x: f32) -> u16 {
     let round = 0x7fff + ((bits >> 16) & 1);
     (bits.wrapping_add(round) >> 16) as u16
 }
+
+#[cfg(test)]
+mod tests;

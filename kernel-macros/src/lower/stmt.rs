@@ -9,7 +9,6 @@ use crate::dsl_type::{rust_name, scalar_of};
 use kernel_dsl::ir::{Imm, Operand, Stmt};
 use kernel_dsl::op::{Cmp, Op};
 use kernel_dsl::ScalarType;
-use syn::spanned::Spanned;
 use syn::{BinOp, Expr};
 
 /// Largest trip count a constant-bound loop over a local array is unrolled to.
@@ -27,8 +26,8 @@ impl Lowerer<'_> {
         match s {
             syn::Stmt::Local(l) => self.local(l),
             syn::Stmt::Expr(e, _) => self.stmt_expr(e),
-            syn::Stmt::Item(i) => err(i.span(), "items (fn, struct, use...) cannot be declared inside a kernel: move them outside, and mark helper functions `#[device]`"),
-            syn::Stmt::Macro(m) => err(m.span(), format!(
+            syn::Stmt::Item(i) => err(crate::diag::range(&i), "items (fn, struct, use...) cannot be declared inside a kernel: move them outside, and mark helper functions `#[device]`"),
+            syn::Stmt::Macro(m) => err(crate::diag::range(&m), format!(
                 "macros such as `{}!` are not available in kernels",
                 m.mac.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default()
             )),
@@ -37,7 +36,7 @@ impl Lowerer<'_> {
 
     fn local(&mut self, l: &syn::Local) -> DResult<()> {
         let saved = self.span;
-        self.span = l.span();
+        self.span = crate::diag::range(&l);
         let out = self.local_inner(l);
         self.span = saved;
         out
@@ -50,21 +49,27 @@ impl Lowerer<'_> {
         };
         let syn::Pat::Ident(pi) = pat else {
             return err(
-                pat.span(),
+                crate::diag::range(&pat),
                 "kernels bind plain names only: `let x = ...` or `let mut x = ...`",
             );
         };
         if pi.by_ref.is_some() || pi.subpat.is_some() {
             return err(
-                pat.span(),
+                crate::diag::range(&pat),
                 "kernels bind plain names only: `let x = ...` or `let mut x = ...`",
             );
         }
         let Some(init) = &l.init else {
-            return err(l.span(), "a `let` in a kernel needs an initial value");
+            return err(
+                crate::diag::range(&l),
+                "a `let` in a kernel needs an initial value",
+            );
         };
         if let Some((_, d)) = &init.diverge {
-            return err(d.span(), "`let ... else` is not supported in kernels");
+            return err(
+                crate::diag::range(&d),
+                "`let ... else` is not supported in kernels",
+            );
         }
         let name = pi.ident.to_string();
         let mutable = pi.mutability.is_some();
@@ -75,12 +80,15 @@ impl Lowerer<'_> {
                 let value = self.expr(&init.expr, Some(elem))?;
                 let Value::Array { elem: got, .. } = &value else {
                     return err(
-                        init.expr.span(),
+                        crate::diag::range(&init.expr),
                         format!("expected an array, found {}", value.describe()),
                     );
                 };
                 if *got != elem {
-                    return err(init.expr.span(), super::expr::mismatch(elem, *got));
+                    return err(
+                        crate::diag::range(&init.expr),
+                        super::expr::mismatch(elem, *got),
+                    );
                 }
                 self.bind(
                     &name,
@@ -105,13 +113,16 @@ impl Lowerer<'_> {
         };
         let value = match value {
             Value::IntLit(_) | Value::FloatLit(_) | Value::Scalar(_) => {
-                let s = self.as_scalar(value, want, init.expr.span())?;
+                let s = self.as_scalar(value, want, crate::diag::range(&init.expr))?;
                 if let Some(w) = want {
                     if s.ty != w {
                         if let Some(f) = self.flex_of(&init.expr) {
                             return Err(self.learn(f, w));
                         }
-                        return err(init.expr.span(), super::expr::mismatch(w, s.ty));
+                        return err(
+                            crate::diag::range(&init.expr),
+                            super::expr::mismatch(w, s.ty),
+                        );
                     }
                 }
                 if mutable || !matches!(s.op, Operand::Reg(_)) {
@@ -143,7 +154,12 @@ impl Lowerer<'_> {
                     elem,
                 }
             }
-            Value::Unit => return err(init.expr.span(), "this expression has no value to bind"),
+            Value::Unit => {
+                return err(
+                    crate::diag::range(&init.expr),
+                    "this expression has no value to bind",
+                )
+            }
             other => other,
         };
         self.bind(
@@ -160,7 +176,7 @@ impl Lowerer<'_> {
     /// An expression in statement position.
     pub(crate) fn stmt_expr(&mut self, e: &Expr) -> DResult<()> {
         let saved = self.span;
-        self.span = e.span();
+        self.span = crate::diag::range(&e);
         let out = self.stmt_expr_inner(e);
         self.span = saved;
         out
@@ -168,9 +184,9 @@ impl Lowerer<'_> {
 
     fn stmt_expr_inner(&mut self, e: &Expr) -> DResult<()> {
         match e {
-            Expr::Assign(a) => self.store(&a.left, |l, want| {
-                let v = l.expr(&a.right, want)?;
-                l.as_scalar(v, want, a.right.span())
+            Expr::Assign(a) => self.store(&a.left, |l, want| match want {
+                Some(t) => l.expr_as(&a.right, t),
+                None => l.expr_scalar(&a.right, None),
             }),
             Expr::Binary(b) if is_compound(b.op) => {
                 let op = b.op;
@@ -178,8 +194,9 @@ impl Lowerer<'_> {
                 let left = &b.left;
                 self.store(&b.left, |l, want| {
                     let cur = l.expr(left, want)?;
-                    let cur = l.as_scalar(cur, want, left.span())?;
-                    l.compound(op, cur, right)
+                    let cur = l.as_scalar(cur, want, crate::diag::range(&left))?;
+                    let flex = l.flex_of(left);
+                    l.compound(op, cur, right, flex)
                 })
             }
             Expr::If(i) => {
@@ -189,7 +206,10 @@ impl Lowerer<'_> {
             Expr::While(w) => self.while_loop(w),
             Expr::Loop(lp) => {
                 if let Some(l) = &lp.label {
-                    return err(l.span(), "loop labels are not supported in kernels");
+                    return err(
+                        crate::diag::range(&l),
+                        "loop labels are not supported in kernels",
+                    );
                 }
                 self.b.open_loop();
                 let out = self.block_stmts(&lp.body.stmts);
@@ -199,14 +219,20 @@ impl Lowerer<'_> {
             Expr::ForLoop(f) => self.for_loop(f),
             Expr::Break(b) => {
                 if b.label.is_some() || b.expr.is_some() {
-                    return err(b.span(), "`break` in a kernel takes no label and no value");
+                    return err(
+                        crate::diag::range(&b),
+                        "`break` in a kernel takes no label and no value",
+                    );
                 }
                 self.b.push(Stmt::Break);
                 Ok(())
             }
             Expr::Continue(c) => {
                 if c.label.is_some() {
-                    return err(c.span(), "`continue` in a kernel takes no label");
+                    return err(
+                        crate::diag::range(&c),
+                        "`continue` in a kernel takes no label",
+                    );
                 }
                 self.b.push(Stmt::Continue);
                 Ok(())
@@ -226,7 +252,13 @@ impl Lowerer<'_> {
     }
 
     /// `cur op= right`: the new value.
-    fn compound(&mut self, op: BinOp, cur: Scalar, right: &Expr) -> DResult<Scalar> {
+    fn compound(
+        &mut self,
+        op: BinOp,
+        cur: Scalar,
+        right: &Expr,
+        flex: Option<usize>,
+    ) -> DResult<Scalar> {
         let ty = cur.ty;
         match op {
             BinOp::ShlAssign(_) | BinOp::ShrAssign(_) => {
@@ -257,18 +289,29 @@ impl Lowerer<'_> {
                 Ok(Scalar::reg(d))
             }
             _ => {
-                let r = self.expr_as(right, ty)?;
-                let inst = self.arith_op(op, ty, right.span()).map_err(|m| {
-                    crate::diag::Diag::new(
-                        self.span,
-                        m.unwrap_or_else(|| {
-                            format!(
-                                "this compound assignment is not defined for `{}`",
-                                rust_name(ty)
-                            )
-                        }),
-                    )
-                })?;
+                let r = match flex {
+                    Some(f) => {
+                        let r = self.expr_scalar(right, Some(ty))?;
+                        if r.ty != ty {
+                            return Err(self.learn(f, r.ty));
+                        }
+                        r
+                    }
+                    None => self.expr_as(right, ty)?,
+                };
+                let inst = self
+                    .arith_op(op, ty, crate::diag::range(&right))
+                    .map_err(|m| {
+                        crate::diag::Diag::new(
+                            self.span,
+                            m.unwrap_or_else(|| {
+                                format!(
+                                    "this compound assignment is not defined for `{}`",
+                                    rust_name(ty)
+                                )
+                            }),
+                        )
+                    })?;
                 let a = self.materialize(&cur);
                 let b = self.src(&r);
                 let d = self.b.reg(ty);
@@ -306,7 +349,10 @@ impl Lowerer<'_> {
 
     fn while_loop(&mut self, w: &syn::ExprWhile) -> DResult<()> {
         if let Some(l) = &w.label {
-            return err(l.span(), "loop labels are not supported in kernels");
+            return err(
+                crate::diag::range(&l),
+                "loop labels are not supported in kernels",
+            );
         }
         self.b.open_loop();
         let cond = self.expr_as(&w.cond, ScalarType::Pred)?;
@@ -329,11 +375,14 @@ impl Lowerer<'_> {
 
     fn for_loop(&mut self, f: &syn::ExprForLoop) -> DResult<()> {
         if let Some(l) = &f.label {
-            return err(l.span(), "loop labels are not supported in kernels");
+            return err(
+                crate::diag::range(&l),
+                "loop labels are not supported in kernels",
+            );
         }
         let syn::Pat::Ident(pi) = &*f.pat else {
             return err(
-                f.pat.span(),
+                crate::diag::range(&f.pat),
                 "a `for` loop in a kernel binds one name: `for i in a..b`",
             );
         };
@@ -341,12 +390,15 @@ impl Lowerer<'_> {
         let (range, step) = split_step_by(&f.expr)?;
         let Expr::Range(r) = range else {
             return err(
-                f.expr.span(),
+                crate::diag::range(&f.expr),
                 "kernels loop over ranges only: `for i in a..b` or `for i in (a..b).step_by(k)`",
             );
         };
         let (Some(start), Some(end)) = (&r.start, &r.end) else {
-            return err(r.span(), "a kernel's `for` range needs both ends: `a..b`");
+            return err(
+                crate::diag::range(&r),
+                "a kernel's `for` range needs both ends: `a..b`",
+            );
         };
         let inclusive = matches!(r.limits, syn::RangeLimits::Closed(_));
         let sv = self.expr(start, None)?;
@@ -356,11 +408,11 @@ impl Lowerer<'_> {
             (_, Value::Scalar(e)) => e.ty,
             _ => ScalarType::U32,
         };
-        let s = self.as_scalar(sv, Some(ty), start.span())?;
-        let e = self.as_scalar(ev, Some(ty), end.span())?;
+        let s = self.as_scalar(sv, Some(ty), crate::diag::range(&start))?;
+        let e = self.as_scalar(ev, Some(ty), crate::diag::range(&end))?;
         if !is_int(s.ty) || s.ty != e.ty {
             return err(
-                r.span(),
+                crate::diag::range(&r),
                 format!(
                     "a `for` range needs two integers of one type, found `{}` and `{}`",
                     rust_name(s.ty),
@@ -372,7 +424,7 @@ impl Lowerer<'_> {
             Some(k) => {
                 let k = self.expr_as(k, ty)?;
                 if k.const_int() == Some(0) {
-                    return err(f.expr.span(), "`step_by(0)` never advances");
+                    return err(crate::diag::range(&f.expr), "`step_by(0)` never advances");
                 }
                 k
             }
@@ -473,12 +525,12 @@ impl Lowerer<'_> {
         match self.returns.last().copied() {
             None => {
                 if let Some(e) = &r.expr {
-                    return err(e.span(), "a kernel returns nothing: write results through a `&mut [T]` parameter");
+                    return err(crate::diag::range(&e), "a kernel returns nothing: write results through a `&mut [T]` parameter");
                 }
                 self.b.push(Stmt::Return);
                 Ok(())
             }
-            Some(_) => err(r.span(), "`return` inside a `#[device]` function is not supported: make the result the function's last expression"),
+            Some(_) => err(crate::diag::range(&r), "`return` inside a `#[device]` function is not supported: make the result the function's last expression"),
         }
     }
 
@@ -518,8 +570,8 @@ impl Lowerer<'_> {
     pub(crate) fn const_eval(&mut self, e: &Expr) -> DResult<i64> {
         match self.expr(e, None)? {
             Value::IntLit(v) => Ok(v),
-            Value::Scalar(s) => s.const_int().ok_or_else(|| crate::diag::Diag::new(e.span(), "expected a constant: a literal, a const generic parameter, or arithmetic on them")),
-            other => err(e.span(), format!("expected a constant, found {}", other.describe())),
+            Value::Scalar(s) => s.const_int().ok_or_else(|| crate::diag::Diag::new(crate::diag::range(&e), "expected a constant: a literal, a const generic parameter, or arithmetic on them")),
+            other => err(crate::diag::range(&e), format!("expected a constant, found {}", other.describe())),
         }
     }
 }
@@ -550,7 +602,7 @@ fn split_step_by(e: &Expr) -> DResult<(&Expr, Option<&Expr>)> {
     match e {
         Expr::MethodCall(m) if m.method == "step_by" => {
             if m.args.len() != 1 {
-                return err(m.span(), "`step_by` takes one argument");
+                return err(crate::diag::range(&m), "`step_by` takes one argument");
             }
             let mut inner = &*m.receiver;
             while let Expr::Paren(p) = inner {
