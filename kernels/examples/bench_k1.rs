@@ -13,6 +13,7 @@ use kernel_runtime::{Bf16, Buffer, Device, Stream};
 use kernels::cast::{cast, Element};
 use kernels::elementwise as ew;
 use kernels::norm;
+use kernels::optim::{AdamW, AdamWConfig, AdamWState};
 use std::error::Error;
 
 type Res<T = ()> = Result<T, Box<dyn Error>>;
@@ -212,6 +213,53 @@ fn bench_casts(b: &Bench) -> Res {
     Ok(())
 }
 
+fn bench_adamw(b: &Bench) -> Res {
+    // ~100 M parameters in 100 tensors of uneven sizes (small: 10 tensors).
+    let lens: Vec<usize> = if b.small {
+        (0..10).map(|i| 1000 + 37 * i).collect()
+    } else {
+        (0..100).map(|i| 900_000 + 2_000 * i + (i % 7)).collect()
+    };
+    let opt = AdamW::new(&b.stream, &lens, &vec![true; lens.len()])?;
+    let n = opt.layout().total();
+    let params_n: usize = lens.iter().sum();
+    let shape = format!("{}M in {}", params_n / 1_000_000, lens.len());
+    let shape = if b.small {
+        format!("{params_n} in {}", lens.len())
+    } else {
+        shape
+    };
+    let mut p = filled::<f32>(&b.stream, n, 31)?;
+    let g = filled::<f32>(&b.stream, n, 32)?;
+    let gb = filled::<Bf16>(&b.stream, n, 33)?;
+    let mut m = Buffer::<f32>::zeros(&b.stream, n)?;
+    let mut v = Buffer::<f32>::zeros(&b.stream, n)?;
+    let mut copy = Buffer::<Bf16>::zeros(&b.stream, n)?;
+    let cfg = AdamWConfig::default();
+    let pn = params_n as f64;
+    b.row("adamw (f32 grads)", "f32", &shape, 28.0 * pn, |s| {
+        let state = AdamWState {
+            params: &mut p,
+            grads: &g,
+            m: &mut m,
+            v: &mut v,
+            bf16_copy: None,
+        };
+        Ok(opt.step(s, 3, &cfg, state)?)
+    })?;
+    b.row("adamw (bf16 grads+copy)", "bf16", &shape, 28.0 * pn, |s| {
+        let state = AdamWState {
+            params: &mut p,
+            grads: &gb,
+            m: &mut m,
+            v: &mut v,
+            bf16_copy: Some(&mut copy),
+        };
+        Ok(opt.step(s, 3, &cfg, state)?)
+    })?;
+    Ok(())
+}
+
 fn main() -> Res {
     let small = std::env::var_os("BENCH_SMALL").is_some();
     let device = if small {
@@ -255,5 +303,6 @@ fn main() -> Res {
     bench_elementwise::<f32>(&b)?;
     bench_elementwise::<Bf16>(&b)?;
     bench_casts(&b)?;
+    bench_adamw(&b)?;
     Ok(())
 }

@@ -1,0 +1,169 @@
+//! AdamW over many tensors in one launch. Parameters, gradients and both moments live in flat
+//! buffers laid out by a [`ParamLayout`] (each tensor 8-element aligned); a small device-side
+//! work table, built once by [`AdamW::new`], gives every CTA one chunk of one tensor and the
+//! tensor's weight-decay flag. The step takes lr, betas, eps, weight decay and the step number
+//! as arguments (bias corrections are computed on the host in f64), keeps f32 master weights,
+//! reads f32 or bf16 gradients, and optionally writes a bf16 copy of the updated weights.
+
+mod kernel;
+mod layout;
+pub mod reference;
+
+pub use layout::{ParamLayout, TENSOR_ALIGN};
+pub use reference::AdamWConfig;
+
+use crate::cast::Element;
+use crate::codegen::map::MAP_THREADS;
+use crate::codegen::tensor::Format;
+use crate::codegen::{kernel_refs, kernel_table};
+use crate::{check_len, Error, OpKernel, Storage};
+use kernel::{adamw, spec_index, AdamSpec, SPECS};
+use kernel_runtime::{Bf16, Buffer, KernelArg, LaunchConfig, Stream};
+
+kernel_table!(static ADAMW = adamw, SPECS, [0 1 2 3]);
+
+/// Every specialization this module ships.
+pub static KERNELS: &[&OpKernel] = kernel_refs![ADAMW[0 1 2 3]];
+
+/// An AdamW optimizer over a fixed set of tensors: the layout and its device work table.
+pub struct AdamW {
+    layout: ParamLayout,
+    chunks: Option<Buffer<u32>>,
+    decay: Option<Buffer<f32>>,
+    nchunks: u32,
+}
+
+/// The flat buffers one [`AdamW::step`] updates.
+pub struct AdamWState<'a, G: Element> {
+    /// f32 master weights, updated in place.
+    pub params: &'a mut Buffer<f32>,
+    /// Gradients (f32 or bf16), read only.
+    pub grads: &'a Buffer<G>,
+    /// First moments, updated in place (start at zero).
+    pub m: &'a mut Buffer<f32>,
+    /// Second moments, updated in place (start at zero).
+    pub v: &'a mut Buffer<f32>,
+    /// Where to write a bf16 copy of the updated weights, if wanted.
+    pub bf16_copy: Option<&'a mut Buffer<Bf16>>,
+}
+
+impl AdamW {
+    /// Lays out tensors of lengths `lens`; `decay[i]` says whether tensor `i` gets weight
+    /// decay (commonly false for norms and biases). Uploads the work table on `stream`.
+    ///
+    /// ```
+    /// use kernel_runtime::{Buffer, Device};
+    /// use kernels::optim::{AdamW, AdamWConfig, AdamWState};
+    /// # fn main() -> Result<(), kernels::Error> {
+    /// let stream = Device::emulator().stream()?;
+    /// let opt = AdamW::new(&stream, &[3, 2], &[true, false])?;
+    /// let n = opt.layout().total();
+    /// let mut params = Buffer::from_host(&stream, &vec![1.0f32; n])?;
+    /// let grads = Buffer::from_host(&stream, &vec![0.5f32; n])?;
+    /// let (mut m, mut v) = (Buffer::<f32>::zeros(&stream, n)?, Buffer::<f32>::zeros(&stream, n)?);
+    /// let state = AdamWState { params: &mut params, grads: &grads, m: &mut m, v: &mut v, bf16_copy: None };
+    /// opt.step(&stream, 1, &AdamWConfig::default(), state)?;
+    /// assert!(params.to_host(&stream)?[0] < 1.0);
+    /// # Ok(()) }
+    /// ```
+    pub fn new(stream: &Stream, lens: &[usize], decay: &[bool]) -> Result<AdamW, Error> {
+        check_len("AdamW::new", "decay", decay.len(), lens.len(), || {
+            "one flag per tensor".into()
+        })?;
+        let layout = ParamLayout::new(lens)?;
+        let table = layout.chunk_table();
+        let nchunks = (table.len() / 3) as u32;
+        let (chunks, decay) = if nchunks == 0 {
+            (None, None)
+        } else {
+            let flags: Vec<f32> = decay.iter().map(|&d| d as u8 as f32).collect();
+            (
+                Some(Buffer::from_host(stream, &table)?),
+                Some(Buffer::from_host(stream, &flags)?),
+            )
+        };
+        Ok(AdamW {
+            layout,
+            chunks,
+            decay,
+            nchunks,
+        })
+    }
+
+    /// The flat layout every buffer of [`AdamWState`] follows.
+    ///
+    /// ```
+    /// # let stream = kernel_runtime::Device::emulator().stream().unwrap();
+    /// let opt = kernels::optim::AdamW::new(&stream, &[4], &[true]).unwrap();
+    /// assert_eq!(opt.layout().total(), 8);
+    /// ```
+    pub fn layout(&self) -> &ParamLayout {
+        &self.layout
+    }
+
+    /// One AdamW step (`step` counts from 1) over every tensor, in one launch.
+    pub fn step<G: Element>(
+        &self,
+        stream: &Stream,
+        step: u32,
+        cfg: &AdamWConfig,
+        state: AdamWState<'_, G>,
+    ) -> Result<(), Error> {
+        const OP: &str = "adamw";
+        if step == 0 {
+            return Err(Error::Unsupported {
+                op: OP,
+                detail: "step is 0; steps count from 1 (the bias corrections divide by 1 − β^step)"
+                    .into(),
+            });
+        }
+        let total = self.layout.total();
+        let why = || format!("the layout's total, {total}");
+        check_len(OP, "params", state.params.len(), total, why)?;
+        check_len(OP, "grads", state.grads.len(), total, why)?;
+        check_len(OP, "m", state.m.len(), total, why)?;
+        check_len(OP, "v", state.v.len(), total, why)?;
+        if let Some(c) = &state.bf16_copy {
+            check_len(OP, "bf16_copy", c.len(), total, why)?;
+        }
+        let (Some(chunks), Some(decay)) = (&self.chunks, &self.decay) else {
+            return Ok(());
+        };
+        let (b1, b2) = (cfg.beta1 as f64, cfg.beta2 as f64);
+        let bc1 = 1.0 - b1.powi(step as i32);
+        let bc2 = 1.0 - b2.powi(step as i32);
+        let step_size = (cfg.lr as f64 / bc1) as f32;
+        let inv_sqrt_bc2 = (1.0 / bc2.sqrt()) as f32;
+        let spec = AdamSpec {
+            grads: match G::STORAGE {
+                Storage::F32 => Format::F32,
+                Storage::Bf16 => Format::Bf16,
+            },
+            copy: state.bf16_copy.is_some(),
+        };
+        let mut args = vec![
+            KernelArg::from(&mut *state.params),
+            KernelArg::from(state.grads),
+            KernelArg::from(&mut *state.m),
+            KernelArg::from(&mut *state.v),
+        ];
+        if let Some(c) = state.bf16_copy {
+            args.push(KernelArg::from(c));
+        }
+        args.extend([
+            KernelArg::from(chunks),
+            KernelArg::from(decay),
+            KernelArg::from(cfg.lr),
+            KernelArg::from(cfg.beta1),
+            KernelArg::from(cfg.beta2),
+            KernelArg::from(cfg.eps),
+            KernelArg::from(cfg.weight_decay),
+            KernelArg::from(step_size),
+            KernelArg::from(inv_sqrt_bc2),
+        ]);
+        let kernel = &ADAMW[spec_index(spec)];
+        let cfg = LaunchConfig::linear(self.nchunks, MAP_THREADS);
+        stream.launch(kernel.artifacts(), cfg, &args)?;
+        Ok(())
+    }
+}

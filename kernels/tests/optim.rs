@@ -1,0 +1,198 @@
+//! The AdamW step on the emulator against the f64 reference.
+
+mod common_k1;
+
+use common_k1::*;
+use kernel_runtime::{Bf16, Buffer, Stream};
+use kernels::cast::Element;
+use kernels::optim::{reference, AdamW, AdamWConfig, AdamWState, ParamLayout};
+
+/// Odd lengths, one crossing a chunk boundary, one a tensor of one element.
+const LENS: [usize; 7] = [1, 7, 33, 4097, 8193, 8, 1000];
+const DECAY: [bool; 7] = [true, false, true, true, false, true, false];
+const PAD: f32 = 12345.0;
+
+struct Host {
+    p: Vec<f32>,
+    g: Vec<f32>,
+    m: Vec<f32>,
+    v: Vec<f32>,
+}
+
+/// Random state for every tensor; the padding holds `PAD` so stray writes show.
+fn random_state(layout: &ParamLayout, seed: u64) -> Host {
+    let mut rng = Rng::new(seed);
+    let n = layout.total();
+    let mut h = Host {
+        p: vec![PAD; n],
+        g: vec![PAD; n],
+        m: vec![PAD; n],
+        v: vec![PAD; n],
+    };
+    for t in 0..layout.tensors() {
+        let r = layout.offset(t)..layout.offset(t) + layout.len(t);
+        for i in r {
+            h.p[i] = rng.uniform(-1.0, 1.0);
+            h.g[i] = rng.uniform(-0.1, 0.1);
+            h.m[i] = rng.uniform(-0.01, 0.01);
+            h.v[i] = rng.uniform(1e-6, 1e-3);
+        }
+    }
+    h
+}
+
+fn in_tensor(layout: &ParamLayout, i: usize) -> Option<usize> {
+    (0..layout.tensors())
+        .find(|&t| (layout.offset(t)..layout.offset(t) + layout.len(t)).contains(&i))
+}
+
+/// Runs one step from `h` with gradients stored as `G`; checks every element against the
+/// reference (padding unchanged) and returns the device results' bits.
+fn step_case<G: Element>(stream: &Stream, step: u32, h: &Host, with_copy: bool) -> Vec<u32> {
+    let opt = AdamW::new(stream, &LENS, &DECAY).unwrap();
+    let layout = opt.layout().clone();
+    let n = layout.total();
+    let cfg = AdamWConfig {
+        lr: 3e-3,
+        weight_decay: 0.1,
+        ..AdamWConfig::default()
+    };
+    let mut params = Buffer::from_host(stream, &h.p).unwrap();
+    let grads_g = rounded::<G>(&h.g);
+    let grads = Buffer::from_host(stream, &grads_g).unwrap();
+    let mut m = Buffer::from_host(stream, &h.m).unwrap();
+    let mut v = Buffer::from_host(stream, &h.v).unwrap();
+    let mut copy = Buffer::from_host(stream, &vec![Bf16::from_f32(PAD); n]).unwrap();
+    let state = AdamWState {
+        params: &mut params,
+        grads: &grads,
+        m: &mut m,
+        v: &mut v,
+        bf16_copy: with_copy.then_some(&mut copy),
+    };
+    opt.step(stream, step, &cfg, state).unwrap();
+    let (p2, m2, v2) = (
+        params.to_host(stream).unwrap(),
+        m.to_host(stream).unwrap(),
+        v.to_host(stream).unwrap(),
+    );
+    let c2 = copy.to_host(stream).unwrap();
+    for i in 0..n {
+        match in_tensor(&layout, i) {
+            None => {
+                assert_eq!(
+                    (p2[i], m2[i], v2[i]),
+                    (PAD, PAD, PAD),
+                    "padding {i} written"
+                );
+                assert_eq!(c2[i], Bf16::from_f32(PAD), "copy padding {i} written");
+            }
+            Some(t) => {
+                let g = grads_g[i].to_f32() as f64;
+                let (wp, wm, wv) = reference::adamw(
+                    &cfg,
+                    step,
+                    DECAY[t],
+                    h.p[i] as f64,
+                    g,
+                    h.m[i] as f64,
+                    h.v[i] as f64,
+                );
+                let ok = |got: f32, want: f64, tol: f64| {
+                    (got as f64 - want).abs() <= tol * (1.0 + want.abs())
+                };
+                assert!(
+                    ok(p2[i], wp, 2e-6),
+                    "p[{i}] = {} want {wp} (step {step})",
+                    p2[i]
+                );
+                assert!(ok(m2[i], wm, 1e-6), "m[{i}] = {} want {wm}", m2[i]);
+                assert!(ok(v2[i], wv, 1e-6), "v[{i}] = {} want {wv}", v2[i]);
+                let want_copy = if with_copy {
+                    Bf16::from_f32(p2[i])
+                } else {
+                    Bf16::from_f32(PAD)
+                };
+                assert_eq!(c2[i], want_copy, "copy[{i}]");
+            }
+        }
+    }
+    p2.iter()
+        .chain(&m2)
+        .chain(&v2)
+        .map(|x| x.to_bits())
+        .collect()
+}
+
+#[test]
+fn adamw_matches_reference_over_many_odd_tensors_in_one_launch() {
+    let stream = emulator();
+    let layout = ParamLayout::new(&LENS).unwrap();
+    for step in [1, 2, 10] {
+        let h = random_state(&layout, step as u64);
+        step_case::<f32>(&stream, step, &h, false);
+    }
+}
+
+#[test]
+fn adamw_reads_bf16_gradients_and_writes_a_bf16_copy() {
+    let stream = emulator();
+    let layout = ParamLayout::new(&LENS).unwrap();
+    let h = random_state(&layout, 5);
+    step_case::<Bf16>(&stream, 3, &h, true);
+    step_case::<f32>(&stream, 3, &h, true);
+    step_case::<Bf16>(&stream, 4, &h, false);
+}
+
+#[test]
+fn adamw_is_bit_identical_across_runs() {
+    let stream = emulator();
+    let layout = ParamLayout::new(&LENS).unwrap();
+    let h = random_state(&layout, 8);
+    assert_eq!(
+        step_case::<f32>(&stream, 7, &h, false),
+        step_case::<f32>(&stream, 7, &h, false)
+    );
+}
+
+#[test]
+fn adamw_rejects_step_zero_and_wrong_lengths_before_writing() {
+    let stream = emulator();
+    let opt = AdamW::new(&stream, &[5], &[true]).unwrap();
+    let n = opt.layout().total();
+    let mut params = Buffer::from_host(&stream, &vec![1.0f32; n]).unwrap();
+    let grads = Buffer::from_host(&stream, &vec![1.0f32; n - 1]).unwrap();
+    let (mut m, mut v) = (poisoned::<f32>(&stream, n), poisoned::<f32>(&stream, n));
+    let state = AdamWState {
+        params: &mut params,
+        grads: &grads,
+        m: &mut m,
+        v: &mut v,
+        bf16_copy: None,
+    };
+    let err = opt
+        .step(&stream, 1, &AdamWConfig::default(), state)
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("`grads` holds 7 elements but 8"),
+        "{err}"
+    );
+    let grads = Buffer::from_host(&stream, &vec![1.0f32; n]).unwrap();
+    let state = AdamWState {
+        params: &mut params,
+        grads: &grads,
+        m: &mut m,
+        v: &mut v,
+        bf16_copy: None,
+    };
+    let err = opt
+        .step(&stream, 0, &AdamWConfig::default(), state)
+        .unwrap_err();
+    assert!(err.to_string().contains("steps count from 1"), "{err}");
+    assert_eq!(params.to_host(&stream).unwrap(), vec![1.0; n]);
+    let err = AdamW::new(&stream, &[1, 2], &[true]).err().unwrap();
+    assert!(
+        err.to_string().contains("`decay` holds 1 elements but 2"),
+        "{err}"
+    );
+}
