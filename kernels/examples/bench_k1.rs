@@ -11,6 +11,7 @@
 
 use kernel_runtime::{Bf16, Buffer, Device, Stream};
 use kernels::cast::{cast, Element};
+use kernels::clip;
 use kernels::elementwise as ew;
 use kernels::norm;
 use kernels::optim::{AdamW, AdamWConfig, AdamWState};
@@ -260,6 +261,36 @@ fn bench_adamw(b: &Bench) -> Res {
     Ok(())
 }
 
+fn bench_clip<T: Element>(b: &Bench) -> Res {
+    let n = if b.small { 20_000 + 3 } else { 100_000_000 };
+    let shape = if b.small {
+        format!("{n}")
+    } else {
+        "100M".into()
+    };
+    let mut g = filled::<T>(&b.stream, n, 41)?;
+    let mut ws = Buffer::<f32>::zeros(&b.stream, clip::WORKSPACE_LEN as usize)?;
+    let mut out = Buffer::<f32>::zeros(&b.stream, 2)?;
+    let t = n as f64 * std::mem::size_of::<T>() as f64;
+    b.row("grad_norm", dtype::<T>(), &shape, t, |s| {
+        Ok(clip::grad_norm(s, &g, 1.0, &mut ws, &mut out)?)
+    })?;
+    // max_norm far above the norm: measures the norm plus the scale check, no writes.
+    b.row("clip_grad_norm (no clip)", dtype::<T>(), &shape, t, |s| {
+        Ok(clip::clip_grad_norm(s, &mut g, 1e30, &mut ws, &mut out)?)
+    })?;
+    // A scale just below 1 every run keeps the values finite while always writing.
+    let big = 0.999_999 * (n as f32 / 3.0).sqrt();
+    b.row(
+        "clip_grad_norm (clip)",
+        dtype::<T>(),
+        &shape,
+        3.0 * t,
+        |s| Ok(clip::clip_grad_norm(s, &mut g, big, &mut ws, &mut out)?),
+    )?;
+    Ok(())
+}
+
 fn main() -> Res {
     let small = std::env::var_os("BENCH_SMALL").is_some();
     let device = if small {
@@ -304,5 +335,7 @@ fn main() -> Res {
     bench_elementwise::<Bf16>(&b)?;
     bench_casts(&b)?;
     bench_adamw(&b)?;
+    bench_clip::<f32>(&b)?;
+    bench_clip::<Bf16>(&b)?;
     Ok(())
 }
