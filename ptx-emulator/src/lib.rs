@@ -1,12 +1,39 @@
 //! Executes PTX kernels on the CPU, so kernel numerics can be checked without a GPU, and
 //! reports what a GPU would not: out-of-bounds accesses with the buffer they missed, reads of
-//! never-written shared memory, barriers not every thread reaches, unsupported instructions.
+//! never-written shared memory, barriers not every thread reaches, warp collectives whose
+//! member lanes never arrive, unsupported instructions by name.
 //!
-//! The pipeline: [`ptx_parser`] reads the text; `decode` turns each `.entry` into a compact
-//! program (registers as slot indices, immediates and special registers as pre-filled slots,
-//! labels as instruction indices); `exec` runs CTAs one after another, each thread until it
-//! blocks at a barrier or a warp-collective instruction, in a fixed order so results are
-//! bit-identical every run. `numerics` holds the IEEE rounding, conversions and approximations.
+//! # How it runs
+//!
+//! [`ptx_parser`] reads the text; `decode` turns each `.entry` (and the `.func`s it calls) into
+//! a compact program: registers become slot indices, immediates and special registers become
+//! slots filled before the launch, labels become instruction indices, modifiers become small
+//! enums. `exec` runs CTAs one after another; inside a CTA each thread runs on its own until it
+//! exits or reaches `bar.sync` or a warp-collective instruction (`shfl`, `vote`, `redux`,
+//! `match`, `elect`, `mma`, `ldmatrix`, `stmatrix`), which executes once every lane of its member
+//! mask has arrived. Threads run in a fixed order, so every result is bit-identical run to run.
+//! `numerics` holds IEEE rounding in every mode, f16/bf16/tf32 conversions and the
+//! approximations.
+//!
+//! # What is emulated
+//!
+//! Integer, bit and predicate instructions at every width (carry chains included); f32/f64
+//! arithmetic with `.rn/.rz/.rm/.rp`, `.ftz`, `.sat`; f16/bf16 scalar and packed arithmetic;
+//! `cvt` between all scalar types with every rounding mode, packed `cvt.rn.{bf16,f16}x2.f32`,
+//! `.relu`, `.satfinite`, tf32; the `.approx` transcendentals (computed in f64: within the
+//! documented hardware error); `ld`/`st` in every state space and generic addressing
+//! (`.v2/.v4`, `.nc`, cache hints ignored); atomics and reductions on global and shared memory;
+//! `cp.async` with zero-fill, deferred until `wait_group`/`wait_all`; `bar.sync`/`bar.arrive`/
+//! `bar.red`; `mma.sync` m16n8k8/m16n8k16 (f16, bf16), m16n8k8/m16n8k4 (tf32), m16n8k32
+//! (s8/u8); device-function calls; module `.global` and `.const` variables.
+//!
+//! Not emulated (reported as [`Error::Unsupported`]): `wgmma`, `wmma`, TMA (`cp.async.bulk`),
+//! `mbarrier`, textures and surfaces, indirect calls, recursion, fp8 conversions.
+//!
+//! Deliberately strict: a `bar.sync` that some thread exited before reaching is an error, as is
+//! a warp collective whose member mask names an exited lane (undefined behaviour on a GPU).
+//! Tensor-core sums are exact in f64 and rounded once; real tensor cores round partial sums
+//! differently, so compare MMA results with a tolerance.
 //!
 //! ```
 //! use ptx_emulator::{ArgValue, Emulator, GlobalMemory, LaunchConfig};
