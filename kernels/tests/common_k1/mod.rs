@@ -120,3 +120,14 @@ pub fn assert_close(what: &str, got: &[f64], want: &[f64], tol: Tol) {
 pub const WIDTHS: [usize; 8] = [1, 7, 33, 64, 512, 1024, 4097, 16400];
 /// Row counts.
 pub const ROWS: [usize; 2] = [1, 3];
+
+/// A stream on CUDA device 0, or `None` after printing the one skip line.
+pub fn gpu() -> Option<Stream> {
+    match Device::cuda(0).and_then(|d| d.stream()) {
+        Ok(stream) => Some(stream),
+        Err(_) => {
+            println!("skipping: no CUDA driver/GPU present");
+            None
+        }
+    }
+}
