@@ -125,6 +125,13 @@ pub enum Error {
     #[error("warp-collective divergence ({site}): {detail}\n  help: every lane in the member mask must execute the same collective instruction")]
     CollectiveDivergence { site: Site, detail: String },
 
+    #[error("{waiting} threads spin at an mbarrier wait that no thread will complete ({site}); {detail}\n  help: check the barrier's arrival count and expected transaction bytes, and that every producer arrives")]
+    SpinDeadlock {
+        site: Site,
+        waiting: u32,
+        detail: String,
+    },
+
     #[error("`trap` executed ({site})")]
     Trap { site: Site },
 

@@ -25,10 +25,11 @@
 //! (`.v2/.v4`, `.nc`, cache hints ignored); atomics and reductions on global and shared memory;
 //! `cp.async` with zero-fill, deferred until `wait_group`/`wait_all`; `bar.sync`/`bar.arrive`/
 //! `bar.red`; `mma.sync` m16n8k8/m16n8k16 (f16, bf16), m16n8k8/m16n8k4 (tf32), m16n8k32
-//! (s8/u8); device-function calls; module `.global` and `.const` variables.
+//! (s8/u8); `mbarrier` (a thread whose wait is not yet satisfied gives way to the others);
+//! device-function calls; module `.global` and `.const` variables.
 //!
 //! Not emulated (reported as [`Error::Unsupported`]): `wgmma`, `wmma`, TMA (`cp.async.bulk`),
-//! `mbarrier`, textures and surfaces, indirect calls, recursion, fp8 conversions.
+//! textures and surfaces, indirect calls, recursion, fp8 conversions.
 //!
 //! Deliberately strict: a `bar.sync` that some thread exited before reaching is an error, as is
 //! a warp collective whose member mask names an exited lane (undefined behaviour on a GPU).

@@ -486,6 +486,13 @@ pub(crate) enum Op {
     CpAsyncWait {
         n: u32,
     },
+    /// An `mbarrier` operation on the 8-byte barrier object at `at`.
+    Mbarrier {
+        op: MbarOp,
+        at: MemRef,
+        d: Slot,
+        b: Slot,
+    },
     Clock {
         d: Slot,
         wide: bool,
@@ -494,6 +501,29 @@ pub(crate) enum Op {
         d: Slot,
     },
     Trap,
+}
+
+/// The `mbarrier` operations. `b` is the count, transaction bytes, state token or parity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MbarOp {
+    Init,
+    Inval,
+    /// `arrive` (`drop`: `arrive_drop`, which also lowers the expected count); `d` = token.
+    Arrive {
+        drop: bool,
+    },
+    /// `arrive.expect_tx`: adds `b` transaction bytes, then arrives once.
+    ArriveExpectTx,
+    ExpectTx,
+    CompleteTx,
+    /// `test_wait`/`try_wait`, on a state token or (`parity`) a phase parity; `d` = done.
+    Wait {
+        parity: bool,
+    },
+    /// `cp.async.mbarrier.arrive`: completes the thread's copies, then arrives if `noinc`.
+    CpAsyncArrive {
+        noinc: bool,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

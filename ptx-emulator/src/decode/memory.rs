@@ -3,7 +3,7 @@
 use super::arith::{operands, types};
 use super::operands::{Frame, Kind, Symbol};
 use crate::error::Error;
-use crate::program::{AtomOp, AtomTy, Elem, MemRef, Op, Space, W};
+use crate::program::{AtomOp, AtomTy, Elem, MbarOp, MemRef, Op, Slot, Space, W};
 use ptx_parser::{
     Address, AddressBase, AtomicOp, Flag, Immediate, Instruction, Modifier, Opcode, Operand,
     StateSpace, Type,
@@ -330,4 +330,73 @@ pub(crate) fn cp_async_wait(frame: &mut Frame, inst: &Instruction) -> Result<Op,
     Ok(Op::CpAsyncWait {
         n: int_imm(frame, &ops[0])? as u32,
     })
+}
+
+/// `mbarrier.*` and `cp.async.mbarrier.arrive`.
+pub(crate) fn mbarrier(frame: &mut Frame, inst: &Instruction) -> Result<Op, Error> {
+    let other = |w: &str| {
+        inst.modifiers
+            .iter()
+            .any(|m| matches!(m, Modifier::Other(o) if o == w))
+    };
+    let space = match inst.space() {
+        None => Space::Generic,
+        Some(StateSpace::Shared | StateSpace::SharedCta) => Space::Shared,
+        Some(other) => return Err(frame.unsupported(format!("mbarrier in .{other}"))),
+    };
+    let ops = &inst.operands;
+    let addr_at = ops.iter().position(|o| matches!(o, Operand::Address(_)));
+    let addr_at = addr_at.ok_or_else(|| frame.malformed("mbarrier needs an address"))?;
+    let at = frame.address(&ops[addr_at], space)?;
+    let dest = |frame: &mut Frame| -> Result<Slot, Error> {
+        match addr_at {
+            0 => Ok(frame.sink()),
+            _ => frame.dst(&ops[0]),
+        }
+    };
+    let operand_after = |frame: &mut Frame, default: u64| -> Result<Slot, Error> {
+        match ops.get(addr_at + 1) {
+            Some(op) => frame.src(op, Kind::Int(W::B64)),
+            None => Ok(frame.konst(default)),
+        }
+    };
+    let (op, d, b) = match &inst.opcode {
+        Opcode::MbarrierInit => (MbarOp::Init, frame.sink(), operand_after(frame, 1)?),
+        Opcode::MbarrierInval => (MbarOp::Inval, frame.sink(), frame.konst(0)),
+        Opcode::MbarrierArrive if other("expect_tx") => (
+            MbarOp::ArriveExpectTx,
+            dest(frame)?,
+            operand_after(frame, 0)?,
+        ),
+        Opcode::MbarrierArrive => (
+            MbarOp::Arrive { drop: false },
+            dest(frame)?,
+            operand_after(frame, 1)?,
+        ),
+        Opcode::MbarrierArriveDrop => (
+            MbarOp::Arrive { drop: true },
+            dest(frame)?,
+            operand_after(frame, 1)?,
+        ),
+        Opcode::MbarrierExpectTx => (MbarOp::ExpectTx, frame.sink(), operand_after(frame, 0)?),
+        Opcode::MbarrierTestWait | Opcode::MbarrierTryWait => (
+            MbarOp::Wait {
+                parity: inst.has_flag(Flag::Parity),
+            },
+            dest(frame)?,
+            operand_after(frame, 0)?,
+        ),
+        Opcode::CpAsyncMbarrierArrive => (
+            MbarOp::CpAsyncArrive {
+                noinc: other("noinc"),
+            },
+            frame.sink(),
+            frame.konst(0),
+        ),
+        Opcode::Other(w) if w == "mbarrier" && other("complete_tx") => {
+            (MbarOp::CompleteTx, frame.sink(), operand_after(frame, 0)?)
+        }
+        _ => return Err(frame.unsupported("")),
+    };
+    Ok(Op::Mbarrier { op, at, d, b })
 }

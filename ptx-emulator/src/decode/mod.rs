@@ -438,6 +438,15 @@ fn decode_instruction(
         | Opcode::Griddepcontrol
         | Opcode::Setmaxnreg => Ok(Op::Nop),
         Opcode::Call => control::call(frame, inst, calls),
+        Opcode::MbarrierInit
+        | Opcode::MbarrierInval
+        | Opcode::MbarrierArrive
+        | Opcode::MbarrierArriveDrop
+        | Opcode::MbarrierExpectTx
+        | Opcode::MbarrierTestWait
+        | Opcode::MbarrierTryWait
+        | Opcode::CpAsyncMbarrierArrive => memory::mbarrier(frame, inst),
+        Opcode::Other(w) if w == "mbarrier" => memory::mbarrier(frame, inst),
         Opcode::Bra | Opcode::Ret | Opcode::Exit | Opcode::Trap | Opcode::Bar | Opcode::Barrier => {
             control::control(frame, inst)
         }

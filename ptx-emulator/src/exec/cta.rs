@@ -56,6 +56,7 @@ pub(crate) fn run_cta(
     let warps = n.div_ceil(32);
     let mut arrived = [0u32; BARRIERS];
     loop {
+        let progress_before = ctx.progress;
         for w in 0..warps {
             let lanes = w * 32..(w * 32 + 32).min(n);
             loop {
@@ -78,9 +79,17 @@ pub(crate) fn run_cta(
         if threads.iter().all(|t| t.status == Status::Exited) {
             return Ok(());
         }
-        if !release_barriers(ctx, regs, threads, &mut arrived) {
-            return Err(deadlock(ctx, regs, threads, shape));
+        if release_barriers(ctx, regs, threads, &mut arrived) {
+            continue;
         }
+        // Threads that gave way at an mbarrier wait try again if anything happened meanwhile.
+        if threads.iter().any(|t| t.status == Status::Yielded) && ctx.progress != progress_before {
+            for th in threads.iter_mut().filter(|t| t.status == Status::Yielded) {
+                th.status = Status::Ready;
+            }
+            continue;
+        }
+        return Err(deadlock(ctx, regs, threads, shape));
     }
 }
 
@@ -175,6 +184,7 @@ fn resolve_warp(
         }
         handled |= mask;
         progress = true;
+        ctx.progress += 1;
     }
     Ok(progress)
 }
@@ -277,7 +287,10 @@ fn deadlock(ctx: &Ctx<'_>, regs: &[u64], threads: &[Thread], shape: &CtaShape) -
             .filter(|&t| threads[t].status == Status::Exited)
             .collect();
         let elsewhere: Vec<usize> = (0..n)
-            .filter(|&t| threads[t].status == Status::Waiting && !at_barrier(t))
+            .filter(|&t| {
+                (threads[t].status == Status::Waiting && !at_barrier(t))
+                    || threads[t].status == Status::Yielded
+            })
             .collect();
         let mut parts = Vec::new();
         if !exited.is_empty() {
@@ -309,6 +322,19 @@ fn deadlock(ctx: &Ctx<'_>, regs: &[u64], threads: &[Thread], shape: &CtaShape) -
             detail: parts.join("; "),
         };
     }
+    if let Some(spinner) = (0..n).find(|&t| threads[t].status == Status::Yielded) {
+        let waiting = threads
+            .iter()
+            .filter(|t| t.status == Status::Yielded)
+            .count() as u32;
+        // The yielded thread's pc is past its wait instruction.
+        let pc = threads[spinner].pc.saturating_sub(1);
+        return Error::SpinDeadlock {
+            site: shape.site(ctx, spinner, pc),
+            waiting,
+            detail: describe_others(ctx, threads, shape),
+        };
+    }
     let first = (0..n)
         .find(|&t| threads[t].status == Status::Waiting)
         .unwrap_or(0);
@@ -328,6 +354,24 @@ fn deadlock(ctx: &Ctx<'_>, regs: &[u64], threads: &[Thread], shape: &CtaShape) -
         site: shape.site(ctx, first, pc),
         detail,
     }
+}
+
+/// Where the threads that are not spinning are: exited, or waiting at which instruction.
+fn describe_others(ctx: &Ctx<'_>, threads: &[Thread], shape: &CtaShape) -> String {
+    let exited = threads
+        .iter()
+        .filter(|t| t.status == Status::Exited)
+        .count();
+    let waiting = threads.iter().position(|t| t.status == Status::Waiting);
+    let mut parts = vec![format!("{exited} threads have exited")];
+    if let Some(t) = waiting {
+        parts.push(format!(
+            "thread {} waits at `{}`",
+            shape.tid_text(t),
+            ctx.kernel.text[threads[t].pc as usize]
+        ));
+    }
+    parts.join("; ")
 }
 
 /// Turns a thread's fault into the error a user reads.

@@ -146,6 +146,7 @@ pub(crate) fn launch(
         params,
         limit: options.instruction_limit,
         check_shared_init: options.check_shared_init,
+        progress: 0,
         block_threads: threads as u32,
     };
     let registers = kernel.registers as usize;

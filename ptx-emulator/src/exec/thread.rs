@@ -45,6 +45,9 @@ pub(crate) enum Status {
     Ready,
     /// Stopped at a `bar` or warp-collective instruction at its pc.
     Waiting,
+    /// Gave way after an unsatisfied `mbarrier` wait; runs again once another thread has made
+    /// progress.
+    Yielded,
     Exited,
 }
 
@@ -107,6 +110,9 @@ pub(crate) struct Ctx<'a> {
     pub params: &'a [u8],
     pub limit: u64,
     pub check_shared_init: bool,
+    /// Counts events other threads can observe (stores, atomics, exits, collectives), so a
+    /// round of spin-waits with no progress is recognised as a deadlock.
+    pub progress: u64,
     pub block_threads: u32,
 }
 
@@ -455,6 +461,118 @@ fn atom_apply(op: AtomOp, ty: AtomTy, old: u64, b: u64, c: u64) -> u64 {
     }
 }
 
+/// An mbarrier object as the emulator lays out its 8 bytes: pending arrivals (bits 0..21),
+/// expected arrivals (21..42), outstanding transaction bytes (42..63, two's complement) and the
+/// current phase's parity (bit 63).
+#[derive(Debug, Clone, Copy)]
+struct Mbar {
+    pending: u32,
+    expected: u32,
+    tx: i32,
+    phase: bool,
+}
+
+const MASK21: u64 = (1 << 21) - 1;
+
+impl Mbar {
+    fn from_bits(v: u64) -> Mbar {
+        let tx = ((v >> 42) & MASK21) as i32;
+        Mbar {
+            pending: (v & MASK21) as u32,
+            expected: ((v >> 21) & MASK21) as u32,
+            tx: (tx << 11) >> 11,
+            phase: v >> 63 == 1,
+        }
+    }
+    fn bits(self) -> u64 {
+        (self.pending as u64 & MASK21)
+            | (self.expected as u64 & MASK21) << 21
+            | (self.tx as u32 as u64 & MASK21) << 42
+            | (self.phase as u64) << 63
+    }
+    /// Arrives `count` times; returns the token of the phase arrived at.
+    fn arrive(&mut self, count: u32) -> u64 {
+        let token = (self.phase as u64) << 63;
+        self.pending = self.pending.saturating_sub(count);
+        self.settle();
+        token
+    }
+    /// Completes the phase once every arrival and transaction byte is in.
+    fn settle(&mut self) {
+        if self.pending == 0 && self.tx == 0 {
+            self.phase = !self.phase;
+            self.pending = self.expected;
+        }
+    }
+}
+
+/// Executes one mbarrier operation; `Ok(None)` is a wait whose phase has not completed.
+/// A fault's pc is `u32::MAX` when it belongs to this instruction.
+fn mbarrier(
+    ctx: &mut Ctx<'_>,
+    th: &mut Thread,
+    t: usize,
+    op: crate::program::MbarOp,
+    space: Space,
+    addr: u64,
+    b: u64,
+) -> Result<Option<u64>, Fault> {
+    use crate::program::MbarOp;
+    let here = |kind| Fault { kind, pc: u32::MAX };
+    if let MbarOp::Init = op {
+        let state = Mbar {
+            pending: b as u32,
+            expected: b as u32,
+            tx: 0,
+            phase: false,
+        };
+        ctx.write(space, addr, &state.bits().to_le_bytes(), t)
+            .map_err(here)?;
+        return Ok(Some(0));
+    }
+    if let MbarOp::CpAsyncArrive { .. } = op {
+        ctx.complete_copies(th, t, u32::MAX)?;
+    }
+    let bytes = ctx.read(space, addr, 8, t, Access::Atomic).map_err(here)?;
+    let mut state = Mbar::from_bits(le(&bytes[..8]));
+    let result = match op {
+        MbarOp::Init | MbarOp::Inval => return Ok(Some(0)),
+        MbarOp::Wait { parity } => {
+            let waited = if parity { b & 1 == 1 } else { b >> 63 == 1 };
+            return Ok((state.phase != waited).then_some(1));
+        }
+        MbarOp::Arrive { drop } => {
+            if drop {
+                state.expected = state.expected.saturating_sub(b as u32);
+            }
+            state.arrive(b as u32)
+        }
+        MbarOp::ArriveExpectTx => {
+            state.tx = state.tx.wrapping_add(b as i32);
+            state.arrive(1)
+        }
+        MbarOp::ExpectTx => {
+            state.tx = state.tx.wrapping_add(b as i32);
+            0
+        }
+        MbarOp::CompleteTx => {
+            state.tx = state.tx.wrapping_sub(b as i32);
+            state.settle();
+            0
+        }
+        MbarOp::CpAsyncArrive { noinc } => {
+            // Without `.noinc` the pending count is raised before the arrival: no net change.
+            if noinc {
+                state.arrive(1);
+            }
+            0
+        }
+    };
+    ctx.write(space, addr, &state.bits().to_le_bytes(), t)
+        .map_err(here)?;
+    Ok(Some(result))
+}
+
 /// Runs thread `t` until it stops; on return its status says why (or a fault is returned).
 pub(crate) fn run(
     ctx: &mut Ctx<'_>,
@@ -667,6 +785,7 @@ pub(crate) fn run(
                 if n == 1 && at.space == Space::Global && addr & (elem.bytes as u64 - 1) == 0 {
                     if let Some(bytes) = ctx.global.bytes_mut(addr, elem.bytes as u64) {
                         put_le(bytes, r!(s[0]));
+                        ctx.progress += 1;
                         pc += 1;
                         continue;
                     }
@@ -716,11 +835,13 @@ pub(crate) fn run(
                 continue;
             }
             Op::Exit => {
+                ctx.progress += 1;
                 th.status = Status::Exited;
                 break ctx.complete_copies(th, t, u32::MAX);
             }
             Op::Ret => match th.calls.pop() {
                 None => {
+                    ctx.progress += 1;
                     th.status = Status::Exited;
                     break ctx.complete_copies(th, t, u32::MAX);
                 }
@@ -780,6 +901,25 @@ pub(crate) fn run(
             Op::CpAsyncWait { n } => {
                 if let Err(f) = ctx.complete_copies(th, t, n) {
                     break Err(f);
+                }
+            }
+            Op::Mbarrier { op, at, d, b } => {
+                let addr = effective(regs, &at);
+                match mbarrier(ctx, th, t, op, at.space, addr, r!(b)) {
+                    Ok(Some(v)) => r!(d) = v,
+                    Ok(None) => {
+                        // An unsatisfied wait: answer "not yet" and let other threads run.
+                        r!(d) = 0;
+                        pc += 1;
+                        th.status = Status::Yielded;
+                        break Ok(());
+                    }
+                    Err(f) => {
+                        break Err(Fault {
+                            kind: f.kind,
+                            pc: if f.pc == u32::MAX { here } else { f.pc },
+                        })
+                    }
                 }
             }
             Op::Clock { d, wide } => {
