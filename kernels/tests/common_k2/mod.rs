@@ -88,3 +88,14 @@ pub fn assert_close(what: &str, actual: &[f32], expected: &[f64], atol: f64, rto
         );
     }
 }
+
+/// A stream on CUDA device 0, or `None` (after printing why) where there is no driver or GPU.
+pub fn gpu_stream() -> Option<Stream> {
+    match Device::cuda(0) {
+        Ok(device) => Some(device.stream().expect("a stream on the GPU")),
+        Err(_) => {
+            println!("skipping: no CUDA driver/GPU present");
+            None
+        }
+    }
+}
