@@ -223,10 +223,9 @@ fn barrier_skipped_by_exited_threads_is_a_divergence_error() {
 #[test]
 fn unsupported_instruction_is_named_at_launch_and_other_kernels_still_run() {
     let source = ptx(r#"
-.visible .entry uses_mbarrier(.param .u64 t)
+.visible .entry uses_wgmma(.param .u64 t)
 {
-	.shared .align 8 .b64 bar;
-	mbarrier.init.shared::cta.b64 	[bar], 32;
+	wgmma.fence.sync.aligned;
 	ret;
 }
 .visible .entry plain()
@@ -237,12 +236,12 @@ fn unsupported_instruction_is_named_at_launch_and_other_kernels_still_run() {
     let module = Emulator::new().load(&source).unwrap();
     assert_eq!(
         module.entries(),
-        vec!["uses_mbarrier".to_string(), "plain".to_string()]
+        vec!["uses_wgmma".to_string(), "plain".to_string()]
     );
     let mut mem = GlobalMemory::new();
     let err = module
         .launch(
-            "uses_mbarrier",
+            "uses_wgmma",
             &LaunchConfig::linear(1, 1),
             &[ArgValue::Ptr(0)],
             &mut mem,
@@ -254,8 +253,8 @@ fn unsupported_instruction_is_named_at_launch_and_other_kernels_still_run() {
             instruction,
             ..
         } => {
-            assert_eq!(opcode, "mbarrier.init");
-            assert_eq!(instruction, "mbarrier.init.shared::cta.b64 [bar], 32;");
+            assert_eq!(opcode, "wgmma.fence");
+            assert_eq!(instruction, "wgmma.fence.sync.aligned;");
         }
         other => panic!("expected unsupported, got {other:?}"),
     }

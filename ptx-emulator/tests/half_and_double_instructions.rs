@@ -136,7 +136,7 @@ fn packed_half_arithmetic_rounds_each_lane_to_nearest_even() {
             "add.f16, thread {t}"
         );
         // bf16 lanes of (b0, b1): 7 mantissa bits, f32's exponent range.
-        let bf = |v: f64| (((round_to(v, 7, -126) as f32).to_bits()) >> 16) as u32;
+        let bf = |v: f64| (round_to(v, 7, -126) as f32).to_bits() >> 16;
         assert_eq!(o[9], pair(bf(b0), bf(b1)), "cvt bf16x2, thread {t}");
         let (c0, c1) = (round_to(b0, 7, -126), round_to(b1, 7, -126));
         assert_eq!(
