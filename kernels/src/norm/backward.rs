@@ -3,12 +3,11 @@
 //! the partials in a fixed order, so the gradients are bit-identical run to run. Nothing
 //! touches the host in between: the pair can be captured in a graph.
 
-use super::partials::MAX_PARTS;
+use super::partials::{MAX_PARTS, SUM_COLS, SUM_THREADS};
 use super::rms::spec_of;
 use super::shape::RowProblem;
 use super::{COLUMN_SUM, LAYER_BACKWARD, RMS_BACKWARD};
 use crate::cast::Element;
-use crate::codegen::map::MAP_THREADS;
 use crate::codegen::rows::BACKWARD_HELD_ELEMS;
 use crate::{Error, Storage};
 use kernel_runtime::{Buffer, BufferView, BufferViewMut, KernelArg, LaunchConfig, Stream};
@@ -217,8 +216,8 @@ fn column_sum(
         Storage::F32 => 0,
         Storage::Bf16 => 1,
     }];
-    let grid = (cols as u32).div_ceil(MAP_THREADS).max(1);
-    let cfg = LaunchConfig::linear(grid, MAP_THREADS);
+    let grid = (cols as u32).div_ceil(SUM_COLS).max(1);
+    let cfg = LaunchConfig::linear(grid, SUM_THREADS);
     let args = [
         KernelArg::from(partial),
         KernelArg::from(out),
