@@ -1,0 +1,136 @@
+//! Kernels whose results follow Rust's semantics for integer division, shifts, casts, `if` as
+//! a value, loops with `continue`, and shared memory, checked on the emulator against the same
+//! expressions evaluated on the host.
+
+mod common;
+
+use kernel_macros::kernel;
+use kernel_runtime::{Buffer, Device, LaunchConfig};
+
+#[kernel(crate = crate::common::paths)]
+pub fn semantics(x: &[f32], xi: &[i32], y: &mut [f32], yi: &mut [i32], yu: &mut [u32], n: u32) {
+    let i = block_idx().x * block_dim().x + thread_idx().x;
+    if i >= n {
+        return;
+    }
+    let a = xi[i];
+    let v = x[i];
+    yi[i * 4] = a / 3 + a % 5;
+    yi[i * 4 + 1] = (a >> 2) ^ (a << 1);
+    yi[i * 4 + 2] = v as i32;
+    yi[i * 4 + 3] = if a > 0 { a } else { -a };
+    yu[i * 2] = (a as u32) >> 3;
+    yu[i * 2 + 1] = {
+        let mut s = 0;
+        for k in 0..(i % 7) {
+            if k == 2 {
+                continue;
+            }
+            s += k;
+        }
+        s
+    };
+    y[i * 2] = if v > 0.0 { v.sqrt() } else { v * v };
+    y[i * 2 + 1] = (a as f32) * 0.5 + v.floor();
+}
+
+/// Reverses each block's 64 elements through shared memory.
+#[kernel(crate = crate::common::paths, block = 64)]
+pub fn reverse_in_block(x: &[u32], y: &mut [u32]) {
+    let buf = shared_array::<u32, 64>();
+    let t = thread_idx().x;
+    let base = block_idx().x * 64;
+    buf[t] = x[base + t];
+    sync_threads();
+    y[base + t] = buf[63 - t];
+}
+
+fn host(i: u32, a: i32, v: f32) -> ([i32; 4], [u32; 2], [f32; 2]) {
+    let s: u32 = (0..i % 7).filter(|&k| k != 2).sum();
+    (
+        [
+            a / 3 + a % 5,
+            (a >> 2) ^ (a << 1),
+            v as i32,
+            if a > 0 { a } else { -a },
+        ],
+        [(a as u32) >> 3, s],
+        [
+            if v > 0.0 { v.sqrt() } else { v * v },
+            (a as f32) * 0.5 + v.floor(),
+        ],
+    )
+}
+
+#[test]
+fn integer_float_and_control_flow_semantics_match_rust() -> Result<(), kernel_runtime::Error> {
+    let stream = Device::emulator().stream()?;
+    let n = 300u32;
+    let mut seed = 7u64;
+    let mut next = || {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 33) as u32
+    };
+    let xi: Vec<i32> = (0..n).map(|_| (next() as i32 % 20001) - 10000).collect();
+    let x: Vec<f32> = (0..n)
+        .map(|k| {
+            if k % 10 == 0 {
+                3.0e9
+            } else {
+                (next() % 20000) as f32 / 100.0 - 100.0
+            }
+        })
+        .collect();
+    let dx = Buffer::from_host(&stream, &x)?;
+    let dxi = Buffer::from_host(&stream, &xi)?;
+    let mut y = Buffer::from_host(&stream, &vec![f32::NAN; 2 * n as usize])?;
+    let mut yi = Buffer::from_host(&stream, &vec![i32::MIN; 4 * n as usize])?;
+    let mut yu = Buffer::from_host(&stream, &vec![u32::MAX; 2 * n as usize])?;
+    semantics(
+        &stream,
+        LaunchConfig::for_elements(n, 64),
+        &dx,
+        &dxi,
+        &mut y,
+        &mut yi,
+        &mut yu,
+        n,
+    )?;
+    let (y, yi, yu) = (
+        y.to_host(&stream)?,
+        yi.to_host(&stream)?,
+        yu.to_host(&stream)?,
+    );
+    for i in 0..n as usize {
+        let (ei, eu, ef) = host(i as u32, xi[i], x[i]);
+        assert_eq!(
+            &yi[i * 4..i * 4 + 4],
+            &ei,
+            "ints at {i} (a = {}, v = {})",
+            xi[i],
+            x[i]
+        );
+        assert_eq!(&yu[i * 2..i * 2 + 2], &eu, "uints at {i}");
+        assert_eq!(y[i * 2].to_bits(), ef[0].to_bits(), "sqrt/square at {i}");
+        assert_eq!(y[i * 2 + 1].to_bits(), ef[1].to_bits(), "floor at {i}");
+    }
+    Ok(())
+}
+
+#[test]
+fn shared_memory_reverses_each_block() -> Result<(), kernel_runtime::Error> {
+    let stream = Device::emulator().stream()?;
+    let x: Vec<u32> = (0..256u32).map(|k| k.wrapping_mul(2654435761)).collect();
+    let dx = Buffer::from_host(&stream, &x)?;
+    let mut y = Buffer::from_host(&stream, &vec![0xDEAD_BEEF; 256])?;
+    reverse_in_block(&stream, LaunchConfig::linear(4, 64), &dx, &mut y)?;
+    let y = y.to_host(&stream)?;
+    for b in 0..4 {
+        for t in 0..64 {
+            assert_eq!(y[b * 64 + t], x[b * 64 + 63 - t]);
+        }
+    }
+    Ok(())
+}
