@@ -20,7 +20,7 @@
 //! Integer, bit and predicate instructions at every width (carry chains included); f32/f64
 //! arithmetic with `.rn/.rz/.rm/.rp`, `.ftz`, `.sat`; f16/bf16 scalar and packed arithmetic;
 //! `cvt` between all scalar types with every rounding mode, packed `cvt.rn.{bf16,f16}x2.f32`,
-//! `.relu`, `.satfinite`, tf32; the `.approx` transcendentals (computed in f64: within the
+//! `.relu`, `.satfinite`, tf32, FP8 pairs (`.e4m3x2`, `.e5m2x2` from f32 or f16x2 and back); the `.approx` transcendentals (computed in f64: within the
 //! documented hardware error); `ld`/`st` in every state space and generic addressing
 //! (`.v2/.v4`, `.nc`, cache hints ignored); atomics and reductions on global and shared memory;
 //! `cp.async` with zero-fill, deferred until `wait_group`/`wait_all`; `bar.sync`/`bar.arrive`/
@@ -29,7 +29,7 @@
 //! device-function calls; module `.global` and `.const` variables.
 //!
 //! Not emulated (reported as [`Error::Unsupported`]): `wgmma`, `wmma`, TMA (`cp.async.bulk`),
-//! textures and surfaces, indirect calls, recursion, fp8 conversions.
+//! textures and surfaces, indirect calls, recursion.
 //!
 //! Deliberately strict: a `bar.sync` that some thread exited before reaching is an error, as is
 //! a warp collective whose member mask names an exited lane (undefined behaviour on a GPU).

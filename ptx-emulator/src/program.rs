@@ -414,6 +414,30 @@ pub(crate) enum Op {
         a: Slot,
         b: Slot,
     },
+    /// `cvt.rn.satfinite{.relu}.{e4m3x2,e5m2x2}.f32 d, a, b`: `a` to the high byte.
+    CvtToFp8Pair {
+        to: crate::numerics::Fp8,
+        satfinite: bool,
+        relu: bool,
+        d: Slot,
+        a: Slot,
+        b: Slot,
+    },
+    /// `cvt.rn.satfinite{.relu}.{e4m3x2,e5m2x2}.f16x2 d, a`.
+    CvtHalf2ToFp8Pair {
+        to: crate::numerics::Fp8,
+        satfinite: bool,
+        relu: bool,
+        d: Slot,
+        a: Slot,
+    },
+    /// `cvt.rn{.relu}.f16x2.{e4m3x2,e5m2x2} d, a`.
+    CvtFp8PairToHalf2 {
+        from: crate::numerics::Fp8,
+        relu: bool,
+        d: Slot,
+        a: Slot,
+    },
     /// `cvta{.to}.space`: adds (`to_generic`) or removes the space's window base.
     Cvta {
         to_generic: bool,

@@ -317,3 +317,92 @@ fn double_precision_arithmetic_and_conversions() {
         );
     }
 }
+
+/// Every finite E4M3 value by bit pattern (positive half).
+fn e4m3_values() -> Vec<f64> {
+    (0u8..0x7f)
+        .map(|b| {
+            let e = (b >> 3) as i32;
+            let m = (b & 7) as f64;
+            if e == 0 {
+                m / 8.0 * 2f64.powi(-6)
+            } else {
+                (1.0 + m / 8.0) * 2f64.powi(e - 7)
+            }
+        })
+        .collect()
+}
+
+/// Nearest E4M3 bits by search, ties to the even pattern, saturating at 448.
+fn e4m3_nearest(v: f32) -> u8 {
+    let values = e4m3_values();
+    let a = (v.abs() as f64).min(448.0);
+    let mut best = 0usize;
+    for (i, &x) in values.iter().enumerate() {
+        let (d, db) = ((x - a).abs(), (values[best] - a).abs());
+        if d < db || (d == db && i % 2 == 0) {
+            best = i;
+        }
+    }
+    best as u8 | if v < 0.0 { 0x80 } else { 0 }
+}
+
+#[test]
+fn fp8_e4m3_pairs_round_to_nearest_and_widen_exactly_to_f16() {
+    let source = ptx(r#"
+.visible .entry fp8(.param .u64 in, .param .u64 out)
+{
+	.reg .b16 	%rs<3>;
+	.reg .b32 	%r<4>;
+	.reg .f32 	%f<3>;
+	.reg .b64 	%rd<6>;
+	ld.param.u64 	%rd1, [in];
+	ld.param.u64 	%rd2, [out];
+	mov.u32 	%r1, %tid.x;
+	mul.wide.u32 	%rd3, %r1, 8;
+	add.s64 	%rd4, %rd1, %rd3;
+	ld.global.v2.f32 	{%f1, %f2}, [%rd4];
+	cvt.rn.satfinite.e4m3x2.f32 	%rs1, %f1, %f2;
+	cvt.rn.f16x2.e4m3x2 	%r2, %rs1;
+	cvt.u32.u16 	%r3, %rs1;
+	add.s64 	%rd5, %rd2, %rd3;
+	st.global.v2.u32 	[%rd5], {%r3, %r2};
+	ret;
+}
+"#);
+    let mut rng = Rng::new(93);
+    let n = 256;
+    let mut x: Vec<f32> = (0..2 * n)
+        .map(|_| rng.f32_in(-500.0, 500.0) / (1 << (rng.next_u32() % 12)) as f32)
+        .collect();
+    x[0] = 1.0625;
+    x[1] = 1e6;
+    let mut mem = GlobalMemory::new();
+    let dx = mem.alloc_f32(&x);
+    let dout = poisoned_u32(&mut mem, 2 * n);
+    launch(
+        &source,
+        "fp8",
+        LaunchConfig::linear(1, n as u32),
+        &[ArgValue::Ptr(dx), ArgValue::Ptr(dout)],
+        &mut mem,
+    )
+    .unwrap();
+    let out = mem.read_u32(dout, 2 * n).unwrap();
+    let values = e4m3_values();
+    for t in 0..n {
+        let (hi, lo) = (e4m3_nearest(x[2 * t]), e4m3_nearest(x[2 * t + 1]));
+        assert_eq!(
+            out[2 * t],
+            (hi as u32) << 8 | lo as u32,
+            "inputs {} {}",
+            x[2 * t],
+            x[2 * t + 1]
+        );
+        let widen = |b: u8| {
+            let v = values[(b & 0x7f) as usize];
+            exact_f16_bits(if b & 0x80 != 0 { -v as f32 } else { v as f32 }) as u32
+        };
+        assert_eq!(out[2 * t + 1], widen(hi) << 16 | widen(lo), "widening {t}");
+    }
+}

@@ -3,6 +3,7 @@
 
 use super::operands::{Frame, Kind};
 use crate::error::Error;
+use crate::numerics::Fp8;
 use crate::numerics::{
     Approx, CvtMode, CvtRounding, CvtType, FloatMode, Half, PrmtMode, RoundedOp, Rounding as R,
 };
@@ -733,6 +734,48 @@ pub(crate) fn cvt(frame: &mut Frame, inst: &Instruction) -> Result<Op, Error> {
         satfinite: inst.has_flag(Flag::Satfinite),
     };
     let d = frame.dst(&ops[0])?;
+    let fp8 = |t: Type| match t {
+        Type::E4m3x2 => Some(Fp8::E4m3),
+        Type::E5m2x2 => Some(Fp8::E5m2),
+        _ => None,
+    };
+    if let Some(to) = fp8(tys[0]) {
+        return match tys[1] {
+            Type::F32 => {
+                let ops = operands(frame, inst, 3)?;
+                let a = frame.src(&ops[1], Kind::F32)?;
+                let b = frame.src(&ops[2], Kind::F32)?;
+                Ok(Op::CvtToFp8Pair {
+                    to,
+                    satfinite: mode.satfinite,
+                    relu: mode.relu,
+                    d,
+                    a,
+                    b,
+                })
+            }
+            Type::F16x2 => {
+                let a = frame.src(&ops[1], Kind::Int(W::B32))?;
+                Ok(Op::CvtHalf2ToFp8Pair {
+                    to,
+                    satfinite: mode.satfinite,
+                    relu: mode.relu,
+                    d,
+                    a,
+                })
+            }
+            other => Err(frame.unsupported(format!("conversion from .{other} to fp8"))),
+        };
+    }
+    if let (Type::F16x2, Some(from)) = (tys[0], fp8(tys[1])) {
+        let a = frame.src(&ops[1], Kind::Int(W::B16))?;
+        return Ok(Op::CvtFp8PairToHalf2 {
+            from,
+            relu: mode.relu,
+            d,
+            a,
+        });
+    }
     if matches!(tys[0], Type::F16x2 | Type::Bf16x2) {
         if tys[1] != Type::F32 {
             return Err(frame.unsupported("packed conversion from a type other than f32"));

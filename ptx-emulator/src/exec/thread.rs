@@ -712,6 +712,39 @@ pub(crate) fn run(
                 d,
                 a,
             } => r!(d) = convert(r!(a), from, to, mode),
+            Op::CvtToFp8Pair {
+                to,
+                satfinite,
+                relu,
+                d,
+                a,
+                b,
+            } => {
+                let x = |s: u32| f32::from_bits(regs[s as usize] as u32) as f64;
+                let hi = to.from_f64(x(a), satfinite, relu) as u64;
+                let lo = to.from_f64(x(b), satfinite, relu) as u64;
+                r!(d) = hi << 8 | lo;
+            }
+            Op::CvtHalf2ToFp8Pair {
+                to,
+                satfinite,
+                relu,
+                d,
+                a,
+            } => {
+                let v = r!(a);
+                let lane = |h: u64| to.from_f64(Half::F16.to_f64(h as u16), satfinite, relu) as u64;
+                r!(d) = lane(v >> 16) << 8 | lane(v & 0xffff);
+            }
+            Op::CvtFp8PairToHalf2 { from, relu, d, a } => {
+                let v = r!(a);
+                let lane = |b: u64| {
+                    let x = from.to_f64(b as u8);
+                    let x = if relu && x < 0.0 { 0.0 } else { x };
+                    Half::F16.from_f64(x, crate::numerics::Rounding::NearestEven) as u64
+                };
+                r!(d) = lane(v >> 8) << 16 | lane(v & 0xff);
+            }
             Op::CvtPack { to, mode, d, a, b } => {
                 r!(d) = pack_half2_from_f32(
                     f32::from_bits(r!(a) as u32),
