@@ -20,12 +20,13 @@
 //! Integer, bit and predicate instructions at every width (carry chains included); f32/f64
 //! arithmetic with `.rn/.rz/.rm/.rp`, `.ftz`, `.sat`; f16/bf16 scalar and packed arithmetic;
 //! `cvt` between all scalar types with every rounding mode, packed `cvt.rn.{bf16,f16}x2.f32`,
-//! `.relu`, `.satfinite`, tf32, FP8 pairs (`.e4m3x2`, `.e5m2x2` from f32 or f16x2 and back); the `.approx` transcendentals (computed in f64: within the
-//! documented hardware error); `ld`/`st` in every state space and generic addressing
-//! (`.v2/.v4`, `.nc`, cache hints ignored); atomics and reductions on global and shared memory;
-//! `cp.async` with zero-fill, deferred until `wait_group`/`wait_all`; `bar.sync`/`bar.arrive`/
-//! `bar.red`; `mma.sync` m16n8k8/m16n8k16 (f16, bf16), m16n8k8/m16n8k4 (tf32), m16n8k32
-//! (s8/u8); `mbarrier` (a thread whose wait is not yet satisfied gives way to the others);
+//! `.relu`, `.satfinite`, tf32, FP8 pairs (`.e4m3x2`, `.e5m2x2`, from f32 or f16x2 and back);
+//! the `.approx` transcendentals (computed in f64: within the documented hardware error);
+//! `ld`/`st` in every state space and generic addressing (`.v2/.v4`, `.nc`, cache hints
+//! ignored); atomics and reductions on global and shared memory; `cp.async` with zero-fill,
+//! deferred until `wait_group`/`wait_all`; `bar.sync`/`bar.arrive`/`bar.red`; `mma.sync`
+//! m16n8k8/m16n8k16 (f16, bf16), m16n8k8/m16n8k4 (tf32), m16n8k32 (s8/u8); `ldmatrix`,
+//! `stmatrix`; `mbarrier` (a thread whose wait is not yet satisfied gives way to the others);
 //! device-function calls; module `.global` and `.const` variables.
 //!
 //! Not emulated (reported as [`Error::Unsupported`]): `wgmma`, `wmma`, TMA (`cp.async.bulk`),
