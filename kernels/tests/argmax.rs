@@ -68,3 +68,12 @@ fn a_short_index_buffer_is_an_error() {
         "{err}"
     );
 }
+
+#[test]
+fn a_row_of_negative_infinity_reports_column_zero() {
+    let s = stream();
+    let (logits, _) = upload::<Bf16>(&s, &vec![f32::NEG_INFINITY; 2 * 40]);
+    let mut index = Buffer::from_host(&s, &[7u32, 7]).unwrap();
+    argmax(&s, &logits, &mut index, 2, 40).unwrap();
+    assert_eq!(index.to_host(&s).unwrap(), vec![0, 0]);
+}

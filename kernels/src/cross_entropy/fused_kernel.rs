@@ -6,12 +6,13 @@
 //! `loss[1]` by the counting kernel. Ignored rows get loss 0 and gradient 0; a target outside
 //! `0..cols` that is not the ignore index gets NaN for both, so the mistake shows.
 
-use crate::codegen::rows::{for_each_row, for_overflow, held, held_chunks, GroupSum, Row};
+use crate::codegen::rows::{for_each_row, held, held_chunks, GroupSum, Row};
 use crate::codegen::tensor::tensor_param;
 use crate::rowwise::index::{chunk_start, chunks, element};
 use crate::rowwise::online::{combine, fold};
 use crate::rowwise::reduce::GroupMax;
 use crate::rowwise::spec::RowSpec;
+use crate::rowwise::unroll::{for_chunk_groups, load_slots};
 use kernel_dsl::builder::{KernelBuilder, Value};
 use kernel_dsl::dtype::{F32, S32, U32};
 use kernel_dsl::ir::Kernel;
@@ -84,10 +85,12 @@ pub(crate) fn cross_entropy_fused(spec: RowSpec) -> Kernel {
         let m = b.var(ninf);
         let s = b.var(zero);
         fold(b, m, s, &held_vals);
-        for_overflow(b, &row, nchunks, count, |b, c| {
-            let idx = element(b, base, c, width);
-            let vals = scaled(b, idx);
-            fold(b, m, s, &vals);
+        for_chunk_groups(b, &row, count, nchunks, width, |b, slots| {
+            let loaded = load_slots(b, slots, width, f32::NEG_INFINITY, |b, c| {
+                let idx = element(b, base, c, width);
+                scaled(b, idx)
+            });
+            fold(b, m, s, &loaded.concat());
         });
         let (top, total) = combine(b, &maxer, &summer, m, s);
         let log_total = b.approx(ApproxFn::Lg2, total);
@@ -128,10 +131,17 @@ pub(crate) fn cross_entropy_fused(spec: RowSpec) -> Kernel {
         for (c, active, idx, vars) in &kept {
             b.if_(*active, |b| write(b, *c, *idx, vars));
         }
-        for_overflow(b, &row, nchunks, count, |b, c| {
-            let idx = element(b, base, c, width);
-            let vals = scaled(b, idx);
-            write(b, c, idx, &vals);
+        for_chunk_groups(b, &row, count, nchunks, width, |b, slots| {
+            let loaded = load_slots(b, slots, width, 0.0, |b, c| {
+                let idx = element(b, base, c, width);
+                scaled(b, idx)
+            });
+            for (&(c, active), vals) in slots.iter().zip(loaded) {
+                b.if_(active, |b| {
+                    let idx = element(b, base, c, width);
+                    write(b, c, idx, &vals);
+                });
+            }
         });
     });
     b.finish()

@@ -9,3 +9,4 @@ pub(crate) mod online;
 pub(crate) mod reduce;
 pub(crate) mod shape;
 pub(crate) mod spec;
+pub(crate) mod unroll;

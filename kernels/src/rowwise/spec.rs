@@ -5,7 +5,7 @@ use crate::codegen::tensor::Access;
 use crate::Storage;
 
 /// The most threads a row's CTA gets: half the hardware limit, so kernels that keep a row in
-/// registers (up to about 90 per thread at every target) always fit on an SM.
+/// registers (under 100 per thread at every target, ptxas reports) always fit on an SM.
 pub(crate) const MAX_ROW_THREADS: u32 = 512;
 
 /// Storage type × memory access × row group.

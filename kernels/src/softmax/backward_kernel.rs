@@ -1,10 +1,11 @@
 //! Softmax backward: with `y = softmax(scale · x)`, `dx = scale · y ⊙ (dy − ⟨y, dy⟩)`.
 //! Masked entries have `y = 0`, so they get `dx = 0` without the mask being passed again.
 
-use crate::codegen::rows::{for_each_row, for_overflow, held, held_chunks, GroupSum, Row};
+use crate::codegen::rows::{for_each_row, held, held_chunks, GroupSum, Row};
 use crate::codegen::tensor::tensor_param;
 use crate::rowwise::index::{chunks, element};
 use crate::rowwise::spec::RowSpec;
+use crate::rowwise::unroll::{for_chunk_groups, load_slots};
 use kernel_dsl::builder::{KernelBuilder, Value};
 use kernel_dsl::dtype::{F32, U32};
 use kernel_dsl::ir::Kernel;
@@ -50,13 +51,20 @@ pub(crate) fn softmax_backward(spec: RowSpec) -> Kernel {
             }
             kept.push((active, idx, ys, gs));
         }
-        for_overflow(b, &row, nchunks, count, |b, c| {
+        // Each overflow chunk loads as `y` then `dy`, `2·width` values.
+        let both = |b: &mut KernelBuilder, c| {
             let idx = element(b, base, c, width);
-            let yv = y.load_n(b, idx, access);
-            let gv = dy.load_n(b, idx, access);
-            for (&yk, &gk) in yv.iter().zip(&gv) {
-                let t = b.fma(yk, gk, dot);
-                b.assign(dot, t);
+            let mut v = y.load_n(b, idx, access);
+            v.extend(dy.load_n(b, idx, access));
+            v
+        };
+        let w = width as usize;
+        for_chunk_groups(b, &row, count, nchunks, 2 * width, |b, slots| {
+            for vals in load_slots(b, slots, 2 * width, 0.0, both) {
+                for k in 0..w {
+                    let t = b.fma(vals[k], vals[w + k], dot);
+                    b.assign(dot, t);
+                }
             }
         });
         let total = summer.sum(b, &[dot])[0];
@@ -76,11 +84,14 @@ pub(crate) fn softmax_backward(spec: RowSpec) -> Kernel {
         for (active, idx, ys, gs) in &kept {
             b.if_(*active, |b| write(b, *idx, ys, gs));
         }
-        for_overflow(b, &row, nchunks, count, |b, c| {
-            let idx = element(b, base, c, width);
-            let yv = y.load_n(b, idx, access);
-            let gv = dy.load_n(b, idx, access);
-            write(b, idx, &yv, &gv);
+        for_chunk_groups(b, &row, count, nchunks, 2 * width, |b, slots| {
+            let loaded = load_slots(b, slots, 2 * width, 0.0, both);
+            for (&(c, active), vals) in slots.iter().zip(loaded) {
+                b.if_(active, |b| {
+                    let idx = element(b, base, c, width);
+                    write(b, idx, &vals[..w], &vals[w..]);
+                });
+            }
         });
     });
     b.finish()

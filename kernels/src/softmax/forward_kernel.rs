@@ -6,12 +6,13 @@
 //! reads them, then the group agrees on the row maximum `M`, rescales its partial sums to it,
 //! sums them, and writes from registers (overflow chunks are read again).
 
-use crate::codegen::rows::{for_each_row, for_overflow, held, held_chunks, GroupSum, Row};
+use crate::codegen::rows::{for_each_row, held, held_chunks, GroupSum, Row};
 use crate::codegen::tensor::{tensor_param, Tensor};
 use crate::rowwise::index::{chunk_start, chunks, element};
 use crate::rowwise::online::{combine, fold};
 use crate::rowwise::reduce::GroupMax;
 use crate::rowwise::spec::RowSpec;
+use crate::rowwise::unroll::{for_chunk_groups, load_slots};
 use kernel_dsl::builder::{KernelBuilder, Value};
 use kernel_dsl::dtype::{F32, U32};
 use kernel_dsl::ir::Kernel;
@@ -100,11 +101,13 @@ pub(crate) fn softmax_forward(spec: RowSpec) -> Kernel {
         let m = b.var(ninf);
         let s = b.var(zero);
         fold(b, m, s, &held_vals);
-        for_overflow(b, &row, nchunks, count, |b, c| {
-            let idx = element(b, base, c, width);
-            let col0 = chunk_start(b, c, width);
-            let vals = chunk.load(b, idx, col0, limit);
-            fold(b, m, s, &vals);
+        for_chunk_groups(b, &row, count, nchunks, width, |b, slots| {
+            let loaded = load_slots(b, slots, width, f32::NEG_INFINITY, |b, c| {
+                let idx = element(b, base, c, width);
+                let col0 = chunk_start(b, c, width);
+                chunk.load(b, idx, col0, limit)
+            });
+            fold(b, m, s, &loaded.concat());
         });
 
         let (top, total) = combine(b, &maxer, &summer, m, s);
@@ -125,11 +128,18 @@ pub(crate) fn softmax_forward(spec: RowSpec) -> Kernel {
         for (active, idx, vars) in &kept {
             b.if_(*active, |b| write(b, *idx, vars));
         }
-        for_overflow(b, &row, nchunks, count, |b, c| {
-            let idx = element(b, base, c, width);
-            let col0 = chunk_start(b, c, width);
-            let vals = chunk.load(b, idx, col0, limit);
-            write(b, idx, &vals);
+        for_chunk_groups(b, &row, count, nchunks, width, |b, slots| {
+            let loaded = load_slots(b, slots, width, 0.0, |b, c| {
+                let idx = element(b, base, c, width);
+                let col0 = chunk_start(b, c, width);
+                chunk.load(b, idx, col0, limit)
+            });
+            for (&(c, active), vals) in slots.iter().zip(loaded) {
+                b.if_(active, |b| {
+                    let idx = element(b, base, c, width);
+                    write(b, idx, &vals);
+                });
+            }
         });
     });
     b.finish()

@@ -1,0 +1,68 @@
+//! Overflow loops that keep several loads in flight: each iteration visits
+//! [`UNROLL_ELEMS`]` / width` chunks of the thread's share of a row and issues all their loads
+//! before using any, so a thread streaming a very wide row (a vocabulary) hides memory latency.
+
+use crate::codegen::rows::Row;
+use kernel_dsl::builder::{KernelBuilder, Value};
+use kernel_dsl::dtype::{Pred, F32, U32};
+use kernel_dsl::op::Cmp;
+
+/// Elements a thread loads per iteration of an overflow loop.
+pub(crate) const UNROLL_ELEMS: u32 = 16;
+
+/// One chunk of an unrolled iteration: its index and whether it lies inside the row.
+pub(crate) type Slot = (Value<U32>, Value<Pred>);
+
+/// Runs `body` over this thread's chunks `lane + k·width` for `k ≥ first`, below `nchunks`,
+/// [`UNROLL_ELEMS`]` / elems_per_chunk` of them per iteration (in increasing order).
+pub(crate) fn for_chunk_groups(
+    b: &mut KernelBuilder,
+    row: &Row,
+    first: u32,
+    nchunks: Value<U32>,
+    elems_per_chunk: u32,
+    body: impl FnOnce(&mut KernelBuilder, &[Slot]),
+) {
+    let unroll = (UNROLL_ELEMS / elems_per_chunk).max(1);
+    let k = b.const_u32(first);
+    let start = b.mad(k, row.width, row.lane);
+    let u = b.const_u32(unroll);
+    let step = b.mul(row.width, u);
+    b.for_range(start, nchunks, step, |b, c| {
+        let slots: Vec<Slot> = (0..unroll)
+            .map(|i| {
+                let ci = if i == 0 {
+                    c
+                } else {
+                    let i = b.const_u32(i);
+                    b.mad(i, row.width, c)
+                };
+                (ci, b.setp(Cmp::Lt, ci, nchunks))
+            })
+            .collect();
+        body(b, &slots)
+    });
+}
+
+/// Loads every active slot with `load` (all loads before any use); inactive slots hold `fill`.
+pub(crate) fn load_slots(
+    b: &mut KernelBuilder,
+    slots: &[Slot],
+    elems_per_chunk: u32,
+    fill: f32,
+    load: impl Fn(&mut KernelBuilder, Value<U32>) -> Vec<Value<F32>>,
+) -> Vec<Vec<Value<F32>>> {
+    let f = b.const_f32(fill);
+    slots
+        .iter()
+        .map(|&(c, active)| {
+            let vars: Vec<Value<F32>> = (0..elems_per_chunk).map(|_| b.var(f)).collect();
+            b.if_(active, |b| {
+                for (&var, v) in vars.iter().zip(load(b, c)) {
+                    b.assign(var, v);
+                }
+            });
+            vars
+        })
+        .collect()
+}
