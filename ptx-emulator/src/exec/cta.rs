@@ -2,7 +2,8 @@
 //! collectives run when every lane in their member mask has reached them; a barrier opens when
 //! every thread it waits for has arrived. Anything else is a deadlock, reported as an error.
 
-use super::thread::{self, Ctx, Fault, FaultKind, Status, Thread};
+use super::context::Ctx;
+use super::thread::{self, Fault, FaultKind, Status, Thread};
 use super::warp::{self, Regs};
 use crate::error::{Error, Nearest, Site};
 use crate::program::{BarRedOp, Op, Space, NO_SLOT};

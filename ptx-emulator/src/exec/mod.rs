@@ -2,7 +2,11 @@
 //! fresh shared memory, per-thread registers and local memory.
 
 pub(crate) mod alu;
+mod async_copy;
+mod atomics;
+mod context;
 mod cta;
+mod mbarrier;
 pub(crate) mod mma;
 pub(crate) mod spaces;
 pub(crate) mod thread;
@@ -12,9 +16,10 @@ use crate::error::Error;
 use crate::memory::GlobalMemory;
 use crate::program::Kernel;
 use crate::LaunchConfig;
+use context::Ctx;
 use ptx_parser::{Dim, SpecialReg, SpecialScalar, SpecialVector};
 use spaces::SharedMem;
-use thread::{Ctx, Thread};
+use thread::Thread;
 
 fn component(v: [u32; 3], d: Dim) -> u64 {
     (match d {

@@ -1,7 +1,8 @@
 //! Warp-collective instructions, executed once for all the lanes that take part.
 
+use super::context::Ctx;
 use super::mma;
-use super::thread::{Ctx, FaultKind};
+use super::thread::FaultKind;
 use crate::error::Access;
 use crate::program::{Collective, MmaKind, ReduxOp, ShflMode, Space, VoteMode};
 

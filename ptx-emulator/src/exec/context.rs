@@ -1,0 +1,244 @@
+//! What a running thread can reach, and memory access through it: bounds, alignment, generic
+//! addressing, the shared-memory written-bytes record, local memory.
+
+use super::spaces::{resolve_generic, to_generic, SharedMem};
+use super::thread::FaultKind;
+use crate::error::Access;
+use crate::memory::GlobalMemory;
+use crate::program::{Elem, Kernel, MemRef, Space};
+
+/// What a running thread can reach.
+pub(crate) struct Ctx<'a> {
+    pub kernel: &'a Kernel,
+    pub global: &'a mut GlobalMemory,
+    pub shared: &'a mut SharedMem,
+    /// Every thread's local memory, `kernel.local_bytes` each.
+    pub local: &'a mut [u8],
+    pub params: &'a [u8],
+    pub limit: u64,
+    pub check_shared_init: bool,
+    /// Counts events other threads can observe (stores, atomics, exits, collectives), so a
+    /// round of spin-waits with no progress is recognised as a deadlock.
+    pub progress: u64,
+    pub block_threads: u32,
+}
+
+/// Little-endian value of 1, 2, 4 or 8 bytes (fixed-size reads: no `memcpy` call).
+#[inline]
+pub(crate) fn le(bytes: &[u8]) -> u64 {
+    match *bytes {
+        [a] => a as u64,
+        [a, b] => u16::from_le_bytes([a, b]) as u64,
+        [a, b, c, d] => u32::from_le_bytes([a, b, c, d]) as u64,
+        [a, b, c, d, e, f, g, h] => u64::from_le_bytes([a, b, c, d, e, f, g, h]),
+        _ => {
+            let mut v = [0u8; 8];
+            let n = bytes.len().min(8);
+            v[..n].copy_from_slice(&bytes[..n]);
+            u64::from_le_bytes(v)
+        }
+    }
+}
+
+/// Stores the low `out.len()` bytes of `v` little-endian.
+#[inline]
+pub(crate) fn put_le(out: &mut [u8], v: u64) {
+    match out.len() {
+        1 => out[0] = v as u8,
+        2 => out.copy_from_slice(&(v as u16).to_le_bytes()),
+        4 => out.copy_from_slice(&(v as u32).to_le_bytes()),
+        8 => out.copy_from_slice(&v.to_le_bytes()),
+        n => out.copy_from_slice(&v.to_le_bytes()[..n.min(8)]),
+    }
+}
+
+#[inline]
+pub(crate) fn extend(v: u64, elem: Elem) -> u64 {
+    if !elem.signed {
+        return v;
+    }
+    match elem.bytes {
+        1 => v as i8 as i64 as u64,
+        2 => v as i16 as i64 as u64,
+        4 => v as i32 as i64 as u64,
+        _ => v,
+    }
+}
+
+#[inline]
+pub(crate) fn effective(regs: &[u64], at: &MemRef) -> u64 {
+    regs[at.base as usize].wrapping_add(at.offset as u64)
+}
+
+impl Ctx<'_> {
+    /// The bytes an access touches, checked for bounds and alignment; shared-memory reads are
+    /// checked for having been written, and shared-memory writes are recorded.
+    #[inline]
+    pub(crate) fn bytes(
+        &mut self,
+        space: Space,
+        addr: u64,
+        size: u32,
+        thread: usize,
+        access: Access,
+    ) -> Result<&mut [u8], FaultKind> {
+        let oob = FaultKind::OutOfBounds {
+            space,
+            access,
+            addr,
+            size,
+        };
+        match space {
+            Space::Global | Space::Generic => self.global.bytes_mut(addr, size as u64).ok_or(oob),
+            Space::Shared => {
+                let start = addr as usize;
+                let end = start.saturating_add(size as usize);
+                if end > self.shared.bytes.len() {
+                    return Err(oob);
+                }
+                let written = &mut self.shared.written[start..end];
+                match access {
+                    Access::Store => written.fill(true),
+                    Access::Load | Access::Atomic => {
+                        let unwritten = if self.check_shared_init {
+                            written.iter().position(|w| !w)
+                        } else {
+                            None
+                        };
+                        if let Some(i) = unwritten {
+                            return Err(FaultKind::Uninitialized {
+                                addr: addr + i as u64,
+                            });
+                        }
+                        if access == Access::Atomic {
+                            written.fill(true);
+                        }
+                    }
+                }
+                Ok(&mut self.shared.bytes[start..end])
+            }
+            Space::Local => {
+                let per = self.kernel.local_bytes as usize;
+                let start = addr as usize;
+                if start.saturating_add(size as usize) > per {
+                    return Err(oob);
+                }
+                let base = thread * per + start;
+                Ok(&mut self.local[base..base + size as usize])
+            }
+            Space::Const => Err(oob),
+        }
+    }
+
+    /// Resolves generic addresses and checks alignment.
+    #[inline]
+    fn place(
+        &self,
+        space: Space,
+        addr: u64,
+        size: u32,
+        access: Access,
+    ) -> Result<(Space, u64), FaultKind> {
+        let (space, addr) = match space {
+            Space::Generic => resolve_generic(addr),
+            Space::Shared | Space::Local => (space, addr & 0xffff_ffff),
+            _ => (space, addr),
+        };
+        if addr & (size as u64 - 1) != 0 {
+            return Err(FaultKind::Misaligned {
+                access,
+                addr: to_generic(space, addr),
+                size,
+            });
+        }
+        Ok((space, addr))
+    }
+
+    /// Reads `size` (at most 16) bytes.
+    #[inline]
+    pub(crate) fn read(
+        &mut self,
+        space: Space,
+        addr: u64,
+        size: u32,
+        thread: usize,
+        access: Access,
+    ) -> Result<[u8; 16], FaultKind> {
+        let (space, addr) = self.place(space, addr, size, access)?;
+        let mut out = [0u8; 16];
+        if space == Space::Const {
+            let start = addr as usize;
+            let data = &self.kernel.const_data;
+            let src = data.get(start..start.saturating_add(size as usize)).ok_or(
+                FaultKind::OutOfBounds {
+                    space,
+                    access,
+                    addr,
+                    size,
+                },
+            )?;
+            out[..size as usize].copy_from_slice(src);
+            return Ok(out);
+        }
+        let src = self.bytes(space, addr, size, thread, access)?;
+        out[..size as usize].copy_from_slice(src);
+        Ok(out)
+    }
+
+    #[inline]
+    pub(crate) fn write(
+        &mut self,
+        space: Space,
+        addr: u64,
+        data: &[u8],
+        thread: usize,
+    ) -> Result<(), FaultKind> {
+        let (space, addr) = self.place(space, addr, data.len() as u32, Access::Store)?;
+        self.bytes(space, addr, data.len() as u32, thread, Access::Store)?
+            .copy_from_slice(data);
+        Ok(())
+    }
+
+    pub(crate) fn check_range(
+        &mut self,
+        space: Space,
+        addr: u64,
+        size: u32,
+        thread: usize,
+        access: Access,
+    ) -> Result<(), FaultKind> {
+        let (space, addr) = self.place(space, addr, size, access)?;
+        if space == Space::Shared {
+            if (addr as usize).saturating_add(size as usize) > self.shared.bytes.len() {
+                return Err(FaultKind::OutOfBounds {
+                    space,
+                    access,
+                    addr,
+                    size,
+                });
+            }
+            return Ok(());
+        }
+        self.bytes(space, addr, size, thread, Access::Load)
+            .map(|_| ())
+    }
+
+    /// Copies (source, destination, length) ranges within thread `t`'s local memory.
+    pub(crate) fn copy_local(&mut self, t: usize, copies: &[(u32, u32, u32)]) {
+        let per = self.kernel.local_bytes as usize;
+        let mine = &mut self.local[t * per..(t + 1) * per];
+        for &(src, dst, len) in copies {
+            mine.copy_within(src as usize..(src + len) as usize, dst as usize);
+        }
+    }
+
+    pub(crate) fn activemask(&self, t: usize) -> u32 {
+        let warp_base = t / 32 * 32;
+        let lanes = (self.block_threads as usize - warp_base).min(32);
+        if lanes == 32 {
+            u32::MAX
+        } else {
+            (1u32 << lanes) - 1
+        }
+    }
+}
