@@ -1,0 +1,243 @@
+//! Filling one pipeline stage of a tensor-core GEMM: an operand's 128 × BK slab (64 bytes of
+//! k per row, whatever the element size) moved in 16-byte chunks, two per thread. With the
+//! vector flag set, chunks go by `cp.async` (zero-filled past the matrix edge, since the flags
+//! guarantee a chunk is wholly in or out); otherwise each element is loaded with its own
+//! bounds check and stored to shared memory synchronously. Shared rows are padded so
+//! `ldmatrix` and the fragment loads hit distinct banks.
+
+use super::matrix::Mat;
+use crate::codegen::bf16::imm;
+use kernel_dsl::builder::{KernelBuilder, Value};
+use kernel_dsl::dtype::{Pred, U16, U32};
+use kernel_dsl::ir::{AddrBase, Operand};
+use kernel_dsl::op::{CacheOp, Cmp, Op};
+use kernel_dsl::StateSpace;
+
+/// Rows (of m or n) of a CTA tile.
+pub(crate) const TILE_MN: u32 = 128;
+/// Bytes of k per slab row.
+pub(crate) const SLAB_K_BYTES: u32 = 64;
+/// Chunks (16 bytes) each thread moves per operand and stage.
+const CHUNKS_PER_THREAD: u32 = 2;
+pub(crate) const LOAD_THREADS: u32 = 256;
+
+/// The shared layout of one operand's slab.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SlabLayout {
+    pub k_contiguous: bool,
+    pub elem_bytes: u32,
+}
+
+impl SlabLayout {
+    /// k elements per slab.
+    pub(crate) const fn bk(self) -> u32 {
+        SLAB_K_BYTES / self.elem_bytes
+    }
+
+    /// Bytes between shared rows (rows are mn for k-contiguous operands, k otherwise).
+    pub(crate) const fn pitch(self) -> u32 {
+        if self.k_contiguous {
+            SLAB_K_BYTES + 16
+        } else if self.elem_bytes == 4 {
+            TILE_MN * 4 + 32
+        } else {
+            TILE_MN * self.elem_bytes + 16
+        }
+    }
+
+    /// Bytes of one slab in shared memory.
+    pub(crate) const fn bytes(self) -> u32 {
+        let rows = if self.k_contiguous {
+            TILE_MN
+        } else {
+            self.bk()
+        };
+        rows * self.pitch()
+    }
+
+    const fn chunks_per_row(self) -> u32 {
+        if self.k_contiguous {
+            SLAB_K_BYTES / 16
+        } else {
+            TILE_MN * self.elem_bytes / 16
+        }
+    }
+}
+
+/// A chunk at one slab: its first element's global index, its mn and k, its shared address.
+type ChunkAt = (Value<U32>, Value<U32>, Value<U32>, Value<U32>);
+
+/// One chunk a thread moves: where it sits in the slab and in shared memory.
+struct Chunk {
+    /// Row within the slab (mn for k-contiguous, k otherwise).
+    row: Value<U32>,
+    /// First element of the chunk along the row.
+    col: Value<U32>,
+    smem_rel: Value<U32>,
+}
+
+pub(crate) struct SlabLoader {
+    mat: Mat,
+    layout: SlabLayout,
+    ld: Value<U32>,
+    k: Value<U32>,
+    tile0: Value<U32>,
+    extent: Value<U32>,
+    vec_ok: Value<Pred>,
+    chunks: Vec<Chunk>,
+}
+
+impl SlabLoader {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        b: &mut KernelBuilder,
+        mat: Mat,
+        layout: SlabLayout,
+        tid: Value<U32>,
+        tile0: Value<U32>,
+        extent: Value<U32>,
+        ld: Value<U32>,
+        k: Value<U32>,
+        vec_ok: Value<Pred>,
+    ) -> SlabLoader {
+        let cpr = layout.chunks_per_row();
+        let per_chunk = 16 / layout.elem_bytes;
+        let chunks = (0..CHUNKS_PER_THREAD)
+            .map(|i| {
+                let off = b.const_u32(i * LOAD_THREADS);
+                let c = b.add(tid, off);
+                let row = b.shr(c, cpr.trailing_zeros());
+                let mask = b.const_u32(cpr - 1);
+                let q = b.and(c, mask);
+                let col = b.shl(q, per_chunk.trailing_zeros());
+                let pitch = b.const_u32(layout.pitch());
+                let q16 = b.shl(q, 4);
+                let smem_rel = b.mad(row, pitch, q16);
+                Chunk { row, col, smem_rel }
+            })
+            .collect();
+        SlabLoader {
+            mat,
+            layout,
+            ld,
+            k,
+            tile0,
+            extent,
+            vec_ok,
+            chunks,
+        }
+    }
+
+    /// Starts (or does) the loads of the slab at `k0` into the shared slab at `dst`.
+    pub(crate) fn issue(&self, b: &mut KernelBuilder, dst: Value<U32>, k0: Value<U32>) {
+        let per_chunk = 16 / self.layout.elem_bytes;
+        // Per chunk: global element index of its first element, its (mn, k) coordinates.
+        let coords: Vec<ChunkAt> = self
+            .chunks
+            .iter()
+            .map(|c| {
+                let (mn, kk) = if self.layout.k_contiguous {
+                    (b.add(self.tile0, c.row), b.add(k0, c.col))
+                } else {
+                    (b.add(self.tile0, c.col), b.add(k0, c.row))
+                };
+                let first = if self.layout.k_contiguous {
+                    b.mad(mn, self.ld, kk)
+                } else {
+                    b.mad(kk, self.ld, mn)
+                };
+                let sm = b.add(dst, c.smem_rel);
+                (first, mn, kk, sm)
+            })
+            .collect();
+        b.if_else(
+            self.vec_ok,
+            |b| {
+                for &(first, mn, kk, sm) in &coords {
+                    let mn_in = b.setp(Cmp::Lt, mn, self.extent);
+                    let k_in = b.setp(Cmp::Lt, kk, self.k);
+                    let sixteen = b.const_u32(16);
+                    let zero = b.const_u32(0);
+                    let part = b.selp(k_in, sixteen, zero);
+                    let bytes = b.selp(mn_in, part, zero);
+                    // Out-of-range chunks read nothing; point them at the matrix base.
+                    let idx = b.selp(mn_in, first, zero);
+                    let idx = b.selp(k_in, idx, zero);
+                    let src = self.mat.address(b, idx);
+                    b.inst(
+                        Op::CpAsync {
+                            cache: CacheOp::Cg,
+                            bytes: 16,
+                            zero_fill: true,
+                        },
+                        vec![],
+                        vec![
+                            Operand::Addr {
+                                base: AddrBase::Reg(sm.reg()),
+                                offset: 0,
+                            },
+                            Operand::Addr {
+                                base: AddrBase::Reg(src.reg()),
+                                offset: 0,
+                            },
+                            imm(16),
+                            bytes.reg().into(),
+                        ],
+                    );
+                }
+            },
+            |b| {
+                for &(first, mn, kk, sm) in &coords {
+                    for e in 0..per_chunk {
+                        let ec = b.const_u32(e);
+                        let (m_e, k_e) = if self.layout.k_contiguous {
+                            (mn, b.add(kk, ec))
+                        } else {
+                            (b.add(mn, ec), kk)
+                        };
+                        let mn_in = b.setp(Cmp::Lt, m_e, self.extent);
+                        let k_in = b.setp(Cmp::Lt, k_e, self.k);
+                        let idx = b.add(first, ec);
+                        let off = (e * self.layout.elem_bytes) as i64;
+                        self.copy_element(b, idx, mn_in, k_in, sm, off);
+                    }
+                }
+            },
+        );
+    }
+
+    /// One element global → shared, zero where out of range.
+    fn copy_element(
+        &self,
+        b: &mut KernelBuilder,
+        idx: Value<U32>,
+        mn_in: Value<Pred>,
+        k_in: Value<Pred>,
+        sm: Value<U32>,
+        off: i64,
+    ) {
+        if self.layout.elem_bytes == 4 {
+            let zero = b.const_u32(0);
+            let v = b.var(zero);
+            b.if_(mn_in, |b| {
+                b.if_(k_in, |b| {
+                    let addr = self.mat.address(b, idx);
+                    let x = b.load::<U32>(StateSpace::Global, addr.reg(), 0, true);
+                    b.assign(v, x);
+                });
+            });
+            b.store(StateSpace::Shared, sm.reg(), off, v);
+        } else {
+            let zero = b.const_int::<U16>(0);
+            let v = b.var(zero);
+            b.if_(mn_in, |b| {
+                b.if_(k_in, |b| {
+                    let addr = self.mat.address(b, idx);
+                    let x = b.load::<U16>(StateSpace::Global, addr.reg(), 0, true);
+                    b.assign(v, x);
+                });
+            });
+            b.store(StateSpace::Shared, sm.reg(), off, v);
+        }
+    }
+}

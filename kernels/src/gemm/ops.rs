@@ -1,0 +1,141 @@
+//! The public GEMM entry points: check every buffer against the shape, select the kernel,
+//! launch.
+
+use super::element::GemmElement;
+use super::epilogue::{Epilogue, FLAG_VEC_A, FLAG_VEC_B};
+use super::layout::{extent, GemmShape, Layout};
+use super::select::{select, Math};
+use crate::Error;
+use kernel_runtime::{Buffer, KernelArg, Stream};
+
+/// `C = act(alpha·op(A)·op(B) + beta·C + bias) + residual` for every batch of `shape`.
+///
+/// `A`, `B` (and the epilogue's bias and residual) are stored as `T`; `C` as `O` (`T` or
+/// f32). f32 inputs use the fp32 SIMT kernel or, with [`Math::Tf32`], TF32 tensor cores;
+/// bf16/f16 inputs use tensor cores (sm_80+). A buffer too small for the shape, a leading
+/// dimension below its row width or an unsupported type combination is an error before
+/// anything runs.
+///
+/// ```
+/// use kernel_runtime::{Buffer, Device};
+/// use kernels::gemm::{gemm, Epilogue, GemmShape, Layout, Math};
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator().stream()?;
+/// // [1 2; 3 4] · [5 6; 7 8]ᵀ, then + bias [1, -1]
+/// let a = Buffer::from_host(&stream, &[1.0f32, 2.0, 3.0, 4.0])?;
+/// let b = Buffer::from_host(&stream, &[5.0f32, 6.0, 7.0, 8.0])?;
+/// let bias = Buffer::from_host(&stream, &[1.0f32, -1.0])?;
+/// let mut c = Buffer::<f32>::zeros(&stream, 4)?;
+/// let shape = GemmShape::new(Layout::Nt, 2, 2, 2);
+/// gemm(&stream, &shape, &a, &b, &mut c, &Epilogue::default().with_bias(&bias), Math::Fp32)?;
+/// assert_eq!(c.to_host(&stream)?, vec![18.0, 22.0, 40.0, 52.0]);
+/// # Ok(()) }
+/// ```
+pub fn gemm<T: GemmElement, O: GemmElement>(
+    stream: &Stream,
+    shape: &GemmShape,
+    a: &Buffer<T>,
+    b: &Buffer<T>,
+    c: &mut Buffer<O>,
+    epilogue: &Epilogue<T>,
+    math: Math,
+) -> Result<(), Error> {
+    const OP: &str = "gemm";
+    shape.check(OP, a.len(), b.len(), c.len())?;
+    if let Some(bias) = epilogue.bias {
+        at_least(OP, "bias", bias.len(), shape.n, "n, one per output column")?;
+    }
+    if let Some(res) = epilogue.residual {
+        let need = extent(shape.m, shape.n, shape.ldc, shape.batch, shape.stride_c);
+        at_least(OP, "residual", res.len(), need, "C's shape, ldc and stride")?;
+    }
+    let plan = select(T::DTYPE, O::DTYPE, math, shape, stream.device().target())?;
+    if shape.is_empty() {
+        return Ok(());
+    }
+    let v = plan.vector_elems;
+    let (_, a_cols) = shape.layout.a_rows_cols(shape.m, shape.k);
+    let (_, b_cols) = shape.layout.b_rows_cols(shape.n, shape.k);
+    let mut flags = epilogue.flags();
+    if vector_ok(a_cols, shape.lda, shape.stride_a, shape.batch, v) {
+        flags |= FLAG_VEC_A;
+    }
+    if vector_ok(b_cols, shape.ldb, shape.stride_b, shape.batch, v) {
+        flags |= FLAG_VEC_B;
+    }
+    let u = |x: usize| KernelArg::from(x as u32);
+    let args = [
+        KernelArg::from(a),
+        KernelArg::from(b),
+        KernelArg::from(&mut *c),
+        KernelArg::from(epilogue.bias.unwrap_or(a)),
+        KernelArg::from(epilogue.residual.unwrap_or(a)),
+        u(shape.m),
+        u(shape.n),
+        u(shape.k),
+        u(shape.lda),
+        u(shape.ldb),
+        u(shape.ldc),
+        u(shape.stride_a),
+        u(shape.stride_b),
+        u(shape.stride_c),
+        KernelArg::from(epilogue.alpha),
+        KernelArg::from(epilogue.beta),
+        KernelArg::from(flags),
+    ];
+    stream.launch(plan.kernel.artifacts(), plan.config, &args)?;
+    Ok(())
+}
+
+/// `C = A·B` for row-major `A` (`m × k`), `B` (`k × n`) and `C` (`m × n`), with the default
+/// math for `T` (fp32 SIMT for f32, tensor cores for 16-bit types).
+///
+/// ```
+/// use kernel_runtime::{Buffer, Device};
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator().stream()?;
+/// let a = Buffer::from_host(&stream, &[1.0f32, 2.0])?; // 1 × 2
+/// let b = Buffer::from_host(&stream, &[3.0f32, 4.0])?; // 2 × 1
+/// let mut c = Buffer::<f32>::zeros(&stream, 1)?;
+/// kernels::gemm::matmul(&stream, &a, &b, &mut c, 1, 1, 2)?;
+/// assert_eq!(c.to_host(&stream)?, vec![11.0]);
+/// # Ok(()) }
+/// ```
+pub fn matmul<T: GemmElement>(
+    stream: &Stream,
+    a: &Buffer<T>,
+    b: &Buffer<T>,
+    c: &mut Buffer<T>,
+    m: usize,
+    n: usize,
+    k: usize,
+) -> Result<(), Error> {
+    let shape = GemmShape::new(Layout::Nn, m, n, k);
+    gemm(stream, &shape, a, b, c, &Epilogue::default(), Math::Fp32)
+}
+
+/// Runs of `v` elements along stored rows are wholly inside or outside every matrix, and
+/// start 16-byte aligned (buffers themselves are allocation-aligned).
+fn vector_ok(cols: usize, ld: usize, stride: usize, batch: usize, v: usize) -> bool {
+    cols.is_multiple_of(v) && ld.is_multiple_of(v) && (batch <= 1 || stride.is_multiple_of(v))
+}
+
+fn at_least(
+    op: &'static str,
+    buffer: &'static str,
+    actual: usize,
+    need: usize,
+    why: &str,
+) -> Result<(), Error> {
+    if actual >= need {
+        Ok(())
+    } else {
+        Err(Error::Length {
+            op,
+            buffer,
+            expected: need,
+            actual,
+            why: format!("at least: {why}"),
+        })
+    }
+}

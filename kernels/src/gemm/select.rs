@@ -1,0 +1,128 @@
+//! Picking the kernel for a problem: from the storage types, the requested math, the layout,
+//! the shape and the device's target, one specialization from [`super::KERNELS`] and its
+//! launch shape.
+
+use super::element::Dtype;
+use super::layout::{GemmShape, Layout};
+use super::simt::{SIMT_THREADS, SIMT_TILE};
+use super::tensor_core::{mma_spec_index, MmaSpec, MMA_THREADS, MMA_TILE_M, MMA_TILE_N};
+use super::{MMA, SIMT};
+use crate::{Error, OpKernel};
+use kernel_dsl::Target;
+use kernel_runtime::LaunchConfig;
+
+/// How f32 products are computed. 16-bit inputs always use tensor cores.
+///
+/// ```
+/// use kernels::gemm::Math;
+/// assert_eq!(Math::default(), Math::Fp32);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Math {
+    /// f32 inputs: exact f32 fused multiply-adds on the SIMT cores.
+    #[default]
+    Fp32,
+    /// f32 inputs rounded to TF32 (10-bit mantissa) on tensor cores, f32 accumulation
+    /// (sm_80+). About 1e-3 relative error.
+    Tf32,
+}
+
+/// The kernel chosen for a problem and how to launch it.
+#[derive(Clone, Copy)]
+pub struct Plan {
+    pub kernel: &'static OpKernel,
+    pub config: LaunchConfig,
+    /// Elements per 16-byte vector of the inputs (the vector-load flags use it).
+    pub(crate) vector_elems: usize,
+}
+
+impl std::fmt::Debug for Plan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Plan")
+            .field("kernel", &self.kernel.kernel().name)
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+/// Chooses the specialization for `shape` with inputs `input`, output `output` and `math` on
+/// `target`.
+///
+/// ```
+/// use kernels::gemm::{select, Dtype, GemmShape, Layout, Math};
+/// use kernel_dsl::Target;
+/// let plan = select(Dtype::Bf16, Dtype::F32, Math::Fp32, &GemmShape::new(Layout::Nt, 300, 200, 64), Target::Sm80)?;
+/// assert_eq!(plan.config.grid, [2, 3, 1]);
+/// # Ok::<(), kernels::Error>(())
+/// ```
+pub fn select(
+    input: Dtype,
+    output: Dtype,
+    math: Math,
+    shape: &GemmShape,
+    target: Target,
+) -> Result<Plan, Error> {
+    let tensor_cores = input != Dtype::F32 || math == Math::Tf32;
+    if !tensor_cores {
+        if output != Dtype::F32 {
+            return Err(unsupported(format!(
+                "f32 inputs with Math::Fp32 write f32 outputs, not {}; use an f32 output buffer",
+                output.suffix()
+            )));
+        }
+        let index = layout_index(shape.layout);
+        return Ok(Plan {
+            kernel: &SIMT[index],
+            config: grid(shape, SIMT_TILE, SIMT_TILE, SIMT_THREADS),
+            vector_elems: 4,
+        });
+    }
+    if target.sm() < 80 {
+        return Err(unsupported(format!(
+            "{} inputs{} need tensor cores of sm_80 or newer, but the device is {}; use f32 inputs with Math::Fp32",
+            input.suffix(),
+            if math == Math::Tf32 { " with Math::Tf32" } else { "" },
+            target.name()
+        )));
+    }
+    let spec = MmaSpec {
+        input,
+        output,
+        layout: shape.layout,
+    };
+    let index = mma_spec_index(spec).ok_or_else(|| {
+        unsupported(format!(
+            "{} inputs with a {} output are not a shipped specialization; use an output of {} or f32",
+            input.suffix(),
+            output.suffix(),
+            input.suffix()
+        ))
+    })?;
+    Ok(Plan {
+        kernel: &MMA[index],
+        config: grid(shape, MMA_TILE_M, MMA_TILE_N, MMA_THREADS),
+        vector_elems: 16 / input.bytes(),
+    })
+}
+
+fn unsupported(detail: String) -> Error {
+    Error::Unsupported { op: "gemm", detail }
+}
+
+pub(crate) const fn layout_index(layout: Layout) -> usize {
+    match layout {
+        Layout::Nn => 0,
+        Layout::Nt => 1,
+        Layout::Tn => 2,
+    }
+}
+
+fn grid(shape: &GemmShape, tile_m: u32, tile_n: u32, threads: u32) -> LaunchConfig {
+    let gx = (shape.n as u32).div_ceil(tile_n).max(1);
+    let gy = (shape.m as u32).div_ceil(tile_m).max(1);
+    LaunchConfig {
+        grid: [gx, gy, shape.batch.max(1) as u32],
+        block: [threads, 1, 1],
+        dynamic_shared_bytes: 0,
+    }
+}

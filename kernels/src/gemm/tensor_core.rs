@@ -1,0 +1,453 @@
+//! The tensor-core GEMM (sm_80+): bf16/f16 inputs through `ldmatrix` and
+//! `mma.sync.m16n8k16`, f32 inputs as TF32 through `mma.sync.m16n8k8`, f32 accumulation.
+//!
+//! A 128×128 CTA tile, 8 warps as 2 (m) × 4 (n), each warp a 64×32 block of 4 × 4 mma tiles.
+//! Slabs of 64 bytes of k (32 bf16/f16 or 16 f32 elements) flow through a two-stage
+//! `cp.async` pipeline into padded shared memory: the next slab is in flight while the current
+//! one is multiplied.
+
+use super::async_load::{SlabLayout, SlabLoader, LOAD_THREADS, TILE_MN};
+use super::element::Dtype;
+use super::epilogue::{flag, FLAG_VEC_A, FLAG_VEC_B};
+use super::layout::Layout;
+use super::params::declare;
+use kernel_dsl::builder::{KernelBuilder, Value};
+use kernel_dsl::dtype::{B32, F32, U32};
+use kernel_dsl::ir::{AddrBase, Dim, Kernel, Operand};
+use kernel_dsl::op::{Cmp, MatrixCount, MmaShape, Op};
+use kernel_dsl::{ScalarType, StateSpace};
+
+pub(crate) const MMA_THREADS: u32 = LOAD_THREADS;
+pub(crate) const MMA_TILE_M: u32 = TILE_MN;
+pub(crate) const MMA_TILE_N: u32 = TILE_MN;
+const WARP_M: u32 = 64;
+const WARP_N: u32 = 32;
+const WARPS_N: u32 = 4;
+
+/// One tensor-core specialization.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct MmaSpec {
+    pub input: Dtype,
+    pub output: Dtype,
+    pub layout: Layout,
+}
+
+const fn spec(input: Dtype, output: Dtype, layout: Layout) -> MmaSpec {
+    MmaSpec {
+        input,
+        output,
+        layout,
+    }
+}
+
+/// Every shipped tensor-core specialization: bf16 and f16 inputs with f32 or same-type output,
+/// and TF32 (f32 in, f32 out), each in the three layouts.
+pub(crate) const MMA_SPECS: [MmaSpec; 15] = [
+    spec(Dtype::Bf16, Dtype::F32, Layout::Nn),
+    spec(Dtype::Bf16, Dtype::F32, Layout::Nt),
+    spec(Dtype::Bf16, Dtype::F32, Layout::Tn),
+    spec(Dtype::Bf16, Dtype::Bf16, Layout::Nn),
+    spec(Dtype::Bf16, Dtype::Bf16, Layout::Nt),
+    spec(Dtype::Bf16, Dtype::Bf16, Layout::Tn),
+    spec(Dtype::F16, Dtype::F32, Layout::Nn),
+    spec(Dtype::F16, Dtype::F32, Layout::Nt),
+    spec(Dtype::F16, Dtype::F32, Layout::Tn),
+    spec(Dtype::F16, Dtype::F16, Layout::Nn),
+    spec(Dtype::F16, Dtype::F16, Layout::Nt),
+    spec(Dtype::F16, Dtype::F16, Layout::Tn),
+    spec(Dtype::F32, Dtype::F32, Layout::Nn),
+    spec(Dtype::F32, Dtype::F32, Layout::Nt),
+    spec(Dtype::F32, Dtype::F32, Layout::Tn),
+];
+
+pub(crate) fn mma_spec_index(spec: MmaSpec) -> Option<usize> {
+    MMA_SPECS.iter().position(|s| *s == spec)
+}
+
+fn mma_name(s: MmaSpec) -> String {
+    let math = if s.input == Dtype::F32 {
+        "tf32"
+    } else {
+        s.input.suffix()
+    };
+    format!(
+        "gemm_mma_{math}_{}_{}_128x128",
+        s.output.suffix(),
+        s.layout.tag()
+    )
+}
+
+/// Raw `[reg + offset]` operand.
+fn at(addr: Value<U32>, offset: u32) -> Operand {
+    Operand::Addr {
+        base: AddrBase::Reg(addr.reg()),
+        offset: offset as i64,
+    }
+}
+
+fn fresh_b32(b: &mut KernelBuilder) -> Value<B32> {
+    crate::codegen::fresh::<B32>(b)
+}
+
+fn ldmatrix_x4(
+    b: &mut KernelBuilder,
+    addr: Value<U32>,
+    offset: u32,
+    trans: bool,
+) -> [Value<B32>; 4] {
+    let d = [fresh_b32(b), fresh_b32(b), fresh_b32(b), fresh_b32(b)];
+    b.inst(
+        Op::Ldmatrix {
+            count: MatrixCount::X4,
+            trans,
+        },
+        vec![Operand::Vector(d.iter().map(|v| v.reg().into()).collect())],
+        vec![at(addr, offset)],
+    );
+    d
+}
+
+fn ld_shared_b32(b: &mut KernelBuilder, addr: Value<U32>, offset: u32) -> Value<B32> {
+    b.load::<B32>(StateSpace::Shared, addr.reg(), offset as i64, false)
+}
+
+/// `acc += a·b` in place on one m16n8 accumulator tile.
+fn mma_into(
+    b: &mut KernelBuilder,
+    input: Dtype,
+    acc: &[Value<F32>],
+    a: &[Value<B32>],
+    bf: &[Value<B32>],
+) {
+    let (shape, ty) = match input {
+        Dtype::Bf16 => (MmaShape::M16n8k16, ScalarType::Bf16),
+        Dtype::F16 => (MmaShape::M16n8k16, ScalarType::F16),
+        Dtype::F32 => (MmaShape::M16n8k8, ScalarType::Tf32),
+    };
+    let vec_of = |regs: Vec<kernel_dsl::ir::Reg>| {
+        Operand::Vector(regs.into_iter().map(Operand::Reg).collect())
+    };
+    let accs: Vec<_> = acc.iter().map(|v| v.reg()).collect();
+    b.inst(
+        Op::Mma {
+            shape,
+            d: ScalarType::F32,
+            a: ty,
+            b: ty,
+            c: ScalarType::F32,
+        },
+        vec![vec_of(accs.clone())],
+        vec![
+            vec_of(a.iter().map(|v| v.reg()).collect()),
+            vec_of(bf.iter().map(|v| v.reg()).collect()),
+            vec_of(accs),
+        ],
+    );
+}
+
+pub(crate) fn build_mma(s: MmaSpec) -> Kernel {
+    let mut b = KernelBuilder::new(mma_name(s));
+    b.reqntid([MMA_THREADS, 1, 1]);
+    let p = declare(&mut b, s.input.format(), s.output.format());
+    let eb = s.input.bytes() as u32;
+    let la_layout = SlabLayout {
+        k_contiguous: s.layout.a_k_contiguous(),
+        elem_bytes: eb,
+    };
+    let lb_layout = SlabLayout {
+        k_contiguous: s.layout.b_k_contiguous(),
+        elem_bytes: eb,
+    };
+    let a_bytes = la_layout.bytes();
+    let stage_bytes = a_bytes + lb_layout.bytes();
+    let smem = b.shared_array::<U32>("stages", 2 * stage_bytes / 4);
+    let tid = b.tid(Dim::X);
+    let tile = b.const_u32(TILE_MN);
+    let cx = b.ctaid(Dim::X);
+    let cy = b.ctaid(Dim::Y);
+    let tile_n = b.mul(cx, tile);
+    let tile_m = b.mul(cy, tile);
+    let vec_a = flag(&mut b, p.flags, FLAG_VEC_A);
+    let vec_b = flag(&mut b, p.flags, FLAG_VEC_B);
+    let la = SlabLoader::new(&mut b, p.a, la_layout, tid, tile_m, p.m, p.lda, p.k, vec_a);
+    let lb = SlabLoader::new(&mut b, p.b, lb_layout, tid, tile_n, p.n, p.ldb, p.k, vec_b);
+    let base = b.shared_base(&smem);
+    let a_off = b.const_u32(a_bytes);
+    let zero_f = b.const_f32(0.0);
+    // acc[(mi·4 + ni)·4 + r]
+    let acc: Vec<Value<F32>> = (0..64).map(|_| b.var(zero_f)).collect();
+
+    let bk = la_layout.bk();
+    let bk_c = b.const_u32(bk);
+    let bk_m1 = b.const_u32(bk - 1);
+    let kp = b.add(p.k, bk_m1);
+    let slabs = b.shr(kp, bk.trailing_zeros());
+
+    // Lane geometry.
+    let lane = b.lane_id();
+    let warp = b.shr(tid, 5);
+    let wn_mask = b.const_u32(WARPS_N - 1);
+    let wn = b.and(warp, wn_mask);
+    let wm = b.shr(warp, WARPS_N.trailing_zeros());
+    let c_wm = b.const_u32(WARP_M);
+    let c_wn = b.const_u32(WARP_N);
+    let warp_m0 = b.mul(wm, c_wm);
+    let warp_n0 = b.mul(wn, c_wn);
+    let (a_lane, b_lane) = if s.input == Dtype::F32 {
+        tf32_lane_bases(&mut b, lane, warp_m0, warp_n0, la_layout, lb_layout)
+    } else {
+        ldmatrix_lane_bases(&mut b, lane, warp_m0, warp_n0, la_layout, lb_layout)
+    };
+
+    let zero = b.const_u32(0);
+    let one = b.const_u32(1);
+    let stage_c = b.const_u32(stage_bytes);
+    let b_base = b.add(base, a_off);
+    la.issue(&mut b, base, zero);
+    lb.issue(&mut b, b_base, zero);
+    b.cp_async_commit();
+    b.for_range(zero, slabs, one, |b, t| {
+        let parity = b.and(t, one);
+        let cur = b.mul(parity, stage_c);
+        let nxt = b.sub(stage_c, cur);
+        let t1 = b.add(t, one);
+        let has_next = b.setp(Cmp::Lt, t1, slabs);
+        b.if_(has_next, |b| {
+            let k0 = b.mul(t1, bk_c);
+            let dst_a = b.add(base, nxt);
+            let dst_b = b.add(dst_a, a_off);
+            la.issue(b, dst_a, k0);
+            lb.issue(b, dst_b, k0);
+        });
+        b.cp_async_commit();
+        b.cp_async_wait(1);
+        b.bar_sync();
+        let sa = b.add(base, cur);
+        let sb = b.add(sa, a_off);
+        let pa = b.add(sa, a_lane);
+        let pb = b.add(sb, b_lane);
+        if s.input == Dtype::F32 {
+            tf32_slab(b, pa, pb, la_layout, lb_layout, &acc);
+        } else {
+            ldmatrix_slab(b, s.input, pa, pb, la_layout, lb_layout, &acc);
+        }
+        b.bar_sync();
+    });
+    b.cp_async_wait(0);
+
+    // Epilogue: accumulator r of tile (mi, ni) is row g (+8 for r ≥ 2), column 2t (+1 for odd r).
+    let c2 = b.const_u32(2);
+    let c3 = b.const_u32(3);
+    let g = b.shr(lane, 2);
+    let t4 = b.and(lane, c3);
+    let t2 = b.mul(t4, c2);
+    let row0 = b.add(tile_m, warp_m0);
+    let row0 = b.add(row0, g);
+    let col0 = b.add(tile_n, warp_n0);
+    let col0 = b.add(col0, t2);
+    for mi in 0..4u32 {
+        for half in 0..2u32 {
+            let dr = b.const_u32(mi * 16 + half * 8);
+            let row = b.add(row0, dr);
+            let row_in = b.setp(Cmp::Lt, row, p.m);
+            b.if_(row_in, |b| {
+                let row_off = b.mul(row, p.ldc);
+                for ni in 0..4u32 {
+                    for odd in 0..2u32 {
+                        let dc = b.const_u32(ni * 8 + odd);
+                        let col = b.add(col0, dc);
+                        let col_in = b.setp(Cmp::Lt, col, p.n);
+                        let v = acc[((mi * 4 + ni) * 4 + half * 2 + odd) as usize];
+                        b.if_(col_in, |b| {
+                            let idx = b.add(row_off, col);
+                            p.epilogue.store(b, idx, col, v);
+                        });
+                    }
+                }
+            });
+        }
+    }
+    b.finish()
+}
+
+/// Byte offsets of this lane's `ldmatrix` row address within the A and B slabs (for
+/// mma tile (0, 0) and k step 0).
+fn ldmatrix_lane_bases(
+    b: &mut KernelBuilder,
+    lane: Value<U32>,
+    warp_m0: Value<U32>,
+    warp_n0: Value<U32>,
+    la: SlabLayout,
+    lb: SlabLayout,
+) -> (Value<U32>, Value<U32>) {
+    let c7 = b.const_u32(7);
+    let c15 = b.const_u32(15);
+    let two = b.const_u32(2);
+    let i = b.shr(lane, 3);
+    let r = b.and(lane, c7);
+    let c1 = b.const_u32(1);
+    let i_lo = b.and(i, c1);
+    let i_hi = b.shr(i, 1);
+    let pa = b.const_u32(la.pitch());
+    let pb = b.const_u32(lb.pitch());
+    let a = if la.k_contiguous {
+        // Matrices (rows 0-7 | 8-15) × (k 0-7 | 8-15): lanes 0-15 rows, lanes 16-31 k + 8.
+        let row = b.and(lane, c15);
+        let row = b.add(warp_m0, row);
+        let k_half = b.shr(lane, 4);
+        let k_bytes = b.shl(k_half, 4);
+        b.mad(row, pa, k_bytes)
+    } else {
+        // Transposed: address rows are k = r + 8·(i/2), m offset 8·(i%2).
+        let k = b.shl(i_hi, 3);
+        let k = b.add(k, r);
+        let m = b.shl(i_lo, 3);
+        let m = b.add(warp_m0, m);
+        let m_bytes = b.mul(m, two);
+        b.mad(k, pa, m_bytes)
+    };
+    let bb = if lb.k_contiguous {
+        // Rows n = r + 8·(i/2), k offset 8·(i%2): registers (0,1) n block 0, (2,3) block 1.
+        let n = b.shl(i_hi, 3);
+        let n = b.add(n, r);
+        let n = b.add(warp_n0, n);
+        let k_bytes = b.shl(i_lo, 4);
+        b.mad(n, pb, k_bytes)
+    } else {
+        // Transposed: address rows k = r + 8·(i%2), n offset 8·(i/2).
+        let k = b.shl(i_lo, 3);
+        let k = b.add(k, r);
+        let n = b.shl(i_hi, 3);
+        let n = b.add(warp_n0, n);
+        let n_bytes = b.mul(n, two);
+        b.mad(k, pb, n_bytes)
+    };
+    (a, bb)
+}
+
+/// One 64-byte slab of bf16/f16: two k16 steps of 4 × 4 `mma.m16n8k16`.
+fn ldmatrix_slab(
+    b: &mut KernelBuilder,
+    input: Dtype,
+    pa: Value<U32>,
+    pb: Value<U32>,
+    la: SlabLayout,
+    lb: SlabLayout,
+    acc: &[Value<F32>],
+) {
+    for ks in 0..2u32 {
+        let a_frags: Vec<[Value<B32>; 4]> = (0..4u32)
+            .map(|mi| {
+                let off = if la.k_contiguous {
+                    mi * 16 * la.pitch() + ks * 32
+                } else {
+                    ks * 16 * la.pitch() + mi * 32
+                };
+                ldmatrix_x4(b, pa, off, !la.k_contiguous)
+            })
+            .collect();
+        let b_frags: Vec<[Value<B32>; 2]> = (0..2u32)
+            .flat_map(|nj| {
+                let off = if lb.k_contiguous {
+                    nj * 16 * lb.pitch() + ks * 32
+                } else {
+                    ks * 16 * lb.pitch() + nj * 32
+                };
+                let r = ldmatrix_x4(b, pb, off, !lb.k_contiguous);
+                [[r[0], r[1]], [r[2], r[3]]]
+            })
+            .collect();
+        for (mi, af) in a_frags.iter().enumerate() {
+            for (ni, bf) in b_frags.iter().enumerate() {
+                let t = (mi * 4 + ni) * 4;
+                mma_into(b, input, &acc[t..t + 4], af, bf);
+            }
+        }
+    }
+}
+
+/// Byte offsets of this lane's first A and B fragment elements for TF32 (lane = 4g + t):
+/// A element (g, t) and B element (k t, n g) of mma tile (0, 0), k step 0.
+fn tf32_lane_bases(
+    b: &mut KernelBuilder,
+    lane: Value<U32>,
+    warp_m0: Value<U32>,
+    warp_n0: Value<U32>,
+    la: SlabLayout,
+    lb: SlabLayout,
+) -> (Value<U32>, Value<U32>) {
+    let c3 = b.const_u32(3);
+    let four = b.const_u32(4);
+    let g = b.shr(lane, 2);
+    let t = b.and(lane, c3);
+    let pa = b.const_u32(la.pitch());
+    let pb = b.const_u32(lb.pitch());
+    let m = b.add(warp_m0, g);
+    let n = b.add(warp_n0, g);
+    let t_bytes = b.mul(t, four);
+    let a = if la.k_contiguous {
+        b.mad(m, pa, t_bytes)
+    } else {
+        let m_bytes = b.mul(m, four);
+        b.mad(t, pa, m_bytes)
+    };
+    let bb = if lb.k_contiguous {
+        b.mad(n, pb, t_bytes)
+    } else {
+        let n_bytes = b.mul(n, four);
+        b.mad(t, pb, n_bytes)
+    };
+    (a, bb)
+}
+
+/// One 64-byte slab of f32: two k8 steps of 4 × 4 `mma.m16n8k8.tf32`, fragments loaded
+/// element by element (the tensor core reads the top 19 bits of each f32).
+fn tf32_slab(
+    b: &mut KernelBuilder,
+    pa: Value<U32>,
+    pb: Value<U32>,
+    la: SlabLayout,
+    lb: SlabLayout,
+    acc: &[Value<F32>],
+) {
+    for ks in 0..2u32 {
+        let a_frags: Vec<Vec<Value<B32>>> = (0..4u32)
+            .map(|mi| {
+                (0..4u32)
+                    .map(|r| {
+                        let m = mi * 16 + 8 * (r & 1);
+                        let k = ks * 8 + 4 * (r >> 1);
+                        let off = if la.k_contiguous {
+                            m * la.pitch() + k * 4
+                        } else {
+                            k * la.pitch() + m * 4
+                        };
+                        ld_shared_b32(b, pa, off)
+                    })
+                    .collect()
+            })
+            .collect();
+        let b_frags: Vec<Vec<Value<B32>>> = (0..4u32)
+            .map(|ni| {
+                (0..2u32)
+                    .map(|r| {
+                        let n = ni * 8;
+                        let k = ks * 8 + 4 * r;
+                        let off = if lb.k_contiguous {
+                            n * lb.pitch() + k * 4
+                        } else {
+                            k * lb.pitch() + n * 4
+                        };
+                        ld_shared_b32(b, pb, off)
+                    })
+                    .collect()
+            })
+            .collect();
+        for (mi, af) in a_frags.iter().enumerate() {
+            for (ni, bf) in b_frags.iter().enumerate() {
+                let t = (mi * 4 + ni) * 4;
+                mma_into(b, Dtype::F32, &acc[t..t + 4], af, bf);
+            }
+        }
+    }
+}

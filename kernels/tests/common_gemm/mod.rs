@@ -1,0 +1,210 @@
+//! Test helpers for the GEMM suites: a seeded generator, uploads that round to the storage
+//! type, NaN-poisoned outputs, and a runner that compares one launch with the f64 reference.
+#![allow(dead_code)]
+
+use kernel_runtime::{Buffer, Device, Stream};
+use kernels::gemm::reference::{self, RefEpilogue};
+use kernels::gemm::{gemm, Activation, Epilogue, GemmElement, GemmShape, Layout, Math};
+
+/// xorshift64*: small, seeded, good enough for test inputs.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
+    }
+
+    fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// `n` values uniform in `[-1, 1)`, none exactly zero.
+    pub fn vec(&mut self, n: usize) -> Vec<f32> {
+        (0..n)
+            .map(|_| {
+                let u = (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32;
+                let v = 2.0 * u - 1.0;
+                if v == 0.0 {
+                    0.5
+                } else {
+                    v
+                }
+            })
+            .collect()
+    }
+}
+
+pub fn emulator() -> Stream {
+    Device::emulator().stream().expect("emulator stream")
+}
+
+/// Uploads `vals` rounded to `T`; returns the buffer and the stored values widened to f64.
+pub fn upload<T: GemmElement>(stream: &Stream, vals: &[f32]) -> (Buffer<T>, Vec<f64>) {
+    let host: Vec<T> = vals.iter().map(|&v| T::from_f32(v)).collect();
+    let exact = host.iter().map(|v| v.to_f32() as f64).collect();
+    (Buffer::from_host(stream, &host).expect("upload"), exact)
+}
+
+pub fn download<T: GemmElement>(stream: &Stream, buf: &Buffer<T>) -> Vec<f64> {
+    buf.to_host(stream)
+        .expect("download")
+        .iter()
+        .map(|v| v.to_f32() as f64)
+        .collect()
+}
+
+pub fn bits<T: GemmElement>(stream: &Stream, buf: &Buffer<T>) -> Vec<u32> {
+    buf.to_host(stream)
+        .expect("download")
+        .iter()
+        .map(|v| v.to_f32().to_bits())
+        .collect()
+}
+
+/// Relative tolerance of a k-long dot product, scaled by `Σ|a·b|` (so cancellation does not
+/// make the check meaningless) plus the output's own rounding.
+#[derive(Clone, Copy, Debug)]
+pub struct Tol {
+    /// Error per unit of `Σ|a·b|` allowed from the inputs' and products' rounding.
+    pub dot: f64,
+    /// Relative rounding of the stored output.
+    pub out: f64,
+}
+
+pub const F32_TOL: Tol = Tol {
+    dot: 1e-5,
+    out: 1e-6,
+};
+pub const TF32_TOL: Tol = Tol {
+    dot: 2e-3,
+    out: 1e-6,
+};
+pub const F32_OUT_16_IN: Tol = Tol {
+    dot: 1e-5,
+    out: 1e-6,
+};
+pub const BF16_OUT: Tol = Tol {
+    dot: 1e-5,
+    out: 1e-2,
+};
+pub const F16_OUT: Tol = Tol {
+    dot: 1e-5,
+    out: 2e-3,
+};
+
+/// Which epilogue parts a case exercises.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EpiCase {
+    pub alpha: f32,
+    pub beta: f32,
+    pub bias: bool,
+    pub activation: Activation,
+    pub residual: bool,
+}
+
+impl EpiCase {
+    pub fn plain() -> EpiCase {
+        EpiCase {
+            alpha: 1.0,
+            ..EpiCase::default()
+        }
+    }
+}
+
+/// Runs one GEMM on `stream` and checks every element of `C` (including padding, which must be
+/// left untouched) against the reference. Returns the output bits.
+pub fn check<T: GemmElement, O: GemmElement>(
+    stream: &Stream,
+    shape: &GemmShape,
+    epi: EpiCase,
+    math: Math,
+    tol: Tol,
+    seed: u64,
+) -> Vec<u32> {
+    let what = format!("{shape:?} {epi:?} {math:?}");
+    let s = shape;
+    let (ar, _) = s.layout.a_rows_cols(s.m, s.k);
+    let (br, _) = s.layout.b_rows_cols(s.n, s.k);
+    let len = |rows: usize, ld: usize, stride: usize| (s.batch - 1) * stride + rows * ld;
+    let (a_len, b_len, c_len) = (
+        len(ar, s.lda, s.stride_a),
+        len(br, s.ldb, s.stride_b),
+        len(s.m, s.ldc, s.stride_c),
+    );
+    let mut rng = Rng::new(seed);
+    let (a, ah) = upload::<T>(stream, &rng.vec(a_len));
+    let (b, bh) = upload::<T>(stream, &rng.vec(b_len));
+    let (bias, bias_h) = upload::<T>(stream, &rng.vec(s.n.max(1)));
+    let (res, res_h) = upload::<T>(stream, &rng.vec(c_len));
+    // β ≠ 0 reads C, so it starts as data; otherwise NaN, so unwritten elements show.
+    let c0: Vec<f32> = if epi.beta != 0.0 {
+        rng.vec(c_len)
+    } else {
+        vec![f32::NAN; c_len]
+    };
+    let (mut c, c0h) = upload::<O>(stream, &c0);
+    let mut e = Epilogue::<T>::default()
+        .scaled(epi.alpha, epi.beta)
+        .with_activation(epi.activation);
+    if epi.bias {
+        e = e.with_bias(&bias);
+    }
+    if epi.residual {
+        e = e.with_residual(&res);
+    }
+    gemm(stream, shape, &a, &b, &mut c, &e, math).unwrap_or_else(|err| panic!("{what}: {err}"));
+    let got = download(stream, &c);
+
+    let mut want = c0h.clone();
+    let r = RefEpilogue {
+        alpha: epi.alpha as f64,
+        beta: epi.beta as f64,
+        bias: epi.bias.then(|| bias_h.clone()),
+        activation: epi.activation,
+        residual: epi.residual.then(|| res_h.clone()),
+    };
+    reference::gemm(shape, &ah, &bh, &mut want, &r);
+    // The scale of each element's dot product, for the tolerance.
+    let abs = |v: &[f64]| v.iter().map(|x| x.abs()).collect::<Vec<f64>>();
+    let mut mag = vec![0.0; c_len];
+    let mag_epi = RefEpilogue {
+        alpha: epi.alpha.abs() as f64,
+        ..RefEpilogue::default()
+    };
+    reference::gemm(shape, &abs(&ah), &abs(&bh), &mut mag, &mag_epi);
+    for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+        if c0h[i].is_nan() && w.is_nan() {
+            // Padding the kernel must not touch: still the poison.
+            assert!(g.is_nan(), "{what}: padding element {i} was written ({g})");
+            continue;
+        }
+        let bound = tol.dot * (mag[i] + 1.0) + tol.out * w.abs() + 1e-6;
+        assert!(
+            (g - w).abs() <= bound,
+            "{what}: element {i} is {g}, expected {w} (bound {bound:e})"
+        );
+    }
+    bits(stream, &c)
+}
+
+/// Shapes whose every dimension misses every tile size, plus edge cases.
+pub const ODD: [(usize, usize, usize); 8] = [
+    (1, 1, 1),
+    (17, 63, 129),
+    (129, 17, 63),
+    (63, 129, 17),
+    (1, 129, 63),
+    (129, 1, 17),
+    (17, 17, 1),
+    (63, 63, 63),
+];
+
+/// Dense shapes for each layout.
+pub fn shapes(layout: Layout, dims: &[(usize, usize, usize)]) -> Vec<GemmShape> {
+    dims.iter()
+        .map(|&(m, n, k)| GemmShape::new(layout, m, n, k))
+        .collect()
+}

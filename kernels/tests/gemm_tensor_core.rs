@@ -1,0 +1,137 @@
+//! The tensor-core GEMMs (bf16, f16, TF32) on the emulator against the f64 reference.
+
+mod common_gemm;
+
+use common_gemm::*;
+use kernel_runtime::{Bf16, F16};
+use kernels::gemm::{Activation, GemmShape, Layout, Math};
+
+#[test]
+fn bf16_with_f32_output_matches_reference_at_odd_shapes_in_every_layout() {
+    let stream = emulator();
+    for layout in Layout::ALL {
+        for (i, shape) in shapes(layout, &ODD).iter().enumerate() {
+            check::<Bf16, f32>(
+                &stream,
+                shape,
+                EpiCase::plain(),
+                Math::Fp32,
+                F32_OUT_16_IN,
+                i as u64,
+            );
+        }
+    }
+}
+
+#[test]
+fn bf16_cp_async_path_matches_reference_at_aligned_shapes() {
+    let stream = emulator();
+    for layout in Layout::ALL {
+        let dims = [(136, 144, 72), (8, 16, 40)];
+        for (i, shape) in shapes(layout, &dims).iter().enumerate() {
+            check::<Bf16, f32>(
+                &stream,
+                shape,
+                EpiCase::plain(),
+                Math::Fp32,
+                F32_OUT_16_IN,
+                20 + i as u64,
+            );
+            check::<Bf16, Bf16>(
+                &stream,
+                shape,
+                EpiCase::plain(),
+                Math::Fp32,
+                BF16_OUT,
+                30 + i as u64,
+            );
+        }
+    }
+}
+
+#[test]
+fn bf16_output_is_rounded_from_f32_accumulation() {
+    let stream = emulator();
+    for layout in Layout::ALL {
+        let shape = GemmShape::new(layout, 63, 17, 129);
+        check::<Bf16, Bf16>(&stream, &shape, EpiCase::plain(), Math::Fp32, BF16_OUT, 5);
+    }
+}
+
+#[test]
+fn f16_matches_reference_in_every_layout_both_paths() {
+    let stream = emulator();
+    for layout in Layout::ALL {
+        for (i, shape) in shapes(layout, &[(17, 63, 129), (64, 24, 48)])
+            .iter()
+            .enumerate()
+        {
+            check::<F16, f32>(
+                &stream,
+                shape,
+                EpiCase::plain(),
+                Math::Fp32,
+                F32_OUT_16_IN,
+                60 + i as u64,
+            );
+            check::<F16, F16>(
+                &stream,
+                shape,
+                EpiCase::plain(),
+                Math::Fp32,
+                F16_OUT,
+                70 + i as u64,
+            );
+        }
+    }
+}
+
+#[test]
+fn tf32_matches_reference_to_tf32_precision_in_every_layout_both_paths() {
+    let stream = emulator();
+    for layout in Layout::ALL {
+        let dims = [(17, 63, 129), (129, 17, 63), (1, 1, 1), (132, 136, 20)];
+        for (i, shape) in shapes(layout, &dims).iter().enumerate() {
+            check::<f32, f32>(
+                &stream,
+                shape,
+                EpiCase::plain(),
+                Math::Tf32,
+                TF32_TOL,
+                80 + i as u64,
+            );
+        }
+    }
+}
+
+#[test]
+fn tensor_core_epilogues_and_strided_batches_match_reference() {
+    let stream = emulator();
+    let epi = EpiCase {
+        alpha: 0.5,
+        beta: 0.0,
+        bias: true,
+        activation: Activation::GeluTanh,
+        residual: true,
+    };
+    for layout in Layout::ALL {
+        let shape = GemmShape::batched(layout, 3, 33, 17, 40);
+        check::<Bf16, Bf16>(&stream, &shape, epi, Math::Fp32, BF16_OUT, 90);
+        let beta = EpiCase {
+            alpha: 1.0,
+            beta: 1.0,
+            activation: Activation::Silu,
+            ..EpiCase::default()
+        };
+        check::<Bf16, f32>(&stream, &shape, beta, Math::Fp32, F32_OUT_16_IN, 91);
+    }
+}
+
+#[test]
+fn tensor_core_runs_are_bit_identical() {
+    let stream = emulator();
+    let shape = GemmShape::new(Layout::Nt, 129, 63, 72);
+    let first = check::<Bf16, Bf16>(&stream, &shape, EpiCase::plain(), Math::Fp32, BF16_OUT, 3);
+    let second = check::<Bf16, Bf16>(&stream, &shape, EpiCase::plain(), Math::Fp32, BF16_OUT, 3);
+    assert_eq!(first, second);
+}
