@@ -125,3 +125,32 @@ fn a_short_table_is_an_error() {
         "{err}"
     );
 }
+
+#[test]
+fn reference_backward_matches_finite_differences() {
+    let mut rng = Rng::new(54);
+    let (tokens, vocab, hidden) = (6, 4, 3);
+    let id = [1u32, 3, 1, 0, 1, 3];
+    let table = rng.vec(vocab * hidden, -1.0, 1.0);
+    let w = rng.vec(tokens * hidden, -1.0, 1.0);
+    // L = Σ w ⊙ embedding(table); dL/dout = w.
+    let loss = |t: &[f64]| -> f64 {
+        let tf: Vec<f32> = t.iter().map(|&v| v as f32).collect();
+        let out = reference::embedding(&tf, &id, vocab, hidden);
+        out.iter().zip(&w).map(|(a, &b)| a * b as f64).sum()
+    };
+    let analytic = reference::embedding_backward(&w, &id, vocab, hidden);
+    let t64: Vec<f64> = table.iter().map(|&v| v as f64).collect();
+    for i in 0..t64.len() {
+        let h = 1e-2;
+        let (mut up, mut down) = (t64.clone(), t64.clone());
+        up[i] += h;
+        down[i] -= h;
+        let fd = (loss(&up) - loss(&down)) / (2.0 * h);
+        assert!(
+            (fd - analytic[i]).abs() < 1e-5,
+            "element {i}: fd {fd}, analytic {}",
+            analytic[i]
+        );
+    }
+}

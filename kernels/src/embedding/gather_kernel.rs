@@ -4,9 +4,10 @@
 use crate::codegen::rows::{for_each_row, Row};
 use crate::codegen::tensor::tensor_param;
 use crate::rowwise::index::{chunks, element};
+use crate::rowwise::moves::{load_bits, nan_bits, store_bits};
 use crate::rowwise::spec::RowSpec;
-use kernel_dsl::builder::{KernelBuilder, Value};
-use kernel_dsl::dtype::{F32, U32};
+use kernel_dsl::builder::KernelBuilder;
+use kernel_dsl::dtype::U32;
 use kernel_dsl::ir::Kernel;
 use kernel_dsl::op::Cmp;
 
@@ -34,13 +35,12 @@ pub(crate) fn gather(spec: RowSpec) -> Kernel {
                 valid,
                 |b| {
                     let i = element(b, src, c, width);
-                    let v = table.load_n(b, i, spec.access);
-                    out.store_n(b, o, spec.access, &v);
+                    let v = load_bits(b, &table, i, spec.access);
+                    store_bits(b, &out, o, v);
                 },
                 |b| {
-                    let nan = b.const_f32(f32::NAN);
-                    let v: Vec<Value<F32>> = (0..width).map(|_| nan).collect();
-                    out.store_n(b, o, spec.access, &v);
+                    let nan = nan_bits(b, out.format(), spec.access);
+                    store_bits(b, &out, o, nan);
                 },
             );
         });

@@ -10,6 +10,7 @@ use crate::codegen::rows::{for_each_row, Row};
 use crate::codegen::tensor::tensor_param;
 use crate::rowwise::bits::and_pred;
 use crate::rowwise::index::{chunks, element};
+use crate::rowwise::moves::{load_bits, store_bits};
 use crate::rowwise::shape::RowPlan;
 use crate::rowwise::spec::RowSpec;
 use crate::{check_len, Error};
@@ -86,8 +87,8 @@ pub(crate) fn append(spec: RowSpec) -> Kernel {
                 b.for_range(row.lane, nchunks, row.width, |b, c| {
                     let s = element(b, src, c, width);
                     let o = element(b, dst, c, width);
-                    let v = new.load_n(b, s, spec.access);
-                    cache.store_n(b, o, spec.access, &v);
+                    let v = load_bits(b, &new, s, spec.access);
+                    store_bits(b, &cache, o, v);
                 });
             });
         });

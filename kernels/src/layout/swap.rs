@@ -1,12 +1,13 @@
 //! Moving between the interleaved `[S, H·D]` layout of projections and the head-batched
 //! `[H, S, D]` layout of attention: both are one kernel that swaps the two outer axes of an
-//! `[A, B, D]` tensor, copying each contiguous `D`-element row whole (16-byte vectors where `D`
-//! allows).
+//! `[A, B, D]` tensor, copying each contiguous `D`-element row whole as raw bits (16-byte
+//! vectors where `D` allows).
 
 use crate::cast::Element;
 use crate::codegen::rows::{for_each_row, Row};
 use crate::codegen::tensor::tensor_param;
 use crate::rowwise::index::{chunks, element};
+use crate::rowwise::moves::{load_bits, store_bits};
 use crate::rowwise::shape::RowPlan;
 use crate::rowwise::spec::RowSpec;
 use crate::Error;
@@ -36,8 +37,8 @@ pub(crate) fn swap_outer(spec: RowSpec) -> Kernel {
         b.for_range(row.lane, nchunks, row.width, |b, c| {
             let s = element(b, src, c, width);
             let o = element(b, dst, c, width);
-            let v = x.load_n(b, s, spec.access);
-            y.store_n(b, o, spec.access, &v);
+            let v = load_bits(b, &x, s, spec.access);
+            store_bits(b, &y, o, v);
         });
     });
     b.finish()

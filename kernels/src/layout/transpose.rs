@@ -1,12 +1,13 @@
 //! 2-D transpose `[R, C] → [C, R]` through a shared 32 × 33 tile (the padding column keeps the
 //! transposed reads free of bank conflicts); loads and stores are coalesced along rows of the
-//! input and of the output.
+//! input and of the output. Elements travel as raw bits.
 
 use crate::cast::Element;
-use crate::codegen::tensor::tensor_param;
+use crate::codegen::tensor::{tensor_param, Access};
+use crate::rowwise::moves::{from_word, load_bits, store_bits, to_word};
 use crate::{check_len, Error, Storage};
 use kernel_dsl::builder::KernelBuilder;
-use kernel_dsl::dtype::{F32, U32};
+use kernel_dsl::dtype::U32;
 use kernel_dsl::ir::{Dim, Kernel};
 use kernel_dsl::op::Cmp;
 use kernel_runtime::{Buffer, KernelArg, LaunchConfig, Stream};
@@ -25,7 +26,7 @@ pub(crate) fn transpose_tiles(storage: Storage) -> Kernel {
     let y = tensor_param(&mut b, "y", storage, true);
     let rows = b.param::<U32>("rows");
     let cols = b.param::<U32>("cols");
-    let tile = b.shared_array::<F32>("tile", TILE * (TILE + 1));
+    let tile = b.shared_array::<U32>("tile", TILE * (TILE + 1));
     let tx = b.tid(Dim::X);
     let ty = b.tid(Dim::Y);
     let bx = b.ctaid(Dim::X);
@@ -45,7 +46,8 @@ pub(crate) fn transpose_tiles(storage: Storage) -> Kernel {
         b.if_(row_in, |b| {
             b.if_(col_in, |b| {
                 let at = b.mad(row, cols, col);
-                let v = x.load(b, at);
+                let v = load_bits(b, &x, at, Access::Scalar);
+                let v = to_word(b, v);
                 let slot = b.mad(tj, pitch, tx);
                 b.st_shared(&tile, slot, v);
             });
@@ -63,8 +65,9 @@ pub(crate) fn transpose_tiles(storage: Storage) -> Kernel {
             b.if_(out_col_in, |b| {
                 let slot = b.mad(tx, pitch, tj);
                 let v = b.ld_shared(&tile, slot);
+                let v = from_word(b, v, y.format());
                 let at = b.mad(out_row, rows, out_col);
-                y.store(b, at, v);
+                store_bits(b, &y, at, v);
             });
         });
     });

@@ -5,6 +5,7 @@
 
 pub(crate) mod bits;
 pub(crate) mod index;
+pub(crate) mod moves;
 pub(crate) mod online;
 pub(crate) mod reduce;
 pub(crate) mod shape;
