@@ -5,6 +5,11 @@
 //! captured graph replays with new positions after a copy into that buffer. Only the first
 //! `rotary_dim` elements of each head rotate (partial rotary); the rest pass through.
 //! Tensors are `tokens × heads × head_dim`, row-major.
+//!
+//! Angles are computed in f32 on the device (`position · 2^(i·exponent)` with `ex2.approx`,
+//! then reduced to `[−π, π]`), so an angle carries about `position · 2.5 · 2⁻²⁴` radians of
+//! error: a few times the rounding of the f32 product that f32 reference implementations
+//! (Hugging Face, vLLM's cos/sin cache) already have.
 
 mod kernel;
 pub mod reference;
