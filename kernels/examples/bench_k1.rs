@@ -297,7 +297,9 @@ fn main() -> Res {
     let device = if small {
         Device::emulator()
     } else {
-        Device::cuda(0)?
+        Device::cuda(0).map_err(|e| {
+            format!("no CUDA device ({e}); set BENCH_SMALL=1 to run tiny shapes on the emulator")
+        })?
     };
     let stream = device.stream()?;
     let mut b = Bench {

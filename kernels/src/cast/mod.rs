@@ -21,6 +21,11 @@ mod sealed {
 }
 
 /// An element type [`cast`] converts between: `f32`, [`Bf16`] or [`F16`].
+///
+/// ```
+/// fn takes<T: kernels::cast::CastElem>() {}
+/// takes::<kernel_runtime::F16>();
+/// ```
 pub trait CastElem: DeviceElem + sealed::Sealed {}
 impl CastElem for f32 {}
 impl CastElem for Bf16 {}

@@ -168,7 +168,8 @@ pub(crate) struct RowLaunch {
 /// thread holds its share (up to 1024 threads, beyond which rows are re-read).
 /// `max_groups` caps the grid (a CTA then loops over rows).
 pub(crate) fn plan_rows(rows: u32, nchunks: u32, held: u32, max_ctas: Option<u32>) -> RowLaunch {
-    let cap = |g: u32| max_ctas.map_or(g, |m| g.min(m)).max(1);
+    // The grid's x dimension holds at most 2³¹ − 1 CTAs; the row loop strides over the rest.
+    let cap = |g: u32| max_ctas.map_or(g, |m| g.min(m)).clamp(1, i32::MAX as u32);
     if nchunks <= 32 * held && max_ctas.is_none() {
         let per_cta = WARP_ROWS_THREADS / 32;
         return RowLaunch {

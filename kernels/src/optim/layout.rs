@@ -28,17 +28,24 @@ pub struct ParamLayout {
 impl ParamLayout {
     /// Lays out tensors of the given lengths in order. The flat buffers must hold
     /// [`ParamLayout::total`] elements, at most `u32::MAX`.
+    ///
+    /// ```
+    /// use kernels::optim::ParamLayout;
+    /// assert_eq!(ParamLayout::new(&[1, 1]).unwrap().total(), 16);
+    /// assert!(ParamLayout::new(&[usize::MAX]).is_err());
+    /// ```
     pub fn new(lens: &[usize]) -> Result<ParamLayout, Error> {
         let mut offsets = Vec::with_capacity(lens.len());
         let mut next = 0usize;
         for &len in lens {
             offsets.push(next);
-            next =
-                next.checked_add(len.next_multiple_of(TENSOR_ALIGN))
-                    .ok_or(Error::Unsupported {
-                        op: "ParamLayout::new",
-                        detail: "the tensor lengths overflow".into(),
-                    })?;
+            next = len
+                .checked_next_multiple_of(TENSOR_ALIGN)
+                .and_then(|padded| next.checked_add(padded))
+                .ok_or(Error::Unsupported {
+                    op: "ParamLayout::new",
+                    detail: "the tensor lengths overflow".into(),
+                })?;
         }
         if next > u32::MAX as usize {
             return Err(Error::Unsupported {

@@ -34,6 +34,19 @@ pub struct AdamW {
 }
 
 /// The flat buffers one [`AdamW::step`] updates.
+///
+/// ```
+/// use kernel_runtime::{Bf16, Buffer, Device};
+/// use kernels::optim::AdamWState;
+/// # fn main() -> Result<(), kernel_runtime::Error> {
+/// let stream = Device::emulator().stream()?;
+/// let (mut p, mut m, mut v) = (Buffer::<f32>::zeros(&stream, 8)?, Buffer::zeros(&stream, 8)?, Buffer::zeros(&stream, 8)?);
+/// let g = Buffer::<Bf16>::zeros(&stream, 8)?; // bf16 gradients
+/// let mut copy = Buffer::<Bf16>::zeros(&stream, 8)?;
+/// let state = AdamWState { params: &mut p, grads: &g, m: &mut m, v: &mut v, bf16_copy: Some(&mut copy) };
+/// assert!(state.bf16_copy.is_some());
+/// # Ok(()) }
+/// ```
 pub struct AdamWState<'a, G: Element> {
     /// f32 master weights, updated in place.
     pub params: &'a mut Buffer<f32>,
@@ -101,7 +114,28 @@ impl AdamW {
         &self.layout
     }
 
-    /// One AdamW step (`step` counts from 1) over every tensor, in one launch.
+    /// One AdamW step (`step` counts from 1) over every tensor, in one launch. Every buffer
+    /// of `state` holds [`ParamLayout::total`] elements.
+    ///
+    /// ```
+    /// use kernel_runtime::{Buffer, Device};
+    /// use kernels::optim::{AdamW, AdamWConfig, AdamWState};
+    /// # fn main() -> Result<(), kernels::Error> {
+    /// let stream = Device::emulator().stream()?;
+    /// let opt = AdamW::new(&stream, &[2], &[false])?;
+    /// let n = opt.layout().total();
+    /// let mut p = Buffer::from_host(&stream, &vec![0.0f32; n])?;
+    /// let g = Buffer::from_host(&stream, &vec![1.0f32; n])?;
+    /// let (mut m, mut v) = (Buffer::<f32>::zeros(&stream, n)?, Buffer::<f32>::zeros(&stream, n)?);
+    /// let cfg = AdamWConfig { lr: 0.1, ..AdamWConfig::default() };
+    /// for step in 1..=3 {
+    ///     let state = AdamWState { params: &mut p, grads: &g, m: &mut m, v: &mut v, bf16_copy: None };
+    ///     opt.step(&stream, step, &cfg, state)?;
+    /// }
+    /// // A constant gradient moves each step by about lr.
+    /// assert!((p.to_host(&stream)?[0] + 0.3).abs() < 1e-3);
+    /// # Ok(()) }
+    /// ```
     pub fn step<G: Element>(
         &self,
         stream: &Stream,
