@@ -4,7 +4,7 @@
 use super::fresh;
 use kernel_dsl::builder::{KernelBuilder, Value};
 use kernel_dsl::dtype::F32;
-use kernel_dsl::op::{ApproxFn, Op, Rounding};
+use kernel_dsl::op::{ApproxFn, DivMode, Op, Rounding};
 use kernel_dsl::ScalarType;
 
 /// `sqrt.rn.f32`: correctly rounded.
@@ -51,13 +51,29 @@ pub(crate) fn exp(b: &mut KernelBuilder, v: Value<F32>) -> Value<F32> {
     b.approx(ApproxFn::Ex2, t)
 }
 
+/// `div.full.f32`: within 2 ulp, a few instructions instead of the IEEE division's
+/// subroutine (elementwise activations run it per element).
+pub(crate) fn div_full(b: &mut KernelBuilder, a: Value<F32>, d: Value<F32>) -> Value<F32> {
+    let q = fresh::<F32>(b);
+    b.inst(
+        Op::Div {
+            ty: ScalarType::F32,
+            mode: DivMode::Full,
+            ftz: false,
+        },
+        vec![q.reg().into()],
+        vec![a.reg().into(), d.reg().into()],
+    );
+    q
+}
+
 /// The logistic function `1 / (1 + e^-v)`; saturates cleanly at ±∞.
 pub(crate) fn sigmoid(b: &mut KernelBuilder, v: Value<F32>) -> Value<F32> {
     let n = b.neg(v);
     let e = exp(b, n);
     let one = b.const_f32(1.0);
     let d = b.add(one, e);
-    b.div(one, d)
+    div_full(b, one, d)
 }
 
 /// `tanh(v) = 1 - 2 / (e^{2v} + 1)`: exact limits ±1, absolute error near 1e-7.
@@ -67,7 +83,7 @@ pub(crate) fn tanh(b: &mut KernelBuilder, v: Value<F32>) -> Value<F32> {
     let t = b.mul(v, two);
     let e = exp(b, t);
     let d = b.add(e, one);
-    let q = b.div(two, d);
+    let q = div_full(b, two, d);
     b.sub(one, q)
 }
 

@@ -97,8 +97,9 @@ impl MapOp {
             }
             MapOp::SwigluBackward => {
                 let (gate, up, dout) = (x[0], x[1], x[2]);
-                let a = silu(b, gate);
-                let d = silu_grad(b, gate);
+                let sg = math::sigmoid(b, gate);
+                let a = b.mul(gate, sg);
+                let d = silu_grad_from(b, gate, sg);
                 let du = b.mul(dout, up);
                 vec![b.mul(du, d), b.mul(dout, a)]
             }
@@ -115,6 +116,11 @@ fn silu(b: &mut KernelBuilder, x: Value<F32>) -> Value<F32> {
 /// `d silu / dx = σ(x)·(1 + x·(1 − σ(x)))`.
 fn silu_grad(b: &mut KernelBuilder, x: Value<F32>) -> Value<F32> {
     let s = math::sigmoid(b, x);
+    silu_grad_from(b, x, s)
+}
+
+/// [`silu_grad`] given `s = σ(x)`.
+fn silu_grad_from(b: &mut KernelBuilder, x: Value<F32>, s: Value<F32>) -> Value<F32> {
     let one = b.const_f32(1.0);
     let om = b.sub(one, s);
     let t = b.fma(x, om, one);
