@@ -23,25 +23,77 @@ pub(crate) fn for_chunk_groups(
     elems_per_chunk: u32,
     body: impl FnOnce(&mut KernelBuilder, &[Slot]),
 ) {
+    let (start, step, unroll) = group_stride(b, row, first, elems_per_chunk);
+    b.for_range(start, nchunks, step, |b, c| {
+        let slots = slots_at(b, row, c, nchunks, unroll);
+        body(b, &slots)
+    });
+}
+
+/// Like [`for_chunk_groups`], visiting the same groups last to first. A second pass over a row
+/// that does not fit in registers goes this way so that it first meets the chunks the first
+/// pass read last, the ones most likely still in L2.
+pub(crate) fn for_chunk_groups_rev(
+    b: &mut KernelBuilder,
+    row: &Row,
+    first: u32,
+    nchunks: Value<U32>,
+    elems_per_chunk: u32,
+    body: impl FnOnce(&mut KernelBuilder, &[Slot]),
+) {
+    let (start, step, unroll) = group_stride(b, row, first, elems_per_chunk);
+    // Groups this thread visits: ⌈(nchunks − start) / step⌉, or none past the row.
+    let zero = b.const_u32(0);
+    let one = b.const_u32(1);
+    let inside = b.setp(Cmp::Lt, start, nchunks);
+    let span = b.sub(nchunks, start);
+    let span = b.selp(inside, span, zero);
+    let rounded = b.add(span, step);
+    let rounded = b.sub(rounded, one);
+    let groups = b.div(rounded, step);
+    b.for_range(zero, groups, one, |b, g| {
+        let last = b.sub(groups, one);
+        let back = b.sub(last, g);
+        let c = b.mad(back, step, start);
+        let slots = slots_at(b, row, c, nchunks, unroll);
+        body(b, &slots)
+    });
+}
+
+/// This thread's first chunk, the stride between its groups, and chunks per group.
+fn group_stride(
+    b: &mut KernelBuilder,
+    row: &Row,
+    first: u32,
+    elems_per_chunk: u32,
+) -> (Value<U32>, Value<U32>, u32) {
     let unroll = (UNROLL_ELEMS / elems_per_chunk).max(1);
     let k = b.const_u32(first);
     let start = b.mad(k, row.width, row.lane);
     let u = b.const_u32(unroll);
     let step = b.mul(row.width, u);
-    b.for_range(start, nchunks, step, |b, c| {
-        let slots: Vec<Slot> = (0..unroll)
-            .map(|i| {
-                let ci = if i == 0 {
-                    c
-                } else {
-                    let i = b.const_u32(i);
-                    b.mad(i, row.width, c)
-                };
-                (ci, b.setp(Cmp::Lt, ci, nchunks))
-            })
-            .collect();
-        body(b, &slots)
-    });
+    (start, step, unroll)
+}
+
+/// The `unroll` chunks of the group starting at chunk `c`.
+fn slots_at(
+    b: &mut KernelBuilder,
+    row: &Row,
+    c: Value<U32>,
+    nchunks: Value<U32>,
+    unroll: u32,
+) -> Vec<Slot> {
+    (0..unroll)
+        .map(|i| {
+            let ci = if i == 0 {
+                c
+            } else {
+                let i = b.const_u32(i);
+                b.mad(i, row.width, c)
+            };
+            (ci, b.setp(Cmp::Lt, ci, nchunks))
+        })
+        .collect()
 }
 
 /// Loads every active slot with `load` (all loads before any use); inactive slots hold `fill`.

@@ -5,7 +5,7 @@ use crate::codegen::rows::{for_each_row, held, held_chunks, GroupSum, Row};
 use crate::codegen::tensor::tensor_param;
 use crate::rowwise::index::{chunks, element};
 use crate::rowwise::spec::RowSpec;
-use crate::rowwise::unroll::{for_chunk_groups, load_slots};
+use crate::rowwise::unroll::{for_chunk_groups, for_chunk_groups_rev, load_slots};
 use kernel_dsl::builder::{KernelBuilder, Value};
 use kernel_dsl::dtype::{F32, U32};
 use kernel_dsl::ir::Kernel;
@@ -84,7 +84,7 @@ pub(crate) fn softmax_backward(spec: RowSpec) -> Kernel {
         for (active, idx, ys, gs) in &kept {
             b.if_(*active, |b| write(b, *idx, ys, gs));
         }
-        for_chunk_groups(b, &row, count, nchunks, 2 * width, |b, slots| {
+        for_chunk_groups_rev(b, &row, count, nchunks, 2 * width, |b, slots| {
             let loaded = load_slots(b, slots, 2 * width, 0.0, both);
             for (&(c, active), vals) in slots.iter().zip(loaded) {
                 b.if_(active, |b| {

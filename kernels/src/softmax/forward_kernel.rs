@@ -12,7 +12,7 @@ use crate::rowwise::index::{chunk_start, chunks, element};
 use crate::rowwise::online::{combine, fold};
 use crate::rowwise::reduce::GroupMax;
 use crate::rowwise::spec::RowSpec;
-use crate::rowwise::unroll::{for_chunk_groups, load_slots};
+use crate::rowwise::unroll::{for_chunk_groups, for_chunk_groups_rev, load_slots};
 use kernel_dsl::builder::{KernelBuilder, Value};
 use kernel_dsl::dtype::{F32, U32};
 use kernel_dsl::ir::Kernel;
@@ -128,7 +128,7 @@ pub(crate) fn softmax_forward(spec: RowSpec) -> Kernel {
         for (active, idx, vars) in &kept {
             b.if_(*active, |b| write(b, *idx, vars));
         }
-        for_chunk_groups(b, &row, count, nchunks, width, |b, slots| {
+        for_chunk_groups_rev(b, &row, count, nchunks, width, |b, slots| {
             let loaded = load_slots(b, slots, width, 0.0, |b, c| {
                 let idx = element(b, base, c, width);
                 let col0 = chunk_start(b, c, width);
