@@ -147,6 +147,8 @@ pub(crate) enum CmpTy {
     Unsigned(W),
     Signed(W),
     F32,
+    /// `.ftz.f32`: subnormal operands compare as zero.
+    F32Ftz,
     F64,
     Half(Half),
 }

@@ -279,3 +279,74 @@ fn sixteen_bit_compare_and_swap_touches_only_its_half_word() {
     assert_eq!(mem.read_u32(p, 1).unwrap(), vec![0xbeef_5678]);
     assert_eq!(mem.read_u32(old, 1).unwrap(), vec![0xbeef_1234]);
 }
+
+#[test]
+fn generic_pointers_reach_dynamic_shared_memory_and_isspacep_tells_spaces_apart() {
+    let source = ptx(r#"
+.extern .shared .align 16 .b8 dyn[];
+.visible .entry generic(.param .u64 out)
+{
+	.reg .pred 	%p<4>;
+	.reg .b32 	%r<8>;
+	.reg .b64 	%rd<10>;
+	ld.param.u64 	%rd1, [out];
+	mov.u32 	%r1, %tid.x;
+	mov.u64 	%rd2, dyn;
+	cvta.shared.u64 	%rd3, %rd2;
+	mul.wide.u32 	%rd4, %r1, 4;
+	add.s64 	%rd5, %rd3, %rd4;
+	mul.lo.s32 	%r2, %r1, 3;
+	st.u32 	[%rd5], %r2;
+	bar.sync 	0;
+	xor.b64 	%rd6, %rd4, 4;
+	add.s64 	%rd7, %rd3, %rd6;
+	ld.u32 	%r3, [%rd7];
+	isspacep.shared 	%p1, %rd7;
+	isspacep.global 	%p2, %rd1;
+	isspacep.global 	%p3, %rd7;
+	selp.u32 	%r4, 1, 0, %p1;
+	selp.u32 	%r5, 1, 0, %p2;
+	selp.u32 	%r6, 1, 0, %p3;
+	mov.u32 	%r7, %dynamic_smem_size;
+	mul.wide.u32 	%rd8, %r1, 16;
+	add.s64 	%rd9, %rd1, %rd8;
+	st.global.v4.u32 	[%rd9], {%r3, %r4, %r5, %r7};
+	ret;
+}
+"#);
+    let mut mem = GlobalMemory::new();
+    let out = poisoned_u32(&mut mem, 4 * 64);
+    let cfg = LaunchConfig {
+        dynamic_shared_bytes: 256,
+        ..LaunchConfig::linear(1, 64)
+    };
+    launch(&source, "generic", cfg, &[ArgValue::Ptr(out)], &mut mem).unwrap();
+    let got = mem.read_u32(out, 4 * 64).unwrap();
+    for t in 0..64u32 {
+        assert_eq!(
+            &got[t as usize * 4..t as usize * 4 + 4],
+            &[(t ^ 1) * 3, 1, 1, 256],
+            "thread {t}"
+        );
+    }
+    // Without the dynamic allocation the same stores fall outside shared memory.
+    let out = poisoned_u32(&mut mem, 4 * 64);
+    let err = launch(
+        &source,
+        "generic",
+        LaunchConfig::linear(1, 64),
+        &[ArgValue::Ptr(out)],
+        &mut mem,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::SharedOutOfBounds {
+                shared_bytes: 0,
+                ..
+            }
+        ),
+        "{err}"
+    );
+}

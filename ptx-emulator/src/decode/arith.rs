@@ -594,6 +594,11 @@ pub(crate) fn setp(frame: &mut Frame, inst: &Instruction) -> Result<Op, Error> {
     let src_ty = src_ty.ok_or_else(|| frame.malformed("missing operand type"))?;
     let class = classify(src_ty).ok_or_else(|| frame.unsupported(format!("type .{src_ty}")))?;
     let (cmp, ty) = cmp_of(frame, cmp_op, class)?;
+    let ty = if ty == CmpTy::F32 && inst.has_flag(Flag::Ftz) {
+        CmpTy::F32Ftz
+    } else {
+        ty
+    };
     let k = kind_of(class);
     let a = frame.src(&ops[1], k)?;
     let b = frame.src(&ops[2], k)?;

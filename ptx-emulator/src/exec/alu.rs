@@ -247,6 +247,11 @@ pub(crate) fn compare(cmp: Cmp, ty: CmpTy, a: u64, b: u64) -> bool {
             f32::from_bits(a as u32) as f64,
             f32::from_bits(b as u32) as f64,
         ),
+        CmpTy::F32Ftz => float_cmp(
+            cmp,
+            flush_f32(f32::from_bits(a as u32)) as f64,
+            flush_f32(f32::from_bits(b as u32)) as f64,
+        ),
         CmpTy::F64 => float_cmp(cmp, f64::from_bits(a), f64::from_bits(b)),
         CmpTy::Half(h) => float_cmp(cmp, h.to_f64(a as u16), h.to_f64(b as u16)),
     }
@@ -544,6 +549,10 @@ mod tests {
         assert!(!compare(Cmp::Ne, CmpTy::F32, nan, one));
         assert!(compare(Cmp::Neu, CmpTy::F32, nan, one));
         assert!(compare(Cmp::Nan, CmpTy::F32, nan, one));
+        let tiny = (-1.0e-40f32).to_bits() as u64;
+        assert!(compare(Cmp::Lt, CmpTy::F32, tiny, 0));
+        assert!(!compare(Cmp::Lt, CmpTy::F32Ftz, tiny, 0));
+        assert!(compare(Cmp::Eq, CmpTy::F32Ftz, tiny, 0));
         assert!(compare(
             Cmp::Lt,
             CmpTy::Signed(W::B32),
