@@ -208,3 +208,70 @@ pub fn shapes(layout: Layout, dims: &[(usize, usize, usize)]) -> Vec<GemmShape> 
         .map(|&(m, n, k)| GemmShape::new(layout, m, n, k))
         .collect()
 }
+
+/// A stream on CUDA device 0, or `None` after printing the one skip line.
+pub fn gpu() -> Option<Stream> {
+    match Device::cuda(0).and_then(|d| d.stream()) {
+        Ok(stream) => Some(stream),
+        Err(_) => {
+            println!("skipping: no CUDA driver/GPU present");
+            None
+        }
+    }
+}
+
+/// Runs a plain dense GEMM at a shape too large for a full f64 reference and checks `samples`
+/// seeded elements (and that none is left as the NaN poison).
+pub fn check_sampled<T: GemmElement, O: GemmElement>(
+    stream: &Stream,
+    shape: &GemmShape,
+    math: Math,
+    tol: Tol,
+    samples: usize,
+) {
+    let s = shape;
+    let (ar, _) = s.layout.a_rows_cols(s.m, s.k);
+    let (br, _) = s.layout.b_rows_cols(s.n, s.k);
+    let mut rng = Rng::new(s.m as u64 ^ (s.n as u64) << 20 ^ (s.k as u64) << 40);
+    let (a, ah) = upload::<T>(stream, &rng.vec(ar * s.lda));
+    let (b, bh) = upload::<T>(stream, &rng.vec(br * s.ldb));
+    let (mut c, _) = upload::<O>(stream, &vec![f32::NAN; s.m * s.ldc]);
+    gemm(stream, shape, &a, &b, &mut c, &Epilogue::default(), math).expect("gemm");
+    let got = download(stream, &c);
+    assert!(
+        got.iter().all(|v| !v.is_nan()),
+        "{shape:?}: an output was left unwritten"
+    );
+    let a_at = |i: usize, p: usize| {
+        if s.layout.a_k_contiguous() {
+            ah[i * s.lda + p]
+        } else {
+            ah[p * s.lda + i]
+        }
+    };
+    let b_at = |p: usize, j: usize| {
+        if s.layout.b_k_contiguous() {
+            bh[j * s.ldb + p]
+        } else {
+            bh[p * s.ldb + j]
+        }
+    };
+    let mut pick = Rng::new(7);
+    for _ in 0..samples {
+        let u = pick.vec(2);
+        let i = (((u[0] + 1.0) * 0.5) as f64 * s.m as f64) as usize % s.m;
+        let j = (((u[1] + 1.0) * 0.5) as f64 * s.n as f64) as usize % s.n;
+        let (mut w, mut mag) = (0.0, 0.0);
+        for p in 0..s.k {
+            let t = a_at(i, p) * b_at(p, j);
+            w += t;
+            mag += t.abs();
+        }
+        let g = got[i * s.ldc + j];
+        let bound = tol.dot * (mag + 1.0) + tol.out * w.abs() + 1e-6;
+        assert!(
+            (g - w).abs() <= bound,
+            "{shape:?}: C[{i}][{j}] is {g}, expected {w} (bound {bound:e})"
+        );
+    }
+}

@@ -1,0 +1,307 @@
+//! GEMM throughput of our kernels against cuBLAS, in one process on one device: fp32 (SIMT vs
+//! cuBLAS sgemm without TF32), TF32 (vs cuBLAS with TF32 compute) and bf16 (vs cuBLAS
+//! `gemmEx` bf16 → bf16, f32 compute), each timed with CUDA events after warm-up, median of the
+//! timed runs. The last column is our throughput over cuBLAS's (1.0 = parity). fp32 uses
+//! cuBLAS's default math mode, which never uses TF32.
+//!
+//! ```text
+//! cargo run --release -p kernels --example bench_gemm            # on a GPU
+//! BENCH_SMALL=1 cargo run -p kernels --example bench_gemm        # tiny shapes on the emulator
+//! ```
+//!
+//! Shapes: 4096³ and 8192³; a linear layer of 4096 tokens × 4864 outputs × 896 inputs (and its
+//! transpose) forward (`y = x·Wᵀ`, NT) with both gradients (`dx = dy·W`, NN; `dW = dyᵀ·x`,
+//! TN); LoRA adapters of rank 8–64 on a 4096 × 4096 layer.
+
+use kernel_runtime::{Bf16, Buffer, Device, Stream};
+use kernels::gemm::{gemm, Epilogue, GemmElement, GemmShape, Layout, Math};
+use std::error::Error;
+
+type Res<T = ()> = Result<T, Box<dyn Error>>;
+
+/// What is timed: our kernel for `T` inputs (f32 outputs for f32, else `T`) with `math`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Kind {
+    Fp32,
+    Tf32,
+    Bf16,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Fp32 => "fp32",
+            Kind::Tf32 => "tf32",
+            Kind::Bf16 => "bf16",
+        }
+    }
+}
+
+struct Bench {
+    device: Device,
+    stream: Stream,
+    warmup: usize,
+    runs: usize,
+    blas: Option<blas::Blas>,
+}
+
+impl Bench {
+    /// Median milliseconds of `f` on our stream.
+    fn time(&self, mut f: impl FnMut(&Stream) -> Res) -> Res<f64> {
+        for _ in 0..self.warmup {
+            f(&self.stream)?;
+        }
+        let mut ms = Vec::with_capacity(self.runs);
+        for _ in 0..self.runs {
+            let (start, end) = (self.device.event()?, self.device.event()?);
+            self.stream.record(&start)?;
+            f(&self.stream)?;
+            self.stream.record(&end)?;
+            end.synchronize()?;
+            ms.push(start.elapsed_ms(&end)? as f64);
+        }
+        Ok(median(ms))
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn filled<T: GemmElement>(stream: &Stream, n: usize, seed: u32) -> Res<Buffer<T>> {
+    // A cheap deterministic pattern in [-1, 1), never all zeros.
+    let host: Vec<T> = (0..n)
+        .map(|i| {
+            let h = (i as u32).wrapping_mul(2_654_435_761).wrapping_add(seed);
+            T::from_f32((h >> 8) as f32 / (1u32 << 23) as f32 - 1.0)
+        })
+        .collect();
+    Ok(Buffer::from_host(stream, &host)?)
+}
+
+fn ours<T: GemmElement, O: GemmElement>(b: &Bench, shape: &GemmShape, math: Math) -> Res<f64> {
+    let (ar, ac) = shape.layout.a_rows_cols(shape.m, shape.k);
+    let (br, bc) = shape.layout.b_rows_cols(shape.n, shape.k);
+    let a = filled::<T>(&b.stream, ar * ac, 1)?;
+    let bb = filled::<T>(&b.stream, br * bc, 2)?;
+    let mut c = Buffer::<O>::zeros(&b.stream, shape.m * shape.n)?;
+    let epi = Epilogue::default();
+    b.time(|s| Ok(gemm(s, shape, &a, &bb, &mut c, &epi, math)?))
+}
+
+fn row(b: &Bench, kind: Kind, label: &str, shape: &GemmShape) -> Res {
+    let ms = match kind {
+        Kind::Fp32 => ours::<f32, f32>(b, shape, Math::Fp32)?,
+        Kind::Tf32 => ours::<f32, f32>(b, shape, Math::Tf32)?,
+        Kind::Bf16 => ours::<Bf16, Bf16>(b, shape, Math::Fp32)?,
+    };
+    let tflops = |ms: f64| shape.flops() / (ms * 1e-3) / 1e12;
+    let (theirs, ratio) = match &b.blas {
+        Some(blas) => {
+            let t = blas.time(kind, shape, b.warmup, b.runs)?;
+            (
+                format!("{:>9.3} | {:>7.1}", t, tflops(t)),
+                format!("{:>11.2}", t / ms),
+            )
+        }
+        None => (format!("{:>9} | {:>7}", "-", "-"), format!("{:>11}", "-")),
+    };
+    println!(
+        "| {:<4} | {label:<11} | {:<2} | {:>5} × {:>5} × {:>5} | {ms:>8.3} | {:>7.1} | {theirs} | {ratio} |",
+        kind.name(),
+        shape.layout.tag(),
+        shape.m,
+        shape.n,
+        shape.k,
+        tflops(ms),
+    );
+    Ok(())
+}
+
+/// The problems: (label, shape).
+fn problems(small: bool) -> Vec<(String, GemmShape)> {
+    let sq: &[usize] = if small { &[64] } else { &[4096, 8192] };
+    let linear: &[(usize, usize, usize)] = if small {
+        &[(48, 40, 24)]
+    } else {
+        &[(4096, 4864, 896), (4096, 896, 4864)]
+    };
+    let ranks: &[usize] = if small { &[8] } else { &[8, 16, 32, 64] };
+    let hidden = if small { 64 } else { 4096 };
+    let mut out = Vec::new();
+    for &s in sq {
+        out.push(("square".into(), GemmShape::new(Layout::Nn, s, s, s)));
+    }
+    for &(t, o, i) in linear {
+        out.push(("fwd".into(), GemmShape::new(Layout::Nt, t, o, i)));
+        out.push(("grad_x".into(), GemmShape::new(Layout::Nn, t, i, o)));
+        out.push(("grad_w".into(), GemmShape::new(Layout::Tn, o, i, t)));
+    }
+    for &r in ranks {
+        // x·Aᵀ (down to rank r), then (x·Aᵀ)·Bᵀ (back up), and the adapter gradients.
+        let lbl = |s: &str| format!("lora{r}_{s}");
+        out.push((lbl("down"), GemmShape::new(Layout::Nt, hidden, r, hidden)));
+        out.push((lbl("up"), GemmShape::new(Layout::Nt, hidden, hidden, r)));
+        out.push((lbl("dA"), GemmShape::new(Layout::Tn, r, hidden, hidden)));
+        out.push((lbl("dB"), GemmShape::new(Layout::Tn, hidden, r, hidden)));
+    }
+    out
+}
+
+fn main() -> Res {
+    let small = std::env::var_os("BENCH_SMALL").is_some();
+    let device = if small {
+        Device::emulator()
+    } else {
+        Device::cuda(0).map_err(|e| {
+            format!("no CUDA device ({e}); set BENCH_SMALL=1 to run tiny shapes on the emulator")
+        })?
+    };
+    let stream = device.stream()?;
+    let blas = if small {
+        println!("cuBLAS skipped: emulator run");
+        None
+    } else {
+        Some(blas::Blas::new()?)
+    };
+    let b = Bench {
+        device,
+        stream,
+        warmup: if small { 1 } else { 5 },
+        runs: if small { 3 } else { 15 },
+        blas,
+    };
+    println!("device: {}", b.device.props().name);
+    println!("| math | problem     | ly | m     × n     × k     |  ours ms | TFLOP/s | cuBLAS ms | TFLOP/s | ours/cuBLAS |");
+    println!("|------|-------------|----|-----------------------|----------|---------|-----------|---------|-------------|");
+    for kind in [Kind::Fp32, Kind::Tf32, Kind::Bf16] {
+        for (label, shape) in problems(small) {
+            row(&b, kind, &label, &shape)?;
+        }
+    }
+    Ok(())
+}
+
+/// cuBLAS through cudarc, on its own stream of device 0 (the same GPU).
+mod blas {
+    use super::{median, GemmShape, Kind, Layout, Res};
+    use cudarc::cublas::{result, sys, CudaBlas};
+    use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
+    use std::ffi::c_void;
+    use std::sync::Arc;
+
+    pub struct Blas {
+        ctx: Arc<CudaContext>,
+        stream: Arc<CudaStream>,
+        handle: CudaBlas,
+    }
+
+    impl Blas {
+        pub fn new() -> Res<Blas> {
+            // SAFETY: probing only tries to dlopen the driver library.
+            if !unsafe { cudarc::driver::sys::is_culib_present() } {
+                return Err("no CUDA driver".into());
+            }
+            let ctx = CudaContext::new(0)?;
+            let stream = ctx.new_stream()?;
+            let handle = CudaBlas::new(stream.clone())?;
+            Ok(Blas {
+                ctx,
+                stream,
+                handle,
+            })
+        }
+
+        fn filled(&self, bytes: usize) -> Res<CudaSlice<u16>> {
+            // Small finite values for either element type: bf16 / the high halves of f32.
+            let host: Vec<u16> = (0..bytes / 2)
+                .map(|i| 0x3c00 | ((i as u32).wrapping_mul(2_654_435_761) >> 25) as u16)
+                .collect();
+            Ok(self.stream.clone_htod(&host)?)
+        }
+
+        /// Median milliseconds of cuBLAS on `shape` (row-major, mapped onto column-major by
+        /// computing `Cᵀ = op(B)ᵀ·op(A)ᵀ`).
+        pub fn time(&self, kind: Kind, s: &GemmShape, warmup: usize, runs: usize) -> Res<f64> {
+            let (elem, ty, compute) = match kind {
+                Kind::Fp32 => (
+                    4,
+                    sys::cudaDataType_t::CUDA_R_32F,
+                    sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                ),
+                Kind::Tf32 => (
+                    4,
+                    sys::cudaDataType_t::CUDA_R_32F,
+                    sys::cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32,
+                ),
+                Kind::Bf16 => (
+                    2,
+                    sys::cudaDataType_t::CUDA_R_16BF,
+                    sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                ),
+            };
+            let a = self.filled(s.m * s.k * elem)?;
+            let b = self.filled(s.n * s.k * elem)?;
+            let mut c = self.filled(s.m * s.n * elem)?;
+            use sys::cublasOperation_t::{CUBLAS_OP_N as N, CUBLAS_OP_T as T};
+            // Column-major: the first operand is our B, the second our A.
+            let (op_b, ldb) = match s.layout {
+                Layout::Nt => (T, s.k),
+                Layout::Nn | Layout::Tn => (N, s.n),
+            };
+            let (op_a, lda) = match s.layout {
+                Layout::Tn => (T, s.m),
+                Layout::Nn | Layout::Nt => (N, s.k),
+            };
+            let alpha = 1.0f32;
+            let beta = 0.0f32;
+            let mut launch = || -> Res {
+                let (pa, _ra) = a.device_ptr(&self.stream);
+                let (pb, _rb) = b.device_ptr(&self.stream);
+                let (pc, _rc) = c.device_ptr_mut(&self.stream);
+                // SAFETY: every pointer is a live allocation of this context sized for its
+                // operand (m·k, n·k, m·n elements); alpha/beta are host f32 as compute 32F needs.
+                unsafe {
+                    result::gemm_ex(
+                        *self.handle.handle(),
+                        op_b,
+                        op_a,
+                        s.n as i32,
+                        s.m as i32,
+                        s.k as i32,
+                        &alpha as *const f32 as *const c_void,
+                        pb as *const c_void,
+                        ty,
+                        ldb as i32,
+                        pa as *const c_void,
+                        ty,
+                        lda as i32,
+                        &beta as *const f32 as *const c_void,
+                        pc as *mut c_void,
+                        ty,
+                        s.n as i32,
+                        compute,
+                        sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+                    )?;
+                }
+                Ok(())
+            };
+            for _ in 0..warmup {
+                launch()?;
+            }
+            let flags = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+            let mut ms = Vec::with_capacity(runs);
+            for _ in 0..runs {
+                let start = self.ctx.new_event(flags)?;
+                let end = self.ctx.new_event(flags)?;
+                start.record(&self.stream)?;
+                launch()?;
+                end.record(&self.stream)?;
+                end.synchronize()?;
+                ms.push(start.elapsed_ms(&end)? as f64);
+            }
+            Ok(median(ms))
+        }
+    }
+}

@@ -1,0 +1,105 @@
+//! The GEMM checks on a real GPU: odd and mid-sized shapes against the full f64 reference,
+//! and the benchmark's shapes against sampled reference elements. Each test prints
+//! `skipping: no CUDA driver/GPU present` and returns where there is none.
+
+mod common_gemm;
+
+use common_gemm::*;
+use kernel_runtime::{Bf16, F16};
+use kernels::gemm::{Activation, GemmShape, Layout, Math};
+
+const MID: [(usize, usize, usize); 4] = [
+    (513, 1031, 257),
+    (1000, 24, 4096),
+    (8, 4096, 64),
+    (255, 129, 17),
+];
+
+#[test]
+fn gpu_simt_f32_matches_reference_at_odd_and_mid_shapes() {
+    let Some(stream) = gpu() else { return };
+    for layout in Layout::ALL {
+        for (i, shape) in shapes(layout, &ODD)
+            .iter()
+            .chain(&shapes(layout, &MID))
+            .enumerate()
+        {
+            check::<f32, f32>(
+                &stream,
+                shape,
+                EpiCase::plain(),
+                Math::Fp32,
+                F32_TOL,
+                i as u64,
+            );
+        }
+    }
+}
+
+#[test]
+fn gpu_tensor_cores_match_reference_at_odd_and_mid_shapes() {
+    let Some(stream) = gpu() else { return };
+    for layout in Layout::ALL {
+        for (i, shape) in shapes(layout, &ODD)
+            .iter()
+            .chain(&shapes(layout, &MID))
+            .enumerate()
+        {
+            let seed = 100 + i as u64;
+            check::<Bf16, f32>(
+                &stream,
+                shape,
+                EpiCase::plain(),
+                Math::Fp32,
+                F32_OUT_16_IN,
+                seed,
+            );
+            check::<Bf16, Bf16>(&stream, shape, EpiCase::plain(), Math::Fp32, BF16_OUT, seed);
+            check::<F16, F16>(&stream, shape, EpiCase::plain(), Math::Fp32, F16_OUT, seed);
+            check::<f32, f32>(&stream, shape, EpiCase::plain(), Math::Tf32, TF32_TOL, seed);
+        }
+    }
+}
+
+#[test]
+fn gpu_fused_epilogues_and_batches_match_reference() {
+    let Some(stream) = gpu() else { return };
+    let epi = EpiCase {
+        alpha: 0.5,
+        beta: 1.0,
+        bias: true,
+        activation: Activation::Silu,
+        residual: true,
+    };
+    for layout in Layout::ALL {
+        let shape = GemmShape::batched(layout, 8, 257, 128, 96);
+        check::<f32, f32>(&stream, &shape, epi, Math::Fp32, F32_TOL, 1);
+        check::<Bf16, f32>(&stream, &shape, epi, Math::Fp32, F32_OUT_16_IN, 2);
+        let gelu = EpiCase {
+            alpha: 1.0,
+            bias: true,
+            activation: Activation::GeluTanh,
+            ..EpiCase::default()
+        };
+        check::<Bf16, Bf16>(&stream, &shape, gelu, Math::Fp32, BF16_OUT, 3);
+    }
+}
+
+#[test]
+fn gpu_benchmark_shapes_match_sampled_reference() {
+    let Some(stream) = gpu() else { return };
+    let dims = [
+        (4096, 4096, 4096),
+        (4096, 4864, 896),
+        (4096, 896, 4864),
+        (4096, 64, 4096),
+    ];
+    for layout in Layout::ALL {
+        for &(m, n, k) in &dims {
+            let shape = GemmShape::new(layout, m, n, k);
+            check_sampled::<Bf16, Bf16>(&stream, &shape, Math::Fp32, BF16_OUT, 500);
+            check_sampled::<f32, f32>(&stream, &shape, Math::Fp32, F32_TOL, 200);
+            check_sampled::<f32, f32>(&stream, &shape, Math::Tf32, TF32_TOL, 200);
+        }
+    }
+}

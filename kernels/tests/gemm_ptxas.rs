@@ -1,0 +1,39 @@
+//! Every GEMM specialization assembles with ptxas for each target it supports, without
+//! spills. Skips with one line where no ptxas is found.
+
+use kernel_dsl::ptxas::Ptxas;
+use kernel_dsl::Target;
+
+#[test]
+fn gemm_kernels_assemble_without_spills() {
+    let Some(ptxas) = Ptxas::find() else {
+        println!("skipping: no ptxas found (set PTXKIT_PTXAS)");
+        return;
+    };
+    for target in [Target::Sm80, Target::Sm90] {
+        for k in kernels::gemm::KERNELS {
+            let kernel = k.kernel();
+            let ptx = kernel_dsl::emit::emit(&kernel, target).expect("emit");
+            let assembled = ptxas
+                .assemble(&ptx)
+                .unwrap_or_else(|e| panic!("{} @ {target}: {e}", kernel.name));
+            for r in assembled.reports {
+                println!(
+                    "{target} {} registers {} spills {}/{} stack {} smem {}",
+                    r.entry,
+                    r.registers,
+                    r.spill_stores,
+                    r.spill_loads,
+                    r.stack_bytes,
+                    r.shared_bytes
+                );
+                assert_eq!(
+                    (r.spill_stores, r.spill_loads),
+                    (0, 0),
+                    "{} spills at {target}",
+                    r.entry
+                );
+            }
+        }
+    }
+}
