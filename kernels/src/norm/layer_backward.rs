@@ -51,12 +51,9 @@ pub(crate) fn layer_norm_backward(spec: RowSpec) -> Kernel {
         width: ntid,
     };
     let slots = held(&mut b, &place, nchunks, count);
-    let mut gammas = Vec::new();
     let mut dgs = Vec::new();
     let mut dbs = Vec::new();
-    for &(c, active) in &slots {
-        let gi = chunk_start(&mut b, c, width);
-        gammas.push(gamma.load_n_or_zero(&mut b, gi, access, active));
+    for _ in &slots {
         dgs.push((0..width).map(|_| b.var(zero)).collect::<Vec<_>>());
         dbs.push((0..width).map(|_| b.var(zero)).collect::<Vec<_>>());
     }
@@ -128,8 +125,12 @@ pub(crate) fn layer_norm_backward(spec: RowSpec) -> Kernel {
                     b.assign(sgx, t);
                 }
             };
-        for (k, (_, _, xs, ds)) in kept.iter().enumerate() {
-            add_g(b, xs, ds, &gammas[k]);
+        // γ is re-read (from L1) where needed rather than held across the reductions,
+        // which keeps register use low enough for two CTAs per SM.
+        for (&(c, active), (_, _, xs, ds)) in slots.iter().zip(&kept) {
+            let gi = chunk_start(b, c, width);
+            let gs = gamma.load_n_or_zero(b, gi, access, active);
+            add_g(b, xs, ds, &gs);
         }
         for_overflow(b, &row, nchunks, count, |b, c| {
             let idx = element(b, base, c, width);
@@ -161,9 +162,12 @@ pub(crate) fn layer_norm_backward(spec: RowSpec) -> Kernel {
                 (out, dg)
             };
         for (k, (idx, active, xs, ds)) in kept.iter().enumerate() {
-            let (ga, ba, gs) = (&dgs[k], &dbs[k], &gammas[k]);
+            let (ga, ba) = (&dgs[k], &dbs[k]);
+            let c = slots[k].0;
             b.if_(*active, |b| {
-                let (out, dg) = grad(b, xs, ds, gs);
+                let gi = chunk_start(b, c, width);
+                let gs = gamma.load_n(b, gi, access);
+                let (out, dg) = grad(b, xs, ds, &gs);
                 dx.store_n(b, *idx, access, &out);
                 for ((&a, &d), (&bb, &dd)) in ga.iter().zip(&dg).zip(ba.iter().zip(ds)) {
                     let s = b.add(a, d);

@@ -52,11 +52,8 @@ pub(crate) fn rms_norm_backward(spec: RowSpec) -> Kernel {
         width: ntid,
     };
     let slots = held(&mut b, &place, nchunks, count);
-    let mut gammas = Vec::new();
     let mut grads = Vec::new();
-    for &(c, active) in &slots {
-        let gi = chunk_start(&mut b, c, width);
-        gammas.push(gamma.load_n_or_zero(&mut b, gi, access, active));
+    for _ in &slots {
         grads.push((0..width).map(|_| b.var(zero)).collect::<Vec<_>>());
     }
     for_overflow(&mut b, &place, nchunks, count, |b, c| {
@@ -80,12 +77,16 @@ pub(crate) fn rms_norm_backward(spec: RowSpec) -> Kernel {
                 }
             };
         let mut kept = Vec::new();
-        for (k, &(c, active)) in slots.iter().enumerate() {
+        // γ is re-read (from L1) where needed rather than held across the reductions,
+        // which keeps register use low enough for two CTAs per SM.
+        for &(c, active) in &slots {
             let idx = element(b, base, c, width);
+            let gi = chunk_start(b, c, width);
             let xs = x.load_n_or_zero(b, idx, access, active);
             let ds = dy.load_n_or_zero(b, idx, access, active);
-            accumulate(b, &xs, &ds, &gammas[k]);
-            kept.push((idx, active, xs, ds));
+            let gs = gamma.load_n_or_zero(b, gi, access, active);
+            accumulate(b, &xs, &ds, &gs);
+            kept.push((gi, idx, active, xs, ds));
         }
         for_overflow(b, &row, nchunks, count, |b, c| {
             let idx = element(b, base, c, width);
@@ -120,11 +121,11 @@ pub(crate) fn rms_norm_backward(spec: RowSpec) -> Kernel {
                 }
                 (out, dg)
             };
-        for (k, (idx, active, xs, ds)) in kept.iter().enumerate() {
+        for (k, (gi, idx, active, xs, ds)) in kept.iter().enumerate() {
             let acc = &grads[k];
-            let gs = &gammas[k];
             b.if_(*active, |b| {
-                let (out, dg) = grad(b, xs, ds, gs);
+                let gs = gamma.load_n(b, *gi, access);
+                let (out, dg) = grad(b, xs, ds, &gs);
                 dx.store_n(b, *idx, access, &out);
                 for (&a, &d) in acc.iter().zip(&dg) {
                     let s = b.add(a, d);
