@@ -16,6 +16,21 @@ use kernel_runtime::LaunchConfig;
 pub(crate) const HELD_ELEMS: u32 = 16;
 /// Threads per CTA of the warp-per-row specializations.
 pub(crate) const WARP_ROWS_THREADS: u32 = 128;
+/// Most threads of a CTA-per-row launch. The row kernels use up to 80 registers, and
+/// 80 × 1024 would not fit an SM's 64 K registers; wider rows re-read their overflow.
+pub(crate) const MAX_ROW_THREADS: u32 = 512;
+
+/// Declares the block shape a row kernel of `group` is launched with (`.reqntid` for
+/// warp-per-row, `.maxntid` for CTA-per-row), so ptxas budgets registers for it and the
+/// runtime refuses any other launch shape.
+pub(crate) fn declare_block(b: &mut KernelBuilder, group: Group) {
+    match group {
+        Group::Warp => {
+            b.reqntid([WARP_ROWS_THREADS, 1, 1]);
+        }
+        Group::Block => b.perf_mut().maxntid = Some([MAX_ROW_THREADS, 1, 1]),
+    }
+}
 
 /// Which threads share one row.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -165,7 +180,7 @@ pub(crate) struct RowLaunch {
 }
 
 /// Rows that fit in one warp's registers go warp-per-row; wider rows get a CTA sized so each
-/// thread holds its share (up to 1024 threads, beyond which rows are re-read).
+/// thread holds its share (up to [`MAX_ROW_THREADS`], beyond which rows are re-read).
 /// `max_groups` caps the grid (a CTA then loops over rows).
 pub(crate) fn plan_rows(rows: u32, nchunks: u32, held: u32, max_ctas: Option<u32>) -> RowLaunch {
     // The grid's x dimension holds at most 2³¹ − 1 CTAs; the row loop strides over the rest.
@@ -177,7 +192,11 @@ pub(crate) fn plan_rows(rows: u32, nchunks: u32, held: u32, max_ctas: Option<u32
             cfg: LaunchConfig::linear(cap(rows.div_ceil(per_cta)), WARP_ROWS_THREADS),
         };
     }
-    let threads = nchunks.div_ceil(held).div_ceil(32).clamp(1, 32) * 32;
+    let threads = nchunks
+        .div_ceil(held)
+        .div_ceil(32)
+        .clamp(1, MAX_ROW_THREADS / 32)
+        * 32;
     RowLaunch {
         group: Group::Block,
         cfg: LaunchConfig::linear(cap(rows), threads),
