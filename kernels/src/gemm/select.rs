@@ -5,7 +5,9 @@
 use super::element::Dtype;
 use super::layout::{GemmShape, Layout};
 use super::simt::{SIMT_THREADS, SIMT_TILE};
-use super::tensor_core::{mma_spec_index, MmaSpec, MMA_THREADS, MMA_TILE_M, MMA_TILE_N};
+use super::tensor_core::{
+    mma_shared_bytes, mma_spec_index, MmaSpec, MMA_THREADS, MMA_TILE_M, MMA_TILE_N,
+};
 use super::{MMA, SIMT};
 use crate::{Error, OpKernel};
 use kernel_dsl::Target;
@@ -100,7 +102,8 @@ pub fn select(
     })?;
     Ok(Plan {
         kernel: &MMA[index],
-        config: grid(shape, MMA_TILE_M, MMA_TILE_N, MMA_THREADS),
+        config: grid(shape, MMA_TILE_M, MMA_TILE_N, MMA_THREADS)
+            .with_dynamic_shared(mma_shared_bytes(spec)),
         vector_elems: 16 / input.bytes(),
     })
 }

@@ -2,9 +2,9 @@
 //! `mma.sync.m16n8k16`, f32 inputs as TF32 through `mma.sync.m16n8k8`, f32 accumulation.
 //!
 //! A 128×128 CTA tile, 8 warps as 2 (m) × 4 (n), each warp a 64×32 block of 4 × 4 mma tiles.
-//! Slabs of 64 bytes of k (32 bf16/f16 or 16 f32 elements) flow through a two-stage
-//! `cp.async` pipeline into padded shared memory: the next slab is in flight while the current
-//! one is multiplied.
+//! Slabs of 64 bytes of k (32 bf16/f16 or 16 f32 elements) flow through a four-stage
+//! `cp.async` pipeline into padded dynamic shared memory (up to 80 KiB): three slabs are in
+//! flight while one is multiplied, with one barrier per slab.
 
 use super::async_load::{SlabLayout, SlabLoader, LOAD_THREADS, TILE_MN};
 use super::element::Dtype;
@@ -23,6 +23,22 @@ pub(crate) const MMA_TILE_N: u32 = TILE_MN;
 const WARP_M: u32 = 64;
 const WARP_N: u32 = 32;
 const WARPS_N: u32 = 4;
+/// Pipeline depth: slabs in shared memory at once (a power of two).
+const STAGES: u32 = 4;
+
+/// Dynamic shared memory of a specialization: `STAGES` slabs of A and B.
+pub(crate) fn mma_shared_bytes(s: MmaSpec) -> u32 {
+    let eb = s.input.bytes() as u32;
+    let a = SlabLayout {
+        k_contiguous: s.layout.a_k_contiguous(),
+        elem_bytes: eb,
+    };
+    let b = SlabLayout {
+        k_contiguous: s.layout.b_k_contiguous(),
+        elem_bytes: eb,
+    };
+    STAGES * (a.bytes() + b.bytes())
+}
 
 /// One tensor-core specialization.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -160,7 +176,7 @@ pub(crate) fn build_mma(s: MmaSpec) -> Kernel {
     };
     let a_bytes = la_layout.bytes();
     let stage_bytes = a_bytes + lb_layout.bytes();
-    let smem = b.shared_array::<U32>("stages", 2 * stage_bytes / 4);
+    let smem = b.dynamic_shared::<U32>("stages");
     let tid = b.tid(Dim::X);
     let tile = b.const_u32(TILE_MN);
     let cx = b.ctaid(Dim::X);
@@ -202,26 +218,41 @@ pub(crate) fn build_mma(s: MmaSpec) -> Kernel {
     let zero = b.const_u32(0);
     let one = b.const_u32(1);
     let stage_c = b.const_u32(stage_bytes);
-    let b_base = b.add(base, a_off);
-    la.issue(&mut b, base, zero);
-    lb.issue(&mut b, b_base, zero);
-    b.cp_async_commit();
-    b.for_range(zero, slabs, one, |b, t| {
-        let parity = b.and(t, one);
-        let cur = b.mul(parity, stage_c);
-        let nxt = b.sub(stage_c, cur);
-        let t1 = b.add(t, one);
-        let has_next = b.setp(Cmp::Lt, t1, slabs);
-        b.if_(has_next, |b| {
-            let k0 = b.mul(t1, bk_c);
-            let dst_a = b.add(base, nxt);
+    let stage_mask = b.const_u32(STAGES - 1);
+    // Prologue: slabs 0 .. STAGES-2 in flight, one commit group each (empty past the end).
+    for st in 0..STAGES - 1 {
+        let slab = b.const_u32(st);
+        let live = b.setp(Cmp::Lt, slab, slabs);
+        b.if_(live, |b| {
+            let k0 = b.mul(slab, bk_c);
+            let off = b.const_u32(st * stage_bytes);
+            let dst_a = b.add(base, off);
             let dst_b = b.add(dst_a, a_off);
             la.issue(b, dst_a, k0);
             lb.issue(b, dst_b, k0);
         });
         b.cp_async_commit();
-        b.cp_async_wait(1);
+    }
+    let ahead = b.const_u32(STAGES - 1);
+    b.for_range(zero, slabs, one, |b, t| {
+        // Slab t has landed for this thread, then (barrier) for every thread; the barrier
+        // also means every warp is done with slab t-1, whose stage is refilled next.
+        b.cp_async_wait(STAGES - 2);
         b.bar_sync();
+        let next = b.add(t, ahead);
+        let live = b.setp(Cmp::Lt, next, slabs);
+        b.if_(live, |b| {
+            let k0 = b.mul(next, bk_c);
+            let st = b.and(next, stage_mask);
+            let off = b.mul(st, stage_c);
+            let dst_a = b.add(base, off);
+            let dst_b = b.add(dst_a, a_off);
+            la.issue(b, dst_a, k0);
+            lb.issue(b, dst_b, k0);
+        });
+        b.cp_async_commit();
+        let st = b.and(t, stage_mask);
+        let cur = b.mul(st, stage_c);
         let sa = b.add(base, cur);
         let sb = b.add(sa, a_off);
         let pa = b.add(sa, a_lane);
@@ -231,7 +262,6 @@ pub(crate) fn build_mma(s: MmaSpec) -> Kernel {
         } else {
             ldmatrix_slab(b, s.input, pa, pb, la_layout, lb_layout, &acc);
         }
-        b.bar_sync();
     });
     b.cp_async_wait(0);
 
