@@ -11,7 +11,8 @@
 //! enums. `exec` runs CTAs one after another; inside a CTA each thread runs on its own until it
 //! exits or reaches `bar.sync` or a warp-collective instruction (`shfl`, `vote`, `redux`,
 //! `match`, `elect`, `mma`, `ldmatrix`, `stmatrix`), which executes once every lane of its member
-//! mask has arrived. Threads run in a fixed order, so every result is bit-identical run to run.
+//! mask has arrived (`wgmma`: every thread of the warpgroup). Threads run in a fixed order, so
+//! every result is bit-identical run to run.
 //! `numerics` holds IEEE rounding in every mode, f16/bf16/tf32 conversions and the
 //! approximations.
 //!
@@ -26,11 +27,12 @@
 //! ignored); atomics and reductions on global and shared memory; `cp.async` with zero-fill,
 //! deferred until `wait_group`/`wait_all`; `bar.sync`/`bar.arrive`/`bar.red`; `mma.sync`
 //! m16n8k8/m16n8k16 (f16, bf16), m16n8k8/m16n8k4 (tf32), m16n8k32 (s8/u8); `ldmatrix`,
-//! `stmatrix`; `mbarrier` (a thread whose wait is not yet satisfied gives way to the others);
+//! `stmatrix`; `wgmma.mma_async` m64nNk16 (f16, bf16 into f32) over a warpgroup, with A in
+//! registers or shared memory and unswizzled K-major descriptors; `mbarrier` (a thread whose wait is not yet satisfied gives way to the others);
 //! device-function calls; module `.global` and `.const` variables.
 //!
-//! Not emulated (reported as [`Error::Unsupported`]): `wgmma`, `wmma`, TMA (`cp.async.bulk`),
-//! textures and surfaces, indirect calls, recursion.
+//! Not emulated (reported as [`Error::Unsupported`]): swizzled or transposed `wgmma` operands,
+//! `wmma`, TMA (`cp.async.bulk`), textures and surfaces, indirect calls, recursion.
 //!
 //! Deliberately strict: a `bar.sync` that some thread exited before reaching is an error, as is
 //! a warp collective whose member mask names an exited lane (undefined behaviour on a GPU).

@@ -654,6 +654,19 @@ pub(crate) enum Collective {
         b: Vec<Slot>,
         c: Vec<Slot>,
     },
+    /// `wgmma.mma_async` over the warpgroup (4 warps): `D = A*B (+ D if scale_d)`, A from
+    /// registers (`a` non-empty) or a shared-memory descriptor, B from a descriptor.
+    Wgmma {
+        half: Half,
+        n: u32,
+        d: Vec<Slot>,
+        a: Vec<Slot>,
+        a_desc: Slot,
+        b_desc: Slot,
+        scale_d: Slot,
+        negate_a: bool,
+        negate_b: bool,
+    },
     Ldmatrix {
         count: u8,
         trans: bool,
@@ -669,6 +682,11 @@ pub(crate) enum Collective {
 }
 
 impl Collective {
+    /// Whether all four warps of a warpgroup take part (`wgmma`), rather than one warp.
+    pub(crate) fn is_warpgroup(&self) -> bool {
+        matches!(self, Collective::Wgmma { .. })
+    }
+
     /// The slot holding the member mask, for instructions that take one.
     pub(crate) fn mask(&self) -> Option<Slot> {
         match self {
@@ -678,9 +696,10 @@ impl Collective {
             | Collective::Match { mask, .. }
             | Collective::WarpSync { mask }
             | Collective::Elect { mask, .. } => Some(*mask),
-            Collective::Mma { .. } | Collective::Ldmatrix { .. } | Collective::Stmatrix { .. } => {
-                None
-            }
+            Collective::Mma { .. }
+            | Collective::Ldmatrix { .. }
+            | Collective::Stmatrix { .. }
+            | Collective::Wgmma { .. } => None,
         }
     }
 }

@@ -346,3 +346,38 @@ fn mma_m16n8k32_s8_accumulates_exact_integer_products() {
         }
     }
 }
+
+#[test]
+fn wgmma_with_a_swizzled_descriptor_is_reported_as_unsupported_at_run_time() {
+    let source = ptx(r#"
+.visible .entry swizzled()
+{
+	.reg .pred 	%p<2>;
+	.reg .f32 	%f<5>;
+	.reg .b64 	%rd<3>;
+	mov.u64 	%rd1, 0x4000001000010000;
+	mov.u64 	%rd2, 0x4000001000010000;
+	setp.ne.u32 	%p1, 0, 0;
+	wgmma.fence.sync.aligned;
+	wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 	{%f1, %f2, %f3, %f4}, %rd1, %rd2, %p1, 1, 1, 0, 0;
+	wgmma.commit_group.sync.aligned;
+	wgmma.wait_group.sync.aligned 	0;
+	ret;
+}
+"#);
+    let err = launch(
+        &source,
+        "swizzled",
+        LaunchConfig::linear(1, 128),
+        &[],
+        &mut GlobalMemory::new(),
+    )
+    .unwrap_err();
+    match err {
+        ptx_emulator::Error::Unsupported { opcode, detail, .. } => {
+            assert_eq!(opcode, "wgmma");
+            assert!(detail.contains("swizzled"), "{detail}");
+        }
+        other => panic!("expected unsupported, got {other:?}"),
+    }
+}

@@ -305,6 +305,7 @@ pub(crate) fn collective(
             }
         }
         Opcode::Mma => mma(frame, inst)?,
+        Opcode::WgmmaMmaAsync => wgmma(frame, inst)?,
         Opcode::ElectSync => {
             let ops = operands(frame, inst, 2)?;
             let (d, p) = match &ops[0] {
@@ -459,5 +460,68 @@ fn mma(frame: &mut Frame, inst: &Instruction) -> Result<Collective, Error> {
         a,
         b,
         c,
+    })
+}
+
+/// `wgmma.mma_async.sync.aligned.m64nNk16.f32.{bf16,f16}.{bf16,f16} d, a, b-desc, scale-d,
+/// imm-scale-a, imm-scale-b{, imm-trans-a}, imm-trans-b`.
+fn wgmma(frame: &mut Frame, inst: &Instruction) -> Result<Collective, Error> {
+    let shape = inst
+        .modifiers
+        .iter()
+        .find_map(|m| match m {
+            Modifier::Shape(s) => Some(*s),
+            _ => None,
+        })
+        .ok_or_else(|| frame.malformed("wgmma needs a shape"))?;
+    let tys = types(inst);
+    let half = match tys.as_slice() {
+        [Type::F32, Type::Bf16, Type::Bf16] => Half::Bf16,
+        [Type::F32, Type::F16, Type::F16] => Half::F16,
+        _ => {
+            return Err(frame.unsupported("wgmma types other than .f32.bf16.bf16 and .f32.f16.f16"))
+        }
+    };
+    if shape.m != 64 || shape.k != Some(16) || shape.n % 8 != 0 || shape.n == 0 || shape.n > 256 {
+        return Err(frame.unsupported(format!("wgmma shape .{shape}")));
+    }
+    let ops = operands(frame, inst, 6)?;
+    let d = vector_regs(frame, &ops[0], true, (shape.n / 2) as usize)?;
+    let (a, a_desc, rest) = match &ops[1] {
+        Operand::Vector(_) => (vector_regs(frame, &ops[1], false, 4)?, NO_SLOT, &ops[2..]),
+        other => (Vec::new(), frame.src(other, Kind::Int(W::B64))?, &ops[2..]),
+    };
+    let b_desc = frame.src(&rest[0], Kind::Int(W::B64))?;
+    let (scale_d, negated) = frame.pred(&rest[1])?;
+    if negated {
+        return Err(frame.unsupported("a negated scale-d predicate"));
+    }
+    let imm = |frame: &Frame, op: Option<&Operand>| -> Result<i64, Error> {
+        match op {
+            Some(Operand::Imm(ptx_parser::Immediate::Int(i))) => Ok(i.as_i64()),
+            None => Ok(0),
+            Some(other) => Err(frame.malformed(format!("expected an immediate, found {other:?}"))),
+        }
+    };
+    let negate_a = imm(frame, rest.get(2))? == -1;
+    let negate_b = imm(frame, rest.get(3))? == -1;
+    // The transpose flags: both for descriptor A, only B's for register A.
+    let transposed = rest[4..]
+        .iter()
+        .map(|o| imm(frame, Some(o)))
+        .collect::<Result<Vec<_>, _>>()?;
+    if transposed.iter().any(|&t| t != 0) {
+        return Err(frame.unsupported("wgmma with transposed (MN-major) operands"));
+    }
+    Ok(Collective::Wgmma {
+        half,
+        n: shape.n,
+        d,
+        a,
+        a_desc,
+        b_desc,
+        scale_d,
+        negate_a,
+        negate_b,
     })
 }

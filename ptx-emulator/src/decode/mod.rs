@@ -458,7 +458,11 @@ fn decode_instruction(
         | Opcode::Mma
         | Opcode::Ldmatrix
         | Opcode::Stmatrix
-        | Opcode::ElectSync => control::collective(frame, inst, collectives),
+        | Opcode::ElectSync
+        | Opcode::WgmmaMmaAsync => control::collective(frame, inst, collectives),
+        // wgmma runs synchronously when the whole warpgroup reaches it, so its fences and
+        // group waits have nothing left to order.
+        Opcode::WgmmaFence | Opcode::WgmmaCommitGroup | Opcode::WgmmaWaitGroup => Ok(Op::Nop),
         Opcode::Activemask => Ok(Op::Activemask {
             d: frame.dst(
                 inst.operands

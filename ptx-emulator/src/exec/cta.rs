@@ -5,6 +5,7 @@
 use super::context::Ctx;
 use super::thread::{self, Fault, FaultKind, Status, Thread};
 use super::warp::{self, Regs};
+use super::wgmma;
 use crate::error::{Error, Nearest, Site};
 use crate::program::{BarRedOp, Op, Space, NO_SLOT};
 
@@ -80,6 +81,9 @@ pub(crate) fn run_cta(
         if threads.iter().all(|t| t.status == Status::Exited) {
             return Ok(());
         }
+        if resolve_warpgroups(ctx, regs, threads, shape)? {
+            continue;
+        }
         if release_barriers(ctx, regs, threads, &mut arrived) {
             continue;
         }
@@ -140,6 +144,9 @@ fn resolve_warp(
         };
         let kernel = ctx.kernel;
         let collective = &kernel.collectives[ci as usize];
+        if collective.is_warpgroup() {
+            continue;
+        }
         let mask = collective
             .mask()
             .map_or(u32::MAX, |s| regs[t * slots + s as usize] as u32);
@@ -188,6 +195,68 @@ fn resolve_warp(
         ctx.progress += 1;
     }
     Ok(progress)
+}
+
+/// Runs every warpgroup instruction (`wgmma`) that all threads of its warpgroup have reached.
+/// Returns whether one ran.
+fn resolve_warpgroups(
+    ctx: &mut Ctx<'_>,
+    regs: &mut [u64],
+    threads: &mut [Thread],
+    shape: &CtaShape,
+) -> Result<bool, Error> {
+    let slots = ctx.kernel.slots as usize;
+    let n = threads.len();
+    let mut ran = false;
+    for base in (0..n).step_by(128) {
+        let members: Vec<usize> = (base..(base + 128).min(n)).collect();
+        let Some(&first) = members.iter().find(|&&t| {
+            threads[t].status == Status::Waiting
+                && matches!(ctx.kernel.code[threads[t].pc as usize].op, Op::Collective(ci)
+                    if ctx.kernel.collectives[ci as usize].is_warpgroup())
+        }) else {
+            continue;
+        };
+        let pc = threads[first].pc;
+        if let Some(&gone) = members
+            .iter()
+            .find(|&&t| threads[t].status == Status::Exited)
+        {
+            return Err(Error::CollectiveDivergence {
+                site: shape.site(ctx, first, pc),
+                detail: format!(
+                    "thread {} of the warpgroup has exited",
+                    shape.tid_text(gone)
+                ),
+            });
+        }
+        if !members
+            .iter()
+            .all(|&t| threads[t].status == Status::Waiting && threads[t].pc == pc)
+        {
+            continue;
+        }
+        let Op::Collective(ci) = ctx.kernel.code[pc as usize].op else {
+            continue;
+        };
+        let kernel = ctx.kernel;
+        let mut file = Regs { all: regs, slots };
+        wgmma::execute(
+            &kernel.collectives[ci as usize],
+            &members,
+            base,
+            &mut file,
+            ctx,
+        )
+        .map_err(|(u, kind)| fault_error(ctx, shape, u, Fault { kind, pc }))?;
+        for &t in &members {
+            threads[t].pc += 1;
+            threads[t].status = Status::Ready;
+        }
+        ctx.progress += 1;
+        ran = true;
+    }
+    Ok(ran)
 }
 
 /// Opens every barrier whose expected threads have all arrived. Returns whether one opened.
@@ -427,6 +496,17 @@ pub(crate) fn fault_error(ctx: &Ctx<'_>, shape: &CtaShape, t: usize, fault: Faul
             symbol: shared_symbol(ctx, addr),
         },
         FaultKind::Trap => Error::Trap { site },
+        FaultKind::Unsupported(what) => Error::Unsupported {
+            kernel: ctx.kernel.name.clone(),
+            opcode: site
+                .instruction
+                .split(['.', ' '])
+                .next()
+                .unwrap_or_default()
+                .to_string(),
+            instruction: site.instruction,
+            detail: format!(" ({what})"),
+        },
         FaultKind::Limit => Error::InstructionLimit {
             site,
             limit: ctx.limit,

@@ -11,6 +11,7 @@ pub(crate) mod mma;
 pub(crate) mod spaces;
 pub(crate) mod thread;
 mod warp;
+mod wgmma;
 
 use crate::error::Error;
 use crate::memory::GlobalMemory;

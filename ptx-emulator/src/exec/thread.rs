@@ -30,6 +30,8 @@ pub(crate) enum FaultKind {
     },
     Trap,
     Limit,
+    /// A form only known at run time to be unsupported (e.g. a descriptor's swizzle mode).
+    Unsupported(&'static str),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

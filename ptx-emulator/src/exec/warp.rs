@@ -14,11 +14,11 @@ pub(crate) struct Regs<'a> {
 
 impl Regs<'_> {
     #[inline]
-    fn get(&self, thread: usize, slot: u32) -> u64 {
+    pub(crate) fn get(&self, thread: usize, slot: u32) -> u64 {
         self.all[thread * self.slots + slot as usize]
     }
     #[inline]
-    fn set(&mut self, thread: usize, slot: u32, v: u64) {
+    pub(crate) fn set(&mut self, thread: usize, slot: u32, v: u64) {
         self.all[thread * self.slots + slot as usize] = v;
     }
 }
@@ -169,6 +169,8 @@ pub(crate) fn execute(
             }
         }
         Collective::WarpSync { .. } => {}
+        // Warpgroup instructions run in `wgmma::execute`, once all four warps arrive.
+        Collective::Wgmma { .. } => {}
         Collective::Elect { d, p, .. } => {
             let elected = lanes.first().copied().unwrap_or(warp_base);
             for &t in lanes {
