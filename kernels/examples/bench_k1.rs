@@ -245,6 +245,22 @@ fn bench_adamw(b: &Bench) -> Res {
             m: &mut m,
             v: &mut v,
             bf16_copy: None,
+            clip: None,
+        };
+        Ok(opt.step(s, 3, &cfg, state)?)
+    })?;
+    let mut ws = Buffer::<f32>::zeros(&b.stream, clip::WORKSPACE_LEN as usize)?;
+    let mut ns = Buffer::<f32>::zeros(&b.stream, 2)?;
+    // Clipping fused into the step: one read of the gradients for the norm, then the step.
+    b.row("grad_norm + adamw clipped", "f32", &shape, 32.0 * pn, |s| {
+        clip::grad_norm(s, &g, 1.0, &mut ws, &mut ns)?;
+        let state = AdamWState {
+            params: &mut p,
+            grads: &g,
+            m: &mut m,
+            v: &mut v,
+            bf16_copy: None,
+            clip: Some(&ns),
         };
         Ok(opt.step(s, 3, &cfg, state)?)
     })?;
@@ -255,6 +271,7 @@ fn bench_adamw(b: &Bench) -> Res {
             m: &mut m,
             v: &mut v,
             bf16_copy: Some(&mut copy),
+            clip: None,
         };
         Ok(opt.step(s, 3, &cfg, state)?)
     })?;

@@ -241,6 +241,7 @@ fn gpu_adamw_matches_reference_over_many_tensors() {
         m: &mut m,
         v: &mut v,
         bf16_copy: Some(&mut copy),
+        clip: None,
     };
     opt.step(&s, 5, &cfg, state).unwrap();
     let (p2, c2) = (params.to_host(&s).unwrap(), copy.to_host(&s).unwrap());

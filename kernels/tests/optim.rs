@@ -5,6 +5,7 @@ mod common_k1;
 use common_k1::*;
 use kernel_runtime::{Bf16, Buffer, Stream};
 use kernels::cast::Element;
+use kernels::clip;
 use kernels::optim::{reference, AdamW, AdamWConfig, AdamWState, ParamLayout};
 
 /// Odd lengths, one crossing a chunk boundary, one a tensor of one element.
@@ -49,6 +50,18 @@ fn in_tensor(layout: &ParamLayout, i: usize) -> Option<usize> {
 /// Runs one step from `h` with gradients stored as `G`; checks every element against the
 /// reference (padding unchanged) and returns the device results' bits.
 fn step_case<G: Element>(stream: &Stream, step: u32, h: &Host, with_copy: bool) -> Vec<u32> {
+    step_case_clipped::<G>(stream, step, h, with_copy, false)
+}
+
+/// As [`step_case`]; with `clipped`, the gradients' padding is zeroed, `clip::grad_norm`
+/// computes a clip scale on the device and the step applies it.
+fn step_case_clipped<G: Element>(
+    stream: &Stream,
+    step: u32,
+    h: &Host,
+    with_copy: bool,
+    clipped: bool,
+) -> Vec<u32> {
     let opt = AdamW::new(stream, &LENS, &DECAY).unwrap();
     let layout = opt.layout().clone();
     let n = layout.total();
@@ -58,8 +71,26 @@ fn step_case<G: Element>(stream: &Stream, step: u32, h: &Host, with_copy: bool) 
         ..AdamWConfig::default()
     };
     let mut params = Buffer::from_host(stream, &h.p).unwrap();
-    let grads_g = rounded::<G>(&h.g);
+    let mut g_host = h.g.clone();
+    if clipped {
+        for (i, g) in g_host.iter_mut().enumerate() {
+            if in_tensor(&layout, i).is_none() {
+                *g = 0.0;
+            }
+        }
+    }
+    let grads_g = rounded::<G>(&g_host);
     let grads = Buffer::from_host(stream, &grads_g).unwrap();
+    let mut norm_scale = Buffer::from_host(stream, &[f32::NAN; 2]).unwrap();
+    let scale = if clipped {
+        let mut ws = Buffer::<f32>::zeros(stream, clip::WORKSPACE_LEN as usize).unwrap();
+        clip::grad_norm(stream, &grads, 0.5, &mut ws, &mut norm_scale).unwrap();
+        let s = norm_scale.to_host(stream).unwrap()[1];
+        assert!(s < 0.5, "the test wants real clipping, got scale {s}");
+        s
+    } else {
+        1.0
+    };
     let mut m = Buffer::from_host(stream, &h.m).unwrap();
     let mut v = Buffer::from_host(stream, &h.v).unwrap();
     let mut copy = Buffer::from_host(stream, &vec![Bf16::from_f32(PAD); n]).unwrap();
@@ -69,6 +100,7 @@ fn step_case<G: Element>(stream: &Stream, step: u32, h: &Host, with_copy: bool) 
         m: &mut m,
         v: &mut v,
         bf16_copy: with_copy.then_some(&mut copy),
+        clip: clipped.then_some(&norm_scale),
     };
     opt.step(stream, step, &cfg, state).unwrap();
     let (p2, m2, v2) = (
@@ -88,7 +120,7 @@ fn step_case<G: Element>(stream: &Stream, step: u32, h: &Host, with_copy: bool) 
                 assert_eq!(c2[i], Bf16::from_f32(PAD), "copy padding {i} written");
             }
             Some(t) => {
-                let g = grads_g[i].to_f32() as f64;
+                let g = (grads_g[i].to_f32() * scale) as f64;
                 let (wp, wm, wv) = reference::adamw(
                     &cfg,
                     step,
@@ -145,6 +177,15 @@ fn adamw_reads_bf16_gradients_and_writes_a_bf16_copy() {
 }
 
 #[test]
+fn adamw_applies_a_device_side_clip_scale_to_the_gradients() {
+    let stream = emulator();
+    let layout = ParamLayout::new(&LENS).unwrap();
+    let h = random_state(&layout, 21);
+    step_case_clipped::<f32>(&stream, 2, &h, false, true);
+    step_case_clipped::<Bf16>(&stream, 2, &h, true, true);
+}
+
+#[test]
 fn adamw_is_bit_identical_across_runs() {
     let stream = emulator();
     let layout = ParamLayout::new(&LENS).unwrap();
@@ -169,6 +210,7 @@ fn adamw_rejects_step_zero_and_wrong_lengths_before_writing() {
         m: &mut m,
         v: &mut v,
         bf16_copy: None,
+        clip: None,
     };
     let err = opt
         .step(&stream, 1, &AdamWConfig::default(), state)
@@ -184,6 +226,7 @@ fn adamw_rejects_step_zero_and_wrong_lengths_before_writing() {
         m: &mut m,
         v: &mut v,
         bf16_copy: None,
+        clip: None,
     };
     let err = opt
         .step(&stream, 0, &AdamWConfig::default(), state)

@@ -4,6 +4,11 @@
 //! shapes and no host synchronization, so they can be captured in a graph; the result is
 //! bit-identical run to run.
 //!
+//! In a training step, prefer [`grad_norm`] followed by an AdamW step given the `[norm, scale]`
+//! buffer ([`AdamWState::clip`](crate::optim::AdamWState::clip)): the optimizer applies the
+//! scale as it reads the gradients, saving the read and write of [`clip_grad_norm`]'s scaling
+//! pass.
+//!
 //! Clip several tensors at once by keeping them in one flat buffer (for instance the
 //! gradients of an [`optim::ParamLayout`](crate::optim::ParamLayout)); padding between tensors
 //! must hold zeros.

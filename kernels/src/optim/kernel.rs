@@ -14,34 +14,40 @@ use kernel_dsl::builder::{KernelBuilder, Value};
 use kernel_dsl::dtype::{F32, U32};
 use kernel_dsl::ir::{Dim, Kernel};
 
-/// Gradient format × whether a bf16 copy of the parameters is written.
+/// Gradient format × whether a bf16 copy of the parameters is written × whether gradients
+/// are scaled by a clip scale read from device memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct AdamSpec {
     pub grads: Format,
     pub copy: bool,
+    pub scaled: bool,
 }
 
-pub(crate) const SPECS: [AdamSpec; 4] = [
-    AdamSpec {
+/// Every specialization, in [`spec_index`] order.
+pub(crate) const SPECS: [AdamSpec; 8] = {
+    let mut out = [AdamSpec {
         grads: Format::F32,
         copy: false,
-    },
-    AdamSpec {
-        grads: Format::F32,
-        copy: true,
-    },
-    AdamSpec {
-        grads: Format::Bf16,
-        copy: false,
-    },
-    AdamSpec {
-        grads: Format::Bf16,
-        copy: true,
-    },
-];
+        scaled: false,
+    }; 8];
+    let mut i = 0;
+    while i < 8 {
+        out[i] = AdamSpec {
+            grads: if i & 4 == 0 {
+                Format::F32
+            } else {
+                Format::Bf16
+            },
+            copy: i & 2 != 0,
+            scaled: i & 1 != 0,
+        };
+        i += 1;
+    }
+    out
+};
 
 pub(crate) fn spec_index(spec: AdamSpec) -> usize {
-    (spec.grads == Format::Bf16) as usize * 2 + spec.copy as usize
+    (spec.grads == Format::Bf16) as usize * 4 + spec.copy as usize * 2 + spec.scaled as usize
 }
 
 struct Hyper {
@@ -78,11 +84,16 @@ fn update(
     (p, m, v)
 }
 
-/// Parameters: `params, grads, m, v, [copy], chunks, decay, lr, beta1, beta2, eps,
-/// weight_decay, step_size, inv_sqrt_bc2`.
+/// Parameters: `params, grads, m, v, [copy], [norm_scale], chunks, decay, lr, beta1, beta2,
+/// eps, weight_decay, step_size, inv_sqrt_bc2`. With `norm_scale`, every gradient is first
+/// multiplied by `norm_scale[1]` (the clip scale `clip::grad_norm` leaves there).
 pub(crate) fn adamw(spec: AdamSpec) -> Kernel {
     let copy_tag = if spec.copy { "_bf16copy" } else { "" };
-    let mut b = KernelBuilder::new(format!("adamw_grad_{}{copy_tag}", spec.grads.suffix()));
+    let scale_tag = if spec.scaled { "_clipped" } else { "" };
+    let mut b = KernelBuilder::new(format!(
+        "adamw_grad_{}{copy_tag}{scale_tag}",
+        spec.grads.suffix()
+    ));
     let params = tensor_param_of(&mut b, "params", Format::F32, true);
     let grads = tensor_param_of(&mut b, "grads", spec.grads, false);
     let m = tensor_param_of(&mut b, "m", Format::F32, true);
@@ -90,6 +101,9 @@ pub(crate) fn adamw(spec: AdamSpec) -> Kernel {
     let copy = spec
         .copy
         .then(|| tensor_param_of(&mut b, "copy", Format::Bf16, true));
+    let norm_scale = spec
+        .scaled
+        .then(|| tensor_param_of(&mut b, "norm_scale", Format::F32, false));
     let chunks = b.param_slice::<U32>("chunks");
     let decay_table = b.param_slice::<F32>("decay");
     let lr = b.param::<F32>("lr");
@@ -114,6 +128,10 @@ pub(crate) fn adamw(spec: AdamSpec) -> Kernel {
     let lr_wd = b.mul(lr_wd, mask);
     let onef = b.const_f32(1.0);
     let decay = b.sub(onef, lr_wd);
+    let grad_scale = norm_scale.map(|t| {
+        let i1 = b.const_u32(1);
+        t.load(&mut b, i1)
+    });
     let h = Hyper {
         beta1,
         one_minus_beta1: b.sub(onef, beta1),
@@ -144,7 +162,10 @@ pub(crate) fn adamw(spec: AdamSpec) -> Kernel {
             }
         };
         let ps = load(b, &params);
-        let gs = load(b, &grads);
+        let mut gs = load(b, &grads);
+        if let Some(scale) = grad_scale {
+            gs = gs.iter().map(|&g| b.mul(g, scale)).collect();
+        }
         let ms = load(b, &m);
         let vs = load(b, &v);
         let mut out = (Vec::new(), Vec::new(), Vec::new());

@@ -20,10 +20,10 @@ use crate::{check_len, Error, OpKernel, Storage};
 use kernel::{adamw, spec_index, AdamSpec, SPECS};
 use kernel_runtime::{Bf16, Buffer, KernelArg, LaunchConfig, Stream};
 
-kernel_table!(static ADAMW = adamw, SPECS, [0 1 2 3]);
+kernel_table!(static ADAMW = adamw, SPECS, [0 1 2 3 4 5 6 7]);
 
 /// Every specialization this module ships.
-pub static KERNELS: &[&OpKernel] = kernel_refs![ADAMW[0 1 2 3]];
+pub static KERNELS: &[&OpKernel] = kernel_refs![ADAMW[0 1 2 3 4 5 6 7]];
 
 /// An AdamW optimizer over a fixed set of tensors: the layout and its device work table.
 pub struct AdamW {
@@ -43,7 +43,7 @@ pub struct AdamW {
 /// let (mut p, mut m, mut v) = (Buffer::<f32>::zeros(&stream, 8)?, Buffer::zeros(&stream, 8)?, Buffer::zeros(&stream, 8)?);
 /// let g = Buffer::<Bf16>::zeros(&stream, 8)?; // bf16 gradients
 /// let mut copy = Buffer::<Bf16>::zeros(&stream, 8)?;
-/// let state = AdamWState { params: &mut p, grads: &g, m: &mut m, v: &mut v, bf16_copy: Some(&mut copy) };
+/// let state = AdamWState { params: &mut p, grads: &g, m: &mut m, v: &mut v, bf16_copy: Some(&mut copy), clip: None };
 /// assert!(state.bf16_copy.is_some());
 /// # Ok(()) }
 /// ```
@@ -58,6 +58,10 @@ pub struct AdamWState<'a, G: Element> {
     pub v: &'a mut Buffer<f32>,
     /// Where to write a bf16 copy of the updated weights, if wanted.
     pub bf16_copy: Option<&'a mut Buffer<Bf16>>,
+    /// The `[norm, scale]` pair [`clip::grad_norm`](crate::clip::grad_norm) writes: when
+    /// given, gradients are multiplied by its scale as they are read, so clipping costs no
+    /// extra pass over the gradients (and no host round trip).
+    pub clip: Option<&'a Buffer<f32>>,
 }
 
 impl AdamW {
@@ -74,7 +78,7 @@ impl AdamW {
     /// let mut params = Buffer::from_host(&stream, &vec![1.0f32; n])?;
     /// let grads = Buffer::from_host(&stream, &vec![0.5f32; n])?;
     /// let (mut m, mut v) = (Buffer::<f32>::zeros(&stream, n)?, Buffer::<f32>::zeros(&stream, n)?);
-    /// let state = AdamWState { params: &mut params, grads: &grads, m: &mut m, v: &mut v, bf16_copy: None };
+    /// let state = AdamWState { params: &mut params, grads: &grads, m: &mut m, v: &mut v, bf16_copy: None, clip: None };
     /// opt.step(&stream, 1, &AdamWConfig::default(), state)?;
     /// assert!(params.to_host(&stream)?[0] < 1.0);
     /// # Ok(()) }
@@ -129,7 +133,7 @@ impl AdamW {
     /// let (mut m, mut v) = (Buffer::<f32>::zeros(&stream, n)?, Buffer::<f32>::zeros(&stream, n)?);
     /// let cfg = AdamWConfig { lr: 0.1, ..AdamWConfig::default() };
     /// for step in 1..=3 {
-    ///     let state = AdamWState { params: &mut p, grads: &g, m: &mut m, v: &mut v, bf16_copy: None };
+    ///     let state = AdamWState { params: &mut p, grads: &g, m: &mut m, v: &mut v, bf16_copy: None, clip: None };
     ///     opt.step(&stream, step, &cfg, state)?;
     /// }
     /// // A constant gradient moves each step by about lr.
@@ -160,6 +164,9 @@ impl AdamW {
         if let Some(c) = &state.bf16_copy {
             check_len(OP, "bf16_copy", c.len(), total, why)?;
         }
+        if let Some(c) = state.clip {
+            check_len(OP, "clip", c.len(), 2, || "[norm, scale]".into())?;
+        }
         let (Some(chunks), Some(decay)) = (&self.chunks, &self.decay) else {
             return Ok(());
         };
@@ -174,6 +181,7 @@ impl AdamW {
                 Storage::Bf16 => Format::Bf16,
             },
             copy: state.bf16_copy.is_some(),
+            scaled: state.clip.is_some(),
         };
         let mut args = vec![
             KernelArg::from(&mut *state.params),
@@ -182,6 +190,9 @@ impl AdamW {
             KernelArg::from(&mut *state.v),
         ];
         if let Some(c) = state.bf16_copy {
+            args.push(KernelArg::from(c));
+        }
+        if let Some(c) = state.clip {
             args.push(KernelArg::from(c));
         }
         args.extend([
