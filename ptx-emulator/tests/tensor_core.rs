@@ -347,16 +347,123 @@ fn mma_m16n8k32_s8_accumulates_exact_integer_products() {
     }
 }
 
+/// One warpgroup: D = A (64x16 bf16) * B (16x8, stored as Bt[n][k]) with both operands staged
+/// in shared memory in the 128-byte swizzled K-major layout (8-row atoms of 128-byte rows,
+/// 16-byte chunks XORed with address bits 7..9).
+const WGMMA_SWIZZLED: &str = r#"
+.visible .entry wgmma_sw128(.param .u64 a, .param .u64 bt, .param .u64 c)
+{
+	.reg .pred 	%p<3>;
+	.reg .b32 	%r<40>;
+	.reg .f32 	%f<5>;
+	.reg .b64 	%rd<20>;
+	.shared .align 1024 .b8 tiles[9216];
+
+	ld.param.u64 	%rd1, [a];
+	ld.param.u64 	%rd2, [bt];
+	ld.param.u64 	%rd3, [c];
+	mov.u32 	%r1, %tid.x;
+	shr.u32 	%r2, %r1, 1;
+	and.b32 	%r3, %r1, 1;
+	shr.u32 	%r4, %r2, 3;
+	shl.b32 	%r4, %r4, 10;
+	and.b32 	%r5, %r2, 7;
+	shl.b32 	%r5, %r5, 7;
+	add.s32 	%r4, %r4, %r5;
+	shl.b32 	%r6, %r3, 4;
+	add.s32 	%r4, %r4, %r6;
+	mov.u32 	%r7, tiles;
+	add.s32 	%r8, %r7, %r4;
+	shr.u32 	%r9, %r8, 7;
+	and.b32 	%r9, %r9, 7;
+	shl.b32 	%r9, %r9, 4;
+	xor.b32 	%r8, %r8, %r9;
+	mul.wide.u32 	%rd4, %r1, 16;
+	add.s64 	%rd5, %rd1, %rd4;
+	ld.global.v4.u32 	{%r10, %r11, %r12, %r13}, [%rd5];
+	st.shared.v4.u32 	[%r8], {%r10, %r11, %r12, %r13};
+	setp.lt.u32 	%p1, %r1, 16;
+	@!%p1 bra 	$L__staged;
+	add.s32 	%r14, %r7, 8192;
+	add.s32 	%r15, %r14, %r4;
+	shr.u32 	%r16, %r15, 7;
+	and.b32 	%r16, %r16, 7;
+	shl.b32 	%r16, %r16, 4;
+	xor.b32 	%r15, %r15, %r16;
+	add.s64 	%rd6, %rd2, %rd4;
+	ld.global.v4.u32 	{%r10, %r11, %r12, %r13}, [%rd6];
+	st.shared.v4.u32 	[%r15], {%r10, %r11, %r12, %r13};
+$L__staged:
+	fence.proxy.async.shared::cta;
+	bar.sync 	0;
+	cvt.u64.u32 	%rd7, %r7;
+	shr.u64 	%rd8, %rd7, 4;
+	or.b64 	%rd9, %rd8, 0x4000004000010000;
+	add.s64 	%rd10, %rd7, 8192;
+	shr.u64 	%rd10, %rd10, 4;
+	or.b64 	%rd11, %rd10, 0x4000004000010000;
+	setp.ne.u32 	%p2, 0, 0;
+	wgmma.fence.sync.aligned;
+	wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 	{%f1, %f2, %f3, %f4}, %rd9, %rd11, %p2, 1, 1, 0, 0;
+	wgmma.commit_group.sync.aligned;
+	wgmma.wait_group.sync.aligned 	0;
+	shr.u32 	%r20, %r1, 5;
+	and.b32 	%r21, %r1, 31;
+	shr.u32 	%r22, %r21, 2;
+	and.b32 	%r23, %r21, 3;
+	shl.b32 	%r24, %r23, 1;
+	shl.b32 	%r25, %r20, 4;
+	add.s32 	%r26, %r25, %r22;
+	mad.lo.s32 	%r27, %r26, 8, %r24;
+	mul.wide.u32 	%rd12, %r27, 4;
+	add.s64 	%rd13, %rd3, %rd12;
+	st.global.v2.f32 	[%rd13], {%f1, %f2};
+	st.global.v2.f32 	[%rd13+256], {%f3, %f4};
+	ret;
+}
+"#;
+
 #[test]
-fn wgmma_with_a_swizzled_descriptor_is_reported_as_unsupported_at_run_time() {
+fn wgmma_reads_operands_through_128_byte_swizzled_descriptors() {
+    let mut rng = Rng::new(25);
+    let a: Vec<u16> = (0..64 * 16).map(|_| bf16(rng.f32_in(-2.0, 2.0))).collect();
+    let bt: Vec<u16> = (0..8 * 16).map(|_| bf16(rng.f32_in(-2.0, 2.0))).collect();
+    let mut mem = GlobalMemory::new();
+    let (da, db) = (alloc_u16(&mut mem, &a), alloc_u16(&mut mem, &bt));
+    let dc = poisoned_f32(&mut mem, 64 * 8);
+    launch(
+        &ptx(WGMMA_SWIZZLED),
+        "wgmma_sw128",
+        LaunchConfig::linear(1, 128),
+        &[ArgValue::Ptr(da), ArgValue::Ptr(db), ArgValue::Ptr(dc)],
+        &mut mem,
+    )
+    .unwrap();
+    let c = mem.read_f32(dc, 64 * 8).unwrap();
+    for i in 0..64 {
+        for j in 0..8 {
+            let want: f64 = (0..16)
+                .map(|k| bf16_to_f32(a[i * 16 + k]) as f64 * bf16_to_f32(bt[j * 16 + k]) as f64)
+                .sum();
+            assert!(
+                (c[i * 8 + j] as f64 - want).abs() <= 1e-5 * want.abs().max(1.0),
+                "C[{i}][{j}] = {}, want {want}",
+                c[i * 8 + j]
+            );
+        }
+    }
+}
+
+#[test]
+fn wgmma_with_a_matrix_base_offset_is_reported_as_unsupported_at_run_time() {
     let source = ptx(r#"
-.visible .entry swizzled()
+.visible .entry based()
 {
 	.reg .pred 	%p<2>;
 	.reg .f32 	%f<5>;
 	.reg .b64 	%rd<3>;
-	mov.u64 	%rd1, 0x4000001000010000;
-	mov.u64 	%rd2, 0x4000001000010000;
+	mov.u64 	%rd1, 0x4002004000010000;
+	mov.u64 	%rd2, 0x4002004000010000;
 	setp.ne.u32 	%p1, 0, 0;
 	wgmma.fence.sync.aligned;
 	wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 	{%f1, %f2, %f3, %f4}, %rd1, %rd2, %p1, 1, 1, 0, 0;
@@ -367,7 +474,7 @@ fn wgmma_with_a_swizzled_descriptor_is_reported_as_unsupported_at_run_time() {
 "#);
     let err = launch(
         &source,
-        "swizzled",
+        "based",
         LaunchConfig::linear(1, 128),
         &[],
         &mut GlobalMemory::new(),
@@ -376,7 +483,7 @@ fn wgmma_with_a_swizzled_descriptor_is_reported_as_unsupported_at_run_time() {
     match err {
         ptx_emulator::Error::Unsupported { opcode, detail, .. } => {
             assert_eq!(opcode, "wgmma");
-            assert!(detail.contains("swizzled"), "{detail}");
+            assert!(detail.contains("base offset"), "{detail}");
         }
         other => panic!("expected unsupported, got {other:?}"),
     }

@@ -1,7 +1,9 @@
 //! `wgmma.mma_async`, executed once all four warps of a warpgroup have reached it. Shared-memory
-//! operands are read through matrix descriptors in the unswizzled K-major layout: 8-row ×
-//! 16-byte core matrices, the leading byte offset between core matrices along K, the stride
-//! byte offset between them along M or N.
+//! operands are read through matrix descriptors in the K-major layouts: unswizzled, 8-row ×
+//! 16-byte core matrices with the leading byte offset between them along K and the stride byte
+//! offset along M or N; or swizzled, rows of 128, 64 or 32 bytes in 8-row atoms (the stride
+//! byte offset between atoms along M or N) whose 16-byte chunks are permuted by XOR with address
+//! bits 7 and up, as the hardware applies it to the shared-memory address.
 
 use super::context::Ctx;
 use super::mma;
@@ -15,29 +17,44 @@ struct Descriptor {
     start: u64,
     leading: u64,
     stride: u64,
+    /// Row pitch of a swizzled layout in bytes (128, 64, 32), or 0 for none.
+    swizzle: u64,
 }
 
 impl Descriptor {
     fn decode(bits: u64) -> Result<Descriptor, FaultKind> {
-        if bits >> 62 != 0 {
+        if (bits >> 49) & 7 != 0 {
             return Err(FaultKind::Unsupported(
-                "wgmma with a swizzled shared-memory layout",
+                "wgmma with a non-zero matrix base offset",
             ));
         }
         Ok(Descriptor {
             start: (bits & 0x3fff) << 4,
             leading: ((bits >> 16) & 0x3fff) << 4,
             stride: ((bits >> 32) & 0x3fff) << 4,
+            swizzle: match bits >> 62 {
+                1 => 128,
+                2 => 64,
+                3 => 32,
+                _ => 0,
+            },
         })
     }
 
-    /// Shared address of the 16-bit element at (`row` of M or N, `k`).
+    /// Shared address of the 16-bit element at (`row` of M or N, `k` < 16).
     fn address(&self, row: usize, k: usize) -> u64 {
-        self.start
-            + (row / 8) as u64 * self.stride
-            + (k / 8) as u64 * self.leading
-            + (row % 8) as u64 * 16
-            + (k % 8) as u64 * 2
+        let (row, k) = (row as u64, k as u64);
+        if self.swizzle == 0 {
+            return self.start
+                + (row / 8) * self.stride
+                + (k / 8) * self.leading
+                + (row % 8) * 16
+                + (k % 8) * 2;
+        }
+        let linear = self.start + (row / 8) * self.stride + (row % 8) * self.swizzle + k * 2;
+        // 128B: bits 7..9 into 4..6; 64B: bits 7..8 into 4..5; 32B: bit 7 into bit 4.
+        let bits = self.swizzle.trailing_zeros() as u64 - 4;
+        linear ^ (((linear >> 7) & ((1 << bits) - 1)) << 4)
     }
 }
 
