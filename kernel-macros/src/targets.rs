@@ -49,13 +49,20 @@ fn emit_one(
         }
     }
     emit::emit(&lowered.kernel, target).map_err(|e| {
-        Diag::new(
-            fallback,
-            format!(
-                "kernel `{}` cannot be emitted for {target}: {e}",
-                lowered.kernel.name
-            ),
-        )
+        let text = e.to_string();
+        // The verifier names the barrier but not its place; the first `bar.sync` is where a
+        // kernel with one barrier (the usual case) went wrong.
+        let span = if text.contains("bar.sync") {
+            lowered
+                .op_spans
+                .iter()
+                .find(|(op, _)| op.is_cta_barrier())
+                .map(|(_, s)| *s)
+                .unwrap_or(fallback)
+        } else {
+            fallback
+        };
+        Diag::new(span, text)
     })
 }
 
@@ -93,18 +100,22 @@ pub fn target_errors(emitted: &[Emitted]) -> TokenStream {
         let d = e.ptx.as_ref().err()?;
         let t = e.target;
         let feature = t.feature();
-        let mut explicit = d.clone();
-        explicit.message = format!("{}\n  help: remove the `{feature}` feature, or give this kernel a variant for {t}", d.message);
-        let explicit = explicit.to_compile_error();
+        // Only a capability error depends on the target; others read the same for all.
+        let capability = d.message.contains("but this crate builds for");
+        let with_help = |help: String| {
+            let mut d = d.clone();
+            if capability {
+                d.message = format!("{}\n  help: {help}", d.message);
+            }
+            d.to_compile_error()
+        };
+        let explicit = with_help(format!("remove the `{feature}` feature, or give this kernel a variant for {t}"));
         let mut out = quote!(#[cfg(feature = #feature)] #explicit);
         if t == DEFAULT_TARGET {
             let all = Target::ALL.iter().map(|t| t.feature());
-            let mut default = d.clone();
-            default.message = format!(
-                "{}\n  help: this crate enables no `sm_*` feature, so it builds for {t}, the default: enable the targets you need, e.g. `--features sm_90`",
-                d.message
-            );
-            let default = default.to_compile_error();
+            let default = with_help(format!(
+                "this crate enables no `sm_*` feature, so it builds for {t}, the default: enable the targets you need, e.g. `--features sm_90`"
+            ));
             out.extend(quote!(#[cfg(not(any(#(feature = #all),*)))] #default));
         }
         Some(out)
