@@ -342,10 +342,16 @@ fn deadlock(ctx: &Ctx<'_>, regs: &[u64], threads: &[Thread], shape: &CtaShape) -
                 Op::Bar { arrive: false, .. }
             )
     };
-    if let Some(first) = (0..n).find(|&t| at_barrier(t)) {
-        let Op::Bar { id, count, .. } = ctx.kernel.code[threads[first].pc as usize].op else {
-            unreachable!("at_barrier checked the op");
-        };
+    let first_at_barrier = (0..n).find_map(|t| match ctx.kernel.code[threads[t].pc as usize].op {
+        Op::Bar {
+            arrive: false,
+            id,
+            count,
+            ..
+        } if threads[t].status == Status::Waiting => Some((t, id, count)),
+        _ => None,
+    });
+    if let Some((first, id, count)) = first_at_barrier {
         let id_value = regs[first * slots + id as usize];
         let waiting = (0..n).filter(|&t| at_barrier(t)).count() as u32;
         let expected = if count == NO_SLOT {
