@@ -86,6 +86,24 @@ mod targets;
 use proc_macro::TokenStream;
 
 /// Compiles a Rust function to a GPU kernel; see the crate documentation.
+///
+/// ```
+/// # mod paths { pub use kernel_dsl as dsl; pub use kernel_runtime as runtime; }
+/// use kernel_macros::kernel;
+///
+/// // Outside this workspace, `use ptxkit::prelude::*;` and a plain `#[kernel]`.
+/// #[kernel(crate = paths)]
+/// pub fn scale(x: &[f32], y: &mut [f32], s: f32, n: u32) {
+///     let i = block_idx().x * block_dim().x + thread_idx().x;
+///     if i < n {
+///         y[i] = x[i] * s;
+///     }
+/// }
+///
+/// assert_eq!(SCALE.meta.entry, "scale");
+/// let ptx = (SCALE.emit.unwrap())(kernel_dsl::Target::Sm90).unwrap();
+/// assert!(ptx.contains(".target sm_90") && ptx.contains("ld.global.nc.f32"));
+/// ```
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     expand::kernel(attr.into(), item.into()).into()
@@ -93,6 +111,31 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 
 /// Marks a helper function that kernels may call; it is inlined into each caller. Define it
 /// before the kernels that call it, in the same module or an enclosing one.
+///
+/// ```
+/// # mod paths {
+/// #     pub use kernel_dsl as dsl;
+/// #     pub use kernel_macros::__kernel_expand;
+/// #     pub use kernel_runtime as runtime;
+/// # }
+/// use kernel_macros::{device, kernel};
+///
+/// #[device(crate = paths)]
+/// fn square(v: f32) -> f32 {
+///     v * v
+/// }
+///
+/// #[kernel(crate = paths)]
+/// pub fn squares(x: &[f32], y: &mut [f32], n: u32) {
+///     let i = block_idx().x * block_dim().x + thread_idx().x;
+///     if i < n {
+///         y[i] = square(x[i]);
+///     }
+/// }
+///
+/// let ptx = (SQUARES.emit.unwrap())(kernel_dsl::Target::Sm80).unwrap();
+/// assert!(ptx.contains("mul.rn.f32"));
+/// ```
 #[proc_macro_attribute]
 pub fn device(attr: TokenStream, item: TokenStream) -> TokenStream {
     expand::device(attr.into(), item.into()).into()
