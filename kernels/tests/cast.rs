@@ -141,3 +141,25 @@ fn cast_rejects_a_length_mismatch_before_writing() {
         .iter()
         .all(|v| v.to_bits() == 0x7fc1));
 }
+
+#[test]
+fn narrowing_casts_match_the_independent_reference() {
+    use kernels::cast::reference::{round_to, BF16, F16 as F16_FORMAT};
+    let stream = emulator();
+    let mut x = inputs(50_000, 77);
+    // Spread over many binades, subnormal halves included.
+    for (i, v) in x.iter_mut().enumerate().skip(16) {
+        *v *= f32::powi(2.0, (i % 60) as i32 - 40);
+    }
+    let src = Buffer::from_host(&stream, &x).unwrap();
+    let mut b = Buffer::from_host(&stream, &vec![Bf16::from_bits(0x7fc1); x.len()]).unwrap();
+    let mut h = Buffer::from_host(&stream, &vec![F16::from_bits(0x7e01); x.len()]).unwrap();
+    cast(&stream, &src, &mut b).unwrap();
+    cast(&stream, &src, &mut h).unwrap();
+    let (b, h) = (b.to_host(&stream).unwrap(), h.to_host(&stream).unwrap());
+    for (i, &v) in x.iter().enumerate() {
+        let (wb, wh) = (round_to(v as f64, BF16), round_to(v as f64, F16_FORMAT));
+        assert_eq!(b[i].to_f32() as f64, wb, "bf16 of {v:e}");
+        assert_eq!(h[i].to_f32() as f64, wh, "f16 of {v:e}");
+    }
+}

@@ -2,6 +2,7 @@
 //! the [`Element`] trait the ops are generic over. A same-type cast is a vectorized copy.
 
 mod element;
+pub mod reference;
 
 pub use element::Element;
 
