@@ -135,3 +135,80 @@ fn tensor_core_runs_are_bit_identical() {
     let second = check::<Bf16, Bf16>(&stream, &shape, EpiCase::plain(), Math::Fp32, BF16_OUT, 3);
     assert_eq!(first, second);
 }
+
+/// An emulated Hopper, where NT problems with 16-bit inputs take the wgmma kernels.
+fn hopper() -> kernel_runtime::Stream {
+    kernel_runtime::Device::emulator_for(kernel_dsl::Target::Sm90a)
+        .stream()
+        .expect("emulator stream")
+}
+
+#[test]
+fn hopper_nt_with_16_bit_inputs_selects_wgmma_and_others_mma_sync() {
+    let pick = |input, layout| {
+        let shape = GemmShape::new(layout, 256, 256, 256);
+        let plan =
+            kernels::gemm::select(input, input, Math::Fp32, &shape, kernel_dsl::Target::Sm90)
+                .expect("plan");
+        plan.kernel.kernel().name
+    };
+    use kernels::gemm::Dtype;
+    assert!(pick(Dtype::Bf16, Layout::Nt).starts_with("gemm_wgmma_bf16"));
+    assert!(pick(Dtype::F16, Layout::Nt).starts_with("gemm_wgmma_f16"));
+    assert!(pick(Dtype::Bf16, Layout::Nn).starts_with("gemm_mma_bf16"));
+    let sm80 = kernels::gemm::select(
+        Dtype::Bf16,
+        Dtype::Bf16,
+        Math::Fp32,
+        &GemmShape::new(Layout::Nt, 8, 8, 8),
+        kernel_dsl::Target::Sm80,
+    )
+    .expect("plan");
+    assert!(sm80.kernel.kernel().name.starts_with("gemm_mma_bf16"));
+}
+
+#[test]
+fn wgmma_matches_reference_at_odd_and_aligned_shapes() {
+    let stream = hopper();
+    let dims = [
+        (17, 63, 129),
+        (129, 17, 63),
+        (1, 1, 1),
+        (136, 144, 200),
+        (8, 16, 64),
+    ];
+    for (i, shape) in shapes(Layout::Nt, &dims).iter().enumerate() {
+        let seed = 200 + i as u64;
+        check::<Bf16, f32>(
+            &stream,
+            shape,
+            EpiCase::plain(),
+            Math::Fp32,
+            F32_OUT_16_IN,
+            seed,
+        );
+        check::<Bf16, Bf16>(&stream, shape, EpiCase::plain(), Math::Fp32, BF16_OUT, seed);
+        check::<F16, F16>(&stream, shape, EpiCase::plain(), Math::Fp32, F16_OUT, seed);
+    }
+}
+
+#[test]
+fn wgmma_epilogues_and_batches_match_reference() {
+    let stream = hopper();
+    let epi = EpiCase {
+        alpha: 0.5,
+        beta: 1.0,
+        bias: true,
+        activation: Activation::Silu,
+        residual: true,
+    };
+    let shape = GemmShape::batched(Layout::Nt, 2, 65, 130, 72);
+    check::<Bf16, f32>(&stream, &shape, epi, Math::Fp32, F32_OUT_16_IN, 300);
+    let gelu = EpiCase {
+        alpha: 1.0,
+        bias: true,
+        activation: Activation::GeluTanh,
+        ..EpiCase::default()
+    };
+    check::<Bf16, Bf16>(&stream, &shape, gelu, Math::Fp32, BF16_OUT, 301);
+}

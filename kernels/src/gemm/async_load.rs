@@ -1,5 +1,6 @@
 //! Filling one pipeline stage of a tensor-core GEMM: an operand's 128 × BK slab (64 bytes of
-//! k per row, whatever the element size) moved in 16-byte chunks, two per thread. With the
+//! k per row, whatever the element size; 128 bytes in the wgmma layout) moved in 16-byte
+//! chunks. With the
 //! vector flag set, chunks go by `cp.async` (zero-filled past the matrix edge, since the flags
 //! guarantee a chunk is wholly in or out); otherwise each element is loaded with its own
 //! bounds check and stored to shared memory synchronously. Shared rows are padded so
@@ -15,23 +16,37 @@ use kernel_dsl::StateSpace;
 
 /// Rows (of m or n) of a CTA tile.
 pub(crate) const TILE_MN: u32 = 128;
-/// Bytes of k per slab row.
+/// Bytes of k per slab row (padded layouts).
 pub(crate) const SLAB_K_BYTES: u32 = 64;
-/// Chunks (16 bytes) each thread moves per operand and stage.
-const CHUNKS_PER_THREAD: u32 = 2;
+/// Bytes of k per slab row in the wgmma core-matrix layout.
+pub(crate) const CORE_SLAB_K_BYTES: u32 = 128;
 pub(crate) const LOAD_THREADS: u32 = 256;
+/// Bytes between consecutive 8-row groups of core matrices.
+pub(crate) const CORE_GROUP_BYTES: u32 = 8 * 128;
 
 /// The shared layout of one operand's slab.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct SlabLayout {
     pub k_contiguous: bool,
     pub elem_bytes: u32,
+    /// The unswizzled K-major layout `wgmma` descriptors read: 8-row × 16-byte core matrices
+    /// of 128 contiguous bytes, K-adjacent ones 128 bytes apart, 8-row groups
+    /// [`CORE_GROUP_BYTES`] apart (k-contiguous operands only).
+    pub core_matrices: bool,
 }
 
 impl SlabLayout {
+    const fn k_bytes(self) -> u32 {
+        if self.core_matrices {
+            CORE_SLAB_K_BYTES
+        } else {
+            SLAB_K_BYTES
+        }
+    }
+
     /// k elements per slab.
     pub(crate) const fn bk(self) -> u32 {
-        SLAB_K_BYTES / self.elem_bytes
+        self.k_bytes() / self.elem_bytes
     }
 
     /// Bytes between shared rows (rows are mn for k-contiguous operands, k otherwise).
@@ -47,6 +62,9 @@ impl SlabLayout {
 
     /// Bytes of one slab in shared memory.
     pub(crate) const fn bytes(self) -> u32 {
+        if self.core_matrices {
+            return TILE_MN * CORE_SLAB_K_BYTES;
+        }
         let rows = if self.k_contiguous {
             TILE_MN
         } else {
@@ -57,10 +75,20 @@ impl SlabLayout {
 
     const fn chunks_per_row(self) -> u32 {
         if self.k_contiguous {
-            SLAB_K_BYTES / 16
+            self.k_bytes() / 16
         } else {
             TILE_MN * self.elem_bytes / 16
         }
+    }
+
+    /// Chunks (16 bytes) each thread moves per operand and stage.
+    const fn chunks_per_thread(self) -> u32 {
+        let rows = if self.k_contiguous {
+            TILE_MN
+        } else {
+            self.bk()
+        };
+        rows * self.chunks_per_row() / LOAD_THREADS
     }
 }
 
@@ -102,7 +130,7 @@ impl SlabLoader {
     ) -> SlabLoader {
         let cpr = layout.chunks_per_row();
         let per_chunk = 16 / layout.elem_bytes;
-        let chunks = (0..CHUNKS_PER_THREAD)
+        let chunks = (0..layout.chunks_per_thread())
             .map(|i| {
                 let off = b.const_u32(i * LOAD_THREADS);
                 let c = b.add(tid, off);
@@ -110,9 +138,21 @@ impl SlabLoader {
                 let mask = b.const_u32(cpr - 1);
                 let q = b.and(c, mask);
                 let col = b.shl(q, per_chunk.trailing_zeros());
-                let pitch = b.const_u32(layout.pitch());
-                let q16 = b.shl(q, 4);
-                let smem_rel = b.mad(row, pitch, q16);
+                let smem_rel = if layout.core_matrices {
+                    // (row / 8)·group + q·128 + (row % 8)·16
+                    let group = b.shr(row, 3);
+                    let gb = b.const_u32(CORE_GROUP_BYTES);
+                    let seven = b.const_u32(7);
+                    let in_core = b.and(row, seven);
+                    let r16 = b.shl(in_core, 4);
+                    let q128 = b.shl(q, 7);
+                    let off = b.add(q128, r16);
+                    b.mad(group, gb, off)
+                } else {
+                    let pitch = b.const_u32(layout.pitch());
+                    let q16 = b.shl(q, 4);
+                    b.mad(row, pitch, q16)
+                };
                 Chunk { row, col, smem_rel }
             })
             .collect();

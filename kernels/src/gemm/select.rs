@@ -8,7 +8,8 @@ use super::simt::{SIMT_THREADS, SIMT_TILE};
 use super::tensor_core::{
     mma_shared_bytes, mma_spec_index, MmaSpec, MMA_THREADS, MMA_TILE_M, MMA_TILE_N,
 };
-use super::{MMA, SIMT};
+use super::wgmma::{wgmma_shared_bytes, wgmma_spec_index, WgmmaSpec, WGMMA_THREADS};
+use super::{MMA, SIMT, WGMMA};
 use crate::{Error, OpKernel};
 use kernel_dsl::Target;
 use kernel_runtime::LaunchConfig;
@@ -86,6 +87,17 @@ pub fn select(
             if math == Math::Tf32 { " with Math::Tf32" } else { "" },
             target.name()
         )));
+    }
+    if target.sm() == 90 && shape.layout == Layout::Nt {
+        // Hopper: wgmma (the runtime loads the sm_90a variant on an sm_90 device).
+        if let Some(index) = wgmma_spec_index(WgmmaSpec { input, output }) {
+            return Ok(Plan {
+                kernel: &WGMMA[index],
+                config: grid(shape, MMA_TILE_M, MMA_TILE_N, WGMMA_THREADS)
+                    .with_dynamic_shared(wgmma_shared_bytes()),
+                vector_elems: 16 / input.bytes(),
+            });
+        }
     }
     let spec = MmaSpec {
         input,

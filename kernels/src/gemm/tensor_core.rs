@@ -32,10 +32,12 @@ pub(crate) fn mma_shared_bytes(s: MmaSpec) -> u32 {
     let a = SlabLayout {
         k_contiguous: s.layout.a_k_contiguous(),
         elem_bytes: eb,
+        core_matrices: false,
     };
     let b = SlabLayout {
         k_contiguous: s.layout.b_k_contiguous(),
         elem_bytes: eb,
+        core_matrices: false,
     };
     STAGES * (a.bytes() + b.bytes())
 }
@@ -169,10 +171,12 @@ pub(crate) fn build_mma(s: MmaSpec) -> Kernel {
     let la_layout = SlabLayout {
         k_contiguous: s.layout.a_k_contiguous(),
         elem_bytes: eb,
+        core_matrices: false,
     };
     let lb_layout = SlabLayout {
         k_contiguous: s.layout.b_k_contiguous(),
         elem_bytes: eb,
+        core_matrices: false,
     };
     let a_bytes = la_layout.bytes();
     let stage_bytes = a_bytes + lb_layout.bytes();

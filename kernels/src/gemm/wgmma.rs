@@ -1,0 +1,235 @@
+//! The sm_90a GEMM for `C = A·Bᵀ` (layout NT, both operands k-contiguous) with bf16/f16
+//! inputs: `wgmma.mma_async.m64n128k16` reading both operands from shared memory through
+//! matrix descriptors, f32 accumulation in registers.
+//!
+//! A 128×128 CTA tile, two warpgroups of 64×128 each. Slabs of 64 k (128 bytes per row) are
+//! staged by `cp.async` (or the bounds-checked scalar path) into the unswizzled K-major
+//! core-matrix layout, three stages deep; each slab is four `wgmma` k16 steps per warpgroup.
+
+use super::async_load::{SlabLayout, SlabLoader, CORE_GROUP_BYTES, LOAD_THREADS, TILE_MN};
+use super::element::Dtype;
+use super::epilogue::{flag, FLAG_VEC_A, FLAG_VEC_B};
+use super::params::declare;
+use kernel_dsl::builder::{KernelBuilder, Value};
+use kernel_dsl::dtype::{F32, U32, U64};
+use kernel_dsl::ir::{Dim, Imm, Kernel, Operand};
+use kernel_dsl::op::{Cmp, Op};
+
+pub(crate) const WGMMA_THREADS: u32 = LOAD_THREADS;
+const STAGES: u32 = 3;
+const SLAB: SlabLayout = SlabLayout {
+    k_contiguous: true,
+    elem_bytes: 2,
+    core_matrices: true,
+};
+/// Byte distance between K-adjacent core matrices (the descriptor's leading byte offset).
+const LEADING_BYTES: u64 = 128;
+/// Accumulator columns per warpgroup (the instruction's N).
+const WG_N: u32 = 128;
+
+/// One wgmma specialization (layout NT only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct WgmmaSpec {
+    pub input: Dtype,
+    pub output: Dtype,
+}
+
+pub(crate) const WGMMA_SPECS: [WgmmaSpec; 4] = [
+    WgmmaSpec {
+        input: Dtype::Bf16,
+        output: Dtype::F32,
+    },
+    WgmmaSpec {
+        input: Dtype::Bf16,
+        output: Dtype::Bf16,
+    },
+    WgmmaSpec {
+        input: Dtype::F16,
+        output: Dtype::F32,
+    },
+    WgmmaSpec {
+        input: Dtype::F16,
+        output: Dtype::F16,
+    },
+];
+
+pub(crate) fn wgmma_spec_index(spec: WgmmaSpec) -> Option<usize> {
+    WGMMA_SPECS.iter().position(|s| *s == spec)
+}
+
+/// Dynamic shared memory of every wgmma specialization.
+pub(crate) const fn wgmma_shared_bytes() -> u32 {
+    STAGES * 2 * SLAB.bytes()
+}
+
+/// The constant fields of a descriptor: no swizzle, leading and stride byte offsets in 16-byte
+/// units.
+const DESC_BITS: u64 = ((CORE_GROUP_BYTES as u64 >> 4) << 32) | ((LEADING_BYTES >> 4) << 16);
+
+/// The descriptor of the core-matrix block starting at shared address `addr`.
+fn descriptor(b: &mut KernelBuilder, addr: Value<U32>) -> Value<U64> {
+    let wide = b.cvt::<U64, U32>(addr);
+    let units = b.shr(wide, 4);
+    let mask = b.const_int::<U64>(0x3FFF);
+    let start = b.and(units, mask);
+    let fixed = b.const_int::<U64>(DESC_BITS as i64);
+    b.or(start, fixed)
+}
+
+pub(crate) fn build_wgmma(s: WgmmaSpec) -> Kernel {
+    let name = format!(
+        "gemm_wgmma_{}_{}_nt_128x128",
+        s.input.suffix(),
+        s.output.suffix()
+    );
+    let mut b = KernelBuilder::new(name);
+    b.reqntid([WGMMA_THREADS, 1, 1]);
+    let p = declare(&mut b, s.input.format(), s.output.format());
+    let smem = b.dynamic_shared::<U32>("stages");
+    let tid = b.tid(Dim::X);
+    let tile = b.const_u32(TILE_MN);
+    let cx = b.ctaid(Dim::X);
+    let cy = b.ctaid(Dim::Y);
+    let tile_n = b.mul(cx, tile);
+    let tile_m = b.mul(cy, tile);
+    let vec_a = flag(&mut b, p.flags, FLAG_VEC_A);
+    let vec_b = flag(&mut b, p.flags, FLAG_VEC_B);
+    let la = SlabLoader::new(&mut b, p.a, SLAB, tid, tile_m, p.m, p.lda, p.k, vec_a);
+    let lb = SlabLoader::new(&mut b, p.b, SLAB, tid, tile_n, p.n, p.ldb, p.k, vec_b);
+    let base = b.shared_base(&smem);
+    let slab_bytes = b.const_u32(SLAB.bytes());
+    let stage_bytes = b.const_u32(2 * SLAB.bytes());
+    let zero_f = b.const_f32(0.0);
+    let acc: Vec<Value<F32>> = (0..WG_N / 2).map(|_| b.var(zero_f)).collect();
+
+    let bk = SLAB.bk();
+    let bk_c = b.const_u32(bk);
+    let bk_m1 = b.const_u32(bk - 1);
+    let kp = b.add(p.k, bk_m1);
+    let slabs = b.shr(kp, bk.trailing_zeros());
+    let zero = b.const_u32(0);
+    let one = b.const_u32(1);
+
+    // Prologue: slabs 0 .. STAGES-2 in flight, one commit group each.
+    for st in 0..STAGES - 1 {
+        let slab = b.const_u32(st);
+        let live = b.setp(Cmp::Lt, slab, slabs);
+        b.if_(live, |b| {
+            let k0 = b.mul(slab, bk_c);
+            let off = b.const_u32(st * 2 * SLAB.bytes());
+            let dst_a = b.add(base, off);
+            let dst_b = b.add(dst_a, slab_bytes);
+            la.issue(b, dst_a, k0);
+            lb.issue(b, dst_b, k0);
+        });
+        b.cp_async_commit();
+    }
+
+    // Warpgroup g multiplies rows 64g.. of the A slab.
+    let wg = b.shr(tid, 7);
+    let wg_bytes = b.const_u32(8 * CORE_GROUP_BYTES);
+    let a_rel = b.mul(wg, wg_bytes);
+    let always = b.setp(Cmp::Eq, zero, zero);
+    let ahead = b.const_u32(STAGES - 1);
+    let last = b.const_u32(STAGES - 1);
+    let rd = b.var(zero);
+    b.for_range(zero, slabs, one, |b, t| {
+        // Slab t has landed (this thread's copies), is visible to the async proxy, and
+        // (barrier) every thread's copies have; every warpgroup also finished slab t-1.
+        b.cp_async_wait(STAGES - 2);
+        b.inst(Op::FenceProxyAsync, vec![], vec![]);
+        b.bar_sync();
+        let next = b.add(t, ahead);
+        let live = b.setp(Cmp::Lt, next, slabs);
+        b.if_(live, |b| {
+            // Slab t+STAGES-1 goes to the stage slab t-1 used.
+            let at_zero = b.setp(Cmp::Eq, rd, zero);
+            let prev = b.sub(rd, one);
+            let wr = b.selp(at_zero, last, prev);
+            let k0 = b.mul(next, bk_c);
+            let off = b.mul(wr, stage_bytes);
+            let dst_a = b.add(base, off);
+            let dst_b = b.add(dst_a, slab_bytes);
+            la.issue(b, dst_a, k0);
+            lb.issue(b, dst_b, k0);
+        });
+        b.cp_async_commit();
+
+        let off = b.mul(rd, stage_bytes);
+        let sa = b.add(base, off);
+        let sb = b.add(sa, slab_bytes);
+        let sa = b.add(sa, a_rel);
+        let da = descriptor(b, sa);
+        let db = descriptor(b, sb);
+        b.inst(Op::WgmmaFence, vec![], vec![]);
+        for ks in 0..(bk / 16) as i64 {
+            // Each k16 step is the next two core matrices along K (256 bytes, 16 units).
+            let step = b.const_int::<U64>(ks * 16);
+            let da_k = b.add(da, step);
+            let db_k = b.add(db, step);
+            b.inst(
+                Op::Wgmma {
+                    n: WG_N,
+                    ab: s.input.format().scalar(),
+                },
+                vec![Operand::Vector(
+                    acc.iter().map(|v| Operand::Reg(v.reg())).collect(),
+                )],
+                vec![
+                    da_k.reg().into(),
+                    db_k.reg().into(),
+                    always.reg().into(),
+                    Operand::Imm(Imm::Int(1)),
+                    Operand::Imm(Imm::Int(1)),
+                    Operand::Imm(Imm::Int(0)),
+                    Operand::Imm(Imm::Int(0)),
+                ],
+            );
+        }
+        b.inst(Op::WgmmaCommit, vec![], vec![]);
+        b.inst(Op::WgmmaWait, vec![], vec![Operand::Imm(Imm::Int(0))]);
+        let at_last = b.setp(Cmp::Eq, rd, last);
+        let inc = b.add(rd, one);
+        let nrd = b.selp(at_last, zero, inc);
+        b.assign(rd, nrd);
+    });
+    b.cp_async_wait(0);
+
+    // Epilogue: warp w of warpgroup g holds rows 64g + 16w + {lane/4, lane/4 + 8}; register
+    // 4j + r is column 8j + 2(lane%4) + r%2, the second row for r ≥ 2.
+    let lane = b.lane_id();
+    let c2 = b.const_u32(2);
+    let c3 = b.const_u32(3);
+    let c16 = b.const_u32(16);
+    let c64 = b.const_u32(64);
+    let warp = b.shr(tid, 5);
+    let w = b.and(warp, c3);
+    let g = b.shr(lane, 2);
+    let t4 = b.and(lane, c3);
+    let t2 = b.mul(t4, c2);
+    let row0 = b.mad(wg, c64, tile_m);
+    let row0 = b.mad(w, c16, row0);
+    let row0 = b.add(row0, g);
+    let col0 = b.add(tile_n, t2);
+    for half in 0..2u32 {
+        let dr = b.const_u32(half * 8);
+        let row = b.add(row0, dr);
+        let row_in = b.setp(Cmp::Lt, row, p.m);
+        b.if_(row_in, |b| {
+            let row_off = b.mul(row, p.ldc);
+            for j in 0..WG_N / 8 {
+                for odd in 0..2u32 {
+                    let dc = b.const_u32(j * 8 + odd);
+                    let col = b.add(col0, dc);
+                    let col_in = b.setp(Cmp::Lt, col, p.n);
+                    let v = acc[(4 * j + 2 * half + odd) as usize];
+                    b.if_(col_in, |b| {
+                        let idx = b.add(row_off, col);
+                        p.epilogue.store(b, idx, col, v);
+                    });
+                }
+            }
+        });
+    }
+    b.finish()
+}
