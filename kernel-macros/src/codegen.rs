@@ -70,10 +70,6 @@ fn artifacts(
     let params = k.params.iter().map(|p| {
         let name = &p.name;
         let kind = match p.ty {
-            ParamType::Scalar(ScalarType::Pred) => {
-                let v = variant_tokens(ScalarType::U8);
-                quote!(#dsl::ParamKind::Scalar(#dsl::ScalarType::#v))
-            }
             ParamType::Scalar(t) => {
                 let v = variant_tokens(t);
                 quote!(#dsl::ParamKind::Scalar(#dsl::ScalarType::#v))
@@ -142,14 +138,16 @@ fn launcher(
         if p.name == "stream" || p.name == "cfg" {
             return err(pt.pat.span(), format!("the launcher takes `stream` and `cfg` first, so a kernel parameter cannot be named `{}`: rename it", p.name));
         }
+        let is_bool = matches!(&*pt.ty, syn::Type::Path(tp) if tp.path.is_ident("bool"));
         let kind = match p.ty {
+            ParamType::Scalar(_) if is_bool => ParamTy::Scalar(ScalarType::Pred),
             ParamType::Scalar(t) => ParamTy::Scalar(t),
             ParamType::GlobalPtr { elem, mutable } => ParamTy::Slice { elem, mutable },
         };
         match kind {
             ParamTy::Scalar(ScalarType::Pred) => {
                 args.push(quote_spanned!(pt.ty.span()=> #ident: bool));
-                conv.push(quote!(#rt::KernelArg::from(#ident as u8)));
+                conv.push(quote!(#rt::KernelArg::from(#ident as u32)));
             }
             ParamTy::Scalar(t) => {
                 let ty = host_scalar(t, rt);

@@ -5,7 +5,7 @@
 mod common;
 
 use kernel_macros::kernel;
-use kernel_runtime::{Buffer, Device, LaunchConfig};
+use kernel_runtime::{Buffer, Device, LaunchConfig, F16};
 
 #[kernel(crate = crate::common::paths)]
 pub fn semantics(x: &[f32], xi: &[i32], y: &mut [f32], yi: &mut [i32], yu: &mut [u32], n: u32) {
@@ -131,6 +131,49 @@ fn shared_memory_reverses_each_block() -> Result<(), kernel_runtime::Error> {
         for t in 0..64 {
             assert_eq!(y[b * 64 + t], x[b * 64 + 63 - t]);
         }
+    }
+    Ok(())
+}
+
+/// Scalars of every width arrive intact: `bool` travels as a byte, `f16` as 16 bits.
+#[kernel(crate = crate::common::paths)]
+pub fn scalars(out: &mut [f32], flag: bool, h: f16, k: i64, u: u64, d: f64) {
+    let t = thread_idx().x;
+    if t == 0 {
+        out[0] = if flag { 1.0 } else { -1.0 };
+        out[1] = h as f32;
+        out[2] = k as f32;
+        out[3] = u as f32;
+        out[4] = d as f32;
+    }
+}
+
+#[test]
+fn scalar_parameters_of_every_width_reach_the_kernel() -> Result<(), kernel_runtime::Error> {
+    let stream = Device::emulator().stream()?;
+    for flag in [true, false] {
+        let mut out = Buffer::from_host(&stream, &[f32::NAN; 5])?;
+        scalars(
+            &stream,
+            LaunchConfig::linear(1, 32),
+            &mut out,
+            flag,
+            F16::from_f32(-2.5),
+            -7_000_000_000,
+            1 << 40,
+            0.125,
+        )?;
+        let out = out.to_host(&stream)?;
+        assert_eq!(
+            out,
+            [
+                if flag { 1.0 } else { -1.0 },
+                -2.5,
+                -7.0e9,
+                (1u64 << 40) as f32,
+                0.125
+            ]
+        );
     }
     Ok(())
 }

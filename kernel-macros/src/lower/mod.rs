@@ -147,33 +147,40 @@ impl<'a> Lowerer<'a> {
         self.span = crate::diag::range(&pt);
         match dsl_type::param_type(&pt.ty, &self.spec.types)? {
             ParamTy::Scalar(ty) => {
-                let sym = self.b.raw_param(&name, ParamType::Scalar(ty));
+                // A `bool` travels as a 32-bit 0/1, the width every launcher and driver
+                // passes without padding questions.
+                let declared = if ty == ScalarType::Pred {
+                    ScalarType::U32
+                } else {
+                    ty
+                };
+                let sym = self.b.raw_param(&name, ParamType::Scalar(declared));
                 let addr = Operand::Addr {
                     base: AddrBase::Symbol(sym),
                     offset: 0,
                 };
                 let value = if ty == ScalarType::Pred {
-                    let byte = self.b.reg(ScalarType::U16);
+                    let word = self.b.reg(ScalarType::U32);
                     self.inst(
                         Op::Ld {
                             space: StateSpace::Param,
-                            ty: ScalarType::U8,
+                            ty: ScalarType::U32,
                             vec: None,
                             nc: false,
                             cache: None,
                         },
-                        vec![byte.into()],
+                        vec![word.into()],
                         vec![addr],
                     );
                     let p = self.b.reg(ScalarType::Pred);
                     self.inst(
                         Op::Setp {
                             cmp: Cmp::Ne,
-                            ty: ScalarType::U16,
+                            ty: ScalarType::U32,
                             ftz: false,
                         },
                         vec![p.into()],
-                        vec![byte.into(), Operand::Imm(Imm::Int(0))],
+                        vec![word.into(), Operand::Imm(Imm::Int(0))],
                     );
                     p
                 } else {
