@@ -22,6 +22,16 @@
 //!   typed launcher. A `&[T]` parameter takes `&Buffer<T>`, `&mut [T]` takes `&mut Buffer<T>`,
 //!   scalars go by value, so a wrong argument type does not compile.
 //!
+//! # Where things are
+//!
+//! In the order an expansion meets them: `expand.rs` (the pipeline, `#[device]` resolution),
+//! `attr.rs` (arguments), `instance.rs` (specializations and entry names), `lower/` (type
+//! checking and lowering: `mod.rs` parameters and scopes, `stmt.rs` statements and loops,
+//! `expr.rs` operators, casts and indexing, `calls.rs` intrinsics and helpers, `methods.rs`
+//! method syntax, `value.rs` typed values), `targets.rs` (per-target emission and capability
+//! errors), `cubin.rs` (ptxas), `codegen.rs` (generated items), `diag.rs` (errors with spans),
+//! `dsl_type.rs` (Rust types to PTX types).
+//!
 //! # Targets: cargo features, no build script
 //!
 //! A proc-macro cannot see the features of the crate it expands in, so the macro emits PTX for

@@ -611,6 +611,22 @@ impl Lowerer<'_> {
                         l.mov(r, s);
                         Value::Scalar(Scalar::reg(r))
                     }
+                    // Arrays pass by value: a helper that mutates its copy leaves the
+                    // caller's registers alone.
+                    (Value::Array { elems, elem }, _) => {
+                        let copies = elems
+                            .iter()
+                            .map(|r| {
+                                let c = l.b.reg(elem);
+                                l.mov(c, Scalar::reg(*r));
+                                c
+                            })
+                            .collect();
+                        Value::Array {
+                            elems: copies,
+                            elem,
+                        }
+                    }
                     (v, _) => v,
                 };
                 l.bind(
@@ -625,6 +641,21 @@ impl Lowerer<'_> {
             l.returns.push(None);
             let want = match &f.sig.output {
                 syn::ReturnType::Default => None,
+                syn::ReturnType::Type(_, t) if matches!(&**t, syn::Type::Array(_)) => {
+                    // An array result is returned as the registers of the tail array.
+                    let v = l.block_value(&f.block, None);
+                    l.returns.pop();
+                    return match v? {
+                        a @ Value::Array { .. } => Ok(a),
+                        other => err(
+                            crate::diag::range(&f.block),
+                            format!(
+                                "`{name}` must end with an array, found {}",
+                                other.describe()
+                            ),
+                        ),
+                    };
+                }
                 syn::ReturnType::Type(_, t) => Some(scalar_of(t, &l.spec.types)?),
             };
             let v = l.block_value(&f.block, want);

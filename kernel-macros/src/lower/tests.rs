@@ -308,3 +308,45 @@ fn barriers_under_thread_dependent_branches_are_rejected_by_the_verifier() {
             .collect::<Vec<_>>()
     );
 }
+
+#[test]
+fn device_helpers_take_arrays_by_value_and_may_return_them() {
+    let helper: syn::ItemFn = syn::parse_quote! {
+        fn doubled(mut v: [f32; 2]) -> [f32; 2] {
+            v[0] = v[0] * 2.0;
+            v[1] = v[1] * 2.0;
+            v
+        }
+    };
+    let mut devices = Devices::new();
+    devices.insert("doubled".into(), helper);
+    let f: syn::ItemFn = syn::parse_quote! {
+        fn k(x: &[f32], y: &mut [f32]) {
+            let a = [x[0], x[1]];
+            let b = doubled(a);
+            y[0] = a[0] + b[0];
+            y[1] = a[1] + b[1];
+        }
+    };
+    let l = lower_kernel(&f, "k", &Specialization::default(), None, &devices).unwrap();
+    // The helper's writes go to its own copy: `a` is read from registers the helper never
+    // writes, so the stores add two different registers.
+    let adds: Vec<_> = {
+        let mut v = Vec::new();
+        l.kernel.for_each_inst(&mut |i| {
+            if matches!(
+                i.op,
+                Op::Add {
+                    ty: ScalarType::F32,
+                    ..
+                }
+            ) {
+                v.push(i.srcs.clone());
+            }
+        });
+        v
+    };
+    assert_eq!(adds.len(), 2);
+    assert!(adds.iter().all(|s| s[0] != s[1]));
+    emit::emit(&l.kernel, Target::Sm80).unwrap();
+}
