@@ -18,8 +18,14 @@ fn ptxas() -> Option<PathBuf> {
 }
 
 fn run(cmd: &mut Command) -> String {
-    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    assert!(out.status.success(), "{cmd:?} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -30,7 +36,13 @@ fn a_downstream_crate_embeds_exactly_its_enabled_targets_and_ptxas_accepts_them(
     let ptxas = ptxas();
     let mut build = Command::new(env!("CARGO"));
     build
-        .args(["build", "--quiet", "--features", "sm_89,sm_121", "--manifest-path"])
+        .args([
+            "build",
+            "--quiet",
+            "--features",
+            "sm_89,sm_121",
+            "--manifest-path",
+        ])
         .arg(fixture.join("Cargo.toml"))
         .arg("--target-dir")
         .arg(&target_dir)
@@ -48,32 +60,58 @@ fn a_downstream_crate_embeds_exactly_its_enabled_targets_and_ptxas_accepts_them(
     let dump = std::env::temp_dir().join(format!("ptxkit-downstream-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dump);
     run(Command::new(&bin).arg("dump").arg(&dump));
-    let mut modules: Vec<PathBuf> = std::fs::read_dir(&dump).expect("dump dir").map(|e| e.expect("entry").path()).collect();
+    let mut modules: Vec<PathBuf> = std::fs::read_dir(&dump)
+        .expect("dump dir")
+        .map(|e| e.expect("entry").path())
+        .collect();
     modules.sort();
-    let ptx: Vec<&PathBuf> = modules.iter().filter(|p| p.extension().is_some_and(|e| e == "ptx")).collect();
+    let ptx: Vec<&PathBuf> = modules
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "ptx"))
+        .collect();
     // saxpy and the two instances of silu_rows, for two targets each.
     assert_eq!(ptx.len(), 6, "{modules:?}");
     for p in &ptx {
         let target = target_of(p);
         let text = std::fs::read_to_string(p).expect("read ptx");
-        assert!(text.contains(&format!(".target {target}\n")), "{} does not say .target {target}", p.display());
+        assert!(
+            text.contains(&format!(".target {target}\n")),
+            "{} does not say .target {target}",
+            p.display()
+        );
     }
 
     let Some(ptxas) = ptxas else {
-        eprintln!("skipped the ptxas half: no ptxas (set PTXKIT_PTXAS or install .tools/ptxas-12.9)");
+        eprintln!(
+            "skipped the ptxas half: no ptxas (set PTXKIT_PTXAS or install .tools/ptxas-12.9)"
+        );
         return;
     };
     for p in &ptx {
         let out = dump.join("check.cubin");
-        run(Command::new(&ptxas).arg(format!("-arch={}", target_of(p))).arg(p).arg("-o").arg(&out));
+        run(Command::new(&ptxas)
+            .arg(format!("-arch={}", target_of(p)))
+            .arg(p)
+            .arg("-o")
+            .arg(&out));
     }
     // With ptxas at build time, the build script's target list yields a cubin per module.
-    let cubins = modules.iter().filter(|p| p.extension().is_some_and(|e| e == "cubin")).count();
+    let cubins = modules
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "cubin"))
+        .count();
     assert_eq!(cubins, 6, "{modules:?}");
     let _ = std::fs::remove_dir_all(&dump);
 }
 
 fn target_of(p: &Path) -> String {
-    let stem = p.file_stem().expect("file name").to_string_lossy().into_owned();
-    stem.rsplit_once('@').expect("<entry>@<target>").1.to_string()
+    let stem = p
+        .file_stem()
+        .expect("file name")
+        .to_string_lossy()
+        .into_owned();
+    stem.rsplit_once('@')
+        .expect("<entry>@<target>")
+        .1
+        .to_string()
 }

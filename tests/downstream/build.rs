@@ -2,7 +2,10 @@
 // where ptxas is found (PTX needs no build script: it is gated on the features directly).
 fn main() {
     let mut targets: Vec<String> = std::env::vars()
-        .filter_map(|(k, _)| k.strip_prefix("CARGO_FEATURE_SM_").map(|s| format!("sm_{}", s.to_lowercase())))
+        .filter_map(|(k, _)| {
+            k.strip_prefix("CARGO_FEATURE_SM_")
+                .map(|s| format!("sm_{}", s.to_lowercase()))
+        })
         .collect();
     targets.sort();
     println!("cargo:rustc-env=PTXKIT_TARGETS={}", targets.join(","));
