@@ -507,6 +507,14 @@ pub(crate) enum Op {
         src_bytes: Slot,
     },
     CpAsyncCommit,
+    /// `cp.async.bulk`: copies `size` bytes (a multiple of 16) between global and shared
+    /// memory; with `mbar`, then completes that many transaction bytes on the mbarrier.
+    BulkCopy {
+        dst: MemRef,
+        src: MemRef,
+        size: Slot,
+        mbar: Option<MemRef>,
+    },
     /// Waits until at most `n` committed groups are pending (`wait_all`: `u32::MAX`, which also
     /// completes copies not yet committed).
     CpAsyncWait {

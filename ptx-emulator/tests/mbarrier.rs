@@ -116,3 +116,65 @@ fn a_phase_expecting_more_arrivals_than_come_is_a_spin_deadlock() {
         other => panic!("expected a spin deadlock, got {other:?}"),
     }
 }
+
+#[test]
+fn bulk_copies_complete_their_mbarrier_transactions_and_store_back() {
+    let source = ptx(r#"
+.visible .entry bulk(.param .u64 src, .param .u64 dst, .param .u64 back)
+{
+	.reg .pred 	%p<3>;
+	.reg .b32 	%r<12>;
+	.reg .b64 	%rd<10>;
+	.shared .align 8 .b64 bar;
+	.shared .align 128 .b8 stage[512];
+
+	ld.param.u64 	%rd1, [src];
+	ld.param.u64 	%rd2, [dst];
+	ld.param.u64 	%rd3, [back];
+	mov.u32 	%r1, %tid.x;
+	mov.u32 	%r2, stage;
+	setp.eq.u32 	%p1, %r1, 0;
+	@%p1 mbarrier.init.shared.b64 	[bar], 1;
+	bar.sync 	0;
+	@!%p1 bra 	$L__wait;
+	mbarrier.arrive.expect_tx.shared.b64 	_, [bar], 512;
+	cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes 	[%r2], [%rd1], 512, [bar];
+$L__wait:
+	mbarrier.try_wait.parity.shared.b64 	%p2, [bar], 0;
+	@!%p2 bra 	$L__wait;
+	shl.b32 	%r3, %r1, 2;
+	xor.b32 	%r4, %r3, 4;
+	add.s32 	%r5, %r2, %r4;
+	ld.shared.u32 	%r6, [%r5];
+	mul.wide.u32 	%rd4, %r1, 4;
+	add.s64 	%rd5, %rd2, %rd4;
+	st.global.u32 	[%rd5], %r6;
+	bar.sync 	0;
+	@%p1 cp.async.bulk.global.shared::cta.bulk_group 	[%rd3], [%r2], 512;
+	cp.async.bulk.commit_group;
+	cp.async.bulk.wait_group 	0;
+	ret;
+}
+"#);
+    let mut rng = Rng::new(102);
+    let src = rng.u32s(128);
+    let mut mem = GlobalMemory::new();
+    let dsrc = alloc_u32(&mut mem, &src);
+    let ddst = poisoned_u32(&mut mem, 128);
+    let dback = poisoned_u32(&mut mem, 128);
+    launch(
+        &source,
+        "bulk",
+        LaunchConfig::linear(1, 128),
+        &[
+            ArgValue::Ptr(dsrc),
+            ArgValue::Ptr(ddst),
+            ArgValue::Ptr(dback),
+        ],
+        &mut mem,
+    )
+    .unwrap();
+    let got = mem.read_u32(ddst, 128).unwrap();
+    assert!((0..128).all(|t| got[t] == src[t ^ 1]));
+    assert_eq!(mem.read_u32(dback, 128).unwrap(), src);
+}

@@ -400,3 +400,35 @@ pub(crate) fn mbarrier(frame: &mut Frame, inst: &Instruction) -> Result<Op, Erro
     };
     Ok(Op::Mbarrier { op, at, d, b })
 }
+
+/// `cp.async.bulk` between global and shared memory (the non-tensor forms).
+pub(crate) fn bulk_copy(frame: &mut Frame, inst: &Instruction) -> Result<Op, Error> {
+    let ops = operands(frame, inst, 3)?;
+    let sp = spaces(inst);
+    let space =
+        |frame: &Frame, s: Option<&StateSpace>| match s {
+            Some(StateSpace::Global) => Ok(Space::Global),
+            Some(StateSpace::Shared | StateSpace::SharedCta | StateSpace::SharedCluster) => {
+                Ok(Space::Shared)
+            }
+            _ => Err(frame
+                .unsupported("cp.async.bulk forms other than between global and shared memory")),
+        };
+    let (dst_space, src_space) = (space(frame, sp.first())?, space(frame, sp.get(1))?);
+    if dst_space == src_space {
+        return Err(frame.unsupported("cp.async.bulk within one state space"));
+    }
+    let dst = frame.address(&ops[0], dst_space)?;
+    let src = frame.address(&ops[1], src_space)?;
+    let size = frame.src(&ops[2], Kind::Int(W::B32))?;
+    let mbar = match ops.get(3) {
+        Some(op @ Operand::Address(_)) => Some(frame.address(op, Space::Shared)?),
+        _ => None,
+    };
+    Ok(Op::BulkCopy {
+        dst,
+        src,
+        size,
+        mbar,
+    })
+}

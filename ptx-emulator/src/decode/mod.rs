@@ -427,6 +427,9 @@ fn decode_instruction(
         Opcode::Isspacep => memory::isspacep(frame, inst),
         Opcode::CpAsync => memory::cp_async(frame, inst),
         Opcode::CpAsyncCommitGroup => Ok(Op::CpAsyncCommit),
+        Opcode::CpAsyncBulk => memory::bulk_copy(frame, inst),
+        // Bulk copies complete when issued, so their groups have nothing to wait for.
+        Opcode::CpAsyncBulkCommitGroup | Opcode::CpAsyncBulkWaitGroup => Ok(Op::Nop),
         Opcode::CpAsyncWaitAll => Ok(Op::CpAsyncWait { n: u32::MAX }),
         Opcode::CpAsyncWaitGroup => memory::cp_async_wait(frame, inst),
         Opcode::Membar

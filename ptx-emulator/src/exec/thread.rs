@@ -449,6 +449,49 @@ pub(crate) fn run(
                 });
             }
             Op::CpAsyncCommit => th.group += 1,
+            Op::BulkCopy {
+                dst,
+                src,
+                size,
+                mbar,
+            } => {
+                let (to, from) = (effective(regs, &dst), effective(regs, &src));
+                let bytes = r!(size) as u32;
+                if !bytes.is_multiple_of(16) {
+                    break Err(fault(FaultKind::Misaligned {
+                        access: Access::Load,
+                        addr: from,
+                        size: bytes,
+                    }));
+                }
+                let mut failed = None;
+                for off in (0..bytes as u64).step_by(16) {
+                    let chunk = match ctx.read(src.space, from + off, 16, t, Access::Load) {
+                        Ok(c) => c,
+                        Err(kind) => {
+                            failed = Some(kind);
+                            break;
+                        }
+                    };
+                    if let Err(kind) = ctx.write(dst.space, to + off, &chunk, t) {
+                        failed = Some(kind);
+                        break;
+                    }
+                }
+                if let Some(kind) = failed {
+                    break Err(fault(kind));
+                }
+                if let Some(bar) = mbar {
+                    let at = effective(regs, &bar);
+                    let op = crate::program::MbarOp::CompleteTx;
+                    if let Err(f) = mbarrier(ctx, th, t, op, bar.space, at, bytes as u64) {
+                        break Err(Fault {
+                            kind: f.kind,
+                            pc: here,
+                        });
+                    }
+                }
+            }
             Op::CpAsyncWait { n } => {
                 if let Err(f) = ctx.complete_copies(th, t, n) {
                     break Err(f);
