@@ -194,3 +194,26 @@ fn elementwise_rejects_mismatched_lengths_before_writing() {
     assert!(err.to_string().contains("`dgate`"), "{err}");
     assert!(download(&stream, &dup).iter().all(|v| v.is_nan()));
 }
+
+#[test]
+fn activations_saturate_cleanly_at_huge_inputs() {
+    let stream = emulator();
+    let x = [-3e38f32, -1e20, -100.0, 100.0, 1e20, 3e38];
+    let xb = Buffer::from_host(&stream, &x).unwrap();
+    let dy = Buffer::from_host(&stream, &[1.0f32; 6]).unwrap();
+    let mut out = poisoned::<f32>(&stream, 6);
+    ew::gelu_tanh(&stream, &xb, &mut out).unwrap();
+    assert_eq!(
+        out.to_host(&stream).unwrap(),
+        [0.0, 0.0, 0.0, 100.0, 1e20, 3e38]
+    );
+    ew::gelu_tanh_backward(&stream, &xb, &dy, &mut out).unwrap();
+    assert_eq!(
+        out.to_host(&stream).unwrap(),
+        [0.0, 0.0, 0.0, 1.0, 1.0, 1.0]
+    );
+    ew::silu(&stream, &xb, &mut out).unwrap();
+    let s = out.to_host(&stream).unwrap();
+    assert!(s[..3].iter().all(|&v| v == 0.0), "{s:?}");
+    assert_eq!(&s[3..], &[100.0, 1e20, 3e38]);
+}

@@ -131,7 +131,11 @@ fn silu_grad_from(b: &mut KernelBuilder, x: Value<F32>, s: Value<F32>) -> Value<
 fn gelu_inner(b: &mut KernelBuilder, x: Value<F32>) -> (Value<F32>, Value<F32>) {
     let k0 = b.const_f32(GELU_K0);
     let k1 = b.const_f32(GELU_K1);
-    let x2 = b.mul(x, x);
+    // x² is capped so the gradient's (1 − tanh²)·(1 + 3·k1·x²) is 0·finite, not 0·∞, for
+    // |x| near f32's limit (tanh is ±1 long before the cap matters).
+    let square = b.mul(x, x);
+    let cap = b.const_f32(1e30);
+    let x2 = b.min(square, cap);
     let one = b.const_f32(1.0);
     let poly = b.fma(k1, x2, one); // 1 + k1·x²
     let inner = b.mul(x, poly);
