@@ -1,7 +1,7 @@
 //! Decoding of control flow, barriers and warp-collective instructions.
 
-use super::arith::{operands, types};
 use super::operands::{Frame, Kind};
+use super::suffix::{operands, types};
 use crate::error::Error;
 use crate::numerics::Half;
 use crate::program::{

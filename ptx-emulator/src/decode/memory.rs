@@ -1,7 +1,7 @@
 //! Decoding of memory instructions: loads, stores, atomics, address conversions, `cp.async`.
 
-use super::arith::{operands, types};
 use super::operands::{Frame, Kind, Symbol};
+use super::suffix::{operands, types};
 use crate::error::Error;
 use crate::program::{AtomOp, AtomTy, Elem, MbarOp, MemRef, Op, Slot, Space, W};
 use ptx_parser::{

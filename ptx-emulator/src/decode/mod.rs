@@ -2,9 +2,15 @@
 //! a slot, resolve labels, and decode each instruction.
 
 mod arith;
+mod bitops;
+mod compare;
 mod control;
+mod convert;
 mod memory;
+mod moves;
 mod operands;
+mod special;
+mod suffix;
 mod text;
 
 use crate::error::Error;
@@ -373,7 +379,7 @@ fn decode_instruction(
 ) -> Result<crate::program::Op, Error> {
     use crate::program::Op;
     match &inst.opcode {
-        Opcode::Mov => arith::mov(frame, inst),
+        Opcode::Mov => moves::mov(frame, inst),
         Opcode::Add
         | Opcode::Sub
         | Opcode::Mul
@@ -408,10 +414,10 @@ fn decode_instruction(
         | Opcode::Prmt
         | Opcode::Lop3
         | Opcode::Shf
-        | Opcode::Dp4a => arith::bits(frame, inst),
-        Opcode::Setp | Opcode::Set => arith::setp(frame, inst),
-        Opcode::Selp | Opcode::Slct => arith::select(frame, inst),
-        Opcode::Cvt => arith::cvt(frame, inst),
+        | Opcode::Dp4a => bitops::bits(frame, inst),
+        Opcode::Setp | Opcode::Set => compare::setp(frame, inst),
+        Opcode::Selp | Opcode::Slct => compare::select(frame, inst),
+        Opcode::Cvt => convert::cvt(frame, inst),
         Opcode::Ex2
         | Opcode::Lg2
         | Opcode::Rsqrt
@@ -419,8 +425,8 @@ fn decode_instruction(
         | Opcode::Sqrt
         | Opcode::Sin
         | Opcode::Cos
-        | Opcode::Tanh => arith::transcendental(frame, inst),
-        Opcode::Testp => arith::testp(frame, inst),
+        | Opcode::Tanh => special::transcendental(frame, inst),
+        Opcode::Testp => special::testp(frame, inst),
         Opcode::Ld | Opcode::Ldu | Opcode::St => memory::load_store(frame, inst),
         Opcode::Atom | Opcode::Red => memory::atomic(frame, inst),
         Opcode::Cvta => memory::cvta(frame, inst),
