@@ -428,6 +428,17 @@ impl Lowerer<'_> {
         expected: Option<ScalarType>,
     ) -> DResult<OperandPair> {
         let lv = self.expr(l, expected)?;
+        self.operands_from(lv, l, r, expected)
+    }
+
+    /// [`Self::operands`] with the left operand already lowered.
+    fn operands_from(
+        &mut self,
+        lv: Value,
+        l: &Expr,
+        r: &Expr,
+        expected: Option<ScalarType>,
+    ) -> DResult<OperandPair> {
         let lty = if let Value::Scalar(s) = &lv {
             Some(s.ty)
         } else {
@@ -492,16 +503,99 @@ impl Lowerer<'_> {
             _ => {}
         }
         let is_cmp = matches!(b.op, Eq(_) | Ne(_) | Lt(_) | Le(_) | Gt(_) | Ge(_));
+        if matches!(b.op, Add(_)) {
+            if let Some(v) = self.multiply_add(b, expected)? {
+                return Ok(v);
+            }
+        }
         let pair = self.operands(&b.left, &b.right, if is_cmp { None } else { expected })?;
+        self.finish_binary(b.op, pair, crate::diag::range(&b))
+    }
+
+    /// `a * b + c` on integers as one `mad.lo` (the same low bits as `mul.lo` then `add`).
+    /// Returns `None` when the left operand is not a product, without lowering anything.
+    fn multiply_add(
+        &mut self,
+        b: &syn::ExprBinary,
+        expected: Option<ScalarType>,
+    ) -> DResult<Option<Value>> {
+        let mut left = &*b.left;
+        while let Expr::Paren(p) = left {
+            left = &p.expr;
+        }
+        let Expr::Binary(m) = left else {
+            return Ok(None);
+        };
+        if !matches!(m.op, BinOp::Mul(_)) {
+            return Ok(None);
+        }
+        let pair = self.operands(&m.left, &m.right, expected)?;
         let (x, y) = match pair {
-            OperandPair::IntLits(x, y) => return fold_int(b.op, x, y, crate::diag::range(&b)),
-            OperandPair::FloatLits(x, y) => return fold_float(b.op, x, y, crate::diag::range(&b)),
+            OperandPair::Typed(x, y)
+                if is_int(x.ty) && (x.const_int().is_none() || y.const_int().is_none()) =>
+            {
+                (x, y)
+            }
+            other => {
+                let product = self.finish_binary(m.op, other, crate::diag::range(&m))?;
+                let pair = self.operands_from(product, &b.left, &b.right, expected)?;
+                return self
+                    .finish_binary(b.op, pair, crate::diag::range(&b))
+                    .map(Some);
+            }
+        };
+        let c = self.expr(&b.right, Some(x.ty))?;
+        let c = self.as_scalar(c, Some(x.ty), crate::diag::range(&b.right))?;
+        if c.ty != x.ty {
+            if let Some(flex) = self.flex_of(&b.right) {
+                return Err(self.learn(flex, x.ty));
+            }
+            if let Some(flex) = self.flex_of(&m.left).or(self.flex_of(&m.right)) {
+                return Err(self.learn(flex, c.ty));
+            }
+            return err(
+                crate::diag::range(&b.right),
+                format!(
+                    "mismatched types: the left operand is `{}` but this is `{}`; kernels never convert implicitly: add `as {}`",
+                    rust_name(x.ty),
+                    rust_name(c.ty),
+                    rust_name(x.ty)
+                ),
+            );
+        }
+        let a = self.materialize(&x);
+        let (bb, cc) = (self.src(&y), self.src(&c));
+        let d = self.b.reg(x.ty);
+        self.span = crate::diag::range(&b);
+        self.inst(
+            Op::Mad {
+                ty: x.ty,
+                mode: MulMode::Lo,
+            },
+            vec![d.into()],
+            vec![a.into(), bb, cc],
+        );
+        Ok(Some(Value::Scalar(Scalar::reg(d))))
+    }
+
+    /// Folds or emits a binary operator whose operands are lowered.
+    fn finish_binary(
+        &mut self,
+        op: BinOp,
+        pair: OperandPair,
+        span: crate::diag::SpanRange,
+    ) -> DResult<Value> {
+        use BinOp::*;
+        let is_cmp = matches!(op, Eq(_) | Ne(_) | Lt(_) | Le(_) | Gt(_) | Ge(_));
+        let (x, y) = match pair {
+            OperandPair::IntLits(x, y) => return fold_int(op, x, y, span),
+            OperandPair::FloatLits(x, y) => return fold_float(op, x, y, span),
             OperandPair::Typed(x, y) => (x, y),
         };
         let ty = x.ty;
         if let (Some(a), Some(c)) = (x.const_int(), y.const_int()) {
             if is_int(ty) {
-                if let Ok(Value::IntLit(v)) = fold_int(b.op, a, c, crate::diag::range(&b)) {
+                if let Ok(Value::IntLit(v)) = fold_int(op, a, c, span) {
                     return Ok(Value::Scalar(Scalar {
                         op: Operand::Imm(Imm::Int(wrap_int(v, ty))),
                         ty,
@@ -510,17 +604,15 @@ impl Lowerer<'_> {
             }
         }
         if is_cmp {
-            return self.compare(b.op, x, y, crate::diag::range(&b));
+            return self.compare(op, x, y, span);
         }
-        let name = op_name(b.op);
-        let op = self
-            .arith_op(b.op, ty, crate::diag::range(&b))
-            .map_err(|m| {
-                Diag::new(
-                    crate::diag::range(&b.op),
-                    m.unwrap_or_else(|| format!("`{name}` is not defined for `{}`", rust_name(ty))),
-                )
-            })?;
+        let name = op_name(op);
+        let inst = self.arith_op(op, ty, span).map_err(|m| {
+            Diag::new(
+                span,
+                m.unwrap_or_else(|| format!("`{name}` is not defined for `{}`", rust_name(ty))),
+            )
+        })?;
         let a = self.src(&x);
         let c = self.src(&y);
         let a = match a {
@@ -528,8 +620,8 @@ impl Lowerer<'_> {
             other => other,
         };
         let d = self.b.reg(ty);
-        self.span = crate::diag::range(&b);
-        self.inst(op, vec![d.into()], vec![a, c]);
+        self.span = span;
+        self.inst(inst, vec![d.into()], vec![a, c]);
         Ok(Value::Scalar(Scalar::reg(d)))
     }
 
