@@ -3,6 +3,7 @@
 
 mod arith;
 mod bitops;
+mod collectives;
 mod compare;
 mod control;
 mod convert;
@@ -468,7 +469,7 @@ fn decode_instruction(
         | Opcode::Ldmatrix
         | Opcode::Stmatrix
         | Opcode::ElectSync
-        | Opcode::WgmmaMmaAsync => control::collective(frame, inst, collectives),
+        | Opcode::WgmmaMmaAsync => collectives::collective(frame, inst, collectives),
         // wgmma runs synchronously when the whole warpgroup reaches it, so its fences and
         // group waits have nothing left to order.
         Opcode::WgmmaFence | Opcode::WgmmaCommitGroup | Opcode::WgmmaWaitGroup => Ok(Op::Nop),
