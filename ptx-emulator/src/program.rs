@@ -531,9 +531,6 @@ pub(crate) enum Op {
         d: Slot,
         wide: bool,
     },
-    Activemask {
-        d: Slot,
-    },
     Trap,
 }
 
@@ -648,6 +645,9 @@ pub(crate) enum Collective {
     },
     /// `bar.warp.sync mask`.
     WarpSync { mask: Slot },
+    /// `activemask.b32 d`: the lanes that reached this instruction together (resolved once
+    /// every lane of the warp has stopped somewhere).
+    Activemask { d: Slot },
     /// `elect.sync d|p, mask`: the lowest participating lane is elected.
     Elect { d: Slot, p: Slot, mask: Slot },
     /// `d = a * b + c`; `f16_acc` when C and D are packed f16 pairs instead of f32.
@@ -707,6 +707,7 @@ impl Collective {
             Collective::Mma { .. }
             | Collective::Ldmatrix { .. }
             | Collective::Stmatrix { .. }
+            | Collective::Activemask { .. }
             | Collective::Wgmma { .. } => None,
         }
     }

@@ -354,3 +354,45 @@ $L__store:
         assert_eq!(o[3], elected, "thread {t}");
     }
 }
+
+#[test]
+fn activemask_names_the_lanes_that_took_the_branch_so_a_shuffle_over_them_works() {
+    let source = ptx(r#"
+.visible .entry partial(.param .u64 out)
+{
+	.reg .pred 	%p<2>;
+	.reg .b32 	%r<6>;
+	.reg .b64 	%rd<4>;
+	ld.param.u64 	%rd1, [out];
+	mov.u32 	%r1, %laneid;
+	setp.ge.u32 	%p1, %r1, 20;
+	@%p1 bra 	$L__end;
+	activemask.b32 	%r2;
+	shfl.sync.idx.b32 	%r3, %r1, 7, 31, %r2;
+	mul.wide.u32 	%rd2, %r1, 8;
+	add.s64 	%rd3, %rd1, %rd2;
+	st.global.v2.u32 	[%rd3], {%r2, %r3};
+$L__end:
+	ret;
+}
+"#);
+    let mut mem = GlobalMemory::new();
+    let out = poisoned_u32(&mut mem, 64);
+    launch(
+        &source,
+        "partial",
+        LaunchConfig::linear(1, 32),
+        &[ArgValue::Ptr(out)],
+        &mut mem,
+    )
+    .unwrap();
+    let got = mem.read_u32(out, 64).unwrap();
+    for lane in 0..32 {
+        let want = if lane < 20 {
+            [0x000f_ffff, 7]
+        } else {
+            [POISON_U32, POISON_U32]
+        };
+        assert_eq!(&got[lane * 2..lane * 2 + 2], &want, "lane {lane}");
+    }
+}

@@ -473,13 +473,15 @@ fn decode_instruction(
         // wgmma runs synchronously when the whole warpgroup reaches it, so its fences and
         // group waits have nothing left to order.
         Opcode::WgmmaFence | Opcode::WgmmaCommitGroup | Opcode::WgmmaWaitGroup => Ok(Op::Nop),
-        Opcode::Activemask => Ok(Op::Activemask {
-            d: frame.dst(
+        Opcode::Activemask => {
+            let d = frame.dst(
                 inst.operands
                     .first()
                     .ok_or_else(|| frame.malformed("missing operand"))?,
-            )?,
-        }),
+            )?;
+            collectives.push(crate::program::Collective::Activemask { d });
+            Ok(Op::Collective(collectives.len() as u32 - 1))
+        }
         _ => Err(frame.unsupported("")),
     }
 }

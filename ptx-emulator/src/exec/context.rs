@@ -231,14 +231,4 @@ impl Ctx<'_> {
             mine.copy_within(src as usize..(src + len) as usize, dst as usize);
         }
     }
-
-    pub(crate) fn activemask(&self, t: usize) -> u32 {
-        let warp_base = t / 32 * 32;
-        let lanes = (self.block_threads as usize - warp_base).min(32);
-        if lanes == 32 {
-            u32::MAX
-        } else {
-            (1u32 << lanes) - 1
-        }
-    }
 }

@@ -150,7 +150,18 @@ fn resolve_warp(
         let mask = collective
             .mask()
             .map_or(u32::MAX, |s| regs[t * slots + s as usize] as u32);
-        let mask = (mask & existing) | (1 << lane);
+        let mut mask = (mask & existing) | (1 << lane);
+        if matches!(collective, crate::program::Collective::Activemask { .. }) {
+            // The lanes that arrived here together: every lane has stopped by now, so those
+            // waiting at this instruction are the ones that took this path.
+            mask = (0..32)
+                .filter(|&l| {
+                    base + l < n
+                        && threads[base + l].status == Status::Waiting
+                        && threads[base + l].pc == pc
+                })
+                .fold(0, |m, l| m | 1 << l);
+        }
         let mut ready = true;
         for l in 0..32 {
             if mask & (1 << l) == 0 {

@@ -520,7 +520,6 @@ pub(crate) fn run(
                 let now = th.executed + executed;
                 r!(d) = if wide { now } else { now & 0xffff_ffff };
             }
-            Op::Activemask { d } => r!(d) = ctx.activemask(t) as u64,
             Op::Trap => break Err(fault(FaultKind::Trap)),
         }
         pc += 1;

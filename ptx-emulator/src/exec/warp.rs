@@ -169,6 +169,12 @@ pub(crate) fn execute(
             }
         }
         Collective::WarpSync { .. } => {}
+        Collective::Activemask { d } => {
+            let mask: u32 = lanes.iter().fold(0, |m, &t| m | 1 << (t - warp_base));
+            for &t in lanes {
+                regs.set(t, d, mask as u64);
+            }
+        }
         // Warpgroup instructions run in `wgmma::execute`, once all four warps arrive.
         Collective::Wgmma { .. } => {}
         Collective::Elect { d, p, .. } => {
