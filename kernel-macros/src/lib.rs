@@ -27,7 +27,8 @@
 //! In the order an expansion meets them: `expand.rs` (the pipeline, `#[device]` resolution),
 //! `attr.rs` (arguments), `instance.rs` (specializations and entry names), `lower/` (type
 //! checking and lowering: `mod.rs` parameters and scopes, `stmt.rs` statements and loops,
-//! `expr.rs` operators, casts and indexing, `calls.rs` intrinsics and helpers, `methods.rs`
+//! `expr.rs` literals, names, typing and `if` values, `operators.rs`, `casts.rs`, `places.rs`
+//! (indexing, loads, stores), `calls.rs` intrinsics and helpers, `methods.rs`
 //! method syntax, `value.rs` typed values), `targets.rs` (per-target emission and capability
 //! errors), `cubin.rs` (ptxas), `codegen.rs` (generated items), `diag.rs` (errors with spans),
 //! `dsl_type.rs` (Rust types to PTX types).

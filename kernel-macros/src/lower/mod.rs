@@ -7,8 +7,11 @@
 //! needs and lowering restarts with it (a handful of passes at most, each microseconds).
 
 mod calls;
+mod casts;
 mod expr;
 mod methods;
+mod operators;
+mod places;
 mod stmt;
 pub mod value;
 

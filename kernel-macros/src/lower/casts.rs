@@ -1,0 +1,150 @@
+//! `as` conversions with Rust semantics.
+
+use super::expr::*;
+use super::value::*;
+use super::Lowerer;
+use crate::diag::{err, DResult};
+use crate::dsl_type::{rust_name, scalar_of};
+use kernel_dsl::builder::default_cvt_rounding;
+use kernel_dsl::ir::{Imm, Operand};
+use kernel_dsl::op::Op;
+use kernel_dsl::ScalarType;
+
+impl Lowerer<'_> {
+    pub(crate) fn cast(&mut self, c: &syn::ExprCast) -> DResult<Value> {
+        let to = scalar_of(&c.ty, &self.spec.types)?;
+        let v = self.expr(&c.expr, None)?;
+        let s = match v {
+            Value::IntLit(i) if is_float(to) => return Ok(Value::Scalar(float_imm(i as f64, to))),
+            Value::IntLit(i) if is_int(to) => {
+                return Ok(Value::Scalar(Scalar {
+                    op: Operand::Imm(Imm::Int(wrap_int(i, to))),
+                    ty: to,
+                }))
+            }
+            Value::FloatLit(f) if is_float(to) => return Ok(Value::Scalar(float_imm(f, to))),
+            other => self.as_scalar(other, None, crate::diag::range(&c.expr))?,
+        };
+        if let (Some(i), true) = (s.const_int(), is_int(to) && is_int(s.ty)) {
+            return Ok(Value::Scalar(Scalar {
+                op: Operand::Imm(Imm::Int(wrap_int(i, to))),
+                ty: to,
+            }));
+        }
+        Ok(Value::Scalar(self.convert(s, to)?))
+    }
+
+    /// Converts a scalar to `to` with Rust `as` semantics.
+    pub(crate) fn convert(&mut self, s: Scalar, to: ScalarType) -> DResult<Scalar> {
+        let from = s.ty;
+        if from == to {
+            return Ok(s);
+        }
+        if to == ScalarType::Pred {
+            return err(
+                self.span,
+                format!(
+                    "`as bool` is not allowed: compare instead, e.g. `x != 0` for a `{}`",
+                    rust_name(from)
+                ),
+            );
+        }
+        let src = self.materialize(&s);
+        if from == ScalarType::Pred {
+            let d = self.b.reg(to);
+            let (one, zero) = if is_float(to) {
+                (float_imm(1.0, to), float_imm(0.0, to))
+            } else {
+                (
+                    Scalar {
+                        op: Operand::Imm(Imm::Int(1)),
+                        ty: to,
+                    },
+                    Scalar {
+                        op: Operand::Imm(Imm::Int(0)),
+                        ty: to,
+                    },
+                )
+            };
+            let (one, zero) = (self.src(&one), self.src(&zero));
+            self.inst(
+                Op::Selp { ty: to },
+                vec![d.into()],
+                vec![one, zero, src.into()],
+            );
+            return Ok(Scalar::reg(d));
+        }
+        if is_int(from) && is_int(to) && from.bits() == to.bits() {
+            let d = self.b.reg(to);
+            self.inst(
+                Op::Mov { ty: bits_of(to) },
+                vec![d.into()],
+                vec![src.into()],
+            );
+            return Ok(Scalar::reg(d));
+        }
+        if from == ScalarType::Bf16 {
+            // bf16 is the upper half of an f32: widen by shifting the bits, which every
+            // target can do (`cvt.f32.bf16` needs sm_90).
+            let bits = self.b.reg(ScalarType::U16);
+            self.inst(
+                Op::Mov {
+                    ty: ScalarType::B16,
+                },
+                vec![bits.into()],
+                vec![src.into()],
+            );
+            let wide = self.b.reg(ScalarType::U32);
+            self.inst(
+                Op::Cvt {
+                    dst: ScalarType::U32,
+                    src: ScalarType::U16,
+                    rnd: None,
+                    ftz: false,
+                    sat: false,
+                    relu: false,
+                },
+                vec![wide.into()],
+                vec![bits.into()],
+            );
+            let shifted = self.b.reg(ScalarType::U32);
+            self.inst(
+                Op::Shl {
+                    ty: ScalarType::B32,
+                },
+                vec![shifted.into()],
+                vec![wide.into(), Operand::Imm(Imm::Int(16))],
+            );
+            let f = self.b.reg(ScalarType::F32);
+            self.inst(
+                Op::Mov {
+                    ty: ScalarType::B32,
+                },
+                vec![f.into()],
+                vec![shifted.into()],
+            );
+            return self.convert(Scalar::reg(f), to);
+        }
+        if (to == ScalarType::Bf16 && from != ScalarType::F32)
+            || (to == ScalarType::F16 && from == ScalarType::Bf16)
+        {
+            let f = self.convert(Scalar::reg(src), ScalarType::F32)?;
+            return self.convert(f, to);
+        }
+        let d = self.b.reg(to);
+        let rnd = default_cvt_rounding(to, from);
+        self.inst(
+            Op::Cvt {
+                dst: to,
+                src: from,
+                rnd,
+                ftz: false,
+                sat: false,
+                relu: false,
+            },
+            vec![d.into()],
+            vec![src.into()],
+        );
+        Ok(Scalar::reg(d))
+    }
+}
