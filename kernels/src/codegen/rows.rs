@@ -16,21 +16,11 @@ use kernel_runtime::LaunchConfig;
 pub(crate) const HELD_ELEMS: u32 = 16;
 /// Threads per CTA of the warp-per-row specializations.
 pub(crate) const WARP_ROWS_THREADS: u32 = 128;
-/// Most threads of a CTA-per-row launch. The row kernels use up to 80 registers, and
-/// 80 × 1024 would not fit an SM's 64 K registers; wider rows re-read their overflow.
+/// Most threads of a CTA-per-row launch. The row kernels use up to 82 registers, and
+/// 82 × 1024 would not fit an SM's 64 K registers; wider rows re-read their overflow. (The
+/// kernels declare no `.maxntid`: given one, ptxas trims registers for more CTAs per SM and
+/// spills.)
 pub(crate) const MAX_ROW_THREADS: u32 = 512;
-
-/// Declares the block shape a row kernel of `group` is launched with (`.reqntid` for
-/// warp-per-row, `.maxntid` for CTA-per-row), so ptxas budgets registers for it and the
-/// runtime refuses any other launch shape.
-pub(crate) fn declare_block(b: &mut KernelBuilder, group: Group) {
-    match group {
-        Group::Warp => {
-            b.reqntid([WARP_ROWS_THREADS, 1, 1]);
-        }
-        Group::Block => b.perf_mut().maxntid = Some([MAX_ROW_THREADS, 1, 1]),
-    }
-}
 
 /// Which threads share one row.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

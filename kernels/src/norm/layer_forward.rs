@@ -4,9 +4,7 @@
 use super::row_io::{chunk_start, chunks, element};
 use super::spec::RowSpec;
 use crate::codegen::math;
-use crate::codegen::rows::{
-    declare_block, for_each_row, for_overflow, held, held_chunks, GroupSum,
-};
+use crate::codegen::rows::{for_each_row, for_overflow, held, held_chunks, GroupSum};
 use crate::codegen::tensor::tensor_param;
 use kernel_dsl::builder::{KernelBuilder, Value};
 use kernel_dsl::dtype::{F32, U32};
@@ -20,7 +18,6 @@ pub(crate) fn layer_norm(spec: RowSpec) -> Kernel {
         group,
     } = spec;
     let mut b = KernelBuilder::new(format!("layer_norm_{}", spec.suffix()));
-    declare_block(&mut b, group);
     let x = tensor_param(&mut b, "x", storage, false);
     let gamma = tensor_param(&mut b, "gamma", storage, false);
     let beta = tensor_param(&mut b, "beta", storage, false);

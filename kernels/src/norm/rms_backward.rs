@@ -10,8 +10,7 @@ use super::row_io::{chunk_start, chunks, element};
 use super::spec::RowSpec;
 use crate::codegen::math;
 use crate::codegen::rows::{
-    declare_block, for_each_row, for_overflow, held, held_chunks_of, GroupSum, Row,
-    BACKWARD_HELD_ELEMS,
+    for_each_row, for_overflow, held, held_chunks_of, GroupSum, Row, BACKWARD_HELD_ELEMS,
 };
 use crate::codegen::tensor::{tensor_param, tensor_param_of, Format};
 use kernel_dsl::builder::{KernelBuilder, Value};
@@ -26,7 +25,6 @@ pub(crate) fn rms_norm_backward(spec: RowSpec) -> Kernel {
         group,
     } = spec;
     let mut b = KernelBuilder::new(format!("rms_norm_backward_{}", spec.suffix()));
-    declare_block(&mut b, group);
     let x = tensor_param(&mut b, "x", storage, false);
     let gamma = tensor_param(&mut b, "gamma", storage, false);
     let dy = tensor_param(&mut b, "dy", storage, false);

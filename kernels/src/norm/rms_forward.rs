@@ -5,9 +5,7 @@
 use super::row_io::{chunk_start, chunks, element};
 use super::spec::RowSpec;
 use crate::codegen::math;
-use crate::codegen::rows::{
-    declare_block, for_each_row, for_overflow, held, held_chunks, GroupSum, Row,
-};
+use crate::codegen::rows::{for_each_row, for_overflow, held, held_chunks, GroupSum, Row};
 use crate::codegen::tensor::{tensor_param, Access, Tensor};
 use kernel_dsl::builder::{KernelBuilder, Value};
 use kernel_dsl::dtype::{F32, U32};
@@ -67,7 +65,6 @@ fn build(spec: RowSpec, fused: bool) -> Kernel {
     } = spec;
     let op = if fused { "add_rms_norm" } else { "rms_norm" };
     let mut b = KernelBuilder::new(format!("{op}_{}", spec.suffix()));
-    declare_block(&mut b, group);
     let x = tensor_param(&mut b, "x", storage, false);
     let residual = fused.then(|| tensor_param(&mut b, "residual", storage, false));
     let gamma = tensor_param(&mut b, "gamma", storage, false);
