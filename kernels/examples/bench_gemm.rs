@@ -132,6 +132,7 @@ fn problems(small: bool) -> Vec<(String, GemmShape)> {
     let mut out = Vec::new();
     for &s in sq {
         out.push(("square".into(), GemmShape::new(Layout::Nn, s, s, s)));
+        out.push(("square".into(), GemmShape::new(Layout::Nt, s, s, s)));
     }
     for &(t, o, i) in linear {
         out.push(("fwd".into(), GemmShape::new(Layout::Nt, t, o, i)));

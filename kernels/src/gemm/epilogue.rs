@@ -70,10 +70,14 @@ impl Activation {
 /// ```
 #[derive(Clone, Copy, Debug)]
 pub struct Epilogue<'a, T: GemmElement> {
+    /// Scales the product.
     pub alpha: f32,
+    /// Scales the old `C` (not read when 0).
     pub beta: f32,
+    /// `n` values added per column.
     pub bias: Option<&'a Buffer<T>>,
     pub activation: Activation,
+    /// Added last, laid out like `C`.
     pub residual: Option<&'a Buffer<T>>,
 }
 

@@ -78,16 +78,24 @@ impl Layout {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct GemmShape {
     pub layout: Layout,
+    /// Rows of `C`.
     pub m: usize,
+    /// Columns of `C`.
     pub n: usize,
+    /// The reduced dimension.
     pub k: usize,
     /// Elements between consecutive stored rows of `A` (≥ its stored column count).
     pub lda: usize,
+    /// Elements between consecutive stored rows of `B`.
     pub ldb: usize,
+    /// Elements between consecutive rows of `C` (and of the epilogue's residual).
     pub ldc: usize,
+    /// Independent products; each runs as its own slice of the grid.
     pub batch: usize,
+    /// Elements from one batch's `A` to the next.
     pub stride_a: usize,
     pub stride_b: usize,
+    /// Elements from one batch's `C` (and residual) to the next.
     pub stride_c: usize,
 }
 

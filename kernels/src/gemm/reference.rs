@@ -6,6 +6,7 @@ use super::layout::GemmShape;
 /// The epilogue in plain values, for the reference.
 #[derive(Clone, Debug, Default)]
 pub struct RefEpilogue {
+    /// Scales the product (note: the `Default` is 0; use [`RefEpilogue::plain`]).
     pub alpha: f64,
     pub beta: f64,
     pub bias: Option<Vec<f64>>,

@@ -33,7 +33,9 @@ pub enum Math {
 /// The kernel chosen for a problem and how to launch it.
 #[derive(Clone, Copy)]
 pub struct Plan {
+    /// The specialization (its IR names it: `kernel.kernel().name`).
     pub kernel: &'static OpKernel,
+    /// Grid (x over `n`, y over `m`, z over batches), block and dynamic shared memory.
     pub config: LaunchConfig,
     /// Elements per 16-byte vector of the inputs (the vector-load flags use it).
     pub(crate) vector_elems: usize,

@@ -4,7 +4,8 @@
 //!
 //! A 128×128 CTA tile, two warpgroups of 64×128 each. Slabs of 64 k (128 bytes per row) are
 //! staged by `cp.async` (or the bounds-checked scalar path) into the unswizzled K-major
-//! core-matrix layout, three stages deep; each slab is four `wgmma` k16 steps per warpgroup.
+//! core-matrix layout, four stages deep; each slab is four `wgmma` k16 steps per warpgroup,
+//! left in flight while the next slab's copies are issued and its barrier passed.
 
 use super::async_load::{SlabLayout, SlabLoader, CORE_GROUP_BYTES, LOAD_THREADS, TILE_MN};
 use super::element::Dtype;
@@ -16,7 +17,9 @@ use kernel_dsl::ir::{Dim, Imm, Kernel, Operand};
 use kernel_dsl::op::{Cmp, Op};
 
 pub(crate) const WGMMA_THREADS: u32 = LOAD_THREADS;
-const STAGES: u32 = 3;
+/// Slabs in shared memory: one being multiplied, one whose wgmma may still be in flight, and
+/// two landing (a power of two).
+const STAGES: u32 = 4;
 const SLAB: SlabLayout = SlabLayout {
     k_contiguous: true,
     elem_bytes: 2,
@@ -110,8 +113,8 @@ pub(crate) fn build_wgmma(s: WgmmaSpec) -> Kernel {
     let zero = b.const_u32(0);
     let one = b.const_u32(1);
 
-    // Prologue: slabs 0 .. STAGES-2 in flight, one commit group each.
-    for st in 0..STAGES - 1 {
+    // Prologue: slabs 0 .. STAGES-3 in flight, one commit group each.
+    for st in 0..STAGES - 2 {
         let slab = b.const_u32(st);
         let live = b.setp(Cmp::Lt, slab, slabs);
         b.if_(live, |b| {
@@ -130,22 +133,19 @@ pub(crate) fn build_wgmma(s: WgmmaSpec) -> Kernel {
     let wg_bytes = b.const_u32(8 * CORE_GROUP_BYTES);
     let a_rel = b.mul(wg, wg_bytes);
     let always = b.setp(Cmp::Eq, zero, zero);
-    let ahead = b.const_u32(STAGES - 1);
-    let last = b.const_u32(STAGES - 1);
-    let rd = b.var(zero);
+    let ahead = b.const_u32(STAGES - 2);
+    let stage_mask = b.const_u32(STAGES - 1);
     b.for_range(zero, slabs, one, |b, t| {
-        // Slab t has landed (this thread's copies), is visible to the async proxy, and
-        // (barrier) every thread's copies have; every warpgroup also finished slab t-1.
-        b.cp_async_wait(STAGES - 2);
+        // Slab t has landed (this thread's copies) and is visible to the async proxy; after
+        // the barrier every thread's copies have, and every thread has retired the wgmma of
+        // slab t-2, whose stage is refilled next.
+        b.cp_async_wait(STAGES - 3);
         b.inst(Op::FenceProxyAsync, vec![], vec![]);
         b.bar_sync();
         let next = b.add(t, ahead);
         let live = b.setp(Cmp::Lt, next, slabs);
         b.if_(live, |b| {
-            // Slab t+STAGES-1 goes to the stage slab t-1 used.
-            let at_zero = b.setp(Cmp::Eq, rd, zero);
-            let prev = b.sub(rd, one);
-            let wr = b.selp(at_zero, last, prev);
+            let wr = b.and(next, stage_mask);
             let k0 = b.mul(next, bk_c);
             let off = b.mul(wr, stage_bytes);
             let dst_a = b.add(base, off);
@@ -155,6 +155,7 @@ pub(crate) fn build_wgmma(s: WgmmaSpec) -> Kernel {
         });
         b.cp_async_commit();
 
+        let rd = b.and(t, stage_mask);
         let off = b.mul(rd, stage_bytes);
         let sa = b.add(base, off);
         let sb = b.add(sa, slab_bytes);
@@ -187,12 +188,10 @@ pub(crate) fn build_wgmma(s: WgmmaSpec) -> Kernel {
             );
         }
         b.inst(Op::WgmmaCommit, vec![], vec![]);
-        b.inst(Op::WgmmaWait, vec![], vec![Operand::Imm(Imm::Int(0))]);
-        let at_last = b.setp(Cmp::Eq, rd, last);
-        let inc = b.add(rd, one);
-        let nrd = b.selp(at_last, zero, inc);
-        b.assign(rd, nrd);
+        // Keep this slab's group in flight while the next one is prepared.
+        b.inst(Op::WgmmaWait, vec![], vec![Operand::Imm(Imm::Int(1))]);
     });
+    b.inst(Op::WgmmaWait, vec![], vec![Operand::Imm(Imm::Int(0))]);
     b.cp_async_wait(0);
 
     // Epilogue: warp w of warpgroup g holds rows 64g + 16w + {lane/4, lane/4 + 8}; register
