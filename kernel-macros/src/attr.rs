@@ -4,6 +4,7 @@
 //!   list per instance, in the order of the function's generic parameters;
 //! - `block = 256` or `block = (32, 8, 1)`: the exact block shape the kernel requires
 //!   (`.reqntid`); the values may name const parameters;
+//! - `max_threads = 256`: an upper bound on the block's threads instead (`.maxntid`);
 //! - `crate = some::path`: where the generated code finds ptxkit's items (default `::ptxkit`).
 
 use crate::diag::{err, DResult};
@@ -24,6 +25,8 @@ pub struct Instance {
 pub struct KernelAttr {
     pub instances: Vec<Instance>,
     pub block: Option<Vec<Expr>>,
+    /// `max_threads = N`: at most N threads per block (`.maxntid N, 1, 1`).
+    pub max_threads: Option<Expr>,
     pub krate: Option<syn::Path>,
 }
 
@@ -87,10 +90,14 @@ impl Parse for KernelAttr {
                         }
                         attr.block = Some(dims);
                     }
+                    "max_threads" => {
+                        input.parse::<Token![=]>()?;
+                        attr.max_threads = Some(input.parse()?);
+                    }
                     other => {
                         return Err(syn::Error::new(
                             key.span(),
-                            format!("unknown `#[kernel]` argument `{other}`: expected `instances(...)`, `block = ...` or `crate = path`"),
+                            format!("unknown `#[kernel]` argument `{other}`: expected `instances(...)`, `block = ...`, `max_threads = ...` or `crate = path`"),
                         ))
                     }
                 }

@@ -22,9 +22,14 @@ use syn::parse::{Parse, ParseStream};
 
 /// `#[kernel(attr)] item`.
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
-    let func: syn::ItemFn = match syn::parse2(item) {
+    let func: syn::ItemFn = match syn::parse2(item.clone()) {
         Ok(f) => f,
-        Err(e) => return e.to_compile_error(),
+        // Keep the tokens as written so an IDE still sees the item while it is being typed.
+        Err(e) => {
+            let mut out = e.to_compile_error();
+            out.extend(item);
+            return out;
+        }
     };
     run(attr, func, Devices::new())
 }
@@ -45,7 +50,9 @@ pub fn device(attr: TokenStream, item: TokenStream) -> TokenStream {
         Err(e) => return e.to_compile_error(),
     };
     let krate = match attr::parse(attr) {
-        Ok(a) if a.instances.is_empty() && a.block.is_none() => a.krate(),
+        Ok(a) if a.instances.is_empty() && a.block.is_none() && a.max_threads.is_none() => {
+            a.krate()
+        }
         Ok(_) => {
             return Diag::new(
                 func.sig.ident.span(),
@@ -152,7 +159,26 @@ fn build(attr: &KernelAttr, func: &syn::ItemFn, devices: &Devices) -> DResult<Ve
             }
             None => None,
         };
-        let lowered = lower::lower_kernel(func, &inst.entry, &inst.spec, block, devices)?;
+        let max_threads = match &attr.max_threads {
+            Some(e) if attr.block.is_some() => {
+                return Err(Diag::new(crate::diag::range(e), "give either `block` (an exact shape) or `max_threads` (an upper bound), not both"));
+            }
+            Some(e) => {
+                let v = instance::eval(e, &inst.spec)?;
+                if !(1..=1024).contains(&v) {
+                    return Err(Diag::new(
+                        crate::diag::range(e),
+                        format!("`max_threads = {v}` is not possible: 1 to 1024"),
+                    ));
+                }
+                Some(v as u32)
+            }
+            None => None,
+        };
+        let mut lowered = lower::lower_kernel(func, &inst.entry, &inst.spec, block, devices)?;
+        if let Some(n) = max_threads {
+            lowered.kernel.perf.maxntid = Some([n, 1, 1]);
+        }
         let t1 = Instant::now();
         let emitted = targets::emit_all(&lowered, crate::diag::range(&func.sig.ident));
         let t2 = Instant::now();

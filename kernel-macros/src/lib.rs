@@ -63,6 +63,8 @@
 //! pub fn scale<T: Dtype, const BLOCK: u32>(x: &[T], y: &mut [T], s: f32, n: u32) { … }
 //! ```
 //!
+//! `block = N` (or `(x, y, z)`) requires that exact block shape (`.reqntid`); `max_threads = N`
+//! bounds it instead (`.maxntid`); both may name const parameters. The example
 //! builds `scale__f32_256` and `scale__bf16_256` (statics `SCALE__F32_256`, …, launchers of the
 //! same names, and `SCALE_INSTANCES` for pre-warming). Problem sizes stay parameters.
 //!

@@ -91,3 +91,21 @@ fn both_instances_compute_silu_at_an_odd_size() -> Result<(), kernel_runtime::Er
     }
     Ok(())
 }
+
+/// A kernel that accepts any block of at most `THREADS` threads.
+#[kernel(crate = crate::common::paths, instances(<64>, <256>), max_threads = THREADS)]
+pub fn bounded_copy<const THREADS: u32>(x: &[u32], y: &mut [u32], n: u32) {
+    let i = block_idx().x * block_dim().x + thread_idx().x;
+    if i < n {
+        y[i] = x[i];
+    }
+}
+
+#[test]
+fn max_threads_becomes_an_upper_bound_contract_and_maxntid() {
+    assert_eq!(BOUNDED_COPY__64.meta.block, BlockContract::AtMost(64));
+    assert_eq!(BOUNDED_COPY__256.meta.block, BlockContract::AtMost(256));
+    let ptx =
+        (BOUNDED_COPY__64.emit.expect("emit function"))(kernel_dsl::Target::Sm89).expect("emits");
+    assert!(ptx.contains(".maxntid 64, 1, 1"), "{ptx}");
+}
