@@ -201,3 +201,44 @@ fn without_sm_features_the_samples_embed_exactly_the_default_target() {
         assert_eq!(k.embedded_targets(), vec![Target::Sm80], "{}", k.meta.entry);
     }
 }
+
+/// The instructions that carry a kernel's meaning (memory, float arithmetic, barriers, warp
+/// exchanges), in program order; index arithmetic may differ between the two writings.
+fn meaningful_ops(ptx: &str) -> Vec<String> {
+    ptx.lines()
+        .filter_map(|l| l.trim().split_whitespace().find(|w| !w.starts_with('@')))
+        .filter(|m| {
+            m.starts_with("ld.global")
+                || m.starts_with("st.")
+                || m.starts_with("ld.shared")
+                || m.starts_with("bar.")
+                || m.starts_with("shfl.")
+                || m.starts_with("mma.")
+                || (m.ends_with(".f32") && !m.starts_with("mov") && !m.starts_with("ld.param"))
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn macro_and_builder_samples_print_the_same_memory_float_and_warp_instructions() {
+    let pairs: [(&KernelArtifacts, kernel_dsl::ir::Kernel); 4] = [
+        (&VECTOR_ADD, kernel_dsl::samples::vector_add()),
+        (&SAXPY, kernel_dsl::samples::saxpy()),
+        (&BLOCK_REDUCE_SUM, kernel_dsl::samples::block_reduce_sum()),
+        (&TRANSPOSE_32X32, kernel_dsl::samples::transpose_32x32()),
+    ];
+    for (ours, theirs) in pairs {
+        for t in [Target::Sm80, Target::Sm90] {
+            let a = (ours.emit.expect("emit function"))(t).expect("macro sample emits");
+            let b = kernel_dsl::emit::emit(&theirs, t).expect("builder sample emits");
+            let ops = meaningful_ops(&a);
+            assert!(
+                ops.iter().any(|m| m.starts_with("st.global")),
+                "{}: {ops:?}",
+                ours.meta.entry
+            );
+            assert_eq!(ops, meaningful_ops(&b), "{} for {t}", ours.meta.entry);
+        }
+    }
+}
