@@ -206,7 +206,7 @@ fn without_sm_features_the_samples_embed_exactly_the_default_target() {
 /// exchanges), in program order; index arithmetic may differ between the two writings.
 fn meaningful_ops(ptx: &str) -> Vec<String> {
     ptx.lines()
-        .filter_map(|l| l.trim().split_whitespace().find(|w| !w.starts_with('@')))
+        .filter_map(|l| l.split_whitespace().find(|w| !w.starts_with('@')))
         .filter(|m| {
             m.starts_with("ld.global")
                 || m.starts_with("st.")
