@@ -674,6 +674,9 @@ pub(crate) enum Collective {
         scale_d: Slot,
         negate_a: bool,
         negate_b: bool,
+        /// `imm-trans-a`/`imm-trans-b`: the operand is MN-major rather than K-major.
+        trans_a: bool,
+        trans_b: bool,
     },
     Ldmatrix {
         count: u8,

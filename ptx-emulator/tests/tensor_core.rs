@@ -488,3 +488,121 @@ fn wgmma_with_a_matrix_base_offset_is_reported_as_unsupported_at_run_time() {
         other => panic!("expected unsupported, got {other:?}"),
     }
 }
+
+/// One warpgroup: D (64x16) = A * B with both operands MN-major (`imm-trans-a/b` = 1) in the
+/// unswizzled canonical layout: 16-byte chunks run along M (or N); chunks along M/N are the
+/// stride byte offset apart, groups of 8 K rows the leading byte offset apart. A arrives
+/// column-major (`at[k][m]`) and B row-major (`b[k][n]`), so each thread moves one chunk.
+const WGMMA_MN_MAJOR: &str = r#"
+.visible .entry wgmma_mn(.param .u64 at, .param .u64 b, .param .u64 c)
+{
+	.reg .pred 	%p<3>;
+	.reg .b32 	%r<40>;
+	.reg .f32 	%f<9>;
+	.reg .b64 	%rd<20>;
+	.shared .align 128 .b8 tiles[2560];
+
+	ld.param.u64 	%rd1, [at];
+	ld.param.u64 	%rd2, [b];
+	ld.param.u64 	%rd3, [c];
+	mov.u32 	%r1, %tid.x;
+	mov.u32 	%r2, tiles;
+	and.b32 	%r3, %r1, 7;
+	shr.u32 	%r4, %r1, 3;
+	shl.b32 	%r5, %r3, 7;
+	and.b32 	%r6, %r4, 7;
+	shl.b32 	%r6, %r6, 4;
+	add.s32 	%r5, %r5, %r6;
+	shr.u32 	%r7, %r4, 3;
+	shl.b32 	%r7, %r7, 10;
+	add.s32 	%r5, %r5, %r7;
+	add.s32 	%r8, %r2, %r5;
+	mul.wide.u32 	%rd4, %r1, 16;
+	add.s64 	%rd5, %rd1, %rd4;
+	ld.global.v4.u32 	{%r10, %r11, %r12, %r13}, [%rd5];
+	st.shared.v4.u32 	[%r8], {%r10, %r11, %r12, %r13};
+	setp.lt.u32 	%p1, %r1, 32;
+	@!%p1 bra 	$L__staged;
+	and.b32 	%r14, %r1, 1;
+	shr.u32 	%r15, %r1, 1;
+	shl.b32 	%r16, %r14, 7;
+	and.b32 	%r17, %r15, 7;
+	shl.b32 	%r17, %r17, 4;
+	add.s32 	%r16, %r16, %r17;
+	shr.u32 	%r18, %r15, 3;
+	shl.b32 	%r18, %r18, 8;
+	add.s32 	%r16, %r16, %r18;
+	add.s32 	%r19, %r2, 2048;
+	add.s32 	%r19, %r19, %r16;
+	add.s64 	%rd6, %rd2, %rd4;
+	ld.global.v4.u32 	{%r10, %r11, %r12, %r13}, [%rd6];
+	st.shared.v4.u32 	[%r19], {%r10, %r11, %r12, %r13};
+$L__staged:
+	bar.sync 	0;
+	cvt.u64.u32 	%rd7, %r2;
+	shr.u64 	%rd8, %rd7, 4;
+	or.b64 	%rd9, %rd8, 0x0000000800400000;
+	add.s64 	%rd10, %rd7, 2048;
+	shr.u64 	%rd10, %rd10, 4;
+	or.b64 	%rd11, %rd10, 0x0000000800100000;
+	setp.ne.u32 	%p2, 0, 0;
+	wgmma.fence.sync.aligned;
+	wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 	{%f1, %f2, %f3, %f4, %f5, %f6, %f7, %f8}, %rd9, %rd11, %p2, 1, 1, 1, 1;
+	wgmma.commit_group.sync.aligned;
+	wgmma.wait_group.sync.aligned 	0;
+	shr.u32 	%r20, %r1, 5;
+	and.b32 	%r21, %r1, 31;
+	shr.u32 	%r22, %r21, 2;
+	and.b32 	%r23, %r21, 3;
+	shl.b32 	%r24, %r23, 1;
+	shl.b32 	%r25, %r20, 4;
+	add.s32 	%r26, %r25, %r22;
+	mad.lo.s32 	%r27, %r26, 16, %r24;
+	mul.wide.u32 	%rd12, %r27, 4;
+	add.s64 	%rd13, %rd3, %rd12;
+	st.global.v2.f32 	[%rd13], {%f1, %f2};
+	st.global.v2.f32 	[%rd13+512], {%f3, %f4};
+	st.global.v2.f32 	[%rd13+32], {%f5, %f6};
+	st.global.v2.f32 	[%rd13+544], {%f7, %f8};
+	ret;
+}
+"#;
+
+#[test]
+fn wgmma_reads_mn_major_operands_through_the_canonical_interleaved_layout() {
+    let mut rng = Rng::new(26);
+    let a: Vec<f32> = rng.f32s(64 * 16, -2.0, 2.0);
+    let b: Vec<f32> = rng.f32s(16 * 16, -2.0, 2.0);
+    // at[k][m] = a[m][k]; b stays [k][n].
+    let mut at = vec![0u16; 16 * 64];
+    for m in 0..64 {
+        for k in 0..16 {
+            at[k * 64 + m] = bf16(a[m * 16 + k]);
+        }
+    }
+    let bk: Vec<u16> = b.iter().map(|&v| bf16(v)).collect();
+    let mut mem = GlobalMemory::new();
+    let (da, db) = (alloc_u16(&mut mem, &at), alloc_u16(&mut mem, &bk));
+    let dc = poisoned_f32(&mut mem, 64 * 16);
+    launch(
+        &ptx(WGMMA_MN_MAJOR),
+        "wgmma_mn",
+        LaunchConfig::linear(1, 128),
+        &[ArgValue::Ptr(da), ArgValue::Ptr(db), ArgValue::Ptr(dc)],
+        &mut mem,
+    )
+    .unwrap();
+    let c = mem.read_f32(dc, 64 * 16).unwrap();
+    for i in 0..64 {
+        for j in 0..16 {
+            let want: f64 = (0..16)
+                .map(|k| bf16_to_f32(at[k * 64 + i]) as f64 * bf16_to_f32(bk[k * 16 + j]) as f64)
+                .sum();
+            assert!(
+                (c[i * 16 + j] as f64 - want).abs() <= 1e-5 * want.abs().max(1.0),
+                "C[{i}][{j}] = {}, want {want}",
+                c[i * 16 + j]
+            );
+        }
+    }
+}

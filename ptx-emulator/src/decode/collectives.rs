@@ -378,13 +378,20 @@ fn wgmma(frame: &mut Frame, inst: &Instruction) -> Result<Collective, Error> {
     let negate_a = imm(frame, rest.get(2))? == -1;
     let negate_b = imm(frame, rest.get(3))? == -1;
     // The transpose flags: both for descriptor A, only B's for register A.
-    let transposed = rest[4..]
+    let flags = rest[4..]
         .iter()
         .map(|o| imm(frame, Some(o)))
         .collect::<Result<Vec<_>, _>>()?;
-    if transposed.iter().any(|&t| t != 0) {
-        return Err(frame.unsupported("wgmma with transposed (MN-major) operands"));
-    }
+    let (trans_a, trans_b) = match (a.is_empty(), flags.as_slice()) {
+        (true, [ta, tb]) => (*ta == 1, *tb == 1),
+        (false, [tb]) => (false, *tb == 1),
+        (_, []) => (false, false),
+        _ => {
+            return Err(
+                frame.malformed("wgmma takes imm-trans-a (shared-memory A only) and imm-trans-b")
+            )
+        }
+    };
     Ok(Collective::Wgmma {
         half,
         n: shape.n,
@@ -395,5 +402,7 @@ fn wgmma(frame: &mut Frame, inst: &Instruction) -> Result<Collective, Error> {
         scale_d,
         negate_a,
         negate_b,
+        trans_a,
+        trans_b,
     })
 }

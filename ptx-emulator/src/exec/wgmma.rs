@@ -1,9 +1,9 @@
 //! `wgmma.mma_async`, executed once all four warps of a warpgroup have reached it. Shared-memory
-//! operands are read through matrix descriptors in the K-major layouts: unswizzled, 8-row ×
-//! 16-byte core matrices with the leading byte offset between them along K and the stride byte
-//! offset along M or N; or swizzled, rows of 128, 64 or 32 bytes in 8-row atoms (the stride
-//! byte offset between atoms along M or N) whose 16-byte chunks are permuted by XOR with address
-//! bits 7 and up, as the hardware applies it to the shared-memory address.
+//! operands are read through matrix descriptors in the PTX ISA's canonical layouts, K-major or
+//! MN-major, unswizzled (16-byte chunks of 8 elements; the leading byte offset steps along K for
+//! K-major and the stride byte offset along M/N, the other way round for MN-major) or swizzled
+//! with 128/64/32-byte rows whose 16-byte chunks are permuted by XOR with address bits 7 and up,
+//! as the hardware applies it to the shared-memory address.
 
 use super::context::Ctx;
 use super::mma;
@@ -41,17 +41,36 @@ impl Descriptor {
         })
     }
 
-    /// Shared address of the 16-bit element at (`row` of M or N, `k` < 16).
-    fn address(&self, row: usize, k: usize) -> u64 {
+    /// Shared address of the 16-bit element at (`row` of M or N, `k` < 16), in the PTX ISA's
+    /// canonical K-major or (`mn_major`) MN-major layout.
+    fn address(&self, row: usize, k: usize, mn_major: bool) -> u64 {
         let (row, k) = (row as u64, k as u64);
-        if self.swizzle == 0 {
-            return self.start
-                + (row / 8) * self.stride
-                + (k / 8) * self.leading
-                + (row % 8) * 16
-                + (k % 8) * 2;
-        }
-        let linear = self.start + (row / 8) * self.stride + (row % 8) * self.swizzle + k * 2;
+        let linear = match (mn_major, self.swizzle) {
+            (false, 0) => {
+                return self.start
+                    + (row / 8) * self.stride
+                    + (k / 8) * self.leading
+                    + (row % 8) * 16
+                    + (k % 8) * 2;
+            }
+            (false, pitch) => self.start + (row / 8) * self.stride + (row % 8) * pitch + k * 2,
+            (true, 0) => {
+                return self.start
+                    + (row % 8) * 2
+                    + (row / 8) * self.stride
+                    + (k % 8) * 16
+                    + (k / 8) * self.leading;
+            }
+            (true, pitch) => {
+                let chunks = pitch / 16;
+                self.start
+                    + (row % 8) * 2
+                    + ((row / 8) % chunks) * 16
+                    + (row / (8 * chunks)) * self.leading
+                    + (k % 8) * pitch
+                    + (k / 8) * self.stride
+            }
+        };
         // 128B: bits 7..9 into 4..6; 64B: bits 7..8 into 4..5; 32B: bit 7 into bit 4.
         let bits = self.swizzle.trailing_zeros() as u64 - 4;
         linear ^ (((linear >> 7) & ((1 << bits) - 1)) << 4)
@@ -76,6 +95,8 @@ pub(crate) fn execute(
         scale_d,
         negate_a,
         negate_b,
+        trans_a,
+        trans_b,
     } = *c
     else {
         return Ok(());
@@ -95,7 +116,7 @@ pub(crate) fn execute(
         let desc = Descriptor::decode(regs.get(first, a_desc)).map_err(|k| (first, k))?;
         for (m, row) in ma.iter_mut().enumerate() {
             for (k, v) in row.iter_mut().enumerate() {
-                *v = sign_a * read(ctx, desc.address(m, k), first)?;
+                *v = sign_a * read(ctx, desc.address(m, k, trans_a), first)?;
             }
         }
     } else {
@@ -115,7 +136,7 @@ pub(crate) fn execute(
     let mut mb = vec![[0.0f64; 16]; n];
     for (col, column) in mb.iter_mut().enumerate() {
         for (k, v) in column.iter_mut().enumerate() {
-            *v = sign_b * read(ctx, desc.address(col, k), first)?;
+            *v = sign_b * read(ctx, desc.address(col, k, trans_b), first)?;
         }
     }
     let accumulate = regs.get(first, scale_d) != 0;
