@@ -33,7 +33,8 @@
 //! is not yet satisfied gives way to the others); device-function calls; module `.global` and
 //! `.const` variables.
 //!
-//! Not emulated (reported as [`Error::Unsupported`]): `wgmma` with non-16-bit inputs, `wmma`, tensor TMA (`cp.async.bulk.tensor`), textures and surfaces, indirect calls, recursion.
+//! Not emulated (reported as [`Error::Unsupported`]): `wgmma` with non-16-bit inputs, `wmma`,
+//! tensor TMA (`cp.async.bulk.tensor`), textures and surfaces, indirect calls, recursion.
 //!
 //! Deliberately strict: a `bar.sync` that some thread exited before reaching is an error, as is
 //! a warp collective whose member mask names an exited lane (undefined behaviour on a GPU).
