@@ -29,9 +29,9 @@
 //! counts; `bar.sync`/`bar.arrive`/`bar.red`; `mma.sync` m16n8k8/m16n8k16 (f16, bf16),
 //! m16n8k8/m16n8k4 (tf32), m16n8k32 (s8/u8); `ldmatrix`, `stmatrix`; `wgmma.mma_async`
 //! m64nNk16 (f16, bf16 into f32) over a warpgroup, with A in registers or shared memory and
-//! K-major or MN-major descriptors (unswizzled or 128/64/32-byte swizzle); `mbarrier` (a thread whose wait
-//! is not yet satisfied gives way to the others); device-function calls; module `.global` and
-//! `.const` variables.
+//! K-major or MN-major descriptors (unswizzled or 128/64/32-byte swizzle); `mbarrier` (a
+//! thread whose wait is not yet satisfied gives way to the others); device-function calls;
+//! module `.global` and `.const` variables.
 //!
 //! Not emulated (reported as [`Error::Unsupported`]): `wgmma` with non-16-bit inputs, `wmma`,
 //! tensor TMA (`cp.async.bulk.tensor`), textures and surfaces, indirect calls, recursion.
