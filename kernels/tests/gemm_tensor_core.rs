@@ -144,7 +144,7 @@ fn hopper() -> kernel_runtime::Stream {
 }
 
 #[test]
-fn hopper_nt_with_16_bit_inputs_selects_wgmma_and_others_mma_sync() {
+fn hopper_with_16_bit_inputs_selects_wgmma_and_tf32_mma_sync() {
     let pick = |input, layout| {
         let shape = GemmShape::new(layout, 256, 256, 256);
         let plan =
@@ -155,7 +155,17 @@ fn hopper_nt_with_16_bit_inputs_selects_wgmma_and_others_mma_sync() {
     use kernels::gemm::Dtype;
     assert!(pick(Dtype::Bf16, Layout::Nt).starts_with("gemm_wgmma_bf16"));
     assert!(pick(Dtype::F16, Layout::Nt).starts_with("gemm_wgmma_f16"));
-    assert!(pick(Dtype::Bf16, Layout::Nn).starts_with("gemm_mma_bf16"));
+    assert!(pick(Dtype::Bf16, Layout::Nn).starts_with("gemm_wgmma_bf16"));
+    assert!(pick(Dtype::Bf16, Layout::Tn).starts_with("gemm_wgmma_bf16"));
+    let tf32 = kernels::gemm::select(
+        Dtype::F32,
+        Dtype::F32,
+        Math::Tf32,
+        &GemmShape::new(Layout::Nt, 8, 8, 8),
+        kernel_dsl::Target::Sm90,
+    )
+    .expect("plan");
+    assert!(tf32.kernel.kernel().name.starts_with("gemm_mma_tf32"));
     let sm80 = kernels::gemm::select(
         Dtype::Bf16,
         Dtype::Bf16,
@@ -177,7 +187,8 @@ fn wgmma_matches_reference_at_odd_and_aligned_shapes() {
         (136, 144, 392),
         (8, 16, 64),
     ];
-    for (i, shape) in shapes(Layout::Nt, &dims).iter().enumerate() {
+    let all: Vec<GemmShape> = Layout::ALL.iter().flat_map(|&l| shapes(l, &dims)).collect();
+    for (i, shape) in all.iter().enumerate() {
         let seed = 200 + i as u64;
         check::<Bf16, f32>(
             &stream,
@@ -202,8 +213,11 @@ fn wgmma_epilogues_and_batches_match_reference() {
         activation: Activation::Silu,
         residual: true,
     };
-    let shape = GemmShape::batched(Layout::Nt, 2, 65, 130, 72);
-    check::<Bf16, f32>(&stream, &shape, epi, Math::Fp32, F32_OUT_16_IN, 300);
+    for layout in Layout::ALL {
+        let shape = GemmShape::batched(layout, 2, 65, 130, 72);
+        check::<Bf16, f32>(&stream, &shape, epi, Math::Fp32, F32_OUT_16_IN, 300);
+    }
+    let shape = GemmShape::batched(Layout::Tn, 2, 65, 130, 72);
     let gelu = EpiCase {
         alpha: 1.0,
         bias: true,

@@ -19,6 +19,7 @@ mod select;
 mod simt;
 mod tensor_core;
 mod tile_load;
+mod transpose_load;
 mod wgmma;
 
 pub use element::{Dtype, GemmElement};
@@ -34,11 +35,11 @@ use wgmma::{build_wgmma, WGMMA_SPECS};
 
 kernel_table!(static SIMT = simt::build_simt, Layout::ALL, [0 1 2]);
 kernel_table!(static MMA = build_mma, MMA_SPECS, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14]);
-kernel_table!(static WGMMA = build_wgmma, WGMMA_SPECS, [0 1 2 3]);
+kernel_table!(static WGMMA = build_wgmma, WGMMA_SPECS, [0 1 2 3 4 5 6 7 8 9 10 11]);
 
 /// Every specialization this module ships.
 pub static KERNELS: &[&OpKernel] = kernel_refs![
     SIMT[0 1 2],
     MMA[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14],
-    WGMMA[0 1 2 3],
+    WGMMA[0 1 2 3 4 5 6 7 8 9 10 11],
 ];

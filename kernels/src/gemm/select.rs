@@ -90,9 +90,14 @@ pub fn select(
             target.name()
         )));
     }
-    if target.sm() == 90 && shape.layout == Layout::Nt {
+    if target.sm() == 90 {
         // Hopper: wgmma (the runtime loads the sm_90a variant on an sm_90 device).
-        if let Some(index) = wgmma_spec_index(WgmmaSpec { input, output }) {
+        let spec = WgmmaSpec {
+            input,
+            output,
+            layout: shape.layout,
+        };
+        if let Some(index) = wgmma_spec_index(spec) {
             return Ok(Plan {
                 kernel: &WGMMA[index],
                 config: grid(shape, MMA_TILE_M, MMA_TILE_N, WGMMA_THREADS)

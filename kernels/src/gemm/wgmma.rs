@@ -10,9 +10,12 @@
 use super::async_load::{SlabLayout, SlabLoader, CORE_GROUP_BYTES, LOAD_THREADS, TILE_MN};
 use super::element::Dtype;
 use super::epilogue::{flag, FLAG_VEC_A, FLAG_VEC_B};
+use super::layout::Layout;
+use super::matrix::Mat;
 use super::params::declare;
+use super::transpose_load::TransposedLoader;
 use kernel_dsl::builder::{KernelBuilder, Value};
-use kernel_dsl::dtype::{F32, U32, U64};
+use kernel_dsl::dtype::{Pred, F32, U32, U64};
 use kernel_dsl::ir::{Dim, Imm, Kernel, Operand};
 use kernel_dsl::op::{Cmp, Op};
 
@@ -30,30 +33,36 @@ const LEADING_BYTES: u64 = 128;
 /// Accumulator columns per warpgroup (the instruction's N).
 const WG_N: u32 = 128;
 
-/// One wgmma specialization (layout NT only).
+/// One wgmma specialization.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct WgmmaSpec {
     pub input: Dtype,
     pub output: Dtype,
+    pub layout: Layout,
 }
 
-pub(crate) const WGMMA_SPECS: [WgmmaSpec; 4] = [
+const fn spec(input: Dtype, output: Dtype, layout: Layout) -> WgmmaSpec {
     WgmmaSpec {
-        input: Dtype::Bf16,
-        output: Dtype::F32,
-    },
-    WgmmaSpec {
-        input: Dtype::Bf16,
-        output: Dtype::Bf16,
-    },
-    WgmmaSpec {
-        input: Dtype::F16,
-        output: Dtype::F32,
-    },
-    WgmmaSpec {
-        input: Dtype::F16,
-        output: Dtype::F16,
-    },
+        input,
+        output,
+        layout,
+    }
+}
+
+/// bf16 and f16 inputs, f32 or same-type output, every layout.
+pub(crate) const WGMMA_SPECS: [WgmmaSpec; 12] = [
+    spec(Dtype::Bf16, Dtype::F32, Layout::Nn),
+    spec(Dtype::Bf16, Dtype::F32, Layout::Nt),
+    spec(Dtype::Bf16, Dtype::F32, Layout::Tn),
+    spec(Dtype::Bf16, Dtype::Bf16, Layout::Nn),
+    spec(Dtype::Bf16, Dtype::Bf16, Layout::Nt),
+    spec(Dtype::Bf16, Dtype::Bf16, Layout::Tn),
+    spec(Dtype::F16, Dtype::F32, Layout::Nn),
+    spec(Dtype::F16, Dtype::F32, Layout::Nt),
+    spec(Dtype::F16, Dtype::F32, Layout::Tn),
+    spec(Dtype::F16, Dtype::F16, Layout::Nn),
+    spec(Dtype::F16, Dtype::F16, Layout::Nt),
+    spec(Dtype::F16, Dtype::F16, Layout::Tn),
 ];
 
 pub(crate) fn wgmma_spec_index(spec: WgmmaSpec) -> Option<usize> {
@@ -81,9 +90,10 @@ fn descriptor(b: &mut KernelBuilder, addr: Value<U32>) -> Value<U64> {
 
 pub(crate) fn build_wgmma(s: WgmmaSpec) -> Kernel {
     let name = format!(
-        "gemm_wgmma_{}_{}_nt_128x128",
+        "gemm_wgmma_{}_{}_{}_128x128",
         s.input.suffix(),
-        s.output.suffix()
+        s.output.suffix(),
+        s.layout.tag()
     );
     let mut b = KernelBuilder::new(name);
     b.reqntid([WGMMA_THREADS, 1, 1]);
@@ -97,8 +107,28 @@ pub(crate) fn build_wgmma(s: WgmmaSpec) -> Kernel {
     let tile_m = b.mul(cy, tile);
     let vec_a = flag(&mut b, p.flags, FLAG_VEC_A);
     let vec_b = flag(&mut b, p.flags, FLAG_VEC_B);
-    let la = SlabLoader::new(&mut b, p.a, SLAB, tid, tile_m, p.m, p.lda, p.k, vec_a);
-    let lb = SlabLoader::new(&mut b, p.b, SLAB, tid, tile_n, p.n, p.ldb, p.k, vec_b);
+    let la = Loader::new(
+        &mut b,
+        s.layout.a_k_contiguous(),
+        p.a,
+        tid,
+        tile_m,
+        p.m,
+        p.lda,
+        p.k,
+        vec_a,
+    );
+    let lb = Loader::new(
+        &mut b,
+        s.layout.b_k_contiguous(),
+        p.b,
+        tid,
+        tile_n,
+        p.n,
+        p.ldb,
+        p.k,
+        vec_b,
+    );
     let base = b.shared_base(&smem);
     let slab_bytes = b.const_u32(SLAB.bytes());
     let stage_bytes = b.const_u32(2 * SLAB.bytes());
@@ -142,19 +172,6 @@ pub(crate) fn build_wgmma(s: WgmmaSpec) -> Kernel {
         b.cp_async_wait(STAGES - 3);
         b.inst(Op::FenceProxyAsync, vec![], vec![]);
         b.bar_sync();
-        let next = b.add(t, ahead);
-        let live = b.setp(Cmp::Lt, next, slabs);
-        b.if_(live, |b| {
-            let wr = b.and(next, stage_mask);
-            let k0 = b.mul(next, bk_c);
-            let off = b.mul(wr, stage_bytes);
-            let dst_a = b.add(base, off);
-            let dst_b = b.add(dst_a, slab_bytes);
-            la.issue(b, dst_a, k0);
-            lb.issue(b, dst_b, k0);
-        });
-        b.cp_async_commit();
-
         let rd = b.and(t, stage_mask);
         let off = b.mul(rd, stage_bytes);
         let sa = b.add(base, off);
@@ -188,6 +205,20 @@ pub(crate) fn build_wgmma(s: WgmmaSpec) -> Kernel {
             );
         }
         b.inst(Op::WgmmaCommit, vec![], vec![]);
+        // The next slab's copies overlap this slab's wgmma.
+        let next = b.add(t, ahead);
+        let live = b.setp(Cmp::Lt, next, slabs);
+        b.if_(live, |b| {
+            let wr = b.and(next, stage_mask);
+            let k0 = b.mul(next, bk_c);
+            let off = b.mul(wr, stage_bytes);
+            let dst_a = b.add(base, off);
+            let dst_b = b.add(dst_a, slab_bytes);
+            la.issue(b, dst_a, k0);
+            lb.issue(b, dst_b, k0);
+        });
+        b.cp_async_commit();
+
         // Keep this slab's group in flight while the next one is prepared.
         b.inst(Op::WgmmaWait, vec![], vec![Operand::Imm(Imm::Int(1))]);
     });
@@ -231,4 +262,43 @@ pub(crate) fn build_wgmma(s: WgmmaSpec) -> Kernel {
         });
     }
     b.finish()
+}
+
+/// How one operand reaches the core-matrix layout: by `cp.async` when it is k-contiguous,
+/// transposed through registers otherwise.
+enum Loader {
+    Async(SlabLoader),
+    Transposed(TransposedLoader),
+}
+
+impl Loader {
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        b: &mut KernelBuilder,
+        k_contiguous: bool,
+        mat: Mat,
+        tid: Value<U32>,
+        tile0: Value<U32>,
+        extent: Value<U32>,
+        ld: Value<U32>,
+        k: Value<U32>,
+        vec_ok: Value<Pred>,
+    ) -> Loader {
+        if k_contiguous {
+            Loader::Async(SlabLoader::new(
+                b, mat, SLAB, tid, tile0, extent, ld, k, vec_ok,
+            ))
+        } else {
+            Loader::Transposed(TransposedLoader::new(
+                b, mat, tid, tile0, extent, ld, k, vec_ok,
+            ))
+        }
+    }
+
+    fn issue(&self, b: &mut KernelBuilder, dst: Value<U32>, k0: Value<U32>) {
+        match self {
+            Loader::Async(l) => l.issue(b, dst, k0),
+            Loader::Transposed(l) => l.issue(b, dst, k0),
+        }
+    }
 }
