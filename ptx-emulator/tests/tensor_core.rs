@@ -606,3 +606,69 @@ fn wgmma_reads_mn_major_operands_through_the_canonical_interleaved_layout() {
         }
     }
 }
+
+#[test]
+fn ldmatrix_x1_and_x2_read_only_the_matrices_they_name() {
+    let mut rng = Rng::new(27);
+    for (count, regs) in [(1usize, "{%r10}"), (2, "{%r10, %r11}")] {
+        let source = ptx(&format!(
+            r#"
+.visible .entry ldm(.param .u64 src, .param .u64 out)
+{{
+	.reg .b32 	%r<20>;
+	.reg .b64 	%rd<8>;
+	.shared .align 16 .b8 tiles[512];
+	ld.param.u64 	%rd1, [src];
+	ld.param.u64 	%rd2, [out];
+	mov.u32 	%r1, %laneid;
+	shl.b32 	%r2, %r1, 4;
+	cvt.u64.u32 	%rd3, %r2;
+	add.s64 	%rd4, %rd1, %rd3;
+	ld.global.v4.u32 	{{%r3, %r4, %r5, %r6}}, [%rd4];
+	mov.u32 	%r7, tiles;
+	add.s32 	%r8, %r7, %r2;
+	setp.lt.u32 	%p1, %r1, {rows};
+	@%p1 st.shared.v4.u32 	[%r8], {{%r3, %r4, %r5, %r6}};
+	bar.warp.sync 	-1;
+	mov.u32 	%r10, 0;
+	mov.u32 	%r11, 0;
+	ldmatrix.sync.aligned.m8n8.x{count}.shared.b16 	{regs}, [%r8];
+	mul.wide.u32 	%rd5, %r1, 8;
+	add.s64 	%rd6, %rd2, %rd5;
+	st.global.v2.u32 	[%rd6], {{%r10, %r11}};
+	ret;
+}}
+"#,
+            rows = 8 * count,
+        ))
+        .replace(
+            ".reg .b32 	%r<20>;",
+            ".reg .b32 	%r<20>;\n\t.reg .pred 	%p<2>;",
+        );
+        let values: Vec<u16> = (0..256).map(|_| rng.next_u32() as u16).collect();
+        let mut mem = GlobalMemory::new();
+        let src = alloc_u16(&mut mem, &values);
+        let out = poisoned_u32(&mut mem, 64);
+        launch(
+            &source,
+            "ldm",
+            LaunchConfig::linear(1, 32),
+            &[ArgValue::Ptr(src), ArgValue::Ptr(out)],
+            &mut mem,
+        )
+        .unwrap();
+        let got = mem.read_u32(out, 64).unwrap();
+        let at = |m: usize, r: usize, c: usize| values[m * 64 + r * 8 + c] as u32;
+        for lane in 0..32 {
+            let (g, q) = (lane / 4, lane % 4);
+            for m in 0..2 {
+                let want = if m < count {
+                    at(m, g, 2 * q) | at(m, g, 2 * q + 1) << 16
+                } else {
+                    0
+                };
+                assert_eq!(got[lane * 2 + m], want, "x{count} lane {lane} reg {m}");
+            }
+        }
+    }
+}
