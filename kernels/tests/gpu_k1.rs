@@ -246,7 +246,7 @@ fn gpu_adamw_matches_reference_over_many_tensors() {
     opt.step(&s, 5, &cfg, state).unwrap();
     let (p2, c2) = (params.to_host(&s).unwrap(), copy.to_host(&s).unwrap());
     for (t, &flag) in decay.iter().enumerate() {
-        for i in layout.offset(t)..layout.offset(t) + layout.len(t) {
+        for i in layout.range(t).unwrap() {
             let gi = Bf16::from_f32(g[i]).to_f32() as f64;
             let (wp, _, _) =
                 opt_ref::adamw(&cfg, 5, flag, p[i] as f64, gi, m0[i] as f64, v0[i] as f64);

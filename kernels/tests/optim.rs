@@ -31,7 +31,7 @@ fn random_state(layout: &ParamLayout, seed: u64) -> Host {
         v: vec![PAD; n],
     };
     for t in 0..layout.tensors() {
-        let r = layout.offset(t)..layout.offset(t) + layout.len(t);
+        let r = layout.range(t).unwrap();
         for i in r {
             h.p[i] = rng.uniform(-1.0, 1.0);
             h.g[i] = rng.uniform(-0.1, 0.1);
@@ -43,8 +43,7 @@ fn random_state(layout: &ParamLayout, seed: u64) -> Host {
 }
 
 fn in_tensor(layout: &ParamLayout, i: usize) -> Option<usize> {
-    (0..layout.tensors())
-        .find(|&t| (layout.offset(t)..layout.offset(t) + layout.len(t)).contains(&i))
+    (0..layout.tensors()).find(|&t| (layout.range(t).unwrap()).contains(&i))
 }
 
 /// Runs one step from `h` with gradients stored as `G`; checks every element against the

@@ -15,7 +15,7 @@ pub(crate) const CHUNK: usize = 8192;
 ///
 /// ```
 /// let layout = kernels::optim::ParamLayout::new(&[3, 10, 8]).unwrap();
-/// assert_eq!((layout.offset(1), layout.offset(2)), (8, 24));
+/// assert_eq!((layout.offset(1), layout.offset(2)), (Some(8), Some(24)));
 /// assert_eq!(layout.total(), 32);
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -63,22 +63,34 @@ impl ParamLayout {
         })
     }
 
-    /// First element of tensor `i`.
+    /// First element of tensor `i` (`None` past the last tensor).
     ///
     /// ```
-    /// assert_eq!(kernels::optim::ParamLayout::new(&[5, 5]).unwrap().offset(1), 8);
+    /// let layout = kernels::optim::ParamLayout::new(&[5, 5]).unwrap();
+    /// assert_eq!((layout.offset(1), layout.offset(2)), (Some(8), None));
     /// ```
-    pub fn offset(&self, i: usize) -> usize {
-        self.offsets[i]
+    pub fn offset(&self, i: usize) -> Option<usize> {
+        self.offsets.get(i).copied()
     }
 
-    /// Elements of tensor `i`.
+    /// Elements of tensor `i` (`None` past the last tensor).
     ///
     /// ```
-    /// assert_eq!(kernels::optim::ParamLayout::new(&[5, 5]).unwrap().len(1), 5);
+    /// assert_eq!(kernels::optim::ParamLayout::new(&[5, 5]).unwrap().len(1), Some(5));
     /// ```
-    pub fn len(&self, i: usize) -> usize {
-        self.lens[i]
+    pub fn len(&self, i: usize) -> Option<usize> {
+        self.lens.get(i).copied()
+    }
+
+    /// The elements of tensor `i` in the flat buffers (`None` past the last tensor); pass it
+    /// to `Buffer::slice` for a view of one tensor.
+    ///
+    /// ```
+    /// let layout = kernels::optim::ParamLayout::new(&[5, 3]).unwrap();
+    /// assert_eq!(layout.range(1), Some(8..11));
+    /// ```
+    pub fn range(&self, i: usize) -> Option<std::ops::Range<usize>> {
+        Some(self.offset(i)?..self.offset(i)? + self.len(i)?)
     }
 
     /// Number of tensors.
