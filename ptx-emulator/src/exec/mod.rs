@@ -8,6 +8,7 @@ mod context;
 mod cta;
 mod mbarrier;
 pub(crate) mod mma;
+mod report;
 pub(crate) mod spaces;
 pub(crate) mod thread;
 mod warp;
@@ -172,7 +173,7 @@ pub(crate) fn launch(
                     ctx.shared.reset();
                 }
                 state.iter_mut().for_each(Thread::reset);
-                let shape = cta::CtaShape {
+                let shape = report::CtaShape {
                     block: ctaid,
                     dims: cfg.block,
                 };
