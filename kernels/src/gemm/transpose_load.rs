@@ -5,8 +5,8 @@
 //! the two rows' store order alternates with the core's mn group so the eight threads of each
 //! 16-byte store phase hit eight different bank groups.
 //!
-//! The copies are synchronous: issued after the current slab's `wgmma`, their latency overlaps
-//! it. With the vector flag off (odd extents or leading dimensions) each element is loaded on
+//! The loads land in registers one iteration before they are stored, so their latency
+//! overlaps a whole slab of `wgmma`. With the vector flag off (odd extents or leading dimensions) each element is loaded on
 //! its own, bounds-checked.
 
 use super::async_load::{CORE_GROUP_BYTES, LOAD_THREADS, TILE_MN};
@@ -34,6 +34,8 @@ struct Pass {
 }
 
 pub(crate) struct TransposedLoader {
+    /// The loaded words of the next slab, eight per pass, held until [`Self::store`].
+    words: Vec<Value<U32>>,
     mat: Mat,
     ld: Value<U32>,
     k: Value<U32>,
@@ -91,7 +93,10 @@ impl TransposedLoader {
                 }
             })
             .collect();
+        let zero = b.const_u32(0);
+        let words = (0..PASSES * 8).map(|_| b.var(zero)).collect();
         TransposedLoader {
+            words,
             mat,
             ld,
             k,
@@ -101,19 +106,25 @@ impl TransposedLoader {
         }
     }
 
-    /// Loads the slab at `k0` and stores it, transposed, to the shared slab at `dst`.
-    pub(crate) fn issue(&self, b: &mut KernelBuilder, dst: Value<U32>, k0: Value<U32>) {
+    /// Loads the slab at `k0` into registers (held until [`Self::store`]).
+    pub(crate) fn load(&self, b: &mut KernelBuilder, k0: Value<U32>) {
+        for (p, pass) in self.passes.iter().enumerate() {
+            let kbase = b.add(k0, pass.kg8);
+            for kk in 0..8u32 {
+                let kkc = b.const_u32(kk);
+                let kabs = b.add(kbase, kkc);
+                let w = self.pair(b, kabs, pass.mn);
+                b.assign(self.words[p * 8 + kk as usize], w);
+            }
+        }
+    }
+
+    /// Stores the loaded slab, transposed, to the shared slab at `dst`.
+    pub(crate) fn store(&self, b: &mut KernelBuilder, dst: Value<U32>) {
         let lo_mask = b.const_u32(0xffff);
         let hi_mask = b.const_u32(0xffff_0000);
-        for pass in &self.passes {
-            let kbase = b.add(k0, pass.kg8);
-            let words: Vec<Value<U32>> = (0..8u32)
-                .map(|kk| {
-                    let kkc = b.const_u32(kk);
-                    let kabs = b.add(kbase, kkc);
-                    self.pair(b, kabs, pass.mn)
-                })
-                .collect();
+        for (p, pass) in self.passes.iter().enumerate() {
+            let words = &self.words[p * 8..p * 8 + 8];
             // Core-matrix rows: mn (low halves) and mn+1 (high halves), k pairs per word.
             let mut lo = Vec::with_capacity(4);
             let mut hi = Vec::with_capacity(4);

@@ -152,11 +152,20 @@ pub(crate) fn build_wgmma(s: WgmmaSpec) -> Kernel {
             let off = b.const_u32(st * 2 * SLAB.bytes());
             let dst_a = b.add(base, off);
             let dst_b = b.add(dst_a, slab_bytes);
-            la.issue(b, dst_a, k0);
-            lb.issue(b, dst_b, k0);
+            la.prefetch(b, k0);
+            lb.prefetch(b, k0);
+            la.fill(b, dst_a, k0);
+            lb.fill(b, dst_b, k0);
         });
         b.cp_async_commit();
     }
+    let first = b.const_u32(STAGES - 2);
+    let live = b.setp(Cmp::Lt, first, slabs);
+    b.if_(live, |b| {
+        let k0 = b.mul(first, bk_c);
+        la.prefetch(b, k0);
+        lb.prefetch(b, k0);
+    });
 
     // Warpgroup g multiplies rows 64g.. of the A slab.
     let wg = b.shr(tid, 7);
@@ -214,8 +223,15 @@ pub(crate) fn build_wgmma(s: WgmmaSpec) -> Kernel {
             let off = b.mul(wr, stage_bytes);
             let dst_a = b.add(base, off);
             let dst_b = b.add(dst_a, slab_bytes);
-            la.issue(b, dst_a, k0);
-            lb.issue(b, dst_b, k0);
+            la.fill(b, dst_a, k0);
+            lb.fill(b, dst_b, k0);
+        });
+        let after = b.add(next, one);
+        let live = b.setp(Cmp::Lt, after, slabs);
+        b.if_(live, |b| {
+            let k0 = b.mul(after, bk_c);
+            la.prefetch(b, k0);
+            lb.prefetch(b, k0);
         });
         b.cp_async_commit();
 
@@ -295,10 +311,19 @@ impl Loader {
         }
     }
 
-    fn issue(&self, b: &mut KernelBuilder, dst: Value<U32>, k0: Value<U32>) {
+    /// Starts reading the slab at `k0` into registers (transposed operands only).
+    fn prefetch(&self, b: &mut KernelBuilder, k0: Value<U32>) {
+        if let Loader::Transposed(l) = self {
+            l.load(b, k0);
+        }
+    }
+
+    /// Fills the shared slab at `dst` with the slab at `k0`: `cp.async` copies, or the
+    /// registers of the last [`Loader::prefetch`] (which must have been of `k0`).
+    fn fill(&self, b: &mut KernelBuilder, dst: Value<U32>, k0: Value<U32>) {
         match self {
             Loader::Async(l) => l.issue(b, dst, k0),
-            Loader::Transposed(l) => l.issue(b, dst, k0),
+            Loader::Transposed(l) => l.store(b, dst),
         }
     }
 }
