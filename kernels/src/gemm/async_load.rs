@@ -134,25 +134,32 @@ impl SlabLoader {
             .map(|i| {
                 let off = b.const_u32(i * LOAD_THREADS);
                 let c = b.add(tid, off);
+                if layout.core_matrices {
+                    // Eight neighbouring threads take the eight rows of one core matrix (one
+                    // 16-byte chunk each, distinct bank groups); a warp covers 64 contiguous
+                    // bytes of each of those rows.
+                    let seven = b.const_u32(7);
+                    let in_core = b.and(c, seven);
+                    let q = b.shr(c, 3);
+                    let q = b.and(q, seven);
+                    let group = b.shr(c, 6);
+                    let g8 = b.shl(group, 3);
+                    let row = b.add(g8, in_core);
+                    let col = b.shl(q, per_chunk.trailing_zeros());
+                    let gb = b.const_u32(CORE_GROUP_BYTES);
+                    let r16 = b.shl(in_core, 4);
+                    let q128 = b.shl(q, 7);
+                    let off = b.add(q128, r16);
+                    let smem_rel = b.mad(group, gb, off);
+                    return Chunk { row, col, smem_rel };
+                }
                 let row = b.shr(c, cpr.trailing_zeros());
                 let mask = b.const_u32(cpr - 1);
                 let q = b.and(c, mask);
                 let col = b.shl(q, per_chunk.trailing_zeros());
-                let smem_rel = if layout.core_matrices {
-                    // (row / 8)·group + q·128 + (row % 8)·16
-                    let group = b.shr(row, 3);
-                    let gb = b.const_u32(CORE_GROUP_BYTES);
-                    let seven = b.const_u32(7);
-                    let in_core = b.and(row, seven);
-                    let r16 = b.shl(in_core, 4);
-                    let q128 = b.shl(q, 7);
-                    let off = b.add(q128, r16);
-                    b.mad(group, gb, off)
-                } else {
-                    let pitch = b.const_u32(layout.pitch());
-                    let q16 = b.shl(q, 4);
-                    b.mad(row, pitch, q16)
-                };
+                let pitch = b.const_u32(layout.pitch());
+                let q16 = b.shl(q, 4);
+                let smem_rel = b.mad(row, pitch, q16);
                 Chunk { row, col, smem_rel }
             })
             .collect();
