@@ -238,3 +238,75 @@ fn adamw_rejects_step_zero_and_wrong_lengths_before_writing() {
         "{err}"
     );
 }
+
+#[test]
+fn a_clipped_adamw_step_replays_from_a_captured_graph() {
+    let stream = emulator();
+    let opt = AdamW::new(&stream, &LENS, &DECAY).unwrap();
+    let layout = opt.layout().clone();
+    let mut h = random_state(&layout, 31);
+    for (i, g) in h.g.iter_mut().enumerate() {
+        if in_tensor(&layout, i).is_none() {
+            *g = 0.0;
+        }
+    }
+    let cfg = AdamWConfig::default();
+    let grads = Buffer::from_host(&stream, &h.g).unwrap();
+    // Runs grad_norm + a clipped step on fresh state; returns the state buffers.
+    let fresh = || {
+        (
+            Buffer::from_host(&stream, &h.p).unwrap(),
+            Buffer::from_host(&stream, &h.m).unwrap(),
+            Buffer::from_host(&stream, &h.v).unwrap(),
+            Buffer::<f32>::zeros(&stream, clip::WORKSPACE_LEN as usize).unwrap(),
+            Buffer::<f32>::zeros(&stream, 2).unwrap(),
+        )
+    };
+    let step = |s: &Stream,
+                p: &mut Buffer<f32>,
+                m: &mut Buffer<f32>,
+                v: &mut Buffer<f32>,
+                ws: &mut Buffer<f32>,
+                ns: &mut Buffer<f32>|
+     -> Result<(), kernels::Error> {
+        clip::grad_norm(s, &grads, 0.5, ws, ns)?;
+        let state = AdamWState {
+            params: p,
+            grads: &grads,
+            m,
+            v,
+            bf16_copy: None,
+            clip: Some(ns),
+        };
+        opt.step(s, 4, &cfg, state)
+    };
+    let (mut p1, mut m1, mut v1, mut ws1, mut ns1) = fresh();
+    step(&stream, &mut p1, &mut m1, &mut v1, &mut ws1, &mut ns1).unwrap();
+
+    let (mut p2, mut m2, mut v2, mut ws2, mut ns2) = fresh();
+    let graph = stream
+        .capture(|s| {
+            step(s, &mut p2, &mut m2, &mut v2, &mut ws2, &mut ns2).map_err(|e| match e {
+                kernels::Error::Runtime(r) => r,
+                other => panic!("{other}"),
+            })
+        })
+        .unwrap();
+    assert_eq!(graph.launches(), 3);
+    assert_eq!(
+        p2.to_host(&stream).unwrap(),
+        h.p,
+        "capture must not run the step"
+    );
+    graph.replay().unwrap();
+    for (a, b) in [(&p1, &p2), (&m1, &m2), (&v1, &v2)] {
+        let bits = |x: &Buffer<f32>| -> Vec<u32> {
+            x.to_host(&stream)
+                .unwrap()
+                .iter()
+                .map(|v| v.to_bits())
+                .collect()
+        };
+        assert_eq!(bits(a), bits(b));
+    }
+}
