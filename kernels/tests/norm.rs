@@ -360,3 +360,31 @@ fn backward_rejects_a_short_workspace() {
     assert!(err.to_string().contains("at least 8"), "{err}");
     assert!(download(&stream, &dx).iter().all(|v| v.is_nan()));
 }
+
+#[test]
+fn layer_norm_backward_and_fused_add_are_bit_identical_across_runs() {
+    let run = || {
+        let stream = emulator();
+        let (rows, cols) = (45, 1000);
+        let n = rows * cols;
+        let mut rng = Rng::new(99);
+        let (x, _) = upload::<Bf16>(&stream, &rng.vec(n, -2.0, 2.0));
+        let (r, _) = upload::<Bf16>(&stream, &rng.vec(n, -2.0, 2.0));
+        let (g, _) = upload::<Bf16>(&stream, &rng.vec(cols, 0.5, 1.5));
+        let (dy, _) = upload::<Bf16>(&stream, &rng.vec(n, -1.0, 1.0));
+        let (mut sum, mut y) = (poisoned::<Bf16>(&stream, n), poisoned::<Bf16>(&stream, n));
+        norm::add_rms_norm(&stream, &x, &r, &g, &mut sum, &mut y, rows, cols, 1e-5).unwrap();
+        let (mut dx, mut dg, mut db) = (
+            poisoned::<Bf16>(&stream, n),
+            poisoned::<Bf16>(&stream, cols),
+            poisoned::<Bf16>(&stream, cols),
+        );
+        let mut ws = poisoned::<f32>(&stream, norm::layer_norm_backward_workspace(rows, cols));
+        norm::layer_norm_backward(
+            &stream, &x, &g, &dy, &mut dx, &mut dg, &mut db, &mut ws, rows, cols, 1e-5,
+        )
+        .unwrap();
+        [&sum, &y, &dx, &dg, &db].map(|b| bits(&stream, b))
+    };
+    assert_eq!(run(), run());
+}
