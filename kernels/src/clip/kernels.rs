@@ -15,6 +15,8 @@ use kernel_dsl::op::Cmp;
 pub const MAX_PARTS: u32 = 1024;
 /// Threads of the finishing kernel (one CTA).
 pub(crate) const FINISH_THREADS: u32 = 1024;
+/// Vectors each thread of the partial-sum kernel loads per loop trip.
+const UNROLL: u32 = 4;
 /// Added to the norm before dividing, as PyTorch's `clip_grad_norm_` does.
 pub(crate) const NORM_EPS: f32 = 1e-6;
 
@@ -33,9 +35,26 @@ pub(crate) fn sum_squares(storage: Storage) -> Kernel {
     let nvec = b.shr(n, shift);
     let gid = b.global_index(Dim::X);
     let stride = b.grid_stride(Dim::X);
-    b.for_range(gid, nvec, stride, |b, i| {
-        let idx = b.shl(i, shift);
-        for v in load_run(b, &grads, idx, step) {
+    // The grid is capped at MAX_PARTS CTAs, so each thread loops; UNROLL independent loads per
+    // trip keep enough bytes in flight.
+    let unroll = b.const_u32(UNROLL);
+    let trip = b.mul(stride, unroll);
+    b.for_range(gid, nvec, trip, |b, i| {
+        let mut loaded = Vec::new();
+        for k in 0..UNROLL {
+            let kk = b.const_u32(k);
+            let j = b.mad(kk, stride, i);
+            let active = b.setp(Cmp::Lt, j, nvec);
+            let idx = b.shl(j, shift);
+            let vals: Vec<_> = (0..step).map(|_| b.var(zero)).collect();
+            b.if_(active, |b| {
+                for (&var, v) in vals.iter().zip(load_run(b, &grads, idx, step)) {
+                    b.assign(var, v);
+                }
+            });
+            loaded.push(vals);
+        }
+        for v in loaded.into_iter().flatten() {
             let s = b.fma(v, v, acc);
             b.assign(acc, s);
         }
