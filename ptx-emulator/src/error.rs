@@ -112,6 +112,16 @@ pub enum Error {
         symbol: String,
     },
 
+    #[error("shared-memory race: {access} of {address:#x}{symbol} ({site}) touches a byte thread ({}, {}, {}) of another warp stored since the last barrier\n  help: put a `bar.sync` between the store and this access", other[0], other[1], other[2])]
+    SharedRace {
+        site: Site,
+        access: Access,
+        address: u64,
+        symbol: String,
+        /// `%tid` of the thread whose store conflicts.
+        other: [u32; 3],
+    },
+
     #[error("`bar.sync` divergence in kernel `{kernel}`, block ({}, {}, {}): {waiting} threads wait at `{instruction}` for {expected}, but {detail}\n  help: make every thread of the CTA reach the barrier (no early `ret` or divergent branch around it)", block[0], block[1], block[2])]
     BarrierDivergence {
         kernel: String,

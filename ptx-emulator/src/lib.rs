@@ -1,7 +1,8 @@
 //! Executes PTX kernels on the CPU, so kernel numerics can be checked without a GPU, and
 //! reports what a GPU would not: out-of-bounds accesses with the buffer they missed, reads of
-//! never-written shared memory, barriers not every thread reaches, warp collectives whose
-//! member lanes never arrive, unsupported instructions by name.
+//! never-written shared memory, shared-memory races between warps (a missing `bar.sync`),
+//! barriers not every thread reaches, warp collectives whose member lanes never arrive,
+//! unsupported instructions by name.
 //!
 //! # How it runs
 //!

@@ -32,6 +32,8 @@ pub(crate) struct Options {
     pub instruction_limit: u64,
     /// Report reads of shared memory nothing wrote in this launch.
     pub check_shared_init: bool,
+    /// Report shared-memory accesses racing with another warp's store.
+    pub check_races: bool,
 }
 
 impl Default for Emulator {
@@ -51,6 +53,7 @@ impl Emulator {
             options: Options {
                 instruction_limit: DEFAULT_INSTRUCTION_LIMIT,
                 check_shared_init: true,
+                check_races: true,
             },
         }
     }
@@ -76,6 +79,21 @@ impl Emulator {
     /// ```
     pub fn with_shared_init_check(mut self, on: bool) -> Emulator {
         self.options.check_shared_init = on;
+        self
+    }
+
+    /// Whether a shared-memory access that touches a byte another warp stored since the last
+    /// synchronisation (a barrier opening or an mbarrier phase completing) is an error: the
+    /// read-after-write and write-after-write races a missing `bar.sync` causes, which the
+    /// emulator's one-warp-at-a-time order would otherwise hide. On by default; turn it off for
+    /// kernels that synchronise warps through flags in memory.
+    ///
+    /// ```
+    /// let emu = ptx_emulator::Emulator::new().with_race_check(false);
+    /// # let _ = emu;
+    /// ```
+    pub fn with_race_check(mut self, on: bool) -> Emulator {
+        self.options.check_races = on;
         self
     }
 

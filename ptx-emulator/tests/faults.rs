@@ -386,3 +386,89 @@ fn the_shared_memory_initialization_check_can_be_turned_off() {
     assert_eq!(got[7], 0xcdcd_cdcd);
     assert_eq!(got[8], 9);
 }
+
+/// Warp 1 reads what warp 0 stored; `SYNC` is replaced by a barrier or nothing.
+const CROSS_WARP: &str = r#"
+.visible .entry cross_warp(.param .u64 out)
+{
+	.reg .pred 	%p<2>;
+	.reg .b32 	%r<8>;
+	.reg .b64 	%rd<4>;
+	.shared .align 4 .b8 buf[256];
+	ld.param.u64 	%rd1, [out];
+	mov.u32 	%r1, %tid.x;
+	mov.u32 	%r2, buf;
+	shl.b32 	%r3, %r1, 2;
+	add.s32 	%r4, %r2, %r3;
+	setp.lt.u32 	%p1, %r1, 32;
+	@%p1 st.shared.u32 	[%r4], %r1;
+	SYNC
+	@%p1 bra 	$L__end;
+	ld.shared.u32 	%r5, [%r4+-128];
+	mul.wide.u32 	%rd2, %r1, 4;
+	add.s64 	%rd3, %rd1, %rd2;
+	st.global.u32 	[%rd3], %r5;
+$L__end:
+	ret;
+}
+"#;
+
+#[test]
+fn race_check_reports_a_read_of_another_warps_store_without_a_barrier() {
+    let racy = ptx(&CROSS_WARP.replace("SYNC", "// no barrier"));
+    let fixed = ptx(&CROSS_WARP.replace("SYNC", "bar.sync 	0;"));
+    let emu = Emulator::new();
+    let mut mem = GlobalMemory::new();
+    let out = poisoned_u32(&mut mem, 64);
+    let err = emu
+        .load(&racy)
+        .unwrap()
+        .launch(
+            "cross_warp",
+            &LaunchConfig::linear(1, 64),
+            &[ArgValue::Ptr(out)],
+            &mut mem,
+        )
+        .unwrap_err();
+    match err {
+        Error::SharedRace {
+            site,
+            access,
+            address,
+            symbol,
+            other,
+        } => {
+            assert_eq!(site.thread, [32, 0, 0]);
+            assert_eq!(access, Access::Load);
+            assert_eq!(address, 0);
+            assert_eq!(other, [0, 0, 0]);
+            assert!(symbol.contains("`buf`"), "{symbol}");
+        }
+        other => panic!("expected a race, got {other:?}"),
+    }
+    // Without the check the racy kernel happens to work here; with a barrier it is correct.
+    Emulator::new()
+        .with_race_check(false)
+        .load(&racy)
+        .unwrap()
+        .launch(
+            "cross_warp",
+            &LaunchConfig::linear(1, 64),
+            &[ArgValue::Ptr(out)],
+            &mut mem,
+        )
+        .unwrap();
+    emu.load(&fixed)
+        .unwrap()
+        .launch(
+            "cross_warp",
+            &LaunchConfig::linear(1, 64),
+            &[ArgValue::Ptr(out)],
+            &mut mem,
+        )
+        .unwrap();
+    assert_eq!(
+        &mem.read_u32(out, 64).unwrap()[32..],
+        &(0..32).collect::<Vec<u32>>()[..]
+    );
+}

@@ -106,3 +106,65 @@ fn triton_bf16_dot_matches_a_cpu_matrix_product() {
         }
     }
 }
+
+#[test]
+fn triton_kernels_are_free_of_shared_memory_races() {
+    let mut rng = Rng::new(63);
+    let path = format!(
+        "{}/../ptx-parser/tests/fixtures/triton_dot_bf16_sm90.ptx",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let module = Emulator::new()
+        .load(&std::fs::read_to_string(path).unwrap())
+        .unwrap();
+    let a: Vec<u16> = (0..1024).map(|_| bf16(rng.f32_in(-1.0, 1.0))).collect();
+    let mut mem = GlobalMemory::new();
+    let (da, db) = (alloc_u16(&mut mem, &a), alloc_u16(&mut mem, &a));
+    let dc = poisoned_f32(&mut mem, 1024);
+    let scratch = mem.alloc(256);
+    module
+        .launch(
+            "dot_kernel",
+            &LaunchConfig {
+                dynamic_shared_bytes: 16384,
+                ..LaunchConfig::linear(1, 128)
+            },
+            &[
+                ArgValue::Ptr(da),
+                ArgValue::Ptr(db),
+                ArgValue::Ptr(dc),
+                ArgValue::Ptr(scratch),
+                ArgValue::Ptr(scratch),
+            ],
+            &mut mem,
+        )
+        .unwrap();
+    let path = format!(
+        "{}/../ptx-parser/tests/fixtures/triton_softmax_sm90.ptx",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let module = Emulator::new()
+        .load(&std::fs::read_to_string(path).unwrap())
+        .unwrap();
+    let x = rng.f32s(4 * 128, -3.0, 3.0);
+    let din = mem.alloc_f32(&x);
+    let dout = poisoned_f32(&mut mem, 4 * 128);
+    module
+        .launch(
+            "softmax_kernel",
+            &LaunchConfig {
+                dynamic_shared_bytes: 1024,
+                ..LaunchConfig::linear(4, 128)
+            },
+            &[
+                ArgValue::Ptr(dout),
+                ArgValue::Ptr(din),
+                ArgValue::U32(128),
+                ArgValue::U32(128),
+                ArgValue::Ptr(scratch),
+                ArgValue::Ptr(scratch),
+            ],
+            &mut mem,
+        )
+        .unwrap();
+}

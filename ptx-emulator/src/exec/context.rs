@@ -115,6 +115,18 @@ impl Ctx<'_> {
                         }
                     }
                 }
+                if access != Access::Atomic {
+                    if let Some((byte, other)) =
+                        self.shared
+                            .race(start, end, thread, access == Access::Store)
+                    {
+                        return Err(FaultKind::SharedRace {
+                            addr: byte,
+                            other,
+                            store: access == Access::Store,
+                        });
+                    }
+                }
                 Ok(&mut self.shared.bytes[start..end])
             }
             Space::Local => {
@@ -193,8 +205,22 @@ impl Ctx<'_> {
         data: &[u8],
         thread: usize,
     ) -> Result<(), FaultKind> {
-        let (space, addr) = self.place(space, addr, data.len() as u32, Access::Store)?;
-        self.bytes(space, addr, data.len() as u32, thread, Access::Store)?
+        self.write_as(space, addr, data, thread, Access::Store)
+    }
+
+    /// A store as part of `access`: atomics and mbarrier updates pass `Access::Atomic`, which
+    /// the race check leaves alone.
+    pub(crate) fn write_as(
+        &mut self,
+        space: Space,
+        addr: u64,
+        data: &[u8],
+        thread: usize,
+        access: Access,
+    ) -> Result<(), FaultKind> {
+        self.progress += 1;
+        let (space, addr) = self.place(space, addr, data.len() as u32, access)?;
+        self.bytes(space, addr, data.len() as u32, thread, access)?
             .copy_from_slice(data);
         Ok(())
     }

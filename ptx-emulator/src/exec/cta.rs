@@ -239,7 +239,7 @@ fn resolve_warpgroups(
 
 /// Opens every barrier whose expected threads have all arrived. Returns whether one opened.
 fn release_barriers(
-    ctx: &Ctx<'_>,
+    ctx: &mut Ctx<'_>,
     regs: &mut [u64],
     threads: &mut [Thread],
     arrived: &mut [u32; BARRIERS],
@@ -278,6 +278,7 @@ fn release_barriers(
         }
         arrived[id] = 0;
         released = true;
+        ctx.shared.epoch += 1;
     }
     released
 }

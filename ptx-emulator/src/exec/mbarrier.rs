@@ -80,6 +80,7 @@ pub(crate) fn mbarrier(
     }
     let bytes = ctx.read(space, addr, 8, t, Access::Atomic).map_err(here)?;
     let mut state = Mbar::from_bits(le(&bytes[..8]));
+    let phase_before = state.phase;
     let result = match op {
         MbarOp::Init | MbarOp::Inval => return Ok(Some(0)),
         MbarOp::Wait { parity } => {
@@ -113,7 +114,11 @@ pub(crate) fn mbarrier(
             0
         }
     };
-    ctx.write(space, addr, &state.bits().to_le_bytes(), t)
+    if state.phase != phase_before {
+        // A completed phase orders the arrivals before it with the waits after it.
+        ctx.shared.epoch += 1;
+    }
+    ctx.write_as(space, addr, &state.bits().to_le_bytes(), t, Access::Atomic)
         .map_err(here)?;
     Ok(Some(result))
 }

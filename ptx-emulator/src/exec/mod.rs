@@ -142,7 +142,7 @@ pub(crate) fn launch(
             ctaid_slots.push((s as usize, d));
         }
     }
-    let mut shared = SharedMem::new(total_shared as usize);
+    let mut shared = SharedMem::new(total_shared as usize, options.check_races);
     let mut local = vec![0u8; threads * kernel.local_bytes as usize];
     let mut state = vec![Thread::new(); threads];
     let mut ctx = Ctx {

@@ -211,6 +211,17 @@ pub(crate) fn fault_error(ctx: &Ctx<'_>, shape: &CtaShape, t: usize, fault: Faul
             symbol: shared_symbol(ctx, addr),
         },
         FaultKind::Trap => Error::Trap { site },
+        FaultKind::SharedRace { addr, other, store } => Error::SharedRace {
+            site,
+            access: if store {
+                crate::error::Access::Store
+            } else {
+                crate::error::Access::Load
+            },
+            address: addr,
+            symbol: shared_symbol(ctx, addr),
+            other: shape.tid(other),
+        },
         FaultKind::Unsupported(what) => Error::Unsupported {
             kernel: ctx.kernel.name.clone(),
             opcode: site

@@ -49,20 +49,59 @@ pub(crate) fn resolve_generic(addr: u64) -> (Space, u64) {
 pub(crate) struct SharedMem {
     pub bytes: Vec<u8>,
     pub written: Vec<bool>,
+    /// With the race check on: per byte, 1 + the thread that last stored it (0: none) and the
+    /// barrier epoch of that store.
+    pub last_writer: Vec<u32>,
+    pub write_epoch: Vec<u32>,
+    /// Incremented whenever threads synchronise (a barrier opens, an mbarrier phase completes).
+    pub epoch: u32,
 }
 
 impl SharedMem {
-    pub(crate) fn new(size: usize) -> SharedMem {
+    pub(crate) fn new(size: usize, race_check: bool) -> SharedMem {
+        let shadow = if race_check { size } else { 0 };
         SharedMem {
             bytes: vec![0; size],
             written: vec![false; size],
+            last_writer: vec![0; shadow],
+            write_epoch: vec![0; shadow],
+            epoch: 0,
         }
     }
 
     /// Forgets everything written (for the next CTA).
     pub(crate) fn reset(&mut self) {
         self.written.fill(false);
+        self.last_writer.fill(0);
+        self.epoch = 0;
         // Poison so a kernel relying on zeroed shared memory does not pass by accident.
         self.bytes.fill(0xcd);
+    }
+}
+
+impl SharedMem {
+    /// With the race check on, finds a conflict for `thread` touching `start..end`: a byte
+    /// another warp stored since the last synchronisation. Stores record their writer.
+    pub(crate) fn race(
+        &mut self,
+        start: usize,
+        end: usize,
+        thread: usize,
+        store: bool,
+    ) -> Option<(u64, usize)> {
+        if self.last_writer.is_empty() {
+            return None;
+        }
+        for b in start..end {
+            let w = self.last_writer[b];
+            if w != 0 && (w as usize - 1) / 32 != thread / 32 && self.write_epoch[b] == self.epoch {
+                return Some((b as u64, w as usize - 1));
+            }
+        }
+        if store {
+            self.last_writer[start..end].fill(thread as u32 + 1);
+            self.write_epoch[start..end].fill(self.epoch);
+        }
+        None
     }
 }

@@ -30,6 +30,12 @@ pub(crate) enum FaultKind {
     },
     Trap,
     Limit,
+    /// A shared-memory access touching a byte another warp stored since the last barrier.
+    SharedRace {
+        addr: u64,
+        other: usize,
+        store: bool,
+    },
     /// A form only known at run time to be unsupported (e.g. a descriptor's swizzle mode).
     Unsupported(&'static str),
 }
@@ -372,8 +378,13 @@ pub(crate) fn run(
                     Err(kind) => break Err(fault(kind)),
                 };
                 let new = atom_apply(op, ty, old, r!(b), r!(c));
-                if let Err(kind) = ctx.write(at.space, addr, &new.to_le_bytes()[..size as usize], t)
-                {
+                if let Err(kind) = ctx.write_as(
+                    at.space,
+                    addr,
+                    &new.to_le_bytes()[..size as usize],
+                    t,
+                    Access::Atomic,
+                ) {
                     break Err(fault(kind));
                 }
                 r!(d) = old;
