@@ -213,10 +213,18 @@ pub(crate) fn build_mma(s: MmaSpec) -> Kernel {
     let c_wn = b.const_u32(WARP_N);
     let warp_m0 = b.mul(wm, c_wm);
     let warp_n0 = b.mul(wn, c_wn);
+    let (a_lane, b_lane) =
+        ldmatrix_lane_bases(&mut b, lane, warp_m0, warp_n0, la_layout, lb_layout);
+    // TF32 fragments of mn-contiguous operands are loaded element by element (`ldmatrix`
+    // transposes 16-bit elements only); k-contiguous ones use `ldmatrix` like 16-bit inputs.
     let (a_lane, b_lane) = if s.input == Dtype::F32 {
-        tf32_lane_bases(&mut b, lane, warp_m0, warp_n0, la_layout, lb_layout)
+        let (a_sc, b_sc) = tf32_lane_bases(&mut b, lane, warp_m0, warp_n0, la_layout, lb_layout);
+        (
+            if la_layout.k_contiguous { a_lane } else { a_sc },
+            if lb_layout.k_contiguous { b_lane } else { b_sc },
+        )
     } else {
-        ldmatrix_lane_bases(&mut b, lane, warp_m0, warp_n0, la_layout, lb_layout)
+        (a_lane, b_lane)
     };
 
     let zero = b.const_u32(0);
@@ -434,8 +442,9 @@ fn tf32_lane_bases(
     (a, bb)
 }
 
-/// One 64-byte slab of f32: two k8 steps of 4 × 4 `mma.m16n8k8.tf32`, fragments loaded
-/// element by element (the tensor core reads the top 19 bits of each f32).
+/// One 64-byte slab of f32: two k8 steps of 4 × 4 `mma.m16n8k8.tf32`, fragments of
+/// k-contiguous operands by `ldmatrix`, of mn-contiguous ones element by element (the tensor
+/// core reads the top 19 bits of each f32).
 fn tf32_slab(
     b: &mut KernelBuilder,
     pa: Value<U32>,
@@ -447,6 +456,10 @@ fn tf32_slab(
     for ks in 0..2u32 {
         let a_frags: Vec<Vec<Value<B32>>> = (0..4u32)
             .map(|mi| {
+                if la.k_contiguous {
+                    // Matrices (rows 0-7 | 8-15) × (k 0-3 | 4-7) are a0..a3 as 32-bit pairs.
+                    return ldmatrix_x4(b, pa, mi * 16 * la.pitch() + ks * 32, false).to_vec();
+                }
                 (0..4u32)
                     .map(|r| {
                         let m = mi * 16 + 8 * (r & 1);
@@ -461,6 +474,21 @@ fn tf32_slab(
                     .collect()
             })
             .collect();
+        if lb.k_contiguous {
+            let b_frags: Vec<[Value<B32>; 2]> = (0..2u32)
+                .flat_map(|nj| {
+                    let r = ldmatrix_x4(b, pb, nj * 16 * lb.pitch() + ks * 32, false);
+                    [[r[0], r[1]], [r[2], r[3]]]
+                })
+                .collect();
+            for (mi, af) in a_frags.iter().enumerate() {
+                for (ni, bf) in b_frags.iter().enumerate() {
+                    let t = (mi * 4 + ni) * 4;
+                    mma_into(b, Dtype::F32, &acc[t..t + 4], af, bf);
+                }
+            }
+            continue;
+        }
         let b_frags: Vec<Vec<Value<B32>>> = (0..4u32)
             .map(|ni| {
                 (0..2u32)
