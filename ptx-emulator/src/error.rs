@@ -112,7 +112,7 @@ pub enum Error {
         symbol: String,
     },
 
-    #[error("shared-memory race: {access} of {address:#x}{symbol} ({site}) touches a byte thread ({}, {}, {}) of another warp stored since the last barrier\n  help: put a `bar.sync` between the store and this access", other[0], other[1], other[2])]
+    #[error("shared-memory race: {access} of {address:#x}{symbol} ({site}) reads a byte thread ({}, {}, {}) of another warp stored since the last barrier\n  help: put a `bar.sync` between the store and this load", other[0], other[1], other[2])]
     SharedRace {
         site: Site,
         access: Access,

@@ -82,10 +82,10 @@ impl Emulator {
         self
     }
 
-    /// Whether a shared-memory access that touches a byte another warp stored since the last
-    /// synchronisation (a barrier opening or an mbarrier phase completing) is an error: the
-    /// read-after-write and write-after-write races a missing `bar.sync` causes, which the
-    /// emulator's one-warp-at-a-time order would otherwise hide. On by default; turn it off for
+    /// Whether reading shared memory that another warp stored since the last synchronisation (a
+    /// barrier opening or an mbarrier phase completing) is an error: the read-after-write race a
+    /// missing `bar.sync` causes, which the emulator's one-warp-at-a-time order would otherwise
+    /// hide. On by default; turn it off for
     /// kernels that synchronise warps through flags in memory.
     ///
     /// ```

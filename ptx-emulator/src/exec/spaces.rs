@@ -80,8 +80,9 @@ impl SharedMem {
 }
 
 impl SharedMem {
-    /// With the race check on, finds a conflict for `thread` touching `start..end`: a byte
-    /// another warp stored since the last synchronisation. Stores record their writer.
+    /// With the race check on, finds a read by `thread` of a byte in `start..end` that another
+    /// warp stored since the last synchronisation. Stores only record their writer: two warps
+    /// storing to one byte (often the same flag value) are left alone.
     pub(crate) fn race(
         &mut self,
         start: usize,
@@ -92,10 +93,15 @@ impl SharedMem {
         if self.last_writer.is_empty() {
             return None;
         }
-        for b in start..end {
-            let w = self.last_writer[b];
-            if w != 0 && (w as usize - 1) / 32 != thread / 32 && self.write_epoch[b] == self.epoch {
-                return Some((b as u64, w as usize - 1));
+        if !store {
+            for b in start..end {
+                let w = self.last_writer[b];
+                if w != 0
+                    && (w as usize - 1) / 32 != thread / 32
+                    && self.write_epoch[b] == self.epoch
+                {
+                    return Some((b as u64, w as usize - 1));
+                }
             }
         }
         if store {
