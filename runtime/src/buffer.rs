@@ -169,6 +169,29 @@ impl<T: DeviceElem> Buffer<T> {
         stream.copy_in(&self.core, 0, as_bytes(host))
     }
 
+    /// Copies every element of `src` into this buffer on the device, ordered on `stream` after
+    /// the work already queued there (nothing waits for it). The lengths must match. Not
+    /// allowed during graph capture.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), kernel_runtime::Error> {
+    /// let stream = kernel_runtime::Device::emulator().stream()?;
+    /// let src = kernel_runtime::Buffer::from_host(&stream, &[1.5f32, -2.0])?;
+    /// let mut dst = kernel_runtime::Buffer::<f32>::zeros(&stream, 2)?;
+    /// dst.copy_from(&stream, &src)?;
+    /// assert_eq!(dst.to_host(&stream)?, vec![1.5, -2.0]);
+    /// # Ok(()) }
+    /// ```
+    pub fn copy_from(&mut self, stream: &Stream, src: &Buffer<T>) -> Result<()> {
+        if src.len != self.len {
+            return Err(Error::DeviceCopyLength {
+                dst_len: self.len,
+                src_len: src.len,
+            });
+        }
+        stream.copy_within(&self.core, &src.core, self.len * std::mem::size_of::<T>())
+    }
+
     /// Copies the buffer into `host`, ordered after the work already queued on `stream`, and
     /// waits for that copy (not for other streams) before returning.
     ///

@@ -116,6 +116,8 @@ pub enum Error {
     },
     #[error("copy of {host_len} elements does not match the buffer's {buffer_len}: pass a host slice of exactly the buffer's length")]
     CopyLength { buffer_len: usize, host_len: usize },
+    #[error("device copy of {src_len} elements into a buffer of {dst_len}: copy between buffers of equal length (slice a kernel view for part of one)")]
+    DeviceCopyLength { dst_len: usize, src_len: usize },
     #[error("a buffer of {len} elements of {elem_bytes} bytes does not fit in the address space: allocate less")]
     AllocationTooLarge { len: usize, elem_bytes: usize },
     #[error("range {start}..{end} is outside a buffer of {len} elements")]

@@ -370,6 +370,46 @@ impl Stream {
         }
     }
 
+    /// Stream-ordered copy of `bytes` bytes from `src` to `dst`, both on this stream's device;
+    /// returns once it is queued.
+    pub(crate) fn copy_within(
+        &self,
+        dst: &BufferCore,
+        src: &BufferCore,
+        bytes: usize,
+    ) -> Result<()> {
+        self.check_copy(src, "copy_from")?;
+        self.check_copy(dst, "copy_from")?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        match (&dst.storage, &src.storage, &self.cuda) {
+            (Storage::Cuda(_), Storage::Cuda(_), Some(stream)) => {
+                stream
+                    .context()
+                    .bind_to_thread()
+                    .map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
+                // SAFETY: both ranges lie inside their buffers (the caller checked lengths), the
+                // buffers are distinct allocations (one is borrowed mutably), and both stay
+                // alive until the stream has run the copy (drop orders frees after it).
+                unsafe { cu::memcpy_dtod_async(dst.addr, src.addr, bytes, stream.cu_stream()) }
+                    .map_err(|e| Error::driver("cuMemcpyDtoDAsync", e))
+            }
+            (Storage::Emulator(mem), Storage::Emulator(_), None) => {
+                let mut engine = mem.0.lock();
+                let mut staged = vec![0u8; bytes];
+                engine
+                    .read(src.addr, &mut staged)
+                    .and_then(|()| engine.write(dst.addr, &staged))
+                    .map_err(|detail| Error::Emulator {
+                        kernel: "copy_from".into(),
+                        detail,
+                    })
+            }
+            _ => Err(Error::DeviceMismatch { op: "copy_from" }),
+        }
+    }
+
     /// Stream-ordered copy from `offset` bytes into `core` to `out`; returns once it is done.
     pub(crate) fn copy_out(&self, core: &BufferCore, offset: usize, out: &mut [u8]) -> Result<()> {
         self.check_copy(core, "copy_to_host")?;
