@@ -6,12 +6,12 @@
 //! `loss[1]` by the counting kernel. Ignored rows get loss 0 and gradient 0; a target outside
 //! `0..cols` that is not the ignore index gets NaN for both, so the mistake shows.
 
-use crate::codegen::rows::{for_each_row, held, held_chunks, GroupSum, Row};
+use crate::codegen::rows::{for_each_row, held, GroupSum, Row};
 use crate::codegen::tensor::tensor_param;
 use crate::rowwise::index::{chunk_start, chunks, element};
 use crate::rowwise::online::{combine, fold};
 use crate::rowwise::reduce::GroupMax;
-use crate::rowwise::spec::RowSpec;
+use crate::rowwise::spec::{row_held_chunks, RowSpec};
 use crate::rowwise::unroll::{for_chunk_groups, for_chunk_groups_rev, load_slots};
 use kernel_dsl::builder::{KernelBuilder, Value};
 use kernel_dsl::dtype::{F32, S32, U32};
@@ -33,7 +33,7 @@ pub(crate) fn cross_entropy_fused(spec: RowSpec) -> Kernel {
     let ignore = b.param::<S32>("ignore_index");
 
     let width = access.width(storage);
-    let count = held_chunks(storage, access);
+    let count = row_held_chunks(storage, access);
     let nchunks = chunks(&mut b, cols, width);
     let maxer = GroupMax::new(&mut b, spec.group);
     let summer = GroupSum::new(&mut b, spec.group, 1);

@@ -1,7 +1,7 @@
 //! Host-side checks and launch planning of the row-wise ops.
 
-use super::spec::{RowSpec, MAX_ROW_THREADS};
-use crate::codegen::rows::{held_chunks, plan_rows, RowLaunch};
+use super::spec::{row_held_chunks, RowSpec, MAX_ROW_THREADS};
+use crate::codegen::rows::{plan_rows, RowLaunch};
 use crate::codegen::tensor::Access;
 use crate::{check_len, Error, Storage};
 
@@ -47,7 +47,12 @@ impl RowPlan {
             Access::Scalar
         };
         let nchunks = (cols / access.width(storage) as usize) as u32;
-        let mut launch = plan_rows(rows as u32, nchunks, held_chunks(storage, access), max_ctas);
+        let mut launch = plan_rows(
+            rows as u32,
+            nchunks,
+            row_held_chunks(storage, access),
+            max_ctas,
+        );
         // Rows wider than this many threads hold are read again; the kernels loop over them.
         launch.cfg.block[0] = launch.cfg.block[0].min(MAX_ROW_THREADS);
         Ok(RowPlan {

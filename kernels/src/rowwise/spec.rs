@@ -1,12 +1,22 @@
 //! The compile-time specializations of the row-wise kernels.
 
-use crate::codegen::rows::Group;
+use crate::codegen::rows::{held_chunks, Group};
 use crate::codegen::tensor::Access;
 use crate::Storage;
 
 /// The most threads a row's CTA gets: half the hardware limit, so kernels that keep a row in
 /// registers (under 100 per thread at every target, ptxas reports) always fit on an SM.
 pub(crate) const MAX_ROW_THREADS: u32 = 512;
+
+/// Chunks of its row each thread of a forward row kernel (softmax, cross-entropy) holds in
+/// registers: four 16-byte vectors (16 f32 or 32 bf16, so a bf16 row keeps as many bytes in
+/// flight per thread as an f32 one), or the shared default for scalar access.
+pub(crate) const fn row_held_chunks(storage: Storage, access: Access) -> u32 {
+    match access {
+        Access::Vector => 4,
+        Access::Scalar => held_chunks(storage, access),
+    }
+}
 
 /// Storage type × memory access × row group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

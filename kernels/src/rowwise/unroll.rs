@@ -1,20 +1,33 @@
-//! Overflow loops that keep several loads in flight: each iteration visits
-//! [`UNROLL_ELEMS`]` / width` chunks of the thread's share of a row and issues all their loads
-//! before using any, so a thread streaming a very wide row (a vocabulary) hides memory latency.
+//! Overflow loops that keep several loads in flight: each iteration visits [`unroll_chunks`]
+//! chunks of the thread's share of a row and issues all their loads before using any, so a
+//! thread streaming a very wide row (a vocabulary) hides memory latency.
 
 use crate::codegen::rows::Row;
 use kernel_dsl::builder::{KernelBuilder, Value};
 use kernel_dsl::dtype::{Pred, F32, U32};
 use kernel_dsl::op::Cmp;
 
-/// Elements a thread loads per iteration of an overflow loop.
+/// Elements a thread loads per iteration of an overflow loop with scalar access.
 pub(crate) const UNROLL_ELEMS: u32 = 16;
+/// Elements a thread loads per iteration with 16-byte vector access: 8 vectors of f32 or 4 of
+/// bf16, so 64-128 bytes per thread are in flight (a CTA of 512 threads alone keeps 32-64 KiB
+/// in flight on its SM).
+pub(crate) const UNROLL_VECTOR_ELEMS: u32 = 32;
+
+/// Chunks of `elems_per_chunk` elements a thread loads per iteration of an overflow loop.
+pub(crate) const fn unroll_chunks(elems_per_chunk: u32) -> u32 {
+    if elems_per_chunk == 1 {
+        UNROLL_ELEMS
+    } else {
+        UNROLL_VECTOR_ELEMS / elems_per_chunk
+    }
+}
 
 /// One chunk of an unrolled iteration: its index and whether it lies inside the row.
 pub(crate) type Slot = (Value<U32>, Value<Pred>);
 
 /// Runs `body` over this thread's chunks `lane + k·width` for `k ≥ first`, below `nchunks`,
-/// [`UNROLL_ELEMS`]` / elems_per_chunk` of them per iteration (in increasing order).
+/// [`unroll_chunks`] of them per iteration (in increasing order).
 pub(crate) fn for_chunk_groups(
     b: &mut KernelBuilder,
     row: &Row,
@@ -67,7 +80,7 @@ fn group_stride(
     first: u32,
     elems_per_chunk: u32,
 ) -> (Value<U32>, Value<U32>, u32) {
-    let unroll = (UNROLL_ELEMS / elems_per_chunk).max(1);
+    let unroll = unroll_chunks(elems_per_chunk).max(1);
     let k = b.const_u32(first);
     let start = b.mad(k, row.width, row.lane);
     let u = b.const_u32(unroll);

@@ -6,12 +6,12 @@
 //! reads them, then the group agrees on the row maximum `M`, rescales its partial sums to it,
 //! sums them, and writes from registers (overflow chunks are read again).
 
-use crate::codegen::rows::{for_each_row, held, held_chunks, GroupSum, Row};
+use crate::codegen::rows::{for_each_row, held, GroupSum, Row};
 use crate::codegen::tensor::{tensor_param, Tensor};
 use crate::rowwise::index::{chunk_start, chunks, element};
 use crate::rowwise::online::{combine, fold};
 use crate::rowwise::reduce::GroupMax;
-use crate::rowwise::spec::RowSpec;
+use crate::rowwise::spec::{row_held_chunks, RowSpec};
 use crate::rowwise::unroll::{for_chunk_groups, for_chunk_groups_rev, load_slots};
 use kernel_dsl::builder::{KernelBuilder, Value};
 use kernel_dsl::dtype::{F32, U32};
@@ -77,7 +77,7 @@ pub(crate) fn softmax_forward(spec: RowSpec) -> Kernel {
     };
 
     let width = spec.access.width(storage);
-    let count = held_chunks(storage, spec.access);
+    let count = row_held_chunks(storage, spec.access);
     let nchunks = chunks(&mut b, cols, width);
     let maxer = GroupMax::new(&mut b, spec.group);
     let summer = GroupSum::new(&mut b, spec.group, 1);
