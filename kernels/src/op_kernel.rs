@@ -29,6 +29,7 @@ impl OpKernel {
     /// The artifacts the runtime loads and pre-warms. The PTX for each target is emitted once
     /// per process and kept for its lifetime (the set of specializations is finite).
     pub fn artifacts(&'static self) -> &'static KernelArtifacts {
-        self.artifacts.get_or_init(|| KernelArtifacts::from_kernel(&(self.build)()))
+        self.artifacts
+            .get_or_init(|| KernelArtifacts::from_kernel(&(self.build)()))
     }
 }

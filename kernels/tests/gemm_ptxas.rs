@@ -10,7 +10,13 @@ fn gemm_kernels_assemble_without_spills() {
         println!("skipping: no ptxas found (set PTXKIT_PTXAS)");
         return;
     };
-    for target in [Target::Sm80, Target::Sm89, Target::Sm90, Target::Sm90a, Target::Sm121] {
+    for target in [
+        Target::Sm80,
+        Target::Sm89,
+        Target::Sm90,
+        Target::Sm90a,
+        Target::Sm121,
+    ] {
         for k in kernels::gemm::KERNELS {
             let kernel = k.kernel();
             // Kernels refuse targets below their needs (wgmma exists on sm_90a only).

@@ -310,3 +310,52 @@ fn a_clipped_adamw_step_replays_from_a_captured_graph() {
         assert_eq!(bits(a), bits(b));
     }
 }
+
+/// Copies every tensor of [`LENS`] out of a flat buffer and back into another, as `T`.
+fn copy_round_trip<T: Element>(stream: &Stream) {
+    let layout = ParamLayout::new(&LENS).unwrap();
+    let h = random_state(&layout, 41);
+    let flat = Buffer::from_host(stream, &rounded::<T>(&h.p)).unwrap();
+    let mut back = Buffer::from_host(stream, &rounded::<T>(&vec![PAD; layout.total()])).unwrap();
+    for i in 0..layout.tensors() {
+        let mut tensor = poisoned::<T>(stream, layout.len(i).unwrap());
+        layout.copy_out(stream, &flat, i, &mut tensor).unwrap();
+        let want: Vec<u32> = rounded::<T>(&h.p[layout.range(i).unwrap()])
+            .iter()
+            .map(|v| v.to_f32().to_bits())
+            .collect();
+        assert_eq!(bits(stream, &tensor), want, "tensor {i} copied out");
+        layout.copy_in(stream, &tensor, &mut back, i).unwrap();
+    }
+    // Every tensor arrives; the padding keeps PAD.
+    assert_eq!(bits(stream, &back), bits(stream, &flat));
+}
+
+#[test]
+fn param_layout_copies_tensors_out_of_and_into_flat_buffers_leaving_padding_alone() {
+    let stream = emulator();
+    copy_round_trip::<f32>(&stream);
+    copy_round_trip::<Bf16>(&stream);
+}
+
+#[test]
+fn param_layout_copies_reject_a_missing_tensor_and_wrong_lengths() {
+    let stream = emulator();
+    let layout = ParamLayout::new(&[5, 3]).unwrap();
+    let mut flat = Buffer::<f32>::zeros(&stream, layout.total()).unwrap();
+    let mut three = Buffer::<f32>::zeros(&stream, 3).unwrap();
+    let err = layout.copy_out(&stream, &flat, 2, &mut three).unwrap_err();
+    assert!(err.to_string().contains("tensor 2 does not exist"), "{err}");
+    let err = layout.copy_out(&stream, &flat, 0, &mut three).unwrap_err();
+    assert!(
+        err.to_string().contains("`tensor` holds 3 elements but 5"),
+        "{err}"
+    );
+    let mut short = Buffer::<f32>::zeros(&stream, 8).unwrap();
+    let err = layout.copy_in(&stream, &three, &mut short, 1).unwrap_err();
+    assert!(
+        err.to_string().contains("`flat` holds 8 elements but 16"),
+        "{err}"
+    );
+    layout.copy_in(&stream, &three, &mut flat, 1).unwrap();
+}

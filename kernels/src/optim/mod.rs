@@ -4,6 +4,8 @@
 //! tensor's weight-decay flag. The step takes lr, betas, eps, weight decay and the step number
 //! as arguments (bias corrections are computed on the host in f64), keeps f32 master weights,
 //! reads f32 or bf16 gradients, and optionally writes a bf16 copy of the updated weights.
+//! [`ParamLayout::copy_out`] / [`ParamLayout::copy_in`] move one tensor between a flat buffer
+//! and a buffer of its own on the device, for ops that take whole buffers.
 
 mod kernel;
 mod layout;
