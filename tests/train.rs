@@ -156,3 +156,50 @@ fn on_the_gpu_graph_replay_matches_direct_launches_and_training_converges() {
         "loss {first} at step 1 but {last} at the end"
     );
 }
+
+fn ptxkit(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_ptxkit"))
+        .args(args)
+        .output()
+        .expect("run ptxkit")
+}
+
+#[test]
+fn the_train_command_prints_the_reference_check_and_the_falling_loss() {
+    let out = ptxkit(&["train", "--device", "emulator", "--steps", "12"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("captured once as a graph"), "{text}");
+    assert!(
+        text.contains("first 3 steps against the CPU f64 reference"),
+        "{text}"
+    );
+    assert_eq!(text.matches("  loss  ").count(), 3, "{text}");
+    assert!(!text.contains("MISMATCH"), "{text}");
+    for step in [1, 2, 3, 4, 8, 12] {
+        assert!(text.contains(&format!("step {step:>5}  loss ")), "{text}");
+    }
+    assert!(text.contains("loss fell from"), "{text}");
+}
+
+#[test]
+fn the_train_command_rejects_bad_arguments_with_exit_2() {
+    for (args, message) in [
+        (
+            &["train", "--steps", "0"][..],
+            "`--steps` takes a whole number",
+        ),
+        (&["train", "--steps"][..], "`--steps` needs a value"),
+        (&["train", "--device", "tpu"][..], "unknown device `tpu`"),
+        (&["train", "--batch", "4"][..], "unknown option `--batch`"),
+    ] {
+        let out = ptxkit(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(message), "{args:?}: {err}");
+    }
+}

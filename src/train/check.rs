@@ -31,6 +31,13 @@ pub struct Check {
 
 impl Check {
     /// `|device − reference| / |reference|` (infinite where the device's value is not finite).
+    ///
+    /// ```
+    /// let c = ptxkit::train::Check {
+    ///     step: 1, quantity: "loss".into(), device: 1.0001, reference: 1.0, tolerance: 1e-4,
+    /// };
+    /// assert!((c.rel_error() - 1e-4).abs() < 1e-12);
+    /// ```
     pub fn rel_error(&self) -> f64 {
         let e = (self.device - self.reference).abs() / self.reference.abs().max(f64::MIN_POSITIVE);
         if e.is_nan() {
@@ -60,6 +67,16 @@ impl Check {
 /// Takes `steps` steps on `trainer` (which must not have stepped yet) and on the reference in
 /// lockstep; returns every comparison: per step the loss, the gradient norm, the input
 /// gradient's norm and each weight's norm after the update.
+///
+/// ```
+/// use ptxkit::train::{compare_with_reference, Launch, Trainer, TrainConfig};
+/// # fn main() -> Result<(), ptxkit::train::TrainError> {
+/// let device = kernel_runtime::Device::emulator();
+/// let mut trainer = Trainer::new(&device, &TrainConfig::small(), Launch::Graph)?;
+/// let checks = compare_with_reference(&mut trainer, 1)?;
+/// assert!(checks.iter().all(|c| c.passed()));
+/// # Ok(()) }
+/// ```
 pub fn compare_with_reference(trainer: &mut Trainer, steps: u32) -> Result<Vec<Check>, TrainError> {
     let mut reference = Reference::new(trainer.config(), trainer.problem());
     let mut checks = Vec::new();

@@ -121,7 +121,8 @@ pub fn run(
         _ => return Err(TrainError::Config("no loss was read back".into())),
     };
     let bound = first * LOSS_FALL;
-    if !(last < bound) {
+    // `last < bound` is false for a NaN loss too.
+    if last.partial_cmp(&bound) != Some(std::cmp::Ordering::Less) {
         return Err(TrainError::LossDidNotFall {
             first,
             last,

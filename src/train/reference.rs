@@ -108,15 +108,19 @@ impl Reference {
         self.step += 1;
         for (k, g) in Tensor::ALL.iter().zip(&grads) {
             let i = k.index();
-            for e in 0..g.len() {
-                (self.weights[i][e], self.m[i][e], self.v[i][e]) = adamw(
+            let state = self.weights[i]
+                .iter_mut()
+                .zip(self.m[i].iter_mut())
+                .zip(self.v[i].iter_mut());
+            for (((p, m), v), &g) in state.zip(g) {
+                (*p, *m, *v) = adamw(
                     &self.cfg.adamw,
                     self.step,
                     k.decay(),
-                    self.weights[i][e],
-                    g[e] * clip_scale,
-                    self.m[i][e],
-                    self.v[i][e],
+                    *p,
+                    g * clip_scale,
+                    *m,
+                    *v,
                 );
             }
         }
