@@ -24,3 +24,4 @@ pub fn available_kernels() -> Vec<kernel_dsl::ir::Kernel> {
 }
 
 pub mod selfcheck;
+pub mod train;

@@ -6,7 +6,7 @@ use common_k1::*;
 use kernel_runtime::{Bf16, Buffer, Stream};
 use kernels::cast::Element;
 use kernels::clip;
-use kernels::optim::{reference, AdamW, AdamWConfig, AdamWState, ParamLayout};
+use kernels::optim::{reference, AdamW, AdamWConfig, AdamWState, DeviceStep, ParamLayout};
 
 /// Odd lengths, one crossing a chunk boundary, one a tensor of one element.
 const LENS: [usize; 7] = [1, 7, 33, 4097, 8193, 8, 1000];
@@ -309,4 +309,210 @@ fn a_clipped_adamw_step_replays_from_a_captured_graph() {
         };
         assert_eq!(bits(a), bits(b));
     }
+}
+
+/// Copies every tensor of [`LENS`] out of a flat buffer and back into another, as `T`.
+fn copy_round_trip<T: Element>(stream: &Stream) {
+    let layout = ParamLayout::new(&LENS).unwrap();
+    let h = random_state(&layout, 41);
+    let flat = Buffer::from_host(stream, &rounded::<T>(&h.p)).unwrap();
+    let mut back = Buffer::from_host(stream, &rounded::<T>(&vec![PAD; layout.total()])).unwrap();
+    for i in 0..layout.tensors() {
+        let mut tensor = poisoned::<T>(stream, layout.len(i).unwrap());
+        layout.copy_out(stream, &flat, i, &mut tensor).unwrap();
+        let want: Vec<u32> = rounded::<T>(&h.p[layout.range(i).unwrap()])
+            .iter()
+            .map(|v| v.to_f32().to_bits())
+            .collect();
+        assert_eq!(bits(stream, &tensor), want, "tensor {i} copied out");
+        layout.copy_in(stream, &tensor, &mut back, i).unwrap();
+    }
+    // Every tensor arrives; the padding keeps PAD.
+    assert_eq!(bits(stream, &back), bits(stream, &flat));
+}
+
+#[test]
+fn param_layout_copies_tensors_out_of_and_into_flat_buffers_leaving_padding_alone() {
+    let stream = emulator();
+    copy_round_trip::<f32>(&stream);
+    copy_round_trip::<Bf16>(&stream);
+}
+
+#[test]
+fn param_layout_copies_reject_a_missing_tensor_and_wrong_lengths() {
+    let stream = emulator();
+    let layout = ParamLayout::new(&[5, 3]).unwrap();
+    let mut flat = Buffer::<f32>::zeros(&stream, layout.total()).unwrap();
+    let mut three = Buffer::<f32>::zeros(&stream, 3).unwrap();
+    let err = layout.copy_out(&stream, &flat, 2, &mut three).unwrap_err();
+    assert!(err.to_string().contains("tensor 2 does not exist"), "{err}");
+    let err = layout.copy_out(&stream, &flat, 0, &mut three).unwrap_err();
+    assert!(
+        err.to_string().contains("`tensor` holds 3 elements but 5"),
+        "{err}"
+    );
+    let mut short = Buffer::<f32>::zeros(&stream, 8).unwrap();
+    let err = layout.copy_in(&stream, &three, &mut short, 1).unwrap_err();
+    assert!(
+        err.to_string().contains("`flat` holds 8 elements but 16"),
+        "{err}"
+    );
+    layout.copy_in(&stream, &three, &mut flat, 1).unwrap();
+}
+
+/// Three steps from `h`, with the step number given by the host (`device: false`) or kept on
+/// the device; the state's bits after each step.
+fn three_steps<G: Element>(stream: &Stream, h: &Host, device: bool) -> Vec<Vec<u32>> {
+    let opt = AdamW::new(stream, &LENS, &DECAY).unwrap();
+    let cfg = AdamWConfig {
+        lr: 3e-3,
+        weight_decay: 0.1,
+        ..AdamWConfig::default()
+    };
+    let grads = Buffer::from_host(stream, &rounded::<G>(&h.g)).unwrap();
+    let mut p = Buffer::from_host(stream, &h.p).unwrap();
+    let mut m = Buffer::from_host(stream, &h.m).unwrap();
+    let mut v = Buffer::from_host(stream, &h.v).unwrap();
+    let mut copy = Buffer::<Bf16>::zeros(stream, h.p.len()).unwrap();
+    let mut counter = DeviceStep::new(stream).unwrap();
+    let mut out = Vec::new();
+    for step in 1..=3 {
+        let state = AdamWState {
+            params: &mut p,
+            grads: &grads,
+            m: &mut m,
+            v: &mut v,
+            bf16_copy: Some(&mut copy),
+            clip: None,
+        };
+        if device {
+            opt.step_on_device(stream, &mut counter, &cfg, state)
+                .unwrap();
+        } else {
+            opt.step(stream, step, &cfg, state).unwrap();
+        }
+        let mut b = bits(stream, &p);
+        b.extend(bits(stream, &m));
+        b.extend(bits(stream, &v));
+        b.extend(bits(stream, &copy));
+        out.push(b);
+    }
+    if device {
+        assert_eq!(counter.count(stream).unwrap(), 3);
+    }
+    out
+}
+
+#[test]
+fn adamw_with_the_step_on_the_device_gives_the_bits_of_host_numbered_steps() {
+    let stream = emulator();
+    let layout = ParamLayout::new(&LENS).unwrap();
+    let h = random_state(&layout, 43);
+    assert_eq!(
+        three_steps::<f32>(&stream, &h, true),
+        three_steps::<f32>(&stream, &h, false)
+    );
+    assert_eq!(
+        three_steps::<Bf16>(&stream, &h, true),
+        three_steps::<Bf16>(&stream, &h, false)
+    );
+}
+
+/// The device state of a clipped, device-numbered AdamW step.
+struct DeviceRun {
+    ws: Buffer<f32>,
+    ns: Buffer<f32>,
+    p: Buffer<f32>,
+    m: Buffer<f32>,
+    v: Buffer<f32>,
+    counter: DeviceStep,
+}
+
+impl DeviceRun {
+    fn new(stream: &Stream, h: &Host) -> DeviceRun {
+        DeviceRun {
+            ws: Buffer::zeros(stream, clip::WORKSPACE_LEN as usize).unwrap(),
+            ns: Buffer::zeros(stream, 2).unwrap(),
+            p: Buffer::from_host(stream, &h.p).unwrap(),
+            m: Buffer::from_host(stream, &h.m).unwrap(),
+            v: Buffer::from_host(stream, &h.v).unwrap(),
+            counter: DeviceStep::new(stream).unwrap(),
+        }
+    }
+
+    /// `clip::grad_norm` then a clipped `step_on_device`, as a training step queues them.
+    fn record(
+        &mut self,
+        s: &Stream,
+        opt: &AdamW,
+        grads: &Buffer<f32>,
+    ) -> Result<(), kernel_runtime::Error> {
+        let mut run = || -> Result<(), kernels::Error> {
+            clip::grad_norm(s, grads, 0.5, &mut self.ws, &mut self.ns)?;
+            let state = AdamWState {
+                params: &mut self.p,
+                grads,
+                m: &mut self.m,
+                v: &mut self.v,
+                bf16_copy: None,
+                clip: Some(&self.ns),
+            };
+            opt.step_on_device(s, &mut self.counter, &AdamWConfig::default(), state)
+        };
+        run().map_err(|e| match e {
+            kernels::Error::Runtime(r) => r,
+            other => panic!("{other}"),
+        })
+    }
+}
+
+#[test]
+fn a_captured_device_step_takes_the_next_step_on_every_replay() {
+    let stream = emulator();
+    let opt = AdamW::new(&stream, &LENS, &DECAY).unwrap();
+    let layout = opt.layout().clone();
+    let mut h = random_state(&layout, 47);
+    for (i, g) in h.g.iter_mut().enumerate() {
+        if in_tensor(&layout, i).is_none() {
+            *g = 0.0;
+        }
+    }
+    let grads = Buffer::from_host(&stream, &h.g).unwrap();
+    // Kernels load outside a capture: one step on other buffers loads them.
+    DeviceRun::new(&stream, &h)
+        .record(&stream, &opt, &grads)
+        .unwrap();
+    let mut run = DeviceRun::new(&stream, &h);
+    let graph = stream.capture(|s| run.record(s, &opt, &grads)).unwrap();
+    assert_eq!(graph.launches(), 4);
+    assert_eq!(
+        run.counter.count(&stream).unwrap(),
+        0,
+        "capture runs nothing"
+    );
+    let scale = {
+        let mut warm = DeviceRun::new(&stream, &h);
+        warm.record(&stream, &opt, &grads).unwrap();
+        warm.ns.to_host(&stream).unwrap()[1]
+    };
+    assert!(scale < 1.0, "the test wants real clipping, got {scale}");
+    let cfg = AdamWConfig::default();
+    let (mut wp, mut wm, mut wv): (Vec<f64>, Vec<f64>, Vec<f64>) = (
+        h.p.iter().map(|&x| x as f64).collect(),
+        h.m.iter().map(|&x| x as f64).collect(),
+        h.v.iter().map(|&x| x as f64).collect(),
+    );
+    for step in 1..=3u32 {
+        graph.replay().unwrap();
+        let got = run.p.to_host(&stream).unwrap();
+        for (t, &decay) in DECAY.iter().enumerate() {
+            for i in layout.range(t).unwrap() {
+                let g = (h.g[i] * scale) as f64;
+                (wp[i], wm[i], wv[i]) = reference::adamw(&cfg, step, decay, wp[i], g, wm[i], wv[i]);
+                let ok = (got[i] as f64 - wp[i]).abs() <= 2e-6 * (1.0 + wp[i].abs());
+                assert!(ok, "step {step}: p[{i}] = {} want {}", got[i], wp[i]);
+            }
+        }
+    }
+    assert_eq!(run.counter.count(&stream).unwrap(), 3);
 }

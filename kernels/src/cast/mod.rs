@@ -12,7 +12,7 @@ use crate::codegen::{kernel_refs, kernel_table};
 use crate::{check_len, Error, OpKernel};
 use kernel_dsl::ir::Kernel;
 use kernel_dsl::ScalarType;
-use kernel_runtime::{Bf16, Buffer, DeviceElem, KernelArg, Stream, F16};
+use kernel_runtime::{Bf16, Buffer, BufferView, BufferViewMut, DeviceElem, KernelArg, Stream, F16};
 
 mod sealed {
     pub trait Sealed {}
@@ -116,5 +116,36 @@ pub fn cast<S: CastElem, D: CastElem>(
         KernelArg::from(n32),
     ];
     stream.launch(kernel.artifacts(), cfg, &args)?;
+    Ok(())
+}
+
+/// Copies `src` into `dst` (both of element type `T`, same length) where either may be a
+/// range of a larger buffer, with the same-type cast kernel. The kernel moves 16-byte vectors,
+/// so both views must start 16-byte aligned: callers pass ranges that start at a multiple of
+/// [`TENSOR_ALIGN`](crate::optim::TENSOR_ALIGN) elements.
+pub(crate) fn copy_view<T: Element>(
+    stream: &Stream,
+    src: BufferView<'_>,
+    dst: BufferViewMut<'_>,
+) -> Result<(), Error> {
+    let n = src.len();
+    check_len("copy", "dst", dst.len(), n, || {
+        format!("the same length as `src` ({n})")
+    })?;
+    let n32 = u32::try_from(n).map_err(|_| Error::Unsupported {
+        op: "copy",
+        detail: format!("{n} elements exceed {}; copy in pieces", u32::MAX),
+    })?;
+    if n == 0 {
+        return Ok(());
+    }
+    let f = format_of(T::SCALAR);
+    let cfg = map_launch(n32, step_elems([f, f]));
+    let args = [
+        KernelArg::from(src),
+        KernelArg::from(dst),
+        KernelArg::from(n32),
+    ];
+    stream.launch(CASTS[pair_index(f, f)].artifacts(), cfg, &args)?;
     Ok(())
 }

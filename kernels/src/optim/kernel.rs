@@ -5,7 +5,8 @@
 //! Per element, as PyTorch's `AdamW` (decoupled weight decay):
 //! `p ← p·(1 − lr·wd_t)`, `m ← β1·m + (1−β1)·g`, `v ← β2·v + (1−β2)·g²`,
 //! `p ← p − step_size · m / (√v · inv_sqrt_bc2 + eps)` with `step_size = lr / (1 − β1^t)` and
-//! `inv_sqrt_bc2 = 1 / √(1 − β2^t)` computed on the host.
+//! `inv_sqrt_bc2 = 1 / √(1 − β2^t)` computed on the host, or, in the `_device_step` variants,
+//! read from the factors a [`DeviceStep`](super::DeviceStep) keeps on the device.
 
 use crate::codegen::map::{load_run, step_elems, store_run};
 use crate::codegen::math;
@@ -15,23 +16,26 @@ use kernel_dsl::dtype::{F32, U32};
 use kernel_dsl::ir::{Dim, Kernel};
 
 /// Gradient format × whether a bf16 copy of the parameters is written × whether gradients
-/// are scaled by a clip scale read from device memory.
+/// are scaled by a clip scale read from device memory × whether the step's bias-correction
+/// factors are read from device memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct AdamSpec {
     pub grads: Format,
     pub copy: bool,
     pub scaled: bool,
+    pub device_step: bool,
 }
 
 /// Every specialization, in [`spec_index`] order.
-pub(crate) const SPECS: [AdamSpec; 8] = {
+pub(crate) const SPECS: [AdamSpec; 16] = {
     let mut out = [AdamSpec {
         grads: Format::F32,
         copy: false,
         scaled: false,
-    }; 8];
+        device_step: false,
+    }; 16];
     let mut i = 0;
-    while i < 8 {
+    while i < 16 {
         out[i] = AdamSpec {
             grads: if i & 4 == 0 {
                 Format::F32
@@ -40,6 +44,7 @@ pub(crate) const SPECS: [AdamSpec; 8] = {
             },
             copy: i & 2 != 0,
             scaled: i & 1 != 0,
+            device_step: i & 8 != 0,
         };
         i += 1;
     }
@@ -47,7 +52,10 @@ pub(crate) const SPECS: [AdamSpec; 8] = {
 };
 
 pub(crate) fn spec_index(spec: AdamSpec) -> usize {
-    (spec.grads == Format::Bf16) as usize * 4 + spec.copy as usize * 2 + spec.scaled as usize
+    spec.device_step as usize * 8
+        + (spec.grads == Format::Bf16) as usize * 4
+        + spec.copy as usize * 2
+        + spec.scaled as usize
 }
 
 struct Hyper {
@@ -84,14 +92,17 @@ fn update(
     (p, m, v)
 }
 
-/// Parameters: `params, grads, m, v, [copy], [norm_scale], chunks, decay, lr, beta1, beta2,
-/// eps, weight_decay, step_size, inv_sqrt_bc2`. With `norm_scale`, every gradient is first
-/// multiplied by `norm_scale[1]` (the clip scale `clip::grad_norm` leaves there).
+/// Parameters: `params, grads, m, v, [copy], [norm_scale], [factors], chunks, decay, lr,
+/// beta1, beta2, eps, weight_decay, [step_size, inv_sqrt_bc2]`. With `norm_scale`, every
+/// gradient is first multiplied by `norm_scale[1]` (the clip scale `clip::grad_norm` leaves
+/// there). With `factors` (the device-step variants), `step_size` and `inv_sqrt_bc2` are
+/// `factors[0]` and `factors[1]` instead of launch scalars.
 pub(crate) fn adamw(spec: AdamSpec) -> Kernel {
     let copy_tag = if spec.copy { "_bf16copy" } else { "" };
     let scale_tag = if spec.scaled { "_clipped" } else { "" };
+    let step_tag = if spec.device_step { "_device_step" } else { "" };
     let mut b = KernelBuilder::new(format!(
-        "adamw_grad_{}{copy_tag}{scale_tag}",
+        "adamw_grad_{}{copy_tag}{scale_tag}{step_tag}",
         spec.grads.suffix()
     ));
     let params = tensor_param_of(&mut b, "params", Format::F32, true);
@@ -104,6 +115,9 @@ pub(crate) fn adamw(spec: AdamSpec) -> Kernel {
     let norm_scale = spec
         .scaled
         .then(|| tensor_param_of(&mut b, "norm_scale", Format::F32, false));
+    let factors = spec
+        .device_step
+        .then(|| tensor_param_of(&mut b, "factors", Format::F32, false));
     let chunks = b.param_slice::<U32>("chunks");
     let decay_table = b.param_slice::<F32>("decay");
     let lr = b.param::<F32>("lr");
@@ -111,8 +125,14 @@ pub(crate) fn adamw(spec: AdamSpec) -> Kernel {
     let beta2 = b.param::<F32>("beta2");
     let eps = b.param::<F32>("eps");
     let weight_decay = b.param::<F32>("weight_decay");
-    let step_size = b.param::<F32>("step_size");
-    let inv_sqrt_bc2 = b.param::<F32>("inv_sqrt_bc2");
+    let (step_size, inv_sqrt_bc2) = match &factors {
+        Some(f) => {
+            let i0 = b.const_u32(0);
+            let i1 = b.const_u32(1);
+            (f.load(&mut b, i0), f.load(&mut b, i1))
+        }
+        None => (b.param::<F32>("step_size"), b.param::<F32>("inv_sqrt_bc2")),
+    };
 
     let chunk = b.ctaid(Dim::X);
     let three = b.const_u32(3);

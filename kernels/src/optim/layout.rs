@@ -1,7 +1,9 @@
 //! Where each parameter tensor lives in the optimizer's flat buffers, and the work table the
 //! step kernel reads.
 
-use crate::Error;
+use crate::cast::{copy_view, Element};
+use crate::{check_len, Error};
+use kernel_runtime::{Buffer, Stream};
 
 /// Every tensor starts at a multiple of this many elements, so 16-byte vectors of f32 and of
 /// bf16 are aligned at every tensor start.
@@ -118,6 +120,91 @@ impl ParamLayout {
     /// ```
     pub fn total(&self) -> usize {
         self.total
+    }
+
+    /// Copies tensor `i` out of the flat buffer `flat` into `dst` (which holds exactly that
+    /// tensor), on the device. With [`ParamLayout::copy_in`] this lets ops that take whole
+    /// buffers (a GEMM's weight operand, a norm's γ) read parameters kept in the optimizer's
+    /// flat layout and write gradients into it; both are ordinary launches, so they can be
+    /// captured in a graph.
+    ///
+    /// ```
+    /// use kernel_runtime::{Buffer, Device};
+    /// use kernels::optim::ParamLayout;
+    /// # fn main() -> Result<(), kernels::Error> {
+    /// let stream = Device::emulator().stream()?;
+    /// let layout = ParamLayout::new(&[3, 2])?;
+    /// let mut host = vec![0.0f32; layout.total()]; // 16: each tensor padded to 8
+    /// host[..3].copy_from_slice(&[1.0, 2.0, 3.0]);
+    /// host[8..10].copy_from_slice(&[4.0, 5.0]);
+    /// let flat = Buffer::from_host(&stream, &host)?;
+    /// let mut second = Buffer::<f32>::zeros(&stream, 2)?;
+    /// layout.copy_out(&stream, &flat, 1, &mut second)?;
+    /// assert_eq!(second.to_host(&stream)?, vec![4.0, 5.0]);
+    /// # Ok(()) }
+    /// ```
+    pub fn copy_out<T: Element>(
+        &self,
+        stream: &Stream,
+        flat: &Buffer<T>,
+        i: usize,
+        dst: &mut Buffer<T>,
+    ) -> Result<(), Error> {
+        let range = self.checked_range("ParamLayout::copy_out", i, flat.len(), dst.len())?;
+        copy_view::<T>(stream, flat.slice(range)?, dst.view_mut())
+    }
+
+    /// Copies `src` (one whole tensor) into tensor `i` of the flat buffer `flat`, on the
+    /// device; the rest of `flat`, padding included, is left as it was.
+    ///
+    /// ```
+    /// use kernel_runtime::{Buffer, Device};
+    /// use kernels::optim::ParamLayout;
+    /// # fn main() -> Result<(), kernels::Error> {
+    /// let stream = Device::emulator().stream()?;
+    /// let layout = ParamLayout::new(&[3, 2])?;
+    /// let mut flat = Buffer::<f32>::zeros(&stream, layout.total())?;
+    /// let grad = Buffer::from_host(&stream, &[7.0f32, 8.0])?;
+    /// layout.copy_in(&stream, &grad, &mut flat, 1)?;
+    /// assert_eq!(flat.to_host(&stream)?[8..11], [7.0, 8.0, 0.0]);
+    /// assert!(layout.copy_in(&stream, &grad, &mut flat, 0).is_err()); // tensor 0 holds 3
+    /// # Ok(()) }
+    /// ```
+    pub fn copy_in<T: Element>(
+        &self,
+        stream: &Stream,
+        src: &Buffer<T>,
+        flat: &mut Buffer<T>,
+        i: usize,
+    ) -> Result<(), Error> {
+        let range = self.checked_range("ParamLayout::copy_in", i, flat.len(), src.len())?;
+        copy_view::<T>(stream, src.view(), flat.slice_mut(range)?)
+    }
+
+    /// Tensor `i`'s range, after checking that it exists, that `flat` holds the whole layout
+    /// and that the per-tensor buffer holds exactly the tensor.
+    fn checked_range(
+        &self,
+        op: &'static str,
+        i: usize,
+        flat_len: usize,
+        tensor_len: usize,
+    ) -> Result<std::ops::Range<usize>, Error> {
+        let range = self.range(i).ok_or_else(|| Error::Unsupported {
+            op,
+            detail: format!(
+                "tensor {i} does not exist; the layout holds {} tensors",
+                self.tensors()
+            ),
+        })?;
+        let total = self.total;
+        check_len(op, "flat", flat_len, total, || {
+            format!("the layout's total, {total}")
+        })?;
+        check_len(op, "tensor", tensor_len, range.len(), || {
+            format!("the length of tensor {i}")
+        })?;
+        Ok(range)
     }
 
     /// The work table: `(start, end, tensor)` per chunk of at most [`CHUNK`] elements, each

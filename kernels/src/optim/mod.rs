@@ -4,11 +4,17 @@
 //! tensor's weight-decay flag. The step takes lr, betas, eps, weight decay and the step number
 //! as arguments (bias corrections are computed on the host in f64), keeps f32 master weights,
 //! reads f32 or bf16 gradients, and optionally writes a bf16 copy of the updated weights.
+//! [`AdamW::step_on_device`] keeps the step number in a [`DeviceStep`] on the device instead,
+//! so a graph captured around it takes the next step on every replay.
+//! [`ParamLayout::copy_out`] / [`ParamLayout::copy_in`] move one tensor between a flat buffer
+//! and a buffer of its own on the device, for ops that take whole buffers.
 
+mod device_step;
 mod kernel;
 mod layout;
 pub mod reference;
 
+pub use device_step::DeviceStep;
 pub use layout::{ParamLayout, TENSOR_ALIGN};
 pub use reference::AdamWConfig;
 
@@ -20,10 +26,23 @@ use crate::{check_len, Error, OpKernel, Storage};
 use kernel::{adamw, spec_index, AdamSpec, SPECS};
 use kernel_runtime::{Bf16, Buffer, KernelArg, LaunchConfig, Stream};
 
-kernel_table!(static ADAMW = adamw, SPECS, [0 1 2 3 4 5 6 7]);
+kernel_table!(static ADAMW = adamw, SPECS, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15]);
+
+kernel_table!(static ADVANCE = device_step::advance, [()], [0]);
 
 /// Every specialization this module ships.
-pub static KERNELS: &[&OpKernel] = kernel_refs![ADAMW[0 1 2 3 4 5 6 7]];
+pub static KERNELS: &[&OpKernel] = kernel_refs![
+    ADAMW[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15],
+    ADVANCE[0],
+];
+
+/// Where an update's step number comes from.
+enum StepSource<'a> {
+    /// Given by the host; its bias corrections become launch scalars.
+    Host(u32),
+    /// Kept on the device; its factors are read from device memory.
+    Device(&'a Buffer<f32>),
+}
 
 /// An AdamW optimizer over a fixed set of tensors: the layout and its device work table.
 pub struct AdamW {
@@ -147,14 +166,57 @@ impl AdamW {
         cfg: &AdamWConfig,
         state: AdamWState<'_, G>,
     ) -> Result<(), Error> {
-        const OP: &str = "adamw";
         if step == 0 {
             return Err(Error::Unsupported {
-                op: OP,
+                op: "adamw",
                 detail: "step is 0; steps count from 1 (the bias corrections divide by 1 − β^step)"
                     .into(),
             });
         }
+        self.launch(stream, StepSource::Host(step), cfg, state)
+    }
+
+    /// One AdamW step whose step number lives on the device in `step`: a first launch adds one
+    /// to it and writes the step's bias-correction factors, the update reads them. Nothing
+    /// depends on the host between steps, so a graph captured around this call takes the next
+    /// step on every replay (with [`AdamW::step`], a replay would repeat the captured step's
+    /// bias corrections). The result has the same bits as [`AdamW::step`] with the same step
+    /// number.
+    ///
+    /// ```
+    /// use kernel_runtime::{Buffer, Device};
+    /// use kernels::optim::{AdamW, AdamWConfig, AdamWState, DeviceStep};
+    /// # fn main() -> Result<(), kernels::Error> {
+    /// let stream = Device::emulator().stream()?;
+    /// let opt = AdamW::new(&stream, &[2], &[false])?;
+    /// let n = opt.layout().total();
+    /// let mut p = Buffer::from_host(&stream, &vec![0.0f32; n])?;
+    /// let g = Buffer::from_host(&stream, &vec![1.0f32; n])?;
+    /// let (mut m, mut v) = (Buffer::<f32>::zeros(&stream, n)?, Buffer::<f32>::zeros(&stream, n)?);
+    /// let mut step = DeviceStep::new(&stream)?;
+    /// let cfg = AdamWConfig { lr: 0.1, ..AdamWConfig::default() };
+    /// for _ in 0..3 {
+    ///     let state = AdamWState { params: &mut p, grads: &g, m: &mut m, v: &mut v, bf16_copy: None, clip: None };
+    ///     opt.step_on_device(&stream, &mut step, &cfg, state)?;
+    /// }
+    /// assert_eq!(step.count(&stream)?, 3);
+    /// assert!((p.to_host(&stream)?[0] + 0.3).abs() < 1e-3);
+    /// # Ok(()) }
+    /// ```
+    pub fn step_on_device<G: Element>(
+        &self,
+        stream: &Stream,
+        step: &mut DeviceStep,
+        cfg: &AdamWConfig,
+        state: AdamWState<'_, G>,
+    ) -> Result<(), Error> {
+        self.check(&state)?;
+        step.advance(stream, cfg)?;
+        self.launch(stream, StepSource::Device(&step.factors), cfg, state)
+    }
+
+    fn check<G: Element>(&self, state: &AdamWState<'_, G>) -> Result<(), Error> {
+        const OP: &str = "adamw";
         let total = self.layout.total();
         let why = || format!("the layout's total, {total}");
         check_len(OP, "params", state.params.len(), total, why)?;
@@ -167,14 +229,20 @@ impl AdamW {
         if let Some(c) = state.clip {
             check_len(OP, "clip", c.len(), 2, || "[norm, scale]".into())?;
         }
+        Ok(())
+    }
+
+    fn launch<G: Element>(
+        &self,
+        stream: &Stream,
+        source: StepSource<'_>,
+        cfg: &AdamWConfig,
+        state: AdamWState<'_, G>,
+    ) -> Result<(), Error> {
+        self.check(&state)?;
         let (Some(chunks), Some(decay)) = (&self.chunks, &self.decay) else {
             return Ok(());
         };
-        let (b1, b2) = (cfg.beta1 as f64, cfg.beta2 as f64);
-        let bc1 = 1.0 - b1.powi(step as i32);
-        let bc2 = 1.0 - b2.powi(step as i32);
-        let step_size = (cfg.lr as f64 / bc1) as f32;
-        let inv_sqrt_bc2 = (1.0 / bc2.sqrt()) as f32;
         let spec = AdamSpec {
             grads: match G::STORAGE {
                 Storage::F32 => Format::F32,
@@ -182,6 +250,7 @@ impl AdamW {
             },
             copy: state.bf16_copy.is_some(),
             scaled: state.clip.is_some(),
+            device_step: matches!(source, StepSource::Device(_)),
         };
         let mut args = vec![
             KernelArg::from(&mut *state.params),
@@ -195,6 +264,9 @@ impl AdamW {
         if let Some(c) = state.clip {
             args.push(KernelArg::from(c));
         }
+        if let StepSource::Device(factors) = source {
+            args.push(KernelArg::from(factors));
+        }
         args.extend([
             KernelArg::from(chunks),
             KernelArg::from(decay),
@@ -203,9 +275,15 @@ impl AdamW {
             KernelArg::from(cfg.beta2),
             KernelArg::from(cfg.eps),
             KernelArg::from(cfg.weight_decay),
-            KernelArg::from(step_size),
-            KernelArg::from(inv_sqrt_bc2),
         ]);
+        if let StepSource::Host(step) = source {
+            let (b1, b2) = (cfg.beta1 as f64, cfg.beta2 as f64);
+            let bc1 = 1.0 - b1.powi(step as i32);
+            let bc2 = 1.0 - b2.powi(step as i32);
+            let step_size = (cfg.lr as f64 / bc1) as f32;
+            let inv_sqrt_bc2 = (1.0 / bc2.sqrt()) as f32;
+            args.extend([KernelArg::from(step_size), KernelArg::from(inv_sqrt_bc2)]);
+        }
         let kernel = &ADAMW[spec_index(spec)];
         let cfg = LaunchConfig::linear(self.nchunks, MAP_THREADS);
         stream.launch(kernel.artifacts(), cfg, &args)?;

@@ -15,6 +15,8 @@ pub enum CliError {
     },
     #[error(transparent)]
     Runtime(#[from] ptxkit::runtime::Error),
+    #[error(transparent)]
+    Train(#[from] ptxkit::train::TrainError),
     #[error("{0} sample(s) did not match their CPU reference")]
     SamplesFailed(usize),
     #[error("no kernel could be emitted for {0:?}: every one needs a different target")]

@@ -5,16 +5,7 @@ use ptxkit::selfcheck::{self, Scale};
 /// Runs every sample on the chosen device (the GPU if one is present, else the CPU emulator)
 /// against its CPU reference and prints a table. Fails if any sample misses its tolerance.
 pub fn run(device_choice: Option<&str>) -> Result<(), CliError> {
-    let device = match device_choice {
-        None | Some("best") => Device::best(),
-        Some("emulator") => Device::emulator(),
-        Some("cuda") => Device::cuda(0)?,
-        Some(other) => {
-            return Err(CliError::Usage(format!(
-                "unknown device `{other}`: use best, cuda or emulator"
-            )))
-        }
-    };
+    let device = pick_device(device_choice)?;
     let props = device.props();
     println!(
         "device: {} ({:?}, {})",
@@ -46,4 +37,17 @@ pub fn run(device_choice: Option<&str>) -> Result<(), CliError> {
         return Err(CliError::SamplesFailed(failed));
     }
     Ok(())
+}
+
+/// The device `--device` names: `best` (the default: the GPU if one is present, else the CPU
+/// emulator), `cuda` (an error where there is no GPU) or `emulator`.
+pub fn pick_device(choice: Option<&str>) -> Result<Device, CliError> {
+    match choice {
+        None | Some("best") => Ok(Device::best()),
+        Some("emulator") => Ok(Device::emulator()),
+        Some("cuda") => Ok(Device::cuda(0)?),
+        Some(other) => Err(CliError::Usage(format!(
+            "unknown device `{other}`: use best, cuda or emulator"
+        ))),
+    }
 }

@@ -1,0 +1,31 @@
+//! What can go wrong in a training run.
+
+/// A training run's failure: an op or the runtime refused, the setup is invalid, the device
+/// disagrees with the CPU reference, or the loss did not fall.
+#[derive(Debug, thiserror::Error)]
+pub enum TrainError {
+    #[error(transparent)]
+    Kernels(#[from] kernels::Error),
+    #[error(transparent)]
+    Runtime(#[from] kernel_runtime::Error),
+    #[error("invalid training setup: {0}")]
+    Config(String),
+    #[error("step {step}: the device's {quantity} is {got:.9e} but the CPU f64 reference gives {want:.9e} (relative error {rel_error:.2e}, tolerance {tolerance:.0e})")]
+    ReferenceMismatch {
+        step: u32,
+        quantity: String,
+        got: f64,
+        want: f64,
+        rel_error: f64,
+        tolerance: f64,
+    },
+    #[error("the loss did not fall: {first:.6} at step 1, {last:.6} at step {step}; it must end below {bound:.6}")]
+    LossDidNotFall {
+        first: f64,
+        last: f64,
+        step: u32,
+        bound: f64,
+    },
+    #[error("the loss is {loss} at step {step}: training diverged")]
+    NonFiniteLoss { step: u32, loss: f64 },
+}

@@ -1,0 +1,34 @@
+//! Training a small transformer block end to end on a device with the op library only.
+//!
+//! The block is `h = x + W_down · (silu(W_gate · n) ⊙ (W_up · n))` with `n = rms_norm(x, γ)`,
+//! followed by a classifier `logits = h · W_outᵀ` and a fused softmax cross-entropy against a
+//! fixed target class per token. One step runs the forward, the backward (GEMMs in the NT, NN
+//! and TN layouts, SwiGLU and RMSNorm backward, the residual's gradient), global-norm
+//! clipping on the device and one AdamW launch over every weight, with no host round trip; on
+//! a device it is captured once as a graph and replayed.
+//!
+//! The files, in the order a run meets them: `config.rs` (sizes and settings),
+//! `problem.rs` (inputs, targets, initial weights), `params.rs` (the trained tensors and the
+//! optimizer's flat layout), `device_model.rs` (the step on the device), `trainer.rs`
+//! (pre-warm, capture, replay), `reference.rs` with `linalg.rs` (the same step on the CPU in
+//! f64), `check.rs` (the comparison), `driver.rs` (a whole run). `ptxkit train` prints one.
+
+mod check;
+mod config;
+mod device_model;
+mod driver;
+mod error;
+pub mod linalg;
+mod params;
+mod problem;
+mod reference;
+mod trainer;
+
+pub use check::{compare_with_reference, Check, LOSS_TOLERANCE, WEIGHT_TOLERANCE};
+pub use config::{Shape, TrainConfig};
+pub use driver::{run, Summary, LOSS_FALL};
+pub use error::TrainError;
+pub use params::Tensor;
+pub use problem::Problem;
+pub use reference::{RefStep, Reference};
+pub use trainer::{Launch, Trainer};

@@ -1,0 +1,158 @@
+//! A training run on one device: the block's buffers, a pre-warm step, and each step either
+//! replayed from a graph captured once or launched directly.
+
+use super::config::TrainConfig;
+use super::device_model::DeviceModel;
+use super::error::TrainError;
+use super::params;
+use super::problem::Problem;
+use kernel_runtime::{Device, Graph, Stream};
+
+/// How each step reaches the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Launch {
+    /// The whole step is captured once as a graph ([`Stream::capture`]) and replayed.
+    Graph,
+    /// Every step queues its launches one by one.
+    Direct,
+}
+
+/// The block being trained on a device.
+pub struct Trainer {
+    cfg: TrainConfig,
+    problem: Problem,
+    stream: Stream,
+    model: DeviceModel,
+    graph: Option<Graph>,
+    steps_done: u32,
+}
+
+impl Trainer {
+    /// Uploads the problem of `cfg`, pre-warms every kernel the step uses by running one step
+    /// (then puts the weights, moments and step count back), seals `device` so that nothing
+    /// compiles mid-step, and with [`Launch::Graph`] captures the step.
+    ///
+    /// ```
+    /// use ptxkit::train::{Launch, Trainer, TrainConfig};
+    /// # fn main() -> Result<(), ptxkit::train::TrainError> {
+    /// let device = kernel_runtime::Device::emulator();
+    /// let mut trainer = Trainer::new(&device, &TrainConfig::small(), Launch::Graph)?;
+    /// trainer.step()?;
+    /// let first = trainer.loss()?;
+    /// trainer.step()?;
+    /// assert!(trainer.loss()? < first);
+    /// # Ok(()) }
+    /// ```
+    pub fn new(device: &Device, cfg: &TrainConfig, launch: Launch) -> Result<Trainer, TrainError> {
+        cfg.validate()?;
+        let problem = Problem::new(cfg.shape, cfg.seed);
+        let stream = device.stream()?;
+        let mut model = DeviceModel::new(&stream, cfg, &problem)?;
+        model.record_step(&stream)?;
+        model.reset(&stream, &problem)?;
+        stream.synchronize()?;
+        device.seal();
+        let graph = match launch {
+            Launch::Graph => Some(capture(&stream, &mut model)?),
+            Launch::Direct => None,
+        };
+        Ok(Trainer {
+            cfg: *cfg,
+            problem,
+            stream,
+            model,
+            graph,
+            steps_done: 0,
+        })
+    }
+
+    /// What is trained.
+    pub fn config(&self) -> &TrainConfig {
+        &self.cfg
+    }
+
+    /// The inputs, targets and initial weights being trained on.
+    pub fn problem(&self) -> &Problem {
+        &self.problem
+    }
+
+    /// Launches captured per step, with [`Launch::Graph`].
+    pub fn graph_launches(&self) -> Option<usize> {
+        self.graph.as_ref().map(Graph::launches)
+    }
+
+    /// Queues one step (nothing is read back).
+    pub fn step(&mut self) -> Result<(), TrainError> {
+        match &self.graph {
+            Some(graph) => graph.replay()?,
+            None => self.model.record_step(&self.stream)?,
+        }
+        self.steps_done += 1;
+        Ok(())
+    }
+
+    /// Steps taken.
+    pub fn steps_done(&self) -> u32 {
+        self.steps_done
+    }
+
+    /// Waits for the queued steps.
+    pub fn synchronize(&self) -> Result<(), TrainError> {
+        Ok(self.stream.synchronize()?)
+    }
+
+    /// The last step's mean loss (from its forward, before its update).
+    pub fn loss(&self) -> Result<f32, TrainError> {
+        Ok(self.model.loss.to_host(&self.stream)?[0])
+    }
+
+    /// The last step's global gradient norm and clip scale.
+    pub fn grad_norm_and_scale(&self) -> Result<(f32, f32), TrainError> {
+        let v = self.model.norm_scale.to_host(&self.stream)?;
+        Ok((v[0], v[1]))
+    }
+
+    /// The L2 norm of the last step's gradient with respect to the block's input.
+    pub fn input_grad_norm(&self) -> Result<f64, TrainError> {
+        let dx = self.model.dx.to_host(&self.stream)?;
+        Ok(dx.iter().map(|&v| v as f64 * v as f64).sum::<f64>().sqrt())
+    }
+
+    /// The L2 norm of each weight now, in [`Tensor::ALL`](super::Tensor::ALL) order.
+    pub fn weight_norms(&self) -> Result<Vec<f64>, TrainError> {
+        let flat = self.model.params.to_host(&self.stream)?;
+        Ok(params::norms(self.model.opt.layout(), &flat))
+    }
+
+    /// The flat weights' bits (every tensor in the optimizer's layout).
+    pub fn weight_bits(&self) -> Result<Vec<u32>, TrainError> {
+        let flat = self.model.params.to_host(&self.stream)?;
+        Ok(flat.iter().map(|v| v.to_bits()).collect())
+    }
+
+    /// The step count the optimizer keeps on the device.
+    pub fn device_step_count(&self) -> Result<u32, TrainError> {
+        Ok(self.model.step.count(&self.stream)?)
+    }
+}
+
+/// Captures one whole step. The capture callback can only fail with a runtime error, so an
+/// op's own refusal (impossible here: the pre-warm step ran the same ops on the same buffers)
+/// is kept aside and returned instead.
+fn capture(stream: &Stream, model: &mut DeviceModel) -> Result<Graph, TrainError> {
+    let mut refused = None;
+    let graph = stream.capture(|s| match model.record_step(s) {
+        Ok(()) => Ok(()),
+        Err(kernels::Error::Runtime(e)) => Err(e),
+        Err(other) => {
+            refused = Some(other);
+            Err(kernel_runtime::Error::NotAllowedDuringCapture {
+                op: "a step an op refused",
+            })
+        }
+    });
+    if let Some(e) = refused {
+        return Err(e.into());
+    }
+    Ok(graph?)
+}
