@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Runs on the GPU machine (no Rust there): every binary in .gpu/, each with its log under $OUT.
-# Test binaries (test-*) run single-threaded with output shown; benchmarks (bench-*) run as is.
+# Runs on the GPU machine (no Rust there): every binary in .gpu/, then `ptxkit train` where the
+# CLI was built. Test binaries (test-*) run single-threaded with output shown; benchmarks
+# (bench-*) run as is. Each binary's log goes into $OUT/logs.tgz (the device tool brings back at
+# most eight files), beside $OUT/summary.log and $OUT/environment.log.
 # Exits non-zero if any binary failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$(pwd)/.gpu-out}
 mkdir -p "$OUT"
+LOGS=$(mktemp -d)
 PER_BINARY_TIMEOUT=${PER_BINARY_TIMEOUT:-240}
 
 {
@@ -17,23 +20,27 @@ PER_BINARY_TIMEOUT=${PER_BINARY_TIMEOUT:-240}
 cat "$OUT/environment.log"
 
 status=0
-for bin in .gpu/test-* .gpu/bench-*; do
+for bin in .gpu/test-* .gpu/downstream .gpu/bench-* .gpu/ptxkit; do
     [ -e "$bin" ] || continue
     name=$(basename "$bin")
     chmod +x "$bin"
     case "$name" in
         test-*) args=(--test-threads=1 --nocapture) ;;
+        ptxkit) args=(train --device cuda) name=ptxkit-train ;;
+        downstream) args=(launch cuda) name=downstream-saxpy ;;
         *) args=() ;;
     esac
     echo "=== $name"
     start=$(date +%s%N)
-    timeout "$PER_BINARY_TIMEOUT" "$bin" "${args[@]}" > "$OUT/$name.log" 2>&1
+    timeout "$PER_BINARY_TIMEOUT" "$bin" "${args[@]}" > "$LOGS/$name.log" 2>&1
     rc=$?
     end=$(date +%s%N)
     ms=$(( (end - start) / 1000000 ))
     printf '%s: exit %d in %d ms\n' "$name" "$rc" "$ms" | tee -a "$OUT/summary.log"
     # Show the result lines (and any failure) here; the full log is under $OUT.
-    grep -E "^test result|FAILED|panicked|skipping|^\||^device" "$OUT/$name.log" | head -60
+    grep -E "^test result|FAILED|panicked|skipping|^\||^device|^step|copy bandwidth|^error|^saxpy" "$LOGS/$name.log" | head -60
     [ "$rc" -eq 0 ] || status=1
+    # Re-packed after every binary, so a run cut off at its time limit still brings back logs.
+    tar -czf "$OUT/logs.tgz" -C "$LOGS" .
 done
 exit $status

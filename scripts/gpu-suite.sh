@@ -4,10 +4,14 @@
 #
 #   scripts/gpu-suite.sh                  # packages: kernel-runtime
 #   PACKAGES="kernel-runtime kernels" scripts/gpu-suite.sh
+#   ONLY='gpu|bench' PACKAGES=... scripts/gpu-suite.sh   # keep binaries whose name matches
+#
+# Where the root package `ptxkit` is built, its CLI binary is copied too, as .gpu/ptxkit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 PACKAGES=${PACKAGES:-kernel-runtime}
+ONLY=${ONLY:-.}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/work/target-runtime}
 OUT_DIR="$ROOT/.gpu"
 LIMIT_BYTES=$((64 * 1024 * 1024))
@@ -28,6 +32,8 @@ for line in sys.stdin:
     if msg.get("reason") != "compiler-artifact" or not exe:
         continue
     target = msg["target"]
+    if not msg["profile"]["test"] and "example" not in target["kind"]:
+        continue
     kind = "test" if msg["profile"]["test"] else "bench"
     print(kind, target["name"], exe)
 '
@@ -40,11 +46,27 @@ for pkg in $PACKAGES; do
         cargo build --release -p "$pkg" --examples --message-format=json
     } | executables | while read -r kind name exe; do
         dest="$OUT_DIR/$kind-${pkg}-$name"
+        [[ "$kind-${pkg}-$name" =~ $ONLY ]] || continue
         cp "$exe" "$dest"
         strip "$dest" 2>/dev/null || true
         echo "  $dest ($(du -h "$dest" | cut -f1))" >&2
     done
 done
+
+if [[ " $PACKAGES " == *" ptxkit "* ]]; then
+    cargo build --release -p ptxkit --bin ptxkit
+    cp "$CARGO_TARGET_DIR/release/ptxkit" "$OUT_DIR/ptxkit"
+    strip "$OUT_DIR/ptxkit" 2>/dev/null || true
+fi
+
+# The downstream fixture (a user's crate) for the GPU's own target, launching `#[kernel]` saxpy
+# through its typed launcher: `DOWNSTREAM_FEATURES=sm_90 scripts/gpu-suite.sh`.
+if [ -n "${DOWNSTREAM_FEATURES:-}" ]; then
+    cargo build --release --quiet --features "$DOWNSTREAM_FEATURES" \
+        --manifest-path tests/downstream/Cargo.toml --target-dir "$CARGO_TARGET_DIR/downstream"
+    cp "$CARGO_TARGET_DIR/downstream/release/downstream" "$OUT_DIR/downstream"
+    strip "$OUT_DIR/downstream" 2>/dev/null || true
+fi
 
 total=$(du -cb "$OUT_DIR"/* | tail -1 | cut -f1)
 echo "total $((total / 1024)) KiB in .gpu/" >&2

@@ -54,6 +54,13 @@ fn a_downstream_crate_embeds_exactly_its_enabled_targets_and_ptxas_accepts_them(
     run(&mut build);
     let bin = target_dir.join("debug").join("downstream");
 
+    // The typed launcher runs on the emulator as it would on a GPU (sm_89 is built in).
+    let launched = run(Command::new(&bin).args(["launch", "emulator"]));
+    assert!(
+        launched.starts_with("saxpy: 100003 elements correct"),
+        "{launched}"
+    );
+
     let targets = run(Command::new(&bin).arg("targets"));
     assert_eq!(targets.lines().collect::<Vec<_>>(), ["sm_89", "sm_121"]);
 

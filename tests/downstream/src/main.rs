@@ -1,9 +1,11 @@
 //! `downstream targets` prints the targets embedded in this build, one per line;
-//! `downstream dump DIR` writes every embedded module to `DIR/<entry>@<target>.ptx`.
+//! `downstream dump DIR` writes every embedded module to `DIR/<entry>@<target>.ptx`;
+//! `downstream launch cuda|emulator` runs `saxpy` through its typed launcher and checks it.
 
 mod kernels;
 
 use ptxkit::dsl::KernelArtifacts;
+use ptxkit::runtime::{Buffer, Device, LaunchConfig};
 
 fn all() -> Vec<&'static KernelArtifacts> {
     let mut v = vec![&kernels::SAXPY];
@@ -34,7 +36,43 @@ fn main() -> std::io::Result<()> {
                 }
             }
         }
-        _ => eprintln!("usage: downstream targets | downstream dump DIR"),
+        Some("launch") => {
+            let device = match args.get(2).map(String::as_str) {
+                Some("cuda") => match Device::cuda(0) {
+                    Ok(d) => d,
+                    Err(e) => {
+                        println!("skipping: no CUDA driver/GPU present ({e})");
+                        return Ok(());
+                    }
+                },
+                _ => Device::emulator_for(ptxkit::dsl::Target::Sm89),
+            };
+            if let Err(e) = launch_saxpy(&device) {
+                eprintln!("error: {e}");
+                std::process::exit(1);
+            }
+        }
+        _ => eprintln!("usage: downstream targets | downstream dump DIR | downstream launch cuda|emulator"),
     }
+    Ok(())
+}
+
+/// `y = 3·x + y` over an odd length through the generated launcher, checked element by element.
+fn launch_saxpy(device: &Device) -> Result<(), Box<dyn std::error::Error>> {
+    let n: u32 = 100_003;
+    let x: Vec<f32> = (0..n).map(|i| (i % 97) as f32 * 0.25 - 7.0).collect();
+    let y: Vec<f32> = (0..n).map(|i| (i % 13) as f32 - 6.0).collect();
+    let stream = device.stream()?;
+    let xd = Buffer::from_host(&stream, &x)?;
+    let mut yd = Buffer::from_host(&stream, &y)?;
+    kernels::saxpy(&stream, LaunchConfig::for_elements(n, 256), 3.0, &xd, &mut yd, n)?;
+    let out = yd.to_host(&stream)?;
+    let wrong = (0..n as usize)
+        .filter(|&i| out[i] != 3.0f32.mul_add(x[i], y[i]) && out[i] != 3.0 * x[i] + y[i])
+        .count();
+    if wrong > 0 {
+        return Err(format!("{wrong} of {n} elements differ from 3·x + y").into());
+    }
+    println!("saxpy: {n} elements correct on {}", device.props().name);
     Ok(())
 }
