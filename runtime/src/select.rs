@@ -4,7 +4,7 @@
 //! check here, before anything reaches a driver, and the module's cache key is derived here
 //! and nowhere else.
 
-use crate::cubin::cubin_target;
+use crate::cubin::{cubin_target, CubinArch};
 use crate::error::{Error, Result};
 use kernel_dsl::{check_ptx_parity, KernelArtifacts, ModuleKey, Target};
 use std::borrow::Cow;
@@ -111,8 +111,10 @@ fn check_cubin(kernel: &str, target: Target, cubin: &[u8]) -> Result<()> {
         detail,
     };
     match cubin_target(cubin).map_err(refuse)? {
-        Some(actual) if actual != target => Err(refuse(format!("was built for {actual}"))),
-        Some(_) => Ok(()),
+        Some(arch) if arch.admits(target) => Ok(()),
+        Some(CubinArch::Exact(actual) | CubinArch::PlainOrArchSpecific(actual)) => {
+            Err(refuse(format!("was built for {actual}")))
+        }
         None => {
             log::warn!("kernel `{kernel}`: cannot read the target of its {target} cubin (unknown ELF ABI); loading it as {target}");
             Ok(())
