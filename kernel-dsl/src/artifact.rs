@@ -152,29 +152,6 @@ pub fn fnv1a64(bytes: &[u8]) -> u64 {
     h
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn block_contracts_admit_only_matching_shapes() {
-        assert!(BlockContract::Any.admits([1024, 1, 1]));
-        assert!(BlockContract::Exactly([256, 1, 1]).admits([256, 1, 1]));
-        assert!(!BlockContract::Exactly([256, 1, 1]).admits([128, 2, 1]));
-        assert!(BlockContract::AtMost(256).admits([128, 2, 1]));
-        assert!(!BlockContract::AtMost(256).admits([256, 2, 1]));
-    }
-
-    #[test]
-    fn module_keys_depend_on_content_and_target() {
-        let a = ModuleKey::of(Target::Sm80, b"abc");
-        assert_eq!(a, ModuleKey::of(Target::Sm80, b"abc"));
-        assert_ne!(a, ModuleKey::of(Target::Sm89, b"abc"));
-        assert_ne!(a, ModuleKey::of(Target::Sm80, b"abd"));
-        assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
-    }
-}
-
 impl KernelMeta {
     /// The launch metadata of a kernel, derived from its IR so that it cannot disagree with
     /// the PTX emitted from the same IR.
@@ -206,5 +183,28 @@ impl KernelMeta {
             static_shared_bytes: kernel.static_shared_bytes(),
             uses_dynamic_shared: kernel.dynamic_shared.is_some(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn block_contracts_admit_only_matching_shapes() {
+        assert!(BlockContract::Any.admits([1024, 1, 1]));
+        assert!(BlockContract::Exactly([256, 1, 1]).admits([256, 1, 1]));
+        assert!(!BlockContract::Exactly([256, 1, 1]).admits([128, 2, 1]));
+        assert!(BlockContract::AtMost(256).admits([128, 2, 1]));
+        assert!(!BlockContract::AtMost(256).admits([256, 2, 1]));
+    }
+
+    #[test]
+    fn module_keys_depend_on_content_and_target() {
+        let a = ModuleKey::of(Target::Sm80, b"abc");
+        assert_eq!(a, ModuleKey::of(Target::Sm80, b"abc"));
+        assert_ne!(a, ModuleKey::of(Target::Sm89, b"abc"));
+        assert_ne!(a, ModuleKey::of(Target::Sm80, b"abd"));
+        assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
     }
 }

@@ -74,7 +74,10 @@ mod tests {
     fn cubins_from_ptxas_name_their_exact_target() {
         assert_eq!(cubin_target(SM80), Ok(Some(CubinArch::Exact(Target::Sm80))));
         assert_eq!(cubin_target(SM90), Ok(Some(CubinArch::Exact(Target::Sm90))));
-        assert_eq!(cubin_target(SM90A), Ok(Some(CubinArch::Exact(Target::Sm90a))));
+        assert_eq!(
+            cubin_target(SM90A),
+            Ok(Some(CubinArch::Exact(Target::Sm90a)))
+        );
     }
 
     #[test]
@@ -82,9 +85,15 @@ mod tests {
         let mut bin = SM90.to_vec();
         bin[8] = 8;
         bin[0x30..0x34].copy_from_slice(&0x0600_640au32.to_le_bytes());
-        assert_eq!(cubin_target(&bin), Ok(Some(CubinArch::Exact(Target::Sm100a))));
+        assert_eq!(
+            cubin_target(&bin),
+            Ok(Some(CubinArch::Exact(Target::Sm100a)))
+        );
         bin[0x30..0x34].copy_from_slice(&0x0600_7802u32.to_le_bytes());
-        assert_eq!(cubin_target(&bin), Ok(Some(CubinArch::Exact(Target::Sm120))));
+        assert_eq!(
+            cubin_target(&bin),
+            Ok(Some(CubinArch::Exact(Target::Sm120)))
+        );
         // ptxas 13.0 writes ABI 8 for sm_90 and, identically, for sm_90a (headers seen on the
         // H200 machine): either embedding is admitted, nothing else is.
         bin[0x30..0x34].copy_from_slice(&0x0600_5a04u32.to_le_bytes());

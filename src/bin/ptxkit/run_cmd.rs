@@ -6,13 +6,7 @@ use ptxkit::selfcheck::{self, Scale};
 /// against its CPU reference and prints a table. Fails if any sample misses its tolerance.
 pub fn run(device_choice: Option<&str>) -> Result<(), CliError> {
     let device = pick_device(device_choice)?;
-    let props = device.props();
-    println!(
-        "device: {} ({:?}, {})",
-        props.name,
-        props.kind,
-        device.target()
-    );
+    print_device(&device);
     let results = selfcheck::run_all(&device, Scale::for_device(&device), 2026)?;
     println!(
         "{:<20} {:<34} {:>12} {:>10} {:>9}  result",
@@ -50,4 +44,15 @@ pub fn pick_device(choice: Option<&str>) -> Result<Device, CliError> {
             "unknown device `{other}`: use best, cuda or emulator"
         ))),
     }
+}
+
+/// The first line both `run` and `train` print: which device runs the kernels.
+pub(crate) fn print_device(device: &Device) {
+    let props = device.props();
+    println!(
+        "device: {} ({:?}, {})",
+        props.name,
+        props.kind,
+        device.target()
+    );
 }

@@ -45,13 +45,7 @@ impl TrainArgs {
 pub fn run(args: &TrainArgs) -> Result<(), CliError> {
     let started = Instant::now();
     let device = crate::run_cmd::pick_device(args.device.as_deref())?;
-    let props = device.props();
-    println!(
-        "device: {} ({:?}, {})",
-        props.name,
-        props.kind,
-        device.target()
-    );
+    crate::run_cmd::print_device(&device);
     let mut cfg = TrainConfig::for_device(&device);
     if let Some(steps) = args.steps {
         cfg.steps = steps;
