@@ -11,7 +11,7 @@ use crate::codegen::tensor::tensor_param;
 use crate::rowwise::index::{chunk_start, chunks, element};
 use crate::rowwise::online::{combine, fold};
 use crate::rowwise::reduce::GroupMax;
-use crate::rowwise::spec::{row_held_chunks, RowSpec};
+use crate::rowwise::spec::{wide_row_held_chunks, RowSpec};
 use crate::rowwise::unroll::{for_chunk_groups, for_chunk_groups_rev, load_slots};
 use kernel_dsl::builder::{KernelBuilder, Value};
 use kernel_dsl::dtype::{F32, S32, U32};
@@ -33,7 +33,7 @@ pub(crate) fn cross_entropy_fused(spec: RowSpec) -> Kernel {
     let ignore = b.param::<S32>("ignore_index");
 
     let width = access.width(storage);
-    let count = row_held_chunks(storage, access);
+    let count = wide_row_held_chunks(storage, access);
     let nchunks = chunks(&mut b, cols, width);
     let maxer = GroupMax::new(&mut b, spec.group);
     let summer = GroupSum::new(&mut b, spec.group, 1);

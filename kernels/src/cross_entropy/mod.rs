@@ -12,7 +12,7 @@ pub use reference::{reference, Reference};
 use crate::cast::Element;
 use crate::codegen::kernel_table;
 use crate::rowwise::shape::RowPlan;
-use crate::rowwise::spec::RowSpec;
+use crate::rowwise::spec::{wide_row_held_chunks, RowSpec};
 use crate::{check_len, Error, OpKernel};
 use kernel_runtime::{Buffer, KernelArg, LaunchConfig, Stream};
 use tally_kernels::TALLY_THREADS;
@@ -68,7 +68,7 @@ pub fn cross_entropy<T: Element>(
     ignore_index: i32,
 ) -> Result<(), Error> {
     const OP: &str = "cross_entropy";
-    let p = RowPlan::new(OP, T::STORAGE, rows, vocab, None)?;
+    let p = RowPlan::holding(OP, T::STORAGE, rows, vocab, None, wide_row_held_chunks)?;
     p.check_matrix(OP, "logits", logits.len())?;
     p.check_matrix(OP, "dlogits", dlogits.len())?;
     p.check_per_row(OP, "targets", targets.len())?;

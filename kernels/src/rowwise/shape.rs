@@ -25,6 +25,19 @@ impl RowPlan {
         cols: usize,
         max_ctas: Option<u32>,
     ) -> Result<RowPlan, Error> {
+        RowPlan::holding(op, storage, rows, cols, max_ctas, row_held_chunks)
+    }
+
+    /// [`RowPlan::new`] for a kernel whose threads hold `held(storage, access)` chunks of their
+    /// row (the plan must agree with the kernel's count).
+    pub(crate) fn holding(
+        op: &'static str,
+        storage: Storage,
+        rows: usize,
+        cols: usize,
+        max_ctas: Option<u32>,
+        held: fn(Storage, Access) -> u32,
+    ) -> Result<RowPlan, Error> {
         if cols == 0 {
             return Err(Error::Unsupported {
                 op,
@@ -47,12 +60,7 @@ impl RowPlan {
             Access::Scalar
         };
         let nchunks = (cols / access.width(storage) as usize) as u32;
-        let mut launch = plan_rows(
-            rows as u32,
-            nchunks,
-            row_held_chunks(storage, access),
-            max_ctas,
-        );
+        let mut launch = plan_rows(rows as u32, nchunks, held(storage, access), max_ctas);
         // Rows wider than this many threads hold are read again; the kernels loop over them.
         launch.cfg.block[0] = launch.cfg.block[0].min(MAX_ROW_THREADS);
         Ok(RowPlan {
