@@ -96,27 +96,15 @@ pub fn cast<S: CastElem, D: CastElem>(
     src: &Buffer<S>,
     dst: &mut Buffer<D>,
 ) -> Result<(), Error> {
-    let n = src.len();
-    check_len("cast", "dst", dst.len(), n, || {
-        format!("the same length as `src` ({n})")
-    })?;
-    let n32 = u32::try_from(n).map_err(|_| Error::Unsupported {
-        op: "cast",
-        detail: format!("{n} elements exceed {}; convert in pieces", u32::MAX),
-    })?;
-    if n == 0 {
-        return Ok(());
-    }
-    let (sf, df) = (format_of(S::SCALAR), format_of(D::SCALAR));
-    let kernel = &CASTS[pair_index(sf, df)];
-    let cfg = map_launch(n32, step_elems([sf, df]));
-    let args = [
-        KernelArg::from(src),
-        KernelArg::from(&mut *dst),
-        KernelArg::from(n32),
-    ];
-    stream.launch(kernel.artifacts(), cfg, &args)?;
-    Ok(())
+    let formats = [format_of(S::SCALAR), format_of(D::SCALAR)];
+    launch_cast(
+        stream,
+        "cast",
+        "convert",
+        formats,
+        src.view(),
+        dst.view_mut(),
+    )
 }
 
 /// Copies `src` into `dst` (both of element type `T`, same length) where either may be a
@@ -128,24 +116,37 @@ pub(crate) fn copy_view<T: Element>(
     src: BufferView<'_>,
     dst: BufferViewMut<'_>,
 ) -> Result<(), Error> {
+    let f = format_of(T::SCALAR);
+    launch_cast(stream, "copy", "copy", [f, f], src, dst)
+}
+
+/// Checks the lengths and launches the cast kernel for `[source, destination]` formats;
+/// `verb` names what the caller does in the error for an oversized request.
+fn launch_cast(
+    stream: &Stream,
+    op: &'static str,
+    verb: &str,
+    [sf, df]: [Format; 2],
+    src: BufferView<'_>,
+    dst: BufferViewMut<'_>,
+) -> Result<(), Error> {
     let n = src.len();
-    check_len("copy", "dst", dst.len(), n, || {
+    check_len(op, "dst", dst.len(), n, || {
         format!("the same length as `src` ({n})")
     })?;
     let n32 = u32::try_from(n).map_err(|_| Error::Unsupported {
-        op: "copy",
-        detail: format!("{n} elements exceed {}; copy in pieces", u32::MAX),
+        op,
+        detail: format!("{n} elements exceed {}; {verb} in pieces", u32::MAX),
     })?;
     if n == 0 {
         return Ok(());
     }
-    let f = format_of(T::SCALAR);
-    let cfg = map_launch(n32, step_elems([f, f]));
+    let cfg = map_launch(n32, step_elems([sf, df]));
     let args = [
         KernelArg::from(src),
         KernelArg::from(dst),
         KernelArg::from(n32),
     ];
-    stream.launch(CASTS[pair_index(f, f)].artifacts(), cfg, &args)?;
+    stream.launch(CASTS[pair_index(sf, df)].artifacts(), cfg, &args)?;
     Ok(())
 }

@@ -3,16 +3,16 @@
 
 use super::fresh;
 use kernel_dsl::builder::{KernelBuilder, Value};
-use kernel_dsl::dtype::F32;
+use kernel_dsl::dtype::{Float, F32};
 use kernel_dsl::op::{ApproxFn, DivMode, Op, Rounding};
 use kernel_dsl::ScalarType;
 
-/// `sqrt.rn.f32`: correctly rounded.
-pub(crate) fn sqrt(b: &mut KernelBuilder, v: Value<F32>) -> Value<F32> {
-    let d = fresh::<F32>(b);
+/// `sqrt.rn.f32` or `sqrt.rn.f64`: correctly rounded, as Rust's `sqrt`.
+pub(crate) fn sqrt<T: Float>(b: &mut KernelBuilder, v: Value<T>) -> Value<T> {
+    let d = fresh::<T>(b);
     b.inst(
         Op::SqrtIeee {
-            ty: ScalarType::F32,
+            ty: T::TY,
             rnd: Rounding::Rn,
             ftz: false,
         },

@@ -10,13 +10,12 @@
 
 use super::reference::AdamWConfig;
 use super::ADVANCE;
-use crate::codegen::fresh;
+use crate::codegen::math;
 use crate::Error;
 use kernel_dsl::builder::{KernelBuilder, Value};
 use kernel_dsl::dtype::{F32, F64, U32};
 use kernel_dsl::ir::{Dim, Kernel};
-use kernel_dsl::op::{Cmp, Op, Rounding};
-use kernel_dsl::ScalarType;
+use kernel_dsl::op::Cmp;
 use kernel_runtime::{Buffer, KernelArg, LaunchConfig, Stream};
 
 /// The step count and the current step's factors `[lr / (1 − β1^t), 1 / √(1 − β2^t)]`, on
@@ -103,7 +102,7 @@ pub(crate) fn advance(_: ()) -> Kernel {
         let step_size = b.div(lr64, bc1);
         let p2 = powi(b, beta2, t, one64);
         let bc2 = b.sub(one64, p2);
-        let root = sqrt_f64(b, bc2);
+        let root = math::sqrt(b, bc2);
         let inv_root = b.div(one64, root);
         let i1 = b.const_u32(1);
         let step_size = b.cvt::<F32, F64>(step_size);
@@ -134,19 +133,4 @@ fn powi(b: &mut KernelBuilder, base: Value<F32>, t: Value<U32>, one: Value<F64>)
         b.assign(a, squared);
     }
     r
-}
-
-/// `sqrt.rn.f64`: correctly rounded, as `f64::sqrt`.
-fn sqrt_f64(b: &mut KernelBuilder, v: Value<F64>) -> Value<F64> {
-    let d = fresh::<F64>(b);
-    b.inst(
-        Op::SqrtIeee {
-            ty: ScalarType::F64,
-            rnd: Rounding::Rn,
-            ftz: false,
-        },
-        vec![d.reg().into()],
-        vec![v.reg().into()],
-    );
-    d
 }
