@@ -61,7 +61,9 @@ mod memory;
 mod module;
 pub mod numerics;
 mod program;
+mod tensor_map;
 
 pub use error::{Access, Error, Nearest, Site};
 pub use memory::GlobalMemory;
 pub use module::{ArgValue, Emulator, LaunchConfig, LaunchStats, Module};
+pub use tensor_map::{TensorMap, TensorSwizzle};
