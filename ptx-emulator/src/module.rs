@@ -167,7 +167,7 @@ impl LaunchConfig {
 /// use ptx_emulator::ArgValue;
 /// assert_eq!(ArgValue::F32(1.0).to_bytes(), 1.0f32.to_le_bytes().to_vec());
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum ArgValue {
     U32(u32),
     S32(i32),
@@ -177,6 +177,30 @@ pub enum ArgValue {
     F64(f64),
     U16(u16),
     Ptr(u64),
+    /// The raw bytes of an array parameter passed by value, such as a tensor map
+    /// (`.param .align 64 .b8 tmap[128]`); their count must match the declaration.
+    Bytes(Vec<u8>),
+}
+
+/// A tensor map passes as its 128 encoded bytes.
+///
+/// ```
+/// use ptx_emulator::{ArgValue, TensorMap, TensorSwizzle};
+/// let map = TensorMap {
+///     elem_bytes: 4,
+///     rank: 1,
+///     address: 0x1000,
+///     dims: [64, 1, 1, 1, 1],
+///     strides: [4, 0, 0, 0, 0],
+///     boxes: [16, 1, 1, 1, 1],
+///     swizzle: TensorSwizzle::None,
+/// };
+/// assert_eq!(ArgValue::from(map), ArgValue::Bytes(map.encode().to_vec()));
+/// ```
+impl From<crate::TensorMap> for ArgValue {
+    fn from(map: crate::TensorMap) -> ArgValue {
+        ArgValue::Bytes(map.encode().to_vec())
+    }
 }
 
 impl ArgValue {
@@ -187,6 +211,7 @@ impl ArgValue {
     /// ```
     pub fn to_bytes(&self) -> Vec<u8> {
         match *self {
+            ArgValue::Bytes(ref bytes) => bytes.clone(),
             ArgValue::U32(v) => v.to_le_bytes().to_vec(),
             ArgValue::S32(v) => v.to_le_bytes().to_vec(),
             ArgValue::U64(v) | ArgValue::Ptr(v) => v.to_le_bytes().to_vec(),
