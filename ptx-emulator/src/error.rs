@@ -57,7 +57,7 @@ pub enum Error {
         given: usize,
     },
 
-    #[error("parameter {index} (`{param}`) of kernel `{kernel}` is {expected} bytes, but the argument is {given} bytes\n  help: pass an argument of the parameter's type (pointers as ArgValue::Ptr)")]
+    #[error("parameter {index} (`{param}`) of kernel `{kernel}` is {expected} bytes, but the argument is {given} bytes\n  help: pass an argument of the parameter's type (pointers as ArgValue::Ptr, arrays such as a tensor map as ArgValue::Bytes)")]
     ArgumentSize {
         kernel: String,
         index: usize,
@@ -141,6 +141,9 @@ pub enum Error {
         waiting: u32,
         detail: String,
     },
+
+    #[error("`cp.async.bulk.tensor` cannot run ({site}): {detail}\n  help: pass a map built with TensorMap::encode (ArgValue::from(map)) whose check() passes, and a 128-byte-aligned shared destination")]
+    TensorCopy { site: Site, detail: String },
 
     #[error("`trap` executed ({site})")]
     Trap { site: Site },

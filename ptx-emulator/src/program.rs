@@ -515,6 +515,9 @@ pub(crate) enum Op {
         size: Slot,
         mbar: Option<MemRef>,
     },
+    /// `cp.async.bulk.tensor` from global to shared memory; the payload indexes the kernel's
+    /// tensor copies.
+    TensorCopy(u32),
     /// Waits until at most `n` committed groups are pending (`wait_all`: `u32::MAX`, which also
     /// completes copies not yet committed).
     CpAsyncWait {
@@ -532,6 +535,27 @@ pub(crate) enum Op {
         wide: bool,
     },
     Trap,
+}
+
+/// Where a `cp.async.bulk.tensor` finds its 128-byte tensor map.
+#[derive(Debug, Clone)]
+pub(crate) enum MapSource {
+    /// A kernel parameter, at this offset of the parameter buffer.
+    Param { name: String, offset: u32 },
+    /// A generic or global address held in this slot.
+    Address(Slot),
+}
+
+/// A decoded `cp.async.bulk.tensor` (global to shared, tile mode, mbarrier completion).
+#[derive(Debug, Clone)]
+pub(crate) struct TensorCopy {
+    /// The box's first byte in shared memory.
+    pub dst: MemRef,
+    pub map: MapSource,
+    /// Signed 32-bit coordinates, innermost first; their count is the instruction's `.Nd`.
+    pub coords: Vec<Slot>,
+    /// The mbarrier that receives the box's bytes as completed transactions.
+    pub mbar: MemRef,
 }
 
 /// The `mbarrier` operations. `b` is the count, transaction bytes, state token or parity.
@@ -785,4 +809,5 @@ pub(crate) struct Kernel {
     pub links: Vec<(Slot, String)>,
     pub calls: Vec<CallSite>,
     pub bar_reds: Vec<BarRed>,
+    pub tensor_copies: Vec<TensorCopy>,
 }

@@ -9,7 +9,7 @@ use ptx_parser::{
     StateSpace, Type,
 };
 
-fn spaces(inst: &Instruction) -> Vec<StateSpace> {
+pub(crate) fn spaces(inst: &Instruction) -> Vec<StateSpace> {
     inst.modifiers
         .iter()
         .filter_map(|m| match m {

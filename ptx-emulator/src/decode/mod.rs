@@ -12,6 +12,7 @@ mod moves;
 mod operands;
 mod special;
 mod suffix;
+mod tensor_copy;
 mod text;
 
 use crate::error::Error;
@@ -189,6 +190,7 @@ pub(crate) fn decode_kernel(module: &Module, func: &Function) -> Result<Kernel, 
         links: frame.links,
         calls,
         bar_reds: frame.bar_reds,
+        tensor_copies: frame.tensor_copies,
     })
 }
 
@@ -435,6 +437,10 @@ fn decode_instruction(
         Opcode::CpAsync => memory::cp_async(frame, inst),
         Opcode::CpAsyncCommitGroup => Ok(Op::CpAsyncCommit),
         Opcode::CpAsyncBulk => memory::bulk_copy(frame, inst),
+        Opcode::CpAsyncBulkTensor => tensor_copy::tensor_copy(frame, inst),
+        Opcode::CpReduceAsyncBulk => Err(frame.unsupported(
+            "reductions into global memory (`cp.reduce.async.bulk`); only copies are emulated",
+        )),
         // Bulk copies complete when issued, so their groups have nothing to wait for.
         Opcode::CpAsyncBulkCommitGroup | Opcode::CpAsyncBulkWaitGroup => Ok(Op::Nop),
         Opcode::CpAsyncWaitAll => Ok(Op::CpAsyncWait { n: u32::MAX }),

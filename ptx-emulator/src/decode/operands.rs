@@ -73,6 +73,8 @@ pub(crate) struct Frame {
     /// Slots that receive a module `.global` variable's address at launch.
     pub links: Vec<(Slot, String)>,
     link_slots: HashMap<String, Slot>,
+    /// `cp.async.bulk.tensor` operands, indexed by `Op::TensorCopy`.
+    pub tensor_copies: Vec<crate::program::TensorCopy>,
 }
 
 impl Frame {
@@ -98,6 +100,7 @@ impl Frame {
             callee_params: HashMap::new(),
             links: Vec::new(),
             link_slots: HashMap::new(),
+            tensor_copies: Vec::new(),
         }
     }
 

@@ -10,6 +10,7 @@ mod mbarrier;
 pub(crate) mod mma;
 mod report;
 pub(crate) mod spaces;
+mod tensor_copy;
 pub(crate) mod thread;
 mod warp;
 mod wgmma;

@@ -233,6 +233,7 @@ pub(crate) fn fault_error(ctx: &Ctx<'_>, shape: &CtaShape, t: usize, fault: Faul
             instruction: site.instruction,
             detail: format!(" ({what})"),
         },
+        FaultKind::TensorCopy(detail) => Error::TensorCopy { site, detail },
         FaultKind::Limit => Error::InstructionLimit {
             site,
             limit: ctx.limit,

@@ -7,6 +7,7 @@ use super::atomics::atom_apply;
 use super::context::{effective, extend, le, put_le, Ctx};
 use super::mbarrier::mbarrier;
 use super::spaces::{from_generic, resolve_generic, to_generic};
+use super::tensor_copy::tensor_copy;
 use crate::error::Access;
 use crate::numerics::{approx_f32, approx_f64, convert, f32_op, f64_op, pack_half2_from_f32, Half};
 use crate::program::{BoolCombine, Op, Space, NO_SLOT};
@@ -38,6 +39,8 @@ pub(crate) enum FaultKind {
     },
     /// A form only known at run time to be unsupported (e.g. a descriptor's swizzle mode).
     Unsupported(&'static str),
+    /// A `cp.async.bulk.tensor` whose tensor map or destination is unusable.
+    TensorCopy(String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -501,6 +504,19 @@ pub(crate) fn run(
                             pc: here,
                         });
                     }
+                }
+            }
+            Op::TensorCopy(i) => {
+                let kernel = ctx.kernel;
+                let copy = &kernel.tensor_copies[i as usize];
+                let bytes = match tensor_copy(ctx, regs, t, copy) {
+                    Ok(bytes) => bytes,
+                    Err(kind) => break Err(fault(kind)),
+                };
+                let at = effective(regs, &copy.mbar);
+                let op = crate::program::MbarOp::CompleteTx;
+                if let Err(f) = mbarrier(ctx, th, t, op, copy.mbar.space, at, bytes) {
+                    break Err(fault(f.kind));
                 }
             }
             Op::CpAsyncWait { n } => {

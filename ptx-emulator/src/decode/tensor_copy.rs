@@ -1,0 +1,138 @@
+//! Decoding of `cp.async.bulk.tensor`: the tile-mode load of a box from a tensor in global
+//! memory into shared memory, completing on an mbarrier. The other forms (im2col, multicast,
+//! stores and reductions into global memory) are reported as unsupported, by name.
+
+use super::memory::spaces;
+use super::operands::{Frame, Kind, Symbol};
+use crate::error::Error;
+use crate::program::{MapSource, Op, Space, TensorCopy, W};
+use ptx_parser::{Instruction, Modifier, Operand, StateSpace};
+
+/// The bytes of a tensor map.
+const MAP_BYTES: u32 = 128;
+
+/// `cp.async.bulk.tensor.Nd.shared::{cluster,cta}.global{.tile}.mbarrier::complete_tx::bytes
+/// {.L2::cache_hint} [dst], [tmap, {c0, ..}], [mbar]{, policy};`
+pub(crate) fn tensor_copy(frame: &mut Frame, inst: &Instruction) -> Result<Op, Error> {
+    let sp = spaces(inst);
+    match sp.as_slice() {
+        [StateSpace::Shared | StateSpace::SharedCta | StateSpace::SharedCluster, StateSpace::Global] => {}
+        [StateSpace::Global, ..] => {
+            return Err(frame.unsupported(
+                "copies from shared to global memory; only loads into shared memory are emulated",
+            ))
+        }
+        _ => {
+            return Err(frame.unsupported(
+                "state spaces other than `.shared::cluster.global` or `.shared::cta.global`",
+            ))
+        }
+    }
+    let rank = words(frame, inst)?;
+    let ops = &inst.operands;
+    let (Some(dst), Some(Operand::TensorCoords { map, coords }), Some(mbar)) =
+        (ops.first(), ops.get(1), ops.get(2))
+    else {
+        return Err(frame.malformed("expected `[dst], [tmap, {c0, ..}], [mbar]`"));
+    };
+    if coords.len() != rank {
+        return Err(frame.malformed(format!(
+            "`.{rank}d` takes {rank} coordinates, but {} are given",
+            coords.len()
+        )));
+    }
+    // The cache policy operand is only a hint: checked, then ignored, like the cache hints of
+    // `ld` and `st`.
+    if has_word(inst, "L2::cache_hint") {
+        let policy = ops
+            .get(3)
+            .ok_or_else(|| frame.malformed("`.L2::cache_hint` needs a cache-policy operand"))?;
+        frame.src(policy, Kind::Int(W::B64))?;
+    } else if ops.len() > 3 {
+        return Err(frame.malformed("too many operands"));
+    }
+    let copy = TensorCopy {
+        // A cluster is one CTA here, so cluster shared addresses are the CTA's own.
+        dst: frame.address(dst, Space::Shared)?,
+        map: map_source(frame, map)?,
+        coords: coords
+            .iter()
+            .map(|c| frame.src(c, Kind::Int(W::B32)))
+            .collect::<Result<_, _>>()?,
+        mbar: frame.address(mbar, Space::Shared)?,
+    };
+    frame.tensor_copies.push(copy);
+    Ok(Op::TensorCopy(frame.tensor_copies.len() as u32 - 1))
+}
+
+fn has_word(inst: &Instruction, word: &str) -> bool {
+    inst.modifiers
+        .iter()
+        .any(|m| matches!(m, Modifier::Other(w) if w == word))
+}
+
+/// Checks the dotted words and returns the rank `.Nd` names.
+fn words(frame: &Frame, inst: &Instruction) -> Result<usize, Error> {
+    let mut rank = None;
+    for m in &inst.modifiers {
+        let word = match m {
+            Modifier::Space(_) => continue,
+            Modifier::Other(w) => w.as_str(),
+            other => return Err(frame.unsupported(format!("`.{other}`"))),
+        };
+        match word {
+            "tile" | "mbarrier::complete_tx::bytes" | "L2::cache_hint" => {}
+            "1d" | "2d" | "3d" | "4d" | "5d" => rank = Some((word.as_bytes()[0] - b'0') as usize),
+            "multicast::cluster" => {
+                return Err(frame.unsupported(
+                    "`.multicast::cluster`; clusters are single CTAs in the emulator",
+                ))
+            }
+            w if w.starts_with("im2col") => {
+                return Err(frame.unsupported(format!(
+                    "the `.{w}` load mode; only `.tile` is emulated"
+                )))
+            }
+            "bulk_group" => {
+                return Err(frame.unsupported(
+                    "`.bulk_group` completion (stores to global memory); only loads are emulated",
+                ))
+            }
+            other => return Err(frame.unsupported(format!("`.{other}`"))),
+        }
+    }
+    if !has_word(inst, "mbarrier::complete_tx::bytes") {
+        return Err(frame.unsupported(
+            "loads without `.mbarrier::complete_tx::bytes`, the only completion emulated",
+        ));
+    }
+    rank.ok_or_else(|| frame.malformed("missing the dimension word `.1d` .. `.5d`"))
+}
+
+/// The tensor map operand: a register holding its address, a kernel parameter, or a module
+/// `.const`/`.global` variable.
+fn map_source(frame: &mut Frame, name: &str) -> Result<MapSource, Error> {
+    if let Some(slot) = frame.lookup(name) {
+        return Ok(MapSource::Address(slot));
+    }
+    match frame.symbols.get(name).copied() {
+        Some(Symbol::Param { offset, bytes }) if bytes == MAP_BYTES => Ok(MapSource::Param {
+            name: name.to_string(),
+            offset,
+        }),
+        Some(Symbol::Param { bytes, .. }) => Err(frame.malformed(format!(
+            "parameter `{name}` is {bytes} bytes, but a tensor map is {MAP_BYTES}; declare it \
+             `.param .align 64 .b8 {name}[{MAP_BYTES}]`"
+        ))),
+        Some(Symbol::Const { offset }) => Ok(MapSource::Address(frame.konst(
+            crate::exec::spaces::to_generic(Space::Const, offset as u64),
+        ))),
+        Some(Symbol::Global) => Ok(MapSource::Address(
+            frame.src(&Operand::Symbol(name.to_string()), Kind::Int(W::B64))?,
+        )),
+        _ => Err(frame.malformed(format!(
+            "the tensor map `{name}` is not a register, a kernel parameter, or a `.const` or \
+             `.global` variable"
+        ))),
+    }
+}
