@@ -27,15 +27,33 @@
 //! `ld`/`st` in every state space and generic addressing (`.v2/.v4`, `.nc`, cache hints
 //! ignored); atomics and reductions on global and shared memory; `cp.async` with zero-fill,
 //! deferred until `wait_group`/`wait_all`; 1-D `cp.async.bulk` with mbarrier transaction
-//! counts; `bar.sync`/`bar.arrive`/`bar.red`; `mma.sync` m16n8k8/m16n8k16 (f16, bf16),
-//! m16n8k8/m16n8k4 (tf32), m16n8k32 (s8/u8); `ldmatrix`, `stmatrix`; `wgmma.mma_async`
+//! counts; tensor TMA loads `cp.async.bulk.tensor.{1..5}d.shared::{cluster,cta}.global{.tile}
+//! .mbarrier::complete_tx::bytes` (see below); `bar.sync`/`bar.arrive`/`bar.red`, named
+//! barriers over a subset of threads (`bar.sync 1, 256`); `mma.sync` m16n8k8/m16n8k16 (f16,
+//! bf16), m16n8k8/m16n8k4 (tf32), m16n8k32 (s8/u8); `ldmatrix`, `stmatrix`; `wgmma.mma_async`
 //! m64nNk16 (f16, bf16 into f32) over a warpgroup, with A in registers or shared memory and
 //! K-major or MN-major descriptors (unswizzled or 128/64/32-byte swizzle); `mbarrier` (a
 //! thread whose wait is not yet satisfied gives way to the others); device-function calls;
-//! module `.global` and `.const` variables.
+//! module `.global` and `.const` variables; `elect.sync`; `setmaxnreg` and the proxy fences
+//! (`fence.proxy.async`) as no-ops, since the emulator has neither register files to resize
+//! nor separate memory proxies.
+//!
+//! Tensor TMA: a real `CUtensorMap` is opaque, so the emulator reads its own 128-byte
+//! [`TensorMap`] encoding, passed as a kernel parameter declared
+//! `.param .align 64 .b8 tmap[128]` (with [`ArgValue::from`] a map) and named in the
+//! instruction (`[tmap, {%r1, %r2}]`), or placed in global memory (64-byte aligned) and named
+//! by a register holding its address (`[%rd1, {%r1, %r2}]`). The copy runs when issued (the
+//! cluster is the CTA): the box at the signed coordinates is written row-major to the shared
+//! destination (which must be 128-byte aligned; hardware kernels align 128-byte-swizzled tiles
+//! to 1024 bytes so the pattern lines up), elements outside the tensor read as zero, each
+//! 16-byte chunk is moved by the map's swizzle applied to the absolute shared address (the
+//! pattern `wgmma` descriptors read), and the mbarrier sees the whole box's bytes completed.
+//! `.L2::cache_hint` is accepted and ignored. A map that does not decode or breaks a rule of
+//! [`TensorMap::check`] is an [`Error::TensorCopy`] naming the parameter or address.
 //!
 //! Not emulated (reported as [`Error::Unsupported`]): `wgmma` with non-16-bit inputs, `wmma`,
-//! tensor TMA (`cp.async.bulk.tensor`), textures and surfaces, indirect calls, recursion.
+//! the other tensor-copy forms (`.im2col`, `.multicast::cluster`, shared-to-global stores,
+//! `cp.reduce.async.bulk`), textures and surfaces, indirect calls, recursion.
 //!
 //! Deliberately strict: a `bar.sync` that some thread exited before reaching is an error, as is
 //! a warp collective whose member mask names an exited lane (undefined behaviour on a GPU).

@@ -42,7 +42,7 @@ impl TensorSwizzle {
     ///
     /// ```
     /// use ptx_emulator::TensorSwizzle;
-    /// assert_eq!(TensorSwizzle::B128.apply(0x180), 0x190);
+    /// assert_eq!(TensorSwizzle::B128.apply(0x180), 0x1b0);
     /// assert_eq!(TensorSwizzle::None.apply(0x180), 0x180);
     /// ```
     pub fn apply(self, address: u64) -> u64 {
@@ -154,10 +154,7 @@ impl TensorMap {
             ));
         }
         if !(1..=MAX_RANK).contains(&self.rank) {
-            return Err(format!(
-                "rank must be 1..={MAX_RANK}, but is {}",
-                self.rank
-            ));
+            return Err(format!("rank must be 1..={MAX_RANK}, but is {}", self.rank));
         }
         if !self.address.is_multiple_of(16) {
             return Err(format!(

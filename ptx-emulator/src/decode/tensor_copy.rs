@@ -14,10 +14,10 @@ const MAP_BYTES: u32 = 128;
 /// `cp.async.bulk.tensor.Nd.shared::{cluster,cta}.global{.tile}.mbarrier::complete_tx::bytes
 /// {.L2::cache_hint} [dst], [tmap, {c0, ..}], [mbar]{, policy};`
 pub(crate) fn tensor_copy(frame: &mut Frame, inst: &Instruction) -> Result<Op, Error> {
-    let sp = spaces(inst);
-    match sp.as_slice() {
-        [StateSpace::Shared | StateSpace::SharedCta | StateSpace::SharedCluster, StateSpace::Global] => {}
-        [StateSpace::Global, ..] => {
+    use StateSpace::{Global, Shared, SharedCluster, SharedCta};
+    match spaces(inst).as_slice() {
+        [Shared | SharedCta | SharedCluster, Global] => {}
+        [Global, ..] => {
             return Err(frame.unsupported(
                 "copies from shared to global memory; only loads into shared memory are emulated",
             ))
@@ -89,9 +89,9 @@ fn words(frame: &Frame, inst: &Instruction) -> Result<usize, Error> {
                 ))
             }
             w if w.starts_with("im2col") => {
-                return Err(frame.unsupported(format!(
-                    "the `.{w}` load mode; only `.tile` is emulated"
-                )))
+                return Err(
+                    frame.unsupported(format!("the `.{w}` load mode; only `.tile` is emulated"))
+                )
             }
             "bulk_group" => {
                 return Err(frame.unsupported(
@@ -124,9 +124,9 @@ fn map_source(frame: &mut Frame, name: &str) -> Result<MapSource, Error> {
             "parameter `{name}` is {bytes} bytes, but a tensor map is {MAP_BYTES}; declare it \
              `.param .align 64 .b8 {name}[{MAP_BYTES}]`"
         ))),
-        Some(Symbol::Const { offset }) => Ok(MapSource::Address(frame.konst(
-            crate::exec::spaces::to_generic(Space::Const, offset as u64),
-        ))),
+        Some(Symbol::Const { offset }) => Ok(MapSource::Address(
+            frame.konst(crate::exec::spaces::to_generic(Space::Const, offset as u64)),
+        )),
         Some(Symbol::Global) => Ok(MapSource::Address(
             frame.src(&Operand::Symbol(name.to_string()), Kind::Int(W::B64))?,
         )),

@@ -79,16 +79,20 @@ pub(crate) fn tensor_copy(
 /// Byte offset in the tensor of box row `r` (dimensions 1 and up), or `None` when the row
 /// lies outside the tensor and is all zeros.
 fn row_offset(map: &TensorMap, coords: &[i64], r: u64) -> Option<u64> {
+    let rank = map.rank as usize;
     let mut rest = r;
     let mut offset = 0u64;
-    for i in 1..map.rank as usize {
-        let extent = map.boxes[i] as u64;
-        let x = coords[i] + (rest % extent) as i64;
-        rest /= extent;
-        if x < 0 || x as u64 >= map.dims[i] {
+    let dims = coords[1..rank]
+        .iter()
+        .zip(&map.boxes[1..rank])
+        .zip(map.dims[1..rank].iter().zip(&map.strides[1..rank]));
+    for ((&c, &extent), (&dim, &stride)) in dims {
+        let x = c + (rest % extent as u64) as i64;
+        rest /= extent as u64;
+        if x < 0 || x as u64 >= dim {
             return None;
         }
-        offset += x as u64 * map.strides[i];
+        offset += x as u64 * stride;
     }
     Some(offset)
 }

@@ -89,8 +89,20 @@ fn check_names_the_field_the_rule_and_the_value() {
             },
             &["elem_bytes", "1, 2, 4 or 8", "is 3"],
         ),
-        (TensorMap { rank: 0, ..sample() }, &["rank", "1..=5", "is 0"]),
-        (TensorMap { rank: 6, ..sample() }, &["rank", "is 6"]),
+        (
+            TensorMap {
+                rank: 0,
+                ..sample()
+            },
+            &["rank", "1..=5", "is 0"],
+        ),
+        (
+            TensorMap {
+                rank: 6,
+                ..sample()
+            },
+            &["rank", "is 6"],
+        ),
         (
             TensorMap {
                 address: 0x1008,
