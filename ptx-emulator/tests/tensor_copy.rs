@@ -10,11 +10,34 @@ use common::*;
 use ptx_emulator::{ArgValue, GlobalMemory, LaunchConfig, TensorMap, TensorSwizzle};
 use tma::*;
 
-/// How the kernel finds the map.
+/// How the kernel finds the map: the parameter `tmap`, a register holding the address of a
+/// copy in global memory, or a module `.const` or `.global` variable holding one.
 #[derive(Clone, Copy, PartialEq)]
 enum Via {
     Param,
     Pointer,
+    ConstVariable,
+    GlobalVariable,
+}
+
+/// `copy_kernel` reading the map `via`; the variables are initialised with `map`'s bytes.
+fn kernel_via(via: Via, rank: usize, map: &TensorMap) -> String {
+    let (operand, space) = match via {
+        Via::Param => return copy_kernel(rank, "tmap", &reg_coords(rank)),
+        Via::Pointer => return copy_kernel(rank, "%rd9", &reg_coords(rank)),
+        Via::ConstVariable => ("vmap", "const"),
+        Via::GlobalVariable => ("vmap", "global"),
+    };
+    let bytes: Vec<String> = map.encode().iter().map(|b| b.to_string()).collect();
+    let decl = format!(
+        ".{space} .align 64 .b8 vmap[128] = {{{}}};\n",
+        bytes.join(", ")
+    );
+    copy_kernel(rank, operand, &reg_coords(rank)).replacen(
+        ".visible .entry",
+        &(decl + ".visible .entry"),
+        1,
+    )
 }
 
 /// Copies the box of `map` at `coords` to `tile + dst_off` from random tensor data and checks
@@ -32,7 +55,6 @@ fn check_copy(map: TensorMap, coords: &[i32], dst_off: u32, via: Via, seed: u64)
     let map_ptr = mem.alloc(128);
     mem.write(map_ptr, &m.encode()).unwrap();
     let rank = m.rank as usize;
-    let operand = if via == Via::Param { "tmap" } else { "%rd9" };
     let mut args = vec![
         ArgValue::Ptr(out),
         ArgValue::from(m),
@@ -42,7 +64,7 @@ fn check_copy(map: TensorMap, coords: &[i32], dst_off: u32, via: Via, seed: u64)
     args.extend((0..5).map(|i| ArgValue::S32(coords.get(i).copied().unwrap_or(0))));
     args.push(ArgValue::Ptr(map_ptr));
     launch(
-        &copy_kernel(rank, operand, &reg_coords(rank)),
+        &kernel_via(via, rank, &m),
         "copy",
         LaunchConfig::linear(1, (TILE / 32) as u32),
         &args,
@@ -73,7 +95,12 @@ fn check_copy(map: TensorMap, coords: &[i32], dst_off: u32, via: Via, seed: u64)
 #[test]
 fn an_interior_f32_box_lands_row_major() {
     let m = map(4, &[40, 30], 160, &[16, 8], TensorSwizzle::None);
-    for via in [Via::Param, Via::Pointer] {
+    for via in [
+        Via::Param,
+        Via::Pointer,
+        Via::ConstVariable,
+        Via::GlobalVariable,
+    ] {
         check_copy(m, &[8, 5], 0, via, 1);
     }
 }
