@@ -16,7 +16,14 @@ pub enum ParamKind {
     /// A device buffer of `elem`, passed as a 64-bit global address. `mutable` is false for
     /// `&[T]` (which the kernel only reads) and true for `&mut [T]`.
     Slice { elem: ScalarType, mutable: bool },
+    /// A tensor map of [`TENSOR_MAP_BYTES`] bytes, passed by value.
+    TensorMap,
 }
+
+/// Size of a tensor map parameter (the driver's `CUtensorMap`).
+pub const TENSOR_MAP_BYTES: u32 = 128;
+/// Alignment a tensor map parameter is declared with.
+pub const TENSOR_MAP_ALIGN: u32 = 64;
 
 /// One kernel parameter as the launcher sees it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -173,6 +180,7 @@ impl KernelMeta {
                 kind: match p.ty {
                     ParamType::Scalar(t) => ParamKind::Scalar(t),
                     ParamType::GlobalPtr { elem, mutable } => ParamKind::Slice { elem, mutable },
+                    ParamType::TensorMap => ParamKind::TensorMap,
                 },
             })
             .collect();

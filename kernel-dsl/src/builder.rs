@@ -435,6 +435,32 @@ impl KernelBuilder {
         }
     }
 
+    /// A tensor-map parameter (`.param .align 64 .b8 name[128]`), returning its address, which
+    /// `cp.async.bulk.tensor` takes ([`Operand::TensorCoords`]). The map stays in the parameter space: copying it
+    /// elsewhere would need a proxy fence before the copy engine could read it.
+    pub fn param_tensor_map(&mut self, name: &str) -> Value<U64> {
+        let sym = self.raw_param(name, ParamType::TensorMap);
+        let param = self.value::<U64>();
+        self.inst(
+            Op::Mov {
+                ty: ScalarType::U64,
+            },
+            vec![param.reg.into()],
+            vec![Operand::Symbol(sym)],
+        );
+        // The copy engine takes a generic address; `mov` gives the parameter-space one.
+        let generic = self.value::<U64>();
+        self.inst(
+            Op::Cvta {
+                space: StateSpace::Param,
+                to_generic: true,
+            },
+            vec![generic.reg.into()],
+            vec![param.reg.into()],
+        );
+        generic
+    }
+
     /// A read-only buffer parameter (`&[T]`).
     pub fn param_slice<T: DType>(&mut self, name: &str) -> GlobalSlice<T, false> {
         self.slice_param(name)

@@ -4,7 +4,7 @@
 
 use crate::op::{AtomOp, MbarrierOp, MmaShape, Op};
 use crate::target::{IsaVersion, Target};
-use crate::types::ScalarType;
+use crate::types::{ScalarType, StateSpace};
 use std::fmt;
 
 /// What an instruction form needs from the target it is emitted for.
@@ -77,6 +77,7 @@ pub enum Form {
     CvtTf32,
     CvtRelu,
     Move,
+    CvtaParam,
     LoadStore,
     AtomInt,
     AtomF32Add,
@@ -208,6 +209,11 @@ pub const CATALOG: &[Entry] = &[
         Form::Move,
         BASE,
         "mov.u32 %r1, %tid.x; mov.b32 %r2, {%h1, %h2}; cvta.to.global.u64",
+    ),
+    row(
+        Form::CvtaParam,
+        Requirement::new(70, (7, 7)),
+        "cvta.param.u64 %rd2, %rd1",
     ),
     row(
         Form::LoadStore,
@@ -450,6 +456,10 @@ pub fn form(op: &Op) -> Form {
                 Form::Cvt
             }
         }
+        Op::Cvta {
+            space: StateSpace::Param,
+            ..
+        } => Form::CvtaParam,
         Op::Mov { .. } | Op::Cvta { .. } => Form::Move,
         Op::Ld { .. } | Op::St { .. } => Form::LoadStore,
         Op::Atom { op, ty, .. } | Op::Red { op, ty, .. } => match (op, ty) {

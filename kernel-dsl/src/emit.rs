@@ -1,6 +1,7 @@
 //! Prints a verified kernel as PTX for one target. Structured control flow becomes branches to
 //! labels named by a per-kernel counter, so the same IR always prints the same bytes.
 
+use crate::artifact::{TENSOR_MAP_ALIGN, TENSOR_MAP_BYTES};
 use crate::catalog;
 use crate::error::Error;
 use crate::ir::{AddrBase, Guard, Imm, Inst, Kernel, Operand, ParamType, Reg, Stmt};
@@ -102,12 +103,16 @@ impl<'a> KernelPrinter<'a> {
         let _ = writeln!(out, "\t// .globl\t{}", k.name);
         let _ = write!(out, ".visible .entry {}(", k.name);
         for (i, p) in k.params.iter().enumerate() {
-            let ty = match p.ty {
-                ParamType::Scalar(t) => param_type(t),
-                ParamType::GlobalPtr { .. } => ScalarType::U64,
-            };
             let sep = if i + 1 == k.params.len() { "" } else { "," };
-            let _ = write!(out, "\n\t.param .{ty} {}{sep}", k.param_symbol(i));
+            let sym = k.param_symbol(i);
+            let _ = match p.ty {
+                ParamType::Scalar(t) => write!(out, "\n\t.param .{} {sym}{sep}", param_type(t)),
+                ParamType::GlobalPtr { .. } => write!(out, "\n\t.param .u64 {sym}{sep}"),
+                ParamType::TensorMap => write!(
+                    out,
+                    "\n\t.param .align {TENSOR_MAP_ALIGN} .b8 {sym}[{TENSOR_MAP_BYTES}]{sep}"
+                ),
+            };
         }
         out.push_str(if k.params.is_empty() { ")\n" } else { "\n)\n" });
         let p = &k.perf;

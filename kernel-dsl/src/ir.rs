@@ -191,6 +191,10 @@ pub enum ParamType {
     /// A 64-bit address of global memory holding `elem`s; `mutable` is false for read-only
     /// buffers (which may then be loaded through the non-coherent path).
     GlobalPtr { elem: ScalarType, mutable: bool },
+    /// A 128-byte tensor map (the driver's `CUtensorMap`) passed by value, 64-byte aligned, so
+    /// a captured graph keeps it with the launch; bulk tensor copies read it through its
+    /// address.
+    TensorMap,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -287,6 +291,14 @@ impl Kernel {
     }
 
     /// The state space a symbol lives in, if the kernel declares it.
+    /// True when `name` is the symbol of a tensor-map parameter.
+    pub fn is_tensor_map(&self, name: &str) -> bool {
+        self.params
+            .iter()
+            .enumerate()
+            .any(|(i, p)| p.ty == ParamType::TensorMap && self.param_symbol(i) == name)
+    }
+
     pub fn symbol_space(&self, name: &str) -> Option<StateSpace> {
         if self.shared.iter().any(|s| s.name == name)
             || self.dynamic_shared.as_deref() == Some(name)

@@ -13,7 +13,10 @@ pub mod parity;
 pub mod target;
 pub mod types;
 
-pub use artifact::{BlockContract, KernelArtifacts, KernelMeta, ModuleKey, ParamKind, ParamMeta};
+pub use artifact::{
+    BlockContract, KernelArtifacts, KernelMeta, ModuleKey, ParamKind, ParamMeta, TENSOR_MAP_ALIGN,
+    TENSOR_MAP_BYTES,
+};
 pub use error::Error;
 pub use parity::{check_ptx_parity, read_ptx_header, PtxHeader};
 pub use target::{IsaVersion, Target, TargetLimits};

@@ -281,10 +281,16 @@ impl Verifier<'_> {
                 match &i.srcs[0] {
                     Operand::Special(s) => expect(&i.dsts[0], s.ty(), "destination")?,
                     Operand::Symbol(name) => {
-                        if self.kernel.symbol_space(name) != Some(StateSpace::Shared) {
-                            return Err(bad(format!(
-                                "`{name}` is not a shared array of this kernel"
-                            )));
+                        match self.kernel.symbol_space(name) {
+                            Some(StateSpace::Shared) => {}
+                            Some(StateSpace::Param) if self.kernel.is_tensor_map(name) => {
+                                expect(&i.dsts[0], ScalarType::U64, "tensor-map address")?;
+                            }
+                            _ => {
+                                return Err(bad(format!(
+                                    "`{name}` is neither a shared array nor a tensor-map parameter of this kernel"
+                                )))
+                            }
                         }
                         expect(&i.dsts[0], ty, "destination")?;
                     }

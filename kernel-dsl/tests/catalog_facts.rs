@@ -284,6 +284,17 @@ fn probe(form: Form) -> Kernel {
                 vec![Operand::Special(SpecialReg::LaneId)],
             );
         }
+        Form::CvtaParam => {
+            let d = p.b.reg(T::U64);
+            p.b.inst(
+                Op::Cvta {
+                    space: StateSpace::Param,
+                    to_generic: true,
+                },
+                vec![d.into()],
+                vec![p.global.into()],
+            );
+        }
         Form::LoadStore => {
             let v = Operand::Vector((0..4).map(|_| Operand::Reg(p.b.reg(T::F32))).collect());
             let a = p.gaddr();

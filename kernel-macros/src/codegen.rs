@@ -78,6 +78,7 @@ fn artifacts(
                 let v = variant_tokens(elem);
                 quote!(#dsl::ParamKind::Slice { elem: #dsl::ScalarType::#v, mutable: #mutable })
             }
+            ParamType::TensorMap => quote!(#dsl::ParamKind::TensorMap),
         };
         quote!(#dsl::ParamMeta { name: ::std::borrow::Cow::Borrowed(#name), kind: #kind })
     });
@@ -143,6 +144,12 @@ fn launcher(
             ParamType::Scalar(_) if is_bool => ParamTy::Scalar(ScalarType::Pred),
             ParamType::Scalar(t) => ParamTy::Scalar(t),
             ParamType::GlobalPtr { elem, mutable } => ParamTy::Slice { elem, mutable },
+            ParamType::TensorMap => {
+                return err(
+                    pt.ty.span(),
+                    "a `#[kernel]` parameter cannot be a tensor map: write the kernel with the builder (`KernelBuilder::param_tensor_map`)",
+                )
+            }
         };
         match kind {
             ParamTy::Scalar(ScalarType::Pred) => {

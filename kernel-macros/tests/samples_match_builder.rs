@@ -32,6 +32,7 @@ fn builder_artifacts(kernel: kernel_dsl::ir::Kernel) -> &'static KernelArtifacts
                 kernel_dsl::ir::ParamType::GlobalPtr { elem, mutable } => {
                     ParamKind::Slice { elem, mutable }
                 }
+                kernel_dsl::ir::ParamType::TensorMap => ParamKind::TensorMap,
             },
         })
         .collect();

@@ -6,7 +6,7 @@ mod common_gemm;
 
 use common_gemm::*;
 use kernel_runtime::{Bf16, F16};
-use kernels::gemm::{Activation, GemmShape, Layout, Math};
+use kernels::gemm::{Activation, Dtype, GemmShape, Layout, Math};
 
 const MID: [(usize, usize, usize); 4] = [
     (513, 1031, 257),
@@ -57,6 +57,41 @@ fn gpu_tensor_cores_match_reference_at_odd_and_mid_shapes() {
             check::<Bf16, Bf16>(&stream, shape, EpiCase::plain(), Math::Fp32, BF16_OUT, seed);
             check::<F16, F16>(&stream, shape, EpiCase::plain(), Math::Fp32, F16_OUT, seed);
             check::<f32, f32>(&stream, shape, EpiCase::plain(), Math::Tf32, TF32_TOL, seed);
+        }
+    }
+}
+
+/// Rows 16-byte aligned (the copy-engine path on Hopper), sizes off every tile dimension.
+const ALIGNED: [(usize, usize, usize); 6] = [
+    (8, 8, 8),
+    (200, 264, 136),
+    (136, 520, 72),
+    (384, 256, 1024),
+    (1, 8, 4104),
+    (129, 8, 8),
+];
+
+#[test]
+fn gpu_tensor_cores_match_reference_at_aligned_ragged_shapes() {
+    let Some(stream) = gpu() else { return };
+    let target = stream.device().target();
+    for layout in Layout::ALL {
+        for (i, shape) in shapes(layout, &ALIGNED).iter().enumerate() {
+            let plan = kernels::gemm::select(Dtype::Bf16, Dtype::Bf16, Math::Fp32, shape, target)
+                .expect("plan");
+            let name = plan.kernel.kernel().name.clone();
+            println!("{shape:?}: {name}");
+            let seed = 400 + i as u64;
+            check::<Bf16, f32>(
+                &stream,
+                shape,
+                EpiCase::plain(),
+                Math::Fp32,
+                F32_OUT_16_IN,
+                seed,
+            );
+            check::<Bf16, Bf16>(&stream, shape, EpiCase::plain(), Math::Fp32, BF16_OUT, seed);
+            check::<F16, F16>(&stream, shape, EpiCase::plain(), Math::Fp32, F16_OUT, seed);
         }
     }
 }

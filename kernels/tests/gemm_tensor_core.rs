@@ -153,10 +153,22 @@ fn hopper_with_16_bit_inputs_selects_wgmma_and_tf32_mma_sync() {
         plan.kernel.kernel().name
     };
     use kernels::gemm::Dtype;
-    assert!(pick(Dtype::Bf16, Layout::Nt).starts_with("gemm_wgmma_bf16"));
-    assert!(pick(Dtype::F16, Layout::Nt).starts_with("gemm_wgmma_f16"));
-    assert!(pick(Dtype::Bf16, Layout::Nn).starts_with("gemm_wgmma_bf16"));
-    assert!(pick(Dtype::Bf16, Layout::Tn).starts_with("gemm_wgmma_bf16"));
+    // 16-byte aligned rows: the copy engine feeds wgmma.
+    assert!(pick(Dtype::Bf16, Layout::Nt).starts_with("gemm_wgmma_tma_bf16"));
+    assert!(pick(Dtype::F16, Layout::Nt).starts_with("gemm_wgmma_tma_f16"));
+    assert!(pick(Dtype::Bf16, Layout::Nn).starts_with("gemm_wgmma_tma_bf16"));
+    assert!(pick(Dtype::Bf16, Layout::Tn).starts_with("gemm_wgmma_tma_bf16"));
+    // Rows the copy engine cannot address (a leading dimension of 257 halves): cp.async.
+    let odd = GemmShape::new(Layout::Nt, 256, 256, 257);
+    let plan = kernels::gemm::select(
+        Dtype::Bf16,
+        Dtype::Bf16,
+        Math::Fp32,
+        &odd,
+        kernel_dsl::Target::Sm90,
+    )
+    .expect("plan");
+    assert!(plan.kernel.kernel().name.starts_with("gemm_wgmma_bf16"));
     let tf32 = kernels::gemm::select(
         Dtype::F32,
         Dtype::F32,
@@ -177,16 +189,38 @@ fn hopper_with_16_bit_inputs_selects_wgmma_and_tf32_mma_sync() {
     assert!(sm80.kernel.kernel().name.starts_with("gemm_mma_bf16"));
 }
 
+/// The kernel `gemm` runs for bf16 `shape` on the emulated Hopper.
+fn hopper_kernel(shape: &GemmShape) -> String {
+    let plan = kernels::gemm::select(
+        kernels::gemm::Dtype::Bf16,
+        kernels::gemm::Dtype::Bf16,
+        Math::Fp32,
+        shape,
+        kernel_dsl::Target::Sm90a,
+    )
+    .expect("plan");
+    plan.kernel.kernel().name.clone()
+}
+
 #[test]
 fn wgmma_matches_reference_at_odd_and_aligned_shapes() {
     let stream = hopper();
+    // Odd leading dimensions take the cp.async kernel; aligned ones the TMA kernel, whose
+    // (130, 264, 72) has a whole 64 × 256 warpgroup tile stored as pairs.
     let dims = [
         (17, 63, 329),
         (129, 17, 63),
         (1, 1, 1),
         (136, 144, 392),
         (8, 16, 64),
+        (130, 264, 72),
     ];
+    for layout in Layout::ALL {
+        let odd = hopper_kernel(&GemmShape::new(layout, 17, 63, 329));
+        assert!(odd.starts_with("gemm_wgmma_bf16"), "{odd}");
+        let aligned = hopper_kernel(&GemmShape::new(layout, 136, 144, 392));
+        assert!(aligned.starts_with("gemm_wgmma_tma_bf16"), "{aligned}");
+    }
     let all: Vec<GemmShape> = Layout::ALL.iter().flat_map(|&l| shapes(l, &dims)).collect();
     for (i, shape) in all.iter().enumerate() {
         let seed = 200 + i as u64;
@@ -216,6 +250,11 @@ fn wgmma_epilogues_and_batches_match_reference() {
     for layout in Layout::ALL {
         let shape = GemmShape::batched(layout, 2, 65, 130, 72);
         check::<Bf16, f32>(&stream, &shape, epi, Math::Fp32, F32_OUT_16_IN, 300);
+        // Aligned strides: the TMA kernel reads each batch through a 3-D tensor map.
+        let shape = GemmShape::batched(layout, 2, 72, 136, 64);
+        assert!(hopper_kernel(&shape).starts_with("gemm_wgmma_tma_bf16"));
+        check::<Bf16, f32>(&stream, &shape, epi, Math::Fp32, F32_OUT_16_IN, 302);
+        check::<Bf16, Bf16>(&stream, &shape, EpiCase::plain(), Math::Fp32, BF16_OUT, 303);
     }
     let shape = GemmShape::batched(Layout::Tn, 2, 65, 130, 72);
     let gelu = EpiCase {

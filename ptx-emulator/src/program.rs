@@ -199,6 +199,8 @@ pub(crate) enum Space {
     Generic,
     /// Module `.const` data.
     Const,
+    /// The launch's kernel parameters, read-only (reached through `cvta.param` addresses).
+    Param,
 }
 
 /// Element of a load or store: size in bytes and whether a load sign-extends it.

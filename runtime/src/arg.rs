@@ -4,6 +4,7 @@
 
 use crate::buffer::{Buffer, BufferCore};
 use crate::dtype::{Bf16, DeviceElem, F16};
+use crate::tensor_map::TensorMap;
 use kernel_dsl::{ParamKind, ScalarType};
 use std::sync::Arc;
 
@@ -213,6 +214,8 @@ pub enum KernelArg<'a> {
     Scalar(ScalarValue),
     Slice(BufferView<'a>),
     SliceMut(BufferViewMut<'a>),
+    /// A tensor map, passed by value (its 128 bytes).
+    TensorMap(&'a TensorMap),
 }
 
 impl KernelArg<'_> {
@@ -234,6 +237,7 @@ impl KernelArg<'_> {
                 elem: v.elem,
                 mutable: true,
             },
+            KernelArg::TensorMap(_) => ParamKind::TensorMap,
         }
     }
 
@@ -242,16 +246,25 @@ impl KernelArg<'_> {
             KernelArg::Scalar(_) => None,
             KernelArg::Slice(v) => Some(v.core),
             KernelArg::SliceMut(v) => Some(v.core),
+            KernelArg::TensorMap(m) => Some(&m.core),
         }
     }
 
-    /// The 64-bit parameter slot: a scalar's bits or a buffer's address.
+    /// The 64-bit parameter slot: a scalar's bits or a buffer's address (a tensor map, passed
+    /// by its bytes, has none).
     pub(crate) fn slot(&self) -> u64 {
         match self {
             KernelArg::Scalar(v) => v.bits(),
             KernelArg::Slice(v) => v.addr(),
             KernelArg::SliceMut(v) => v.addr(),
+            KernelArg::TensorMap(_) => 0,
         }
+    }
+}
+
+impl<'a> From<&'a TensorMap> for KernelArg<'a> {
+    fn from(m: &'a TensorMap) -> Self {
+        KernelArg::TensorMap(m)
     }
 }
 

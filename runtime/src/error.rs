@@ -15,6 +15,8 @@ pub enum Error {
         major: u32,
         minor: u32,
     },
+    #[error("invalid tensor map: {detail}")]
+    TensorMap { detail: String },
     #[error("CUDA driver call `{call}` failed: {code}")]
     Driver { call: &'static str, code: String },
     #[error("kernel `{kernel}` has no module for {target} (it was built for {}) and cannot emit one: enable the `{}` feature", list_targets(.embedded), .target.feature())]
@@ -162,6 +164,7 @@ pub(crate) fn describe(kind: &ParamKind) -> String {
             elem,
             mutable: true,
         } => format!("`&mut [{}]`", elem.ptx()),
+        ParamKind::TensorMap => "a `&TensorMap`".into(),
     }
 }
 

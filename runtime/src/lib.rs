@@ -87,6 +87,7 @@ mod graph;
 mod props;
 mod select;
 mod stream;
+mod tensor_map;
 mod validate;
 
 #[cfg(test)]
@@ -106,3 +107,4 @@ pub use graph::{Graph, GraphCache};
 pub use props::{DeviceKind, DeviceProps};
 pub use select::ModuleOrigin;
 pub use stream::Stream;
+pub use tensor_map::{TensorMap, TensorSwizzle, TensorTiling, TENSOR_BOX_MAX, TENSOR_MAP_MAX_RANK};

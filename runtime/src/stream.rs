@@ -144,6 +144,15 @@ impl Stream {
                 for (slot, arg) in slots.iter_mut().zip(args) {
                     *slot = arg.slot();
                 }
+                // The driver reads each parameter's bytes through a pointer: a slot, or a
+                // tensor map's own 128 bytes.
+                let mut params = [std::ptr::null_mut::<std::ffi::c_void>(); MAX_PARAMS];
+                for ((p, slot), arg) in params.iter_mut().zip(&slots).zip(args) {
+                    *p = match arg {
+                        KernelArg::TensorMap(m) => m.bytes().as_ptr() as *mut std::ffi::c_void,
+                        _ => slot as *const u64 as *mut std::ffi::c_void,
+                    };
+                }
                 let stream = self
                     .cuda
                     .as_ref()
@@ -153,7 +162,7 @@ impl Stream {
                     stream,
                     &cfg,
                     meta.static_shared_bytes,
-                    &slots[..args.len()],
+                    &mut params[..args.len()],
                 )?;
             }
             KernelRef::Emulator(kernel) => {
@@ -459,6 +468,7 @@ pub(crate) fn run_op(engine: &crate::emulator::SharedEngine, op: &EmuOp) -> Resu
 fn emu_arg(kind: ParamKind, arg: &KernelArg<'_>) -> EmuArg {
     use crate::arg::ScalarValue as V;
     match (kind, arg) {
+        (_, KernelArg::TensorMap(m)) => EmuArg::TensorMap(*m.bytes()),
         (ParamKind::Slice { .. }, a) => EmuArg::Ptr(a.slot()),
         (_, KernelArg::Scalar(v)) => match *v {
             V::U8(x) => EmuArg::U16(x as u16),

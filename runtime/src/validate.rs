@@ -29,6 +29,7 @@ pub(crate) fn validate(
         let got = arg.kind();
         let fits = match (param.kind, got) {
             (ParamKind::Scalar(want), ParamKind::Scalar(have)) => same_type(want, have),
+            (ParamKind::TensorMap, ParamKind::TensorMap) => true,
             (
                 ParamKind::Slice {
                     elem: want,

@@ -118,6 +118,15 @@ impl<'a, T: GemmElement> Epilogue<'a, T> {
         self
     }
 
+    /// True when the epilogue is the identity: α = 1, β = 0, no bias, activation or residual.
+    pub(crate) fn is_plain(&self) -> bool {
+        self.alpha == 1.0
+            && self.beta == 0.0
+            && self.bias.is_none()
+            && self.residual.is_none()
+            && self.activation == Activation::None
+    }
+
     /// The flags parameter of the kernel (without the vector bits).
     pub(crate) fn flags(&self) -> u32 {
         let mut f = self.activation.code() << ACT_SHIFT;
@@ -137,6 +146,9 @@ const ACT_SHIFT: u32 = 2;
 /// `A` may be read in 16-byte vectors (aligned leading dimension, stride and extent).
 pub(crate) const FLAG_VEC_A: u32 = 16;
 pub(crate) const FLAG_VEC_B: u32 = 32;
+/// `C = A·B` exactly (α = 1, β = 0, nothing fused) with even `ldc` and batch stride, so two
+/// adjacent output elements can be stored as one aligned pair.
+pub(crate) const FLAG_PLAIN_PAIRS: u32 = 64;
 
 /// The epilogue's inputs inside a kernel, with its uniform predicates computed once.
 pub(crate) struct EpilogueCode {

@@ -19,8 +19,11 @@ mod select;
 mod simt;
 mod tensor_core;
 mod tile_load;
+mod tma;
 mod transpose_load;
 mod wgmma;
+mod wgmma_store;
+mod wgmma_tma;
 
 pub use element::{Dtype, GemmElement};
 pub use epilogue::{Activation, Epilogue};
@@ -32,14 +35,17 @@ use crate::codegen::{kernel_refs, kernel_table};
 use crate::OpKernel;
 use tensor_core::{build_mma, MMA_SPECS};
 use wgmma::{build_wgmma, WGMMA_SPECS};
+use wgmma_tma::{build_wgmma_tma, TMA_SPECS};
 
 kernel_table!(static SIMT = simt::build_simt, Layout::ALL, [0 1 2]);
 kernel_table!(static MMA = build_mma, MMA_SPECS, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14]);
 kernel_table!(static WGMMA = build_wgmma, WGMMA_SPECS, [0 1 2 3 4 5 6 7 8 9 10 11]);
+kernel_table!(static WGMMA_TMA = build_wgmma_tma, TMA_SPECS, [0 1 2 3 4 5 6 7 8 9 10 11]);
 
 /// Every specialization this module ships.
 pub static KERNELS: &[&OpKernel] = kernel_refs![
     SIMT[0 1 2],
     MMA[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14],
     WGMMA[0 1 2 3 4 5 6 7 8 9 10 11],
+    WGMMA_TMA[0 1 2 3 4 5 6 7 8 9 10 11],
 ];

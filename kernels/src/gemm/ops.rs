@@ -2,11 +2,12 @@
 //! launch.
 
 use super::element::GemmElement;
-use super::epilogue::{Epilogue, FLAG_VEC_A, FLAG_VEC_B};
+use super::epilogue::{Epilogue, FLAG_PLAIN_PAIRS, FLAG_VEC_A, FLAG_VEC_B};
 use super::layout::{extent, GemmShape, Layout};
 use super::select::{select, Math};
+use super::wgmma_tma::{MN_BOX, TMA_BK, TMA_TILE_M, TMA_TILE_N};
 use crate::Error;
-use kernel_runtime::{Buffer, KernelArg, Stream};
+use kernel_runtime::{Buffer, KernelArg, Stream, TensorMap, TensorSwizzle, TensorTiling};
 
 /// `C = act(alpha·op(A)·op(B) + beta·C + bias) + residual` for every batch of `shape`.
 ///
@@ -63,8 +64,16 @@ pub fn gemm<T: GemmElement, O: GemmElement>(
     if vector_ok(b_cols, shape.ldb, shape.stride_b, shape.batch, v) {
         flags |= FLAG_VEC_B;
     }
+    if epilogue.is_plain() && vector_ok(shape.n, shape.ldc, shape.stride_c, shape.batch, 2) {
+        flags |= FLAG_PLAIN_PAIRS;
+    }
+    let maps = if plan.tensor_maps {
+        Some(tensor_maps(shape, a, b)?)
+    } else {
+        None
+    };
     let u = |x: usize| KernelArg::from(x as u32);
-    let args = [
+    let mut args = vec![
         KernelArg::from(a),
         KernelArg::from(b),
         KernelArg::from(&mut *c),
@@ -83,6 +92,10 @@ pub fn gemm<T: GemmElement, O: GemmElement>(
         KernelArg::from(epilogue.beta),
         KernelArg::from(flags),
     ];
+    if let Some((map_a, map_b)) = &maps {
+        args.push(KernelArg::from(map_a));
+        args.push(KernelArg::from(map_b));
+    }
     stream.launch(plan.kernel.artifacts(), plan.config, &args)?;
     Ok(())
 }
@@ -112,6 +125,56 @@ pub fn matmul<T: GemmElement>(
 ) -> Result<(), Error> {
     let shape = GemmShape::new(Layout::Nn, m, n, k);
     gemm(stream, &shape, a, b, c, &Epilogue::default(), Math::Fp32)
+}
+
+/// The tensor maps the TMA kernel reads A and B through: k-contiguous operands in boxes of
+/// the whole tile × one k-slab, the others in 64-wide blocks, all 128-byte swizzled, one
+/// matrix per batch index.
+fn tensor_maps<T: GemmElement>(
+    shape: &GemmShape,
+    a: &Buffer<T>,
+    b: &Buffer<T>,
+) -> Result<(TensorMap, TensorMap), Error> {
+    let (a_rows, a_cols) = shape.layout.a_rows_cols(shape.m, shape.k);
+    let (b_rows, b_cols) = shape.layout.b_rows_cols(shape.n, shape.k);
+    let map = |buf: &Buffer<T>, rows, cols, ld, stride, k_major, tile| {
+        let (box_rows, box_cols) = if k_major {
+            (tile, TMA_BK)
+        } else {
+            (TMA_BK, MN_BOX)
+        };
+        let batch_stride = if shape.batch <= 1 { rows * ld } else { stride };
+        let tiling = TensorTiling::matrix(
+            rows as u64,
+            cols as u64,
+            ld as u64,
+            box_rows,
+            box_cols,
+            TensorSwizzle::B128,
+        )
+        .batched(shape.batch.max(1) as u64, batch_stride as u64);
+        TensorMap::tiled(buf.view(), &tiling)
+    };
+    let layout = shape.layout;
+    let map_a = map(
+        a,
+        a_rows,
+        a_cols,
+        shape.lda,
+        shape.stride_a,
+        layout.a_k_contiguous(),
+        TMA_TILE_M,
+    )?;
+    let map_b = map(
+        b,
+        b_rows,
+        b_cols,
+        shape.ldb,
+        shape.stride_b,
+        layout.b_k_contiguous(),
+        TMA_TILE_N,
+    )?;
+    Ok((map_a, map_b))
 }
 
 /// Runs of `v` elements along stored rows are wholly inside or outside every matrix, and

@@ -9,7 +9,10 @@ use super::tensor_core::{
     mma_shared_bytes, mma_spec_index, MmaSpec, MMA_THREADS, MMA_TILE_M, MMA_TILE_N,
 };
 use super::wgmma::{wgmma_shared_bytes, wgmma_spec_index, WgmmaSpec, WGMMA_THREADS};
-use super::{MMA, SIMT, WGMMA};
+use super::wgmma_tma::{
+    tma_shared_bytes, tma_spec_index, TmaSpec, TMA_THREADS, TMA_TILE_M, TMA_TILE_N,
+};
+use super::{MMA, SIMT, WGMMA, WGMMA_TMA};
 use crate::{Error, OpKernel};
 use kernel_dsl::Target;
 use kernel_runtime::LaunchConfig;
@@ -39,6 +42,8 @@ pub struct Plan {
     pub config: LaunchConfig,
     /// Elements per 16-byte vector of the inputs (the vector-load flags use it).
     pub(crate) vector_elems: usize,
+    /// The kernel reads A and B through tensor maps (two extra parameters).
+    pub(crate) tensor_maps: bool,
 }
 
 impl std::fmt::Debug for Plan {
@@ -80,6 +85,7 @@ pub fn select(
             kernel: &SIMT[index],
             config: grid(shape, SIMT_TILE, SIMT_TILE, SIMT_THREADS),
             vector_elems: 4,
+            tensor_maps: false,
         });
     }
     if target.sm() < 80 {
@@ -90,8 +96,26 @@ pub fn select(
             target.name()
         )));
     }
+    if target.sm() == 90 && tma_fits(shape) {
+        // Hopper with 16-byte aligned rows: wgmma fed by the copy engine (the runtime loads
+        // the sm_90a variant on an sm_90 device).
+        let spec = TmaSpec {
+            input,
+            output,
+            layout: shape.layout,
+        };
+        if let Some(index) = tma_spec_index(spec) {
+            return Ok(Plan {
+                kernel: &WGMMA_TMA[index],
+                config: grid(shape, TMA_TILE_M, TMA_TILE_N, TMA_THREADS)
+                    .with_dynamic_shared(tma_shared_bytes()),
+                vector_elems: 16 / input.bytes(),
+                tensor_maps: true,
+            });
+        }
+    }
     if target.sm() == 90 {
-        // Hopper: wgmma (the runtime loads the sm_90a variant on an sm_90 device).
+        // Hopper, other strides: wgmma fed by cp.async.
         let spec = WgmmaSpec {
             input,
             output,
@@ -103,6 +127,7 @@ pub fn select(
                 config: grid(shape, MMA_TILE_M, MMA_TILE_N, WGMMA_THREADS)
                     .with_dynamic_shared(wgmma_shared_bytes()),
                 vector_elems: 16 / input.bytes(),
+                tensor_maps: false,
             });
         }
     }
@@ -124,7 +149,17 @@ pub fn select(
         config: grid(shape, MMA_TILE_M, MMA_TILE_N, MMA_THREADS)
             .with_dynamic_shared(mma_shared_bytes(spec)),
         vector_elems: 16 / input.bytes(),
+        tensor_maps: false,
     })
+}
+
+/// The copy engine reads rows (and batch strides) that start 16-byte aligned: for 16-bit
+/// elements, leading dimensions and strides that are multiples of 8.
+fn tma_fits(shape: &GemmShape) -> bool {
+    let aligned = |x: usize| x.is_multiple_of(8);
+    aligned(shape.lda)
+        && aligned(shape.ldb)
+        && (shape.batch <= 1 || (aligned(shape.stride_a) && aligned(shape.stride_b)))
 }
 
 fn unsupported(detail: String) -> Error {

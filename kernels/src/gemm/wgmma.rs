@@ -14,6 +14,7 @@ use super::layout::Layout;
 use super::matrix::Mat;
 use super::params::declare;
 use super::transpose_load::TransposedLoader;
+use super::wgmma_store::store_accumulators;
 use kernel_dsl::builder::{KernelBuilder, Value};
 use kernel_dsl::dtype::{Pred, F32, U32, U64};
 use kernel_dsl::ir::{Dim, Imm, Kernel, Operand};
@@ -241,42 +242,9 @@ pub(crate) fn build_wgmma(s: WgmmaSpec) -> Kernel {
     b.inst(Op::WgmmaWait, vec![], vec![Operand::Imm(Imm::Int(0))]);
     b.cp_async_wait(0);
 
-    // Epilogue: warp w of warpgroup g holds rows 64g + 16w + {lane/4, lane/4 + 8}; register
-    // 4j + r is column 8j + 2(lane%4) + r%2, the second row for r ≥ 2.
-    let lane = b.lane_id();
-    let c2 = b.const_u32(2);
-    let c3 = b.const_u32(3);
-    let c16 = b.const_u32(16);
     let c64 = b.const_u32(64);
-    let warp = b.shr(tid, 5);
-    let w = b.and(warp, c3);
-    let g = b.shr(lane, 2);
-    let t4 = b.and(lane, c3);
-    let t2 = b.mul(t4, c2);
     let row0 = b.mad(wg, c64, tile_m);
-    let row0 = b.mad(w, c16, row0);
-    let row0 = b.add(row0, g);
-    let col0 = b.add(tile_n, t2);
-    for half in 0..2u32 {
-        let dr = b.const_u32(half * 8);
-        let row = b.add(row0, dr);
-        let row_in = b.setp(Cmp::Lt, row, p.m);
-        b.if_(row_in, |b| {
-            let row_off = b.mul(row, p.ldc);
-            for j in 0..WG_N / 8 {
-                for odd in 0..2u32 {
-                    let dc = b.const_u32(j * 8 + odd);
-                    let col = b.add(col0, dc);
-                    let col_in = b.setp(Cmp::Lt, col, p.n);
-                    let v = acc[(4 * j + 2 * half + odd) as usize];
-                    b.if_(col_in, |b| {
-                        let idx = b.add(row_off, col);
-                        p.epilogue.store(b, idx, col, v);
-                    });
-                }
-            }
-        });
-    }
+    store_accumulators(&mut b, &p, &acc, tid, row0, tile_n);
     b.finish()
 }
 

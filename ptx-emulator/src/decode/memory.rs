@@ -262,8 +262,10 @@ fn op_word(op: AtomOp) -> &'static str {
 
 pub(crate) fn cvta(frame: &mut Frame, inst: &Instruction) -> Result<Op, Error> {
     let ops = operands(frame, inst, 2)?;
-    let space =
-        space_of(frame, inst.space())?.ok_or_else(|| frame.unsupported("cvta of .param"))?;
+    let space = match inst.space() {
+        Some(StateSpace::Param | StateSpace::ParamEntry) => Space::Param,
+        s => space_of(frame, s)?.ok_or_else(|| frame.unsupported("cvta of this space"))?,
+    };
     let w = if inst.ty() == Some(Type::U32) {
         W::B32
     } else {

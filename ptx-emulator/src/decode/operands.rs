@@ -247,9 +247,7 @@ impl Frame {
             Some(Symbol::Shared { offset }) => Ok(*offset as u64),
             Some(Symbol::Local { offset }) => Ok(*offset as u64),
             Some(Symbol::Const { offset }) => Ok(*offset as u64),
-            Some(Symbol::Param { .. }) => {
-                Err(self.unsupported(format!("taking the address of parameter `{name}`")))
-            }
+            Some(Symbol::Param { offset, .. }) => Ok(*offset as u64),
             Some(Symbol::Global) => Err(self.malformed(format!("`{name}` is a global variable"))),
             None => Err(self.unsupported(format!(
                 "symbol `{name}` (functions and undeclared symbols are not emulated)"

@@ -138,7 +138,7 @@ impl Ctx<'_> {
                 let base = thread * per + start;
                 Ok(&mut self.local[base..base + size as usize])
             }
-            Space::Const => Err(oob),
+            Space::Const | Space::Param => Err(oob),
         }
     }
 
@@ -178,9 +178,13 @@ impl Ctx<'_> {
     ) -> Result<[u8; 16], FaultKind> {
         let (space, addr) = self.place(space, addr, size, access)?;
         let mut out = [0u8; 16];
-        if space == Space::Const {
+        if matches!(space, Space::Const | Space::Param) {
             let start = addr as usize;
-            let data = &self.kernel.const_data;
+            let data = if space == Space::Const {
+                &self.kernel.const_data[..]
+            } else {
+                self.params
+            };
             let src = data.get(start..start.saturating_add(size as usize)).ok_or(
                 FaultKind::OutOfBounds {
                     space,

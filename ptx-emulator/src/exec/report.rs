@@ -184,7 +184,7 @@ pub(crate) fn fault_error(ctx: &Ctx<'_>, shape: &CtaShape, t: usize, fault: Faul
                 size,
                 local_bytes: ctx.kernel.local_bytes,
             },
-            Space::Const => Error::GlobalOutOfBounds {
+            Space::Const | Space::Param => Error::GlobalOutOfBounds {
                 site,
                 access,
                 address: addr,

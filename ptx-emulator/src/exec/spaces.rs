@@ -8,6 +8,8 @@ pub(crate) const SHARED_WINDOW: u64 = 0x0000_0100_0000_0000;
 pub(crate) const LOCAL_WINDOW: u64 = 0x0000_0200_0000_0000;
 /// Generic addresses in `[CONST_WINDOW, CONST_WINDOW + 4 GiB)` are module `.const` data.
 pub(crate) const CONST_WINDOW: u64 = 0x0000_0300_0000_0000;
+/// Generic addresses in `[PARAM_WINDOW, PARAM_WINDOW + 4 GiB)` are the kernel parameters.
+pub(crate) const PARAM_WINDOW: u64 = 0x0000_0400_0000_0000;
 const WINDOW_SIZE: u64 = 1 << 32;
 
 /// The generic address of `addr` in `space`.
@@ -16,6 +18,7 @@ pub(crate) fn to_generic(space: Space, addr: u64) -> u64 {
         Space::Shared => SHARED_WINDOW + (addr & 0xffff_ffff),
         Space::Local => LOCAL_WINDOW + (addr & 0xffff_ffff),
         Space::Const => CONST_WINDOW + (addr & 0xffff_ffff),
+        Space::Param => PARAM_WINDOW + (addr & 0xffff_ffff),
         Space::Global | Space::Generic => addr,
     }
 }
@@ -26,6 +29,7 @@ pub(crate) fn from_generic(space: Space, addr: u64) -> u64 {
         Space::Shared => addr.wrapping_sub(SHARED_WINDOW) & 0xffff_ffff,
         Space::Local => addr.wrapping_sub(LOCAL_WINDOW) & 0xffff_ffff,
         Space::Const => addr.wrapping_sub(CONST_WINDOW) & 0xffff_ffff,
+        Space::Param => addr.wrapping_sub(PARAM_WINDOW) & 0xffff_ffff,
         Space::Global | Space::Generic => addr,
     }
 }
@@ -39,6 +43,8 @@ pub(crate) fn resolve_generic(addr: u64) -> (Space, u64) {
         (Space::Local, addr - LOCAL_WINDOW)
     } else if addr.wrapping_sub(CONST_WINDOW) < WINDOW_SIZE {
         (Space::Const, addr - CONST_WINDOW)
+    } else if addr.wrapping_sub(PARAM_WINDOW) < WINDOW_SIZE {
+        (Space::Param, addr - PARAM_WINDOW)
     } else {
         (Space::Global, addr)
     }

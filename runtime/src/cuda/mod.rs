@@ -3,6 +3,8 @@
 
 mod module;
 mod open;
+mod tensor_map;
 
 pub(crate) use module::{launch, CudaKernel, CudaLoader, CudaModule, MAX_PARAMS};
 pub(crate) use open::open;
+pub(crate) use tensor_map::encode_tensor_map;

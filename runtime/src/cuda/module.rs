@@ -171,13 +171,13 @@ impl CudaKernel {
     }
 }
 
-/// Launches `kernel` on `stream` with one 64-bit slot per parameter.
+/// Launches `kernel` on `stream` with one pointer to each parameter's bytes.
 pub(crate) fn launch(
     kernel: &CudaKernel,
     stream: &CudaStream,
     cfg: &LaunchConfig,
     static_shared: u32,
-    slots: &[u64],
+    params: &mut [*mut c_void],
 ) -> Result<()> {
     kernel
         .module
@@ -185,15 +185,12 @@ pub(crate) fn launch(
         .bind_to_thread()
         .map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
     kernel.ensure_dynamic_shared(static_shared, cfg.dynamic_shared_bytes)?;
-    let mut params = [std::ptr::null_mut::<c_void>(); MAX_PARAMS];
-    for (p, slot) in params.iter_mut().zip(slots) {
-        *p = slot as *const u64 as *mut c_void;
-    }
     let [gx, gy, gz] = cfg.grid;
     let [bx, by, bz] = cfg.block;
-    // SAFETY: the launch was validated against the kernel's metadata: one slot per parameter,
-    // each at least as wide as its parameter and little-endian, buffer slots holding addresses
-    // of live allocations on this device; `params` outlives the call (the driver copies them).
+    // SAFETY: the launch was validated against the kernel's metadata: one pointer per
+    // parameter, each to at least as many bytes as its parameter (64-bit little-endian slots,
+    // or a tensor map's 128 bytes), buffer slots holding addresses of live allocations on this
+    // device; the pointees outlive the call (the driver copies them).
     unsafe {
         sys::cuLaunchKernel(
             kernel.function,

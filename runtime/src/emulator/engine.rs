@@ -18,6 +18,8 @@ pub(crate) enum EmuArg {
     F32(f32),
     F64(f64),
     Ptr(u64),
+    /// A tensor map in the emulator's encoding.
+    TensorMap([u8; kernel_dsl::TENSOR_MAP_BYTES as usize]),
 }
 
 /// What the runtime needs from a PTX executor.
@@ -121,5 +123,6 @@ fn arg_value(arg: EmuArg) -> ptx_emulator::ArgValue {
         EmuArg::F32(v) => A::F32(v),
         EmuArg::F64(v) => A::F64(v),
         EmuArg::Ptr(v) => A::Ptr(v),
+        EmuArg::TensorMap(bytes) => A::Bytes(bytes.to_vec()),
     }
 }

@@ -4,10 +4,12 @@
 mod engine;
 #[cfg(test)]
 mod memory;
+mod tensor_map;
 
 pub(crate) use engine::{default_engine, EmuArg, Engine, ModuleId};
 #[cfg(test)]
 pub(crate) use memory::HostMemory;
+pub(crate) use tensor_map::encode_tensor_map;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 

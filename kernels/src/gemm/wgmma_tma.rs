@@ -1,0 +1,320 @@
+//! The sm_90a GEMM fed by the bulk tensor copy (TMA): bf16/f16 inputs, f32 accumulation in
+//! `wgmma.mma_async.m64n256k16`, every layout.
+//!
+//! A 128×256 CTA tile and three warpgroups. Warpgroup 0 is the producer: one thread copies
+//! each 64-deep k-slab of A and B into a ring of [`STAGES`] shared-memory stages with
+//! `cp.async.bulk.tensor`, the bytes completing on the stage's `full` barrier, after waiting
+//! on its `empty` barrier for the consumers to release it. Warpgroups 1 and 2 are the
+//! consumers: each waits for a stage to fill, multiplies its 64 rows of A by all 256 columns
+//! of B, and releases the stage once those `wgmma`s have retired. The producer gives up
+//! registers (`setmaxnreg.dec`) so the consumers can hold their 128 accumulators each.
+//!
+//! Tiles land 128-byte swizzled: k-contiguous operands as rows of 64 k (one box per operand),
+//! the others as 64-wide MN blocks over 64 k rows (read through transposed descriptors), so no
+//! operand is rearranged by threads. The copy engine fills boxes that overhang the matrix with
+//! zeros, so ragged m, n and k need no bounds checks until the epilogue.
+
+use super::element::Dtype;
+use super::layout::Layout;
+use super::params::declare;
+use super::tma;
+use super::wgmma_store::store_accumulators;
+use kernel_dsl::builder::{KernelBuilder, Value};
+use kernel_dsl::dtype::{F32, U32, U64};
+use kernel_dsl::ir::{Dim, Imm, Kernel, Operand};
+use kernel_dsl::op::{Cmp, Op};
+
+/// Output rows per CTA (two consumer warpgroups of 64).
+pub(crate) const TMA_TILE_M: u32 = 128;
+/// Output columns per CTA (the instruction's N).
+pub(crate) const TMA_TILE_N: u32 = 256;
+/// Depth of one k-slab: 64 16-bit elements, one 128-byte swizzle row.
+pub(crate) const TMA_BK: u32 = 64;
+/// Width of one box along M or N for operands stored MN-contiguous (one swizzle row).
+pub(crate) const MN_BOX: u32 = 64;
+pub(crate) const TMA_THREADS: u32 = 384;
+const STAGES: u32 = 4;
+const A_BYTES: u32 = TMA_TILE_M * TMA_BK * 2;
+const B_BYTES: u32 = TMA_TILE_N * TMA_BK * 2;
+const STAGE_BYTES: u32 = A_BYTES + B_BYTES;
+/// The 128-byte swizzle repeats every 1024 bytes; stages start on that boundary.
+const SWIZZLE_ATOM: u32 = 1024;
+/// Bytes of one 64-wide MN block over a slab's 64 k rows.
+const MN_BLOCK_BYTES: u32 = MN_BOX * TMA_BK * 2;
+/// Registers per thread after the split: the producer keeps few, the consumers take the rest
+/// (128 × 40 + 256 × 232 ≤ 64 Ki).
+const PRODUCER_REGS: u32 = 40;
+const CONSUMER_REGS: u32 = 232;
+
+/// Dynamic shared memory: the stages, their barriers, and slack to align the first stage.
+pub(crate) const fn tma_shared_bytes() -> u32 {
+    SWIZZLE_ATOM + STAGES * STAGE_BYTES + 2 * STAGES * 8
+}
+
+/// One TMA-fed specialization.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct TmaSpec {
+    pub input: Dtype,
+    pub output: Dtype,
+    pub layout: Layout,
+}
+
+const fn spec(input: Dtype, output: Dtype, layout: Layout) -> TmaSpec {
+    TmaSpec {
+        input,
+        output,
+        layout,
+    }
+}
+
+/// bf16 and f16 inputs, f32 or same-type output, every layout.
+pub(crate) const TMA_SPECS: [TmaSpec; 12] = [
+    spec(Dtype::Bf16, Dtype::F32, Layout::Nn),
+    spec(Dtype::Bf16, Dtype::F32, Layout::Nt),
+    spec(Dtype::Bf16, Dtype::F32, Layout::Tn),
+    spec(Dtype::Bf16, Dtype::Bf16, Layout::Nn),
+    spec(Dtype::Bf16, Dtype::Bf16, Layout::Nt),
+    spec(Dtype::Bf16, Dtype::Bf16, Layout::Tn),
+    spec(Dtype::F16, Dtype::F32, Layout::Nn),
+    spec(Dtype::F16, Dtype::F32, Layout::Nt),
+    spec(Dtype::F16, Dtype::F32, Layout::Tn),
+    spec(Dtype::F16, Dtype::F16, Layout::Nn),
+    spec(Dtype::F16, Dtype::F16, Layout::Nt),
+    spec(Dtype::F16, Dtype::F16, Layout::Tn),
+];
+
+pub(crate) fn tma_spec_index(spec: TmaSpec) -> Option<usize> {
+    TMA_SPECS.iter().position(|s| *s == spec)
+}
+
+/// How one operand's slab sits in shared memory, and how `wgmma` reads it.
+#[derive(Clone, Copy)]
+struct Operand2d {
+    /// Address of the operand's tensor map.
+    map: Value<U64>,
+    /// k-contiguous: one box of `rows` × 64 k. Otherwise `rows / 64` boxes of 64 k rows.
+    k_major: bool,
+    /// Rows of the tile along M or N.
+    rows: u32,
+}
+
+impl Operand2d {
+    /// Copies the slab at `k0` (tile origin `mn0`, batch `z`) to `dst`, completing on `bar`.
+    fn load(
+        self,
+        b: &mut KernelBuilder,
+        dst: Value<U32>,
+        mn0: Value<U32>,
+        k0: Value<U32>,
+        z: Value<U32>,
+        bar: Value<U32>,
+    ) {
+        if self.k_major {
+            tma::tensor_load(b, dst, self.map, &[k0, mn0, z], bar);
+            return;
+        }
+        for blk in 0..self.rows / MN_BOX {
+            let dmn = b.const_u32(blk * MN_BOX);
+            let mn = b.add(mn0, dmn);
+            let off = b.const_u32(blk * MN_BLOCK_BYTES);
+            let at = b.add(dst, off);
+            tma::tensor_load(b, at, self.map, &[mn, k0, z], bar);
+        }
+    }
+
+    /// The descriptor of k16 step `ks` of the slab at shared address `base`.
+    fn descriptor(self, b: &mut KernelBuilder, base: Value<U32>, ks: u32) -> Value<U64> {
+        // K-major: the step is 16 elements (32 bytes) along the swizzled row; 8-row groups
+        // are 1024 bytes apart. MN-major: the step is 16 k rows (2 × 1024 bytes); 64-wide MN
+        // blocks are a box apart.
+        let (step, leading, stride) = if self.k_major {
+            (32, 16, SWIZZLE_ATOM)
+        } else {
+            (2 * SWIZZLE_ATOM, MN_BLOCK_BYTES, SWIZZLE_ATOM)
+        };
+        let off = b.const_u32(ks * step);
+        let addr = b.add(base, off);
+        let wide = b.cvt::<U64, U32>(addr);
+        let units = b.shr(wide, 4);
+        let mask = b.const_int::<U64>(0x3FFF);
+        let start = b.and(units, mask);
+        let fixed = (1u64 << 62) | (((stride >> 4) as u64) << 32) | (((leading >> 4) as u64) << 16);
+        let fixed = b.const_int::<U64>(fixed as i64);
+        b.or(start, fixed)
+    }
+}
+
+pub(crate) fn build_wgmma_tma(s: TmaSpec) -> Kernel {
+    let name = format!(
+        "gemm_wgmma_tma_{}_{}_{}_128x256",
+        s.input.suffix(),
+        s.output.suffix(),
+        s.layout.tag()
+    );
+    let mut b = KernelBuilder::new(name);
+    b.reqntid([TMA_THREADS, 1, 1]);
+    b.perf_mut().minnctapersm = Some(1);
+    let p = declare(&mut b, s.input.format(), s.output.format());
+    let map_a = b.param_tensor_map("tmap_a");
+    let map_b = b.param_tensor_map("tmap_b");
+    let op_a = Operand2d {
+        map: map_a,
+        k_major: s.layout.a_k_contiguous(),
+        rows: TMA_TILE_M,
+    };
+    let op_b = Operand2d {
+        map: map_b,
+        k_major: s.layout.b_k_contiguous(),
+        rows: TMA_TILE_N,
+    };
+
+    let smem = b.dynamic_shared::<U32>("stages");
+    let raw = b.shared_base(&smem);
+    let align_m1 = b.const_u32(SWIZZLE_ATOM - 1);
+    let align_mask = b.const_u32(!(SWIZZLE_ATOM - 1));
+    let base = b.add(raw, align_m1);
+    let base = b.and(base, align_mask);
+    let bars = b.const_u32(STAGES * STAGE_BYTES);
+    let bars = b.add(base, bars);
+    let full = |b: &mut KernelBuilder, stage: Value<U32>| {
+        let eight = b.const_u32(8);
+        b.mad(stage, eight, bars)
+    };
+    let empty = |b: &mut KernelBuilder, stage: Value<U32>| {
+        let eight = b.const_u32(8);
+        let first = b.const_u32(STAGES * 8);
+        let at = b.mad(stage, eight, bars);
+        b.add(at, first)
+    };
+    let stage_a = |b: &mut KernelBuilder, stage: Value<U32>| {
+        let bytes = b.const_u32(STAGE_BYTES);
+        b.mad(stage, bytes, base)
+    };
+
+    let tid = b.tid(Dim::X);
+    let zero = b.const_u32(0);
+    let one = b.const_u32(1);
+    let stage_mask = b.const_u32(STAGES - 1);
+    let bk_m1 = b.const_u32(TMA_BK - 1);
+    let kp = b.add(p.k, bk_m1);
+    let slabs = b.shr(kp, TMA_BK.trailing_zeros());
+    let cx = b.ctaid(Dim::X);
+    let cy = b.ctaid(Dim::Y);
+    let z = b.ctaid(Dim::Z);
+    let tn = b.const_u32(TMA_TILE_N);
+    let tm = b.const_u32(TMA_TILE_M);
+    let tile_n = b.mul(cx, tn);
+    let tile_m = b.mul(cy, tm);
+
+    // Barrier setup by one thread, visible to the copy engine and every thread before use.
+    let first = b.setp(Cmp::Eq, tid, zero);
+    b.if_(first, |b| {
+        for st in 0..STAGES {
+            let stage = b.const_u32(st);
+            let f = full(b, stage);
+            tma::init(b, f, 1);
+            let e = empty(b, stage);
+            tma::init(b, e, 2);
+        }
+        b.inst(Op::FenceProxyAsync, vec![], vec![]);
+    });
+    b.bar_sync();
+
+    let wg = b.shr(tid, 7);
+    let producer = b.setp(Cmp::Eq, wg, zero);
+    b.if_else(
+        producer,
+        |b| {
+            tma::set_max_registers(b, false, PRODUCER_REGS);
+            b.if_(first, |b| {
+                b.for_range(zero, slabs, one, |b, t| {
+                    let stage = b.and(t, stage_mask);
+                    let round = b.shr(t, STAGES.trailing_zeros());
+                    // From the second round on, wait for the consumers to release the stage.
+                    let reuse = b.setp(Cmp::Ne, round, zero);
+                    b.if_(reuse, |b| {
+                        let prev = b.sub(round, one);
+                        let parity = b.and(prev, one);
+                        let e = empty(b, stage);
+                        tma::wait(b, e, parity);
+                    });
+                    let f = full(b, stage);
+                    tma::arrive_expect_tx(b, f, STAGE_BYTES);
+                    let bk = b.const_u32(TMA_BK);
+                    let k0 = b.mul(t, bk);
+                    let sa = stage_a(b, stage);
+                    let a_bytes = b.const_u32(A_BYTES);
+                    let sb = b.add(sa, a_bytes);
+                    op_a.load(b, sa, tile_m, k0, z, f);
+                    op_b.load(b, sb, tile_n, k0, z, f);
+                });
+            });
+        },
+        |b| {
+            tma::set_max_registers(b, true, CONSUMER_REGS);
+            let zero_f = b.const_f32(0.0);
+            let acc: Vec<Value<F32>> = (0..TMA_TILE_N / 2).map(|_| b.var(zero_f)).collect();
+            let cw = b.sub(wg, one);
+            let always = b.setp(Cmp::Eq, zero, zero);
+            let c127 = b.const_u32(127);
+            let lane_in_wg = b.and(tid, c127);
+            let leader = b.setp(Cmp::Eq, lane_in_wg, zero);
+            // Consumer c multiplies rows 64c.. of the A tile: a row offset for k-major A, the
+            // c-th MN block otherwise (both 64 × 128 bytes).
+            let a_rel = b.const_u32(MN_BLOCK_BYTES);
+            let a_rel = b.mul(cw, a_rel);
+            b.for_range(zero, slabs, one, |b, t| {
+                let stage = b.and(t, stage_mask);
+                let round = b.shr(t, STAGES.trailing_zeros());
+                let parity = b.and(round, one);
+                let f = full(b, stage);
+                tma::wait(b, f, parity);
+                let sa = stage_a(b, stage);
+                let a_bytes = b.const_u32(A_BYTES);
+                let sb = b.add(sa, a_bytes);
+                let sa = b.add(sa, a_rel);
+                b.inst(Op::WgmmaFence, vec![], vec![]);
+                for ks in 0..TMA_BK / 16 {
+                    let da = op_a.descriptor(b, sa, ks);
+                    let db = op_b.descriptor(b, sb, ks);
+                    b.inst(
+                        Op::Wgmma {
+                            n: TMA_TILE_N,
+                            ab: s.input.format().scalar(),
+                        },
+                        vec![Operand::Vector(
+                            acc.iter().map(|v| Operand::Reg(v.reg())).collect(),
+                        )],
+                        vec![
+                            da.reg().into(),
+                            db.reg().into(),
+                            always.reg().into(),
+                            Operand::Imm(Imm::Int(1)),
+                            Operand::Imm(Imm::Int(1)),
+                            Operand::Imm(Imm::Int(!op_a.k_major as i64)),
+                            Operand::Imm(Imm::Int(!op_b.k_major as i64)),
+                        ],
+                    );
+                }
+                b.inst(Op::WgmmaCommit, vec![], vec![]);
+                // The previous slab's products have retired once at most this one is in
+                // flight: its stage goes back to the producer.
+                b.inst(Op::WgmmaWait, vec![], vec![Operand::Imm(Imm::Int(1))]);
+                let started = b.setp(Cmp::Ne, t, zero);
+                b.if_(started, |b| {
+                    b.if_(leader, |b| {
+                        let prev = b.sub(t, one);
+                        let prev = b.and(prev, stage_mask);
+                        let e = empty(b, prev);
+                        tma::arrive(b, e);
+                    });
+                });
+            });
+            b.inst(Op::WgmmaWait, vec![], vec![Operand::Imm(Imm::Int(0))]);
+            let c64 = b.const_u32(64);
+            let row0 = b.mad(cw, c64, tile_m);
+            store_accumulators(b, &p, &acc, tid, row0, tile_n);
+        },
+    );
+    b.finish()
+}
