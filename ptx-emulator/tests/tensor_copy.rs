@@ -10,11 +10,13 @@ use common::*;
 use ptx_emulator::{ArgValue, GlobalMemory, LaunchConfig, TensorMap, TensorSwizzle};
 use tma::*;
 
-/// How the kernel finds the map: the parameter `tmap`, a register holding the address of a
-/// copy in global memory, or a module `.const` or `.global` variable holding one.
+/// How the kernel finds the map: the parameter `tmap`, the parameter's generic address
+/// (`mov` + `cvta.param`, the form ptxas accepts), a register holding the address of a copy in
+/// global memory, or a module `.const` or `.global` variable holding one.
 #[derive(Clone, Copy, PartialEq)]
 enum Via {
     Param,
+    ParamAddress,
     Pointer,
     ConstVariable,
     GlobalVariable,
@@ -25,6 +27,13 @@ fn kernel_via(via: Via, rank: usize, map: &TensorMap) -> String {
     let (operand, space) = match via {
         Via::Param => return copy_kernel(rank, "tmap", &reg_coords(rank)),
         Via::Pointer => return copy_kernel(rank, "%rd9", &reg_coords(rank)),
+        Via::ParamAddress => {
+            return copy_kernel(rank, "%rd11", &reg_coords(rank)).replacen(
+                "\tmov.u32 \t%r3, %tid.x;",
+                "\tmov.u64 \t%rd10, tmap;\n\tcvta.param.u64 \t%rd11, %rd10;\n\tmov.u32 \t%r3, %tid.x;",
+                1,
+            )
+        }
         Via::ConstVariable => ("vmap", "const"),
         Via::GlobalVariable => ("vmap", "global"),
     };
@@ -97,6 +106,7 @@ fn an_interior_f32_box_lands_row_major() {
     let m = map(4, &[40, 30], 160, &[16, 8], TensorSwizzle::None);
     for via in [
         Via::Param,
+        Via::ParamAddress,
         Via::Pointer,
         Via::ConstVariable,
         Via::GlobalVariable,

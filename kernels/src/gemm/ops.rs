@@ -96,7 +96,15 @@ pub fn gemm<T: GemmElement, O: GemmElement>(
         args.push(KernelArg::from(map_a));
         args.push(KernelArg::from(map_b));
     }
-    stream.launch(plan.kernel.artifacts(), plan.config, &args)?;
+    let mut config = plan.config;
+    if plan.tensor_maps {
+        // Persistent: one CTA per SM at most (the tile loop covers the rest), spread over
+        // the batches.
+        let sms = stream.device().props().sm_count.max(1);
+        let per_batch = sms.div_ceil(config.grid[2]).max(1);
+        config.grid[0] = config.grid[0].min(per_batch);
+    }
+    stream.launch(plan.kernel.artifacts(), config, &args)?;
     Ok(())
 }
 

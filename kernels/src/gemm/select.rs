@@ -107,8 +107,7 @@ pub fn select(
         if let Some(index) = tma_spec_index(spec) {
             return Ok(Plan {
                 kernel: &WGMMA_TMA[index],
-                config: grid(shape, TMA_TILE_M, TMA_TILE_N, TMA_THREADS)
-                    .with_dynamic_shared(tma_shared_bytes()),
+                config: tile_walk(shape).with_dynamic_shared(tma_shared_bytes()),
                 vector_elems: 16 / input.bytes(),
                 tensor_maps: true,
             });
@@ -171,6 +170,16 @@ pub(crate) const fn layout_index(layout: Layout) -> usize {
         Layout::Nn => 0,
         Layout::Nt => 1,
         Layout::Tn => 2,
+    }
+}
+
+/// One CTA per output tile along x (the kernel walks tiles `ctaid.x`, `ctaid.x + nctaid.x`,
+/// …, so [`gemm`](super::gemm) may launch fewer: one per SM), batches along z.
+fn tile_walk(shape: &GemmShape) -> LaunchConfig {
+    let tiles = grid(shape, TMA_TILE_M, TMA_TILE_N, TMA_THREADS);
+    LaunchConfig {
+        grid: [tiles.grid[0] * tiles.grid[1], 1, tiles.grid[2]],
+        ..tiles
     }
 }
 

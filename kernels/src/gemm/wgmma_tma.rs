@@ -186,6 +186,12 @@ pub(crate) fn build_wgmma_tma(s: TmaSpec) -> Kernel {
         let at = b.mad(stage, eight, bars);
         b.add(at, first)
     };
+    let release = |b: &mut KernelBuilder, slab: Value<U32>| {
+        let mask = b.const_u32(STAGES - 1);
+        let stage = b.and(slab, mask);
+        let e = empty(b, stage);
+        tma::arrive(b, e);
+    };
     let stage_a = |b: &mut KernelBuilder, stage: Value<U32>| {
         let bytes = b.const_u32(STAGE_BYTES);
         b.mad(stage, bytes, base)
@@ -198,13 +204,25 @@ pub(crate) fn build_wgmma_tma(s: TmaSpec) -> Kernel {
     let bk_m1 = b.const_u32(TMA_BK - 1);
     let kp = b.add(p.k, bk_m1);
     let slabs = b.shr(kp, TMA_BK.trailing_zeros());
-    let cx = b.ctaid(Dim::X);
-    let cy = b.ctaid(Dim::Y);
     let z = b.ctaid(Dim::Z);
-    let tn = b.const_u32(TMA_TILE_N);
-    let tm = b.const_u32(TMA_TILE_M);
-    let tile_n = b.mul(cx, tn);
-    let tile_m = b.mul(cy, tm);
+    // The CTA walks tiles ctaid.x, ctaid.x + nctaid.x, ... (n fastest), so a grid of one CTA
+    // per SM overlaps one tile's epilogue with the next tile's copies.
+    let cx = b.ctaid(Dim::X);
+    let nx = b.nctaid(Dim::X);
+    let tn_m1 = b.const_u32(TMA_TILE_N - 1);
+    let tiles_n = b.add(p.n, tn_m1);
+    let tiles_n = b.shr(tiles_n, TMA_TILE_N.trailing_zeros());
+    let tm_m1 = b.const_u32(TMA_TILE_M - 1);
+    let tiles_m = b.add(p.m, tm_m1);
+    let tiles_m = b.shr(tiles_m, TMA_TILE_M.trailing_zeros());
+    let tiles = b.mul(tiles_m, tiles_n);
+    let origin = |b: &mut KernelBuilder, tile: Value<U32>| {
+        let col = b.rem(tile, tiles_n);
+        let row = b.div(tile, tiles_n);
+        let tn = b.const_u32(TMA_TILE_N);
+        let tm = b.const_u32(TMA_TILE_M);
+        (b.mul(row, tm), b.mul(col, tn))
+    };
 
     // Barrier setup by one thread, visible to the copy engine and every thread before use.
     let first = b.setp(Cmp::Eq, tid, zero);
@@ -227,26 +245,33 @@ pub(crate) fn build_wgmma_tma(s: TmaSpec) -> Kernel {
         |b| {
             tma::set_max_registers(b, false, PRODUCER_REGS);
             b.if_(first, |b| {
-                b.for_range(zero, slabs, one, |b, t| {
-                    let stage = b.and(t, stage_mask);
-                    let round = b.shr(t, STAGES.trailing_zeros());
-                    // From the second round on, wait for the consumers to release the stage.
-                    let reuse = b.setp(Cmp::Ne, round, zero);
-                    b.if_(reuse, |b| {
-                        let prev = b.sub(round, one);
-                        let parity = b.and(prev, one);
-                        let e = empty(b, stage);
-                        tma::wait(b, e, parity);
+                // Slabs are counted across tiles: slab t uses stage t % STAGES.
+                let t = b.var(zero);
+                b.for_range(cx, tiles, nx, |b, tile| {
+                    let (tile_m, tile_n) = origin(b, tile);
+                    b.for_range(zero, slabs, one, |b, slab| {
+                        let stage = b.and(t, stage_mask);
+                        let round = b.shr(t, STAGES.trailing_zeros());
+                        // From the second round on, wait for the consumers to release it.
+                        let reuse = b.setp(Cmp::Ne, round, zero);
+                        b.if_(reuse, |b| {
+                            let prev = b.sub(round, one);
+                            let parity = b.and(prev, one);
+                            let e = empty(b, stage);
+                            tma::wait(b, e, parity);
+                        });
+                        let f = full(b, stage);
+                        tma::arrive_expect_tx(b, f, STAGE_BYTES);
+                        let bk = b.const_u32(TMA_BK);
+                        let k0 = b.mul(slab, bk);
+                        let sa = stage_a(b, stage);
+                        let a_bytes = b.const_u32(A_BYTES);
+                        let sb = b.add(sa, a_bytes);
+                        op_a.load(b, sa, tile_m, k0, z, f);
+                        op_b.load(b, sb, tile_n, k0, z, f);
+                        let next = b.add(t, one);
+                        b.assign(t, next);
                     });
-                    let f = full(b, stage);
-                    tma::arrive_expect_tx(b, f, STAGE_BYTES);
-                    let bk = b.const_u32(TMA_BK);
-                    let k0 = b.mul(t, bk);
-                    let sa = stage_a(b, stage);
-                    let a_bytes = b.const_u32(A_BYTES);
-                    let sb = b.add(sa, a_bytes);
-                    op_a.load(b, sa, tile_m, k0, z, f);
-                    op_b.load(b, sb, tile_n, k0, z, f);
                 });
             });
         },
@@ -263,57 +288,73 @@ pub(crate) fn build_wgmma_tma(s: TmaSpec) -> Kernel {
             // c-th MN block otherwise (both 64 × 128 bytes).
             let a_rel = b.const_u32(MN_BLOCK_BYTES);
             let a_rel = b.mul(cw, a_rel);
-            b.for_range(zero, slabs, one, |b, t| {
-                let stage = b.and(t, stage_mask);
-                let round = b.shr(t, STAGES.trailing_zeros());
-                let parity = b.and(round, one);
-                let f = full(b, stage);
-                tma::wait(b, f, parity);
-                let sa = stage_a(b, stage);
-                let a_bytes = b.const_u32(A_BYTES);
-                let sb = b.add(sa, a_bytes);
-                let sa = b.add(sa, a_rel);
-                b.inst(Op::WgmmaFence, vec![], vec![]);
-                for ks in 0..TMA_BK / 16 {
-                    let da = op_a.descriptor(b, sa, ks);
-                    let db = op_b.descriptor(b, sb, ks);
-                    b.inst(
-                        Op::Wgmma {
-                            n: TMA_TILE_N,
-                            ab: s.input.format().scalar(),
-                        },
-                        vec![Operand::Vector(
-                            acc.iter().map(|v| Operand::Reg(v.reg())).collect(),
-                        )],
-                        vec![
-                            da.reg().into(),
-                            db.reg().into(),
-                            always.reg().into(),
-                            Operand::Imm(Imm::Int(1)),
-                            Operand::Imm(Imm::Int(1)),
-                            Operand::Imm(Imm::Int(!op_a.k_major as i64)),
-                            Operand::Imm(Imm::Int(!op_b.k_major as i64)),
-                        ],
-                    );
+            let t = b.var(zero);
+            b.for_range(cx, tiles, nx, |b, tile| {
+                let (tile_m, tile_n) = origin(b, tile);
+                for v in &acc {
+                    b.assign(*v, zero_f);
                 }
-                b.inst(Op::WgmmaCommit, vec![], vec![]);
-                // The previous slab's products have retired once at most this one is in
-                // flight: its stage goes back to the producer.
-                b.inst(Op::WgmmaWait, vec![], vec![Operand::Imm(Imm::Int(1))]);
-                let started = b.setp(Cmp::Ne, t, zero);
-                b.if_(started, |b| {
+                b.for_range(zero, slabs, one, |b, slab| {
+                    let stage = b.and(t, stage_mask);
+                    let round = b.shr(t, STAGES.trailing_zeros());
+                    let parity = b.and(round, one);
+                    let f = full(b, stage);
+                    tma::wait(b, f, parity);
+                    let sa = stage_a(b, stage);
+                    let a_bytes = b.const_u32(A_BYTES);
+                    let sb = b.add(sa, a_bytes);
+                    let sa = b.add(sa, a_rel);
+                    b.inst(Op::WgmmaFence, vec![], vec![]);
+                    for ks in 0..TMA_BK / 16 {
+                        let da = op_a.descriptor(b, sa, ks);
+                        let db = op_b.descriptor(b, sb, ks);
+                        b.inst(
+                            Op::Wgmma {
+                                n: TMA_TILE_N,
+                                ab: s.input.format().scalar(),
+                            },
+                            vec![Operand::Vector(
+                                acc.iter().map(|v| Operand::Reg(v.reg())).collect(),
+                            )],
+                            vec![
+                                da.reg().into(),
+                                db.reg().into(),
+                                always.reg().into(),
+                                Operand::Imm(Imm::Int(1)),
+                                Operand::Imm(Imm::Int(1)),
+                                Operand::Imm(Imm::Int(!op_a.k_major as i64)),
+                                Operand::Imm(Imm::Int(!op_b.k_major as i64)),
+                            ],
+                        );
+                    }
+                    b.inst(Op::WgmmaCommit, vec![], vec![]);
+                    // The previous slab's products have retired once at most this one is
+                    // in flight: its stage goes back to the producer.
+                    b.inst(Op::WgmmaWait, vec![], vec![Operand::Imm(Imm::Int(1))]);
+                    let started = b.setp(Cmp::Ne, slab, zero);
+                    b.if_(started, |b| {
+                        b.if_(leader, |b| {
+                            let prev = b.sub(t, one);
+                            release(b, prev);
+                        });
+                    });
+                    let next = b.add(t, one);
+                    b.assign(t, next);
+                });
+                // The tile's last stage goes back before the epilogue, so the producer can
+                // fill the next tile's stages meanwhile.
+                b.inst(Op::WgmmaWait, vec![], vec![Operand::Imm(Imm::Int(0))]);
+                let any = b.setp(Cmp::Ne, slabs, zero);
+                b.if_(any, |b| {
                     b.if_(leader, |b| {
-                        let prev = b.sub(t, one);
-                        let prev = b.and(prev, stage_mask);
-                        let e = empty(b, prev);
-                        tma::arrive(b, e);
+                        let last = b.sub(t, one);
+                        release(b, last);
                     });
                 });
+                let c64 = b.const_u32(64);
+                let row0 = b.mad(cw, c64, tile_m);
+                store_accumulators(b, &p, &acc, tid, row0, tile_n);
             });
-            b.inst(Op::WgmmaWait, vec![], vec![Operand::Imm(Imm::Int(0))]);
-            let c64 = b.const_u32(64);
-            let row0 = b.mad(cw, c64, tile_m);
-            store_accumulators(b, &p, &acc, tid, row0, tile_n);
         },
     );
     b.finish()

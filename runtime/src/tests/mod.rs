@@ -5,6 +5,7 @@ mod emulated_launch;
 mod graphs;
 mod no_driver;
 mod sealed;
+mod tensor_maps;
 mod validation;
 
 use crate::testing::MockEngine;
