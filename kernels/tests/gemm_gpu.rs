@@ -97,6 +97,29 @@ fn gpu_tensor_cores_match_reference_at_aligned_ragged_shapes() {
 }
 
 #[test]
+fn gpu_split_k_matches_reference_at_lora_shapes() {
+    let Some(stream) = gpu() else { return };
+    let epi = EpiCase {
+        alpha: 0.5,
+        beta: 1.0,
+        bias: true,
+        activation: Activation::Silu,
+        residual: true,
+    };
+    for (i, layout) in Layout::ALL.into_iter().enumerate() {
+        let seed = 600 + 10 * i as u64;
+        // gemm splits these itself (too few tiles for the SMs); gemm_split_k forces a count.
+        for &(m, n, k) in &[(4096, 16, 4096), (16, 4096, 4096), (1000, 64, 2056)] {
+            let shape = GemmShape::new(layout, m, n, k);
+            check::<Bf16, Bf16>(&stream, &shape, EpiCase::plain(), Math::Fp32, BF16_OUT, seed);
+            check_split::<Bf16, f32>(&stream, &shape, epi, 5, F32_OUT_16_IN, seed + 1);
+        }
+        let batched = GemmShape::batched(layout, 3, 256, 32, 1024);
+        check_split::<F16, F16>(&stream, &batched, epi, 4, F16_OUT, seed + 2);
+    }
+}
+
+#[test]
 fn gpu_fused_epilogues_and_batches_match_reference() {
     let Some(stream) = gpu() else { return };
     let epi = EpiCase {

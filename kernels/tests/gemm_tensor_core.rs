@@ -214,6 +214,9 @@ fn wgmma_matches_reference_at_odd_and_aligned_shapes() {
         (136, 144, 392),
         (8, 16, 64),
         (130, 264, 72),
+        // Two tiles of three slabs for the one emulated SM: the producer's wait is satisfied
+        // while the consumers run collectives, and must still be retried.
+        (130, 8, 192),
     ];
     for layout in Layout::ALL {
         let odd = hopper_kernel(&GemmShape::new(layout, 17, 63, 329));
@@ -264,4 +267,50 @@ fn wgmma_epilogues_and_batches_match_reference() {
         ..EpiCase::default()
     };
     check::<Bf16, Bf16>(&stream, &shape, gelu, Math::Fp32, BF16_OUT, 301);
+}
+
+#[test]
+fn split_k_matches_reference_with_every_epilogue_and_batches() {
+    let stream = hopper();
+    let epi = EpiCase {
+        alpha: 0.5,
+        beta: 1.0,
+        bias: true,
+        activation: Activation::Silu,
+        residual: true,
+    };
+    for (i, layout) in Layout::ALL.into_iter().enumerate() {
+        let seed = 500 + 10 * i as u64;
+        // k = 520: nine slabs in three ranges of three, the last one short.
+        let shape = GemmShape::new(layout, 40, 24, 520);
+        check_split::<Bf16, f32>(&stream, &shape, EpiCase::plain(), 3, F32_OUT_16_IN, seed);
+        check_split::<Bf16, Bf16>(&stream, &shape, epi, 3, BF16_OUT, seed + 1);
+        check_split::<F16, F16>(&stream, &shape, EpiCase::plain(), 2, F16_OUT, seed + 2);
+        // More ranges than slabs: the empty ones add zeros.
+        let short = GemmShape::new(layout, 16, 8, 64);
+        check_split::<Bf16, f32>(&stream, &short, EpiCase::plain(), 3, F32_OUT_16_IN, seed + 3);
+        let batched = GemmShape::batched(layout, 2, 24, 16, 192);
+        check_split::<Bf16, f32>(&stream, &batched, epi, 2, F32_OUT_16_IN, seed + 4);
+    }
+}
+
+#[test]
+fn split_k_is_bit_identical_run_to_run_and_refuses_what_it_cannot_split() {
+    let stream = hopper();
+    let shape = GemmShape::new(Layout::Nt, 24, 16, 384);
+    let once = check_split::<Bf16, f32>(&stream, &shape, EpiCase::plain(), 3, F32_OUT_16_IN, 7);
+    let again = check_split::<Bf16, f32>(&stream, &shape, EpiCase::plain(), 3, F32_OUT_16_IN, 7);
+    assert_eq!(once, again);
+    let a = kernel_runtime::Buffer::<Bf16>::zeros(&stream, 24 * 384).unwrap();
+    let b = kernel_runtime::Buffer::<Bf16>::zeros(&stream, 16 * 384).unwrap();
+    let mut c = kernel_runtime::Buffer::<f32>::zeros(&stream, 24 * 16).unwrap();
+    let none = kernels::gemm::Epilogue::default();
+    let err = kernels::gemm::gemm_split_k(&stream, &shape, &a, &b, &mut c, &none, 0).unwrap_err();
+    assert!(err.to_string().contains("0 ranges"), "{err}");
+    // A leading dimension of 385 halves is not 16-byte aligned: no TMA kernel, no split-k.
+    let odd = GemmShape::new(Layout::Nt, 24, 16, 385);
+    let a = kernel_runtime::Buffer::<Bf16>::zeros(&stream, 24 * 385).unwrap();
+    let b = kernel_runtime::Buffer::<Bf16>::zeros(&stream, 16 * 385).unwrap();
+    let err = kernels::gemm::gemm_split_k(&stream, &odd, &a, &b, &mut c, &none, 2).unwrap_err();
+    assert!(err.to_string().contains("TMA kernel"), "{err}");
 }

@@ -5,9 +5,13 @@ use super::element::GemmElement;
 use super::epilogue::{Epilogue, FLAG_PLAIN_PAIRS, FLAG_VEC_A, FLAG_VEC_B};
 use super::layout::{extent, GemmShape, Layout};
 use super::select::{select, Math};
+use super::split_k::{split_count, split_kernels, REDUCE_THREADS};
 use super::wgmma_tma::{MN_BOX, TMA_BK, TMA_TILE_M, TMA_TILE_N};
+use crate::OpKernel;
 use crate::Error;
-use kernel_runtime::{Buffer, KernelArg, Stream, TensorMap, TensorSwizzle, TensorTiling};
+use kernel_runtime::{
+    Buffer, KernelArg, LaunchConfig, Stream, TensorMap, TensorSwizzle, TensorTiling,
+};
 
 /// `C = act(alpha·op(A)·op(B) + beta·C + bias) + residual` for every batch of `shape`.
 ///
@@ -41,6 +45,59 @@ pub fn gemm<T: GemmElement, O: GemmElement>(
     epilogue: &Epilogue<T>,
     math: Math,
 ) -> Result<(), Error> {
+    run(stream, shape, a, b, c, epilogue, math, Splits::Auto)
+}
+
+/// [`gemm`] with k split into `splits` ranges whose f32 partial products are added in a
+/// fixed order (bit-identical run to run) before the epilogue. [`gemm`] already splits skinny
+/// problems (LoRA adapters) on its own where that fills the device; this forces a count.
+/// Split-k needs the Hopper TMA kernel (bf16/f16 inputs, leading dimensions and strides that
+/// are multiples of 8) and allocates its partials, so it cannot run inside a graph capture.
+///
+/// ```
+/// use kernel_runtime::{Bf16, Buffer, Device};
+/// use kernels::gemm::{gemm_split_k, Epilogue, GemmShape, Layout};
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator_for(kernel_dsl::Target::Sm90a).stream()?;
+/// let (m, n, k) = (8, 8, 512);
+/// let a = Buffer::from_host(&stream, &vec![Bf16::from_f32(0.5); m * k])?;
+/// let b = Buffer::from_host(&stream, &vec![Bf16::from_f32(0.25); n * k])?;
+/// let mut c = Buffer::<f32>::zeros(&stream, m * n)?;
+/// let shape = GemmShape::new(Layout::Nt, m, n, k);
+/// gemm_split_k(&stream, &shape, &a, &b, &mut c, &Epilogue::default(), 4)?;
+/// assert!(c.to_host(&stream)?.iter().all(|&x| x == 64.0));
+/// # Ok(()) }
+/// ```
+pub fn gemm_split_k<T: GemmElement, O: GemmElement>(
+    stream: &Stream,
+    shape: &GemmShape,
+    a: &Buffer<T>,
+    b: &Buffer<T>,
+    c: &mut Buffer<O>,
+    epilogue: &Epilogue<T>,
+    splits: usize,
+) -> Result<(), Error> {
+    run(stream, shape, a, b, c, epilogue, Math::Fp32, Splits::Exactly(splits))
+}
+
+/// How k is split: as the device and shape suggest, or a forced count.
+#[derive(Clone, Copy)]
+enum Splits {
+    Auto,
+    Exactly(usize),
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run<T: GemmElement, O: GemmElement>(
+    stream: &Stream,
+    shape: &GemmShape,
+    a: &Buffer<T>,
+    b: &Buffer<T>,
+    c: &mut Buffer<O>,
+    epilogue: &Epilogue<T>,
+    math: Math,
+    requested: Splits,
+) -> Result<(), Error> {
     const OP: &str = "gemm";
     shape.check(OP, a.len(), b.len(), c.len())?;
     if let Some(bias) = epilogue.bias {
@@ -51,6 +108,23 @@ pub fn gemm<T: GemmElement, O: GemmElement>(
         at_least(OP, "residual", res.len(), need, "C's shape, ldc and stride")?;
     }
     let plan = select(T::DTYPE, O::DTYPE, math, shape, stream.device().target())?;
+    let forced = match requested {
+        Splits::Exactly(0) => {
+            return Err(unsupported_split("split into 0 ranges; pass 1 or more"))
+        }
+        Splits::Exactly(n) if n > 1 && !plan.tensor_maps => {
+            return Err(unsupported_split(
+                "split-k needs the Hopper TMA kernel: bf16 or f16 inputs on sm_90 with leading dimensions and batch strides that are multiples of 8",
+            ))
+        }
+        Splits::Exactly(n) if n > 1 && stream.is_capturing() => {
+            return Err(unsupported_split(
+                "split-k allocates its partials, which a graph capture cannot; run it outside the capture or use `gemm`",
+            ))
+        }
+        Splits::Exactly(n) => Some(n),
+        Splits::Auto => None,
+    };
     if shape.is_empty() {
         return Ok(());
     }
@@ -72,11 +146,65 @@ pub fn gemm<T: GemmElement, O: GemmElement>(
     } else {
         None
     };
+    let mut config = plan.config;
+    let sms = stream.device().props().sm_count.max(1);
+    if plan.tensor_maps {
+        // Persistent: one CTA per SM at most (the tile loop covers the rest), spread over
+        // the batches.
+        let per_batch = sms.div_ceil(config.grid[2]).max(1);
+        let tiles = config.grid[0] as usize * config.grid[2] as usize;
+        let splits = forced.unwrap_or_else(|| split_count(tiles, shape.k, sms as usize));
+        let partial_elems = splits * shape.batch.max(1) * shape.m * shape.n;
+        if forced.is_some() && partial_elems >= 1 << 31 {
+            return Err(unsupported_split(
+                "the partials of this many ranges outgrow a 32-bit index; split into fewer",
+            ));
+        }
+        // Split-k allocates its partials, which a graph capture cannot; such captures (and
+        // problems whose partials outgrow a 32-bit index) keep whole tiles.
+        if splits > 1 && !stream.is_capturing() && partial_elems < 1 << 31 {
+            if let Some(kernels) = split_kernels(T::DTYPE, O::DTYPE, shape.layout) {
+                let (maps_a, maps_b) = maps.as_ref().expect("tensor maps were encoded");
+                config.grid[0] = (config.grid[0] * splits as u32).min(per_batch);
+                let split = SplitLaunch {
+                    kernels,
+                    splits,
+                    partial_elems,
+                    config,
+                };
+                return split.run(stream, shape, a, b, c, epilogue, flags, (maps_a, maps_b));
+            }
+        }
+        config.grid[0] = config.grid[0].min(per_batch);
+    }
+    let args = gemm_args(shape, a, b, c, epilogue, flags, maps.as_ref());
+    stream.launch(plan.kernel.artifacts(), config, &args)?;
+    Ok(())
+}
+
+fn unsupported_split(detail: &str) -> Error {
+    Error::Unsupported {
+        op: "gemm_split_k",
+        detail: detail.to_string(),
+    }
+}
+
+/// The parameters every GEMM kernel declares ([`super::params::declare`]), then the tensor
+/// maps where the kernel reads through them.
+fn gemm_args<'a, T: GemmElement, O: GemmElement>(
+    shape: &GemmShape,
+    a: &'a Buffer<T>,
+    b: &'a Buffer<T>,
+    c: &'a mut Buffer<O>,
+    epilogue: &Epilogue<'a, T>,
+    flags: u32,
+    maps: Option<&'a (TensorMap, TensorMap)>,
+) -> Vec<KernelArg<'a>> {
     let u = |x: usize| KernelArg::from(x as u32);
     let mut args = vec![
         KernelArg::from(a),
         KernelArg::from(b),
-        KernelArg::from(&mut *c),
+        KernelArg::from(c),
         KernelArg::from(epilogue.bias.unwrap_or(a)),
         KernelArg::from(epilogue.residual.unwrap_or(a)),
         u(shape.m),
@@ -92,20 +220,66 @@ pub fn gemm<T: GemmElement, O: GemmElement>(
         KernelArg::from(epilogue.beta),
         KernelArg::from(flags),
     ];
-    if let Some((map_a, map_b)) = &maps {
+    if let Some((map_a, map_b)) = maps {
         args.push(KernelArg::from(map_a));
         args.push(KernelArg::from(map_b));
     }
-    let mut config = plan.config;
-    if plan.tensor_maps {
-        // Persistent: one CTA per SM at most (the tile loop covers the rest), spread over
-        // the batches.
-        let sms = stream.device().props().sm_count.max(1);
-        let per_batch = sms.div_ceil(config.grid[2]).max(1);
-        config.grid[0] = config.grid[0].min(per_batch);
+    args
+}
+
+/// A split-k launch pair: the TMA kernel's split form into f32 partials, then the ordered
+/// reduce with the epilogue into `C`.
+struct SplitLaunch {
+    kernels: (&'static OpKernel, &'static OpKernel),
+    splits: usize,
+    partial_elems: usize,
+    config: LaunchConfig,
+}
+
+impl SplitLaunch {
+    #[allow(clippy::too_many_arguments)]
+    fn run<T: GemmElement, O: GemmElement>(
+        &self,
+        stream: &Stream,
+        shape: &GemmShape,
+        a: &Buffer<T>,
+        b: &Buffer<T>,
+        c: &mut Buffer<O>,
+        epilogue: &Epilogue<'_, T>,
+        flags: u32,
+        maps: (&TensorMap, &TensorMap),
+    ) -> Result<(), Error> {
+        let (tma, reduce) = self.kernels;
+        let mut partials = Buffer::<f32>::zeros(stream, self.partial_elems)?;
+        // The split kernel's `c` is the partials buffer: pitch n, no batch stride (it
+        // places ranges and batches itself) and no epilogue.
+        let raw = GemmShape {
+            ldc: shape.n,
+            stride_c: 0,
+            ..*shape
+        };
+        let plain = Epilogue::<T>::default();
+        let mut args = gemm_args(&raw, a, b, &mut partials, &plain, 0, None);
+        args.push(KernelArg::from(maps.0));
+        args.push(KernelArg::from(maps.1));
+        args.push(KernelArg::from(self.splits as u32));
+        stream.launch(tma.artifacts(), self.config, &args)?;
+        let elems = (shape.m * shape.n) as u32;
+        let reduce_config = LaunchConfig {
+            grid: [
+                elems.div_ceil(REDUCE_THREADS),
+                1,
+                shape.batch.max(1) as u32,
+            ],
+            block: [REDUCE_THREADS, 1, 1],
+            dynamic_shared_bytes: 0,
+        };
+        let mut args = gemm_args(shape, a, b, c, epilogue, flags, None);
+        args.push(KernelArg::from(self.splits as u32));
+        args.push(KernelArg::from(&partials));
+        stream.launch(reduce.artifacts(), reduce_config, &args)?;
+        Ok(())
     }
-    stream.launch(plan.kernel.artifacts(), config, &args)?;
-    Ok(())
 }
 
 /// `C = A·B` for row-major `A` (`m × k`), `B` (`k × n`) and `C` (`m × n`), with the default

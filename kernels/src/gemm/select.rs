@@ -103,6 +103,7 @@ pub fn select(
             input,
             output,
             layout: shape.layout,
+            split_k: false,
         };
         if let Some(index) = tma_spec_index(spec) {
             return Ok(Plan {

@@ -1,6 +1,7 @@
 //! Storing a warpgroup's `wgmma` accumulators through the epilogue.
 
 use super::epilogue::{flag, FLAG_PLAIN_PAIRS};
+use super::matrix::Mat;
 use super::params::GemmParams;
 use crate::codegen::tensor::Format;
 use crate::codegen::{bf16, half};
@@ -21,20 +22,9 @@ pub(crate) fn store_accumulators(
     row0: Value<U32>,
     col0: Value<U32>,
 ) {
-    let lane = b.lane_id();
-    let c2 = b.const_u32(2);
-    let c3 = b.const_u32(3);
-    let c16 = b.const_u32(16);
-    let warp = b.shr(tid, 5);
-    let w = b.and(warp, c3);
-    let g = b.shr(lane, 2);
-    let t4 = b.and(lane, c3);
-    let t2 = b.mul(t4, c2);
     let tile_row0 = row0;
     let tile_col0 = col0;
-    let row0 = b.mad(w, c16, row0);
-    let row0 = b.add(row0, g);
-    let col0 = b.add(col0, t2);
+    let (row0, col0) = fragment_origin(b, tid, row0, col0);
     // A plain product over a whole tile with even pitches: each thread's two adjacent
     // columns are stored as one pair, at immediate offsets from one address per row.
     let plain = flag(b, p.flags, FLAG_PLAIN_PAIRS);
@@ -56,6 +46,27 @@ pub(crate) fn store_accumulators(
         |b| store_pairs(b, p, acc, row0, col0),
         |b| store_checked(b, p, acc, row0, col0),
     );
+}
+
+/// This thread's first row and column of the warpgroup tile at (`row0`, `col0`).
+fn fragment_origin(
+    b: &mut KernelBuilder,
+    tid: Value<U32>,
+    row0: Value<U32>,
+    col0: Value<U32>,
+) -> (Value<U32>, Value<U32>) {
+    let lane = b.lane_id();
+    let c2 = b.const_u32(2);
+    let c3 = b.const_u32(3);
+    let c16 = b.const_u32(16);
+    let warp = b.shr(tid, 5);
+    let w = b.and(warp, c3);
+    let g = b.shr(lane, 2);
+    let t4 = b.and(lane, c3);
+    let t2 = b.mul(t4, c2);
+    let row0 = b.mad(w, c16, row0);
+    let row0 = b.add(row0, g);
+    (row0, b.add(col0, t2))
 }
 
 /// Every element of the fragment in bounds; two adjacent columns per store.
@@ -118,6 +129,42 @@ fn store_checked(
                     b.if_(col_in, |b| {
                         let idx = b.add(row_off, col);
                         p.epilogue.store(b, idx, col, v);
+                    });
+                }
+            }
+        });
+    }
+}
+
+/// Stores the fragment's raw f32 sums to `sink`, the `m × n` matrix (pitch `n`) starting at
+/// element `base`, skipping elements outside it (split-k partials: no epilogue yet).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn store_partials(
+    b: &mut KernelBuilder,
+    p: &GemmParams,
+    sink: Mat,
+    base: Value<U32>,
+    acc: &[Value<F32>],
+    tid: Value<U32>,
+    row0: Value<U32>,
+    col0: Value<U32>,
+) {
+    let (row0, col0) = fragment_origin(b, tid, row0, col0);
+    for half in 0..2u32 {
+        let dr = b.const_u32(half * 8);
+        let row = b.add(row0, dr);
+        let row_in = b.setp(Cmp::Lt, row, p.m);
+        b.if_(row_in, |b| {
+            let row_off = b.mad(row, p.n, base);
+            for j in 0..acc.len() as u32 / 4 {
+                for odd in 0..2u32 {
+                    let dc = b.const_u32(j * 8 + odd);
+                    let col = b.add(col0, dc);
+                    let col_in = b.setp(Cmp::Lt, col, p.n);
+                    let v = acc[(4 * j + 2 * half + odd) as usize];
+                    b.if_(col_in, |b| {
+                        let idx = b.add(row_off, col);
+                        sink.store(b, idx, v);
                     });
                 }
             }

@@ -18,7 +18,7 @@ use super::element::Dtype;
 use super::layout::Layout;
 use super::params::declare;
 use super::tma;
-use super::wgmma_store::store_accumulators;
+use super::wgmma_store::{store_accumulators, store_partials};
 use kernel_dsl::builder::{KernelBuilder, Value};
 use kernel_dsl::dtype::{F32, U32, U64};
 use kernel_dsl::ir::{Dim, Imm, Kernel, Operand};
@@ -57,6 +57,10 @@ pub(crate) struct TmaSpec {
     pub input: Dtype,
     pub output: Dtype,
     pub layout: Layout,
+    /// Each CTA multiplies one k-range of a tile and writes its raw f32 sums to a partials
+    /// buffer (its `c`, one `m × n` matrix per range and batch), which [`super::split_k`]
+    /// reduces and finishes.
+    pub split_k: bool,
 }
 
 const fn spec(input: Dtype, output: Dtype, layout: Layout) -> TmaSpec {
@@ -64,11 +68,21 @@ const fn spec(input: Dtype, output: Dtype, layout: Layout) -> TmaSpec {
         input,
         output,
         layout,
+        split_k: false,
     }
 }
 
-/// bf16 and f16 inputs, f32 or same-type output, every layout.
-pub(crate) const TMA_SPECS: [TmaSpec; 12] = [
+const fn split(input: Dtype, layout: Layout) -> TmaSpec {
+    TmaSpec {
+        input,
+        output: Dtype::F32,
+        layout,
+        split_k: true,
+    }
+}
+
+/// bf16 and f16 inputs, f32 or same-type output, every layout; then the split-k forms.
+pub(crate) const TMA_SPECS: [TmaSpec; 18] = [
     spec(Dtype::Bf16, Dtype::F32, Layout::Nn),
     spec(Dtype::Bf16, Dtype::F32, Layout::Nt),
     spec(Dtype::Bf16, Dtype::F32, Layout::Tn),
@@ -81,6 +95,12 @@ pub(crate) const TMA_SPECS: [TmaSpec; 12] = [
     spec(Dtype::F16, Dtype::F16, Layout::Nn),
     spec(Dtype::F16, Dtype::F16, Layout::Nt),
     spec(Dtype::F16, Dtype::F16, Layout::Tn),
+    split(Dtype::Bf16, Layout::Nn),
+    split(Dtype::Bf16, Layout::Nt),
+    split(Dtype::Bf16, Layout::Tn),
+    split(Dtype::F16, Layout::Nn),
+    split(Dtype::F16, Layout::Nt),
+    split(Dtype::F16, Layout::Tn),
 ];
 
 pub(crate) fn tma_spec_index(spec: TmaSpec) -> Option<usize> {
@@ -145,18 +165,28 @@ impl Operand2d {
 }
 
 pub(crate) fn build_wgmma_tma(s: TmaSpec) -> Kernel {
-    let name = format!(
-        "gemm_wgmma_tma_{}_{}_{}_128x256",
-        s.input.suffix(),
-        s.output.suffix(),
-        s.layout.tag()
-    );
+    let name = if s.split_k {
+        format!(
+            "gemm_wgmma_tma_{}_splitk_{}_128x256",
+            s.input.suffix(),
+            s.layout.tag()
+        )
+    } else {
+        format!(
+            "gemm_wgmma_tma_{}_{}_{}_128x256",
+            s.input.suffix(),
+            s.output.suffix(),
+            s.layout.tag()
+        )
+    };
     let mut b = KernelBuilder::new(name);
     b.reqntid([TMA_THREADS, 1, 1]);
     b.perf_mut().minnctapersm = Some(1);
     let p = declare(&mut b, s.input.format(), s.output.format());
     let map_a = b.param_tensor_map("tmap_a");
     let map_b = b.param_tensor_map("tmap_b");
+    // Split-k: the f32 `c` parameter is the partials buffer (launched with stride_c 0).
+    let partials = s.split_k.then(|| (b.param::<U32>("splits"), p.epilogue.c));
     let op_a = Operand2d {
         map: map_a,
         k_major: s.layout.a_k_contiguous(),
@@ -216,7 +246,28 @@ pub(crate) fn build_wgmma_tma(s: TmaSpec) -> Kernel {
     let tiles_m = b.add(p.m, tm_m1);
     let tiles_m = b.shr(tiles_m, TMA_TILE_M.trailing_zeros());
     let tiles = b.mul(tiles_m, tiles_n);
-    let origin = |b: &mut KernelBuilder, tile: Value<U32>| {
+    // Work item i is tile i % tiles over k-range i / tiles (one range without split-k).
+    let items = match partials {
+        Some((splits, _)) => b.mul(tiles, splits),
+        None => tiles,
+    };
+    let slabs_per = match partials {
+        Some((splits, _)) => {
+            let s_m1 = b.sub(splits, one);
+            let up = b.add(slabs, s_m1);
+            b.div(up, splits)
+        }
+        None => slabs,
+    };
+    let k_range = |b: &mut KernelBuilder, item: Value<U32>| {
+        let range = b.div(item, tiles);
+        let first = b.mul(range, slabs_per);
+        let first = b.min(first, slabs);
+        let end = b.add(first, slabs_per);
+        (first, b.min(end, slabs))
+    };
+    let origin = |b: &mut KernelBuilder, item: Value<U32>| {
+        let tile = b.rem(item, tiles);
         let col = b.rem(tile, tiles_n);
         let row = b.div(tile, tiles_n);
         let tn = b.const_u32(TMA_TILE_N);
@@ -247,9 +298,10 @@ pub(crate) fn build_wgmma_tma(s: TmaSpec) -> Kernel {
             b.if_(first, |b| {
                 // Slabs are counted across tiles: slab t uses stage t % STAGES.
                 let t = b.var(zero);
-                b.for_range(cx, tiles, nx, |b, tile| {
-                    let (tile_m, tile_n) = origin(b, tile);
-                    b.for_range(zero, slabs, one, |b, slab| {
+                b.for_range(cx, items, nx, |b, item| {
+                    let (tile_m, tile_n) = origin(b, item);
+                    let (first_slab, end_slab) = k_range(b, item);
+                    b.for_range(first_slab, end_slab, one, |b, slab| {
                         let stage = b.and(t, stage_mask);
                         let round = b.shr(t, STAGES.trailing_zeros());
                         // From the second round on, wait for the consumers to release it.
@@ -289,12 +341,13 @@ pub(crate) fn build_wgmma_tma(s: TmaSpec) -> Kernel {
             let a_rel = b.const_u32(MN_BLOCK_BYTES);
             let a_rel = b.mul(cw, a_rel);
             let t = b.var(zero);
-            b.for_range(cx, tiles, nx, |b, tile| {
-                let (tile_m, tile_n) = origin(b, tile);
+            b.for_range(cx, items, nx, |b, item| {
+                let (tile_m, tile_n) = origin(b, item);
+                let (first_slab, end_slab) = k_range(b, item);
                 for v in &acc {
                     b.assign(*v, zero_f);
                 }
-                b.for_range(zero, slabs, one, |b, slab| {
+                b.for_range(first_slab, end_slab, one, |b, slab| {
                     let stage = b.and(t, stage_mask);
                     let round = b.shr(t, STAGES.trailing_zeros());
                     let parity = b.and(round, one);
@@ -331,7 +384,7 @@ pub(crate) fn build_wgmma_tma(s: TmaSpec) -> Kernel {
                     // The previous slab's products have retired once at most this one is
                     // in flight: its stage goes back to the producer.
                     b.inst(Op::WgmmaWait, vec![], vec![Operand::Imm(Imm::Int(1))]);
-                    let started = b.setp(Cmp::Ne, slab, zero);
+                    let started = b.setp(Cmp::Ne, slab, first_slab);
                     b.if_(started, |b| {
                         b.if_(leader, |b| {
                             let prev = b.sub(t, one);
@@ -344,7 +397,7 @@ pub(crate) fn build_wgmma_tma(s: TmaSpec) -> Kernel {
                 // The tile's last stage goes back before the epilogue, so the producer can
                 // fill the next tile's stages meanwhile.
                 b.inst(Op::WgmmaWait, vec![], vec![Operand::Imm(Imm::Int(0))]);
-                let any = b.setp(Cmp::Ne, slabs, zero);
+                let any = b.setp(Cmp::Lt, first_slab, end_slab);
                 b.if_(any, |b| {
                     b.if_(leader, |b| {
                         let last = b.sub(t, one);
@@ -353,7 +406,18 @@ pub(crate) fn build_wgmma_tma(s: TmaSpec) -> Kernel {
                 });
                 let c64 = b.const_u32(64);
                 let row0 = b.mad(cw, c64, tile_m);
-                store_accumulators(b, &p, &acc, tid, row0, tile_n);
+                match partials {
+                    None => store_accumulators(b, &p, &acc, tid, row0, tile_n),
+                    Some((_, sink)) => {
+                        // Range r of batch z is matrix r·batches + z of the partials.
+                        let batches = b.nctaid(Dim::Z);
+                        let range = b.div(item, tiles);
+                        let matrix = b.mad(range, batches, z);
+                        let mn = b.mul(p.m, p.n);
+                        let base = b.mul(matrix, mn);
+                        store_partials(b, &p, sink, base, &acc, tid, row0, tile_n);
+                    }
+                }
             });
         },
     );

@@ -124,7 +124,41 @@ pub fn check<T: GemmElement, O: GemmElement>(
     tol: Tol,
     seed: u64,
 ) -> Vec<u32> {
-    let what = format!("{shape:?} {epi:?} {math:?}");
+    check_run::<T, O>(stream, shape, epi, tol, seed, &format!("{math:?}"), |c, e, a, b| {
+        gemm(stream, shape, a, b, c, e, math)
+    })
+}
+
+/// [`check`] through `gemm_split_k` with `splits` ranges.
+pub fn check_split<T: GemmElement, O: GemmElement>(
+    stream: &Stream,
+    shape: &GemmShape,
+    epi: EpiCase,
+    splits: usize,
+    tol: Tol,
+    seed: u64,
+) -> Vec<u32> {
+    let what = format!("split-k {splits}");
+    check_run::<T, O>(stream, shape, epi, tol, seed, &what, |c, e, a, b| {
+        kernels::gemm::gemm_split_k(stream, shape, a, b, c, e, splits)
+    })
+}
+
+fn check_run<T: GemmElement, O: GemmElement>(
+    stream: &Stream,
+    shape: &GemmShape,
+    epi: EpiCase,
+    tol: Tol,
+    seed: u64,
+    how: &str,
+    run: impl FnOnce(
+        &mut Buffer<O>,
+        &Epilogue<T>,
+        &Buffer<T>,
+        &Buffer<T>,
+    ) -> Result<(), kernels::Error>,
+) -> Vec<u32> {
+    let what = format!("{shape:?} {epi:?} {how}");
     let s = shape;
     let (ar, _) = s.layout.a_rows_cols(s.m, s.k);
     let (br, _) = s.layout.b_rows_cols(s.n, s.k);
@@ -155,7 +189,7 @@ pub fn check<T: GemmElement, O: GemmElement>(
     if epi.residual {
         e = e.with_residual(&res);
     }
-    gemm(stream, shape, &a, &b, &mut c, &e, math).unwrap_or_else(|err| panic!("{what}: {err}"));
+    run(&mut c, &e, &a, &b).unwrap_or_else(|err| panic!("{what}: {err}"));
     let got = download(stream, &c);
 
     let mut want = c0h.clone();

@@ -24,8 +24,11 @@ pub(crate) fn run_cta(
     let slots = ctx.kernel.slots as usize;
     let warps = n.div_ceil(32);
     let mut arrived = [0u32; BARRIERS];
+    // Progress since the spinning threads last tried: counted across passes, because a pass
+    // that ends by running a collective or opening a barrier skips the retry below, and the
+    // arrival a spinner waits for may have come in such a pass.
+    let mut progress_seen = ctx.progress;
     loop {
-        let progress_before = ctx.progress;
         for w in 0..warps {
             let lanes = w * 32..(w * 32 + 32).min(n);
             loop {
@@ -55,7 +58,8 @@ pub(crate) fn run_cta(
             continue;
         }
         // Threads that gave way at an mbarrier wait try again if anything happened meanwhile.
-        if threads.iter().any(|t| t.status == Status::Yielded) && ctx.progress != progress_before {
+        if threads.iter().any(|t| t.status == Status::Yielded) && ctx.progress != progress_seen {
+            progress_seen = ctx.progress;
             for th in threads.iter_mut().filter(|t| t.status == Status::Yielded) {
                 th.status = Status::Ready;
             }
