@@ -111,7 +111,14 @@ fn gpu_split_k_matches_reference_at_lora_shapes() {
         // gemm splits these itself (too few tiles for the SMs); gemm_split_k forces a count.
         for &(m, n, k) in &[(4096, 16, 4096), (16, 4096, 4096), (1000, 64, 2056)] {
             let shape = GemmShape::new(layout, m, n, k);
-            check::<Bf16, Bf16>(&stream, &shape, EpiCase::plain(), Math::Fp32, BF16_OUT, seed);
+            check::<Bf16, Bf16>(
+                &stream,
+                &shape,
+                EpiCase::plain(),
+                Math::Fp32,
+                BF16_OUT,
+                seed,
+            );
             check_split::<Bf16, f32>(&stream, &shape, epi, 5, F32_OUT_16_IN, seed + 1);
         }
         let batched = GemmShape::batched(layout, 3, 256, 32, 1024);

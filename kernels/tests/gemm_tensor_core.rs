@@ -288,7 +288,14 @@ fn split_k_matches_reference_with_every_epilogue_and_batches() {
         check_split::<F16, F16>(&stream, &shape, EpiCase::plain(), 2, F16_OUT, seed + 2);
         // More ranges than slabs: the empty ones add zeros.
         let short = GemmShape::new(layout, 16, 8, 64);
-        check_split::<Bf16, f32>(&stream, &short, EpiCase::plain(), 3, F32_OUT_16_IN, seed + 3);
+        check_split::<Bf16, f32>(
+            &stream,
+            &short,
+            EpiCase::plain(),
+            3,
+            F32_OUT_16_IN,
+            seed + 3,
+        );
         let batched = GemmShape::batched(layout, 2, 24, 16, 192);
         check_split::<Bf16, f32>(&stream, &batched, epi, 2, F32_OUT_16_IN, seed + 4);
     }

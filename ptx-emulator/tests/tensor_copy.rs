@@ -27,13 +27,11 @@ fn kernel_via(via: Via, rank: usize, map: &TensorMap) -> String {
     let (operand, space) = match via {
         Via::Param => return copy_kernel(rank, "tmap", &reg_coords(rank)),
         Via::Pointer => return copy_kernel(rank, "%rd9", &reg_coords(rank)),
-        Via::ParamAddress => {
-            return copy_kernel(rank, "%rd11", &reg_coords(rank)).replacen(
-                "\tmov.u32 \t%r3, %tid.x;",
-                "\tmov.u64 \t%rd10, tmap;\n\tcvta.param.u64 \t%rd11, %rd10;\n\tmov.u32 \t%r3, %tid.x;",
-                1,
-            )
-        }
+        Via::ParamAddress => return copy_kernel(rank, "%rd11", &reg_coords(rank)).replacen(
+            "\tmov.u32 \t%r3, %tid.x;",
+            "\tmov.u64 \t%rd10, tmap;\n\tcvta.param.u64 \t%rd11, %rd10;\n\tmov.u32 \t%r3, %tid.x;",
+            1,
+        ),
         Via::ConstVariable => ("vmap", "const"),
         Via::GlobalVariable => ("vmap", "global"),
     };

@@ -7,8 +7,8 @@ use super::layout::{extent, GemmShape, Layout};
 use super::select::{select, Math};
 use super::split_k::{split_count, split_kernels, REDUCE_THREADS};
 use super::wgmma_tma::{MN_BOX, TMA_BK, TMA_TILE_M, TMA_TILE_N};
-use crate::OpKernel;
 use crate::Error;
+use crate::OpKernel;
 use kernel_runtime::{
     Buffer, KernelArg, LaunchConfig, Stream, TensorMap, TensorSwizzle, TensorTiling,
 };
@@ -77,7 +77,16 @@ pub fn gemm_split_k<T: GemmElement, O: GemmElement>(
     epilogue: &Epilogue<T>,
     splits: usize,
 ) -> Result<(), Error> {
-    run(stream, shape, a, b, c, epilogue, Math::Fp32, Splits::Exactly(splits))
+    run(
+        stream,
+        shape,
+        a,
+        b,
+        c,
+        epilogue,
+        Math::Fp32,
+        Splits::Exactly(splits),
+    )
 }
 
 /// How k is split: as the device and shape suggest, or a forced count.
@@ -266,11 +275,7 @@ impl SplitLaunch {
         stream.launch(tma.artifacts(), self.config, &args)?;
         let elems = (shape.m * shape.n) as u32;
         let reduce_config = LaunchConfig {
-            grid: [
-                elems.div_ceil(REDUCE_THREADS),
-                1,
-                shape.batch.max(1) as u32,
-            ],
+            grid: [elems.div_ceil(REDUCE_THREADS), 1, shape.batch.max(1) as u32],
             block: [REDUCE_THREADS, 1, 1],
             dynamic_shared_bytes: 0,
         };

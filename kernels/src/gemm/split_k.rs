@@ -5,8 +5,8 @@
 //! epilogue.
 
 use super::element::Dtype;
-use super::params::declare;
 use super::matrix::mat_param;
+use super::params::declare;
 use super::wgmma_tma::{tma_spec_index, TmaSpec, TMA_BK};
 use super::{SPLIT_REDUCE, WGMMA_TMA};
 use crate::codegen::tensor::Format;

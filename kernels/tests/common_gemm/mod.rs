@@ -124,9 +124,15 @@ pub fn check<T: GemmElement, O: GemmElement>(
     tol: Tol,
     seed: u64,
 ) -> Vec<u32> {
-    check_run::<T, O>(stream, shape, epi, tol, seed, &format!("{math:?}"), |c, e, a, b| {
-        gemm(stream, shape, a, b, c, e, math)
-    })
+    check_run::<T, O>(
+        stream,
+        shape,
+        epi,
+        tol,
+        seed,
+        &format!("{math:?}"),
+        |c, e, a, b| gemm(stream, shape, a, b, c, e, math),
+    )
 }
 
 /// [`check`] through `gemm_split_k` with `splits` ranges.
@@ -151,12 +157,7 @@ fn check_run<T: GemmElement, O: GemmElement>(
     tol: Tol,
     seed: u64,
     how: &str,
-    run: impl FnOnce(
-        &mut Buffer<O>,
-        &Epilogue<T>,
-        &Buffer<T>,
-        &Buffer<T>,
-    ) -> Result<(), kernels::Error>,
+    run: impl FnOnce(&mut Buffer<O>, &Epilogue<T>, &Buffer<T>, &Buffer<T>) -> Result<(), kernels::Error>,
 ) -> Vec<u32> {
     let what = format!("{shape:?} {epi:?} {how}");
     let s = shape;

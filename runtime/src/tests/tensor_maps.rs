@@ -51,8 +51,7 @@ fn every_copy_engine_rule_is_checked_before_encoding() {
 fn emulator_maps_decode_to_the_tiling_in_bytes() {
     let stream = mock_device().stream().unwrap();
     let a = Buffer::<crate::Bf16>::zeros(&stream, 3 * 40 * 72).unwrap();
-    let tiling =
-        TensorTiling::matrix(40, 64, 72, 128, 64, TensorSwizzle::B128).batched(3, 40 * 72);
+    let tiling = TensorTiling::matrix(40, 64, 72, 128, 64, TensorSwizzle::B128).batched(3, 40 * 72);
     let map = TensorMap::tiled(a.view(), &tiling).unwrap();
     assert_eq!(map.box_bytes(), 128 * 64 * 2);
     let decoded = ptx_emulator::TensorMap::decode(map.bytes()).unwrap();
@@ -86,9 +85,6 @@ fn a_map_where_a_buffer_is_expected_is_refused_before_launch() {
     let err = stream
         .launch(kernel, LaunchConfig::for_elements(64, 64), &args)
         .unwrap_err();
-    assert!(
-        matches!(err, Error::ArgKind { index: 0, .. }),
-        "{err}"
-    );
+    assert!(matches!(err, Error::ArgKind { index: 0, .. }), "{err}");
     assert!(err.to_string().contains("a `&TensorMap`"), "{err}");
 }
