@@ -195,24 +195,13 @@ pub(crate) fn build_wgmma(s: WgmmaSpec) -> Kernel {
             let step = b.const_int::<U64>(ks * 16);
             let da_k = b.add(da, step);
             let db_k = b.add(db, step);
-            b.inst(
-                Op::Wgmma {
-                    n: WG_N,
-                    ab: s.input.format().scalar(),
-                },
-                vec![Operand::Vector(
-                    acc.iter().map(|v| Operand::Reg(v.reg())).collect(),
-                )],
-                vec![
-                    da_k.reg().into(),
-                    db_k.reg().into(),
-                    always.reg().into(),
-                    Operand::Imm(Imm::Int(1)),
-                    Operand::Imm(Imm::Int(1)),
-                    Operand::Imm(Imm::Int(0)),
-                    Operand::Imm(Imm::Int(0)),
-                ],
-            );
+            let operands = WgmmaOperands {
+                a: da_k,
+                b: db_k,
+                a_mn_major: false,
+                b_mn_major: false,
+            };
+            mma_async(b, s.input, &acc, operands, always);
         }
         b.inst(Op::WgmmaCommit, vec![], vec![]);
         // The next slab's copies overlap this slab's wgmma.
@@ -294,4 +283,43 @@ impl Loader {
             Loader::Transposed(l) => l.store(b, dst),
         }
     }
+}
+
+/// The shared-memory operands of one `wgmma` k16 step: their descriptors and whether each is
+/// stored MN-major (read transposed).
+pub(crate) struct WgmmaOperands {
+    pub a: Value<U64>,
+    pub b: Value<U64>,
+    pub a_mn_major: bool,
+    pub b_mn_major: bool,
+}
+
+/// `acc += A·B` for one k16 step over a warpgroup: `wgmma.mma_async.m64nNk16` with N twice the
+/// accumulator count, `accumulate` false to overwrite instead.
+pub(crate) fn mma_async(
+    b: &mut KernelBuilder,
+    input: Dtype,
+    acc: &[Value<F32>],
+    operands: WgmmaOperands,
+    accumulate: Value<Pred>,
+) {
+    let flag = |on: bool| Operand::Imm(Imm::Int(on as i64));
+    b.inst(
+        Op::Wgmma {
+            n: acc.len() as u32 * 2,
+            ab: input.format().scalar(),
+        },
+        vec![Operand::Vector(
+            acc.iter().map(|v| Operand::Reg(v.reg())).collect(),
+        )],
+        vec![
+            operands.a.reg().into(),
+            operands.b.reg().into(),
+            accumulate.reg().into(),
+            flag(true),
+            flag(true),
+            flag(operands.a_mn_major),
+            flag(operands.b_mn_major),
+        ],
+    );
 }

@@ -114,26 +114,10 @@ fn store_checked(
     row0: Value<U32>,
     col0: Value<U32>,
 ) {
-    for half in 0..2u32 {
-        let dr = b.const_u32(half * 8);
-        let row = b.add(row0, dr);
-        let row_in = b.setp(Cmp::Lt, row, p.m);
-        b.if_(row_in, |b| {
-            let row_off = b.mul(row, p.ldc);
-            for j in 0..acc.len() as u32 / 4 {
-                for odd in 0..2u32 {
-                    let dc = b.const_u32(j * 8 + odd);
-                    let col = b.add(col0, dc);
-                    let col_in = b.setp(Cmp::Lt, col, p.n);
-                    let v = acc[(4 * j + 2 * half + odd) as usize];
-                    b.if_(col_in, |b| {
-                        let idx = b.add(row_off, col);
-                        p.epilogue.store(b, idx, col, v);
-                    });
-                }
-            }
-        });
-    }
+    let zero = b.const_u32(0);
+    for_each_in_bounds(b, p, acc, (row0, col0), (p.ldc, zero), |b, idx, col, v| {
+        p.epilogue.store(b, idx, col, v)
+    });
 }
 
 /// Stores the fragment's raw f32 sums to `sink`, the `m × n` matrix (pitch `n`) starting at
@@ -149,13 +133,31 @@ pub(crate) fn store_partials(
     row0: Value<U32>,
     col0: Value<U32>,
 ) {
-    let (row0, col0) = fragment_origin(b, tid, row0, col0);
+    let origin = fragment_origin(b, tid, row0, col0);
+    for_each_in_bounds(b, p, acc, origin, (p.n, base), |b, idx, _, v| {
+        sink.store(b, idx, v)
+    });
+}
+
+/// Calls `store(idx, col, value)` for each fragment element inside `m × n`, `idx` being
+/// `base + row·pitch + col` for `(pitch, base)` = `layout`; `origin` is this thread's first
+/// row and column.
+fn for_each_in_bounds(
+    b: &mut KernelBuilder,
+    p: &GemmParams,
+    acc: &[Value<F32>],
+    origin: (Value<U32>, Value<U32>),
+    layout: (Value<U32>, Value<U32>),
+    store: impl Fn(&mut KernelBuilder, Value<U32>, Value<U32>, Value<F32>),
+) {
+    let (row0, col0) = origin;
+    let (pitch, base) = layout;
     for half in 0..2u32 {
         let dr = b.const_u32(half * 8);
         let row = b.add(row0, dr);
         let row_in = b.setp(Cmp::Lt, row, p.m);
         b.if_(row_in, |b| {
-            let row_off = b.mad(row, p.n, base);
+            let row_off = b.mad(row, pitch, base);
             for j in 0..acc.len() as u32 / 4 {
                 for odd in 0..2u32 {
                     let dc = b.const_u32(j * 8 + odd);
@@ -164,7 +166,7 @@ pub(crate) fn store_partials(
                     let v = acc[(4 * j + 2 * half + odd) as usize];
                     b.if_(col_in, |b| {
                         let idx = b.add(row_off, col);
-                        sink.store(b, idx, v);
+                        store(b, idx, col, v);
                     });
                 }
             }

@@ -18,6 +18,7 @@ use super::element::Dtype;
 use super::layout::Layout;
 use super::params::declare;
 use super::tma;
+use super::wgmma::{mma_async, WgmmaOperands};
 use super::wgmma_store::{store_accumulators, store_partials};
 use kernel_dsl::builder::{KernelBuilder, Value};
 use kernel_dsl::dtype::{F32, U32, U64};
@@ -361,24 +362,13 @@ pub(crate) fn build_wgmma_tma(s: TmaSpec) -> Kernel {
                     for ks in 0..TMA_BK / 16 {
                         let da = op_a.descriptor(b, sa, ks);
                         let db = op_b.descriptor(b, sb, ks);
-                        b.inst(
-                            Op::Wgmma {
-                                n: TMA_TILE_N,
-                                ab: s.input.format().scalar(),
-                            },
-                            vec![Operand::Vector(
-                                acc.iter().map(|v| Operand::Reg(v.reg())).collect(),
-                            )],
-                            vec![
-                                da.reg().into(),
-                                db.reg().into(),
-                                always.reg().into(),
-                                Operand::Imm(Imm::Int(1)),
-                                Operand::Imm(Imm::Int(1)),
-                                Operand::Imm(Imm::Int(!op_a.k_major as i64)),
-                                Operand::Imm(Imm::Int(!op_b.k_major as i64)),
-                            ],
-                        );
+                        let operands = WgmmaOperands {
+                            a: da,
+                            b: db,
+                            a_mn_major: !op_a.k_major,
+                            b_mn_major: !op_b.k_major,
+                        };
+                        mma_async(b, s.input, &acc, operands, always);
                     }
                     b.inst(Op::WgmmaCommit, vec![], vec![]);
                     // The previous slab's products have retired once at most this one is
