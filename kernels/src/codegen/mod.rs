@@ -4,6 +4,7 @@
 //! kernels (`rows`). Every helper emits only instructions the CPU emulator executes.
 
 pub(crate) mod bf16;
+pub(crate) mod guarded;
 pub(crate) mod half;
 pub(crate) mod map;
 pub(crate) mod math;
