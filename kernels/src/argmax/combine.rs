@@ -14,7 +14,7 @@ use crate::rowwise::reduce::{keep_best, warp_argmax, Candidate};
 use kernel_dsl::builder::{GlobalSlice, KernelBuilder, Value};
 use kernel_dsl::dtype::U32;
 use kernel_dsl::ir::{AddrBase, Dim, Operand};
-use kernel_dsl::op::{AtomOp, CacheOp, Cmp, MembarLevel, Op, ShflMode};
+use kernel_dsl::op::{AtomOp, CacheOp, Cmp, Op, Scope, ShflMode};
 use kernel_dsl::{ScalarType, StateSpace};
 
 /// Where one CTA's partial goes and what the row's last CTA needs.
@@ -48,7 +48,7 @@ pub(super) fn finish(
             let one = b.const_u32(1);
             let next = b.add(slot, one);
             b.st_global(workspace, next, best.index);
-            membar_gl(b);
+            fence_gpu(b);
             let last = b.sub(seg.splits, one);
             let t = atom_inc(b, workspace, seg.row, last);
             b.assign(ticket, t);
@@ -58,7 +58,7 @@ pub(super) fn finish(
         let last = b.sub(seg.splits, one);
         let is_last = b.setp(Cmp::Eq, ticket, last);
         b.if_(is_last, |b| {
-            membar_gl(b);
+            fence_gpu(b);
             let ninf = b.const_f32(f32::NEG_INFINITY);
             let none = b.const_u32(u32::MAX);
             let mine = Candidate {
@@ -87,15 +87,10 @@ fn partial_slot(b: &mut KernelBuilder, seg: &Segment, split: Value<U32>) -> Valu
     b.add(seg.rows, words)
 }
 
-/// `membar.gl`: orders this thread's global accesses before and after it, device-wide.
-fn membar_gl(b: &mut KernelBuilder) {
-    b.inst(
-        Op::Membar {
-            level: MembarLevel::Gl,
-        },
-        vec![],
-        vec![],
-    );
+/// `fence.acq_rel.gpu`: orders this thread's global accesses before and after it, device-wide
+/// (lighter than `membar.gl`, which is sequentially consistent).
+fn fence_gpu(b: &mut KernelBuilder) {
+    b.inst(Op::Fence { scope: Scope::Gpu }, vec![], vec![]);
 }
 
 /// `atom.global.inc.u32`: returns the old value `o` and stores `o ≥ wrap ? 0 : o + 1`.

@@ -43,7 +43,96 @@ fn zeroed<T: DType>(b: &mut KernelBuilder, zero: Value<T>, n: usize) -> Vec<Valu
     (0..n).map(|_| b.var(zero)).collect()
 }
 
-/// Loads the `access.width()` elements of `t` starting at `index` where `pred` holds.
+impl RawChunk {
+    /// Zeroed registers for one access of a `format` tensor.
+    pub(crate) fn zeroed(b: &mut KernelBuilder, format: Format, access: Access) -> RawChunk {
+        match (format, access) {
+            (Format::F32, _) => {
+                let zero = b.const_f32(0.0);
+                RawChunk::F32(zeroed(b, zero, access.width_of(format) as usize))
+            }
+            (_, Access::Scalar) => {
+                let zero = b.const_int::<U16>(0);
+                RawChunk::Half(zeroed(b, zero, 1)[0], format)
+            }
+            (_, Access::Vector) => {
+                let zero = b.const_u32(0);
+                let w = zeroed(b, zero, 4);
+                RawChunk::Words([w[0], w[1], w[2], w[3]], format)
+            }
+        }
+    }
+
+    /// Fresh registers holding a copy of these.
+    pub(crate) fn copied(&self, b: &mut KernelBuilder) -> RawChunk {
+        match self {
+            RawChunk::F32(v) => RawChunk::F32(v.iter().map(|&r| b.var(r)).collect()),
+            RawChunk::Half(h, f) => RawChunk::Half(b.var(*h), *f),
+            RawChunk::Words(w, f) => RawChunk::Words(w.map(|r| b.var(r)), *f),
+        }
+    }
+
+    /// Copies `other`'s registers into these (the same shape).
+    pub(crate) fn assign_from(&self, b: &mut KernelBuilder, other: &RawChunk) {
+        match (self, other) {
+            (RawChunk::F32(d), RawChunk::F32(s)) => {
+                d.iter().zip(s).for_each(|(&d, &s)| b.assign(d, s))
+            }
+            (RawChunk::Half(d, _), RawChunk::Half(s, _)) => b.assign(*d, *s),
+            (RawChunk::Words(d, _), RawChunk::Words(s, _)) => {
+                d.iter().zip(s).for_each(|(&d, &s)| b.assign(d, s))
+            }
+            _ => panic!("RawChunk::assign_from between different shapes"),
+        }
+    }
+
+    /// Loads the access at element `index` of `t` into these registers where `pred` holds
+    /// (elsewhere they keep their value). `t` has the format these were made for.
+    pub(crate) fn load_into(
+        &self,
+        b: &mut KernelBuilder,
+        t: &Tensor,
+        index: Value<U32>,
+        pred: Value<Pred>,
+    ) {
+        let addr = t.address(b, index);
+        let (ty, vec, dst) = match self {
+            RawChunk::F32(v) if v.len() == 1 => (F32::TY, None, v[0].reg().into()),
+            RawChunk::F32(v) => (
+                F32::TY,
+                Some(VecWidth::V4),
+                Operand::Vector(v.iter().map(|r| r.reg().into()).collect()),
+            ),
+            RawChunk::Half(h, _) => (U16::TY, None, h.reg().into()),
+            RawChunk::Words(w, _) => (
+                U32::TY,
+                Some(VecWidth::V4),
+                Operand::Vector(w.iter().map(|r| r.reg().into()).collect()),
+            ),
+        };
+        b.inst_guarded(
+            Guard {
+                pred: pred.reg(),
+                negated: false,
+            },
+            Op::Ld {
+                space: StateSpace::Global,
+                ty,
+                vec,
+                nc: t.nc(),
+                cache: None,
+            },
+            vec![dst],
+            vec![Operand::Addr {
+                base: AddrBase::Reg(addr.reg()),
+                offset: 0,
+            }],
+        );
+    }
+}
+
+/// Loads the `access.width()` elements of `t` starting at `index` where `pred` holds (zero
+/// elsewhere).
 pub(crate) fn load_if(
     b: &mut KernelBuilder,
     t: &Tensor,
@@ -51,58 +140,7 @@ pub(crate) fn load_if(
     access: Access,
     pred: Value<Pred>,
 ) -> RawChunk {
-    let addr = t.address(b, index);
-    let format = t.format();
-    let vec = (access == Access::Vector).then_some(VecWidth::V4);
-    let (raw, dsts): (RawChunk, Vec<Operand>) = match (format, access) {
-        (Format::F32, _) => {
-            let n = access.width_of(format) as usize;
-            let zero = b.const_f32(0.0);
-            let regs = zeroed(b, zero, n);
-            let ops = regs.iter().map(|r| r.reg().into()).collect();
-            (RawChunk::F32(regs), ops)
-        }
-        (_, Access::Scalar) => {
-            let zero = b.const_int::<U16>(0);
-            let h = zeroed(b, zero, 1)[0];
-            (RawChunk::Half(h, format), vec![h.reg().into()])
-        }
-        (_, Access::Vector) => {
-            let zero = b.const_u32(0);
-            let w = zeroed(b, zero, 4);
-            let ops = w.iter().map(|r| r.reg().into()).collect();
-            (RawChunk::Words([w[0], w[1], w[2], w[3]], format), ops)
-        }
-    };
-    let ty = match &raw {
-        RawChunk::F32(_) => F32::TY,
-        RawChunk::Half(..) => U16::TY,
-        RawChunk::Words(..) => U32::TY,
-    };
-    let dst = match vec {
-        Some(_) => Operand::Vector(dsts),
-        None => dsts
-            .into_iter()
-            .next()
-            .expect("a scalar access has one destination"),
-    };
-    b.inst_guarded(
-        Guard {
-            pred: pred.reg(),
-            negated: false,
-        },
-        Op::Ld {
-            space: StateSpace::Global,
-            ty,
-            vec,
-            nc: t.nc(),
-            cache: None,
-        },
-        vec![dst],
-        vec![Operand::Addr {
-            base: AddrBase::Reg(addr.reg()),
-            offset: 0,
-        }],
-    );
+    let raw = RawChunk::zeroed(b, t.format(), access);
+    raw.load_into(b, t, index, pred);
     raw
 }

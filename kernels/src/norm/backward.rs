@@ -17,7 +17,7 @@ use kernel_runtime::{Buffer, BufferView, BufferViewMut, KernelArg, LaunchConfig,
 ///
 /// ```
 /// assert_eq!(kernels::norm::rms_norm_backward_workspace(3, 10), 30);
-/// assert_eq!(kernels::norm::rms_norm_backward_workspace(1 << 20, 10), 1024 * 10);
+/// assert_eq!(kernels::norm::rms_norm_backward_workspace(1 << 20, 10), 512 * 10);
 /// ```
 pub fn rms_norm_backward_workspace(rows: usize, cols: usize) -> usize {
     parts(rows) * cols

@@ -3,11 +3,14 @@
 //! `Σ_rows dy_j·x_j·rstd` accumulated per CTA into its workspace row (see `partials`).
 //!
 //! Each CTA loops over rows `ctaid, ctaid + nctaid, …`; γ and the γ-gradient of the thread's
-//! held columns stay in registers for the whole loop.
+//! held columns stay in registers for the whole loop, and the next row's held x and dy are
+//! loaded while the current row is reduced and written (see `prefetch`).
 
 use super::partials::{load_partials, store_partials};
+use super::prefetch::{prefetches, Prefetch, BACKWARD_MAX_REGS};
 use super::row_io::{chunk_start, chunks, element};
 use super::spec::RowSpec;
+use crate::codegen::guarded::{load_if, RawChunk};
 use crate::codegen::math;
 use crate::codegen::rows::{
     for_each_row, for_overflow, held, held_chunks_of, GroupSum, Row, BACKWARD_HELD_ELEMS,
@@ -62,8 +65,41 @@ pub(crate) fn rms_norm_backward(spec: RowSpec) -> Kernel {
         store_partials(b, &partial, pi, access, &zeros);
     });
 
+    // γ of the held chunks is read where it is used, from L1 (every CTA reads the same γ);
+    // holding it across the row loop would cost the registers of a second CTA per SM.
+    let load_gamma = |b: &mut KernelBuilder| -> Vec<RawChunk> {
+        slots
+            .iter()
+            .map(|&(c, active)| {
+                let gi = chunk_start(b, c, width);
+                load_if(b, &gamma, gi, access, active)
+            })
+            .collect()
+    };
+    let prefetch = Prefetch::new(&mut b, vec![&x, &dy], slots.clone(), access, width, cols);
+    // Registers per thread of a row's held chunks of one tensor, as loaded.
+    let held_words = count * access.width(storage) * storage.bytes() as u32 / 4;
+    let ahead = prefetches(access, held_words, count * width);
+    if ahead {
+        b.perf_mut().maxnreg = Some(BACKWARD_MAX_REGS);
+    }
+    if ahead {
+        prefetch.issue(&mut b, ctaid, rows);
+    }
+    let nctaid = b.nctaid(Dim::X);
+
     for_each_row(&mut b, group, rows, |b, row| {
         let base = b.mul(row.row, cols);
+        let held_rows = if ahead {
+            let held_rows = prefetch.take(b);
+            let following = b.add(row.row, nctaid);
+            prefetch.issue(b, following, rows);
+            held_rows
+        } else {
+            prefetch.issue(b, row.row, rows);
+            prefetch.take(b)
+        };
+
         let ss = b.var(zero);
         let dot = b.var(zero);
         let accumulate =
@@ -76,17 +112,13 @@ pub(crate) fn rms_norm_backward(spec: RowSpec) -> Kernel {
                     b.assign(dot, d);
                 }
             };
-        let mut kept = Vec::new();
-        // γ is re-read (from L1) where needed rather than held across the reductions,
-        // which keeps register use low enough for two CTAs per SM.
-        for &(c, active) in &slots {
-            let idx = element(b, base, c, width);
-            let gi = chunk_start(b, c, width);
-            let xs = x.load_n_or_zero(b, idx, access, active);
-            let ds = dy.load_n_or_zero(b, idx, access, active);
-            let gs = gamma.load_n_or_zero(b, gi, access, active);
+        // Inactive chunks hold zeros, so they add nothing.
+        let gammas = load_gamma(b);
+        for (raws, g) in held_rows.iter().zip(&gammas) {
+            let xs = raws[0].widen(b);
+            let ds = raws[1].widen(b);
+            let gs = g.widen(b);
             accumulate(b, &xs, &ds, &gs);
-            kept.push((gi, idx, active, xs, ds));
         }
         for_overflow(b, &row, nchunks, count, |b, c| {
             let idx = element(b, base, c, width);
@@ -121,16 +153,22 @@ pub(crate) fn rms_norm_backward(spec: RowSpec) -> Kernel {
                 }
                 (out, dg)
             };
-        for (k, (gi, idx, active, xs, ds)) in kept.iter().enumerate() {
-            let acc = &grads[k];
-            b.if_(*active, |b| {
-                let gs = gamma.load_n(b, *gi, access);
-                let (out, dg) = grad(b, xs, ds, &gs);
-                dx.store_n(b, *idx, access, &out);
-                for (&a, &d) in acc.iter().zip(&dg) {
-                    let s = b.add(a, d);
-                    b.assign(a, s);
-                }
+        // The held chunks are kept as loaded across the reduction and widened again here.
+        let gammas = load_gamma(b);
+        for (k, (raws, g)) in held_rows.iter().zip(&gammas).enumerate() {
+            let (c, active) = slots[k];
+            let xs = raws[0].widen(b);
+            let ds = raws[1].widen(b);
+            let gs = g.widen(b);
+            let (out, dg) = grad(b, &xs, &ds, &gs);
+            // Inactive chunks add zeros to their (never stored) accumulators.
+            for (&a, &d) in grads[k].iter().zip(&dg) {
+                let s = b.add(a, d);
+                b.assign(a, s);
+            }
+            b.if_(active, |b| {
+                let idx = element(b, base, c, width);
+                dx.store_n(b, idx, access, &out);
             });
         }
         for_overflow(b, &row, nchunks, count, |b, c| {

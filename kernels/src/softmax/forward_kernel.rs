@@ -12,6 +12,7 @@
 //! to the streaming kernel.
 
 use super::scores::Scores;
+use crate::codegen::math::ex2;
 use crate::codegen::rows::{for_each_row, held, GroupSum, Row};
 use crate::codegen::tensor::{tensor_param, Tensor};
 use crate::rowwise::index::{chunks, element, finite_or_zero};
@@ -20,7 +21,6 @@ use crate::rowwise::spec::{row_held_chunks, RowSpec};
 use kernel_dsl::builder::{KernelBuilder, Value};
 use kernel_dsl::dtype::{F32, U32};
 use kernel_dsl::ir::Kernel;
-use kernel_dsl::op::ApproxFn;
 
 /// Parameters: `x, y, rows, cols, scale_log2, queries, offset`. Column `j` of row `r` takes
 /// part when `j ≤ r mod queries + offset` (no mask: `queries = 1`, `offset = cols − 1`).
@@ -70,7 +70,7 @@ pub(crate) fn softmax_forward(spec: RowSpec) -> Kernel {
             let mut out = Vec::with_capacity(chunk.len());
             for &v in chunk {
                 let d = b.sub(v, top);
-                let ev = b.approx(ApproxFn::Ex2, d);
+                let ev = ex2(b, d);
                 s = b.add(s, ev);
                 out.push(ev);
             }

@@ -6,11 +6,10 @@
 
 use crate::codegen::guarded::{load_if, RawChunk};
 use crate::codegen::tensor::Tensor;
-use crate::rowwise::bits::and_pred;
 use crate::rowwise::index::{chunk_start, chunks, element};
 use crate::rowwise::spec::RowSpec;
 use kernel_dsl::builder::{KernelBuilder, Value};
-use kernel_dsl::dtype::{Pred, F32, U32};
+use kernel_dsl::dtype::{Pred, F32, S32, U32};
 use kernel_dsl::op::Cmp;
 
 /// One chunk's load in flight, the column it starts at, and whether it was read.
@@ -72,18 +71,17 @@ impl Scores<'_> {
     pub fn scale(&self, b: &mut KernelBuilder, p: &Pending, limit: Limit) -> Vec<Value<F32>> {
         let ninf = b.const_f32(f32::NEG_INFINITY);
         let xs = p.raw.widen(b);
+        // Elements `k ≤ room` of the chunk are inside; a chunk that was not read has none.
+        // (For one that was, `limit − col0` lies in 0 ..= cols − 1.)
+        let gap = b.sub(limit.col, p.col0);
+        let gap = b.cvt::<S32, U32>(gap);
+        let none = b.const_int::<S32>(-1);
+        let room = b.selp(p.seen, gap, none);
         xs.into_iter()
             .enumerate()
             .map(|(k, v)| {
-                // Within a chunk that was read, `col0 + k` cannot wrap.
-                let inside = if k == 0 {
-                    p.seen
-                } else {
-                    let k = b.const_u32(k as u32);
-                    let col = b.add(p.col0, k);
-                    let le = b.setp(Cmp::Le, col, limit.col);
-                    and_pred(b, p.seen, le)
-                };
+                let k = b.const_int::<S32>(k as i64);
+                let inside = b.setp(Cmp::Le, k, room);
                 let t = b.mul(v, self.scale_log2);
                 b.selp(inside, t, ninf)
             })

@@ -9,6 +9,7 @@
 //! are the ones most likely still in L2.
 
 use super::scores::Scores;
+use crate::codegen::math::ex2;
 use crate::codegen::rows::{for_each_row, held, GroupSum, Row};
 use crate::codegen::tensor::tensor_param;
 use crate::rowwise::index::{chunks, element};
@@ -19,7 +20,6 @@ use crate::rowwise::unroll::{for_chunk_groups, for_chunk_groups_rev};
 use kernel_dsl::builder::{KernelBuilder, Value};
 use kernel_dsl::dtype::{F32, U32};
 use kernel_dsl::ir::Kernel;
-use kernel_dsl::op::ApproxFn;
 
 /// Parameters as `forward_kernel::softmax_forward`.
 pub(crate) fn softmax_forward_streaming(spec: RowSpec) -> Kernel {
@@ -80,7 +80,7 @@ pub(crate) fn softmax_forward_streaming(spec: RowSpec) -> Kernel {
                 .iter()
                 .map(|&t| {
                     let e = b.sub(t, top);
-                    let e = b.approx(ApproxFn::Ex2, e);
+                    let e = ex2(b, e);
                     b.mul(e, inv)
                 })
                 .collect();
