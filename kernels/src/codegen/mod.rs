@@ -8,6 +8,7 @@ pub(crate) mod guarded;
 pub(crate) mod half;
 pub(crate) mod map;
 pub(crate) mod math;
+pub(crate) mod multi_sum;
 pub(crate) mod reduce;
 pub(crate) mod rows;
 pub(crate) mod tensor;

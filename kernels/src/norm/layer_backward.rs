@@ -14,8 +14,9 @@ use super::row_io::{chunk_start, chunks, element};
 use super::spec::RowSpec;
 use crate::codegen::guarded::{load_if, RawChunk};
 use crate::codegen::math;
+use crate::codegen::multi_sum::BlockSums;
 use crate::codegen::rows::{
-    for_each_row, for_overflow, held, held_chunks_of, GroupSum, Row, BACKWARD_HELD_ELEMS,
+    for_each_row, for_overflow, held, held_chunks_of, Row, BACKWARD_HELD_ELEMS,
 };
 use crate::codegen::tensor::{tensor_param, tensor_param_of, Access, Format};
 use kernel_dsl::builder::{KernelBuilder, Value};
@@ -31,6 +32,7 @@ pub(crate) fn layer_norm_backward(spec: RowSpec) -> Kernel {
         group,
     } = spec;
     let mut b = KernelBuilder::new(format!("layer_norm_backward_{}", spec.suffix()));
+    b.perf_mut().maxnreg = Some(BACKWARD_MAX_REGS);
     let x = tensor_param(&mut b, "x", storage, false);
     let gamma = tensor_param(&mut b, "gamma", storage, false);
     let dy = tensor_param(&mut b, "dy", storage, false);
@@ -44,7 +46,7 @@ pub(crate) fn layer_norm_backward(spec: RowSpec) -> Kernel {
     let count = held_chunks_of(storage, access, BACKWARD_HELD_ELEMS);
     let nchunks = chunks(&mut b, cols, width);
     let cols_f = b.cvt::<F32, U32>(cols);
-    let reducer = GroupSum::new(&mut b, group, 4);
+    let reducer = BlockSums::new(&mut b, "row_sums", 4);
     let zero = b.const_f32(0.0);
 
     let ctaid = b.ctaid(Dim::X);
@@ -97,9 +99,6 @@ pub(crate) fn layer_norm_backward(spec: RowSpec) -> Kernel {
     // Registers per thread of a row's held chunks of one tensor, as loaded.
     let held_words = count * access.width(storage) * storage.bytes() as u32 / 4;
     let ahead = prefetches(access, held_words, 2 * count * width);
-    if ahead {
-        b.perf_mut().maxnreg = Some(BACKWARD_MAX_REGS);
-    }
     if ahead {
         issue(&mut b, ctaid);
     }
@@ -154,23 +153,20 @@ pub(crate) fn layer_norm_backward(spec: RowSpec) -> Kernel {
         let totals = reducer.sum(b, &sums);
         let stats = Stats::new(b, &totals, cols_f, eps);
 
-        // dx = rstd·(g − mean(g) − x̂·mean(g·x̂)), and the (dγ, dβ) terms (dy·x̂, dy).
+        // dx = rstd·(g − mean(g) − x̂·mean(g·x̂)) as rstd·g + c₁·d + c₀, and x̂, whose products
+        // with dy are the γ-gradient terms (dy alone is the β term).
         let grad =
             |b: &mut KernelBuilder, xs: &[Value<F32>], ds: &[Value<F32>], gs: &[Value<F32>]| {
                 let mut out = Vec::new();
-                let mut dg = Vec::new();
+                let mut xhs = Vec::new();
                 for ((&xv, &dv), &gv) in xs.iter().zip(ds).zip(gs) {
                     let g = b.mul(gv, dv);
                     let d = b.sub(xv, shift);
-                    let d = b.sub(d, stats.mean_d);
-                    let xh = b.mul(d, stats.rstd);
-                    let t = b.sub(g, stats.mean_g);
-                    let u = b.mul(xh, stats.mean_gx);
-                    let v = b.sub(t, u);
-                    out.push(b.mul(v, stats.rstd));
-                    dg.push(b.mul(dv, xh));
+                    let inner = b.fma(stats.c1, d, stats.c0);
+                    out.push(b.fma(stats.rstd, g, inner));
+                    xhs.push(b.fma(d, stats.rstd, stats.xh0));
                 }
-                (out, dg)
+                (out, xhs)
             };
         // The held chunks are kept as loaded across the reduction and widened again here.
         let gammas = load_gamma(b);
@@ -180,16 +176,17 @@ pub(crate) fn layer_norm_backward(spec: RowSpec) -> Kernel {
             let xs = raws[0].widen(b);
             let ds = raws[1].widen(b);
             let gs = g.widen(b);
+            let (out, xhs) = grad(b, &xs, &ds, &gs);
+            // Inactive chunks add zeros to their (never stored) accumulators.
+            for ((&d, &xh), (&a, &bb)) in ds.iter().zip(&xhs).zip(ga.iter().zip(ba)) {
+                let s = b.fma(d, xh, a);
+                b.assign(a, s);
+                let t = b.add(bb, d);
+                b.assign(bb, t);
+            }
             b.if_(active, |b| {
-                let (out, dg) = grad(b, &xs, &ds, &gs);
                 let idx = element(b, base, c, width);
                 dx.store_n(b, idx, access, &out);
-                for ((&a, &d), (&bb, &dd)) in ga.iter().zip(&dg).zip(ba.iter().zip(&ds)) {
-                    let s = b.add(a, d);
-                    b.assign(a, s);
-                    let t = b.add(bb, dd);
-                    b.assign(bb, t);
-                }
             });
         }
         for_overflow(b, &row, nchunks, count, |b, c| {
@@ -198,18 +195,20 @@ pub(crate) fn layer_norm_backward(spec: RowSpec) -> Kernel {
             let xs = x.load_n(b, idx, access);
             let ds = dy.load_n(b, idx, access);
             let gs = gamma.load_n(b, gi, access);
-            let (out, dg) = grad(b, &xs, &ds, &gs);
+            let (out, xhs) = grad(b, &xs, &ds, &gs);
             dx.store_n(b, idx, access, &out);
-            for (pbase, terms) in [(gamma_base, &dg), (beta_base, &ds)] {
-                let pi = element(b, pbase, c, width);
-                let old = load_partials(b, &partial, pi, access, width);
-                let new: Vec<Value<F32>> = old
-                    .iter()
-                    .zip(terms.iter())
-                    .map(|(&o, &d)| b.add(o, d))
-                    .collect();
-                store_partials(b, &partial, pi, access, &new);
-            }
+            let pi = element(b, gamma_base, c, width);
+            let old = load_partials(b, &partial, pi, access, width);
+            let new: Vec<Value<F32>> = old
+                .iter()
+                .zip(ds.iter().zip(&xhs))
+                .map(|(&o, (&d, &xh))| b.fma(d, xh, o))
+                .collect();
+            store_partials(b, &partial, pi, access, &new);
+            let pi = element(b, beta_base, c, width);
+            let old = load_partials(b, &partial, pi, access, width);
+            let new: Vec<Value<F32>> = old.iter().zip(&ds).map(|(&o, &d)| b.add(o, d)).collect();
+            store_partials(b, &partial, pi, access, &new);
         });
     });
 
@@ -225,15 +224,16 @@ pub(crate) fn layer_norm_backward(spec: RowSpec) -> Kernel {
     b.finish()
 }
 
-/// A row's statistics from its shifted sums `[Σ d, Σ d², Σ g, Σ g·d]` (`d = x − shift`).
+/// A row's statistics from its shifted sums `[Σ d, Σ d², Σ g, Σ g·d]` (`d = x − shift`), as
+/// the coefficients of `dx = rstd·g + c₁·d + c₀` and `x̂ = rstd·d + xh0`.
 struct Stats {
-    /// `mean − shift`.
-    mean_d: Value<F32>,
     rstd: Value<F32>,
-    /// `mean(g)`.
-    mean_g: Value<F32>,
-    /// `mean(g·x̂)`.
-    mean_gx: Value<F32>,
+    /// `−rstd²·mean(g·x̂)`.
+    c1: Value<F32>,
+    /// `−rstd·mean(g) − c₁·(mean − shift)`.
+    c0: Value<F32>,
+    /// `−rstd·(mean − shift)`.
+    xh0: Value<F32>,
 }
 
 impl Stats {
@@ -253,11 +253,15 @@ impl Stats {
         let gd = b.sub(sums[3], centered);
         let gx = b.mul(gd, rstd);
         let mean_gx = b.div(gx, n);
-        Stats {
-            mean_d,
-            rstd,
-            mean_g,
-            mean_gx,
-        }
+        let r2 = b.mul(rstd, rstd);
+        let c1 = b.mul(r2, mean_gx);
+        let c1 = b.neg(c1);
+        let rg = b.mul(rstd, mean_g);
+        let shift_term = b.mul(c1, mean_d);
+        let c0 = b.add(rg, shift_term);
+        let c0 = b.neg(c0);
+        let xh0 = b.mul(rstd, mean_d);
+        let xh0 = b.neg(xh0);
+        Stats { rstd, c1, c0, xh0 }
     }
 }

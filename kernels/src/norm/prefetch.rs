@@ -11,9 +11,9 @@ use kernel_dsl::builder::{KernelBuilder, Value};
 use kernel_dsl::dtype::{Pred, U32};
 use kernel_dsl::op::Cmp;
 
-/// Register cap of a prefetching backward kernel: two 512-thread CTAs per SM (64 K registers),
-/// so one CTA's reductions overlap the other's loads. Holding two rows' chunks would otherwise
-/// take ptxas past it.
+/// Register cap of the backward norm kernels: two 512-thread CTAs per SM (64 K registers), so
+/// one CTA's reductions overlap the other's loads. Holding a second row's chunks, or the
+/// LayerNorm kernel's four sums, would otherwise take ptxas past it (to one CTA per SM).
 pub(crate) const BACKWARD_MAX_REGS: u32 = 64;
 
 /// Whether a backward kernel prefetches, given its access, its held chunks' registers per

@@ -12,8 +12,9 @@ use super::row_io::{chunk_start, chunks, element};
 use super::spec::RowSpec;
 use crate::codegen::guarded::{load_if, RawChunk};
 use crate::codegen::math;
+use crate::codegen::multi_sum::BlockSums;
 use crate::codegen::rows::{
-    for_each_row, for_overflow, held, held_chunks_of, GroupSum, Row, BACKWARD_HELD_ELEMS,
+    for_each_row, for_overflow, held, held_chunks_of, Row, BACKWARD_HELD_ELEMS,
 };
 use crate::codegen::tensor::{tensor_param, tensor_param_of, Format};
 use kernel_dsl::builder::{KernelBuilder, Value};
@@ -28,6 +29,7 @@ pub(crate) fn rms_norm_backward(spec: RowSpec) -> Kernel {
         group,
     } = spec;
     let mut b = KernelBuilder::new(format!("rms_norm_backward_{}", spec.suffix()));
+    b.perf_mut().maxnreg = Some(BACKWARD_MAX_REGS);
     let x = tensor_param(&mut b, "x", storage, false);
     let gamma = tensor_param(&mut b, "gamma", storage, false);
     let dy = tensor_param(&mut b, "dy", storage, false);
@@ -41,7 +43,7 @@ pub(crate) fn rms_norm_backward(spec: RowSpec) -> Kernel {
     let count = held_chunks_of(storage, access, BACKWARD_HELD_ELEMS);
     let nchunks = chunks(&mut b, cols, width);
     let cols_f = b.cvt::<F32, U32>(cols);
-    let reducer = GroupSum::new(&mut b, group, 2);
+    let reducer = BlockSums::new(&mut b, "row_sums", 2);
     let zero = b.const_f32(0.0);
 
     // This CTA's workspace row and the thread's place in a row (the same for every row).
@@ -80,9 +82,6 @@ pub(crate) fn rms_norm_backward(spec: RowSpec) -> Kernel {
     // Registers per thread of a row's held chunks of one tensor, as loaded.
     let held_words = count * access.width(storage) * storage.bytes() as u32 / 4;
     let ahead = prefetches(access, held_words, count * width);
-    if ahead {
-        b.perf_mut().maxnreg = Some(BACKWARD_MAX_REGS);
-    }
     if ahead {
         prefetch.issue(&mut b, ctaid, rows);
     }
@@ -137,21 +136,20 @@ pub(crate) fn rms_norm_backward(spec: RowSpec) -> Kernel {
         let r3 = b.mul(r2, rstd);
         let d3 = b.mul(sums[1], r3);
         let coef = b.div(d3, cols_f);
+        let neg_coef = b.neg(coef);
 
-        // dx = rstd·γ·dy − x·coef; returns the γ-gradient terms dy·x·rstd.
+        // dx = rstd·γ·dy − x·coef, and x·rstd, whose product with dy is the γ-gradient term.
         let grad =
             |b: &mut KernelBuilder, xs: &[Value<F32>], ds: &[Value<F32>], gs: &[Value<F32>]| {
                 let mut out = Vec::new();
-                let mut dg = Vec::new();
+                let mut xr = Vec::new();
                 for ((&xv, &dv), &gv) in xs.iter().zip(ds).zip(gs) {
                     let gd = b.mul(gv, dv);
-                    let a = b.mul(gd, rstd);
-                    let xc = b.mul(xv, coef);
-                    out.push(b.sub(a, xc));
-                    let xr = b.mul(xv, rstd);
-                    dg.push(b.mul(dv, xr));
+                    let xc = b.mul(xv, neg_coef);
+                    out.push(b.fma(gd, rstd, xc));
+                    xr.push(b.mul(xv, rstd));
                 }
-                (out, dg)
+                (out, xr)
             };
         // The held chunks are kept as loaded across the reduction and widened again here.
         let gammas = load_gamma(b);
@@ -160,10 +158,10 @@ pub(crate) fn rms_norm_backward(spec: RowSpec) -> Kernel {
             let xs = raws[0].widen(b);
             let ds = raws[1].widen(b);
             let gs = g.widen(b);
-            let (out, dg) = grad(b, &xs, &ds, &gs);
+            let (out, xr) = grad(b, &xs, &ds, &gs);
             // Inactive chunks add zeros to their (never stored) accumulators.
-            for (&a, &d) in grads[k].iter().zip(&dg) {
-                let s = b.add(a, d);
+            for ((&a, &d), &r) in grads[k].iter().zip(&ds).zip(&xr) {
+                let s = b.fma(d, r, a);
                 b.assign(a, s);
             }
             b.if_(active, |b| {
@@ -178,10 +176,15 @@ pub(crate) fn rms_norm_backward(spec: RowSpec) -> Kernel {
             let xs = x.load_n(b, idx, access);
             let ds = dy.load_n(b, idx, access);
             let gs = gamma.load_n(b, gi, access);
-            let (out, dg) = grad(b, &xs, &ds, &gs);
+            let (out, xr) = grad(b, &xs, &ds, &gs);
             dx.store_n(b, idx, access, &out);
             let old = load_partials(b, &partial, pi, access, width);
-            let new: Vec<Value<F32>> = old.iter().zip(&dg).map(|(&o, &d)| b.add(o, d)).collect();
+            let new: Vec<Value<F32>> = old
+                .iter()
+                .zip(&ds)
+                .zip(&xr)
+                .map(|((&o, &d), &r)| b.fma(d, r, o))
+                .collect();
             store_partials(b, &partial, pi, access, &new);
         });
     });

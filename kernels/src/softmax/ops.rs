@@ -2,6 +2,7 @@
 
 use super::{Mask, BACKWARD, FORWARD, STREAMING};
 use crate::cast::Element;
+use crate::codegen::rows::held_chunks;
 use crate::rowwise::shape::RowPlan;
 use crate::Error;
 use kernel_runtime::{Buffer, KernelArg, Stream};
@@ -82,7 +83,9 @@ pub fn softmax_backward<T: Element>(
     scale: f32,
 ) -> Result<(), Error> {
     const OP: &str = "softmax_backward";
-    let p = RowPlan::new(OP, T::STORAGE, rows, cols, None)?;
+    // The backward kernel holds `held_chunks` per thread; a plan for the forward's count
+    // would give a bf16 row too few threads and re-read part of it.
+    let p = RowPlan::holding(OP, T::STORAGE, rows, cols, None, held_chunks)?;
     p.check_matrix(OP, "y", y.len())?;
     p.check_matrix(OP, "dy", dy.len())?;
     p.check_matrix(OP, "dx", dx.len())?;
