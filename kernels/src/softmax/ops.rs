@@ -2,7 +2,6 @@
 
 use super::{Mask, BACKWARD, FORWARD, STREAMING};
 use crate::cast::Element;
-use crate::codegen::rows::held_chunks;
 use crate::rowwise::shape::RowPlan;
 use crate::Error;
 use kernel_runtime::{Buffer, KernelArg, Stream};
@@ -83,9 +82,7 @@ pub fn softmax_backward<T: Element>(
     scale: f32,
 ) -> Result<(), Error> {
     const OP: &str = "softmax_backward";
-    // The backward kernel holds `held_chunks` per thread; a plan for the forward's count
-    // would give a bf16 row too few threads and re-read part of it.
-    let p = RowPlan::holding(OP, T::STORAGE, rows, cols, None, held_chunks)?;
+    let p = RowPlan::new(OP, T::STORAGE, rows, cols, None)?;
     p.check_matrix(OP, "y", y.len())?;
     p.check_matrix(OP, "dy", dy.len())?;
     p.check_matrix(OP, "dx", dx.len())?;
