@@ -13,6 +13,11 @@ use kernel_dsl::ir::{AddrBase, Guard, Operand};
 use kernel_dsl::op::Op;
 use kernel_dsl::{StateSpace, VecWidth};
 
+/// `n` registers initialized to `zero`, the destinations of a guarded load.
+fn zeroed<T: DType>(b: &mut KernelBuilder, zero: Value<T>, n: usize) -> Vec<Value<T>> {
+    (0..n).map(|_| b.var(zero)).collect()
+}
+
 /// The bits of one access as loaded (zero where its predicate was false), not yet widened.
 pub(crate) enum RawChunk {
     /// f32 elements.
@@ -36,14 +41,7 @@ impl RawChunk {
             RawChunk::Words(w, _) => w.iter().flat_map(|&w| bf16::unpack2(b, w)).collect(),
         }
     }
-}
 
-/// `n` registers initialized to `zero`, the destinations of a guarded load.
-fn zeroed<T: DType>(b: &mut KernelBuilder, zero: Value<T>, n: usize) -> Vec<Value<T>> {
-    (0..n).map(|_| b.var(zero)).collect()
-}
-
-impl RawChunk {
     /// Zeroed registers for one access of a `format` tensor.
     pub(crate) fn zeroed(b: &mut KernelBuilder, format: Format, access: Access) -> RawChunk {
         match (format, access) {
@@ -69,20 +67,6 @@ impl RawChunk {
             RawChunk::F32(v) => RawChunk::F32(v.iter().map(|&r| b.var(r)).collect()),
             RawChunk::Half(h, f) => RawChunk::Half(b.var(*h), *f),
             RawChunk::Words(w, f) => RawChunk::Words(w.map(|r| b.var(r)), *f),
-        }
-    }
-
-    /// Copies `other`'s registers into these (the same shape).
-    pub(crate) fn assign_from(&self, b: &mut KernelBuilder, other: &RawChunk) {
-        match (self, other) {
-            (RawChunk::F32(d), RawChunk::F32(s)) => {
-                d.iter().zip(s).for_each(|(&d, &s)| b.assign(d, s))
-            }
-            (RawChunk::Half(d, _), RawChunk::Half(s, _)) => b.assign(*d, *s),
-            (RawChunk::Words(d, _), RawChunk::Words(s, _)) => {
-                d.iter().zip(s).for_each(|(&d, &s)| b.assign(d, s))
-            }
-            _ => panic!("RawChunk::assign_from between different shapes"),
         }
     }
 

@@ -6,7 +6,8 @@
 //! element): `Σ d`, `Σ d²`, `Σ g`, `Σ g·d`, giving `mean = x₀ + Σd/n`, `var = Σd²/n − (Σd/n)²`
 //! and `Σ g·x̂ = rstd·(Σ g·d − (Σd/n)·Σ g)`. Shifting by an element of the row keeps the
 //! variance's cancellation small even where the mean is far from zero. Each CTA loops over
-//! rows and loads its next row while it reduces and writes the current one (see `prefetch`).
+//! rows; where registers allow (bf16) it loads its next row while it reduces and writes the
+//! current one (see `prefetch`).
 
 use super::partials::{load_partials, store_partials};
 use super::prefetch::{prefetches, Prefetch, BACKWARD_MAX_REGS};

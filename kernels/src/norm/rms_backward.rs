@@ -3,8 +3,9 @@
 //! `Σ_rows dy_j·x_j·rstd` accumulated per CTA into its workspace row (see `partials`).
 //!
 //! Each CTA loops over rows `ctaid, ctaid + nctaid, …`; γ and the γ-gradient of the thread's
-//! held columns stay in registers for the whole loop, and the next row's held x and dy are
-//! loaded while the current row is reduced and written (see `prefetch`).
+//! held columns stay in registers for the whole loop. Where registers allow (bf16), the next
+//! row's held x and dy are loaded while the current row is reduced and written (see
+//! `prefetch`); otherwise a row's loads are all issued together at its top.
 
 use super::partials::{load_partials, store_partials};
 use super::prefetch::{prefetches, Prefetch, BACKWARD_MAX_REGS};

@@ -3,8 +3,8 @@
 //!
 //! A row belongs to one warp (up to 512 elements) or one CTA (wider rows, any length). Each
 //! thread holds its share of the row in registers between the reductions and the write; rows
-//! too wide for that (over 8192 f32 or 16384 bf16 elements) go to a streaming forward kernel
-//! that reads them again. Rows whose width is a multiple of 16 bytes move in 16-byte vectors,
+//! too wide for that (over 8192 elements; 16384 for bf16 rows whose width is a multiple of 8)
+//! go to a streaming forward kernel that reads them again. Rows whose width is a multiple of 16 bytes move in 16-byte vectors,
 //! others one element at a time.
 
 mod backward_kernel;
