@@ -5,6 +5,7 @@
 //! ```text
 //! cargo run --release -p kernels --example bench_k1            # on a GPU
 //! BENCH_SMALL=1 cargo run -p kernels --example bench_k1        # tiny shapes on the emulator
+//! BENCH_ONLY=norms,clip cargo run --release -p kernels --example bench_k1   # only these groups
 //! ```
 //!
 //! Bytes are counted minimally: what an op must read plus what it must write, once each. The
@@ -360,13 +361,28 @@ fn main() -> Res {
     )?;
     drop((src, dst));
 
-    bench_norms::<f32>(&b)?;
-    bench_norms::<Bf16>(&b)?;
-    bench_elementwise::<f32>(&b)?;
-    bench_elementwise::<Bf16>(&b)?;
-    bench_casts(&b)?;
-    bench_adamw(&b)?;
-    bench_clip::<f32>(&b)?;
-    bench_clip::<Bf16>(&b)?;
+    let only = std::env::var("BENCH_ONLY").ok();
+    let wanted = |group: &str| {
+        only.as_deref()
+            .is_none_or(|o| o.split(',').any(|g| g == group))
+    };
+    if wanted("norms") {
+        bench_norms::<f32>(&b)?;
+        bench_norms::<Bf16>(&b)?;
+    }
+    if wanted("elementwise") {
+        bench_elementwise::<f32>(&b)?;
+        bench_elementwise::<Bf16>(&b)?;
+    }
+    if wanted("casts") {
+        bench_casts(&b)?;
+    }
+    if wanted("adamw") {
+        bench_adamw(&b)?;
+    }
+    if wanted("clip") {
+        bench_clip::<f32>(&b)?;
+        bench_clip::<Bf16>(&b)?;
+    }
     Ok(())
 }

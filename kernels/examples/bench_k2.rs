@@ -2,14 +2,15 @@
 //! cross-entropy, argmax) against the device's copy bandwidth, measured in one process.
 //!
 //! `cargo run --release -p kernels --example bench_k2` on a GPU; `BENCH_SMALL=1` runs tiny
-//! shapes (on the emulator where no GPU is present) to check the whole path end to end.
+//! shapes (on the emulator where no GPU is present) to check the whole path end to end;
+//! `BENCH_ONLY=softmax,vocab` runs only those groups (softmax, rope, layout, embedding, vocab).
 //!
 //! Each op is timed with CUDA events after warm-up, as the median of `RUNS` launches; its bytes
 //! are the least it must read plus write. Copy bandwidth is
 //! the driver's device-to-device copy (as in bench_k1) over 1 GiB, far larger than L2.
 
 use kernel_runtime::{Bf16, Buffer, Device, Stream};
-use kernels::argmax::argmax;
+use kernels::argmax::{argmax, argmax_workspace};
 use kernels::cast::Element;
 use kernels::cross_entropy::cross_entropy;
 use kernels::embedding::{embedding, embedding_backward};
@@ -165,7 +166,8 @@ fn bench_vocab<T: Element>(bench: &Bench) -> Result<(), Error> {
     let decode_rows = rows.min(64);
     let decode_logits = random::<T>(s, decode_rows * vocab, 4, -8.0, 8.0)?;
     let mut index = Buffer::<u32>::zeros(s, decode_rows)?;
-    let ms = bench.time(|s| argmax(s, &decode_logits, &mut index, decode_rows, vocab))?;
+    let mut ws = Buffer::<u32>::zeros(s, argmax_workspace(decode_rows, vocab))?;
+    let ms = bench.time(|s| argmax(s, &decode_logits, &mut index, &mut ws, decode_rows, vocab))?;
     let shape = format!("{decode_rows}×{vocab}");
     bench.report(
         "argmax",
@@ -321,15 +323,30 @@ fn main() -> Result<(), Error> {
     println!("copy bandwidth: {:.1} GB/s (read + write)", bench.copy_gbs);
     println!("| op                       | dtype | shape                  |        ms |     GB/s | % copy |");
     println!("|--------------------------|-------|------------------------|-----------|----------|--------|");
-    bench_softmax::<f32>(&bench)?;
-    bench_softmax::<Bf16>(&bench)?;
-    bench_rope::<f32>(&bench)?;
-    bench_rope::<Bf16>(&bench)?;
-    bench_layout::<f32>(&bench)?;
-    bench_layout::<Bf16>(&bench)?;
-    bench_embedding::<f32>(&bench)?;
-    bench_embedding::<Bf16>(&bench)?;
-    bench_vocab::<f32>(&bench)?;
-    bench_vocab::<Bf16>(&bench)?;
+    let only = std::env::var("BENCH_ONLY").ok();
+    let wanted = |group: &str| {
+        only.as_deref()
+            .is_none_or(|o| o.split(',').any(|g| g == group))
+    };
+    if wanted("softmax") {
+        bench_softmax::<f32>(&bench)?;
+        bench_softmax::<Bf16>(&bench)?;
+    }
+    if wanted("rope") {
+        bench_rope::<f32>(&bench)?;
+        bench_rope::<Bf16>(&bench)?;
+    }
+    if wanted("layout") {
+        bench_layout::<f32>(&bench)?;
+        bench_layout::<Bf16>(&bench)?;
+    }
+    if wanted("embedding") {
+        bench_embedding::<f32>(&bench)?;
+        bench_embedding::<Bf16>(&bench)?;
+    }
+    if wanted("vocab") {
+        bench_vocab::<f32>(&bench)?;
+        bench_vocab::<Bf16>(&bench)?;
+    }
     Ok(())
 }

@@ -48,3 +48,18 @@ pub fn check_len(
         })
     }
 }
+
+/// Checks that a workspace holds at least `needed` elements (the size `{op}_workspace(rows,
+/// cols)` returns).
+pub(crate) fn check_workspace(op: &'static str, len: usize, needed: usize) -> Result<(), Error> {
+    if len >= needed {
+        return Ok(());
+    }
+    Err(Error::Length {
+        op,
+        buffer: "workspace",
+        expected: needed,
+        actual: len,
+        why: format!("at least {needed}, from `{op}_workspace(rows, cols)`"),
+    })
+}

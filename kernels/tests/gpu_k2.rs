@@ -155,9 +155,14 @@ fn cross_entropy_at<T: Element>(s: &Stream, rows: usize, vocab: usize) {
     assert_eq!(bits(s, &dlogits), first, "two runs are bit-identical");
 
     let mut index = Buffer::from_host(s, &vec![u32::MAX; rows]).unwrap();
-    argmax(s, &logits, &mut index, rows, vocab).unwrap();
+    let mut ws = Buffer::<u32>::zeros(s, kernels::argmax::argmax_workspace(rows, vocab)).unwrap();
+    argmax(s, &logits, &mut index, &mut ws, rows, vocab).unwrap();
     let want = kernels::argmax::reference(&held, rows, vocab);
     assert_eq!(index.to_host(s).unwrap(), want, "argmax");
+    // A second call on the same workspace (its counters are back at zero).
+    let mut again = Buffer::from_host(s, &vec![u32::MAX; rows]).unwrap();
+    argmax(s, &logits, &mut again, &mut ws, rows, vocab).unwrap();
+    assert_eq!(again.to_host(s).unwrap(), want, "argmax, second call");
 }
 
 #[test]

@@ -259,9 +259,11 @@ fn rms_norm_backward_matches_the_reference_backward_at_odd_widths() {
 
 #[test]
 fn rms_norm_backward_sums_gamma_gradients_over_more_rows_than_ctas() {
-    // 1100 rows > 1024 workspace rows: some CTAs own two rows.
+    // 1100 rows > 512 workspace rows: each CTA owns two or three rows, and the vector
+    // specializations load a CTA's next row while they finish the current one.
     rms_backward_case::<f32>(1100, 8, 1);
     rms_backward_case::<Bf16>(1100, 12, 2);
+    rms_backward_case::<Bf16>(1100, 16, 3);
 }
 
 #[test]
@@ -273,10 +275,15 @@ fn rms_norm_backward_is_bit_identical_across_runs() {
 }
 
 fn layer_backward_case<T: Element>(rows: usize, cols: usize, seed: u64) {
+    layer_backward_case_around::<T>(rows, cols, seed, 0.0);
+}
+
+/// LayerNorm backward on inputs uniform in `center ± 2`.
+fn layer_backward_case_around<T: Element>(rows: usize, cols: usize, seed: u64, center: f32) {
     let stream = emulator();
     let mut rng = Rng::new(seed);
     let n = rows * cols;
-    let (x, xh) = upload::<T>(&stream, &rng.vec(n, -2.0, 2.0));
+    let (x, xh) = upload::<T>(&stream, &rng.vec(n, center - 2.0, center + 2.0));
     let (g, gh) = upload::<T>(&stream, &rng.vec(cols, 0.5, 1.5));
     let (dy, dyh) = upload::<T>(&stream, &rng.vec(n, -1.0, 1.0));
     let mut dx = poisoned::<T>(&stream, n);
@@ -320,6 +327,16 @@ fn layer_norm_backward_matches_the_reference_backward_at_odd_widths() {
         }
     }
     layer_backward_case::<f32>(1100, 8, 3);
+    layer_backward_case::<Bf16>(1100, 16, 4);
+}
+
+#[test]
+fn layer_norm_backward_keeps_its_precision_far_from_zero_mean() {
+    // The row statistics come from sums shifted by the row's first element; a mean of 100
+    // against a spread of ±2 would cost an unshifted Σx² − n·mean² most of its digits.
+    layer_backward_case_around::<f32>(5, 33, 7, 100.0);
+    layer_backward_case_around::<f32>(3, 1024, 8, 100.0);
+    layer_backward_case_around::<Bf16>(3, 1024, 9, 100.0);
 }
 
 fn layer_case<T: Element>(rows: usize, cols: usize, seed: u64) {

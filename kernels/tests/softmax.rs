@@ -8,6 +8,8 @@ use kernels::cast::Element;
 use kernels::softmax::{reference, softmax, softmax_backward, Mask};
 use kernels::Error;
 
+/// Warp rows, CTA rows held in registers (up to 8192 f32 or 16384 bf16 elements, the widest
+/// held exactly), and wider rows that stream.
 const SHAPES: &[(usize, usize)] = &[
     (1, 1),
     (3, 7),
@@ -15,6 +17,8 @@ const SHAPES: &[(usize, usize)] = &[
     (1, 4097),
     (3, 64),
     (2, 1024),
+    (2, 8192),
+    (4, 8196),
     (1, 16392),
 ];
 

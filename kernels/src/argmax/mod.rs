@@ -1,30 +1,57 @@
 //! Greedy arg-max over the vocabulary for decode: the index of each row's largest logit, ties
-//! going to the lowest index, for f32 and bf16 logits.
+//! going to the lowest index, for f32 and bf16 logits. A few rows fill the GPU: each row is
+//! split over several CTAs, which leave their partials in a caller's workspace.
 
+mod combine;
 mod kernel;
+mod plan;
 
 use crate::cast::Element;
 use crate::codegen::{kernel_refs, kernel_table};
-use crate::rowwise::shape::RowPlan;
+use crate::error::check_workspace;
 use crate::rowwise::spec::RowSpec;
-use crate::{Error, OpKernel};
+use crate::{check_len, Error, OpKernel};
 use kernel_runtime::{Buffer, KernelArg, Stream};
+use plan::{access_for, Split};
 
-kernel_table!(static ARGMAX = kernel::argmax, RowSpec::ALL, [0 1 2 3 4 5 6 7]);
+kernel_table!(static ARGMAX = kernel::argmax, RowSpec::CTA, [0 1 2 3]);
 
 /// Every specialization this module ships.
-pub static KERNELS: &[&OpKernel] = kernel_refs![ARGMAX[0 1 2 3 4 5 6 7]];
+pub static KERNELS: &[&OpKernel] = kernel_refs![ARGMAX[0 1 2 3]];
+
+/// u32 words of workspace [`argmax`] needs for a `rows × cols` problem.
+///
+/// ```
+/// // One counter per row and a (value, index) pair for each of a row's CTAs.
+/// assert_eq!(kernels::argmax::argmax_workspace(4096, 151936), 4096 * 3);
+/// assert!(kernels::argmax::argmax_workspace(1, 151936) > 3);
+/// ```
+pub fn argmax_workspace(rows: usize, cols: usize) -> usize {
+    let (_, f32_chunks) = access_for(crate::Storage::F32, cols);
+    let (_, bf16_chunks) = access_for(crate::Storage::Bf16, cols);
+    // The larger of the two storages' needs, so one workspace serves both.
+    let rows32 = rows.min(u32::MAX as usize) as u32;
+    Split::new(rows32, f32_chunks)
+        .workspace_words(rows32)
+        .max(Split::new(rows32, bf16_chunks).workspace_words(rows32))
+}
 
 /// Writes to `index[r]` the column of the largest entry of row `r` of the `rows × cols`
 /// `logits` (the lowest such column on ties; NaN counts as +∞).
 ///
+/// `workspace` holds at least [`argmax_workspace`] u32s and must be all zeros the first time
+/// it is used (`Buffer::zeros`); every call leaves its counters at zero again, so the same
+/// workspace serves every later call, graph replays included.
+///
 /// ```
 /// use kernel_runtime::{Buffer, Device};
+/// use kernels::argmax::{argmax, argmax_workspace};
 /// # fn main() -> Result<(), kernels::Error> {
 /// let stream = Device::emulator().stream()?;
 /// let logits = Buffer::from_host(&stream, &[0.5f32, 2.0, 2.0, -1.0, 3.0, 0.0])?;
 /// let mut index = Buffer::<u32>::zeros(&stream, 2)?;
-/// kernels::argmax::argmax(&stream, &logits, &mut index, 2, 3)?;
+/// let mut ws = Buffer::<u32>::zeros(&stream, argmax_workspace(2, 3))?;
+/// argmax(&stream, &logits, &mut index, &mut ws, 2, 3)?;
 /// assert_eq!(index.to_host(&stream)?, vec![1, 1]);
 /// # Ok(()) }
 /// ```
@@ -32,23 +59,53 @@ pub fn argmax<T: Element>(
     stream: &Stream,
     logits: &Buffer<T>,
     index: &mut Buffer<u32>,
+    workspace: &mut Buffer<u32>,
     rows: usize,
     cols: usize,
 ) -> Result<(), Error> {
     const OP: &str = "argmax";
-    let p = RowPlan::new(OP, T::STORAGE, rows, cols, None)?;
-    p.check_matrix(OP, "logits", logits.len())?;
-    p.check_per_row(OP, "index", index.len())?;
+    if cols == 0 {
+        return Err(Error::Unsupported {
+            op: OP,
+            detail: "cols is 0; a row needs at least one element".into(),
+        });
+    }
+    if rows.checked_mul(cols).is_none_or(|n| n > u32::MAX as usize) {
+        return Err(Error::Unsupported {
+            op: OP,
+            detail: format!(
+                "rows × cols = {rows} × {cols} exceeds {} elements; split the batch",
+                u32::MAX
+            ),
+        });
+    }
+    check_len(OP, "logits", logits.len(), rows * cols, || {
+        format!("rows × cols = {rows} × {cols}")
+    })?;
+    check_len(OP, "index", index.len(), rows, || {
+        format!("one per row, rows = {rows}")
+    })?;
+    let (access, nchunks) = access_for(T::STORAGE, cols);
+    let split = Split::new(rows as u32, nchunks);
+    check_workspace(OP, workspace.len(), argmax_workspace(rows, cols))?;
     if rows == 0 {
         return Ok(());
     }
+    let spec = RowSpec::CTA
+        .into_iter()
+        .find(|s| s.storage == T::STORAGE && s.access == access)
+        .expect("RowSpec::CTA covers every storage and access");
     let args = [
         KernelArg::from(logits),
         KernelArg::from(&mut *index),
-        KernelArg::from(p.rows),
-        KernelArg::from(p.cols),
+        KernelArg::from(&mut *workspace),
+        KernelArg::from(rows as u32),
+        KernelArg::from(cols as u32),
+        KernelArg::from(split.splits),
+        KernelArg::from(split.seg),
     ];
-    stream.launch(ARGMAX[p.spec.index()].artifacts(), p.launch.cfg, &args)?;
+    let kernel = &ARGMAX[spec.cta_index()];
+    stream.launch(kernel.artifacts(), split.launch(rows as u32), &args)?;
     Ok(())
 }
 

@@ -4,9 +4,11 @@
 //! kernels (`rows`). Every helper emits only instructions the CPU emulator executes.
 
 pub(crate) mod bf16;
+pub(crate) mod guarded;
 pub(crate) mod half;
 pub(crate) mod map;
 pub(crate) mod math;
+pub(crate) mod multi_sum;
 pub(crate) mod reduce;
 pub(crate) mod rows;
 pub(crate) mod tensor;

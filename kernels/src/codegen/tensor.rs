@@ -180,7 +180,8 @@ impl Tensor {
         b.add(self.base, off)
     }
 
-    fn nc(&self) -> bool {
+    /// Whether loads go through the non-coherent (read-only) path.
+    pub(crate) fn nc(&self) -> bool {
         !self.writable
     }
 

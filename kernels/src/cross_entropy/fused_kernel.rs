@@ -6,6 +6,7 @@
 //! `loss[1]` by the counting kernel. Ignored rows get loss 0 and gradient 0; a target outside
 //! `0..cols` that is not the ignore index gets NaN for both, so the mistake shows.
 
+use crate::codegen::math::ex2;
 use crate::codegen::rows::{for_each_row, held, GroupSum, Row};
 use crate::codegen::tensor::tensor_param;
 use crate::rowwise::index::{chunk_start, chunks, element};
@@ -113,7 +114,7 @@ pub(crate) fn cross_entropy_fused(spec: RowSpec) -> Kernel {
                 .enumerate()
                 .map(|(k, &t)| {
                     let e = b.sub(t, lse);
-                    let p = b.approx(ApproxFn::Ex2, e);
+                    let p = ex2(b, e);
                     let col = if k == 0 {
                         col0
                     } else {

@@ -9,6 +9,7 @@ use super::shape::RowProblem;
 use super::{COLUMN_SUM, LAYER_BACKWARD, RMS_BACKWARD};
 use crate::cast::Element;
 use crate::codegen::rows::BACKWARD_HELD_ELEMS;
+use crate::error::check_workspace;
 use crate::{Error, Storage};
 use kernel_runtime::{Buffer, BufferView, BufferViewMut, KernelArg, LaunchConfig, Stream};
 
@@ -16,7 +17,7 @@ use kernel_runtime::{Buffer, BufferView, BufferViewMut, KernelArg, LaunchConfig,
 ///
 /// ```
 /// assert_eq!(kernels::norm::rms_norm_backward_workspace(3, 10), 30);
-/// assert_eq!(kernels::norm::rms_norm_backward_workspace(1 << 20, 10), 1024 * 10);
+/// assert_eq!(kernels::norm::rms_norm_backward_workspace(1 << 20, 10), 512 * 10);
 /// ```
 pub fn rms_norm_backward_workspace(rows: usize, cols: usize) -> usize {
     parts(rows) * cols
@@ -33,19 +34,6 @@ pub fn layer_norm_backward_workspace(rows: usize, cols: usize) -> usize {
 
 fn parts(rows: usize) -> usize {
     rows.clamp(1, MAX_PARTS as usize)
-}
-
-fn check_workspace(op: &'static str, len: usize, needed: usize) -> Result<(), Error> {
-    if len >= needed {
-        return Ok(());
-    }
-    Err(Error::Length {
-        op,
-        buffer: "workspace",
-        expected: needed,
-        actual: len,
-        why: format!("at least {needed}, from `{op}_workspace(rows, cols)`"),
-    })
 }
 
 /// RMSNorm backward: writes `dx` and `dγ` for upstream gradient `dy`, recomputing the row

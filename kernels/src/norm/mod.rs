@@ -12,6 +12,7 @@ mod layer;
 mod layer_backward;
 mod layer_forward;
 mod partials;
+mod prefetch;
 pub mod reference;
 mod rms;
 mod rms_backward;

@@ -11,8 +11,10 @@ use kernel_dsl::dtype::{F32, U32};
 use kernel_dsl::ir::{Dim, Kernel};
 use kernel_dsl::op::Cmp;
 
-/// Most CTAs a backward launch uses, so the workspace is at most this many rows.
-pub(crate) const MAX_PARTS: u32 = 1024;
+/// Most CTAs a backward launch uses, so the workspace is at most this many rows: about two
+/// waves of two 512-thread CTAs per SM on a 132-SM GPU, each CTA looping over many rows, while
+/// the column sums read half what 1024 partial rows would cost.
+pub(crate) const MAX_PARTS: u32 = 512;
 
 /// Loads `width` f32 partials at `idx` (vectors where `access` is vectorized).
 pub(crate) fn load_partials(
@@ -47,16 +49,17 @@ pub(crate) fn store_partials(
 pub(crate) const SUM_THREADS: u32 = SUM_COLS * SUM_LANES;
 /// Columns per column-sum CTA (one warp's width, so each load is one 128-byte line).
 pub(crate) const SUM_COLS: u32 = 32;
-/// Shares of the parts per column.
-const SUM_LANES: u32 = 8;
+/// Shares of the parts per column: a whole warp's worth, so a column sum CTA has 1024 threads
+/// (each column-sum CTA is alone on its SM; `cols / 32` of them barely fill the GPU).
+const SUM_LANES: u32 = 32;
 /// Independent accumulators per thread, so several loads are in flight.
-const SUM_ACCS: u32 = 4;
+const SUM_ACCS: u32 = 8;
 
 /// `out[c] = Σ_{p < parts} partial[p·cols + c]`. Parameters: `partial, out, parts, cols`.
 ///
-/// Thread `(lane, col)` of a CTA adds parts `lane, lane + 8, …` of its column into four
-/// accumulators (part `p` goes to accumulator `(p / 8) mod 4`), adds those in order, and the
-/// eight lanes' sums are added in lane order through shared memory. The order depends only on
+/// Thread `(lane, col)` of a CTA adds parts `lane, lane + 32, …` of its column into eight
+/// accumulators (part `p` goes to accumulator `(p / 32) mod 8`), adds those in order, and the
+/// 32 lanes' sums are added in lane order through shared memory. The order depends only on
 /// `parts`, so the result is the same on every run and every device.
 pub(crate) fn column_sum(storage: Storage) -> Kernel {
     let mut b = KernelBuilder::new(format!("norm_column_sum_{}", storage.suffix()));
@@ -81,7 +84,7 @@ pub(crate) fn column_sum(storage: Storage) -> Kernel {
         let accs: Vec<Value<F32>> = (0..SUM_ACCS).map(|_| b.var(zero)).collect();
         let lanes = b.const_u32(SUM_LANES);
         let group = b.const_u32(SUM_LANES * SUM_ACCS);
-        // Whole groups of SUM_ACCS·SUM_LANES parts: four independent loads per trip.
+        // Whole groups of SUM_ACCS·SUM_LANES parts: eight independent loads per trip.
         let shift = (SUM_LANES * SUM_ACCS).trailing_zeros();
         let whole = b.shr(parts, shift);
         let whole = b.shl(whole, shift);

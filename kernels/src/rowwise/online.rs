@@ -3,10 +3,10 @@
 
 use super::index::finite_or_zero;
 use super::reduce::GroupMax;
+use crate::codegen::math::ex2;
 use crate::codegen::rows::GroupSum;
 use kernel_dsl::builder::{KernelBuilder, Value};
 use kernel_dsl::dtype::F32;
-use kernel_dsl::op::ApproxFn;
 
 /// Folds `vals` into the running `(m, s)`: `m' = max(m, vals)`, `s' = s·2^(m−m') + Σ 2^(v−m')`.
 pub(crate) fn fold(b: &mut KernelBuilder, m: Value<F32>, s: Value<F32>, vals: &[Value<F32>]) {
@@ -16,12 +16,12 @@ pub(crate) fn fold(b: &mut KernelBuilder, m: Value<F32>, s: Value<F32>, vals: &[
     }
     let base = finite_or_zero(b, nm);
     let d = b.sub(m, base);
-    let rescale = b.approx(ApproxFn::Ex2, d);
+    let rescale = ex2(b, d);
     let kept = b.mul(s, rescale);
     let acc = b.var(kept);
     for &v in vals {
         let e = b.sub(v, base);
-        let e = b.approx(ApproxFn::Ex2, e);
+        let e = ex2(b, e);
         let t = b.add(acc, e);
         b.assign(acc, t);
     }
@@ -41,7 +41,7 @@ pub(crate) fn combine(
     let row_max = maxer.max(b, m);
     let top = finite_or_zero(b, row_max);
     let d = b.sub(m, top);
-    let rescale = b.approx(ApproxFn::Ex2, d);
+    let rescale = ex2(b, d);
     let mine = b.mul(s, rescale);
     let total = summer.sum(b, &[mine])[0];
     (top, total)

@@ -100,7 +100,8 @@ pub(crate) fn keep_best(b: &mut KernelBuilder, mine: Candidate, other: Candidate
     b.assign(mine.index, i);
 }
 
-fn warp_argmax(b: &mut KernelBuilder, c: Candidate) -> Candidate {
+/// The warp's best candidate, in every lane. All 32 lanes must be active.
+pub(crate) fn warp_argmax(b: &mut KernelBuilder, c: Candidate) -> Candidate {
     let best = Candidate {
         value: b.var(c.value),
         index: b.var(c.index),

@@ -1,7 +1,7 @@
 //! Host-side checks and launch planning of the row-wise ops.
 
 use super::spec::{row_held_chunks, RowSpec, MAX_ROW_THREADS};
-use crate::codegen::rows::{plan_rows, RowLaunch};
+use crate::codegen::rows::{plan_rows, Group, RowLaunch};
 use crate::codegen::tensor::Access;
 use crate::{check_len, Error, Storage};
 
@@ -12,6 +12,8 @@ pub(crate) struct RowPlan {
     pub cols: u32,
     pub spec: RowSpec,
     pub launch: RowLaunch,
+    /// Whether each row's group holds all of it in registers (no chunk is read twice).
+    pub holds_rows: bool,
 }
 
 impl RowPlan {
@@ -60,9 +62,14 @@ impl RowPlan {
             Access::Scalar
         };
         let nchunks = (cols / access.width(storage) as usize) as u32;
-        let mut launch = plan_rows(rows as u32, nchunks, held(storage, access), max_ctas);
+        let held = held(storage, access);
+        let mut launch = plan_rows(rows as u32, nchunks, held, max_ctas);
         // Rows wider than this many threads hold are read again; the kernels loop over them.
         launch.cfg.block[0] = launch.cfg.block[0].min(MAX_ROW_THREADS);
+        let group_threads = match launch.group {
+            Group::Warp => 32,
+            Group::Block => launch.cfg.block[0],
+        };
         Ok(RowPlan {
             rows: rows as u32,
             cols: cols as u32,
@@ -72,6 +79,7 @@ impl RowPlan {
                 group: launch.group,
             },
             launch,
+            holds_rows: nchunks as u64 <= group_threads as u64 * held as u64,
         })
     }
 

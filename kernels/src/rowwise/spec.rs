@@ -59,6 +59,20 @@ impl RowSpec {
         spec(Storage::Bf16, Access::Vector, Group::Block),
     ];
 
+    /// The CTA-per-row specializations, in [`RowSpec::ALL`] order (position
+    /// [`RowSpec::cta_index`]).
+    pub(crate) const CTA: [RowSpec; 4] = [
+        RowSpec::ALL[1],
+        RowSpec::ALL[3],
+        RowSpec::ALL[5],
+        RowSpec::ALL[7],
+    ];
+
+    /// Position in [`RowSpec::CTA`] of this storage and access.
+    pub(crate) fn cta_index(self) -> usize {
+        self.index() / 2
+    }
+
     /// Position in [`RowSpec::ALL`].
     pub(crate) fn index(self) -> usize {
         let s = match self.storage {
@@ -95,6 +109,14 @@ mod tests {
     fn index_is_the_position_in_all() {
         for (i, s) in RowSpec::ALL.iter().enumerate() {
             assert_eq!(s.index(), i);
+        }
+    }
+
+    #[test]
+    fn cta_index_is_the_position_in_cta() {
+        for (i, s) in RowSpec::CTA.iter().enumerate() {
+            assert_eq!(s.cta_index(), i);
+            assert_eq!(s.group, crate::codegen::rows::Group::Block);
         }
     }
 }

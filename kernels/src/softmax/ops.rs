@@ -1,6 +1,6 @@
 //! The softmax ops: shape checks, then one launch.
 
-use super::{Mask, BACKWARD, FORWARD};
+use super::{Mask, BACKWARD, FORWARD, STREAMING};
 use crate::cast::Element;
 use crate::rowwise::shape::RowPlan;
 use crate::Error;
@@ -48,7 +48,11 @@ pub fn softmax<T: Element>(
         KernelArg::from(queries),
         KernelArg::from(offset),
     ];
-    let kernel = &FORWARD[p.spec.index()];
+    let kernel = if p.holds_rows {
+        &FORWARD[p.spec.index()]
+    } else {
+        &STREAMING[p.spec.cta_index()]
+    };
     stream.launch(kernel.artifacts(), p.launch.cfg, &args)?;
     Ok(())
 }
