@@ -13,8 +13,9 @@
 //! transpose) forward (`y = x·Wᵀ`, NT) with both gradients (`dx = dy·W`, NN; `dW = dyᵀ·x`,
 //! TN); LoRA adapters of rank 8–64 on a 4096 × 4096 layer.
 
+use kernel_dsl::Target;
 use kernel_runtime::{Bf16, Buffer, Device, Stream};
-use kernels::gemm::{gemm, Epilogue, GemmElement, GemmShape, Layout, Math};
+use kernels::gemm::{gemm, gemm_with_plan, select, Epilogue, GemmElement, GemmShape, Layout, Math};
 use std::error::Error;
 
 type Res<T = ()> = Result<T, Box<dyn Error>>;
@@ -25,6 +26,9 @@ enum Kind {
     Fp32,
     Tf32,
     Bf16,
+    /// bf16 through the sm_80 `mma.sync` kernel, whatever the device (on Hopper, `gemm` itself
+    /// picks `wgmma`).
+    MmaBf16,
 }
 
 impl Kind {
@@ -33,6 +37,7 @@ impl Kind {
             Kind::Fp32 => "fp32",
             Kind::Tf32 => "tf32",
             Kind::Bf16 => "bf16",
+            Kind::MmaBf16 => "mma",
         }
     }
 }
@@ -90,11 +95,24 @@ fn ours<T: GemmElement, O: GemmElement>(b: &Bench, shape: &GemmShape, math: Math
     b.time(|s| Ok(gemm(s, shape, &a, &bb, &mut c, &epi, math)?))
 }
 
+/// Our kernel as `gemm` would pick it on an sm_80 device (`mma.sync`).
+fn ours_sm80<T: GemmElement, O: GemmElement>(b: &Bench, shape: &GemmShape) -> Res<f64> {
+    let (ar, ac) = shape.layout.a_rows_cols(shape.m, shape.k);
+    let (br, bc) = shape.layout.b_rows_cols(shape.n, shape.k);
+    let a = filled::<T>(&b.stream, ar * ac, 1)?;
+    let bb = filled::<T>(&b.stream, br * bc, 2)?;
+    let mut c = Buffer::<O>::zeros(&b.stream, shape.m * shape.n)?;
+    let epi = Epilogue::default();
+    let plan = select(T::DTYPE, O::DTYPE, Math::Fp32, shape, Target::Sm80)?;
+    b.time(|s| Ok(gemm_with_plan(s, &plan, shape, &a, &bb, &mut c, &epi)?))
+}
+
 fn row(b: &Bench, kind: Kind, label: &str, shape: &GemmShape) -> Res {
     let ms = match kind {
         Kind::Fp32 => ours::<f32, f32>(b, shape, Math::Fp32)?,
         Kind::Tf32 => ours::<f32, f32>(b, shape, Math::Tf32)?,
         Kind::Bf16 => ours::<Bf16, Bf16>(b, shape, Math::Fp32)?,
+        Kind::MmaBf16 => ours_sm80::<Bf16, Bf16>(b, shape)?,
     };
     let tflops = |ms: f64| shape.flops() / (ms * 1e-3) / 1e12;
     let (theirs, ratio) = match &b.blas {
@@ -176,7 +194,13 @@ fn main() -> Res {
     println!("device: {}", b.device.props().name);
     println!("| math | problem     | ly | m     × n     × k     |  ours ms | TFLOP/s | cuBLAS ms | TFLOP/s | ours/cuBLAS |");
     println!("|------|-------------|----|-----------------------|----------|---------|-----------|---------|-------------|");
-    for kind in [Kind::Fp32, Kind::Tf32, Kind::Bf16] {
+    // BENCH_KINDS=bf16,mma (say) runs only those rows.
+    let only = std::env::var("BENCH_KINDS").ok();
+    let kinds = [Kind::Fp32, Kind::Tf32, Kind::Bf16, Kind::MmaBf16];
+    for kind in kinds.into_iter().filter(|k| {
+        only.as_deref()
+            .is_none_or(|o| o.split(',').any(|w| w == k.name()))
+    }) {
         for (label, shape) in problems(small) {
             row(&b, kind, &label, &shape)?;
         }
@@ -236,7 +260,7 @@ mod blas {
                     sys::cudaDataType_t::CUDA_R_32F,
                     sys::cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32,
                 ),
-                Kind::Bf16 => (
+                Kind::Bf16 | Kind::MmaBf16 => (
                     2,
                     sys::cudaDataType_t::CUDA_R_16BF,
                     sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,

@@ -97,6 +97,26 @@ fn gpu_tensor_cores_match_reference_at_aligned_ragged_shapes() {
 }
 
 #[test]
+fn gpu_mma_sync_kernels_match_reference_on_any_tensor_core_device() {
+    let Some(stream) = gpu() else { return };
+    // The sm_80 kernels, which a Hopper device never selects by itself.
+    for layout in Layout::ALL {
+        for (i, shape) in shapes(layout, &ODD)
+            .iter()
+            .chain(&shapes(layout, &MID))
+            .chain(&shapes(layout, &[(1024, 1024, 1024)]))
+            .enumerate()
+        {
+            let seed = 700 + i as u64;
+            let sm80 = kernel_dsl::Target::Sm80;
+            check_on_target::<Bf16, f32>(&stream, shape, sm80, F32_OUT_16_IN, seed);
+            check_on_target::<Bf16, Bf16>(&stream, shape, sm80, BF16_OUT, seed);
+            check_on_target::<F16, F16>(&stream, shape, sm80, F16_OUT, seed);
+        }
+    }
+}
+
+#[test]
 fn gpu_split_k_matches_reference_at_lora_shapes() {
     let Some(stream) = gpu() else { return };
     let epi = EpiCase {

@@ -321,3 +321,31 @@ fn split_k_is_bit_identical_run_to_run_and_refuses_what_it_cannot_split() {
     let err = kernels::gemm::gemm_split_k(&stream, &odd, &a, &b, &mut c, &none, 2).unwrap_err();
     assert!(err.to_string().contains("TMA kernel"), "{err}");
 }
+
+#[test]
+fn a_plan_runs_only_the_problem_it_was_made_for() {
+    let stream = hopper();
+    // An sm_80 plan on the emulated Hopper: the mma.sync kernel, checked in full.
+    let shape = GemmShape::new(Layout::Nn, 33, 17, 40);
+    check_on_target::<Bf16, f32>(&stream, &shape, kernel_dsl::Target::Sm80, F32_OUT_16_IN, 9);
+    let plan = kernels::gemm::select(
+        kernels::gemm::Dtype::Bf16,
+        kernels::gemm::Dtype::F32,
+        Math::Fp32,
+        &shape,
+        kernel_dsl::Target::Sm80,
+    )
+    .unwrap();
+    let other = GemmShape::new(Layout::Nn, 33, 17, 41);
+    let a = kernel_runtime::Buffer::<Bf16>::zeros(&stream, 33 * 41).unwrap();
+    let b = kernel_runtime::Buffer::<Bf16>::zeros(&stream, 41 * 17).unwrap();
+    let mut c = kernel_runtime::Buffer::<f32>::zeros(&stream, 33 * 17).unwrap();
+    let none = kernels::gemm::Epilogue::default();
+    let err =
+        kernels::gemm::gemm_with_plan(&stream, &plan, &other, &a, &b, &mut c, &none).unwrap_err();
+    assert!(err.to_string().contains("call select"), "{err}");
+    let mut wrong_out = kernel_runtime::Buffer::<Bf16>::zeros(&stream, 33 * 17).unwrap();
+    let err = kernels::gemm::gemm_with_plan(&stream, &plan, &shape, &a, &b, &mut wrong_out, &none)
+        .unwrap_err();
+    assert!(err.to_string().contains("f32 output"), "{err}");
+}

@@ -29,7 +29,7 @@ mod wgmma_tma;
 pub use element::{Dtype, GemmElement};
 pub use epilogue::{Activation, Epilogue};
 pub use layout::{GemmShape, Layout};
-pub use ops::{gemm, gemm_split_k, matmul};
+pub use ops::{gemm, gemm_split_k, gemm_with_plan, matmul};
 pub use select::{select, Math, Plan};
 
 use crate::codegen::{kernel_refs, kernel_table};

@@ -4,7 +4,7 @@
 use super::element::GemmElement;
 use super::epilogue::{Epilogue, FLAG_PLAIN_PAIRS, FLAG_VEC_A, FLAG_VEC_B};
 use super::layout::{extent, GemmShape, Layout};
-use super::select::{select, Math};
+use super::select::{select, Math, Plan};
 use super::split_k::{split_count, split_kernels, REDUCE_THREADS};
 use super::wgmma_tma::{MN_BOX, TMA_BK, TMA_TILE_M, TMA_TILE_N};
 use crate::Error;
@@ -45,7 +45,78 @@ pub fn gemm<T: GemmElement, O: GemmElement>(
     epilogue: &Epilogue<T>,
     math: Math,
 ) -> Result<(), Error> {
-    run(stream, shape, a, b, c, epilogue, math, Splits::Auto)
+    run(
+        stream,
+        shape,
+        a,
+        b,
+        c,
+        epilogue,
+        Choice::Select(math),
+        Splits::Auto,
+    )
+}
+
+/// [`gemm`] with the kernel of `plan`, a [`select`] result for this very problem, possibly
+/// made for another target the device can run (an sm_80 `mma.sync` plan on a Hopper device,
+/// say, to compare kernels). A plan made for other types or another shape is an error.
+///
+/// ```
+/// use kernel_dsl::Target;
+/// use kernel_runtime::{Bf16, Buffer, Device};
+/// use kernels::gemm::{gemm_with_plan, select, Dtype, Epilogue, GemmShape, Layout, Math};
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator_for(Target::Sm90a).stream()?;
+/// let shape = GemmShape::new(Layout::Nt, 16, 8, 16);
+/// let a = Buffer::from_host(&stream, &vec![Bf16::from_f32(1.0); 16 * 16])?;
+/// let b = Buffer::from_host(&stream, &vec![Bf16::from_f32(0.5); 8 * 16])?;
+/// let mut c = Buffer::<f32>::zeros(&stream, 16 * 8)?;
+/// // The sm_80 tensor-core kernel, on the emulated Hopper.
+/// let plan = select(Dtype::Bf16, Dtype::F32, Math::Fp32, &shape, Target::Sm80)?;
+/// gemm_with_plan(&stream, &plan, &shape, &a, &b, &mut c, &Epilogue::default())?;
+/// assert!(c.to_host(&stream)?.iter().all(|&x| x == 8.0));
+/// # Ok(()) }
+/// ```
+pub fn gemm_with_plan<T: GemmElement, O: GemmElement>(
+    stream: &Stream,
+    plan: &Plan,
+    shape: &GemmShape,
+    a: &Buffer<T>,
+    b: &Buffer<T>,
+    c: &mut Buffer<O>,
+    epilogue: &Epilogue<T>,
+) -> Result<(), Error> {
+    if plan.problem != (T::DTYPE, O::DTYPE, *shape) {
+        return Err(Error::Unsupported {
+            op: "gemm_with_plan",
+            detail: format!(
+                "the plan was made for {} inputs, {} output and {:?}, not {} → {} and {:?}; call select for this problem",
+                plan.problem.0.suffix(),
+                plan.problem.1.suffix(),
+                plan.problem.2,
+                T::DTYPE.suffix(),
+                O::DTYPE.suffix(),
+                shape
+            ),
+        });
+    }
+    run(
+        stream,
+        shape,
+        a,
+        b,
+        c,
+        epilogue,
+        Choice::Plan(*plan),
+        Splits::Auto,
+    )
+}
+
+/// Where the kernel comes from: selected for the device, or given.
+#[derive(Clone, Copy)]
+enum Choice {
+    Select(Math),
+    Plan(Plan),
 }
 
 /// [`gemm`] with k split into `splits` ranges whose f32 partial products are added in a
@@ -84,7 +155,7 @@ pub fn gemm_split_k<T: GemmElement, O: GemmElement>(
         b,
         c,
         epilogue,
-        Math::Fp32,
+        Choice::Select(Math::Fp32),
         Splits::Exactly(splits),
     )
 }
@@ -104,7 +175,7 @@ fn run<T: GemmElement, O: GemmElement>(
     b: &Buffer<T>,
     c: &mut Buffer<O>,
     epilogue: &Epilogue<T>,
-    math: Math,
+    choice: Choice,
     requested: Splits,
 ) -> Result<(), Error> {
     const OP: &str = "gemm";
@@ -116,7 +187,10 @@ fn run<T: GemmElement, O: GemmElement>(
         let need = extent(shape.m, shape.n, shape.ldc, shape.batch, shape.stride_c);
         at_least(OP, "residual", res.len(), need, "C's shape, ldc and stride")?;
     }
-    let plan = select(T::DTYPE, O::DTYPE, math, shape, stream.device().target())?;
+    let plan = match choice {
+        Choice::Select(math) => select(T::DTYPE, O::DTYPE, math, shape, stream.device().target())?,
+        Choice::Plan(plan) => plan,
+    };
     let forced = match requested {
         Splits::Exactly(0) => {
             return Err(unsupported_split("split into 0 ranges; pass 1 or more"))

@@ -44,6 +44,8 @@ pub struct Plan {
     pub(crate) vector_elems: usize,
     /// The kernel reads A and B through tensor maps (two extra parameters).
     pub(crate) tensor_maps: bool,
+    /// What the plan was made for, so [`super::gemm_with_plan`] can refuse another problem.
+    pub(crate) problem: (Dtype, Dtype, GemmShape),
 }
 
 impl std::fmt::Debug for Plan {
@@ -86,6 +88,7 @@ pub fn select(
             config: grid(shape, SIMT_TILE, SIMT_TILE, SIMT_THREADS),
             vector_elems: 4,
             tensor_maps: false,
+            problem: (input, output, *shape),
         });
     }
     if target.sm() < 80 {
@@ -111,6 +114,7 @@ pub fn select(
                 config: tile_walk(shape).with_dynamic_shared(tma_shared_bytes()),
                 vector_elems: 16 / input.bytes(),
                 tensor_maps: true,
+                problem: (input, output, *shape),
             });
         }
     }
@@ -128,6 +132,7 @@ pub fn select(
                     .with_dynamic_shared(wgmma_shared_bytes()),
                 vector_elems: 16 / input.bytes(),
                 tensor_maps: false,
+                problem: (input, output, *shape),
             });
         }
     }
@@ -150,6 +155,7 @@ pub fn select(
             .with_dynamic_shared(mma_shared_bytes(spec)),
         vector_elems: 16 / input.bytes(),
         tensor_maps: false,
+        problem: (input, output, *shape),
     })
 }
 

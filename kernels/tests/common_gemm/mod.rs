@@ -135,6 +135,28 @@ pub fn check<T: GemmElement, O: GemmElement>(
     )
 }
 
+/// [`check`] with the kernel `gemm` would pick on `target` (run through `gemm_with_plan`).
+pub fn check_on_target<T: GemmElement, O: GemmElement>(
+    stream: &Stream,
+    shape: &GemmShape,
+    target: kernel_dsl::Target,
+    tol: Tol,
+    seed: u64,
+) -> Vec<u32> {
+    let plan = kernels::gemm::select(T::DTYPE, O::DTYPE, Math::Fp32, shape, target)
+        .unwrap_or_else(|e| panic!("{shape:?} on {target:?}: {e}"));
+    let how = format!("plan for {target:?}: {}", plan.kernel.kernel().name);
+    check_run::<T, O>(
+        stream,
+        shape,
+        EpiCase::plain(),
+        tol,
+        seed,
+        &how,
+        |c, e, a, b| kernels::gemm::gemm_with_plan(stream, &plan, shape, a, b, c, e),
+    )
+}
+
 /// [`check`] through `gemm_split_k` with `splits` ranges.
 pub fn check_split<T: GemmElement, O: GemmElement>(
     stream: &Stream,
