@@ -13,7 +13,7 @@
 
 /// How a copy permutes the 16-byte chunks of each 128-byte line of shared memory, matching the
 /// swizzled layouts `wgmma` descriptors read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TensorSwizzle {
     None,
     B32,

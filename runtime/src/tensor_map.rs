@@ -14,34 +14,11 @@ pub const TENSOR_MAP_MAX_RANK: usize = 5;
 /// The most elements a box spans in one dimension.
 pub const TENSOR_BOX_MAX: u32 = 256;
 
-/// How a box is laid out in shared memory: row-major (dimension 0 contiguous), with the
-/// 16-byte chunks of each row permuted by XOR with the row index (bits 7 and up of the shared
-/// address) for the swizzled modes, the layouts `wgmma` descriptors read without bank
-/// conflicts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-pub enum TensorSwizzle {
-    #[default]
-    None,
-    B32,
-    B64,
-    B128,
-}
-
-impl TensorSwizzle {
-    /// The row span in bytes the swizzle permutes within (0 for none).
-    ///
-    /// ```
-    /// assert_eq!(kernel_runtime::TensorSwizzle::B128.span(), 128);
-    /// ```
-    pub fn span(self) -> u32 {
-        match self {
-            TensorSwizzle::None => 0,
-            TensorSwizzle::B32 => 32,
-            TensorSwizzle::B64 => 64,
-            TensorSwizzle::B128 => 128,
-        }
-    }
-}
+/// How a box is laid out in shared memory (the emulator's type, which also computes the
+/// permutation): row-major, dimension 0 contiguous, with the 16-byte chunks of each row
+/// permuted by XOR with the row index (bits 7 and up of the shared address) for the swizzled
+/// modes, the layouts `wgmma` descriptors read without bank conflicts.
+pub use ptx_emulator::TensorSwizzle;
 
 /// The tiling of a tensor: extents, strides and box, innermost dimension first.
 ///
@@ -207,6 +184,7 @@ impl TensorMap {
     pub fn tiled(view: BufferView<'_>, tiling: &TensorTiling) -> Result<TensorMap> {
         let elem = view.elem();
         let elem_bytes = elem.bytes() as u64;
+        supported(elem)?;
         tiling.check(elem_bytes, view.addr(), view.len() as u64)?;
         let bytes = match &view.core.storage {
             Storage::Cuda(_) => crate::cuda::encode_tensor_map(elem, view.addr(), tiling)?,
@@ -240,7 +218,7 @@ impl std::fmt::Debug for TensorMap {
 }
 
 /// Element types the copy engine knows.
-pub(crate) fn supported(elem: ScalarType) -> Result<()> {
+fn supported(elem: ScalarType) -> Result<()> {
     use ScalarType::*;
     match elem {
         U8 | U16 | U32 | S32 | U64 | S64 | F16 | Bf16 | F32 | F64 => Ok(()),

@@ -1,19 +1,19 @@
 //! Tensor maps encoded by the driver (`cuTensorMapEncodeTiled`).
 
 use crate::error::{Error, Result};
-use crate::tensor_map::{supported, TensorSwizzle, TensorTiling};
+use crate::tensor_map::{TensorSwizzle, TensorTiling};
 use cudarc::driver::sys;
 use kernel_dsl::{ScalarType, TENSOR_MAP_BYTES};
 
-/// The driver's encoding of `tiling` over the tensor at device address `addr`. Out-of-bounds
-/// elements of a box read as zero.
+/// The driver's encoding of `tiling` over the tensor at device address `addr` (an element type
+/// the copy engine knows, checked by the caller). Out-of-bounds elements of a box read as
+/// zero.
 pub(crate) fn encode_tensor_map(
     elem: ScalarType,
     addr: u64,
     tiling: &TensorTiling,
 ) -> Result<[u8; TENSOR_MAP_BYTES as usize]> {
     use sys::CUtensorMapDataType as D;
-    supported(elem)?;
     let data_type = match elem {
         ScalarType::U8 => D::CU_TENSOR_MAP_DATA_TYPE_UINT8,
         ScalarType::U16 => D::CU_TENSOR_MAP_DATA_TYPE_UINT16,
@@ -24,7 +24,8 @@ pub(crate) fn encode_tensor_map(
         ScalarType::F16 => D::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
         ScalarType::Bf16 => D::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
         ScalarType::F32 => D::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
-        _ => D::CU_TENSOR_MAP_DATA_TYPE_FLOAT64,
+        ScalarType::F64 => D::CU_TENSOR_MAP_DATA_TYPE_FLOAT64,
+        other => unreachable!("TensorMap::tiled admits copy-engine types only, not {other:?}"),
     };
     let swizzle = match tiling.swizzle {
         TensorSwizzle::None => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE,

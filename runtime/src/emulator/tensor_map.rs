@@ -1,18 +1,17 @@
 //! Tensor maps in the emulator's own encoding (the driver's format is opaque).
 
 use crate::error::{Error, Result};
-use crate::tensor_map::{supported, TensorSwizzle, TensorTiling};
+use crate::tensor_map::TensorTiling;
 use kernel_dsl::{ScalarType, TENSOR_MAP_BYTES};
 use ptx_emulator::TensorMap as EmuMap;
-use ptx_emulator::TensorSwizzle as EmuSwizzle;
 
-/// The emulator's encoding of `tiling` over the tensor at emulator address `addr`.
+/// The emulator's encoding of `tiling` over the tensor at emulator address `addr` (an element
+/// type the copy engine knows, checked by the caller).
 pub(crate) fn encode_tensor_map(
     elem: ScalarType,
     addr: u64,
     tiling: &TensorTiling,
 ) -> Result<[u8; TENSOR_MAP_BYTES as usize]> {
-    supported(elem)?;
     let elem_bytes = elem.bytes();
     let rank = tiling.dims.len();
     let mut map = EmuMap {
@@ -22,12 +21,7 @@ pub(crate) fn encode_tensor_map(
         dims: [1; 5],
         strides: [elem_bytes as u64; 5],
         boxes: [1; 5],
-        swizzle: match tiling.swizzle {
-            TensorSwizzle::None => EmuSwizzle::None,
-            TensorSwizzle::B32 => EmuSwizzle::B32,
-            TensorSwizzle::B64 => EmuSwizzle::B64,
-            TensorSwizzle::B128 => EmuSwizzle::B128,
-        },
+        swizzle: tiling.swizzle,
     };
     map.dims[..rank].copy_from_slice(&tiling.dims);
     map.boxes[..rank].copy_from_slice(&tiling.boxes);
