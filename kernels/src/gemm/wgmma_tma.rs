@@ -18,7 +18,7 @@ use super::element::Dtype;
 use super::layout::Layout;
 use super::params::declare;
 use super::tma;
-use super::wgmma::{mma_async, WgmmaOperands};
+use super::wgmma::{mma_async, WgmmaOperands, WGMMA_SPECS};
 use super::wgmma_store::{store_accumulators, store_partials};
 use kernel_dsl::builder::{KernelBuilder, Value};
 use kernel_dsl::dtype::{F32, U32, U64};
@@ -64,45 +64,38 @@ pub(crate) struct TmaSpec {
     pub split_k: bool,
 }
 
-const fn spec(input: Dtype, output: Dtype, layout: Layout) -> TmaSpec {
-    TmaSpec {
-        input,
-        output,
-        layout,
-        split_k: false,
-    }
-}
+/// The specializations of the cp.async kernel ([`WGMMA_SPECS`]: bf16 and f16 inputs, f32 or
+/// same-type output, every layout), then a split-k form of each with f32 output.
+pub(crate) const TMA_SPECS: [TmaSpec; 18] = tma_specs();
 
-const fn split(input: Dtype, layout: Layout) -> TmaSpec {
-    TmaSpec {
-        input,
+const fn tma_specs() -> [TmaSpec; 18] {
+    let mut out = [TmaSpec {
+        input: Dtype::Bf16,
         output: Dtype::F32,
-        layout,
-        split_k: true,
+        layout: Layout::Nn,
+        split_k: false,
+    }; 18];
+    let (mut i, mut next) = (0, WGMMA_SPECS.len());
+    while i < WGMMA_SPECS.len() {
+        let w = WGMMA_SPECS[i];
+        out[i] = TmaSpec {
+            input: w.input,
+            output: w.output,
+            layout: w.layout,
+            split_k: false,
+        };
+        if matches!(w.output, Dtype::F32) {
+            out[next] = TmaSpec {
+                split_k: true,
+                ..out[i]
+            };
+            next += 1;
+        }
+        i += 1;
     }
+    assert!(next == out.len(), "one split form per f32-output specialization");
+    out
 }
-
-/// bf16 and f16 inputs, f32 or same-type output, every layout; then the split-k forms.
-pub(crate) const TMA_SPECS: [TmaSpec; 18] = [
-    spec(Dtype::Bf16, Dtype::F32, Layout::Nn),
-    spec(Dtype::Bf16, Dtype::F32, Layout::Nt),
-    spec(Dtype::Bf16, Dtype::F32, Layout::Tn),
-    spec(Dtype::Bf16, Dtype::Bf16, Layout::Nn),
-    spec(Dtype::Bf16, Dtype::Bf16, Layout::Nt),
-    spec(Dtype::Bf16, Dtype::Bf16, Layout::Tn),
-    spec(Dtype::F16, Dtype::F32, Layout::Nn),
-    spec(Dtype::F16, Dtype::F32, Layout::Nt),
-    spec(Dtype::F16, Dtype::F32, Layout::Tn),
-    spec(Dtype::F16, Dtype::F16, Layout::Nn),
-    spec(Dtype::F16, Dtype::F16, Layout::Nt),
-    spec(Dtype::F16, Dtype::F16, Layout::Tn),
-    split(Dtype::Bf16, Layout::Nn),
-    split(Dtype::Bf16, Layout::Nt),
-    split(Dtype::Bf16, Layout::Tn),
-    split(Dtype::F16, Layout::Nn),
-    split(Dtype::F16, Layout::Nt),
-    split(Dtype::F16, Layout::Tn),
-];
 
 pub(crate) fn tma_spec_index(spec: TmaSpec) -> Option<usize> {
     TMA_SPECS.iter().position(|s| *s == spec)
