@@ -21,7 +21,7 @@ use super::tma;
 use super::wgmma::{mma_async, WgmmaOperands, WGMMA_SPECS};
 use super::wgmma_store::{store_accumulators, store_partials};
 use kernel_dsl::builder::{KernelBuilder, Value};
-use kernel_dsl::dtype::{F32, U32, U64};
+use kernel_dsl::dtype::{Pred, F32, U32, U64};
 use kernel_dsl::ir::{Dim, Imm, Kernel, Operand};
 use kernel_dsl::op::{Cmp, Op};
 
@@ -210,12 +210,6 @@ pub(crate) fn build_wgmma_tma(s: TmaSpec) -> Kernel {
         let at = b.mad(stage, eight, bars);
         b.add(at, first)
     };
-    let release = |b: &mut KernelBuilder, slab: Value<U32>| {
-        let mask = b.const_u32(STAGES - 1);
-        let stage = b.and(slab, mask);
-        let e = empty(b, stage);
-        tma::arrive(b, e);
-    };
     let stage_a = |b: &mut KernelBuilder, stage: Value<U32>| {
         let bytes = b.const_u32(STAGE_BYTES);
         b.mad(stage, bytes, base)
@@ -335,6 +329,18 @@ pub(crate) fn build_wgmma_tma(s: TmaSpec) -> Kernel {
             let a_rel = b.const_u32(MN_BLOCK_BYTES);
             let a_rel = b.mul(cw, a_rel);
             let t = b.var(zero);
+            // When `when` holds, the warpgroup's leader hands slab t − 1's stage back to the
+            // producer.
+            let release_previous = |b: &mut KernelBuilder, when: Value<Pred>| {
+                b.if_(when, |b| {
+                    b.if_(leader, |b| {
+                        let prev = b.sub(t, one);
+                        let stage = b.and(prev, stage_mask);
+                        let e = empty(b, stage);
+                        tma::arrive(b, e);
+                    });
+                });
+            };
             b.for_range(cx, items, nx, |b, item| {
                 let (tile_m, tile_n) = origin(b, item);
                 let (first_slab, end_slab) = k_range(b, item);
@@ -368,12 +374,7 @@ pub(crate) fn build_wgmma_tma(s: TmaSpec) -> Kernel {
                     // in flight: its stage goes back to the producer.
                     b.inst(Op::WgmmaWait, vec![], vec![Operand::Imm(Imm::Int(1))]);
                     let started = b.setp(Cmp::Ne, slab, first_slab);
-                    b.if_(started, |b| {
-                        b.if_(leader, |b| {
-                            let prev = b.sub(t, one);
-                            release(b, prev);
-                        });
-                    });
+                    release_previous(b, started);
                     let next = b.add(t, one);
                     b.assign(t, next);
                 });
@@ -381,12 +382,7 @@ pub(crate) fn build_wgmma_tma(s: TmaSpec) -> Kernel {
                 // fill the next tile's stages meanwhile.
                 b.inst(Op::WgmmaWait, vec![], vec![Operand::Imm(Imm::Int(0))]);
                 let any = b.setp(Cmp::Lt, first_slab, end_slab);
-                b.if_(any, |b| {
-                    b.if_(leader, |b| {
-                        let last = b.sub(t, one);
-                        release(b, last);
-                    });
-                });
+                release_previous(b, any);
                 let c64 = b.const_u32(64);
                 let row0 = b.mad(cw, c64, tile_m);
                 match partials {
