@@ -85,23 +85,28 @@ fn filled<T: GemmElement>(stream: &Stream, n: usize, seed: u32) -> Res<Buffer<T>
     Ok(Buffer::from_host(stream, &host)?)
 }
 
-fn ours<T: GemmElement, O: GemmElement>(b: &Bench, shape: &GemmShape, math: Math) -> Res<f64> {
+/// Filled `A`, `B` and a zeroed `C` for `shape`.
+type Operands<T, O> = (Buffer<T>, Buffer<T>, Buffer<O>);
+
+fn operands<T: GemmElement, O: GemmElement>(b: &Bench, shape: &GemmShape) -> Res<Operands<T, O>> {
     let (ar, ac) = shape.layout.a_rows_cols(shape.m, shape.k);
     let (br, bc) = shape.layout.b_rows_cols(shape.n, shape.k);
-    let a = filled::<T>(&b.stream, ar * ac, 1)?;
-    let bb = filled::<T>(&b.stream, br * bc, 2)?;
-    let mut c = Buffer::<O>::zeros(&b.stream, shape.m * shape.n)?;
+    Ok((
+        filled::<T>(&b.stream, ar * ac, 1)?,
+        filled::<T>(&b.stream, br * bc, 2)?,
+        Buffer::<O>::zeros(&b.stream, shape.m * shape.n)?,
+    ))
+}
+
+fn ours<T: GemmElement, O: GemmElement>(b: &Bench, shape: &GemmShape, math: Math) -> Res<f64> {
+    let (a, bb, mut c) = operands::<T, O>(b, shape)?;
     let epi = Epilogue::default();
     b.time(|s| Ok(gemm(s, shape, &a, &bb, &mut c, &epi, math)?))
 }
 
 /// Our kernel as `gemm` would pick it on an sm_80 device (`mma.sync`).
 fn ours_sm80<T: GemmElement, O: GemmElement>(b: &Bench, shape: &GemmShape) -> Res<f64> {
-    let (ar, ac) = shape.layout.a_rows_cols(shape.m, shape.k);
-    let (br, bc) = shape.layout.b_rows_cols(shape.n, shape.k);
-    let a = filled::<T>(&b.stream, ar * ac, 1)?;
-    let bb = filled::<T>(&b.stream, br * bc, 2)?;
-    let mut c = Buffer::<O>::zeros(&b.stream, shape.m * shape.n)?;
+    let (a, bb, mut c) = operands::<T, O>(b, shape)?;
     let epi = Epilogue::default();
     let plan = select(T::DTYPE, O::DTYPE, Math::Fp32, shape, Target::Sm80)?;
     b.time(|s| Ok(gemm_with_plan(s, &plan, shape, &a, &bb, &mut c, &epi)?))

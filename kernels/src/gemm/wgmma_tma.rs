@@ -93,7 +93,10 @@ const fn tma_specs() -> [TmaSpec; 18] {
         }
         i += 1;
     }
-    assert!(next == out.len(), "one split form per f32-output specialization");
+    assert!(
+        next == out.len(),
+        "one split form per f32-output specialization"
+    );
     out
 }
 
