@@ -11,10 +11,10 @@
 //! The launch must give each thread its whole share (`nchunks ≤ width · held`); wider rows go
 //! to the streaming kernel.
 
-use super::scores::Scores;
+use super::forward_params::ForwardParams;
 use crate::codegen::math::ex2;
 use crate::codegen::rows::{for_each_row, held, GroupSum, Row};
-use crate::codegen::tensor::{tensor_param, Tensor};
+use crate::codegen::tensor::Tensor;
 use crate::rowwise::index::{chunks, element, finite_or_zero};
 use crate::rowwise::reduce::GroupMax;
 use crate::rowwise::spec::{row_held_chunks, RowSpec};
@@ -22,40 +22,24 @@ use kernel_dsl::builder::{KernelBuilder, Value};
 use kernel_dsl::dtype::{F32, U32};
 use kernel_dsl::ir::Kernel;
 
-/// Parameters: `x, y, rows, cols, scale_log2, queries, offset`. Column `j` of row `r` takes
-/// part when `j ≤ r mod queries + offset` (no mask: `queries = 1`, `offset = cols − 1`).
+/// Parameters: [`ForwardParams`].
 pub(crate) fn softmax_forward(spec: RowSpec) -> Kernel {
     let storage = spec.storage;
     let mut b = KernelBuilder::new(format!("softmax_{}", spec.suffix()));
-    let x = tensor_param(&mut b, "x", storage, false);
-    let y = tensor_param(&mut b, "y", storage, true);
-    let rows = b.param::<U32>("rows");
-    let cols = b.param::<U32>("cols");
-    let scale_log2 = b.param::<F32>("scale_log2");
-    let queries = b.param::<U32>("queries");
-    let offset = b.param::<U32>("offset");
-    let scores = Scores {
-        x: &x,
-        spec,
-        scale_log2,
-    };
+    let p = ForwardParams::declare(&mut b, spec);
+    let scores = p.scores(spec);
 
     let width = spec.access.width(storage);
     let count = row_held_chunks(storage, spec.access);
-    let nchunks = chunks(&mut b, cols, width);
+    let nchunks = chunks(&mut b, p.cols, width);
     let maxer = GroupMax::new(&mut b, spec.group);
     let summer = GroupSum::new(&mut b, spec.group, 1);
 
-    for_each_row(&mut b, spec.group, rows, |b, row: Row| {
-        let base = b.mul(row.row, cols);
-        let limit = scores.limit(b, row.row, queries, offset);
-
+    for_each_row(&mut b, spec.group, p.rows, |b, row: Row| {
+        let base = b.mul(row.row, p.cols);
+        let limit = scores.limit(b, row.row, p.queries, p.offset);
         let slots = held(b, &row, nchunks, count);
-        let pending: Vec<_> = slots
-            .iter()
-            .map(|&(c, _)| scores.load(b, base, c, limit))
-            .collect();
-        let t: Vec<Vec<Value<F32>>> = pending.iter().map(|p| scores.scale(b, p, limit)).collect();
+        let t = scores.read(b, base, &slots, limit);
 
         let mut m = b.const_f32(f32::NEG_INFINITY);
         for &v in t.iter().flatten() {
@@ -83,7 +67,7 @@ pub(crate) fn softmax_forward(spec: RowSpec) -> Kernel {
         for (&(c, active), vals) in slots.iter().zip(&e) {
             b.if_(active, |b| {
                 let idx = element(b, base, c, width);
-                write(b, &y, spec, idx, vals, inv)
+                write(b, &p.y, spec, idx, vals, inv)
             });
         }
     });

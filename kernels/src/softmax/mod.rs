@@ -9,6 +9,7 @@
 
 mod backward_kernel;
 mod forward_kernel;
+mod forward_params;
 mod mask;
 mod ops;
 pub mod reference;

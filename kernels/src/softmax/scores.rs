@@ -67,6 +67,22 @@ impl Scores<'_> {
         Pending { raw, col0, seen }
     }
 
+    /// The scores of chunks `slots` of the row starting at element `base`, chunk by chunk:
+    /// every load is issued before any is used.
+    pub fn read(
+        &self,
+        b: &mut KernelBuilder,
+        base: Value<U32>,
+        slots: &[(Value<U32>, Value<Pred>)],
+        limit: Limit,
+    ) -> Vec<Vec<Value<F32>>> {
+        let pending: Vec<Pending> = slots
+            .iter()
+            .map(|&(c, _)| self.load(b, base, c, limit))
+            .collect();
+        pending.iter().map(|p| self.scale(b, p, limit)).collect()
+    }
+
     /// The scores of a loaded chunk: `x · scale_log2`, or −∞ for columns past the limit.
     pub fn scale(&self, b: &mut KernelBuilder, p: &Pending, limit: Limit) -> Vec<Value<F32>> {
         let ninf = b.const_f32(f32::NEG_INFINITY);

@@ -8,10 +8,9 @@
 //! held chunks from registers, overflow chunks read again, last to first, so the first it meets
 //! are the ones most likely still in L2.
 
-use super::scores::Scores;
+use super::forward_params::ForwardParams;
 use crate::codegen::math::ex2;
 use crate::codegen::rows::{for_each_row, held, GroupSum, Row};
-use crate::codegen::tensor::tensor_param;
 use crate::rowwise::index::{chunks, element};
 use crate::rowwise::online::{combine, fold};
 use crate::rowwise::reduce::GroupMax;
@@ -21,55 +20,32 @@ use kernel_dsl::builder::{KernelBuilder, Value};
 use kernel_dsl::dtype::{F32, U32};
 use kernel_dsl::ir::Kernel;
 
-/// Parameters as `forward_kernel::softmax_forward`.
+/// Parameters: [`ForwardParams`].
 pub(crate) fn softmax_forward_streaming(spec: RowSpec) -> Kernel {
     let storage = spec.storage;
     let mut b = KernelBuilder::new(format!("softmax_streaming_{}", spec.suffix()));
-    let x = tensor_param(&mut b, "x", storage, false);
-    let y = tensor_param(&mut b, "y", storage, true);
-    let rows = b.param::<U32>("rows");
-    let cols = b.param::<U32>("cols");
-    let scale_log2 = b.param::<F32>("scale_log2");
-    let queries = b.param::<U32>("queries");
-    let offset = b.param::<U32>("offset");
-    let scores = Scores {
-        x: &x,
-        spec,
-        scale_log2,
-    };
+    let p = ForwardParams::declare(&mut b, spec);
+    let scores = p.scores(spec);
 
     let width = spec.access.width(storage);
     let count = row_held_chunks(storage, spec.access);
-    let nchunks = chunks(&mut b, cols, width);
+    let nchunks = chunks(&mut b, p.cols, width);
     let maxer = GroupMax::new(&mut b, spec.group);
     let summer = GroupSum::new(&mut b, spec.group, 1);
 
-    for_each_row(&mut b, spec.group, rows, |b, row: Row| {
-        let base = b.mul(row.row, cols);
-        let limit = scores.limit(b, row.row, queries, offset);
-
+    for_each_row(&mut b, spec.group, p.rows, |b, row: Row| {
+        let base = b.mul(row.row, p.cols);
+        let limit = scores.limit(b, row.row, p.queries, p.offset);
         let slots = held(b, &row, nchunks, count);
-        let pending: Vec<_> = slots
-            .iter()
-            .map(|&(c, _)| scores.load(b, base, c, limit))
-            .collect();
-        let kept: Vec<Vec<Value<F32>>> =
-            pending.iter().map(|p| scores.scale(b, p, limit)).collect();
+        let kept = scores.read(b, base, &slots, limit);
         let ninf = b.const_f32(f32::NEG_INFINITY);
         let zero = b.const_f32(0.0);
         let m = b.var(ninf);
         let s = b.var(zero);
         fold(b, m, s, &kept.concat());
         for_chunk_groups(b, &row, count, nchunks, width, |b, slots| {
-            let pending: Vec<_> = slots
-                .iter()
-                .map(|&(c, _)| scores.load(b, base, c, limit))
-                .collect();
-            let t: Vec<Value<F32>> = pending
-                .iter()
-                .flat_map(|p| scores.scale(b, p, limit))
-                .collect();
-            fold(b, m, s, &t);
+            let t = scores.read(b, base, slots, limit);
+            fold(b, m, s, &t.concat());
         });
 
         let (top, total) = combine(b, &maxer, &summer, m, s);
@@ -85,7 +61,7 @@ pub(crate) fn softmax_forward_streaming(spec: RowSpec) -> Kernel {
                 })
                 .collect();
             let idx = element(b, base, c, width);
-            y.store_n(b, idx, spec.access, &out);
+            p.y.store_n(b, idx, spec.access, &out);
         };
         for (&(c, active), vals) in slots.iter().zip(&kept) {
             b.if_(active, |b| write(b, c, vals));
@@ -95,8 +71,8 @@ pub(crate) fn softmax_forward_streaming(spec: RowSpec) -> Kernel {
                 .iter()
                 .map(|&(c, _)| scores.load(b, base, c, limit))
                 .collect();
-            for (&(c, active), p) in slots.iter().zip(&pending) {
-                let t = scores.scale(b, p, limit);
+            for (&(c, active), chunk) in slots.iter().zip(&pending) {
+                let t = scores.scale(b, chunk, limit);
                 b.if_(active, |b| write(b, c, &t));
             }
         });
