@@ -10,7 +10,7 @@
 //! same bits, and the order of additions depends only on the CTA's size: the sums are
 //! deterministic and no atomics are involved.
 
-use super::reduce::MAX_WARPS;
+use super::reduce::{gather_warp_partials, MAX_WARPS};
 use kernel_dsl::builder::{KernelBuilder, SharedArray, Value};
 use kernel_dsl::dtype::F32;
 use kernel_dsl::ir::Dim;
@@ -89,21 +89,7 @@ impl BlockSums {
             b.st_shared(&self.scratch, slot, mine);
         });
         b.bar_sync();
-        let ntid = b.ntid(Dim::X);
-        let c31 = b.const_u32(31);
-        let rounded = b.add(ntid, c31);
-        let nwarps = b.shr(rounded, 5);
-        let has_slot = b.setp(Cmp::Lt, lane, nwarps);
-        let fzero = b.const_f32(0.0);
-        let gathered: Vec<Value<F32>> = (0..self.n).map(|_| b.var(fzero)).collect();
-        b.if_(has_slot, |b| {
-            for (s, &g) in gathered.iter().enumerate() {
-                let off = b.const_u32(s as u32 * MAX_WARPS);
-                let slot = b.add(off, lane);
-                let v = b.ld_shared(&self.scratch, slot);
-                b.assign(g, v);
-            }
-        });
+        let gathered = gather_warp_partials(b, &self.scratch, lane, self.n as usize);
         let total = warp_sums(b, &gathered);
         // Sum s sits in lanes s·2^shift …; every thread takes each from the first of those.
         let totals = (0..self.n)

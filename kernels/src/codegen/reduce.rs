@@ -3,7 +3,7 @@
 //! per warp, read back by every warp in the same order. No atomics.
 
 use kernel_dsl::builder::{KernelBuilder, SharedArray, Value};
-use kernel_dsl::dtype::F32;
+use kernel_dsl::dtype::{F32, U32};
 use kernel_dsl::ir::Dim;
 use kernel_dsl::op::{Cmp, ShflMode};
 
@@ -64,23 +64,36 @@ impl BlockSum {
             }
         });
         b.bar_sync();
-        let ntid = b.ntid(Dim::X);
-        let c31 = b.const_u32(31);
-        let rounded = b.add(ntid, c31);
-        let nwarps = b.shr(rounded, 5);
-        let has_slot = b.setp(Cmp::Lt, lane, nwarps);
-        let zero = b.const_f32(0.0);
-        let gathered: Vec<Value<F32>> = (0..partial.len()).map(|_| b.var(zero)).collect();
-        b.if_(has_slot, |b| {
-            for (i, &g) in gathered.iter().enumerate() {
-                let off = b.const_u32(i as u32 * MAX_WARPS);
-                let slot = b.add(off, lane);
-                let v = b.ld_shared(&self.scratch, slot);
-                b.assign(g, v);
-            }
-        });
+        let gathered = gather_warp_partials(b, &self.scratch, lane, partial.len());
         let totals = gathered.iter().map(|&g| warp_sum(b, g)).collect();
         b.bar_sync();
         totals
     }
+}
+
+/// Once every warp `w` has stored its partial `i` at `scratch[i·32 + w]` (and a barrier has
+/// passed): partial `i` of warp `lane` for `i < count`, read by every warp, 0 past the CTA's
+/// warps.
+pub(crate) fn gather_warp_partials(
+    b: &mut KernelBuilder,
+    scratch: &SharedArray<F32>,
+    lane: Value<U32>,
+    count: usize,
+) -> Vec<Value<F32>> {
+    let ntid = b.ntid(Dim::X);
+    let c31 = b.const_u32(31);
+    let rounded = b.add(ntid, c31);
+    let nwarps = b.shr(rounded, 5);
+    let has_slot = b.setp(Cmp::Lt, lane, nwarps);
+    let zero = b.const_f32(0.0);
+    let gathered: Vec<Value<F32>> = (0..count).map(|_| b.var(zero)).collect();
+    b.if_(has_slot, |b| {
+        for (i, &g) in gathered.iter().enumerate() {
+            let off = b.const_u32(i as u32 * MAX_WARPS);
+            let slot = b.add(off, lane);
+            let v = b.ld_shared(scratch, slot);
+            b.assign(g, v);
+        }
+    });
+    gathered
 }
