@@ -11,9 +11,9 @@
 
 use super::partials::{load_partials, store_partials};
 use super::prefetch::{prefetches, Prefetch, BACKWARD_MAX_REGS};
-use super::row_io::{chunk_start, chunks, element};
+use super::row_io::{chunk_start, chunks, element, load_columns};
 use super::spec::RowSpec;
-use crate::codegen::guarded::{load_if, RawChunk};
+use crate::codegen::guarded::RawChunk;
 use crate::codegen::math;
 use crate::codegen::multi_sum::BlockSums;
 use crate::codegen::rows::{
@@ -78,15 +78,8 @@ pub(crate) fn layer_norm_backward(spec: RowSpec) -> Kernel {
     });
 
     // γ is read where it is used, from L1 (see `rms_backward`).
-    let load_gamma = |b: &mut KernelBuilder| -> Vec<RawChunk> {
-        slots
-            .iter()
-            .map(|&(c, active)| {
-                let gi = chunk_start(b, c, width);
-                load_if(b, &gamma, gi, access, active)
-            })
-            .collect()
-    };
+    let load_gamma =
+        |b: &mut KernelBuilder| -> Vec<RawChunk> { load_columns(b, &gamma, &slots, access, width) };
     let prefetch = Prefetch::new(&mut b, vec![&x, &dy], slots.clone(), access, width, cols);
     // Each row's first element, the shift of its sums (see the module docs).
     let next_shift = RawChunk::zeroed(&mut b, Format::from(storage), Access::Scalar);

@@ -9,9 +9,9 @@
 
 use super::partials::{load_partials, store_partials};
 use super::prefetch::{prefetches, Prefetch, BACKWARD_MAX_REGS};
-use super::row_io::{chunk_start, chunks, element};
+use super::row_io::{chunk_start, chunks, element, load_columns};
 use super::spec::RowSpec;
-use crate::codegen::guarded::{load_if, RawChunk};
+use crate::codegen::guarded::RawChunk;
 use crate::codegen::math;
 use crate::codegen::multi_sum::BlockSums;
 use crate::codegen::rows::{
@@ -70,15 +70,8 @@ pub(crate) fn rms_norm_backward(spec: RowSpec) -> Kernel {
 
     // γ of the held chunks is read where it is used, from L1 (every CTA reads the same γ);
     // holding it across the row loop would cost the registers of a second CTA per SM.
-    let load_gamma = |b: &mut KernelBuilder| -> Vec<RawChunk> {
-        slots
-            .iter()
-            .map(|&(c, active)| {
-                let gi = chunk_start(b, c, width);
-                load_if(b, &gamma, gi, access, active)
-            })
-            .collect()
-    };
+    let load_gamma =
+        |b: &mut KernelBuilder| -> Vec<RawChunk> { load_columns(b, &gamma, &slots, access, width) };
     let prefetch = Prefetch::new(&mut b, vec![&x, &dy], slots.clone(), access, width, cols);
     // Registers per thread of a row's held chunks of one tensor, as loaded.
     let held_words = count * access.width(storage) * storage.bytes() as u32 / 4;

@@ -1,8 +1,10 @@
 //! Index arithmetic of the norm kernels: chunk `c` of row `base` starts at element
 //! `base + c·width`.
 
+use crate::codegen::guarded::{load_if, RawChunk};
+use crate::codegen::tensor::{Access, Tensor};
 use kernel_dsl::builder::{KernelBuilder, Value};
-use kernel_dsl::dtype::U32;
+use kernel_dsl::dtype::{Pred, U32};
 
 /// `c · width` (no instruction for width 1).
 pub(crate) fn chunk_start(b: &mut KernelBuilder, c: Value<U32>, width: u32) -> Value<U32> {
@@ -31,4 +33,21 @@ pub(crate) fn chunks(b: &mut KernelBuilder, cols: Value<U32>, width: u32) -> Val
     } else {
         b.shr(cols, width.trailing_zeros())
     }
+}
+
+/// Chunks `slots` (index, active) of the per-column vector `t` (γ), each read where active.
+pub(crate) fn load_columns(
+    b: &mut KernelBuilder,
+    t: &Tensor,
+    slots: &[(Value<U32>, Value<Pred>)],
+    access: Access,
+    width: u32,
+) -> Vec<RawChunk> {
+    slots
+        .iter()
+        .map(|&(c, active)| {
+            let start = chunk_start(b, c, width);
+            load_if(b, t, start, access, active)
+        })
+        .collect()
 }
