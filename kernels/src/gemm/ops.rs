@@ -224,16 +224,15 @@ fn run<T: GemmElement, O: GemmElement>(
     if epilogue.is_plain() && vector_ok(shape.n, shape.ldc, shape.stride_c, shape.batch, 2) {
         flags |= FLAG_PLAIN_PAIRS;
     }
-    let maps = if plan.tensor_maps {
-        Some(tensor_maps(shape, a, b)?)
-    } else {
-        None
-    };
+    let maps = plan
+        .tensor_maps
+        .then(|| tensor_maps(shape, a, b))
+        .transpose()?;
     let mut config = plan.config;
-    let sms = stream.device().props().sm_count.max(1);
-    if plan.tensor_maps {
+    if let Some(maps) = &maps {
         // Persistent: one CTA per SM at most (the tile loop covers the rest), spread over
         // the batches.
+        let sms = stream.device().props().sm_count.max(1);
         let per_batch = sms.div_ceil(config.grid[2]).max(1);
         let tiles = config.grid[0] as usize * config.grid[2] as usize;
         let splits = forced.unwrap_or_else(|| split_count(tiles, shape.k, sms as usize));
@@ -247,7 +246,6 @@ fn run<T: GemmElement, O: GemmElement>(
         // problems whose partials outgrow a 32-bit index) keep whole tiles.
         if splits > 1 && !stream.is_capturing() && partial_elems < 1 << 31 {
             if let Some(kernels) = split_kernels(T::DTYPE, O::DTYPE, shape.layout) {
-                let (maps_a, maps_b) = maps.as_ref().expect("tensor maps were encoded");
                 config.grid[0] = (config.grid[0] * splits as u32).min(per_batch);
                 let split = SplitLaunch {
                     kernels,
@@ -255,7 +253,7 @@ fn run<T: GemmElement, O: GemmElement>(
                     partial_elems,
                     config,
                 };
-                return split.run(stream, shape, a, b, c, epilogue, flags, (maps_a, maps_b));
+                return split.run(stream, shape, a, b, c, epilogue, flags, maps);
             }
         }
         config.grid[0] = config.grid[0].min(per_batch);
@@ -330,7 +328,7 @@ impl SplitLaunch {
         c: &mut Buffer<O>,
         epilogue: &Epilogue<'_, T>,
         flags: u32,
-        maps: (&TensorMap, &TensorMap),
+        maps: &(TensorMap, TensorMap),
     ) -> Result<(), Error> {
         let (tma, reduce) = self.kernels;
         let mut partials = Buffer::<f32>::zeros(stream, self.partial_elems)?;
@@ -342,9 +340,7 @@ impl SplitLaunch {
             ..*shape
         };
         let plain = Epilogue::<T>::default();
-        let mut args = gemm_args(&raw, a, b, &mut partials, &plain, 0, None);
-        args.push(KernelArg::from(maps.0));
-        args.push(KernelArg::from(maps.1));
+        let mut args = gemm_args(&raw, a, b, &mut partials, &plain, 0, Some(maps));
         args.push(KernelArg::from(self.splits as u32));
         stream.launch(tma.artifacts(), self.config, &args)?;
         let elems = (shape.m * shape.n) as u32;
