@@ -5,6 +5,10 @@
 //! - `block = 256` or `block = (32, 8, 1)`: the exact block shape the kernel requires
 //!   (`.reqntid`); the values may name const parameters;
 //! - `max_threads = 256`: an upper bound on the block's threads instead (`.maxntid`);
+//! - `maxnreg = 64`: at most this many registers per thread (`.maxnreg`), so that more
+//!   threads fit on an SM;
+//! - `min_blocks = 2`: ptxas keeps registers low enough for this many blocks per SM
+//!   (`.minnctapersm`); needs `block` or `max_threads`, since the bound counts threads;
 //! - `crate = some::path`: where the generated code finds ptxkit's items (default `::ptxkit`).
 
 use crate::diag::{err, DResult};
@@ -27,10 +31,23 @@ pub struct KernelAttr {
     pub block: Option<Vec<Expr>>,
     /// `max_threads = N`: at most N threads per block (`.maxntid N, 1, 1`).
     pub max_threads: Option<Expr>,
+    /// `maxnreg = N`: at most N registers per thread (`.maxnreg N`).
+    pub maxnreg: Option<Expr>,
+    /// `min_blocks = N`: at least N resident blocks per SM (`.minnctapersm N`).
+    pub min_blocks: Option<Expr>,
     pub krate: Option<syn::Path>,
 }
 
 impl KernelAttr {
+    /// Whether anything beyond `crate = path` was given (all a `#[device]` may take).
+    pub fn has_kernel_arguments(&self) -> bool {
+        !self.instances.is_empty()
+            || self.block.is_some()
+            || self.max_threads.is_some()
+            || self.maxnreg.is_some()
+            || self.min_blocks.is_some()
+    }
+
     /// The path prefix generated code uses for ptxkit's items.
     pub fn krate(&self) -> TokenStream {
         match &self.krate {
@@ -94,10 +111,18 @@ impl Parse for KernelAttr {
                         input.parse::<Token![=]>()?;
                         attr.max_threads = Some(input.parse()?);
                     }
+                    "maxnreg" => {
+                        input.parse::<Token![=]>()?;
+                        attr.maxnreg = Some(input.parse()?);
+                    }
+                    "min_blocks" => {
+                        input.parse::<Token![=]>()?;
+                        attr.min_blocks = Some(input.parse()?);
+                    }
                     other => {
                         return Err(syn::Error::new(
                             key.span(),
-                            format!("unknown `#[kernel]` argument `{other}`: expected `instances(...)`, `block = ...`, `max_threads = ...` or `crate = path`"),
+                            format!("unknown `#[kernel]` argument `{other}`: expected `instances(...)`, `block = ...`, `max_threads = ...`, `maxnreg = ...`, `min_blocks = ...` or `crate = path`"),
                         ))
                     }
                 }

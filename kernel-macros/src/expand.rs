@@ -50,9 +50,7 @@ pub fn device(attr: TokenStream, item: TokenStream) -> TokenStream {
         Err(e) => return e.to_compile_error(),
     };
     let krate = match attr::parse(attr) {
-        Ok(a) if a.instances.is_empty() && a.block.is_none() && a.max_threads.is_none() => {
-            a.krate()
-        }
+        Ok(a) if !a.has_kernel_arguments() => a.krate(),
         Ok(_) => {
             return Diag::new(
                 func.sig.ident.span(),
@@ -175,10 +173,14 @@ fn build(attr: &KernelAttr, func: &syn::ItemFn, devices: &Devices) -> DResult<Ve
             }
             None => None,
         };
+        let (maxnreg, min_blocks) = register_bounds(attr, &inst.spec)?;
         let mut lowered = lower::lower_kernel(func, &inst.entry, &inst.spec, block, devices)?;
+        let perf = &mut lowered.kernel.perf;
         if let Some(n) = max_threads {
-            lowered.kernel.perf.maxntid = Some([n, 1, 1]);
+            perf.maxntid = Some([n, 1, 1]);
         }
+        perf.maxnreg = maxnreg;
+        perf.minnctapersm = min_blocks;
         let t1 = Instant::now();
         let emitted = targets::emit_all(&lowered, crate::diag::range(&func.sig.ident));
         let t2 = Instant::now();
@@ -265,4 +267,50 @@ fn with_stub(func: &syn::ItemFn, d: Diag) -> TokenStream {
     let e = d.to_compile_error();
     let s = stub(func, "this kernel did not compile");
     quote!(#e #s)
+}
+
+/// `maxnreg = …` and `min_blocks = …` for one instance, checked.
+fn register_bounds(
+    attr: &KernelAttr,
+    spec: &lower::Specialization,
+) -> DResult<(Option<u32>, Option<u32>)> {
+    let maxnreg = match &attr.maxnreg {
+        Some(e) => {
+            let v = instance::eval(e, spec)?;
+            if !(16..=255).contains(&v) {
+                return Err(Diag::new(
+                    crate::diag::range(e),
+                    format!("`maxnreg = {v}` is not possible: a thread has 16 to 255 registers"),
+                ));
+            }
+            Some(v as u32)
+        }
+        None => None,
+    };
+    let min_blocks = match &attr.min_blocks {
+        Some(e) if maxnreg.is_some() => {
+            return Err(Diag::new(
+                crate::diag::range(e),
+                "give either `maxnreg` (a register cap) or `min_blocks` (blocks per SM, from which ptxas derives the cap), not both",
+            ))
+        }
+        Some(e) if attr.block.is_none() && attr.max_threads.is_none() => {
+            return Err(Diag::new(
+                crate::diag::range(e),
+                "`min_blocks` counts blocks of a known size: add `block = …` or `max_threads = …`",
+            ))
+        }
+        Some(e) => {
+            let v = instance::eval(e, spec)?;
+            if !(1..=32).contains(&v) {
+                return Err(Diag::new(
+                    crate::diag::range(e),
+                    format!("`min_blocks = {v}` is not possible: an SM holds 1 to 32 blocks"),
+                ));
+            }
+            Some(v as u32)
+        }
+        None => None,
+    };
+    Ok((maxnreg, min_blocks))
 }

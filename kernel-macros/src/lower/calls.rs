@@ -451,19 +451,7 @@ impl Lowerer<'_> {
                 len: None,
             }));
         }
-        let len = match args[1] {
-            syn::GenericArgument::Const(e) => self.const_eval(e)?,
-            syn::GenericArgument::Type(syn::Type::Path(p)) => {
-                let e: Expr = syn::parse_quote!(#p);
-                self.const_eval(&e)?
-            }
-            other => {
-                return err(
-                    crate::diag::range(&other),
-                    "the length of a shared array must be a constant",
-                )
-            }
-        };
+        let len = self.const_generic_arg(args[1])?;
         if len <= 0 || len > (1 << 20) {
             return err(
                 crate::diag::range(&args[1]),

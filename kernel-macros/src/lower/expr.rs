@@ -313,6 +313,11 @@ impl Lowerer<'_> {
                     (t, "NEG_INFINITY") if is_float(t) => {
                         Ok(Value::Scalar(float_imm(f64::NEG_INFINITY, t)))
                     }
+                    // Elements in one 16-byte access, the widest vector load.
+                    (t, "VEC") if t != ScalarType::Pred => Ok(Value::Scalar(Scalar {
+                        op: Operand::Imm(Imm::Int(16 / t.bytes() as i64)),
+                        ty: ScalarType::U32,
+                    })),
                     (t, "EPSILON") if t == ScalarType::F32 => {
                         Ok(Value::Scalar(float_imm(f32::EPSILON as f64, t)))
                     }
@@ -426,6 +431,14 @@ impl Lowerer<'_> {
             return Ok(Value::Unit);
         }
         let cond = self.expr_as(&i.cond, ScalarType::Pred)?;
+        if let Some(k) = cond.const_int() {
+            // Known at build time: only the arm taken is lowered, as in `if_stmt`.
+            return if k != 0 {
+                self.block_value(&i.then_branch, expected)
+            } else {
+                self.expr(else_branch, expected)
+            };
+        }
         let cond = self.materialize(&cond);
         if i.then_branch.stmts.len() == 1
             && is_pure_tail(&i.then_branch)

@@ -8,7 +8,7 @@ use crate::diag::{err, DResult};
 use crate::dsl_type::rust_name;
 use kernel_dsl::ir::{Imm, Operand, Reg};
 use kernel_dsl::op::{ApproxFn, AtomOp, CvtRounding, Op, Rounding};
-use kernel_dsl::{ScalarType, StateSpace, VecWidth};
+use kernel_dsl::{ScalarType, StateSpace};
 use syn::{Expr, ExprMethodCall};
 
 const LOG2_E: f32 = std::f32::consts::LOG2_E;
@@ -41,16 +41,30 @@ impl Lowerer<'_> {
             Value::Slice(s) => {
                 self.span = crate::diag::range(&m);
                 match name.as_str() {
-                    "load4" | "load8" => {
-                        arity(1)?;
-                        self.vector_load(&s, args[0], name == "load8", crate::diag::range(&m))
+                    "load4" | "load8" | "load_vec" | "load_vec_or" => {
+                        let guarded = name == "load_vec_or";
+                        arity(if guarded { 3 } else { 1 })?;
+                        let span = crate::diag::range(&m);
+                        let lanes = match name.as_str() {
+                            "load4" => self.fixed_lanes(&s, 4, 32, &name, span)?,
+                            "load8" => self.fixed_lanes(&s, 8, 16, &name, span)?,
+                            _ => self.vector_lanes(m.turbofish.as_ref(), span)?,
+                        };
+                        let guard = guarded.then(|| (args[1], args[2]));
+                        self.vector_load(&s, lanes, args[0], guard, span)
                     }
-                    "store4" | "store8" => {
+                    "store4" | "store8" | "store_vec" => {
                         arity(2)?;
                         if !s.mutable {
                             return err(crate::diag::range(&m.receiver), format!("cannot write through `{}`: it is a `&[{}]`; declare the parameter `&mut [{}]` to write to it", s.name, rust_name(s.elem), rust_name(s.elem)));
                         }
-                        self.vector_store(&s, args[0], args[1], name == "store8", crate::diag::range(&m))
+                        let span = crate::diag::range(&m);
+                        let lanes = match name.as_str() {
+                            "store4" => self.fixed_lanes(&s, 4, 32, &name, span)?,
+                            "store8" => self.fixed_lanes(&s, 8, 16, &name, span)?,
+                            _ => self.vector_lanes(m.turbofish.as_ref(), span)?,
+                        };
+                        self.vector_store(&s, lanes, args[0], args[1], span)
                     }
                     n if n.starts_with("atomic_") => {
                         if !s.mutable {
@@ -61,7 +75,7 @@ impl Lowerer<'_> {
                         self.atomic(n, StateSpace::Global, s.elem, addr, &args, crate::diag::range(&m))
                     }
                     "len" => err(crate::diag::range(&m), "a kernel's slices carry no length: pass the length as a `u32` parameter"),
-                    other => err(crate::diag::range(&m.method), format!("slices in kernels have no method `{other}`: index them, or use load4/store4, load8/store8, atomic_*")),
+                    other => err(crate::diag::range(&m.method), format!("slices in kernels have no method `{other}`: index them, or use load_vec/load_vec_or/store_vec (load4/store4, load8/store8), atomic_*")),
                 }
             }
             Value::Shared(a) => {
@@ -262,170 +276,24 @@ impl Lowerer<'_> {
         Ok(Value::Scalar(Scalar::reg(d)))
     }
 
-    /// `x.load4(i)` (4 × 32-bit) and `x.load8(i)` (8 × 16-bit): one 16-byte load of elements
-    /// `i..i+N`; `i` must be a multiple of N.
-    fn vector_load(
-        &mut self,
+    /// `load4`/`store4` and `load8`/`store8`: 16 bytes of elements of exactly `bits` bits.
+    fn fixed_lanes(
+        &self,
         s: &super::value::SliceRef,
-        index: &Expr,
-        eight: bool,
+        lanes: i64,
+        bits: u32,
+        name: &str,
         span: crate::diag::SpanRange,
-    ) -> DResult<Value> {
-        let (lanes, bits) = if eight { (8, 16) } else { (4, 32) };
+    ) -> DResult<i64> {
         if s.elem.bits() != bits || s.elem == ScalarType::Pred {
+            let other = if s.elem.bits() == 16 { 8 } else { 4 };
+            let verb = &name[..name.len() - 1];
             return err(span, format!(
-                "`load{lanes}` loads {lanes} × {bits}-bit elements, but `{}` holds `{}`: use `load{}`",
-                s.name, rust_name(s.elem), if s.elem.bits() == 16 { 8 } else { 4 }
+                "`{name}` moves {lanes} × {bits}-bit elements, but `{}` holds `{}`: use `{verb}{other}`, or `{verb}_vec::<{{ T::VEC }}>` for any element type",
+                s.name, rust_name(s.elem)
             ));
         }
-        let idx = self.index_scalar(index)?;
-        let addr = self.global_address(s, &idx)?;
-        self.span = span;
-        if !eight {
-            let regs: Vec<Reg> = (0..4).map(|_| self.b.reg(s.elem)).collect();
-            self.inst(
-                Op::Ld {
-                    space: StateSpace::Global,
-                    ty: s.elem,
-                    vec: Some(VecWidth::V4),
-                    nc: !s.mutable,
-                    cache: None,
-                },
-                vec![Operand::Vector(regs.iter().map(|r| (*r).into()).collect())],
-                vec![addr],
-            );
-            return Ok(Value::Array {
-                elems: regs,
-                elem: s.elem,
-            });
-        }
-        let words: Vec<Reg> = (0..4).map(|_| self.b.reg(ScalarType::U32)).collect();
-        self.inst(
-            Op::Ld {
-                space: StateSpace::Global,
-                ty: ScalarType::B32,
-                vec: Some(VecWidth::V4),
-                nc: !s.mutable,
-                cache: None,
-            },
-            vec![Operand::Vector(words.iter().map(|r| (*r).into()).collect())],
-            vec![addr],
-        );
-        let mut elems = Vec::new();
-        for w in words {
-            for half in 0..2 {
-                let src = if half == 0 {
-                    w
-                } else {
-                    let t = self.b.reg(ScalarType::U32);
-                    self.inst(
-                        Op::Shr {
-                            ty: ScalarType::U32,
-                        },
-                        vec![t.into()],
-                        vec![w.into(), Operand::Imm(Imm::Int(16))],
-                    );
-                    t
-                };
-                let narrow = self.b.reg(ScalarType::U16);
-                self.inst(
-                    Op::Cvt {
-                        dst: ScalarType::U16,
-                        src: ScalarType::U32,
-                        rnd: None,
-                        ftz: false,
-                        sat: false,
-                        relu: false,
-                    },
-                    vec![narrow.into()],
-                    vec![src.into()],
-                );
-                let h = self.b.reg(s.elem);
-                self.inst(
-                    Op::Mov {
-                        ty: ScalarType::B16,
-                    },
-                    vec![h.into()],
-                    vec![narrow.into()],
-                );
-                elems.push(h);
-            }
-        }
-        Ok(Value::Array {
-            elems,
-            elem: s.elem,
-        })
-    }
-
-    fn vector_store(
-        &mut self,
-        s: &super::value::SliceRef,
-        index: &Expr,
-        value: &Expr,
-        eight: bool,
-        span: crate::diag::SpanRange,
-    ) -> DResult<Value> {
-        let (lanes, bits) = if eight { (8, 16) } else { (4, 32) };
-        if s.elem.bits() != bits {
-            return err(
-                span,
-                format!(
-                    "`store{lanes}` stores {lanes} × {bits}-bit elements, but `{}` holds `{}`",
-                    s.name,
-                    rust_name(s.elem)
-                ),
-            );
-        }
-        let v = self.expr(value, Some(s.elem))?;
-        let elems = match v {
-            Value::Array { elems, elem } if elem == s.elem && elems.len() == lanes => elems,
-            other => {
-                return err(
-                    crate::diag::range(&value),
-                    format!(
-                        "expected `[{}; {lanes}]`, found {}",
-                        rust_name(s.elem),
-                        other.describe()
-                    ),
-                )
-            }
-        };
-        let idx = self.index_scalar(index)?;
-        let addr = self.global_address(s, &idx)?;
-        self.span = span;
-        let (ty, regs) = if eight {
-            let words = elems
-                .chunks(2)
-                .map(|pair| {
-                    let w = self.b.reg(ScalarType::B32);
-                    self.inst(
-                        Op::Mov {
-                            ty: ScalarType::B32,
-                        },
-                        vec![w.into()],
-                        vec![Operand::Vector(vec![pair[0].into(), pair[1].into()])],
-                    );
-                    w
-                })
-                .collect::<Vec<_>>();
-            (ScalarType::B32, words)
-        } else {
-            (s.elem, elems)
-        };
-        self.inst(
-            Op::St {
-                space: StateSpace::Global,
-                ty,
-                vec: Some(VecWidth::V4),
-                cache: None,
-            },
-            vec![],
-            vec![
-                addr,
-                Operand::Vector(regs.iter().map(|r| (*r).into()).collect()),
-            ],
-        );
-        Ok(Value::Unit)
+        Ok(lanes)
     }
 
     /// `atomic_add(i, v)`, `atomic_min`, `atomic_max`, `atomic_exch`, `atomic_cas(i, expected, new)`.

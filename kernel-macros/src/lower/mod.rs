@@ -14,6 +14,7 @@ mod operators;
 mod places;
 mod stmt;
 pub mod value;
+mod vector;
 
 pub use calls::INTRINSICS;
 

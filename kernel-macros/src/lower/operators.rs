@@ -188,13 +188,8 @@ impl Lowerer<'_> {
         };
         let ty = x.ty;
         if let (Some(a), Some(c)) = (x.const_int(), y.const_int()) {
-            if is_int(ty) {
-                if let Ok(Value::IntLit(v)) = fold_int(op, a, c, span) {
-                    return Ok(Value::Scalar(Scalar {
-                        op: Operand::Imm(Imm::Int(wrap_int(v, ty))),
-                        ty,
-                    }));
-                }
+            if let Some(folded) = fold_typed(op, a, c, ty) {
+                return Ok(Value::Scalar(folded));
             }
         }
         if is_cmp {
@@ -320,8 +315,20 @@ impl Lowerer<'_> {
     pub(crate) fn logical(&mut self, b: &syn::ExprBinary) -> DResult<Value> {
         let is_and = matches!(b.op, BinOp::And(_));
         let l = self.expr_as(&b.left, ScalarType::Pred)?;
+        // A side known at build time decides the result or leaves the other side alone, so
+        // `CTA == 1 && t < 32` folds like Rust's const evaluation and prunes what it guards.
+        if let Some(k) = l.const_int() {
+            return if (k != 0) == is_and {
+                Ok(Value::Scalar(self.expr_as(&b.right, ScalarType::Pred)?))
+            } else {
+                Ok(Value::Scalar(l))
+            };
+        }
         if !has_effects(&b.right) {
             let r = self.expr_as(&b.right, ScalarType::Pred)?;
+            if let Some(k) = r.const_int() {
+                return Ok(Value::Scalar(if (k != 0) == is_and { l } else { r }));
+            }
             let (x, y) = (self.src(&l), self.src(&r));
             let d = self.b.reg(ScalarType::Pred);
             let op = if is_and {
@@ -480,6 +487,17 @@ impl Lowerer<'_> {
                         ),
                     );
                 }
+                if let Some(k) = s.const_int() {
+                    let v = if s.ty == ScalarType::Pred {
+                        (k == 0) as i64
+                    } else {
+                        wrap_int(!k, s.ty)
+                    };
+                    return Ok(Value::Scalar(Scalar {
+                        op: Operand::Imm(Imm::Int(v)),
+                        ty: s.ty,
+                    }));
+                }
                 let a = self.materialize(&s);
                 let d = self.b.reg(s.ty);
                 self.inst(
@@ -495,4 +513,61 @@ impl Lowerer<'_> {
             ),
         }
     }
+}
+
+/// Folds `a op c` for two typed integer or `bool` constants, with the type's own semantics
+/// (unsigned order and division for `u32`/`u64`, wrapping arithmetic); `None` where the
+/// operator does not fold (division by zero is left to the instruction).
+pub(crate) fn fold_typed(op: BinOp, a: i64, c: i64, ty: ScalarType) -> Option<Scalar> {
+    use BinOp::*;
+    let unsigned = is_int(ty) && !is_signed(ty);
+    let scalar = |v: i64, ty: ScalarType| Scalar {
+        op: Operand::Imm(Imm::Int(v)),
+        ty,
+    };
+    let boolean = |v: bool| Some(scalar(v as i64, ScalarType::Pred));
+    if ty == ScalarType::Pred {
+        let (p, q) = (a != 0, c != 0);
+        return match op {
+            Eq(_) => boolean(p == q),
+            Ne(_) => boolean(p != q),
+            BitAnd(_) => boolean(p & q),
+            BitOr(_) => boolean(p | q),
+            BitXor(_) => boolean(p ^ q),
+            _ => None,
+        };
+    }
+    if !is_int(ty) {
+        return None;
+    }
+    let order = if unsigned {
+        (a as u64).cmp(&(c as u64))
+    } else {
+        a.cmp(&c)
+    };
+    use std::cmp::Ordering::*;
+    match op {
+        Eq(_) => return boolean(order == Equal),
+        Ne(_) => return boolean(order != Equal),
+        Lt(_) => return boolean(order == Less),
+        Le(_) => return boolean(order != Greater),
+        Gt(_) => return boolean(order == Greater),
+        Ge(_) => return boolean(order != Less),
+        _ => {}
+    }
+    let v = match op {
+        Add(_) => a.wrapping_add(c),
+        Sub(_) => a.wrapping_sub(c),
+        Mul(_) => a.wrapping_mul(c),
+        Div(_) | Rem(_) if c == 0 => return None,
+        Div(_) if unsigned => ((a as u64) / (c as u64)) as i64,
+        Rem(_) if unsigned => ((a as u64) % (c as u64)) as i64,
+        Div(_) => a.wrapping_div(c),
+        Rem(_) => a.wrapping_rem(c),
+        BitAnd(_) => a & c,
+        BitOr(_) => a | c,
+        BitXor(_) => a ^ c,
+        _ => return None,
+    };
+    Some(scalar(wrap_int(v, ty), ty))
 }

@@ -566,6 +566,22 @@ impl Lowerer<'_> {
         f.found || block_declares_array(block)
     }
 
+    /// Evaluates a constant generic argument: `4`, `{ BLOCK / 32 }`, `N` or `T::VEC` (the last
+    /// two parse as types).
+    pub(crate) fn const_generic_arg(&mut self, a: &syn::GenericArgument) -> DResult<i64> {
+        match a {
+            syn::GenericArgument::Const(e) => self.const_eval(e),
+            syn::GenericArgument::Type(syn::Type::Path(p)) => {
+                let e: Expr = syn::parse_quote!(#p);
+                self.const_eval(&e)
+            }
+            other => err(
+                crate::diag::range(&other),
+                "expected a constant: a literal, a const generic parameter, `T::VEC`, or `{ … }` arithmetic on them",
+            ),
+        }
+    }
+
     /// Evaluates a constant expression (literals, const generics, arithmetic).
     pub(crate) fn const_eval(&mut self, e: &Expr) -> DResult<i64> {
         match self.expr(e, None)? {

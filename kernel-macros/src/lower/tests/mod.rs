@@ -350,3 +350,5 @@ fn device_helpers_take_arrays_by_value_and_may_return_them() {
     assert!(adds.iter().all(|s| s[0] != s[1]));
     emit::emit(&l.kernel, Target::Sm80).unwrap();
 }
+
+mod constants;

@@ -1,0 +1,323 @@
+//! Vector access whose width follows the element type. `x.load_vec::<W>(i)` reads elements
+//! `i..i+W` in one access and returns `[T; W]`; `x.load_vec_or::<W>(i, ok, fill)` reads only
+//! where `ok` holds (a predicated load; the lanes are `fill` otherwise); `y.store_vec::<W>(i, v)`
+//! writes them back. `W · size_of::<T>()` is 2, 4, 8 or 16 bytes (or W = 1), and `i` must be a
+//! multiple of `W` so that the access is aligned. `load4`/`store4` (32-bit) and `load8`/`store8`
+//! (16-bit) are the 16-byte forms under fixed names.
+
+use super::expr::memory_type;
+use super::value::{SliceRef, Value};
+use super::Lowerer;
+use crate::diag::{err, DResult, SpanRange};
+use crate::dsl_type::rust_name;
+use kernel_dsl::ir::{Guard, Imm, Operand, Reg};
+use kernel_dsl::op::Op;
+use kernel_dsl::{ScalarType, StateSpace, VecWidth};
+use syn::Expr;
+
+/// How `lanes` elements travel: `words` memory words of type `word`, `per_word` elements each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Access {
+    lanes: usize,
+    word: ScalarType,
+    words: usize,
+}
+
+impl Access {
+    fn per_word(self) -> usize {
+        self.lanes / self.words
+    }
+
+    fn width(self) -> Option<VecWidth> {
+        match self.words {
+            1 => None,
+            2 => Some(VecWidth::V2),
+            _ => Some(VecWidth::V4),
+        }
+    }
+}
+
+/// The access for `lanes` elements of `elem`, or why there is none.
+fn access(elem: ScalarType, lanes: i64) -> Result<Access, String> {
+    let bytes = elem.bytes() as i64;
+    let total = lanes * bytes;
+    if elem == ScalarType::Pred || !(lanes == 1 || matches!(total, 2 | 4 | 8 | 16)) {
+        return Err(format!(
+            "a vector of {lanes} × `{t}` is {total} bytes, but one access moves 2, 4, 8 or 16: W must be a power of two no larger than `{t}::VEC` ({})",
+            16 / bytes.max(1),
+            t = rust_name(elem),
+        ));
+    }
+    let lanes = lanes as usize;
+    Ok(if bytes == 2 && lanes >= 2 {
+        // Pairs of 16-bit values travel as 32-bit words and are split in registers.
+        Access {
+            lanes,
+            word: ScalarType::B32,
+            words: lanes / 2,
+        }
+    } else {
+        Access {
+            lanes,
+            word: memory_type(elem),
+            words: lanes,
+        }
+    })
+}
+
+impl Lowerer<'_> {
+    /// The vector width a `::<W>` turbofish names (a literal, a const generic, `T::VEC`, or a
+    /// `{ … }` constant expression).
+    pub(crate) fn vector_lanes(
+        &mut self,
+        turbofish: Option<&syn::AngleBracketedGenericArguments>,
+        span: SpanRange,
+    ) -> DResult<i64> {
+        let args: Vec<_> = turbofish
+            .map(|t| t.args.iter().collect())
+            .unwrap_or_default();
+        match args.as_slice() {
+            [a] => self.const_generic_arg(a),
+            _ => err(
+                span,
+                "give the vector width as a constant: `x.load_vec::<4>(i)` or `x.load_vec::<{ T::VEC }>(i)`",
+            ),
+        }
+    }
+
+    /// `x.load_vec::<W>(i)`, or with `guard` = (`ok`, `fill`) `x.load_vec_or::<W>(i, ok, fill)`.
+    pub(crate) fn vector_load(
+        &mut self,
+        s: &SliceRef,
+        lanes: i64,
+        index: &Expr,
+        guard: Option<(&Expr, &Expr)>,
+        span: SpanRange,
+    ) -> DResult<Value> {
+        let a = access(s.elem, lanes).map_err(|m| crate::diag::Diag::new(span, m))?;
+        let idx = self.index_scalar(index)?;
+        let addr = self.global_address(s, &idx)?;
+        let guard = match guard {
+            None => None,
+            Some((ok, fill)) => {
+                let ok = self.expr_as(ok, ScalarType::Pred)?;
+                let fill = self.expr_as(fill, s.elem)?;
+                Some((ok, fill))
+            }
+        };
+        self.span = span;
+        let words: Vec<Reg> = (0..a.words)
+            .map(|_| {
+                self.b.reg(if a.word == ScalarType::B32 {
+                    ScalarType::U32
+                } else {
+                    s.elem
+                })
+            })
+            .collect();
+        let pred = match guard {
+            None => None,
+            Some((ok, fill)) => {
+                if let Some(k) = ok.const_int() {
+                    if k == 0 {
+                        // Never read: every lane is its own copy of the fill.
+                        let elems = (0..a.lanes)
+                            .map(|_| {
+                                let r = self.b.reg(s.elem);
+                                self.mov(r, fill.clone());
+                                r
+                            })
+                            .collect();
+                        return Ok(Value::Array {
+                            elems,
+                            elem: s.elem,
+                        });
+                    }
+                    None
+                } else {
+                    let f = self.materialize(&fill);
+                    for &w in &words {
+                        let src = if a.per_word() == 2 {
+                            Operand::Vector(vec![f.into(), f.into()])
+                        } else {
+                            f.into()
+                        };
+                        self.inst(Op::Mov { ty: a.word }, vec![w.into()], vec![src]);
+                    }
+                    Some(self.materialize(&ok))
+                }
+            }
+        };
+        let op = Op::Ld {
+            space: StateSpace::Global,
+            ty: a.word,
+            vec: a.width(),
+            nc: !s.mutable,
+            cache: None,
+        };
+        let dst = if a.words == 1 {
+            words[0].into()
+        } else {
+            Operand::Vector(words.iter().map(|r| (*r).into()).collect())
+        };
+        match pred {
+            Some(p) => {
+                self.op_spans.push((op, self.span));
+                self.b.inst_guarded(
+                    Guard {
+                        pred: p,
+                        negated: false,
+                    },
+                    op,
+                    vec![dst],
+                    vec![addr],
+                );
+            }
+            None => self.inst(op, vec![dst], vec![addr]),
+        }
+        if a.per_word() == 1 {
+            return Ok(Value::Array {
+                elems: words,
+                elem: s.elem,
+            });
+        }
+        let elems = words
+            .into_iter()
+            .flat_map(|w| [self.half_of(w, 0, s.elem), self.half_of(w, 1, s.elem)])
+            .collect();
+        Ok(Value::Array {
+            elems,
+            elem: s.elem,
+        })
+    }
+
+    /// The low (`half` = 0) or high 16 bits of a 32-bit word, as a value of `elem`.
+    fn half_of(&mut self, w: Reg, half: u32, elem: ScalarType) -> Reg {
+        let src = if half == 0 {
+            w
+        } else {
+            let t = self.b.reg(ScalarType::U32);
+            self.inst(
+                Op::Shr {
+                    ty: ScalarType::U32,
+                },
+                vec![t.into()],
+                vec![w.into(), Operand::Imm(Imm::Int(16))],
+            );
+            t
+        };
+        let narrow = self.b.reg(ScalarType::U16);
+        self.inst(
+            Op::Cvt {
+                dst: ScalarType::U16,
+                src: ScalarType::U32,
+                rnd: None,
+                ftz: false,
+                sat: false,
+                relu: false,
+            },
+            vec![narrow.into()],
+            vec![src.into()],
+        );
+        let h = self.b.reg(elem);
+        self.inst(
+            Op::Mov {
+                ty: ScalarType::B16,
+            },
+            vec![h.into()],
+            vec![narrow.into()],
+        );
+        h
+    }
+
+    /// `y.store_vec::<W>(i, v)` with `v: [T; W]`.
+    pub(crate) fn vector_store(
+        &mut self,
+        s: &SliceRef,
+        lanes: i64,
+        index: &Expr,
+        value: &Expr,
+        span: SpanRange,
+    ) -> DResult<Value> {
+        let a = access(s.elem, lanes).map_err(|m| crate::diag::Diag::new(span, m))?;
+        let v = self.expr(value, Some(s.elem))?;
+        let elems = match v {
+            Value::Array { elems, elem } if elem == s.elem && elems.len() == a.lanes => elems,
+            other => {
+                return err(
+                    crate::diag::range(&value),
+                    format!(
+                        "expected `[{}; {}]`, found {}",
+                        rust_name(s.elem),
+                        a.lanes,
+                        other.describe()
+                    ),
+                )
+            }
+        };
+        let idx = self.index_scalar(index)?;
+        let addr = self.global_address(s, &idx)?;
+        self.span = span;
+        let regs: Vec<Reg> = if a.per_word() == 2 {
+            elems
+                .chunks(2)
+                .map(|pair| {
+                    let w = self.b.reg(ScalarType::B32);
+                    self.inst(
+                        Op::Mov {
+                            ty: ScalarType::B32,
+                        },
+                        vec![w.into()],
+                        vec![Operand::Vector(vec![pair[0].into(), pair[1].into()])],
+                    );
+                    w
+                })
+                .collect()
+        } else {
+            elems
+        };
+        let src = if a.words == 1 {
+            regs[0].into()
+        } else {
+            Operand::Vector(regs.iter().map(|r| (*r).into()).collect())
+        };
+        self.inst(
+            Op::St {
+                space: StateSpace::Global,
+                ty: a.word,
+                vec: a.width(),
+                cache: None,
+            },
+            vec![],
+            vec![addr, src],
+        );
+        Ok(Value::Unit)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::access;
+    use kernel_dsl::ScalarType;
+
+    #[test]
+    fn sixteen_bit_pairs_travel_as_words_and_wider_types_as_themselves() {
+        let a = access(ScalarType::Bf16, 8).unwrap();
+        assert_eq!((a.word, a.words), (ScalarType::B32, 4));
+        let a = access(ScalarType::F16, 1).unwrap();
+        assert_eq!((a.word, a.words), (ScalarType::B16, 1));
+        let a = access(ScalarType::F32, 2).unwrap();
+        assert_eq!((a.word, a.words), (ScalarType::F32, 2));
+        let a = access(ScalarType::F64, 2).unwrap();
+        assert_eq!((a.word, a.words), (ScalarType::F64, 2));
+    }
+
+    #[test]
+    fn widths_past_sixteen_bytes_or_not_a_power_of_two_are_refused() {
+        assert!(access(ScalarType::F32, 8)
+            .unwrap_err()
+            .contains("no larger than `f32::VEC` (4)"));
+        assert!(access(ScalarType::Bf16, 3).is_err());
+        assert!(access(ScalarType::F64, 4).is_err());
+    }
+}
