@@ -1,7 +1,9 @@
 //! The arguments of `#[kernel(...)]`:
 //!
 //! - `instances(<f32, 256>, <bf16, 256>)`: the specializations to build, one generic argument
-//!   list per instance, in the order of the function's generic parameters;
+//!   list per instance, in the order of the function's generic parameters; or as a cross
+//!   product, `instances(T in [f32, bf16], W in [1, T::VEC])`, one axis per generic parameter
+//!   in declaration order, where an axis may use the parameters before it;
 //! - `block = 256` or `block = (32, 8, 1)`: the exact block shape the kernel requires
 //!   (`.reqntid`); the values may name const parameters;
 //! - `max_threads = 256`: an upper bound on the block's threads instead (`.maxntid`);
@@ -25,9 +27,18 @@ pub struct Instance {
     pub span: proc_macro2::Span,
 }
 
+/// One axis of a cross product: a generic parameter and the values it takes.
+#[derive(Clone)]
+pub struct Axis {
+    pub param: syn::Ident,
+    pub values: Vec<Expr>,
+}
+
 #[derive(Clone, Default)]
 pub struct KernelAttr {
     pub instances: Vec<Instance>,
+    /// `instances(T in [..], N in [..])`: expanded into `instances` by [`expand_product`].
+    pub product: Vec<Axis>,
     pub block: Option<Vec<Expr>>,
     /// `max_threads = N`: at most N threads per block (`.maxntid N, 1, 1`).
     pub max_threads: Option<Expr>,
@@ -42,6 +53,7 @@ impl KernelAttr {
     /// Whether anything beyond `crate = path` was given (all a `#[device]` may take).
     pub fn has_kernel_arguments(&self) -> bool {
         !self.instances.is_empty()
+            || !self.product.is_empty()
             || self.block.is_some()
             || self.max_threads.is_some()
             || self.maxnreg.is_some()
@@ -78,6 +90,36 @@ impl Parse for InstanceList {
     }
 }
 
+struct Product(Vec<Axis>);
+
+impl Parse for Product {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let mut axes = Vec::new();
+        while !input.is_empty() {
+            let param: syn::Ident = input.parse()?;
+            input.parse::<Token![in]>()?;
+            let content;
+            syn::bracketed!(content in input);
+            let values = Punctuated::<Expr, Token![,]>::parse_terminated(&content)?;
+            if values.is_empty() {
+                return Err(syn::Error::new(
+                    param.span(),
+                    format!("`{param} in []` builds nothing: list at least one value"),
+                ));
+            }
+            axes.push(Axis {
+                param,
+                values: values.into_iter().collect(),
+            });
+            if input.is_empty() {
+                break;
+            }
+            input.parse::<Token![,]>()?;
+        }
+        Ok(Product(axes))
+    }
+}
+
 impl Parse for KernelAttr {
     fn parse(input: ParseStream) -> syn::Result<Self> {
         let mut attr = KernelAttr::default();
@@ -92,7 +134,11 @@ impl Parse for KernelAttr {
                     "instances" => {
                         let content;
                         syn::parenthesized!(content in input);
-                        attr.instances = content.parse::<InstanceList>()?.0;
+                        if content.peek(syn::Ident) && content.peek2(Token![in]) {
+                            attr.product = content.parse::<Product>()?.0;
+                        } else {
+                            attr.instances = content.parse::<InstanceList>()?.0;
+                        }
                     }
                     "block" => {
                         input.parse::<Token![=]>()?;
@@ -169,5 +215,86 @@ pub fn check_instances(attr: &KernelAttr, generics: &syn::Generics) -> DResult<(
             );
         }
     }
+    Ok(())
+}
+
+/// Expands a cross product into its instances, in order (the last axis varies fastest).
+/// Each axis names the next generic parameter; a const axis may use earlier ones
+/// (`W in [1, T::VEC]`).
+pub fn expand_product(attr: &mut KernelAttr, generics: &syn::Generics) -> DResult<()> {
+    if attr.product.is_empty() {
+        return Ok(());
+    }
+    let params: Vec<&syn::GenericParam> = generics.params.iter().collect();
+    if attr.product.len() != params.len() {
+        return err(
+            attr.product[0].param.span(),
+            format!(
+                "the cross product has {} axes, but the kernel declares {} generic parameter(s): give one axis per parameter",
+                attr.product.len(),
+                params.len()
+            ),
+        );
+    }
+    let mut partial = vec![(
+        Vec::<GenericArgument>::new(),
+        crate::lower::Specialization::default(),
+    )];
+    for (axis, param) in attr.product.iter().zip(params) {
+        let (name, is_type) = match param {
+            syn::GenericParam::Type(t) => (&t.ident, true),
+            syn::GenericParam::Const(c) => (&c.ident, false),
+            syn::GenericParam::Lifetime(l) => {
+                return err(
+                    crate::diag::range(&l),
+                    "kernels take no lifetime parameters",
+                )
+            }
+        };
+        if *name != axis.param {
+            return err(
+                axis.param.span(),
+                format!("this axis names `{}`, but the next generic parameter is `{name}`: list the axes in the order the parameters are declared", axis.param),
+            );
+        }
+        let mut next = Vec::new();
+        for (args, spec) in &partial {
+            for v in &axis.values {
+                let mut args = args.clone();
+                let mut spec = spec.clone();
+                if is_type {
+                    let syn::Expr::Path(p) = v else {
+                        return err(
+                            crate::diag::range(&v),
+                            format!("`{name}` is a type parameter: give types such as `f32`"),
+                        );
+                    };
+                    let ty: syn::Type = syn::Type::Path(syn::TypePath {
+                        qself: None,
+                        path: p.path.clone(),
+                    });
+                    let scalar = crate::dsl_type::scalar_of(&ty, &Default::default())?;
+                    spec.types.insert(name.to_string(), scalar);
+                    args.push(GenericArgument::Type(ty));
+                } else {
+                    let value = crate::instance::eval(v, &spec)?;
+                    let syn::GenericParam::Const(c) = param else {
+                        unreachable!("checked above")
+                    };
+                    let ty = crate::dsl_type::scalar_of(&c.ty, &Default::default())?;
+                    spec.consts.insert(name.to_string(), (value, ty));
+                    let lit = proc_macro2::Literal::i64_unsuffixed(value);
+                    args.push(GenericArgument::Const(syn::parse_quote!(#lit)));
+                }
+                next.push((args, spec));
+            }
+        }
+        partial = next;
+    }
+    let span = attr.product[0].param.span();
+    attr.instances = partial
+        .into_iter()
+        .map(|(args, _)| Instance { args, span })
+        .collect();
     Ok(())
 }

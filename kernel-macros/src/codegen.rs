@@ -16,6 +16,8 @@ use syn::spanned::Spanned;
 /// One instance, lowered and emitted.
 pub struct Built {
     pub entry: String,
+    /// What each generic parameter stands for in this instance.
+    pub spec: crate::lower::Specialization,
     pub lowered: Lowered,
     pub emitted: Vec<Emitted>,
     pub cubins: Vec<(kernel_dsl::Target, Vec<u8>)>,
@@ -47,6 +49,9 @@ pub fn generate(func: &syn::ItemFn, attr: &KernelAttr, built: &[Built]) -> DResu
             #[doc = #doc]
             #vis static #all: [&'static #dsl::KernelArtifacts; #n] = [#(&#statics),*];
         });
+        out.extend(crate::dispatch::generic_launcher(
+            func, built, &statics, &dsl, &rt,
+        )?);
     }
     Ok(out)
 }

@@ -112,7 +112,10 @@ impl Parse for Payload {
 }
 
 fn run(attr_tokens: TokenStream, func: syn::ItemFn, devices: Devices) -> TokenStream {
-    let attr = match attr::parse(attr_tokens.clone()) {
+    let attr = match attr::parse(attr_tokens.clone()).and_then(|mut a| {
+        attr::expand_product(&mut a, &func.sig.generics)?;
+        Ok(a)
+    }) {
         Ok(a) => a,
         Err(d) => return with_stub(&func, d),
     };
@@ -206,6 +209,7 @@ fn build(attr: &KernelAttr, func: &syn::ItemFn, devices: &Devices) -> DResult<Ve
         }
         out.push(Built {
             entry: inst.entry,
+            spec: inst.spec,
             lowered,
             emitted,
             cubins,

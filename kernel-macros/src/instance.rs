@@ -110,6 +110,17 @@ pub fn eval(e: &Expr, spec: &Specialization) -> DResult<i64> {
     match e {
         Expr::Lit(_) => literal_int(e),
         Expr::Paren(p) => eval(&p.expr, spec),
+        Expr::Path(p) if p.path.segments.len() == 2 => {
+            // `T::VEC`: 16 bytes of the type `T` stands for in this instance.
+            let (t, c) = (&p.path.segments[0].ident, &p.path.segments[1].ident);
+            match (spec.types.get(&t.to_string()), c.to_string().as_str()) {
+                (Some(ty), "VEC") => Ok(16 / ty.bytes() as i64),
+                _ => err(
+                    crate::diag::range(&e),
+                    format!("`{t}::{c}` is not a constant here: the attribute knows `T::VEC` of type parameters"),
+                ),
+            }
+        }
         Expr::Path(p) => {
             let name = p
                 .path

@@ -90,6 +90,7 @@ mod attr;
 mod codegen;
 mod cubin;
 mod diag;
+mod dispatch;
 mod dsl_type;
 mod expand;
 mod instance;

@@ -109,3 +109,101 @@ fn max_threads_becomes_an_upper_bound_contract_and_maxntid() {
         (BOUNDED_COPY__64.emit.expect("emit function"))(kernel_dsl::Target::Sm89).expect("emits");
     assert!(ptx.contains(".maxntid 64, 1, 1"), "{ptx}");
 }
+
+/// `y = x · s` over `n` elements, `W` at a time, for each element type and width of the cross
+/// product; `W` depends on `T`.
+#[kernel(crate = crate::common::paths, instances(T in [f32, bf16], W in [1, T::VEC]))]
+pub fn scale_by<T: Dtype, const W: u32>(x: &[T], y: &mut [T], s: T, n: u32) {
+    let i = (block_idx().x * block_dim().x + thread_idx().x) * W;
+    if i + W <= n {
+        let mut v = x.load_vec::<W>(i);
+        for k in 0..W {
+            v[k] = ((v[k] as f32) * (s as f32)) as T;
+        }
+        y.store_vec::<W>(i, v);
+    }
+}
+
+#[test]
+fn a_cross_product_builds_every_combination_with_dependent_constants() {
+    let entries: Vec<_> = SCALE_BY_INSTANCES
+        .iter()
+        .map(|k| k.meta.entry.to_string())
+        .collect();
+    assert_eq!(
+        entries,
+        [
+            "scale_by__f32_1",
+            "scale_by__f32_4",
+            "scale_by__bf16_1",
+            "scale_by__bf16_8"
+        ]
+    );
+}
+
+#[test]
+fn the_generic_launcher_picks_the_instance_from_the_type_and_constants(
+) -> Result<(), kernel_runtime::Error> {
+    let stream = Device::emulator().stream()?;
+    let n = 64u32;
+    let x: Vec<f32> = (0..n).map(|k| k as f32 - 20.0).collect();
+    let want: Vec<f32> = x.iter().map(|v| v * 0.5).collect();
+    let dx = Buffer::from_host(&stream, &x)?;
+    for w in [1u32, 4] {
+        let mut dy = Buffer::from_host(&stream, &vec![f32::NAN; n as usize])?;
+        scale_by(
+            &stream,
+            LaunchConfig::for_elements(n / w, 32),
+            w,
+            &dx,
+            &mut dy,
+            0.5,
+            n,
+        )?;
+        assert_eq!(dy.to_host(&stream)?, want, "f32 × {w}");
+    }
+    let xb: Vec<Bf16> = x.iter().map(|&v| Bf16::from_f32(v)).collect();
+    let dxb = Buffer::from_host(&stream, &xb)?;
+    let mut dyb = Buffer::from_host(&stream, &vec![Bf16::from_f32(f32::NAN); n as usize])?;
+    let half = Bf16::from_f32(0.5);
+    scale_by(
+        &stream,
+        LaunchConfig::for_elements(n / 8, 32),
+        8,
+        &dxb,
+        &mut dyb,
+        half,
+        n,
+    )?;
+    let got: Vec<f32> = dyb.to_host(&stream)?.iter().map(|v| v.to_f32()).collect();
+    assert_eq!(got, want, "bf16 × 8");
+
+    // bf16 was built with widths 1 and 8 only: 4 is refused before anything launches.
+    let e = scale_by(
+        &stream,
+        LaunchConfig::for_elements(n / 4, 32),
+        4,
+        &dxb,
+        &mut dyb,
+        half,
+        n,
+    )
+    .unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        matches!(
+            e,
+            kernel_runtime::Error::NoInstance {
+                kernel: "scale_by",
+                ..
+            }
+        ),
+        "{msg}"
+    );
+    assert!(msg.contains("<bf16, 4>"), "{msg}");
+    assert!(
+        msg.contains("<f32, 1>, <f32, 4>, <bf16, 1>, <bf16, 8>"),
+        "{msg}"
+    );
+    Ok(())
+}

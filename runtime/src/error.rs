@@ -53,6 +53,12 @@ pub enum Error {
     EntryNotFound { kernel: String },
     #[error("kernel `{kernel}` for {target} was not pre-warmed, and the runtime is sealed (or capturing a graph), so it will not compile it now: add it to `Device::prewarm` before `seal()`")]
     KernelNotPrewarmed { kernel: String, target: Target },
+    #[error("kernel `{kernel}` has no instance {requested}; it was built for {available}: add it to the kernel's `instances(...)`, or pick one of those")]
+    NoInstance {
+        kernel: &'static str,
+        requested: String,
+        available: &'static str,
+    },
     #[error("kernel `{kernel}` takes {expected} arguments but the launch passed {got}")]
     ArgCount {
         kernel: String,
