@@ -5,6 +5,7 @@
 #   scripts/gpu-suite.sh                  # packages: kernel-runtime
 #   PACKAGES="kernel-runtime kernels" scripts/gpu-suite.sh
 #   ONLY='gpu|bench' PACKAGES=... scripts/gpu-suite.sh   # keep binaries whose name matches
+#   FEATURES=sm_90 PACKAGES=kernels scripts/gpu-suite.sh   # embed the GPU's own target
 #
 # Where the root package `ptxkit` is built, its CLI binary is copied too, as .gpu/ptxkit.
 set -euo pipefail
@@ -42,8 +43,8 @@ for line in sys.stdin:
 for pkg in $PACKAGES; do
     echo "building $pkg (release) ..." >&2
     {
-        cargo test --release -p "$pkg" --no-run --message-format=json
-        cargo build --release -p "$pkg" --examples --message-format=json
+        cargo test --release -p "$pkg" ${FEATURES:+--features "$FEATURES"} --no-run --message-format=json
+        cargo build --release -p "$pkg" ${FEATURES:+--features "$FEATURES"} --examples --message-format=json
     } | executables | while read -r kind name exe; do
         dest="$OUT_DIR/$kind-${pkg}-$name"
         [[ "$kind-${pkg}-$name" =~ $ONLY ]] || continue

@@ -82,6 +82,9 @@ pub struct KernelArtifacts {
     pub cubins: Cow<'static, [(Target, &'static [u8])]>,
     /// Emits PTX for any target from the kernel's IR.
     pub emit: Option<EmitFn>,
+    /// The kernel's IR as JSON, where it is embedded (`#[kernel]` embeds it), for tools that
+    /// read the kernel itself: goldens, the ptxas sweep, `ptxkit emit`.
+    pub ir: Option<&'static str>,
 }
 
 impl KernelArtifacts {
@@ -109,7 +112,13 @@ impl KernelArtifacts {
             ptx: Cow::Owned(ptx),
             cubins: Cow::Borrowed(&[]),
             emit: None,
+            ir: None,
         }
+    }
+
+    /// The embedded IR, if any.
+    pub fn kernel(&self) -> Option<Result<crate::ir::Kernel, Error>> {
+        self.ir.map(crate::ir::Kernel::from_json)
     }
 
     pub fn ptx_for(&self, target: Target) -> Option<&'static str> {

@@ -121,6 +121,7 @@ fn artifacts(
                 }
                 emit_for
             }),
+            ir: ::core::option::Option::Some(#ir),
         };
     }
 }

@@ -53,6 +53,7 @@ fn builder_artifacts(kernel: kernel_dsl::ir::Kernel) -> &'static KernelArtifacts
         ptx: Cow::Owned(vec![(target, ptx)]),
         cubins: Cow::Borrowed(&[]),
         emit: None,
+        ir: None,
     }))
 }
 

@@ -10,6 +10,7 @@
 #[allow(dead_code)]
 mod codegen;
 mod error;
+mod lang;
 mod op_kernel;
 #[allow(dead_code)]
 mod rowwise;

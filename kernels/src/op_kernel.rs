@@ -1,14 +1,23 @@
-//! A kernel specialization written with the builder, turned into the `&'static`
-//! [`KernelArtifacts`] the runtime loads: PTX for every target the kernel supports, emitted once
-//! on first use from the same IR, with metadata derived from that IR.
+//! One specialization of a library op, as the `&'static` [`KernelArtifacts`] the runtime loads.
+//! A `#[kernel]` instance is its generated static (PTX for the enabled targets, cubins, the IR);
+//! a kernel still written with the builder emits PTX for every target it supports once, on
+//! first use, from the same IR, with metadata derived from that IR.
 
 use kernel_dsl::ir::Kernel;
 use kernel_dsl::KernelArtifacts;
 use std::sync::OnceLock;
 
+/// Where a specialization comes from.
+enum Source {
+    /// A builder function, run on first use.
+    Builder(fn() -> Kernel),
+    /// A `#[kernel]` instance, built at build time.
+    Language(&'static KernelArtifacts),
+}
+
 /// One compile-time specialization of an op (storage type, block size, vector width).
 pub struct OpKernel {
-    build: fn() -> Kernel,
+    source: Source,
     artifacts: OnceLock<KernelArtifacts>,
 }
 
@@ -16,20 +25,58 @@ impl OpKernel {
     /// Wraps a builder function; nothing runs until first use.
     pub const fn new(build: fn() -> Kernel) -> OpKernel {
         OpKernel {
-            build,
+            source: Source::Builder(build),
             artifacts: OnceLock::new(),
         }
     }
 
-    /// The kernel's IR.
-    pub fn kernel(&self) -> Kernel {
-        (self.build)()
+    /// Wraps a `#[kernel]` instance's generated artifacts.
+    pub const fn language(artifacts: &'static KernelArtifacts) -> OpKernel {
+        OpKernel {
+            source: Source::Language(artifacts),
+            artifacts: OnceLock::new(),
+        }
     }
 
-    /// The artifacts the runtime loads and pre-warms. The PTX for each target is emitted once
-    /// per process and kept for its lifetime (the set of specializations is finite).
-    pub fn artifacts(&'static self) -> &'static KernelArtifacts {
-        self.artifacts
-            .get_or_init(|| KernelArtifacts::from_kernel(&(self.build)()))
+    /// Every instance of a `#[kernel]` (its generated `…_INSTANCES` array), wrapped.
+    pub const fn instances<const N: usize>(all: [&'static KernelArtifacts; N]) -> [OpKernel; N] {
+        let mut out = [const { OpKernel::new(empty) }; N];
+        let mut i = 0;
+        while i < N {
+            // The placeholder holds nothing to drop, but const code may not run destructors.
+            std::mem::forget(std::mem::replace(&mut out[i], OpKernel::language(all[i])));
+            i += 1;
+        }
+        out
     }
+
+    /// The kernel's IR.
+    pub fn kernel(&self) -> Kernel {
+        match self.source {
+            Source::Builder(build) => build(),
+            Source::Language(a) => match a.kernel() {
+                Some(Ok(k)) => k,
+                // `#[kernel]` always embeds IR that this version of kernel-dsl reads.
+                Some(Err(e)) => panic!("{}: {e}", a.meta.entry),
+                None => panic!("{}: no IR embedded", a.meta.entry),
+            },
+        }
+    }
+
+    /// The artifacts the runtime loads and pre-warms. A builder kernel's PTX for each target is
+    /// emitted once per process and kept for its lifetime (the set of specializations is
+    /// finite); a `#[kernel]` instance's was embedded at build time.
+    pub fn artifacts(&'static self) -> &'static KernelArtifacts {
+        match self.source {
+            Source::Language(a) => a,
+            Source::Builder(build) => self
+                .artifacts
+                .get_or_init(|| KernelArtifacts::from_kernel(&build())),
+        }
+    }
+}
+
+/// The placeholder `instances` fills in; never built.
+fn empty() -> Kernel {
+    kernel_dsl::builder::KernelBuilder::new("placeholder").finish()
 }

@@ -99,6 +99,7 @@ fn leak(
         ptx: Cow::Owned(ptx.map(|p| vec![(t, p)]).unwrap_or_default()),
         cubins: Cow::Owned(cubin.map(|c| vec![(t, c)]).unwrap_or_default()),
         emit: None,
+        ir: None,
     }))
 }
 

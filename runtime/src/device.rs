@@ -166,7 +166,7 @@ impl Device {
     /// # static VECTOR_ADD: KernelArtifacts = KernelArtifacts {
     /// #     meta: KernelMeta { entry: Cow::Borrowed("vector_add"), params: Cow::Borrowed(&[]),
     /// #         block: BlockContract::Any, static_shared_bytes: 0, uses_dynamic_shared: false },
-    /// #     ptx: Cow::Borrowed(&[]), cubins: Cow::Borrowed(&[]), emit: None };
+    /// #     ptx: Cow::Borrowed(&[]), cubins: Cow::Borrowed(&[]), emit: None, ir: None };
     /// # fn main() -> Result<(), kernel_runtime::Error> {
     /// let device = kernel_runtime::Device::best();
     /// device.prewarm(&[&VECTOR_ADD])?;

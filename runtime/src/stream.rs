@@ -106,7 +106,7 @@ impl Stream {
     /// # static VECTOR_ADD: KernelArtifacts = KernelArtifacts {
     /// #     meta: KernelMeta { entry: Cow::Borrowed("vector_add"), params: Cow::Borrowed(&[]),
     /// #         block: BlockContract::Any, static_shared_bytes: 0, uses_dynamic_shared: false },
-    /// #     ptx: Cow::Borrowed(&[]), cubins: Cow::Borrowed(&[]), emit: None };
+    /// #     ptx: Cow::Borrowed(&[]), cubins: Cow::Borrowed(&[]), emit: None, ir: None };
     /// use kernel_runtime::{Buffer, Device, KernelArg, LaunchConfig};
     /// # fn main() -> Result<(), kernel_runtime::Error> {
     /// let stream = Device::best().stream()?;
@@ -210,7 +210,7 @@ impl Stream {
     /// # static STEP: KernelArtifacts = KernelArtifacts {
     /// #     meta: KernelMeta { entry: Cow::Borrowed("step"), params: Cow::Borrowed(&[]),
     /// #         block: BlockContract::Any, static_shared_bytes: 0, uses_dynamic_shared: false },
-    /// #     ptx: Cow::Borrowed(&[]), cubins: Cow::Borrowed(&[]), emit: None };
+    /// #     ptx: Cow::Borrowed(&[]), cubins: Cow::Borrowed(&[]), emit: None, ir: None };
     /// # fn main() -> Result<(), kernel_runtime::Error> {
     /// # let stream = kernel_runtime::Device::best().stream()?;
     /// # let mut x = kernel_runtime::Buffer::<f32>::zeros(&stream, 256)?;

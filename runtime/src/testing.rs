@@ -90,6 +90,7 @@ pub(crate) fn artifacts_for(
         ptx: Cow::Owned(ptx.to_vec()),
         cubins: Cow::Owned(cubins.to_vec()),
         emit,
+        ir: None,
     }))
 }
 

@@ -119,6 +119,7 @@ fn gpu_cubin_built_by_the_machines_ptxas_loads() {
         ptx: Cow::Borrowed(&[]),
         cubins: Cow::Owned(vec![(target, cubin)]),
         emit: None,
+        ir: None,
     }));
     assert_eq!(
         device.prewarm(&[artifacts]).unwrap()[0].origin,
@@ -140,6 +141,7 @@ fn gpu_refuses_a_module_whose_target_differs_from_the_device() {
         ptx: Cow::Owned(vec![(device.target(), other)]),
         cubins: Cow::Borrowed(&[]),
         emit: None,
+        ir: None,
     }));
     let err = device.prewarm(&[lying]).unwrap_err();
     assert!(matches!(err, Error::Parity { .. }), "{err}");
@@ -148,6 +150,7 @@ fn gpu_refuses_a_module_whose_target_differs_from_the_device() {
         ptx: Cow::Owned(vec![(Target::Sm70, "")]),
         cubins: Cow::Borrowed(&[]),
         emit: None,
+        ir: None,
     }));
     let msg = device.prewarm(&[missing]).unwrap_err().to_string();
     assert!(
@@ -174,6 +177,7 @@ fn gpu_failed_jit_returns_the_drivers_log_and_the_kernel_name() {
         ptx: Cow::Owned(vec![(device.target(), broken)]),
         cubins: Cow::Borrowed(&[]),
         emit: None,
+        ir: None,
     }));
     match device.prewarm(&[artifacts]) {
         Err(Error::JitFailed { kernel, log, .. }) => {
@@ -225,6 +229,7 @@ fn gpu_prewarmed_and_sealed_launches_run_and_others_are_refused() {
         ptx: Cow::Owned(vec![(device.target(), other_ptx.trim_end())]),
         cubins: Cow::Borrowed(&[]),
         emit: None,
+        ir: None,
     }));
     let err = stream
         .launch(other, LaunchConfig::linear(1, 64), &axpy_args)

@@ -17,6 +17,7 @@ pub mod reference;
 mod rms;
 mod rms_backward;
 mod rms_forward;
+mod rms_kernel;
 mod row_io;
 mod shape;
 mod spec;
@@ -26,12 +27,13 @@ pub use backward::{
     rms_norm_backward_workspace,
 };
 pub use layer::layer_norm;
-pub use rms::{add_rms_norm, rms_norm, rms_norm_heads};
+pub use rms::{add_rms_norm, rms_norm, rms_norm_builder, rms_norm_heads};
 
 use crate::codegen::{kernel_refs, kernel_table};
 use crate::{OpKernel, Storage};
 use spec::RowSpec;
 
+static RMS_NORM: [OpKernel; 8] = OpKernel::instances(rms_kernel::RMS_NORM_INSTANCES);
 kernel_table!(static RMS_FORWARD = rms_forward::rms_norm, RowSpec::ALL, [0 1 2 3 4 5 6 7]);
 kernel_table!(static ADD_RMS_FORWARD = rms_forward::add_rms_norm, RowSpec::ALL, [0 1 2 3 4 5 6 7]);
 kernel_table!(static LAYER_FORWARD = layer_forward::layer_norm, RowSpec::ALL, [0 1 2 3 4 5 6 7]);
@@ -41,6 +43,7 @@ kernel_table!(static COLUMN_SUM = partials::column_sum, [Storage::F32, Storage::
 
 /// Every specialization this module ships.
 pub static KERNELS: &[&OpKernel] = kernel_refs![
+    RMS_NORM[0 1 2 3 4 5 6 7],
     RMS_FORWARD[0 1 2 3 4 5 6 7],
     ADD_RMS_FORWARD[0 1 2 3 4 5 6 7],
     LAYER_FORWARD[0 1 2 3 4 5 6 7],

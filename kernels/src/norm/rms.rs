@@ -2,9 +2,9 @@
 
 use super::shape::RowProblem;
 use super::spec::RowSpec;
-use super::{ADD_RMS_FORWARD, RMS_FORWARD};
+use super::{rms_kernel, ADD_RMS_FORWARD, RMS_FORWARD};
 use crate::cast::Element;
-use crate::codegen::rows::HELD_ELEMS;
+use crate::codegen::rows::{Group, HELD_ELEMS};
 use crate::{check_len, Error};
 use kernel_runtime::{Buffer, KernelArg, Stream};
 
@@ -40,6 +40,42 @@ pub fn rms_norm<T: Element>(
     if rows == 0 {
         return Ok(());
     }
+    let (w, cta) = instance_of::<T>(&p);
+    rms_kernel::rms_norm(
+        stream,
+        p.launch.cfg,
+        w,
+        cta,
+        x,
+        gamma,
+        y,
+        p.rows,
+        p.cols,
+        eps,
+    )?;
+    Ok(())
+}
+
+/// The builder-written RMSNorm forward that the `#[kernel]` one replaces, kept only until the
+/// two have been measured side by side (`bench_norm`).
+#[doc(hidden)]
+pub fn rms_norm_builder<T: Element>(
+    stream: &Stream,
+    x: &Buffer<T>,
+    gamma: &Buffer<T>,
+    y: &mut Buffer<T>,
+    rows: usize,
+    cols: usize,
+    eps: f32,
+) -> Result<(), Error> {
+    const OP: &str = "rms_norm";
+    let p = RowProblem::new(OP, T::STORAGE, rows, cols, None, HELD_ELEMS)?;
+    p.check_matrix(OP, "x", x.len())?;
+    p.check_row(OP, "gamma", gamma.len())?;
+    p.check_matrix(OP, "y", y.len())?;
+    if rows == 0 {
+        return Ok(());
+    }
     let spec = spec_of::<T>(&p);
     let args = [
         KernelArg::from(x),
@@ -52,6 +88,13 @@ pub fn rms_norm<T: Element>(
     let kernel = &RMS_FORWARD[spec.index()];
     stream.launch(kernel.artifacts(), p.launch.cfg, &args)?;
     Ok(())
+}
+
+/// The `#[kernel]` instance for a planned problem: the access width `W` (one element, or 16
+/// bytes) and whether a block owns each row.
+fn instance_of<T: Element>(p: &RowProblem) -> (u32, u32) {
+    let w = p.access.width(T::STORAGE);
+    (w, (p.group() == Group::Block) as u32)
 }
 
 /// Residual add fused with RMSNorm: `sum = x + residual` (stored as `T`), then

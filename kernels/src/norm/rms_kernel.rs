@@ -39,7 +39,7 @@ pub fn rms_norm<T: Dtype, const W: u32, const CTA: u32>(
     let groups = if CTA == 1 { 1 } else { block_dim().x / 32 };
     let mut row = block_idx().x * groups + if CTA == 1 { 0 } else { t / 32 };
     let chunks = cols / W;
-    let inv_cols = 1.0 / (cols as f32);
+    let cols_f = cols as f32;
     while row < rows {
         let base = row * cols;
         // Held: chunk `lane + h·group` for h < 16 / W, so 16 elements per thread.
@@ -74,7 +74,7 @@ pub fn rms_norm<T: Dtype, const W: u32, const CTA: u32>(
             // The next row writes `partial` again.
             sync_threads();
         }
-        let rstd = (ss * inv_cols + eps).sqrt().recip();
+        let rstd = (ss / cols_f + eps).sqrt().recip();
         for h in 0..(16 / W) {
             let c = h * group + lane;
             if c < chunks {
@@ -95,6 +95,10 @@ pub fn rms_norm<T: Dtype, const W: u32, const CTA: u32>(
             y.store_vec::<W>(base + c * W, out);
             c += group;
         }
-        row += if CTA == 1 { grid_dim().x } else { grid_dim().x * groups };
+        row += if CTA == 1 {
+            grid_dim().x
+        } else {
+            grid_dim().x * groups
+        };
     }
 }

@@ -64,6 +64,7 @@ pub static VECTOR_ADD: KernelArtifacts = KernelArtifacts {
     ptx: Cow::Borrowed(PTX_ALL),
     cubins: Cow::Borrowed(&[]),
     emit: None,
+    ir: None,
 };
 
 pub static AXPY: KernelArtifacts = KernelArtifacts {
@@ -71,6 +72,7 @@ pub static AXPY: KernelArtifacts = KernelArtifacts {
     ptx: Cow::Borrowed(PTX_ALL),
     cubins: Cow::Borrowed(&[]),
     emit: None,
+    ir: None,
 };
 
 pub static REVERSE: KernelArtifacts = KernelArtifacts {
@@ -78,6 +80,7 @@ pub static REVERSE: KernelArtifacts = KernelArtifacts {
     ptx: Cow::Borrowed(PTX_ALL),
     cubins: Cow::Borrowed(&[]),
     emit: None,
+    ir: None,
 };
 
 /// PTX and cubins: the cubin wins where it matches the device.
@@ -86,6 +89,7 @@ pub static VECTOR_ADD_CUBIN: KernelArtifacts = KernelArtifacts {
     ptx: Cow::Borrowed(PTX_ALL),
     cubins: Cow::Borrowed(CUBINS_ALL),
     emit: None,
+    ir: None,
 };
 
 /// Only the sm_90a module: loads on a 9.0 device as sm_90a.
@@ -94,6 +98,7 @@ pub static VECTOR_ADD_SM90A_ONLY: KernelArtifacts = KernelArtifacts {
     ptx: Cow::Borrowed(&[(Target::Sm90a, PTX_SM90A)]),
     cubins: Cow::Borrowed(&[]),
     emit: None,
+    ir: None,
 };
 
 /// Seeded xorshift values in [-8, 8), never all zero.
