@@ -6,6 +6,7 @@
 //! ```text
 //! cargo run --release -p kernels --example bench_norm          # on a GPU
 //! BENCH_SMALL=1 cargo run -p kernels --example bench_norm      # tiny shapes on the emulator
+//! BENCH_ONLY=f32/4096x16384 BENCH_RUNS=1 ncu … bench_norm       # one row, for a profiler
 //! ```
 
 use kernel_runtime::{Bf16, Buffer, Device, Stream};
@@ -54,6 +55,10 @@ fn filled<T: Element>(stream: &Stream, n: usize, seed: u32) -> Res<Buffer<T>> {
 
 /// One table row: the builder kernel and the `#[kernel]` one on the same buffers.
 fn compare<T: Element>(b: &Bench, copy_gbs: f64, rows: usize, cols: usize) -> Res {
+    let name = format!("{}/{rows}x{cols}", T::STORAGE.suffix());
+    if std::env::var("BENCH_ONLY").is_ok_and(|only| !name.contains(&only)) {
+        return Ok(());
+    }
     let n = rows * cols;
     let x = filled::<T>(&b.stream, n, 1)?;
     let g = filled::<T>(&b.stream, cols, 2)?;
@@ -91,11 +96,14 @@ fn main() -> Res {
         })?
     };
     let stream = device.stream()?;
+    let runs = std::env::var("BENCH_RUNS")
+        .ok()
+        .and_then(|r| r.parse().ok());
     let b = Bench {
         device,
         stream,
-        warmup: if small { 1 } else { 5 },
-        runs: if small { 3 } else { 25 },
+        warmup: runs.map_or(if small { 1 } else { 5 }, |_| 0),
+        runs: runs.unwrap_or(if small { 3 } else { 25 }),
     };
     println!("device: {}", b.device.props().name);
     let n = if small { 1 << 14 } else { 1 << 28 };

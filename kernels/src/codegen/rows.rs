@@ -173,6 +173,18 @@ pub(crate) struct RowLaunch {
 /// thread holds its share (up to [`MAX_ROW_THREADS`], beyond which rows are re-read).
 /// `max_groups` caps the grid (a CTA then loops over rows).
 pub(crate) fn plan_rows(rows: u32, nchunks: u32, held: u32, max_ctas: Option<u32>) -> RowLaunch {
+    plan_rows_within(rows, nchunks, held, max_ctas, MAX_ROW_THREADS)
+}
+
+/// [`plan_rows`] for a kernel whose CTA-per-row form runs up to `max_threads` threads (one
+/// that stays within 64 registers a thread can hold a wider row before re-reading it).
+pub(crate) fn plan_rows_within(
+    rows: u32,
+    nchunks: u32,
+    held: u32,
+    max_ctas: Option<u32>,
+    max_threads: u32,
+) -> RowLaunch {
     // The grid's x dimension holds at most 2³¹ − 1 CTAs; the row loop strides over the rest.
     let cap = |g: u32| max_ctas.map_or(g, |m| g.min(m)).clamp(1, i32::MAX as u32);
     if nchunks <= 32 * held && max_ctas.is_none() {
@@ -185,7 +197,7 @@ pub(crate) fn plan_rows(rows: u32, nchunks: u32, held: u32, max_ctas: Option<u32
     let threads = nchunks
         .div_ceil(held)
         .div_ceil(32)
-        .clamp(1, MAX_ROW_THREADS / 32)
+        .clamp(1, max_threads / 32)
         * 32;
     RowLaunch {
         group: Group::Block,

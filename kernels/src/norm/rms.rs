@@ -40,6 +40,9 @@ pub fn rms_norm<T: Element>(
     if rows == 0 {
         return Ok(());
     }
+    // The #[kernel] form stays within 64 registers, so a block of 1024 threads holds rows of
+    // up to 16384 elements in registers.
+    let p = p.with_row_threads(T::STORAGE, HELD_ELEMS, 1024);
     let (w, cta) = instance_of::<T>(&p);
     rms_kernel::rms_norm(
         stream,

@@ -1,6 +1,6 @@
 //! Host-side checks and launch planning shared by the norm ops.
 
-use crate::codegen::rows::{held_chunks_of, plan_rows, Group, RowLaunch};
+use crate::codegen::rows::{held_chunks_of, plan_rows, plan_rows_within, Group, RowLaunch};
 use crate::codegen::tensor::Access;
 use crate::{check_len, Error, Storage};
 
@@ -56,6 +56,22 @@ impl RowProblem {
             access,
             launch,
         })
+    }
+
+    /// The same problem planned for a kernel whose CTA-per-row form takes up to
+    /// `max_threads` threads.
+    pub(crate) fn with_row_threads(
+        self,
+        storage: Storage,
+        held_elems: u32,
+        max_threads: u32,
+    ) -> RowProblem {
+        let nchunks = self.cols / self.access.width(storage);
+        let held = held_chunks_of(storage, self.access, held_elems);
+        RowProblem {
+            launch: plan_rows_within(self.rows, nchunks, held, None, max_threads),
+            ..self
+        }
     }
 
     /// Checks that a buffer holds one element per matrix entry.
