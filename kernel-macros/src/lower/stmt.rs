@@ -387,11 +387,14 @@ impl Lowerer<'_> {
             );
         };
         let name = pi.ident.to_string();
+        if let Expr::Array(list) = &*f.expr {
+            return self.for_each_constant(&name, list, &f.body);
+        }
         let (range, step) = split_step_by(&f.expr)?;
         let Expr::Range(r) = range else {
             return err(
                 crate::diag::range(&f.expr),
-                "kernels loop over ranges only: `for i in a..b` or `for i in (a..b).step_by(k)`",
+                "kernels loop over ranges (`for i in a..b`, `for i in (a..b).step_by(k)`) or lists of constants (`for d in [16, 8, 4, 2, 1]`)",
             );
         };
         let (Some(start), Some(end)) = (&r.start, &r.end) else {
@@ -564,6 +567,54 @@ impl Lowerer<'_> {
         };
         syn::visit::Visit::visit_block(&mut f, block);
         f.found || block_declares_array(block)
+    }
+
+    /// `for d in [16, 8, 4, 2, 1] { … }`: the body once per constant, in order, with `d` bound
+    /// to it (a butterfly's offsets, a list of widths). The constants take the type the body
+    /// gives them, `u32` unless a suffix says otherwise.
+    fn for_each_constant(
+        &mut self,
+        name: &str,
+        list: &syn::ExprArray,
+        body: &syn::Block,
+    ) -> DResult<()> {
+        if has_loop_exit(&body.stmts) {
+            return err(
+                crate::diag::range(&list),
+                "a loop over a list of constants is unrolled, so its body cannot `break` or `continue`",
+            );
+        }
+        for e in &list.elems {
+            let value = match self.expr(e, None)? {
+                Value::IntLit(v) => Value::Scalar(Scalar {
+                    op: Operand::Imm(Imm::Int(v)),
+                    ty: ScalarType::U32,
+                }),
+                Value::Scalar(s) if s.const_int().is_some() => Value::Scalar(s),
+                other => {
+                    return err(
+                        crate::diag::range(&e),
+                        format!(
+                            "a `for` list holds integer constants, found {}",
+                            other.describe()
+                        ),
+                    )
+                }
+            };
+            self.push_scope();
+            self.bind(
+                name,
+                Binding {
+                    value,
+                    mutable: false,
+                    flex: None,
+                },
+            );
+            let out = self.block_stmts(&body.stmts);
+            self.pop_scope();
+            out?;
+        }
+        Ok(())
     }
 
     /// Evaluates a constant generic argument: `4`, `{ BLOCK / 32 }`, `N` or `T::VEC` (the last

@@ -106,3 +106,27 @@ fn a_run_time_condition_beside_a_constant_still_tests_at_run_time() {
         "the store is pruned"
     );
 }
+
+#[test]
+fn a_loop_over_a_list_of_constants_unrolls_with_each_value_bound() {
+    let f: syn::ItemFn = syn::parse_quote! {
+        fn butterfly<const N: u32>(y: &mut [f32]) {
+            let mut s = y[thread_idx().x];
+            for d in [16, N, 4] {
+                s += shfl_xor(s, d);
+            }
+            y[thread_idx().x] = s;
+        }
+    };
+    let l = lower_instance(f, quote::quote!(8)).unwrap();
+    let mut lanes = Vec::new();
+    l.kernel.for_each_inst(&mut |i| {
+        if matches!(i.op, Op::Shfl { .. }) {
+            lanes.push(i.srcs[1].clone());
+        }
+    });
+    assert_eq!(
+        lanes,
+        [16, 8, 4].map(|v| kernel_dsl::ir::Operand::Imm(kernel_dsl::ir::Imm::Int(v)))
+    );
+}
