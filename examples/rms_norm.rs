@@ -79,7 +79,8 @@ fn launch<T: DeviceElem>(
 ) -> Res {
     let vec = 16 / std::mem::size_of::<T>();
     let threads = cols.div_ceil(HELD as usize * vec).div_ceil(32) * 32;
-    if !cols.is_multiple_of(vec) || threads > 1024 || x.len() != rows * cols || gamma.len() != cols {
+    if !cols.is_multiple_of(vec) || threads > 1024 || x.len() != rows * cols || gamma.len() != cols
+    {
         return Err(format!(
             "rms_norm needs cols a multiple of {vec} and at most {} (got {cols}), x of rows × cols and γ of cols",
             1024 * HELD as usize * vec

@@ -278,6 +278,21 @@ impl Verifier<'_> {
             }
             Op::Mov { ty } => {
                 arity(1, 1)?;
+                if let Operand::Vector(parts) = &i.dsts[0] {
+                    // Unpacking `mov.b32 {lo, hi}, w`: the parts split the source's bits.
+                    expect(&i.srcs[0], ty, "source")?;
+                    let mut total = 0;
+                    for p in parts {
+                        let Operand::Reg(r) = p else {
+                            return Err(bad("an unpacked part must be a register".into()));
+                        };
+                        total += r.ty.bits();
+                    }
+                    if total != ty.bits() {
+                        return Err(bad(format!("unpacks a {ty} value into {total} bits")));
+                    }
+                    return Ok(());
+                }
                 match &i.srcs[0] {
                     Operand::Special(s) => expect(&i.dsts[0], s.ty(), "destination")?,
                     Operand::Symbol(name) => {

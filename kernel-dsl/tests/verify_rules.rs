@@ -254,3 +254,25 @@ fn every_sample_verifies_for_its_minimum_target() {
     }
     let _ = F32;
 }
+
+/// `mov.b32 {parts}, w` with the given part types, `w` a fresh u32.
+fn unpack_into(parts: &[ScalarType]) -> Result<(), Error> {
+    let mut b = KernelBuilder::new("k");
+    let w = b.tid(Dim::X).reg();
+    let regs: Vec<Operand> = parts.iter().map(|&t| b.reg(t).into()).collect();
+    b.inst(
+        Op::Mov {
+            ty: ScalarType::B32,
+        },
+        vec![Operand::Vector(regs)],
+        vec![w.into()],
+    );
+    verify(&b.finish(), Target::Sm80)
+}
+
+#[test]
+fn an_unpacking_move_must_split_exactly_the_sources_bits() {
+    unpack_into(&[ScalarType::Bf16, ScalarType::Bf16]).unwrap();
+    let err = unpack_into(&[ScalarType::Bf16, ScalarType::F32]).unwrap_err();
+    assert!(detail(err).contains("unpacks a b32 value into 48 bits"));
+}

@@ -1,12 +1,12 @@
-//! RMSNorm forward written in `#[kernel]` against the builder-written kernel it replaces, side
-//! by side in one process, each as a share of the device's copy bandwidth (the driver's
+//! The row norms written in `#[kernel]` whose builder-written kernels are not yet deleted
+//! (RMSNorm fused with a residual add, LayerNorm) against those kernels, side by side in one process, each as a share of the device's copy bandwidth (the driver's
 //! device-to-device copy of 1 GiB, measured in the same run). Each pair is timed twice,
 //! alternating, so that clock drift shows as disagreement between the passes.
 //!
 //! ```text
 //! cargo run --release -p kernels --example bench_norm          # on a GPU
 //! BENCH_SMALL=1 cargo run -p kernels --example bench_norm      # tiny shapes on the emulator
-//! BENCH_ONLY=f32/4096x16384 BENCH_RUNS=1 ncu … bench_norm       # one row, for a profiler
+//! BENCH_ONLY=layer_norm/f32/4096x16384 BENCH_RUNS=1 ncu … bench_norm  # one row, for a profiler
 //! ```
 
 use kernel_runtime::{Bf16, Buffer, Device, Stream};
@@ -53,27 +53,74 @@ fn filled<T: Element>(stream: &Stream, n: usize, seed: u32) -> Res<Buffer<T>> {
     Ok(Buffer::from_host(stream, &host)?)
 }
 
+/// The forward norms, each in its builder and its `#[kernel]` form.
+#[derive(Clone, Copy)]
+enum Op {
+    AddRms,
+    Layer,
+}
+
+impl Op {
+    fn name(self) -> &'static str {
+        match self {
+            Op::AddRms => "add_rms_norm",
+            Op::Layer => "layer_norm",
+        }
+    }
+
+    /// Matrices read plus written, in units of `rows × cols` elements.
+    fn matrices(self) -> f64 {
+        match self {
+            Op::Layer => 2.0,
+            Op::AddRms => 4.0,
+        }
+    }
+}
+
 /// One table row: the builder kernel and the `#[kernel]` one on the same buffers.
-fn compare<T: Element>(b: &Bench, copy_gbs: f64, rows: usize, cols: usize) -> Res {
-    let name = format!("{}/{rows}x{cols}", T::STORAGE.suffix());
+fn compare<T: Element>(b: &Bench, copy_gbs: f64, op: Op, rows: usize, cols: usize) -> Res {
+    let name = format!("{}/{}/{rows}x{cols}", op.name(), T::STORAGE.suffix());
     if std::env::var("BENCH_ONLY").is_ok_and(|only| !name.contains(&only)) {
         return Ok(());
     }
     let n = rows * cols;
     let x = filled::<T>(&b.stream, n, 1)?;
+    let r = filled::<T>(&b.stream, n, 3)?;
     let g = filled::<T>(&b.stream, cols, 2)?;
+    let beta = filled::<T>(&b.stream, cols, 4)?;
+    let mut sum = Buffer::<T>::zeros(&b.stream, n)?;
     let mut y = Buffer::<T>::zeros(&b.stream, n)?;
-    let bytes = 2.0 * (n * std::mem::size_of::<T>()) as f64;
+    let bytes = op.matrices() * (n * std::mem::size_of::<T>()) as f64;
     let pct = |ms: f64| 100.0 * bytes / (ms * 1e-3) / 1e9 / copy_gbs;
     let mut cells = Vec::new();
     for _pass in 0..2 {
-        let old = b.time(|s| Ok(norm::rms_norm_builder(s, &x, &g, &mut y, rows, cols, 1e-5)?))?;
-        let new = b.time(|s| Ok(norm::rms_norm(s, &x, &g, &mut y, rows, cols, 1e-5)?))?;
+        let mut run = |builder: bool| {
+            b.time(|s| {
+                match (op, builder) {
+                    (Op::AddRms, true) => norm::add_rms_norm_builder(
+                        s, &x, &r, &g, &mut sum, &mut y, rows, cols, 1e-5,
+                    )?,
+                    (Op::AddRms, false) => {
+                        norm::add_rms_norm(s, &x, &r, &g, &mut sum, &mut y, rows, cols, 1e-5)?
+                    }
+                    (Op::Layer, true) => {
+                        norm::layer_norm_builder(s, &x, &g, &beta, &mut y, rows, cols, 1e-5)?
+                    }
+                    (Op::Layer, false) => {
+                        norm::layer_norm(s, &x, &g, &beta, &mut y, rows, cols, 1e-5)?
+                    }
+                }
+                Ok(())
+            })
+        };
+        let old = run(true)?;
+        let new = run(false)?;
         cells.push((pct(old), pct(new)));
     }
     let (o, l): (Vec<f64>, Vec<f64>) = cells.iter().copied().unzip();
     println!(
-        "| rms_norm | {:<4} | {:>6}x{:<5} | {:>5.1} / {:>5.1} | {:>5.1} / {:>5.1} | {:>+5.1} |",
+        "| {:<12} | {:<4} | {:>6}x{:<5} | {:>5.1} / {:>5.1} | {:>5.1} / {:>5.1} | {:>+5.1} |",
+        op.name(),
         T::STORAGE.suffix(),
         rows,
         cols,
@@ -122,9 +169,11 @@ fn main() -> Res {
     } else {
         &[(16384, 4096), (131072, 512), (32768, 1001), (4096, 16384)]
     };
-    for &(rows, cols) in shapes {
-        compare::<f32>(&b, copy_gbs, rows, cols)?;
-        compare::<Bf16>(&b, copy_gbs, rows, cols)?;
+    for op in [Op::AddRms, Op::Layer] {
+        for &(rows, cols) in shapes {
+            compare::<f32>(&b, copy_gbs, op, rows, cols)?;
+            compare::<Bf16>(&b, copy_gbs, op, rows, cols)?;
+        }
     }
     Ok(())
 }

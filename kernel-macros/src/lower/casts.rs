@@ -84,36 +84,16 @@ impl Lowerer<'_> {
             return Ok(Scalar::reg(d));
         }
         if from == ScalarType::Bf16 {
-            // bf16 is the upper half of an f32: widen by shifting the bits, which every
-            // target can do (`cvt.f32.bf16` needs sm_90).
-            let bits = self.b.reg(ScalarType::U16);
+            // bf16 is the upper half of an f32: pack it above a zero half, which every
+            // target can do (`cvt.f32.bf16` needs sm_90), and which ptxas folds into one mask
+            // or shift of the word the value was unpacked from.
+            let zero = self.b.reg(ScalarType::B16);
             self.inst(
                 Op::Mov {
                     ty: ScalarType::B16,
                 },
-                vec![bits.into()],
-                vec![src.into()],
-            );
-            let wide = self.b.reg(ScalarType::U32);
-            self.inst(
-                Op::Cvt {
-                    dst: ScalarType::U32,
-                    src: ScalarType::U16,
-                    rnd: None,
-                    ftz: false,
-                    sat: false,
-                    relu: false,
-                },
-                vec![wide.into()],
-                vec![bits.into()],
-            );
-            let shifted = self.b.reg(ScalarType::U32);
-            self.inst(
-                Op::Shl {
-                    ty: ScalarType::B32,
-                },
-                vec![shifted.into()],
-                vec![wide.into(), Operand::Imm(Imm::Int(16))],
+                vec![zero.into()],
+                vec![Operand::Imm(Imm::Int(0))],
             );
             let f = self.b.reg(ScalarType::F32);
             self.inst(
@@ -121,7 +101,7 @@ impl Lowerer<'_> {
                     ty: ScalarType::B32,
                 },
                 vec![f.into()],
-                vec![shifted.into()],
+                vec![Operand::Vector(vec![zero.into(), src.into()])],
             );
             return self.convert(Scalar::reg(f), to);
         }

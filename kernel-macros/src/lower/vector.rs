@@ -10,7 +10,7 @@ use super::value::{SliceRef, Value};
 use super::Lowerer;
 use crate::diag::{err, DResult, SpanRange};
 use crate::dsl_type::rust_name;
-use kernel_dsl::ir::{Guard, Imm, Operand, Reg};
+use kernel_dsl::ir::{Guard, Operand, Reg};
 use kernel_dsl::op::Op;
 use kernel_dsl::{ScalarType, StateSpace, VecWidth};
 use syn::Expr;
@@ -183,7 +183,7 @@ impl Lowerer<'_> {
         }
         let elems = words
             .into_iter()
-            .flat_map(|w| [self.half_of(w, 0, s.elem), self.half_of(w, 1, s.elem)])
+            .flat_map(|w| self.halves_of(w, s.elem))
             .collect();
         Ok(Value::Array {
             elems,
@@ -191,43 +191,19 @@ impl Lowerer<'_> {
         })
     }
 
-    /// The low (`half` = 0) or high 16 bits of a 32-bit word, as a value of `elem`.
-    fn half_of(&mut self, w: Reg, half: u32, elem: ScalarType) -> Reg {
-        let src = if half == 0 {
-            w
-        } else {
-            let t = self.b.reg(ScalarType::U32);
-            self.inst(
-                Op::Shr {
-                    ty: ScalarType::U32,
-                },
-                vec![t.into()],
-                vec![w.into(), Operand::Imm(Imm::Int(16))],
-            );
-            t
-        };
-        let narrow = self.b.reg(ScalarType::U16);
-        self.inst(
-            Op::Cvt {
-                dst: ScalarType::U16,
-                src: ScalarType::U32,
-                rnd: None,
-                ftz: false,
-                sat: false,
-                relu: false,
-            },
-            vec![narrow.into()],
-            vec![src.into()],
-        );
-        let h = self.b.reg(elem);
+    /// The low and high 16 bits of a 32-bit word, as two values of `elem`: one unpacking
+    /// `mov.b32 {lo, hi}, w`, which ptxas folds into whatever reads the halves (a widening to
+    /// f32 becomes one shift or mask).
+    fn halves_of(&mut self, w: Reg, elem: ScalarType) -> [Reg; 2] {
+        let (lo, hi) = (self.b.reg(elem), self.b.reg(elem));
         self.inst(
             Op::Mov {
-                ty: ScalarType::B16,
+                ty: ScalarType::B32,
             },
-            vec![h.into()],
-            vec![narrow.into()],
+            vec![Operand::Vector(vec![lo.into(), hi.into()])],
+            vec![w.into()],
         );
-        h
+        [lo, hi]
     }
 
     /// `y.store_vec::<W>(i, v)` with `v: [T; W]`.

@@ -8,9 +8,13 @@
 //! of 16 bytes move in 16-byte vectors, others one element at a time.
 
 mod backward;
+// The `#[device]` helpers come first: the kernels after them call them.
+#[macro_use]
+mod group_sum;
 mod layer;
 mod layer_backward;
 mod layer_forward;
+mod layer_kernel;
 mod partials;
 mod prefetch;
 pub mod reference;
@@ -26,15 +30,16 @@ pub use backward::{
     layer_norm_backward, layer_norm_backward_workspace, rms_norm_backward,
     rms_norm_backward_workspace,
 };
-pub use layer::layer_norm;
-pub use rms::{add_rms_norm, rms_norm, rms_norm_builder, rms_norm_heads};
+pub use layer::{layer_norm, layer_norm_builder};
+pub use rms::{add_rms_norm, add_rms_norm_builder, rms_norm, rms_norm_heads};
 
 use crate::codegen::{kernel_refs, kernel_table};
 use crate::{OpKernel, Storage};
 use spec::RowSpec;
 
 static RMS_NORM: [OpKernel; 8] = OpKernel::instances(rms_kernel::RMS_NORM_INSTANCES);
-kernel_table!(static RMS_FORWARD = rms_forward::rms_norm, RowSpec::ALL, [0 1 2 3 4 5 6 7]);
+static ADD_RMS_NORM: [OpKernel; 8] = OpKernel::instances(rms_kernel::ADD_RMS_NORM_INSTANCES);
+static LAYER_NORM: [OpKernel; 8] = OpKernel::instances(layer_kernel::LAYER_NORM_INSTANCES);
 kernel_table!(static ADD_RMS_FORWARD = rms_forward::add_rms_norm, RowSpec::ALL, [0 1 2 3 4 5 6 7]);
 kernel_table!(static LAYER_FORWARD = layer_forward::layer_norm, RowSpec::ALL, [0 1 2 3 4 5 6 7]);
 kernel_table!(static RMS_BACKWARD = rms_backward::rms_norm_backward, RowSpec::BLOCK, [0 1 2 3]);
@@ -44,7 +49,8 @@ kernel_table!(static COLUMN_SUM = partials::column_sum, [Storage::F32, Storage::
 /// Every specialization this module ships.
 pub static KERNELS: &[&OpKernel] = kernel_refs![
     RMS_NORM[0 1 2 3 4 5 6 7],
-    RMS_FORWARD[0 1 2 3 4 5 6 7],
+    ADD_RMS_NORM[0 1 2 3 4 5 6 7],
+    LAYER_NORM[0 1 2 3 4 5 6 7],
     ADD_RMS_FORWARD[0 1 2 3 4 5 6 7],
     LAYER_FORWARD[0 1 2 3 4 5 6 7],
     RMS_BACKWARD[0 1 2 3],

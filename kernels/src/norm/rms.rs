@@ -2,7 +2,7 @@
 
 use super::shape::RowProblem;
 use super::spec::RowSpec;
-use super::{rms_kernel, ADD_RMS_FORWARD, RMS_FORWARD};
+use super::{rms_kernel, ADD_RMS_FORWARD};
 use crate::cast::Element;
 use crate::codegen::rows::{Group, HELD_ELEMS};
 use crate::{check_len, Error};
@@ -59,43 +59,9 @@ pub fn rms_norm<T: Element>(
     Ok(())
 }
 
-/// The builder-written RMSNorm forward that the `#[kernel]` one replaces, kept only until the
-/// two have been measured side by side (`bench_norm`).
-#[doc(hidden)]
-pub fn rms_norm_builder<T: Element>(
-    stream: &Stream,
-    x: &Buffer<T>,
-    gamma: &Buffer<T>,
-    y: &mut Buffer<T>,
-    rows: usize,
-    cols: usize,
-    eps: f32,
-) -> Result<(), Error> {
-    const OP: &str = "rms_norm";
-    let p = RowProblem::new(OP, T::STORAGE, rows, cols, None, HELD_ELEMS)?;
-    p.check_matrix(OP, "x", x.len())?;
-    p.check_row(OP, "gamma", gamma.len())?;
-    p.check_matrix(OP, "y", y.len())?;
-    if rows == 0 {
-        return Ok(());
-    }
-    let spec = spec_of::<T>(&p);
-    let args = [
-        KernelArg::from(x),
-        KernelArg::from(gamma),
-        KernelArg::from(&mut *y),
-        KernelArg::from(p.rows),
-        KernelArg::from(p.cols),
-        KernelArg::from(eps),
-    ];
-    let kernel = &RMS_FORWARD[spec.index()];
-    stream.launch(kernel.artifacts(), p.launch.cfg, &args)?;
-    Ok(())
-}
-
 /// The `#[kernel]` instance for a planned problem: the access width `W` (one element, or 16
 /// bytes) and whether a block owns each row.
-fn instance_of<T: Element>(p: &RowProblem) -> (u32, u32) {
+pub(crate) fn instance_of<T: Element>(p: &RowProblem) -> (u32, u32) {
     let w = p.access.width(T::STORAGE);
     (w, (p.group() == Group::Block) as u32)
 }
@@ -118,6 +84,50 @@ fn instance_of<T: Element>(p: &RowProblem) -> (u32, u32) {
 /// ```
 #[allow(clippy::too_many_arguments)]
 pub fn add_rms_norm<T: Element>(
+    stream: &Stream,
+    x: &Buffer<T>,
+    residual: &Buffer<T>,
+    gamma: &Buffer<T>,
+    sum: &mut Buffer<T>,
+    y: &mut Buffer<T>,
+    rows: usize,
+    cols: usize,
+    eps: f32,
+) -> Result<(), Error> {
+    const OP: &str = "add_rms_norm";
+    let p = RowProblem::new(OP, T::STORAGE, rows, cols, None, HELD_ELEMS)?;
+    p.check_matrix(OP, "x", x.len())?;
+    p.check_matrix(OP, "residual", residual.len())?;
+    p.check_row(OP, "gamma", gamma.len())?;
+    p.check_matrix(OP, "sum", sum.len())?;
+    p.check_matrix(OP, "y", y.len())?;
+    if rows == 0 {
+        return Ok(());
+    }
+    let p = p.with_row_threads(T::STORAGE, HELD_ELEMS, 1024);
+    let (w, cta) = instance_of::<T>(&p);
+    rms_kernel::add_rms_norm(
+        stream,
+        p.launch.cfg,
+        w,
+        cta,
+        x,
+        residual,
+        gamma,
+        sum,
+        y,
+        p.rows,
+        p.cols,
+        eps,
+    )?;
+    Ok(())
+}
+
+/// The builder-written fused kernel that `add_rms_norm` replaces, kept only until the two have
+/// been measured side by side (`bench_norm`).
+#[doc(hidden)]
+#[allow(clippy::too_many_arguments)]
+pub fn add_rms_norm_builder<T: Element>(
     stream: &Stream,
     x: &Buffer<T>,
     residual: &Buffer<T>,

@@ -1,0 +1,52 @@
+//! `#[device]` helpers shared by the `#[kernel]` row norms: where a thread's row group starts,
+//! and sums over that group. A group is a warp (`CTA = 0`, several rows per block) or the whole
+//! block (`CTA = 1`, one row per block); the helpers read the calling kernel's `CTA`.
+
+use kernel_macros::device;
+
+/// Butterfly sum over the warp: every lane ends with the total.
+#[device(crate = crate::lang)]
+pub(crate) fn warp_sum(v: f32) -> f32 {
+    let mut s = v;
+    for d in [16, 8, 4, 2, 1] {
+        s += shfl_xor(s, d);
+    }
+    s
+}
+
+/// `[lane, group, first row, row step]`: this thread's index in its group, the group's
+/// threads, the first row the group owns, and the stride to its next one.
+#[device(crate = crate::lang)]
+pub(crate) fn row_group() -> [u32; 4] {
+    let t = thread_idx().x;
+    if CTA == 1 {
+        [t, block_dim().x, block_idx().x, grid_dim().x]
+    } else {
+        let groups = block_dim().x / 32;
+        [
+            t % 32,
+            32,
+            block_idx().x * groups + t / 32,
+            grid_dim().x * groups,
+        ]
+    }
+}
+
+/// The sum of `v` over the group, in every thread of it. With `CTA = 1` every thread of the
+/// block must call it (it holds barriers); `group` is the block's threads.
+#[device(crate = crate::lang)]
+pub(crate) fn group_sum(v: f32, lane: u32, group: u32) -> f32 {
+    let mut s = warp_sum(v);
+    if CTA == 1 {
+        let partial = shared_array::<f32, 32>();
+        if lane % 32 == 0 {
+            partial[lane / 32] = s;
+        }
+        sync_threads();
+        let w = lane % 32;
+        s = warp_sum(if w < group / 32 { partial[w] } else { 0.0 });
+        // The next call writes `partial` again.
+        sync_threads();
+    }
+    s
+}

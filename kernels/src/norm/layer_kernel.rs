@@ -1,0 +1,95 @@
+//! LayerNorm forward in `#[kernel]`: `y = (x − mean)·rstd·γ + β`, `rstd = 1/√(var + eps)`, with
+//! the biased variance from a second pass over the centred values (held in registers where they
+//! fit). The specializations and the row plan are those of `rms_kernel`.
+
+use kernel_macros::kernel;
+
+/// `x, y: rows × cols` (γ, β: `cols`).
+#[kernel(crate = crate::lang, instances(T in [f32, bf16], W in [1, T::VEC], CTA in [0, 1]))]
+pub fn layer_norm<T: Dtype, const W: u32, const CTA: u32>(
+    x: &[T],
+    gamma: &[T],
+    beta: &[T],
+    y: &mut [T],
+    rows: u32,
+    cols: u32,
+    eps: f32,
+) {
+    let g = row_group();
+    let lane = g[0];
+    let group = g[1];
+    let mut row = g[2];
+    let chunks = cols / W;
+    let cols_f = cols as f32;
+    while row < rows {
+        let base = row * cols;
+        let mut held = [0.0f32; 16];
+        // Each held chunk's first column and whether it is inside the row, kept for the
+        // later passes rather than recomputed.
+        let mut col = [0u32; 16 / W];
+        let mut inside = [false; 16 / W];
+        let mut total = 0.0f32;
+        for h in 0..(16 / W) {
+            let c = h * group + lane;
+            col[h] = c * W;
+            inside[h] = c < chunks;
+            let v = x.load_vec_or::<W>(base + col[h], inside[h], 0.0 as T);
+            for k in 0..W {
+                held[h * W + k] = v[k] as f32;
+                total += held[h * W + k];
+            }
+        }
+        let mut c = (16 / W) * group + lane;
+        while c < chunks {
+            let v = x.load_vec::<W>(base + c * W);
+            for k in 0..W {
+                total += v[k] as f32;
+            }
+            c += group;
+        }
+        let mean = group_sum(total, lane, group) / cols_f;
+        let mut sq = 0.0f32;
+        for h in 0..(16 / W) {
+            if inside[h] {
+                for k in 0..W {
+                    let d = held[h * W + k] - mean;
+                    sq = d.mul_add(d, sq);
+                }
+            }
+        }
+        let mut c = (16 / W) * group + lane;
+        while c < chunks {
+            let v = x.load_vec::<W>(base + c * W);
+            for k in 0..W {
+                let d = (v[k] as f32) - mean;
+                sq = d.mul_add(d, sq);
+            }
+            c += group;
+        }
+        let rstd = (group_sum(sq, lane, group) / cols_f + eps).sqrt().recip();
+        for h in 0..(16 / W) {
+            if inside[h] {
+                let mut out = gamma.load_vec::<W>(col[h]);
+                let b = beta.load_vec::<W>(col[h]);
+                for k in 0..W {
+                    let n = (held[h * W + k] - mean) * rstd;
+                    out[k] = n.mul_add(out[k] as f32, b[k] as f32) as T;
+                }
+                y.store_vec::<W>(base + col[h], out);
+            }
+        }
+        let mut c = (16 / W) * group + lane;
+        while c < chunks {
+            let mut out = x.load_vec::<W>(base + c * W);
+            let gv = gamma.load_vec::<W>(c * W);
+            let b = beta.load_vec::<W>(c * W);
+            for k in 0..W {
+                let n = ((out[k] as f32) - mean) * rstd;
+                out[k] = n.mul_add(gv[k] as f32, b[k] as f32) as T;
+            }
+            y.store_vec::<W>(base + c * W, out);
+            c += group;
+        }
+        row += g[3];
+    }
+}
