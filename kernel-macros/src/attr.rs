@@ -262,6 +262,22 @@ pub fn expand_product(attr: &mut KernelAttr, generics: &syn::Generics) -> DResul
             for v in &axis.values {
                 let mut args = args.clone();
                 let mut spec = spec.clone();
+                if let syn::GenericParam::Type(tp) = param {
+                    if crate::instance::is_op_param(tp) {
+                        let syn::Expr::Path(p) = v else {
+                            return err(crate::diag::range(&v), format!("`{name}` is an op parameter: give types with a `#[device] impl`, such as `Silu`"));
+                        };
+                        let ty = syn::Type::Path(syn::TypePath {
+                            qself: None,
+                            path: p.path.clone(),
+                        });
+                        spec.ops
+                            .insert(name.to_string(), crate::instance::op_type_name(&ty)?);
+                        args.push(GenericArgument::Type(ty));
+                        next.push((args, spec));
+                        continue;
+                    }
+                }
                 if is_type {
                     let syn::Expr::Path(p) = v else {
                         return err(

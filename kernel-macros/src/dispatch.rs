@@ -1,7 +1,7 @@
 //! The launcher generic over a kernel's parameters: for `rms_norm<T, const W: u32>` with
 //! instances, `rms_norm::<T>(stream, cfg, w, x, …)` picks the instance that `T` and `w` name at
-//! run time. An instance that was not built is `Error::NoInstance`, which lists those that
-//! were.
+//! run time; an op type parameter (`map::<T, Silu>`) is told apart by its `TypeId`. An
+//! instance that was not built is `Error::NoInstance`, which lists those that were.
 
 use crate::codegen::Built;
 use crate::diag::{err, DResult};
@@ -52,25 +52,28 @@ pub fn generic_launcher(
     let type_params: Vec<syn::Ident> = generics
         .iter()
         .filter_map(|g| match g {
-            syn::GenericParam::Type(t) => Some(t.ident.clone()),
+            // Op parameters never type a buffer.
+            syn::GenericParam::Type(t) if !crate::instance::is_op_param(t) => Some(t.ident.clone()),
             _ => None,
         })
         .collect();
     let first = &built[0];
-    // The run-time selectors: each type parameter's element type, then each const value.
-    let mut selectors = Vec::new();
     let mut const_args = Vec::new();
+    let mut generic_bounds = Vec::new();
     for g in generics {
         match g {
+            syn::GenericParam::Type(t) if crate::instance::is_op_param(t) => {
+                let (id, bounds) = (&t.ident, &t.bounds);
+                generic_bounds.push(quote!(#id: #bounds + 'static));
+            }
             syn::GenericParam::Type(t) => {
                 let id = &t.ident;
-                selectors.push(quote!(<#id as #rt::DeviceElem>::SCALAR));
+                generic_bounds.push(quote!(#id: #rt::DeviceElem));
             }
             syn::GenericParam::Const(c) => {
                 let arg = const_arg(c);
                 let ty = &c.ty;
                 const_args.push(quote_spanned!(c.ident.span()=> #arg: #ty));
-                selectors.push(quote!(#arg));
             }
             syn::GenericParam::Lifetime(l) => {
                 return err(
@@ -131,34 +134,44 @@ pub fn generic_launcher(
             }
         }
     }
+    // One test per instance: every generic parameter equals what the instance was built for.
     let mut arms = Vec::new();
     let mut names = Vec::new();
     for (b, s) in built.iter().zip(statics) {
-        let mut pats = Vec::new();
+        let mut tests = Vec::new();
         let mut shown = Vec::new();
         for g in generics {
             match g {
+                syn::GenericParam::Type(t) if crate::instance::is_op_param(t) => {
+                    let name = &b.spec.ops[&t.ident.to_string()];
+                    let (id, ty) = (&t.ident, format_ident!("{}", name, span = t.ident.span()));
+                    tests.push(quote!(
+                        ::core::any::TypeId::of::<#id>() == ::core::any::TypeId::of::<#ty>()
+                    ));
+                    shown.push(name.clone());
+                }
                 syn::GenericParam::Type(t) => {
                     let ty = b.spec.types[&t.ident.to_string()];
-                    let v = variant_tokens(ty);
-                    pats.push(quote!(#dsl::ScalarType::#v));
+                    let (id, v) = (&t.ident, variant_tokens(ty));
+                    tests.push(quote!(<#id as #rt::DeviceElem>::SCALAR == #dsl::ScalarType::#v));
                     shown.push(rust_name(ty).to_string());
                 }
                 syn::GenericParam::Const(c) => {
                     let (v, ty) = b.spec.consts[&c.ident.to_string()];
-                    pats.push(if ty == ScalarType::Pred {
+                    let arg = const_arg(c);
+                    tests.push(if ty == ScalarType::Pred {
                         let b = v != 0;
-                        quote!(#b)
+                        quote!(#arg == #b)
                     } else {
                         let lit = proc_macro2::Literal::i64_unsuffixed(v);
-                        quote!(#lit)
+                        quote!(#arg == #lit)
                     });
                     shown.push(v.to_string());
                 }
                 syn::GenericParam::Lifetime(_) => {}
             }
         }
-        arms.push(quote!((#(#pats,)*) => &#s,));
+        arms.push(quote!(if true #(&& #tests)* { &#s }));
         names.push(format!("<{}>", shown.join(", ")));
     }
     let available = names.join(", ");
@@ -166,10 +179,13 @@ pub fn generic_launcher(
     let name = &func.sig.ident;
     let vis = &func.vis;
     let docs = func.attrs.iter().filter(|a| a.path().is_ident("doc"));
-    let generic_bounds = type_params.iter().map(|t| quote!(#t: #rt::DeviceElem));
-    let fmt = vec!["{}"; selectors.len()].join(", ");
+    let fmt = vec!["{}"; generics.len()].join(", ");
     let fmt = format!("<{fmt}>");
     let shown = generics.iter().map(|g| match g {
+        syn::GenericParam::Type(t) if crate::instance::is_op_param(t) => {
+            let id = &t.ident;
+            quote!(::std::any::type_name::<#id>().rsplit("::").next().unwrap_or_default().to_string())
+        }
         syn::GenericParam::Type(t) => {
             let id = &t.ident;
             quote!(::std::format!("{:?}", <#id as #rt::DeviceElem>::SCALAR).to_lowercase())
@@ -187,22 +203,19 @@ pub fn generic_launcher(
         #(#docs)*
         #[doc = ""]
         #[doc = #summary]
-        #[allow(clippy::too_many_arguments, non_snake_case, dead_code, clippy::match_single_binding)]
+        #[allow(clippy::too_many_arguments, non_snake_case, dead_code, clippy::nonminimal_bool)]
         #vis fn #name<#(#generic_bounds),*>(
             stream: &#rt::Stream,
             cfg: #rt::LaunchConfig,
             #(#const_args,)*
             #(#args),*
         ) -> ::core::result::Result<(), #rt::Error> {
-            let artifacts: &'static #dsl::KernelArtifacts = match (#(#selectors,)*) {
-                #(#arms)*
-                _ => {
-                    return ::core::result::Result::Err(#rt::Error::NoInstance {
-                        kernel: #kernel,
-                        requested: ::std::format!(#fmt, #(#shown),*),
-                        available: #available,
-                    })
-                }
+            let artifacts: &'static #dsl::KernelArtifacts = #(#arms else)* {
+                return ::core::result::Result::Err(#rt::Error::NoInstance {
+                    kernel: #kernel,
+                    requested: ::std::format!(#fmt, #(#shown),*),
+                    available: #available,
+                });
             };
             stream.launch(artifacts, cfg, &[#(#conv),*])
         }

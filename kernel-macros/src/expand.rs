@@ -16,7 +16,7 @@ use crate::lower::{self, Devices};
 use crate::{cubin, instance, targets};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 use syn::parse::{Parse, ParseStream};
 
@@ -43,8 +43,77 @@ pub fn kernel_with_devices(input: TokenStream) -> TokenStream {
     run(payload.attr, payload.func, payload.devices)
 }
 
-/// `#[device(attr)] fn`.
+/// The device function a trait method of an op type stands for inside kernels:
+/// `Silu::apply` is `Silu__apply`.
+pub fn op_method_name(ty: &str, method: &str) -> String {
+    format!("{ty}__{method}")
+}
+
+/// `#[device(attr)] impl Trait for Type { fn … }`: each method becomes a device function named
+/// [`op_method_name`], fetched by kernels whose op type parameter stands for `Type`; on the
+/// host the impl keeps its signatures with bodies that never run.
+fn device_impl(attr: TokenStream, imp: syn::ItemImpl) -> TokenStream {
+    let krate = match attr::parse(attr) {
+        Ok(a) if !a.has_kernel_arguments() => a.krate(),
+        _ => {
+            return Diag::new(
+                crate::diag::range(&imp.self_ty),
+                "`#[device]` takes only `crate = path`",
+            )
+            .to_compile_error()
+        }
+    };
+    let syn::Type::Path(tp) = &*imp.self_ty else {
+        return Diag::new(
+            crate::diag::range(&imp.self_ty),
+            "`#[device] impl` is for a named type: `impl UnaryOp for Silu`",
+        )
+        .to_compile_error();
+    };
+    let ty = tp
+        .path
+        .segments
+        .last()
+        .expect("a path has a segment")
+        .ident
+        .to_string();
+    let mut macros = TokenStream::new();
+    let mut host = imp.clone();
+    for item in &mut host.items {
+        let syn::ImplItem::Fn(m) = item else {
+            continue;
+        };
+        let name = op_method_name(&ty, &m.sig.ident.to_string());
+        let mut func = syn::ItemFn {
+            attrs: Vec::new(),
+            vis: syn::Visibility::Inherited,
+            sig: m.sig.clone(),
+            block: Box::new(m.block.clone()),
+        };
+        func.sig.ident = format_ident!("{}", name, span = m.sig.ident.span());
+        let mac = format_ident!("__device__{}", name, span = m.sig.ident.span());
+        macros.extend(quote! {
+            #[doc(hidden)]
+            #[allow(unused_macros, non_snake_case)]
+            macro_rules! #mac {
+                ($($rest:tt)*) => { #krate::__kernel_expand! { device { #func } $($rest)* } };
+            }
+        });
+        let why = format!(
+            "`{ty}::{}` is a #[device] method: it runs inside kernels only",
+            m.sig.ident
+        );
+        m.block = syn::parse_quote!({ ::core::unreachable!(#why) });
+        m.attrs.push(syn::parse_quote!(#[allow(unused_variables)]));
+    }
+    quote!(#macros #host)
+}
+
+/// `#[device(attr)] fn` or `#[device(attr)] impl Trait for Type`.
 pub fn device(attr: TokenStream, item: TokenStream) -> TokenStream {
+    if let Ok(imp) = syn::parse2::<syn::ItemImpl>(item.clone()) {
+        return device_impl(attr, imp);
+    }
     let func: syn::ItemFn = match syn::parse2(item) {
         Ok(f) => f,
         Err(e) => return e.to_compile_error(),
@@ -119,7 +188,15 @@ fn run(attr_tokens: TokenStream, func: syn::ItemFn, devices: Devices) -> TokenSt
         Ok(a) => a,
         Err(d) => return with_stub(&func, d),
     };
-    if let Some(missing) = unresolved_call(&func, &devices) {
+    // The types each op parameter stands for across the instances: their `#[device] impl`
+    // methods are fetched like helpers. (A malformed instance is reported by `build`.)
+    let mut ops: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for inst in instance::resolve(&func, &attr.instances).unwrap_or_default() {
+        for (param, ty) in inst.spec.ops {
+            ops.entry(param).or_default().insert(ty);
+        }
+    }
+    if let Some(missing) = unresolved_call(&func, &devices, &ops) {
         // Ask the helper's macro to hand its tokens back (see the module docs).
         let mac = format_ident!("{}", missing.0, span = missing.1);
         let ds = devices.values();
@@ -218,10 +295,19 @@ fn build(attr: &KernelAttr, func: &syn::ItemFn, devices: &Devices) -> DResult<Ve
     Ok(out)
 }
 
-/// The first called name that is neither an intrinsic nor a known helper (sorted, so the
-/// expansion is the same every build).
-fn unresolved_call(func: &syn::ItemFn, devices: &Devices) -> Option<(String, proc_macro2::Span)> {
-    struct Calls(Vec<(String, proc_macro2::Span)>, BTreeSet<String>);
+/// The macro to ask for the first called helper that is neither an intrinsic nor known yet
+/// (sorted, so the expansion is the same every build): a `#[device] fn`'s own name, or for
+/// `O::m(..)` with `O` an op parameter, each type's `__device__Type__m`.
+fn unresolved_call(
+    func: &syn::ItemFn,
+    devices: &Devices,
+    ops: &BTreeMap<String, BTreeSet<String>>,
+) -> Option<(String, proc_macro2::Span)> {
+    struct Calls(
+        Vec<(String, proc_macro2::Span)>,
+        BTreeSet<String>,
+        Vec<(String, String, proc_macro2::Span)>,
+    );
     impl<'ast> syn::visit::Visit<'ast> for Calls {
         fn visit_pat_ident(&mut self, p: &'ast syn::PatIdent) {
             // A local name (a closure, say) is not a helper; lowering reports it.
@@ -234,11 +320,18 @@ fn unresolved_call(func: &syn::ItemFn, devices: &Devices) -> Option<(String, pro
                     let seg = &p.path.segments[0];
                     self.0.push((seg.ident.to_string(), seg.ident.span()));
                 }
+                if let [ty, method] = &p.path.segments.iter().collect::<Vec<_>>()[..] {
+                    self.2.push((
+                        ty.ident.to_string(),
+                        method.ident.to_string(),
+                        method.ident.span(),
+                    ));
+                }
             }
             syn::visit::visit_expr_call(self, c);
         }
     }
-    let mut calls = Calls(Vec::new(), BTreeSet::new());
+    let mut calls = Calls(Vec::new(), BTreeSet::new(), Vec::new());
     syn::visit::Visit::visit_block(&mut calls, &func.block);
     for d in devices.values() {
         syn::visit::Visit::visit_block(&mut calls, &d.block);
@@ -251,6 +344,14 @@ fn unresolved_call(func: &syn::ItemFn, devices: &Devices) -> Option<(String, pro
             !intrinsics.contains(n.as_str()) && !devices.contains_key(n) && !calls.1.contains(n)
         })
         .collect();
+    for (param, method, span) in &calls.2 {
+        for ty in ops.get(param).into_iter().flatten() {
+            let name = op_method_name(ty, method);
+            if !devices.contains_key(&name) {
+                missing.push((format!("__device__{name}"), *span));
+            }
+        }
+    }
     missing.sort_by(|a, b| a.0.cmp(&b.0));
     missing.into_iter().next()
 }

@@ -30,11 +30,42 @@ pub fn resolve(func: &syn::ItemFn, instances: &[Instance]) -> DResult<Vec<Resolv
         .collect()
 }
 
+/// Whether a type parameter stands for an op (`O: UnaryOp`) rather than an element type
+/// (`T: Dtype`).
+pub fn is_op_param(tp: &syn::TypeParam) -> bool {
+    !tp.bounds.iter().any(|b| {
+        matches!(b, syn::TypeParamBound::Trait(t)
+            if t.path.segments.last().is_some_and(|s| s.ident == "Dtype"))
+    })
+}
+
+/// The name of the type an op parameter stands for (`Silu` in `<f32, Silu>`).
+pub fn op_type_name(t: &syn::Type) -> DResult<String> {
+    match t {
+        syn::Type::Path(p) if p.qself.is_none() => Ok(p
+            .path
+            .segments
+            .last()
+            .expect("a path has a segment")
+            .ident
+            .to_string()),
+        other => err(
+            crate::diag::range(&other),
+            "an op parameter takes a type with a `#[device] impl`, such as `Silu`",
+        ),
+    }
+}
+
 fn resolve_one(func: &syn::ItemFn, base: &str, inst: &Instance) -> DResult<Resolved> {
     let mut spec = Specialization::default();
     let mut parts = Vec::new();
     for (param, arg) in func.sig.generics.params.iter().zip(&inst.args) {
         match (param, arg) {
+            (GenericParam::Type(tp), GenericArgument::Type(t)) if is_op_param(tp) => {
+                let name = op_type_name(t)?;
+                parts.push(name.to_lowercase());
+                spec.ops.insert(tp.ident.to_string(), name);
+            }
             (GenericParam::Type(tp), GenericArgument::Type(t)) => {
                 let ty = scalar_of(t, &BTreeMap::new())?;
                 spec.types.insert(tp.ident.to_string(), ty);

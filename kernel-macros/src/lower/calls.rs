@@ -79,6 +79,21 @@ impl Lowerer<'_> {
         };
         let last = p.path.segments.last().expect("a path has a segment");
         let name = last.ident.to_string();
+        if p.path.segments.len() == 2 {
+            // `O::apply(v)` with `O` an op type parameter: the method of the type it stands
+            // for in this instance.
+            let param = p.path.segments[0].ident.to_string();
+            if let Some(ty) = self.spec.ops.get(&param) {
+                let method = crate::expand::op_method_name(ty, &name);
+                return match self.device(&method) {
+                    Some(device) => self.inline_device(device, c, expected),
+                    None => err(
+                        crate::diag::range(&c.func),
+                        format!("`{ty}` has no `#[device]` method `{name}`: mark its `impl` with `#[device]`"),
+                    ),
+                };
+            }
+        }
         if let Some(device) = self.device(&name) {
             return self.inline_device(device, c, expected);
         }

@@ -33,6 +33,9 @@ pub struct Specialization {
     pub types: BTreeMap<String, ScalarType>,
     /// Const parameters: value and declared type.
     pub consts: BTreeMap<String, (i64, ScalarType)>,
+    /// Op type parameters (`O: UnaryOp`): the type each stands for, whose `#[device] impl`
+    /// methods `O::method(..)` calls.
+    pub ops: BTreeMap<String, String>,
 }
 
 /// `#[device]` helpers visible to the kernel, by name.
