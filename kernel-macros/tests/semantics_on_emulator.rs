@@ -177,3 +177,30 @@ fn scalar_parameters_of_every_width_reach_the_kernel() -> Result<(), kernel_runt
     }
     Ok(())
 }
+
+/// `let` copies: a name bound to an array element or a mutable variable keeps its value when
+/// the element or variable is assigned afterwards, as in Rust.
+#[kernel(crate = crate::common::paths)]
+pub fn let_copies(x: &[f32], y: &mut [f32]) {
+    let mut v = x.load4(0);
+    let first = v[0];
+    v[0] = 100.0;
+    let mut m = x[1];
+    let before = m;
+    m += 1.0;
+    y[0] = first;
+    y[1] = v[0];
+    y[2] = before;
+    y[3] = m;
+}
+
+#[test]
+fn a_let_keeps_its_value_when_what_it_was_read_from_changes() -> Result<(), kernel_runtime::Error>
+{
+    let stream = Device::emulator().stream()?;
+    let x = Buffer::from_host(&stream, &[2.0f32, 3.0, 0.0, 0.0])?;
+    let mut y = Buffer::from_host(&stream, &[f32::NAN; 4])?;
+    let_copies(&stream, LaunchConfig::linear(1, 1), &x, &mut y)?;
+    assert_eq!(y.to_host(&stream)?, vec![2.0, 100.0, 3.0, 4.0]);
+    Ok(())
+}

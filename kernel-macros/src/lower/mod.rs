@@ -344,6 +344,19 @@ impl<'a> Lowerer<'a> {
         out
     }
 
+    /// Whether `r` is the register of a mutable variable or of an element of a mutable array
+    /// in scope, so that a later assignment can change what it holds.
+    pub(crate) fn is_mutable_place(&self, r: Reg) -> bool {
+        self.scopes.iter().flat_map(|s| s.values()).any(|b| {
+            b.mutable
+                && match &b.value {
+                    Value::Scalar(s) => s.op == Operand::Reg(r),
+                    Value::Array { elems, .. } => elems.contains(&r),
+                    _ => false,
+                }
+        })
+    }
+
     // ----- instructions ------------------------------------------------------------------
 
     /// Appends an instruction, remembering the span it came from.

@@ -125,7 +125,11 @@ impl Lowerer<'_> {
                         );
                     }
                 }
-                if mutable || !matches!(s.op, Operand::Reg(_)) {
+                let aliases_a_mutable_place =
+                    matches!(s.op, Operand::Reg(r) if self.is_mutable_place(r));
+                if mutable || aliases_a_mutable_place || !matches!(s.op, Operand::Reg(_)) {
+                    // A binding that would share the register of a mutable variable or array
+                    // element gets its own copy: `let x = v[k]; v[k] = 0.0;` leaves `x` alone.
                     // A mutable binding owns its register; an immediate gets one so that
                     // later uses read a value, not a literal of a fixed width.
                     if !mutable && matches!(s.op, Operand::Imm(_)) && s.ty != ScalarType::Pred {

@@ -3,6 +3,7 @@
 //! (both gradients in one pass). Each is one grid-stride kernel moving 16-byte vectors, with
 //! a scalar loop for the last few elements.
 
+mod map_kernel;
 mod ops;
 pub mod reference;
 
@@ -11,16 +12,59 @@ use crate::codegen::map::{map_launch, step_elems};
 use crate::codegen::tensor::Format;
 use crate::codegen::{kernel_refs, kernel_table};
 use crate::{check_len, Error, OpKernel};
+use kernel_runtime::LaunchConfig;
 use kernel_runtime::{Buffer, KernelArg, Stream};
-use ops::{build, spec_index, MapOp, SPECS};
+use map_kernel as k;
+#[doc(hidden)]
+pub use ops::MapOp;
+use ops::{build, spec_index, SPECS};
 
 kernel_table!(static MAPS = build, SPECS, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17]);
+static MAP_UNARY: [OpKernel; 4] = OpKernel::instances(k::MAP_UNARY_INSTANCES);
+static MAP_BINARY: [OpKernel; 10] = OpKernel::instances(k::MAP_BINARY_INSTANCES);
+static SCALE: [OpKernel; 2] = OpKernel::instances(k::SCALE_INSTANCES);
+static SWIGLU_BACKWARD: [OpKernel; 2] = OpKernel::instances(k::SWIGLU_BACKWARD_INSTANCES);
 
 /// Every specialization this module ships.
-pub static KERNELS: &[&OpKernel] = kernel_refs![MAPS[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17]];
+pub static KERNELS: &[&OpKernel] = kernel_refs![
+    MAP_UNARY[0 1 2 3],
+    MAP_BINARY[0 1 2 3 4 5 6 7 8 9],
+    SCALE[0 1],
+    SWIGLU_BACKWARD[0 1],
+    MAPS[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17],
+];
 
-/// Checks every buffer against the first input's length, then launches `op`.
-fn run<T: Element>(
+/// Checks every buffer against the first input's length: the element count and launch shape,
+/// or `None` for an empty problem.
+fn plan<T: Element>(
+    op: MapOp,
+    inputs: &[usize],
+    outputs: &[usize],
+) -> Result<Option<(u32, LaunchConfig)>, Error> {
+    let name = op.name();
+    let n = inputs[0];
+    let first = op.inputs()[0];
+    let lens = inputs.iter().zip(op.inputs());
+    for (&len, buffer) in lens.chain(outputs.iter().zip(op.outputs())) {
+        check_len(name, buffer, len, n, || format!("the length of `{first}`"))?;
+    }
+    let n32 = u32::try_from(n).map_err(|_| Error::Unsupported {
+        op: name,
+        detail: format!("{n} elements exceed {}; split the tensor", u32::MAX),
+    })?;
+    if n == 0 {
+        return Ok(None);
+    }
+    Ok(Some((
+        n32,
+        map_launch(n32, step_elems([Format::from(T::STORAGE)])),
+    )))
+}
+
+/// The builder-written kernel of `op`, kept only until the `#[kernel]` ones have been measured
+/// beside it (`bench_elementwise`).
+#[doc(hidden)]
+pub fn run_builder<T: Element>(
     stream: &Stream,
     op: MapOp,
     inputs: &[&Buffer<T>],
@@ -52,6 +96,16 @@ fn run<T: Element>(
     Ok(())
 }
 
+/// Runs `$launch` with `(n, cfg)` once the buffers' lengths check out.
+macro_rules! planned {
+    ($op:expr, [$($i:expr),*], [$($o:expr),*], |$n:ident, $cfg:ident| $launch:expr) => {{
+        if let Some(($n, $cfg)) = plan::<T>($op, &[$($i.len()),*], &[$($o.len()),*])? {
+            $launch?;
+        }
+        Ok(())
+    }};
+}
+
 /// `out = a + b` (the residual add).
 ///
 /// ```
@@ -71,7 +125,12 @@ pub fn add<T: Element>(
     b: &Buffer<T>,
     out: &mut Buffer<T>,
 ) -> Result<(), Error> {
-    run(stream, MapOp::Add, &[a, b], &mut [out], &[])
+    planned!(
+        MapOp::Add,
+        [a, b],
+        [out],
+        |n, cfg| k::map_binary::<T, k::Add>(stream, cfg, a, b, out, n)
+    )
 }
 
 /// `out = a · b`.
@@ -92,7 +151,12 @@ pub fn mul<T: Element>(
     b: &Buffer<T>,
     out: &mut Buffer<T>,
 ) -> Result<(), Error> {
-    run(stream, MapOp::Mul, &[a, b], &mut [out], &[])
+    planned!(
+        MapOp::Mul,
+        [a, b],
+        [out],
+        |n, cfg| k::map_binary::<T, k::Mul>(stream, cfg, a, b, out, n)
+    )
 }
 
 /// `out = s · x`.
@@ -113,7 +177,9 @@ pub fn scale<T: Element>(
     s: f32,
     out: &mut Buffer<T>,
 ) -> Result<(), Error> {
-    run(stream, MapOp::Scale, &[x], &mut [out], &[s])
+    planned!(MapOp::Scale, [x], [out], |n, cfg| k::scale::<T>(
+        stream, cfg, x, out, s, n
+    ))
 }
 
 /// `out = x · σ(x)`.
@@ -130,7 +196,12 @@ pub fn scale<T: Element>(
 /// # Ok(()) }
 /// ```
 pub fn silu<T: Element>(stream: &Stream, x: &Buffer<T>, out: &mut Buffer<T>) -> Result<(), Error> {
-    run(stream, MapOp::Silu, &[x], &mut [out], &[])
+    planned!(
+        MapOp::Silu,
+        [x],
+        [out],
+        |n, cfg| k::map_unary::<T, k::Silu>(stream, cfg, x, out, n)
+    )
 }
 
 /// `dx = dy · d silu(x)/dx`.
@@ -152,7 +223,12 @@ pub fn silu_backward<T: Element>(
     dy: &Buffer<T>,
     dx: &mut Buffer<T>,
 ) -> Result<(), Error> {
-    run(stream, MapOp::SiluBackward, &[x, dy], &mut [dx], &[])
+    planned!(
+        MapOp::SiluBackward,
+        [x, dy],
+        [dx],
+        |n, cfg| k::map_binary::<T, k::SiluBackward>(stream, cfg, x, dy, dx, n)
+    )
 }
 
 /// GELU, tanh form: `out = 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))`.
@@ -172,7 +248,12 @@ pub fn gelu_tanh<T: Element>(
     x: &Buffer<T>,
     out: &mut Buffer<T>,
 ) -> Result<(), Error> {
-    run(stream, MapOp::GeluTanh, &[x], &mut [out], &[])
+    planned!(MapOp::GeluTanh, [x], [out], |n, cfg| k::map_unary::<
+        T,
+        k::GeluTanh,
+    >(
+        stream, cfg, x, out, n
+    ))
 }
 
 /// `dx = dy · d gelu_tanh(x)/dx`.
@@ -194,7 +275,9 @@ pub fn gelu_tanh_backward<T: Element>(
     dy: &Buffer<T>,
     dx: &mut Buffer<T>,
 ) -> Result<(), Error> {
-    run(stream, MapOp::GeluTanhBackward, &[x, dy], &mut [dx], &[])
+    planned!(MapOp::GeluTanhBackward, [x, dy], [dx], |n, cfg| {
+        k::map_binary::<T, k::GeluTanhBackward>(stream, cfg, x, dy, dx, n)
+    })
 }
 
 /// Fused SwiGLU: `out = silu(gate) · up`.
@@ -216,7 +299,12 @@ pub fn swiglu<T: Element>(
     up: &Buffer<T>,
     out: &mut Buffer<T>,
 ) -> Result<(), Error> {
-    run(stream, MapOp::Swiglu, &[gate, up], &mut [out], &[])
+    planned!(MapOp::Swiglu, [gate, up], [out], |n, cfg| k::map_binary::<
+        T,
+        k::Swiglu,
+    >(
+        stream, cfg, gate, up, out, n
+    ))
 }
 
 /// Fused SwiGLU backward: from `dout`, both `dgate = dout·up·silu'(gate)` and
@@ -242,11 +330,10 @@ pub fn swiglu_backward<T: Element>(
     dgate: &mut Buffer<T>,
     dup: &mut Buffer<T>,
 ) -> Result<(), Error> {
-    run(
-        stream,
+    planned!(
         MapOp::SwigluBackward,
-        &[gate, up, dout],
-        &mut [dgate, dup],
-        &[],
+        [gate, up, dout],
+        [dgate, dup],
+        |n, cfg| { k::swiglu_backward::<T>(stream, cfg, gate, up, dout, dgate, dup, n) }
     )
 }

@@ -11,7 +11,7 @@ use kernel_dsl::ir::Kernel;
 
 /// One elementwise op.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum MapOp {
+pub enum MapOp {
     Add,
     Mul,
     Scale,
@@ -24,7 +24,7 @@ pub(crate) enum MapOp {
 }
 
 impl MapOp {
-    pub(crate) const ALL: [MapOp; 9] = [
+    pub const ALL: [MapOp; 9] = [
         MapOp::Add,
         MapOp::Mul,
         MapOp::Scale,
@@ -36,7 +36,7 @@ impl MapOp {
         MapOp::SwigluBackward,
     ];
 
-    pub(crate) const fn name(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         match self {
             MapOp::Add => "add",
             MapOp::Mul => "mul",
