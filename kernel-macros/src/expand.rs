@@ -237,12 +237,13 @@ fn unresolved_call(func: &syn::ItemFn, devices: &Devices) -> Option<(String, pro
     for d in devices.values() {
         syn::visit::Visit::visit_block(&mut calls, &d.block);
     }
-    let intrinsics: BTreeSet<&str> = lower::INTRINSICS.iter().map(|(n, _)| *n).collect();
     let mut missing: Vec<_> = calls
         .0
         .into_iter()
         .filter(|(n, _)| {
-            !intrinsics.contains(n.as_str()) && !devices.contains_key(n) && !calls.1.contains(n)
+            kernel_dsl::intrinsics::find(n).is_none()
+                && !devices.contains_key(n)
+                && !calls.1.contains(n)
         })
         .collect();
     missing.sort_by(|a, b| a.0.cmp(&b.0));

@@ -8,14 +8,13 @@
 
 mod calls;
 mod casts;
+mod chain;
 mod expr;
 mod methods;
 mod operators;
 mod places;
 mod stmt;
 pub mod value;
-
-pub use calls::INTRINSICS;
 
 use crate::diag::{err, DResult, Diag};
 use crate::dsl_type::{self, ParamTy};
