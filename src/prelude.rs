@@ -3,7 +3,9 @@
 //!
 //! The intrinsics are ordinary Rust items so that IDEs and rustdoc see them; `#[kernel]`
 //! replaces every call with PTX. Called on the host, the GPU-only ones panic; the math
-//! functions compute the same result on the host.
+//! functions compute the same result on the host (approximate ones, such as [`rsqrt`], the
+//! exact value). Which intrinsics exist is `kernel_dsl::intrinsics::INTRINSICS`; a test checks
+//! that every row has a stub here with its signature, and every stub a row.
 //!
 //! ```
 //! use ptxkit::prelude::*;
@@ -153,9 +155,38 @@ pub fn max<T: PartialOrd>(a: T, b: T) -> T {
         a
     }
 }
-/// `1 / sqrt(x)` (`rsqrt.approx.f32` on the GPU).
+/// `1 / sqrt(x)`, fast and approximate: `rsqrt.approx.f32` on the GPU, whose error the PTX
+/// ISA bounds at a few ulp. For the IEEE-rounded value use [`rsqrt_rn`].
 pub fn rsqrt(x: f32) -> f32 {
     1.0 / x.sqrt()
+}
+/// `1 / sqrt(x)` in two correctly rounded steps (`sqrt.rn.f32`, then `rcp.rn.f32`): the same
+/// bits as `1.0 / x.sqrt()` on the host, and the op library's meaning of rsqrt.
+pub fn rsqrt_rn(x: f32) -> f32 {
+    1.0 / x.sqrt()
+}
+/// Square root, correctly rounded (`sqrt.rn.f32`); [`sqrt`] under the name of its rounding.
+pub fn sqrt_rn(x: f32) -> f32 {
+    x.sqrt()
+}
+/// `a / b` within 2 ulp in a few instructions (`div.full.f32`), where `/` is the IEEE
+/// division's subroutine; for per-element math such as activations.
+pub fn div_full(a: f32, b: f32) -> f32 {
+    a / b
+}
+/// `1 / x`, correctly rounded (`rcp.rn.f32`).
+pub fn rcp_rn(x: f32) -> f32 {
+    1.0 / x
+}
+/// `2^x` with subnormal inputs and results flushed to zero (`ex2.approx.ftz.f32`).
+pub fn ex2_approx_ftz(x: f32) -> f32 {
+    let x = if x.is_subnormal() { 0.0 } else { x };
+    let r = x.exp2();
+    if r.is_subnormal() {
+        0.0
+    } else {
+        r
+    }
 }
 /// `e^x` (`ex2.approx` of `x·log2 e` on the GPU).
 pub fn exp(x: f32) -> f32 {
@@ -201,6 +232,39 @@ pub fn floor(x: f32) -> f32 {
 pub fn ceil(x: f32) -> f32 {
     x.ceil()
 }
+/// The bits of `x` in reverse order (`brev.b32`).
+pub fn brev(x: u32) -> u32 {
+    x.reverse_bits()
+}
+/// The number of leading zero bits of `x`, 32 for 0 (`clz.b32`).
+pub fn clz(x: u32) -> u32 {
+    x.leading_zeros()
+}
+/// `x` rounded to tf32 (10 mantissa bits, nearest, ties away from zero) as the 32-bit word
+/// [`mma_m16n8k8_tf32`] takes (`cvt.rna.tf32.f32`, sm_80+). Only the upper 19 bits are
+/// promised; the host stub clears the rest.
+pub fn cvt_tf32(x: f32) -> u32 {
+    let b = x.to_bits();
+    if !x.is_finite() {
+        return b;
+    }
+    b.wrapping_add(0x1000) & 0xFFFF_E000
+}
+/// Orders this thread's memory accesses before and after it as seen by its block
+/// (`fence.acq_rel.cta`).
+pub fn fence_cta() {
+    device_only("fence_cta")
+}
+/// Orders this thread's memory accesses as seen by every thread of the GPU
+/// (`fence.acq_rel.gpu`): publish data before a flag or counter other blocks read.
+pub fn fence_gpu() {
+    device_only("fence_gpu")
+}
+/// Orders this thread's memory accesses as seen by the GPU, peers and the host
+/// (`fence.acq_rel.sys`).
+pub fn fence_sys() {
+    device_only("fence_sys")
+}
 /// A block-wide shared array of `N` elements of `T` (`.shared`).
 pub fn shared_array<T, const N: usize>() -> &'static mut [T; N] {
     device_only("shared_array")
@@ -238,6 +302,13 @@ pub fn mma_m16n8k16_bf16(a: [u32; 4], b: [u32; 2], acc: [f32; 4]) -> [f32; 4] {
 pub fn mma_m16n8k16_f16(a: [u32; 4], b: [u32; 2], acc: [f32; 4]) -> [f32; 4] {
     device_only("mma_m16n8k16_f16")
 }
+/// `acc + a × b` on one warp's 16×8×8 tf32 tile (`mma.sync`, sm_80+): fragments as for
+/// [`mma_m16n8k16_bf16`] with one tf32 value (from [`cvt_tf32`]) per word; lane `l` holds
+/// `a[l/4][l%4]`, `a[l/4+8][l%4]`, `a[l/4][l%4+4]`, `a[l/4+8][l%4+4]` and `b[l%4][l/4]`,
+/// `b[l%4+4][l/4]`.
+pub fn mma_m16n8k8_tf32(a: [u32; 4], b: [u32; 2], acc: [f32; 4]) -> [f32; 4] {
+    device_only("mma_m16n8k8_tf32")
+}
 /// Starts a 16-byte copy from `src[src_index..]` to `dst[dst_index..]` (`cp.async`, sm_80+).
 pub fn cp_async_16<T>(dst: &mut [T], dst_index: u32, src: &[T], src_index: u32) {
     device_only("cp_async_16")
@@ -271,6 +342,12 @@ pub trait KernelSlice<T> {
     fn atomic_exch(&mut self, i: u32, v: T) -> T;
     /// Stores `new` if element `i` equals `expected`; returns the old value.
     fn atomic_cas(&mut self, i: u32, expected: T, new: T) -> T;
+    /// Counts element `i` up atomically, wrapping to 0 after `limit` (`atom.inc.u32` stores
+    /// `old >= limit ? 0 : old + 1`); returns the old value. `u32` only.
+    fn atomic_inc(&mut self, i: u32, limit: T) -> T;
+    /// Element `i` read through L2 only (`ld.global.cg`): for data that another block wrote
+    /// during this kernel, which the non-coherent path of `&[T]` indexing may miss.
+    fn load_cg(&self, i: u32) -> T;
 }
 
 impl<T> KernelSlice<T> for [T] {
@@ -301,4 +378,13 @@ impl<T> KernelSlice<T> for [T] {
     fn atomic_cas(&mut self, i: u32, expected: T, new: T) -> T {
         device_only("atomic_cas")
     }
+    fn atomic_inc(&mut self, i: u32, limit: T) -> T {
+        device_only("atomic_inc")
+    }
+    fn load_cg(&self, i: u32) -> T {
+        device_only("load_cg")
+    }
 }
+
+#[cfg(test)]
+mod tests;

@@ -2,7 +2,8 @@
 //! PTX emitter that every other ptxkit crate stands on.
 //!
 //! Data flows through the modules in this order: [`types`] and [`target`] describe values and
-//! machines; [`catalog`] records what each instruction form needs from a target; [`ir`] holds
+//! machines; [`catalog`] records what each instruction form needs from a target; [`intrinsics`]
+//! lists the `#[kernel]` language's intrinsics and the instructions they lower to; [`ir`] holds
 //! kernels as typed virtual registers and structured control flow; [`builder`] writes IR;
 //! [`verify`] checks it; [`emit`] prints PTX for one target; [`parity`] checks PTX text
 //! against a device; [`artifact`] is what a compiled kernel hands the runtime.
@@ -25,6 +26,7 @@ pub mod builder;
 pub mod catalog;
 pub mod dtype;
 pub mod emit;
+pub mod intrinsics;
 pub mod ir;
 pub mod op;
 pub mod ptxas;

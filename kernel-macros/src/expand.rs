@@ -336,12 +336,13 @@ fn unresolved_call(
     for d in devices.values() {
         syn::visit::Visit::visit_block(&mut calls, &d.block);
     }
-    let intrinsics: BTreeSet<&str> = lower::INTRINSICS.iter().map(|(n, _)| *n).collect();
     let mut missing: Vec<_> = calls
         .0
         .into_iter()
         .filter(|(n, _)| {
-            !intrinsics.contains(n.as_str()) && !devices.contains_key(n) && !calls.1.contains(n)
+            kernel_dsl::intrinsics::find(n).is_none()
+                && !devices.contains_key(n)
+                && !calls.1.contains(n)
         })
         .collect();
     for (param, method, span) in &calls.2 {

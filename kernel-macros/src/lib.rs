@@ -28,8 +28,9 @@
 //! `attr.rs` (arguments), `instance.rs` (specializations and entry names), `lower/` (type
 //! checking and lowering: `mod.rs` parameters and scopes, `stmt.rs` statements and loops,
 //! `expr.rs` literals, names, typing and `if` values, `operators.rs`, `casts.rs`, `places.rs`
-//! (indexing, loads, stores), `calls.rs` intrinsics and helpers, `methods.rs`
-//! method syntax, `value.rs` typed values), `targets.rs` (per-target emission and capability
+//! (indexing, loads, stores), `calls.rs` intrinsics lowered by hand and helpers, `chain.rs`
+//! the intrinsics `kernel_dsl::intrinsics` lowers generically, `methods.rs` method syntax,
+//! `value.rs` typed values), `targets.rs` (per-target emission and capability
 //! errors), `cubin.rs` (ptxas), `codegen.rs` (generated items), `diag.rs` (errors with spans),
 //! `dsl_type.rs` (Rust types to PTX types).
 //!
@@ -76,7 +77,7 @@
 //! `for i in a..b` and `(a..b).step_by(k)`, `break`/`continue`/`return`, slice indexing,
 //! local arrays `[0.0f32; 8]` indexed by constants (constant-bound `for` loops over them are
 //! unrolled), `shared_array::<T, N>()`, `dynamic_shared::<T>()`, and the intrinsics of
-//! `ptxkit::prelude`. Deviations from Rust: indices are `u32` (or `i32`/`u64`), not `usize`;
+//! `ptxkit::prelude`, which are the rows of `kernel_dsl::intrinsics::INTRINSICS`. Deviations from Rust: indices are `u32` (or `i32`/`u64`), not `usize`;
 //! an unsuffixed float literal with no other type information is `f32`.
 //!
 //! # Diagnostics

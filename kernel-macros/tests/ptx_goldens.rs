@@ -58,8 +58,19 @@ fn ptxas() -> Option<PathBuf> {
     p.is_file().then_some(p)
 }
 
-fn coverage() -> [&'static KernelArtifacts; 3] {
-    [&COVERAGE_MATH, &COVERAGE_VECTORS, &COVERAGE_ASYNC]
+fn coverage() -> [&'static KernelArtifacts; 9] {
+    use common::intrinsics::*;
+    [
+        &COVERAGE_MATH,
+        &COVERAGE_VECTORS,
+        &COVERAGE_ASYNC,
+        &FLOAT_INTRINSICS,
+        &BIT_INTRINSICS,
+        &TICKETS,
+        &LAST_BLOCK_TOTAL,
+        &FENCED_COPY,
+        &MMA_TF32_16X8X8,
+    ]
 }
 
 #[test]
@@ -74,7 +85,13 @@ fn ptxas_accepts_every_sample_for_every_target_it_emits_for() {
     for k in samples().into_iter().chain(coverage()) {
         for t in Target::ALL {
             let Ok(ptx) = emit(k, t) else {
-                let below = ["mma_bf16_16x8x16", "coverage_vectors", "coverage_async"];
+                let below = [
+                    "mma_bf16_16x8x16",
+                    "coverage_vectors",
+                    "coverage_async",
+                    "bit_intrinsics",
+                    "mma_tf32_16x8x8",
+                ];
                 assert!(
                     below.contains(&&*k.meta.entry) && t.sm() < 80,
                     "{} does not emit for {t}",

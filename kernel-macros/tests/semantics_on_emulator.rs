@@ -195,8 +195,7 @@ pub fn let_copies(x: &[f32], y: &mut [f32]) {
 }
 
 #[test]
-fn a_let_keeps_its_value_when_what_it_was_read_from_changes() -> Result<(), kernel_runtime::Error>
-{
+fn a_let_keeps_its_value_when_what_it_was_read_from_changes() -> Result<(), kernel_runtime::Error> {
     let stream = Device::emulator().stream()?;
     let x = Buffer::from_host(&stream, &[2.0f32, 3.0, 0.0, 0.0])?;
     let mut y = Buffer::from_host(&stream, &[f32::NAN; 4])?;

@@ -1,73 +1,23 @@
-//! Free-function intrinsics (`thread_idx()`, `sync_threads()`, shuffles, votes, tensor-core
-//! and async-copy intrinsics, math functions) and calls to `#[device]` helpers, which are
-//! inlined.
+//! Free-function intrinsics and calls to `#[device]` helpers, which are inlined. Which
+//! intrinsics exist, and their arity, is `kernel_dsl::intrinsics`; the table's `Chain` rows
+//! lower in `chain.rs`, and the rest (thread coordinates, shuffles, votes, shared memory,
+//! tensor-core and async-copy intrinsics, math over several types) here.
 
 use super::expr::{is_float, is_int};
 use super::value::{Binding, Dim3Kind, Scalar, SharedRef, Value};
 use super::Lowerer;
 use crate::diag::{err, DResult};
 use crate::dsl_type::{rust_name, scalar_of};
+use kernel_dsl::intrinsics::{self, Lowering};
 use kernel_dsl::ir::{AddrBase, Imm, Operand, SpecialReg};
 use kernel_dsl::op::{CacheOp, MatrixCount, MmaShape, Op, ReduxOp, ShflMode, VoteMode};
 use kernel_dsl::ScalarType;
 use syn::{Expr, ExprCall};
 
-/// Every free-function intrinsic and its number of arguments, for arity errors and the
-/// prelude's documentation.
-pub const INTRINSICS: &[(&str, usize)] = &[
-    ("thread_idx", 0),
-    ("block_idx", 0),
-    ("block_dim", 0),
-    ("grid_dim", 0),
-    ("lane_id", 0),
-    ("sync_threads", 0),
-    ("shfl_down", 2),
-    ("shfl_up", 2),
-    ("shfl_xor", 2),
-    ("shfl_idx", 2),
-    ("vote_all", 1),
-    ("vote_any", 1),
-    ("ballot", 1),
-    ("warp_reduce_add", 1),
-    ("warp_reduce_min", 1),
-    ("warp_reduce_max", 1),
-    ("warp_reduce_and", 1),
-    ("warp_reduce_or", 1),
-    ("warp_reduce_xor", 1),
-    ("fma", 3),
-    ("min", 2),
-    ("max", 2),
-    ("rsqrt", 1),
-    ("exp", 1),
-    ("exp2", 1),
-    ("ln", 1),
-    ("log2", 1),
-    ("sqrt", 1),
-    ("sin", 1),
-    ("cos", 1),
-    ("tanh", 1),
-    ("abs", 1),
-    ("floor", 1),
-    ("ceil", 1),
-    ("shared_array", 0),
-    ("dynamic_shared", 0),
-    ("pack_bf16x2", 2),
-    ("ldmatrix_x4", 2),
-    ("ldmatrix_x2", 2),
-    ("ldmatrix_x4_trans", 2),
-    ("ldmatrix_x2_trans", 2),
-    ("mma_m16n8k16_bf16", 3),
-    ("mma_m16n8k16_f16", 3),
-    ("cp_async_16", 4),
-    ("cp_async_commit", 0),
-    ("cp_async_wait", 1),
-];
-
-/// Math functions that are also methods of floats (`x.exp()` or `exp(x)`).
-pub const MATH_UNARY: &[&str] = &[
-    "rsqrt", "exp", "exp2", "ln", "log2", "sqrt", "sin", "cos", "tanh", "abs", "floor", "ceil",
-    "recip",
-];
+/// Math functions lowered by hand that are also methods of numbers (`x.exp()` or `exp(x)`);
+/// `recip` is a method only, as on Rust's `f32`. The other math methods are the table's
+/// rows marked `method`.
+pub const MATH_UNARY: &[&str] = &["exp", "ln", "abs", "recip"];
 
 impl Lowerer<'_> {
     pub(crate) fn call(&mut self, c: &ExprCall, expected: Option<ScalarType>) -> DResult<Value> {
@@ -97,11 +47,12 @@ impl Lowerer<'_> {
         if let Some(device) = self.device(&name) {
             return self.inline_device(device, c, expected);
         }
-        let Some(&(_, arity)) = INTRINSICS.iter().find(|(n, _)| *n == name) else {
+        let Some(intr) = intrinsics::find(&name) else {
             return err(crate::diag::range(&c.func), format!(
                 "cannot find function `{name}` for kernels: call an intrinsic from `ptxkit::prelude`, or mark `{name}` with `#[device]` and bring it into scope"
             ));
         };
+        let arity = intr.params.len();
         if c.args.len() != arity {
             return err(
                 crate::diag::range(&c),
@@ -114,6 +65,9 @@ impl Lowerer<'_> {
             );
         }
         let args: Vec<&Expr> = c.args.iter().collect();
+        if let Lowering::Chain(ops) = intr.lowering {
+            return self.chain_call(intr, ops, &args, crate::diag::range(&c));
+        }
         let unit = Ok(Value::Unit);
         match name.as_str() {
             "thread_idx" => Ok(Value::Dim3(Dim3Kind::ThreadIdx)),
@@ -268,11 +222,11 @@ impl Lowerer<'_> {
                     elem: ScalarType::U32,
                 })
             }
-            "mma_m16n8k16_bf16" | "mma_m16n8k16_f16" => {
-                let ab = if name.ends_with("bf16") {
-                    ScalarType::Bf16
-                } else {
-                    ScalarType::F16
+            "mma_m16n8k16_bf16" | "mma_m16n8k16_f16" | "mma_m16n8k8_tf32" => {
+                let (shape, ab) = match name.as_str() {
+                    "mma_m16n8k16_bf16" => (MmaShape::M16n8k16, ScalarType::Bf16),
+                    "mma_m16n8k16_f16" => (MmaShape::M16n8k16, ScalarType::F16),
+                    _ => (MmaShape::M16n8k8, ScalarType::Tf32),
                 };
                 let a = self.array_arg(args[0], ScalarType::U32, 4)?;
                 let b = self.array_arg(args[1], ScalarType::U32, 2)?;
@@ -283,7 +237,7 @@ impl Lowerer<'_> {
                 };
                 self.inst(
                     Op::Mma {
-                        shape: MmaShape::M16n8k16,
+                        shape,
                         d: ScalarType::F32,
                         a: ab,
                         b: ab,

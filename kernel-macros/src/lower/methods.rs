@@ -1,13 +1,15 @@
 //! Method-call syntax: float math (`x.exp()`, `a.max(b)`, `x.mul_add(a, b)`), and buffer
-//! operations (`x.load4(i)`, `y.store4(i, v)`, `y.atomic_add(i, v)`).
+//! operations (`x.load4(i)`, `y.store4(i, v)`, `x.load_cg(i)`, `y.atomic_add(i, v)`). Math
+//! methods that are rows of `kernel_dsl::intrinsics` lower through `chain.rs`.
 
 use super::expr::{is_float, is_int, memory_type};
 use super::value::{Scalar, Value};
 use super::Lowerer;
 use crate::diag::{err, DResult};
 use crate::dsl_type::rust_name;
+use kernel_dsl::intrinsics::{self, Lowering};
 use kernel_dsl::ir::{Imm, Operand, Reg};
-use kernel_dsl::op::{ApproxFn, AtomOp, CvtRounding, Op, Rounding};
+use kernel_dsl::op::{ApproxFn, AtomOp, CacheOp, Op, Rounding};
 use kernel_dsl::{ScalarType, StateSpace};
 use syn::{Expr, ExprMethodCall};
 
@@ -66,6 +68,10 @@ impl Lowerer<'_> {
                         };
                         self.vector_store(&s, lanes, args[0], args[1], span)
                     }
+                    "load_cg" => {
+                        arity(1)?;
+                        self.load_cg(&s, args[0], crate::diag::range(&m))
+                    }
                     n if n.starts_with("atomic_") => {
                         if !s.mutable {
                             return err(crate::diag::range(&m.receiver), format!("cannot update `{}` atomically: it is a `&[{}]`; declare the parameter `&mut [{}]`", s.name, rust_name(s.elem), rust_name(s.elem)));
@@ -75,7 +81,7 @@ impl Lowerer<'_> {
                         self.atomic(n, StateSpace::Global, s.elem, addr, &args, crate::diag::range(&m))
                     }
                     "len" => err(crate::diag::range(&m), "a kernel's slices carry no length: pass the length as a `u32` parameter"),
-                    other => err(crate::diag::range(&m.method), format!("slices in kernels have no method `{other}`: index them, or use load_vec/load_vec_or/store_vec (load4/store4, load8/store8), atomic_*")),
+                    other => err(crate::diag::range(&m.method), format!("slices in kernels have no method `{other}`: index them, or use load_vec/load_vec_or/store_vec (load4/store4, load8/store8), load_cg, atomic_*")),
                 }
             }
             Value::Shared(a) => {
@@ -135,6 +141,14 @@ impl Lowerer<'_> {
                         arity(0)?;
                         self.math_unary(n, a, crate::diag::range(&m))
                     }
+                    n if intrinsics::find(n).is_some_and(|i| i.method) => {
+                        let intr = intrinsics::find(n).expect("found above");
+                        let Lowering::Chain(ops) = intr.lowering else {
+                            unreachable!("method rows are chains (a kernel-dsl test checks)")
+                        };
+                        arity(intr.params.len() - 1)?;
+                        self.chain_method(intr, ops, a, &args, crate::diag::range(&m))
+                    }
                     "to_f32" => {
                         arity(0)?;
                         Ok(Value::Scalar(self.convert(a, ScalarType::F32)?))
@@ -152,7 +166,8 @@ impl Lowerer<'_> {
         }
     }
 
-    /// `exp`, `sqrt`, `abs` ... on a scalar.
+    /// `exp`, `ln`, `abs` and `recip` on a scalar; the other math functions are table rows
+    /// (`chain.rs`).
     pub(crate) fn math_unary(
         &mut self,
         name: &str,
@@ -224,22 +239,10 @@ impl Lowerer<'_> {
                 let t = scaled(self, x, LOG2_E);
                 unary(self, approx(ApproxFn::Ex2), t)
             }
-            "exp2" => unary(self, approx(ApproxFn::Ex2), x),
             "ln" => {
                 let t = unary(self, approx(ApproxFn::Lg2), x);
                 scaled(self, t, LN_2)
             }
-            "log2" => unary(self, approx(ApproxFn::Lg2), x),
-            "sqrt" => unary(
-                self,
-                Op::SqrtIeee {
-                    ty: f,
-                    rnd: Rounding::Rn,
-                    ftz: false,
-                },
-                x,
-            ),
-            "rsqrt" => unary(self, approx(ApproxFn::Rsqrt), x),
             "recip" => unary(
                 self,
                 Op::RcpIeee {
@@ -249,30 +252,35 @@ impl Lowerer<'_> {
                 },
                 x,
             ),
-            "sin" => unary(self, approx(ApproxFn::Sin), x),
-            "cos" => unary(self, approx(ApproxFn::Cos), x),
-            "tanh" => unary(self, approx(ApproxFn::Tanh), x),
-            "floor" | "ceil" => {
-                let rnd = if name == "floor" {
-                    CvtRounding::Rmi
-                } else {
-                    CvtRounding::Rpi
-                };
-                unary(
-                    self,
-                    Op::Cvt {
-                        dst: f,
-                        src: f,
-                        rnd: Some(rnd),
-                        ftz: false,
-                        sat: false,
-                        relu: false,
-                    },
-                    x,
-                )
-            }
             other => return err(span, format!("`{other}` is not implemented")),
         };
+        Ok(Value::Scalar(Scalar::reg(d)))
+    }
+
+    /// `x.load_cg(i)`: one element through L2 only (`ld.global.cg`), so that a value another
+    /// block wrote during this kernel is seen (the non-coherent path `&[T]` indexing takes
+    /// may serve stale lines).
+    fn load_cg(
+        &mut self,
+        s: &super::value::SliceRef,
+        index: &Expr,
+        span: crate::diag::SpanRange,
+    ) -> DResult<Value> {
+        let idx = self.index_scalar(index)?;
+        let addr = self.global_address(s, &idx)?;
+        let d = self.b.reg(s.elem);
+        self.span = span;
+        self.inst(
+            Op::Ld {
+                space: StateSpace::Global,
+                ty: memory_type(s.elem),
+                vec: None,
+                nc: false,
+                cache: Some(CacheOp::Cg),
+            },
+            vec![d.into()],
+            vec![addr],
+        );
         Ok(Value::Scalar(Scalar::reg(d)))
     }
 
@@ -296,7 +304,8 @@ impl Lowerer<'_> {
         Ok(lanes)
     }
 
-    /// `atomic_add(i, v)`, `atomic_min`, `atomic_max`, `atomic_exch`, `atomic_cas(i, expected, new)`.
+    /// `atomic_add(i, v)`, `atomic_min`, `atomic_max`, `atomic_exch`, `atomic_cas(i, expected, new)`,
+    /// `atomic_inc(i, limit)` (the old value; stores `old >= limit ? 0 : old + 1`).
     fn atomic(
         &mut self,
         name: &str,
@@ -315,8 +324,18 @@ impl Lowerer<'_> {
             "atomic_or" => AtomOp::Or,
             "atomic_xor" => AtomOp::Xor,
             "atomic_cas" => AtomOp::Cas,
-            other => return err(span, format!("unknown atomic `{other}`: kernels have atomic_add, atomic_min, atomic_max, atomic_exch, atomic_and, atomic_or, atomic_xor, atomic_cas")),
+            "atomic_inc" => AtomOp::Inc,
+            other => return err(span, format!("unknown atomic `{other}`: kernels have atomic_add, atomic_min, atomic_max, atomic_exch, atomic_and, atomic_or, atomic_xor, atomic_cas, atomic_inc")),
         };
+        if op == AtomOp::Inc && elem != ScalarType::U32 {
+            return err(
+                span,
+                format!(
+                    "`atomic_inc` counts in `u32` (`atom.inc.u32`), not `{}`",
+                    rust_name(elem)
+                ),
+            );
+        }
         let want = if op == AtomOp::Cas { 3 } else { 2 };
         if args.len() != want {
             return err(

@@ -8,6 +8,7 @@
 
 mod calls;
 mod casts;
+mod chain;
 mod expr;
 mod methods;
 mod operators;
@@ -15,8 +16,6 @@ mod places;
 mod stmt;
 pub mod value;
 mod vector;
-
-pub use calls::INTRINSICS;
 
 use crate::diag::{err, DResult, Diag};
 use crate::dsl_type::{self, ParamTy};

@@ -8,6 +8,8 @@ pub mod paths {
     pub use kernel_runtime as runtime;
 }
 
+pub mod intrinsics;
+
 pub mod kernels {
     use kernel_macros::{device, kernel};
     #[allow(non_camel_case_types)]

@@ -37,19 +37,19 @@ pub struct GeluTanhBackward;
 /// which no activation can tell apart).
 #[device(crate = crate::lang)]
 fn exp_fast(v: f32) -> f32 {
-    exp2(v * 1.442_695_04)
+    ex2_approx_ftz(v * 1.442_695_04)
 }
 
 /// The logistic function `1 / (1 + e^-v)`; saturates cleanly at ±∞.
 #[device(crate = crate::lang)]
 fn sigmoid(v: f32) -> f32 {
-    1.0 / (1.0 + exp_fast(-v))
+    div_full(1.0, 1.0 + exp_fast(-v))
 }
 
 /// `tanh(v) = 1 − 2 / (e^{2v} + 1)`: exact limits ±1, absolute error near 1e-7.
 #[device(crate = crate::lang)]
 fn tanh_fast(v: f32) -> f32 {
-    1.0 - 2.0 / (exp_fast(v * 2.0) + 1.0)
+    1.0 - div_full(2.0, exp_fast(v * 2.0) + 1.0)
 }
 
 /// `d silu / dx = σ·(1 + x·(1 − σ))` given `s = σ(x)`.

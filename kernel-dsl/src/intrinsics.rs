@@ -1,0 +1,267 @@
+//! The free-function intrinsics of the `#[kernel]` language, written once as data: their
+//! names, signatures, documentation and the instructions they lower to. `kernel-macros` lowers
+//! every [`Lowering::Chain`] row generically and reports unknown functions against this
+//! table; `ptxkit`'s prelude holds one host stub per row (a test there checks the signatures).
+//! What an intrinsic needs from the target is not written here: it follows from its
+//! instructions' rows in [`crate::catalog`].
+
+use crate::catalog::{requirement, Requirement};
+use crate::op::{
+    ApproxFn, CacheOp, CvtRounding, MatrixCount, MmaShape, Op, ReduxOp, Rounding, Scope, ShflMode,
+    VoteMode,
+};
+use crate::types::ScalarType;
+
+/// A value an intrinsic takes or returns, as its prelude stub spells it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ty {
+    /// No value (`()`).
+    Unit,
+    Scalar(ScalarType),
+    /// A register array `[T; N]`.
+    Array(ScalarType, usize),
+    /// A type parameter `T`; the lowering checks which types it admits.
+    Generic,
+    /// A `Dim3` coordinate (`.x/.y/.z`).
+    Dim3,
+    /// A buffer or shared array, `&[T]` or `&mut [T]`.
+    Slice {
+        mutable: bool,
+    },
+    /// A `u32` that must be a compile-time constant.
+    ConstU32,
+    /// A shared array declared by the call (`shared_array::<T, N>()`).
+    Shared,
+}
+
+/// One parameter of an intrinsic.
+#[derive(Clone, Copy, Debug)]
+pub struct Param {
+    pub name: &'static str,
+    pub ty: Ty,
+}
+
+/// How a call becomes instructions.
+#[derive(Clone, Copy, Debug)]
+pub enum Lowering {
+    /// Scalar in, scalar out, lowered generically: the first instruction takes every argument,
+    /// each later one the previous result; each writes a register of the result type (none
+    /// for a `()` result).
+    Chain(&'static [Op]),
+    /// Lowered by hand in `kernel-macros` (operands that are not scalars, immediates, type
+    /// arguments or several result types); the instructions it emits are listed so that the
+    /// catalog covers them.
+    Special(&'static [Op]),
+}
+
+/// One language intrinsic.
+#[derive(Clone, Copy, Debug)]
+pub struct Intrinsic {
+    pub name: &'static str,
+    pub params: &'static [Param],
+    pub result: Ty,
+    /// One line for documentation.
+    pub doc: &'static str,
+    pub lowering: Lowering,
+    /// Also callable as a method of its first argument (`x.sqrt()` as well as `sqrt(x)`).
+    pub method: bool,
+}
+
+impl Intrinsic {
+    /// The instructions a call emits.
+    pub fn ops(&self) -> &'static [Op] {
+        match self.lowering {
+            Lowering::Chain(ops) | Lowering::Special(ops) => ops,
+        }
+    }
+
+    /// The most demanding of its instructions' catalog requirements (by minimum SM, then
+    /// PTX ISA); `None` for an intrinsic that emits no instruction.
+    pub fn requirement(&self) -> Option<Requirement> {
+        self.ops()
+            .iter()
+            .map(requirement)
+            .max_by_key(|r| (r.min_sm, r.min_isa))
+    }
+}
+
+/// The intrinsic called `name`.
+pub fn find(name: &str) -> Option<&'static Intrinsic> {
+    INTRINSICS.iter().find(|i| i.name == name)
+}
+
+const F32: ScalarType = ScalarType::F32;
+const U32: ScalarType = ScalarType::U32;
+
+const fn p(name: &'static str, ty: Ty) -> Param {
+    Param { name, ty }
+}
+
+const X_F32: &[Param] = &[p("x", Ty::Scalar(F32))];
+const X_U32: &[Param] = &[p("x", Ty::Scalar(U32))];
+const AB_F32: &[Param] = &[p("a", Ty::Scalar(F32)), p("b", Ty::Scalar(F32))];
+const SHFL: &[Param] = &[p("v", Ty::Generic), p("lane", Ty::Scalar(U32))];
+const PRED: &[Param] = &[p("p", Ty::Scalar(ScalarType::Pred))];
+const GENERIC1: &[Param] = &[p("v", Ty::Generic)];
+const GENERIC2: &[Param] = &[p("a", Ty::Generic), p("b", Ty::Generic)];
+const LDMATRIX: &[Param] = &[
+    p("tile", Ty::Slice { mutable: false }),
+    p("index", Ty::Scalar(U32)),
+];
+const MMA: &[Param] = &[
+    p("a", Ty::Array(U32, 4)),
+    p("b", Ty::Array(U32, 2)),
+    p("acc", Ty::Array(F32, 4)),
+];
+
+const fn approx(func: ApproxFn, ftz: bool) -> Op {
+    Op::Approx { func, ty: F32, ftz }
+}
+const SQRT_RN: Op = Op::SqrtIeee {
+    ty: F32,
+    rnd: Rounding::Rn,
+    ftz: false,
+};
+const RCP_RN: Op = Op::RcpIeee {
+    ty: F32,
+    rnd: Rounding::Rn,
+    ftz: false,
+};
+const fn round_f32(rnd: CvtRounding) -> Op {
+    Op::Cvt {
+        dst: F32,
+        src: F32,
+        rnd: Some(rnd),
+        ftz: false,
+        sat: false,
+        relu: false,
+    }
+}
+const MUL_F32: Op = Op::Mul {
+    ty: F32,
+    mode: None,
+    rnd: Some(Rounding::Rn),
+    ftz: false,
+    sat: false,
+};
+const MOV_U32: Op = Op::Mov { ty: U32 };
+const fn mma(shape: MmaShape, ab: ScalarType) -> Op {
+    Op::Mma {
+        shape,
+        d: F32,
+        a: ab,
+        b: ab,
+        c: F32,
+    }
+}
+
+/// A row lowered generically.
+const fn chain(
+    name: &'static str,
+    params: &'static [Param],
+    result: Ty,
+    doc: &'static str,
+    ops: &'static [Op],
+    method: bool,
+) -> Intrinsic {
+    Intrinsic {
+        name,
+        params,
+        result,
+        doc,
+        lowering: Lowering::Chain(ops),
+        method,
+    }
+}
+
+/// A row lowered by hand.
+const fn special(
+    name: &'static str,
+    params: &'static [Param],
+    result: Ty,
+    doc: &'static str,
+    ops: &'static [Op],
+) -> Intrinsic {
+    Intrinsic {
+        name,
+        params,
+        result,
+        doc,
+        lowering: Lowering::Special(ops),
+        method: false,
+    }
+}
+
+/// Every free-function intrinsic. A new one-instruction scalar intrinsic is one `chain` row
+/// here plus its prelude stub.
+// One row a line reads as a table; rustfmt would spread each over a dozen.
+#[rustfmt::skip]
+pub const INTRINSICS: &[Intrinsic] = &[
+    // Thread coordinates and barriers.
+    special("thread_idx", &[], Ty::Dim3, "The thread's index in its block (`%tid`).", &[MOV_U32]),
+    special("block_idx", &[], Ty::Dim3, "The block's index in the grid (`%ctaid`).", &[MOV_U32]),
+    special("block_dim", &[], Ty::Dim3, "The block's shape (`%ntid`).", &[MOV_U32]),
+    special("grid_dim", &[], Ty::Dim3, "The grid's shape in blocks (`%nctaid`).", &[MOV_U32]),
+    special("lane_id", &[], Ty::Scalar(U32), "The thread's lane in its warp (`%laneid`).", &[MOV_U32]),
+    special("sync_threads", &[], Ty::Unit, "Waits for every thread of the block (`bar.sync 0`).", &[Op::BarSync]),
+    chain("fence_cta", &[], Ty::Unit, "Orders this thread's memory accesses as seen by its block (`fence.acq_rel.cta`).", &[Op::Fence { scope: Scope::Cta }], false),
+    chain("fence_gpu", &[], Ty::Unit, "Orders this thread's memory accesses as seen by the whole GPU (`fence.acq_rel.gpu`).", &[Op::Fence { scope: Scope::Gpu }], false),
+    chain("fence_sys", &[], Ty::Unit, "Orders this thread's memory accesses as seen by the GPU and the host (`fence.acq_rel.sys`).", &[Op::Fence { scope: Scope::Sys }], false),
+    // Warp collectives.
+    special("shfl_down", SHFL, Ty::Generic, "The value of `v` in lane `lane_id() + delta` (`shfl.sync.down`); 32-bit types.", &[Op::Shfl { mode: ShflMode::Down }]),
+    special("shfl_up", SHFL, Ty::Generic, "The value of `v` in lane `lane_id() - delta` (`shfl.sync.up`).", &[Op::Shfl { mode: ShflMode::Up }]),
+    special("shfl_xor", SHFL, Ty::Generic, "The value of `v` in lane `lane_id() ^ mask` (`shfl.sync.bfly`).", &[Op::Shfl { mode: ShflMode::Bfly }]),
+    special("shfl_idx", SHFL, Ty::Generic, "The value of `v` in lane `lane` (`shfl.sync.idx`).", &[Op::Shfl { mode: ShflMode::Idx }]),
+    special("vote_all", PRED, Ty::Scalar(ScalarType::Pred), "Whether `p` holds in every lane of the warp.", &[Op::Vote { mode: VoteMode::All }]),
+    special("vote_any", PRED, Ty::Scalar(ScalarType::Pred), "Whether `p` holds in some lane of the warp.", &[Op::Vote { mode: VoteMode::Any }]),
+    special("ballot", PRED, Ty::Scalar(U32), "One bit per lane: which lanes hold `p`.", &[Op::Vote { mode: VoteMode::Ballot }]),
+    special("warp_reduce_add", GENERIC1, Ty::Generic, "Sum over the warp (`redux.sync`; u32 or i32).", &[Op::Redux { op: ReduxOp::Add, ty: U32 }]),
+    special("warp_reduce_min", GENERIC1, Ty::Generic, "Minimum over the warp (`redux.sync`).", &[Op::Redux { op: ReduxOp::Min, ty: U32 }]),
+    special("warp_reduce_max", GENERIC1, Ty::Generic, "Maximum over the warp (`redux.sync`).", &[Op::Redux { op: ReduxOp::Max, ty: U32 }]),
+    special("warp_reduce_and", GENERIC1, Ty::Generic, "Bitwise and over the warp (`redux.sync`).", &[Op::Redux { op: ReduxOp::And, ty: ScalarType::B32 }]),
+    special("warp_reduce_or", GENERIC1, Ty::Generic, "Bitwise or over the warp (`redux.sync`).", &[Op::Redux { op: ReduxOp::Or, ty: ScalarType::B32 }]),
+    special("warp_reduce_xor", GENERIC1, Ty::Generic, "Bitwise xor over the warp (`redux.sync`).", &[Op::Redux { op: ReduxOp::Xor, ty: ScalarType::B32 }]),
+    // Arithmetic over several types.
+    special("fma", &[p("a", Ty::Generic), p("b", Ty::Generic), p("c", Ty::Generic)], Ty::Generic, "`a * b + c` with one rounding (`fma.rn`).", &[Op::Fma { ty: F32, rnd: Rounding::Rn, ftz: false, sat: false }]),
+    special("min", GENERIC2, Ty::Generic, "The smaller of two numbers.", &[Op::Min { ty: F32, ftz: false, nan: false }]),
+    special("max", GENERIC2, Ty::Generic, "The larger of two numbers.", &[Op::Max { ty: F32, ftz: false, nan: false }]),
+    special("abs", GENERIC1, Ty::Generic, "Absolute value of a float or signed integer.", &[Op::Abs { ty: F32, ftz: false }]),
+    // f32 math. `exp` and `ln` scale by a constant, which a chain does not express.
+    special("exp", X_F32, Ty::Scalar(F32), "`e^x` (`ex2.approx` of `x·log2 e`).", &[MUL_F32, approx(ApproxFn::Ex2, false)]),
+    special("ln", X_F32, Ty::Scalar(F32), "Natural logarithm (`lg2.approx` scaled by ln 2).", &[approx(ApproxFn::Lg2, false), MUL_F32]),
+    chain("exp2", X_F32, Ty::Scalar(F32), "`2^x` (`ex2.approx.f32`).", &[approx(ApproxFn::Ex2, false)], true),
+    chain("ex2_approx_ftz", X_F32, Ty::Scalar(F32), "`2^x`, subnormal inputs and results flushed to zero (`ex2.approx.ftz.f32`).", &[approx(ApproxFn::Ex2, true)], true),
+    chain("log2", X_F32, Ty::Scalar(F32), "Base-2 logarithm (`lg2.approx.f32`).", &[approx(ApproxFn::Lg2, false)], true),
+    chain("sqrt", X_F32, Ty::Scalar(F32), "Square root, correctly rounded (`sqrt.rn.f32`).", &[SQRT_RN], true),
+    chain("sqrt_rn", X_F32, Ty::Scalar(F32), "Square root, correctly rounded (`sqrt.rn.f32`); the same as `sqrt`, named for the rounding.", &[SQRT_RN], true),
+    chain("div_full", AB_F32, Ty::Scalar(F32), "`a / b` within 2 ulp in a few instructions (`div.full.f32`), where `/` is the IEEE division's subroutine.", &[Op::Div { ty: F32, mode: crate::op::DivMode::Full, ftz: false }], false),
+    chain("rcp_rn", X_F32, Ty::Scalar(F32), "`1 / x`, correctly rounded (`rcp.rn.f32`).", &[RCP_RN], true),
+    chain("rsqrt", X_F32, Ty::Scalar(F32), "`1 / sqrt(x)`, fast and approximate (`rsqrt.approx.f32`; PTX ISA bounds its error, a few ulp).", &[approx(ApproxFn::Rsqrt, false)], true),
+    chain("rsqrt_rn", X_F32, Ty::Scalar(F32), "`1 / sqrt(x)` as two correctly rounded steps (`sqrt.rn.f32`, then `rcp.rn.f32`).", &[SQRT_RN, RCP_RN], true),
+    chain("sin", X_F32, Ty::Scalar(F32), "Sine (`sin.approx.f32`).", &[approx(ApproxFn::Sin, false)], true),
+    chain("cos", X_F32, Ty::Scalar(F32), "Cosine (`cos.approx.f32`).", &[approx(ApproxFn::Cos, false)], true),
+    chain("tanh", X_F32, Ty::Scalar(F32), "Hyperbolic tangent (`tanh.approx.f32`, sm_75+).", &[approx(ApproxFn::Tanh, false)], true),
+    chain("floor", X_F32, Ty::Scalar(F32), "Rounds down (`cvt.rmi.f32.f32`).", &[round_f32(CvtRounding::Rmi)], true),
+    chain("ceil", X_F32, Ty::Scalar(F32), "Rounds up (`cvt.rpi.f32.f32`).", &[round_f32(CvtRounding::Rpi)], true),
+    // Bits and conversions.
+    chain("brev", X_U32, Ty::Scalar(U32), "The bits of `x` in reverse order (`brev.b32`).", &[Op::Brev { ty: ScalarType::B32 }], false),
+    chain("clz", X_U32, Ty::Scalar(U32), "The number of leading zero bits of `x`, 32 for 0 (`clz.b32`).", &[Op::Clz { ty: ScalarType::B32 }], false),
+    chain("cvt_tf32", X_F32, Ty::Scalar(U32), "`x` rounded to tf32 (nearest, ties away), as the 32-bit word `mma_m16n8k8_tf32` takes (`cvt.rna.tf32.f32`, sm_80+).", &[Op::Cvt { dst: ScalarType::Tf32, src: F32, rnd: Some(CvtRounding::Rna), ftz: false, sat: false, relu: false }], false),
+    special("pack_bf16x2", &[p("hi", Ty::Scalar(F32)), p("lo", Ty::Scalar(F32))], Ty::Scalar(U32), "Packs two f32 into one `bf16x2` word, `hi` in the upper half (sm_80+).", &[Op::Cvt { dst: ScalarType::Bf16x2, src: F32, rnd: Some(CvtRounding::Rn), ftz: false, sat: false, relu: false }, Op::Mov { ty: ScalarType::B32 }]),
+    // Shared memory, tensor cores and async copies.
+    special("shared_array", &[], Ty::Shared, "A block-wide shared array of `N` elements of `T` (`.shared`).", &[]),
+    special("dynamic_shared", &[], Ty::Shared, "The block's dynamic shared memory, sized at launch.", &[]),
+    special("ldmatrix_x4", LDMATRIX, Ty::Array(U32, 4), "Loads four 8×8 b16 matrices from shared memory (sm_75+).", &[Op::Ldmatrix { count: MatrixCount::X4, trans: false }]),
+    special("ldmatrix_x2", LDMATRIX, Ty::Array(U32, 2), "Loads two 8×8 b16 matrices from shared memory (sm_75+).", &[Op::Ldmatrix { count: MatrixCount::X2, trans: false }]),
+    special("ldmatrix_x4_trans", LDMATRIX, Ty::Array(U32, 4), "`ldmatrix_x4`, transposed.", &[Op::Ldmatrix { count: MatrixCount::X4, trans: true }]),
+    special("ldmatrix_x2_trans", LDMATRIX, Ty::Array(U32, 2), "`ldmatrix_x2`, transposed.", &[Op::Ldmatrix { count: MatrixCount::X2, trans: true }]),
+    special("mma_m16n8k16_bf16", MMA, Ty::Array(F32, 4), "`acc + a × b` on one warp's 16×8×16 bf16 tile (`mma.sync`, sm_80+).", &[mma(MmaShape::M16n8k16, ScalarType::Bf16)]),
+    special("mma_m16n8k16_f16", MMA, Ty::Array(F32, 4), "`acc + a × b` on one warp's 16×8×16 f16 tile (`mma.sync`, sm_80+).", &[mma(MmaShape::M16n8k16, ScalarType::F16)]),
+    special("mma_m16n8k8_tf32", MMA, Ty::Array(F32, 4), "`acc + a × b` on one warp's 16×8×8 tf32 tile (`mma.sync`, sm_80+); operands from `cvt_tf32`.", &[mma(MmaShape::M16n8k8, ScalarType::Tf32)]),
+    special("cp_async_16", &[p("dst", Ty::Slice { mutable: true }), p("dst_index", Ty::Scalar(U32)), p("src", Ty::Slice { mutable: false }), p("src_index", Ty::Scalar(U32))], Ty::Unit, "Starts a 16-byte copy from global to shared memory (`cp.async.cg`, sm_80+).", &[Op::CpAsync { cache: CacheOp::Cg, bytes: 16, zero_fill: false }]),
+    special("cp_async_commit", &[], Ty::Unit, "Closes the current group of async copies.", &[Op::CpAsyncCommit]),
+    special("cp_async_wait", &[p("pending", Ty::ConstU32)], Ty::Unit, "Waits until at most `pending` committed groups are in flight.", &[Op::CpAsyncWait]),
+];
+
+#[cfg(test)]
+mod tests;

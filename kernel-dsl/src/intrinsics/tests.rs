@@ -1,0 +1,87 @@
+use super::*;
+use crate::catalog::{entry, form};
+use crate::target::Target;
+
+#[test]
+fn every_intrinsic_instruction_has_a_catalog_row() {
+    for i in INTRINSICS {
+        for op in i.ops() {
+            // `entry` panics on a form without a row; the row must be the op's own.
+            assert_eq!(entry(form(op)).form, form(op), "{}: {op:?}", i.name);
+        }
+    }
+}
+
+#[test]
+fn names_are_unique() {
+    let mut seen = std::collections::BTreeSet::new();
+    for i in INTRINSICS {
+        assert!(seen.insert(i.name), "`{}` listed twice", i.name);
+    }
+}
+
+#[test]
+fn chain_rows_are_scalar_in_scalar_out() {
+    for i in INTRINSICS {
+        let Lowering::Chain(ops) = i.lowering else {
+            // kernel-macros lowers method syntax through the chain path only.
+            assert!(!i.method, "{} is a method but not a chain", i.name);
+            continue;
+        };
+        assert!(!ops.is_empty(), "{}", i.name);
+        assert!(
+            i.params.iter().all(|p| matches!(p.ty, Ty::Scalar(_))),
+            "{} takes a non-scalar",
+            i.name
+        );
+        match i.result {
+            Ty::Scalar(_) => {}
+            // A `()` result has no register to chain through.
+            Ty::Unit => assert_eq!(ops.len(), 1, "{}", i.name),
+            other => panic!("{} returns {other:?}", i.name),
+        }
+        if i.method {
+            assert!(!i.params.is_empty(), "{} has no receiver", i.name);
+        }
+    }
+}
+
+fn mnemonics(name: &str) -> Vec<String> {
+    find(name)
+        .unwrap_or_else(|| panic!("no intrinsic `{name}`"))
+        .ops()
+        .iter()
+        .map(Op::mnemonic)
+        .collect()
+}
+
+#[test]
+fn the_new_intrinsics_print_the_instructions_they_promise() {
+    assert_eq!(mnemonics("ex2_approx_ftz"), ["ex2.approx.ftz.f32"]);
+    assert_eq!(mnemonics("sqrt_rn"), ["sqrt.rn.f32"]);
+    assert_eq!(mnemonics("rcp_rn"), ["rcp.rn.f32"]);
+    assert_eq!(mnemonics("rsqrt"), ["rsqrt.approx.f32"]);
+    assert_eq!(mnemonics("rsqrt_rn"), ["sqrt.rn.f32", "rcp.rn.f32"]);
+    assert_eq!(mnemonics("brev"), ["brev.b32"]);
+    assert_eq!(mnemonics("clz"), ["clz.b32"]);
+    assert_eq!(mnemonics("fence_cta"), ["fence.acq_rel.cta"]);
+    assert_eq!(mnemonics("fence_gpu"), ["fence.acq_rel.gpu"]);
+    assert_eq!(mnemonics("fence_sys"), ["fence.acq_rel.sys"]);
+    assert_eq!(mnemonics("cvt_tf32"), ["cvt.rna.tf32.f32"]);
+    assert_eq!(
+        mnemonics("mma_m16n8k8_tf32"),
+        ["mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"]
+    );
+}
+
+#[test]
+fn requirements_come_from_the_catalog() {
+    let req = |n: &str| find(n).and_then(|i| i.requirement()).expect(n);
+    assert_eq!(req("fence_gpu").min_sm, 70);
+    assert_eq!(req("tanh").min_sm, 75);
+    for n in ["cvt_tf32", "mma_m16n8k8_tf32", "mma_m16n8k16_bf16"] {
+        assert!(!req(n).admits(Target::Sm75), "{n}");
+        assert!(req(n).admits(Target::Sm80), "{n}");
+    }
+    assert!(find("shared_array").unwrap().requirement().is_none());
+}

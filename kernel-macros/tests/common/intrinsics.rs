@@ -1,0 +1,110 @@
+//! Kernels that call the intrinsics of `kernel_dsl::intrinsics` added for the op library, shared
+//! by the emulator tests (`intrinsics_on_emulator.rs`) and the ptxas check (`ptx_goldens.rs`).
+
+use kernel_macros::kernel;
+
+/// Eight f32 results per element: the fast and the IEEE-rounded forms side by side, free
+/// functions and methods.
+#[kernel(crate = crate::common::paths)]
+pub fn float_intrinsics(x: &[f32], y: &mut [f32], n: u32) {
+    let i = block_idx().x * block_dim().x + thread_idx().x;
+    if i < n {
+        let v = x[i];
+        y[i * 8] = ex2_approx_ftz(v);
+        y[i * 8 + 1] = v.exp2();
+        y[i * 8 + 2] = sqrt_rn(v);
+        y[i * 8 + 3] = rcp_rn(v);
+        y[i * 8 + 4] = rsqrt(v);
+        y[i * 8 + 5] = rsqrt_rn(v);
+        y[i * 8 + 6] = v.rsqrt_rn();
+        y[i * 8 + 7] = v.ex2_approx_ftz();
+    }
+}
+
+/// `brev`, `clz` and `cvt_tf32`, three words per element.
+#[kernel(crate = crate::common::paths)]
+pub fn bit_intrinsics(x: &[u32], f: &[f32], y: &mut [u32], n: u32) {
+    let i = block_idx().x * block_dim().x + thread_idx().x;
+    if i < n {
+        y[i * 3] = brev(x[i]);
+        y[i * 3 + 1] = clz(x[i]);
+        y[i * 3 + 2] = cvt_tf32(f[i]);
+    }
+}
+
+/// Every thread takes a ticket from a counter that wraps after `limit`.
+#[kernel(crate = crate::common::paths)]
+pub fn tickets(counter: &mut [u32], out: &mut [u32], limit: u32, n: u32) {
+    let i = block_idx().x * block_dim().x + thread_idx().x;
+    if i < n {
+        out[i] = counter.atomic_inc(0, limit);
+    }
+}
+
+/// Each block sums its 64 elements; the block that finishes last adds the partial sums. The
+/// writers publish with `fence_gpu` before taking a ticket; the last block reads the partials
+/// through L2 (`load_cg`), since another block wrote them during this kernel. The counter
+/// wraps back to 0, ready for the next launch.
+#[kernel(crate = crate::common::paths, block = 64)]
+pub fn last_block_total(x: &[u32], partial: &mut [u32], counter: &mut [u32], total: &mut [u32]) {
+    let t = thread_idx().x;
+    let b = block_idx().x;
+    let blocks = grid_dim().x;
+    if t == 0 {
+        let mut s = 0;
+        for k in 0..64 {
+            s += x[b * 64 + k];
+        }
+        partial[b] = s;
+        fence_gpu();
+        let done = counter.atomic_inc(0, blocks - 1);
+        if done == blocks - 1 {
+            fence_gpu();
+            let mut all = 0;
+            for k in 0..blocks {
+                all += partial.load_cg(k);
+            }
+            total[0] = all;
+        }
+    }
+}
+
+/// Copies `x` to `y` with a fence of each scope between the copy and a flag.
+#[kernel(crate = crate::common::paths)]
+pub fn fenced_copy(x: &[f32], y: &mut [f32], flags: &mut [u32], n: u32) {
+    let i = block_idx().x * block_dim().x + thread_idx().x;
+    if i < n {
+        y[i] = x[i];
+        fence_cta();
+        fence_gpu();
+        fence_sys();
+        flags[i] = 1;
+    }
+}
+
+/// One warp computes `d = a × b + c` for a 16×8 `a`, an 8×8 `b` and a 16×8 `c`, all f32
+/// row-major, with `mma.sync.m16n8k8` on tf32 operands.
+#[kernel(crate = crate::common::paths, block = 32)]
+pub fn mma_tf32_16x8x8(a: &[f32], b: &[f32], c: &[f32], d: &mut [f32]) {
+    let lane = thread_idx().x;
+    let group = lane >> 2;
+    let pair = lane & 3;
+    let a_frag = [
+        cvt_tf32(a[group * 8 + pair]),
+        cvt_tf32(a[(group + 8) * 8 + pair]),
+        cvt_tf32(a[group * 8 + pair + 4]),
+        cvt_tf32(a[(group + 8) * 8 + pair + 4]),
+    ];
+    let b_frag = [
+        cvt_tf32(b[pair * 8 + group]),
+        cvt_tf32(b[(pair + 4) * 8 + group]),
+    ];
+    let lo = group * 8 + pair * 2;
+    let hi = (group + 8) * 8 + pair * 2;
+    let acc = [c[lo], c[lo + 1], c[hi], c[hi + 1]];
+    let r = mma_m16n8k8_tf32(a_frag, b_frag, acc);
+    d[lo] = r[0];
+    d[lo + 1] = r[1];
+    d[hi] = r[2];
+    d[hi + 1] = r[3];
+}

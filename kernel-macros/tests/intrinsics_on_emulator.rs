@@ -1,0 +1,256 @@
+//! The intrinsics added for the op library, run on the emulator against Rust references:
+//! IEEE-rounded results bit for bit, approximate ones within the PTX ISA's error bounds.
+
+mod common;
+
+use common::intrinsics::*;
+use kernel_dsl::Target;
+use kernel_runtime::{Buffer, Device, Error, LaunchConfig};
+
+/// Relative error the PTX ISA allows `ex2.approx` and `rsqrt.approx` (about 2^-22), with room.
+const APPROX_REL: f32 = 1.0 / (1 << 21) as f32;
+
+fn same(a: f32, b: f32) -> bool {
+    (a.is_nan() && b.is_nan()) || a.to_bits() == b.to_bits()
+}
+
+fn close(got: f32, want: f32) -> bool {
+    same(got, want) || (got - want).abs() <= APPROX_REL * want.abs()
+}
+
+/// `cvt.rna.tf32.f32` on the host: round to 10 mantissa bits, ties away from zero.
+fn tf32_rna(x: f32) -> u32 {
+    let b = x.to_bits();
+    if x.is_nan() || x.is_infinite() {
+        return b;
+    }
+    b.wrapping_add(0x1000) & 0xFFFF_E000
+}
+
+fn inputs() -> Vec<f32> {
+    let mut v = vec![
+        -130.0, -126.5, -149.0, -1.5, -0.0, 0.0, 0.25, 1.0, 2.0, 3.7, 4.0, 100.0, 127.5, 1e-30,
+        1e30, 1e-40, 7.0e-39,
+    ];
+    let mut seed = 11u64;
+    for _ in 0..200 {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let u = (seed >> 40) as f32 / (1u64 << 24) as f32;
+        v.push(u * 60.0 - 30.0);
+    }
+    v
+}
+
+#[test]
+fn float_intrinsics_match_their_rust_references() -> Result<(), Error> {
+    let stream = Device::emulator().stream()?;
+    let x = inputs();
+    let n = x.len() as u32;
+    let dx = Buffer::from_host(&stream, &x)?;
+    let mut y = Buffer::from_host(&stream, &vec![f32::NAN; 8 * x.len()])?;
+    float_intrinsics(&stream, LaunchConfig::for_elements(n, 64), &dx, &mut y, n)?;
+    let y = y.to_host(&stream)?;
+    for (i, &v) in x.iter().enumerate() {
+        let r = &y[i * 8..i * 8 + 8];
+        // ftz flushes a subnormal input to zero (2^0 = 1) and a subnormal result to zero.
+        let flushed = if v.is_subnormal() { 0.0 } else { v };
+        let e = flushed.exp2();
+        let ftz = if e < f32::MIN_POSITIVE { 0.0 } else { e };
+        assert!(
+            close(r[0], ftz),
+            "ex2_approx_ftz({v:e}) = {:e}, want {ftz:e}",
+            r[0]
+        );
+        assert!(close(r[7], ftz), "x.ex2_approx_ftz() for {v:e}");
+        if !v.is_subnormal() {
+            assert!(close(r[1], v.exp2()), "exp2({v:e}) = {:e}", r[1]);
+        }
+        assert!(same(r[2], v.sqrt()), "sqrt_rn({v:e}) = {:e}", r[2]);
+        assert!(same(r[3], 1.0 / v), "rcp_rn({v:e}) = {:e}", r[3]);
+        // Both steps correctly rounded: exactly Rust's `1.0 / v.sqrt()`.
+        let rn = 1.0 / v.sqrt();
+        assert!(same(r[5], rn), "rsqrt_rn({v:e}) = {:e}, want {rn:e}", r[5]);
+        assert!(same(r[6], rn), "x.rsqrt_rn() for {v:e}");
+        if v > 0.0 && v.is_normal() {
+            assert!(close(r[4], rn), "rsqrt({v:e}) = {:e}, want ≈{rn:e}", r[4]);
+        }
+    }
+    // The subnormal result is where the two `ex2` forms differ.
+    let k = x
+        .iter()
+        .position(|&v| v == -130.0)
+        .expect("an input of -130");
+    assert_eq!(y[k * 8], 0.0);
+    assert!(y[k * 8 + 1] > 0.0, "ex2.approx.f32 keeps 2^-130");
+    Ok(())
+}
+
+#[test]
+fn bit_intrinsics_and_tf32_rounding_match_rust() -> Result<(), Error> {
+    let stream = Device::emulator().stream()?;
+    let mut xs: Vec<u32> = vec![0, 1, 2, 0x8000_0000, u32::MAX, 0x0001_0000, 0x1234_5678];
+    xs.extend((0..100u32).map(|k| k.wrapping_mul(2654435761) >> (k % 32)));
+    let mut fs = inputs();
+    // Ties in the dropped 13 bits round away from zero; the next one up carries.
+    fs.splice(
+        0..4,
+        [
+            f32::from_bits(0x3F80_1000),
+            f32::from_bits(0xBF80_1000),
+            f32::from_bits(0x3F80_0FFF),
+            f32::from_bits(0x7F7F_F000),
+        ],
+    );
+    fs.resize(xs.len(), 1.5);
+    let n = xs.len() as u32;
+    let (dx, df) = (
+        Buffer::from_host(&stream, &xs)?,
+        Buffer::from_host(&stream, &fs)?,
+    );
+    let mut y = Buffer::from_host(&stream, &vec![0xDEAD_BEEF; 3 * xs.len()])?;
+    bit_intrinsics(
+        &stream,
+        LaunchConfig::for_elements(n, 32),
+        &dx,
+        &df,
+        &mut y,
+        n,
+    )?;
+    let y = y.to_host(&stream)?;
+    for (i, (&x, &f)) in xs.iter().zip(&fs).enumerate() {
+        assert_eq!(y[i * 3], x.reverse_bits(), "brev({x:#x})");
+        assert_eq!(y[i * 3 + 1], x.leading_zeros(), "clz({x:#x})");
+        // The low 13 bits of a tf32 word are not promised; compare the 19 that are.
+        let want = tf32_rna(f);
+        assert_eq!(
+            y[i * 3 + 2] & 0xFFFF_E000,
+            want,
+            "cvt_tf32({f:e}), {:#x}",
+            f.to_bits()
+        );
+    }
+    assert_eq!(
+        y[2] & 0xFFFF_E000,
+        0x3F80_2000,
+        "a tie rounds away from zero"
+    );
+    assert_eq!(
+        y[3 * 3 + 2] & 0xFFFF_E000,
+        0x7F80_0000,
+        "rounding up past f32::MAX gives inf"
+    );
+    Ok(())
+}
+
+#[test]
+fn atomic_inc_hands_out_each_ticket_below_the_limit_equally() -> Result<(), Error> {
+    let stream = Device::emulator().stream()?;
+    let (n, limit) = (100u32, 9u32);
+    let mut counter = Buffer::from_host(&stream, &[0u32])?;
+    let mut out = Buffer::from_host(&stream, &vec![u32::MAX; n as usize])?;
+    tickets(
+        &stream,
+        LaunchConfig::for_elements(n, 32),
+        &mut counter,
+        &mut out,
+        limit,
+        n,
+    )?;
+    let mut out = out.to_host(&stream)?;
+    out.sort_unstable();
+    let want: Vec<u32> = (0..=limit).flat_map(|t| [t; 10]).collect();
+    assert_eq!(out, want);
+    // 100 increments wrap ten times at 9 and end where they began.
+    assert_eq!(counter.to_host(&stream)?, [0]);
+    Ok(())
+}
+
+#[test]
+fn the_last_block_adds_every_partial_sum() -> Result<(), Error> {
+    let stream = Device::emulator().stream()?;
+    let blocks = 7u32;
+    let x: Vec<u32> = (0..blocks * 64).map(|k| k * 3 + 1).collect();
+    let dx = Buffer::from_host(&stream, &x)?;
+    let mut partial = Buffer::from_host(&stream, &vec![0u32; blocks as usize])?;
+    let mut counter = Buffer::from_host(&stream, &[0u32])?;
+    let mut total = Buffer::from_host(&stream, &[u32::MAX])?;
+    for _ in 0..2 {
+        last_block_total(
+            &stream,
+            LaunchConfig::linear(blocks, 64),
+            &dx,
+            &mut partial,
+            &mut counter,
+            &mut total,
+        )?;
+        assert_eq!(total.to_host(&stream)?, [x.iter().sum::<u32>()]);
+        assert_eq!(
+            counter.to_host(&stream)?,
+            [0],
+            "the ticket counter wraps to 0"
+        );
+    }
+    let ptx = LAST_BLOCK_TOTAL
+        .ptx_for(Target::Sm80)
+        .expect("sm_80 is built");
+    for inst in [
+        "ld.global.cg.u32",
+        "atom.global.inc.u32",
+        "fence.acq_rel.gpu",
+    ] {
+        assert!(ptx.contains(inst), "no `{inst}` in\n{ptx}");
+    }
+    Ok(())
+}
+
+#[test]
+fn fences_of_each_scope_keep_the_copy_intact() -> Result<(), Error> {
+    let stream = Device::emulator().stream()?;
+    let x: Vec<f32> = (0..50).map(|k| k as f32 * 0.5 - 3.0).collect();
+    let dx = Buffer::from_host(&stream, &x)?;
+    let mut y = Buffer::from_host(&stream, &[f32::NAN; 50])?;
+    let mut flags = Buffer::from_host(&stream, &[0u32; 50])?;
+    fenced_copy(
+        &stream,
+        LaunchConfig::for_elements(50, 32),
+        &dx,
+        &mut y,
+        &mut flags,
+        50,
+    )?;
+    assert_eq!(y.to_host(&stream)?, x);
+    assert_eq!(flags.to_host(&stream)?, [1u32; 50]);
+    let ptx = FENCED_COPY.ptx_for(Target::Sm80).expect("sm_80 is built");
+    for scope in ["cta", "gpu", "sys"] {
+        assert!(ptx.contains(&format!("fence.acq_rel.{scope};")), "{scope}");
+    }
+    Ok(())
+}
+
+#[test]
+fn tf32_mma_computes_a_times_b_plus_c() -> Result<(), Error> {
+    let stream = Device::emulator().stream()?;
+    // Small integers and halves are exact in tf32, so the products and sums are exact too.
+    let a: Vec<f32> = (0..16 * 8).map(|k| ((k * 7) % 9) as f32 - 4.0).collect();
+    let b: Vec<f32> = (0..8 * 8)
+        .map(|k| ((k * 5) % 7) as f32 * 0.5 - 1.5)
+        .collect();
+    let c: Vec<f32> = (0..16 * 8).map(|k| (k % 5) as f32).collect();
+    let (da, db, dc) = (
+        Buffer::from_host(&stream, &a)?,
+        Buffer::from_host(&stream, &b)?,
+        Buffer::from_host(&stream, &c)?,
+    );
+    let mut d = Buffer::from_host(&stream, &[f32::NAN; 16 * 8])?;
+    mma_tf32_16x8x8(&stream, LaunchConfig::linear(1, 32), &da, &db, &dc, &mut d)?;
+    let d = d.to_host(&stream)?;
+    for m in 0..16 {
+        for n in 0..8 {
+            let want = c[m * 8 + n] + (0..8).map(|k| a[m * 8 + k] * b[k * 8 + n]).sum::<f32>();
+            assert_eq!(d[m * 8 + n], want, "d[{m}][{n}]");
+        }
+    }
+    Ok(())
+}
