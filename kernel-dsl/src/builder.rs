@@ -170,6 +170,9 @@ impl Frame {
 pub struct KernelBuilder {
     kernel: Kernel,
     frames: Vec<Frame>,
+    /// Counts structure changes (each `open_*` and `close`), so that a generator can tell
+    /// whether two instructions are in one straight-line run.
+    region: u64,
 }
 
 impl KernelBuilder {
@@ -185,7 +188,14 @@ impl KernelBuilder {
                 body: Vec::new(),
             },
             frames: vec![Frame::Block(Vec::new())],
+            region: 0,
         }
+    }
+
+    /// Changes whenever a block opens or closes: two instructions pushed under the same value
+    /// run one after the other, with nothing that branches between them.
+    pub fn region(&self) -> u64 {
+        self.region
     }
 
     /// Closes the kernel. Blocks left open (an `open_if` without `close`) are closed in order.
@@ -242,6 +252,7 @@ impl KernelBuilder {
 
     /// Opens the then-branch of an `if` on a predicate register.
     pub fn open_if(&mut self, cond: Reg) {
+        self.region += 1;
         self.frames.push(Frame::Then {
             cond,
             body: Vec::new(),
@@ -250,6 +261,7 @@ impl KernelBuilder {
 
     /// Switches the innermost open `if` to its else-branch. Returns false if no `if` is open.
     pub fn open_else(&mut self) -> bool {
+        self.region += 1;
         match self.frames.pop() {
             Some(Frame::Then { cond, body }) => {
                 self.frames.push(Frame::Else {
@@ -269,11 +281,13 @@ impl KernelBuilder {
 
     /// Opens a loop body; leave it with `break_`.
     pub fn open_loop(&mut self) {
+        self.region += 1;
         self.frames.push(Frame::LoopBody { body: Vec::new() });
     }
 
     /// Switches the innermost open loop to its latch (run after the body and on `continue`).
     pub fn open_latch(&mut self) -> bool {
+        self.region += 1;
         match self.frames.pop() {
             Some(Frame::LoopBody { body }) => {
                 self.frames.push(Frame::LoopLatch {
@@ -292,6 +306,7 @@ impl KernelBuilder {
 
     /// Closes the innermost open `if` or loop. Does nothing at kernel level.
     pub fn close(&mut self) {
+        self.region += 1;
         if self.frames.len() <= 1 {
             return;
         }

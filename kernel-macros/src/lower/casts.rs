@@ -125,6 +125,9 @@ impl Lowerer<'_> {
             vec![d.into()],
             vec![src.into()],
         );
+        if to == ScalarType::Bf16 && from == ScalarType::F32 {
+            self.narrowed.insert(d, (src, self.b.region()));
+        }
         Ok(Scalar::reg(d))
     }
 }

@@ -67,6 +67,9 @@ pub struct Lowerer<'a> {
     inlining: Vec<String>,
     /// Where a device function's `return` jumps: (result register, loop depth marker).
     pub(crate) returns: Vec<Option<Reg>>,
+    /// bf16 registers that hold `cvt.rn.bf16.f32` of an f32 register, with the builder region
+    /// they were set in: a vector store packs two such halves with one `cvt.rn.bf16x2.f32`.
+    pub(crate) narrowed: HashMap<Reg, (Reg, u64)>,
 }
 
 /// Lowers one instance of a kernel.
@@ -111,6 +114,7 @@ fn lower_once(
         let_name: None,
         inlining: Vec::new(),
         returns: Vec::new(),
+        narrowed: HashMap::new(),
     };
     if let Some(shape) = block {
         l.b.reqntid(shape);
@@ -360,8 +364,34 @@ impl<'a> Lowerer<'a> {
 
     /// Appends an instruction, remembering the span it came from.
     pub(crate) fn inst(&mut self, op: Op, dsts: Vec<Operand>, srcs: Vec<Operand>) {
+        if !self.narrowed.is_empty() {
+            for d in &dsts {
+                self.forget_narrowed(d);
+            }
+        }
         self.op_spans.push((op, self.span));
         self.b.inst(op, dsts, srcs);
+    }
+
+    /// A register written again no longer holds (or feeds) a narrowing it recorded.
+    fn forget_narrowed(&mut self, written: &Operand) {
+        match written {
+            Operand::Reg(r) => {
+                self.narrowed.remove(r);
+                self.narrowed.retain(|_, (src, _)| src != r);
+            }
+            Operand::Vector(parts) => parts.iter().for_each(|p| self.forget_narrowed(p)),
+            _ => {}
+        }
+    }
+
+    /// The f32 register `r` is the bf16 narrowing of, if that holds here (same straight-line
+    /// region, neither written since).
+    pub(crate) fn narrowed_from(&self, r: Reg) -> Option<Reg> {
+        match self.narrowed.get(&r) {
+            Some(&(src, region)) if region == self.b.region() => Some(src),
+            _ => None,
+        }
     }
 
     /// `dst = src`, with the move type PTX wants for the value's type.
@@ -372,6 +402,10 @@ impl<'a> Lowerer<'a> {
             }
             _ => src,
         };
+        let carried = match src.op {
+            Operand::Reg(r) => self.narrowed_from(r),
+            _ => None,
+        };
         self.inst(
             Op::Mov {
                 ty: mov_type(dst.ty),
@@ -379,6 +413,9 @@ impl<'a> Lowerer<'a> {
             vec![dst.into()],
             vec![src.op],
         );
+        if let Some(f) = carried {
+            self.narrowed.insert(dst, (f, self.b.region()));
+        }
     }
 
     /// A register holding `s` (immediates are moved into a fresh one).

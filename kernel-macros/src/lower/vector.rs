@@ -11,7 +11,7 @@ use super::Lowerer;
 use crate::diag::{err, DResult, SpanRange};
 use crate::dsl_type::rust_name;
 use kernel_dsl::ir::{Guard, Operand, Reg};
-use kernel_dsl::op::Op;
+use kernel_dsl::op::{CvtRounding, Op};
 use kernel_dsl::{ScalarType, StateSpace, VecWidth};
 use syn::Expr;
 
@@ -239,6 +239,24 @@ impl Lowerer<'_> {
                 .chunks(2)
                 .map(|pair| {
                     let w = self.b.reg(ScalarType::B32);
+                    let sources = (self.narrowed_from(pair[0]), self.narrowed_from(pair[1]));
+                    if let (Some(lo), Some(hi)) = sources {
+                        // Both halves are f32 values just rounded to bf16: round them as a
+                        // pair, one instruction instead of two conversions and a pack.
+                        self.inst(
+                            Op::Cvt {
+                                dst: ScalarType::Bf16x2,
+                                src: ScalarType::F32,
+                                rnd: Some(CvtRounding::Rn),
+                                ftz: false,
+                                sat: false,
+                                relu: false,
+                            },
+                            vec![w.into()],
+                            vec![hi.into(), lo.into()],
+                        );
+                        return w;
+                    }
                     self.inst(
                         Op::Mov {
                             ty: ScalarType::B32,
