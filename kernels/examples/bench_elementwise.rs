@@ -8,49 +8,12 @@
 //! BENCH_SMALL=1 cargo run -p kernels --example bench_elementwise      # tiny sizes, emulator
 //! ```
 
-use kernel_runtime::{Bf16, Buffer, Device, Stream};
+mod common;
+
+use common::{filled, row, Bench, Res};
+use kernel_runtime::{Bf16, Buffer, Stream};
 use kernels::cast::Element;
 use kernels::elementwise::{self as ew, MapOp};
-use std::error::Error;
-
-type Res<T = ()> = Result<T, Box<dyn Error>>;
-
-struct Bench {
-    device: Device,
-    stream: Stream,
-    warmup: usize,
-    runs: usize,
-}
-
-impl Bench {
-    /// Median milliseconds of `f` over the timed runs.
-    fn time(&self, mut f: impl FnMut(&Stream) -> Res) -> Res<f64> {
-        for _ in 0..self.warmup {
-            f(&self.stream)?;
-        }
-        let mut ms = Vec::with_capacity(self.runs);
-        for _ in 0..self.runs {
-            let (start, end) = (self.device.event()?, self.device.event()?);
-            self.stream.record(&start)?;
-            f(&self.stream)?;
-            self.stream.record(&end)?;
-            end.synchronize()?;
-            ms.push(start.elapsed_ms(&end)? as f64);
-        }
-        ms.sort_by(f64::total_cmp);
-        Ok(ms[ms.len() / 2])
-    }
-}
-
-fn filled<T: Element>(stream: &Stream, n: usize, seed: u32) -> Res<Buffer<T>> {
-    let host: Vec<T> = (0..n)
-        .map(|i| {
-            let h = (i as u32).wrapping_mul(2_654_435_761).wrapping_add(seed);
-            T::from_f32((h >> 8) as f32 / (1u32 << 23) as f32 * 8.0 - 4.0)
-        })
-        .collect();
-    Ok(Buffer::from_host(stream, &host)?)
-}
 
 /// The `#[kernel]` form of `op` on the given buffers.
 fn new_form<T: Element>(s: &Stream, op: MapOp, ins: &[&Buffer<T>], outs: &mut [Buffer<T>]) -> Res {
@@ -71,7 +34,7 @@ fn new_form<T: Element>(s: &Stream, op: MapOp, ins: &[&Buffer<T>], outs: &mut [B
     Ok(())
 }
 
-fn compare<T: Element>(b: &Bench, copy_gbs: f64, op: MapOp, n: usize) -> Res {
+fn compare<T: Element>(b: &Bench, op: MapOp, n: usize) -> Res {
     let (n_in, n_out) = match op {
         MapOp::Scale | MapOp::Silu | MapOp::GeluTanh => (1, 1),
         MapOp::SwigluBackward => (3, 2),
@@ -85,7 +48,7 @@ fn compare<T: Element>(b: &Bench, copy_gbs: f64, op: MapOp, n: usize) -> Res {
         Buffer::<T>::zeros(&b.stream, n)?,
     ];
     let bytes = ((n_in + n_out) * n * std::mem::size_of::<T>()) as f64;
-    let pct = |ms: f64| 100.0 * bytes / (ms * 1e-3) / 1e9 / copy_gbs;
+    let pct = |ms: f64| b.percent(bytes, ms);
     let in_refs: Vec<&Buffer<T>> = ins.iter().take(n_in).collect();
     let scalars: &[f32] = if matches!(op, MapOp::Scale) {
         &[0.5]
@@ -105,51 +68,21 @@ fn compare<T: Element>(b: &Bench, copy_gbs: f64, op: MapOp, n: usize) -> Res {
         let new = b.time(|s| new_form(s, op, &in_refs, &mut outs))?;
         cells.push((pct(old), pct(new)));
     }
-    println!(
-        "| {:<18} | {:<4} | {:>9} | {:>5.1} / {:>5.1} | {:>5.1} / {:>5.1} | {:>+5.1} |",
-        op.name(),
-        T::STORAGE.suffix(),
-        n,
-        cells[0].0,
-        cells[1].0,
-        cells[0].1,
-        cells[1].1,
-        (cells[0].1 + cells[1].1 - cells[0].0 - cells[1].0) / 2.0
-    );
+    let label = format!("{:<18} | {:<4} | {:>9}", op.name(), T::STORAGE.suffix(), n);
+    row(&label, &cells);
     Ok(())
 }
 
 fn main() -> Res {
-    let small = std::env::var_os("BENCH_SMALL").is_some();
-    let device = if small {
-        Device::emulator()
-    } else {
-        Device::cuda(0).map_err(|e| {
-            format!("no CUDA device ({e}); set BENCH_SMALL=1 to run tiny sizes on the emulator")
-        })?
-    };
-    let stream = device.stream()?;
-    let b = Bench {
-        device,
-        stream,
-        warmup: if small { 1 } else { 5 },
-        runs: if small { 3 } else { 25 },
-    };
-    println!("device: {}", b.device.props().name);
-    let n = if small { 1 << 14 } else { 1 << 28 };
-    let src = filled::<f32>(&b.stream, n, 9)?;
-    let mut dst = Buffer::<f32>::zeros(&b.stream, n)?;
-    let copy_ms = b.time(|s| Ok(dst.copy_from(s, &src)?))?;
-    let copy_gbs = 8.0 * n as f64 / (copy_ms * 1e-3) / 1e9;
-    println!("copy bandwidth (cuMemcpyDtoD, read + write): {copy_gbs:.1} GB/s");
-    drop((src, dst));
+    let b = Bench::new()?;
+    let small = Bench::small();
     println!("| op | dtype | n | builder % copy (2 passes) | #[kernel] % copy (2 passes) | mean diff (points) |");
     println!("|---|---|---|---|---|---|");
     // A size past L2 with a tail that is not a whole vector.
     let n = if small { 1003 } else { (1 << 26) + 3 };
     for op in MapOp::ALL {
-        compare::<f32>(&b, copy_gbs, op, n)?;
-        compare::<Bf16>(&b, copy_gbs, op, n)?;
+        compare::<f32>(&b, op, n)?;
+        compare::<Bf16>(&b, op, n)?;
     }
     Ok(())
 }

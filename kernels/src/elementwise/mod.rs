@@ -71,27 +71,16 @@ pub fn run_builder<T: Element>(
     outputs: &mut [&mut Buffer<T>],
     scalars: &[f32],
 ) -> Result<(), Error> {
-    let name = op.name();
-    let n = inputs[0].len();
-    let first = op.inputs()[0];
-    let lens = inputs.iter().map(|b| b.len()).zip(op.inputs());
-    let out_lens = outputs.iter().map(|b| b.len()).zip(op.outputs());
-    for (len, buffer) in lens.chain(out_lens) {
-        check_len(name, buffer, len, n, || format!("the length of `{first}`"))?;
-    }
-    let n32 = u32::try_from(n).map_err(|_| Error::Unsupported {
-        op: name,
-        detail: format!("{n} elements exceed {}; split the tensor", u32::MAX),
-    })?;
-    if n == 0 {
+    let in_lens: Vec<usize> = inputs.iter().map(|b| b.len()).collect();
+    let out_lens: Vec<usize> = outputs.iter().map(|b| b.len()).collect();
+    let Some((n32, cfg)) = plan::<T>(op, &in_lens, &out_lens)? else {
         return Ok(());
-    }
+    };
     let mut args: Vec<KernelArg<'_>> = inputs.iter().map(|&b| KernelArg::from(b)).collect();
     args.extend(outputs.iter_mut().map(|b| KernelArg::from(&mut **b)));
     args.extend(scalars.iter().map(|&s| KernelArg::from(s)));
     args.push(KernelArg::from(n32));
     let kernel = &MAPS[spec_index(op, T::STORAGE)];
-    let cfg = map_launch(n32, step_elems([Format::from(T::STORAGE)]));
     stream.launch(kernel.artifacts(), cfg, &args)?;
     Ok(())
 }

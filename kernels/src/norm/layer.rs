@@ -35,15 +35,10 @@ pub fn layer_norm<T: Element>(
     cols: usize,
     eps: f32,
 ) -> Result<(), Error> {
-    const OP: &str = "layer_norm";
-    let p = RowProblem::new(OP, T::STORAGE, rows, cols, None, HELD_ELEMS)?;
-    p.check_matrix(OP, "x", x.len())?;
-    p.check_row(OP, "gamma", gamma.len())?;
-    p.check_row(OP, "beta", beta.len())?;
-    p.check_matrix(OP, "y", y.len())?;
-    if rows == 0 {
+    let lens = [x.len(), gamma.len(), beta.len(), y.len()];
+    let Some(p) = problem::<T>(lens, rows, cols)? else {
         return Ok(());
-    }
+    };
     // Unlike RMSNorm, 1024-thread blocks are slower here: at 40 registers one fits an SM.
     let (w, cta) = instance_of::<T>(&p);
     layer_kernel::layer_norm(
@@ -76,15 +71,10 @@ pub fn layer_norm_builder<T: Element>(
     cols: usize,
     eps: f32,
 ) -> Result<(), Error> {
-    const OP: &str = "layer_norm";
-    let p = RowProblem::new(OP, T::STORAGE, rows, cols, None, HELD_ELEMS)?;
-    p.check_matrix(OP, "x", x.len())?;
-    p.check_row(OP, "gamma", gamma.len())?;
-    p.check_row(OP, "beta", beta.len())?;
-    p.check_matrix(OP, "y", y.len())?;
-    if rows == 0 {
+    let lens = [x.len(), gamma.len(), beta.len(), y.len()];
+    let Some(p) = problem::<T>(lens, rows, cols)? else {
         return Ok(());
-    }
+    };
     let args = [
         KernelArg::from(x),
         KernelArg::from(gamma),
@@ -97,4 +87,20 @@ pub fn layer_norm_builder<T: Element>(
     let kernel = &LAYER_FORWARD[spec_of::<T>(&p).index()];
     stream.launch(kernel.artifacts(), p.launch.cfg, &args)?;
     Ok(())
+}
+
+/// The problem once every buffer's length checks out (`x, gamma, beta, y`), or `None` where
+/// there are no rows.
+fn problem<T: Element>(
+    [x, gamma, beta, y]: [usize; 4],
+    rows: usize,
+    cols: usize,
+) -> Result<Option<RowProblem>, Error> {
+    const OP: &str = "layer_norm";
+    let p = RowProblem::new(OP, T::STORAGE, rows, cols, None, HELD_ELEMS)?;
+    p.check_matrix(OP, "x", x)?;
+    p.check_row(OP, "gamma", gamma)?;
+    p.check_row(OP, "beta", beta)?;
+    p.check_matrix(OP, "y", y)?;
+    Ok((rows > 0).then_some(p))
 }

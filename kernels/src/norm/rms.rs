@@ -94,16 +94,14 @@ pub fn add_rms_norm<T: Element>(
     cols: usize,
     eps: f32,
 ) -> Result<(), Error> {
-    const OP: &str = "add_rms_norm";
-    let p = RowProblem::new(OP, T::STORAGE, rows, cols, None, HELD_ELEMS)?;
-    p.check_matrix(OP, "x", x.len())?;
-    p.check_matrix(OP, "residual", residual.len())?;
-    p.check_row(OP, "gamma", gamma.len())?;
-    p.check_matrix(OP, "sum", sum.len())?;
-    p.check_matrix(OP, "y", y.len())?;
-    if rows == 0 {
+    let Some(p) = fused_problem::<T>(
+        [x.len(), residual.len(), gamma.len(), sum.len(), y.len()],
+        rows,
+        cols,
+    )?
+    else {
         return Ok(());
-    }
+    };
     let p = p.with_row_threads(T::STORAGE, HELD_ELEMS, 1024);
     let (w, cta) = instance_of::<T>(&p);
     rms_kernel::add_rms_norm(
@@ -138,16 +136,14 @@ pub fn add_rms_norm_builder<T: Element>(
     cols: usize,
     eps: f32,
 ) -> Result<(), Error> {
-    const OP: &str = "add_rms_norm";
-    let p = RowProblem::new(OP, T::STORAGE, rows, cols, None, HELD_ELEMS)?;
-    p.check_matrix(OP, "x", x.len())?;
-    p.check_matrix(OP, "residual", residual.len())?;
-    p.check_row(OP, "gamma", gamma.len())?;
-    p.check_matrix(OP, "sum", sum.len())?;
-    p.check_matrix(OP, "y", y.len())?;
-    if rows == 0 {
+    let Some(p) = fused_problem::<T>(
+        [x.len(), residual.len(), gamma.len(), sum.len(), y.len()],
+        rows,
+        cols,
+    )?
+    else {
         return Ok(());
-    }
+    };
     let spec = spec_of::<T>(&p);
     let args = [
         KernelArg::from(x),
@@ -200,6 +196,23 @@ pub fn rms_norm_heads<T: Element>(
         format!("one per element of a head, head_dim = {head_dim}")
     })?;
     rms_norm(stream, x, gamma, y, vectors, head_dim, eps)
+}
+
+/// The fused op's problem once every buffer's length checks out (`x, residual, gamma, sum,
+/// y`), or `None` where there are no rows.
+fn fused_problem<T: Element>(
+    [x, residual, gamma, sum, y]: [usize; 5],
+    rows: usize,
+    cols: usize,
+) -> Result<Option<RowProblem>, Error> {
+    const OP: &str = "add_rms_norm";
+    let p = RowProblem::new(OP, T::STORAGE, rows, cols, None, HELD_ELEMS)?;
+    p.check_matrix(OP, "x", x)?;
+    p.check_matrix(OP, "residual", residual)?;
+    p.check_row(OP, "gamma", gamma)?;
+    p.check_matrix(OP, "sum", sum)?;
+    p.check_matrix(OP, "y", y)?;
+    Ok((rows > 0).then_some(p))
 }
 
 pub(crate) fn spec_of<T: Element>(p: &RowProblem) -> RowSpec {
