@@ -52,7 +52,7 @@ pub fn rms_norm<T: Dtype>(x: &[T], gamma: &[T], y: &mut [T], cols: u32, eps: f32
     for d in [16, 8, 4, 2, 1] {
         ss += shfl_xor(ss, d);
     }
-    let rstd = (ss / cols as f32 + eps).sqrt().recip();
+    let rstd = (ss / cols as f32 + eps).rsqrt_rn();
     for h in 0..4 {
         let i = (h * block_dim().x + t) * T::VEC;
         if i < cols {

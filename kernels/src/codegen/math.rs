@@ -38,8 +38,8 @@ pub(crate) fn rcp(b: &mut KernelBuilder, v: Value<F32>) -> Value<F32> {
 }
 
 /// `1 / sqrt(v)` from the two correctly rounded steps (once per row, so precision wins over
-/// `rsqrt.approx`).
-pub(crate) fn rsqrt(b: &mut KernelBuilder, v: Value<F32>) -> Value<F32> {
+/// `rsqrt.approx`); the language's `rsqrt_rn`, under the same name.
+pub(crate) fn rsqrt_rn(b: &mut KernelBuilder, v: Value<F32>) -> Value<F32> {
     let s = sqrt(b, v);
     rcp(b, s)
 }

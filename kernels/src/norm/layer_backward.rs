@@ -240,7 +240,7 @@ impl Stats {
         let zero = b.const_f32(0.0);
         let var = b.max(var, zero);
         let shifted = b.add(var, eps);
-        let rstd = math::rsqrt(b, shifted);
+        let rstd = math::rsqrt_rn(b, shifted);
         let mean_g = b.div(sums[2], n);
         // Σ g·x̂ = rstd·(Σ g·d − mean_d·Σ g).
         let centered = b.mul(mean_d, sums[2]);

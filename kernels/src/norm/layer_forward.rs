@@ -77,7 +77,7 @@ pub(crate) fn layer_norm(spec: RowSpec) -> Kernel {
         let var_sum = reducer.sum(b, &[sq])[0];
         let var = b.div(var_sum, cols_f);
         let shifted = b.add(var, eps);
-        let rstd = math::rsqrt(b, shifted);
+        let rstd = math::rsqrt_rn(b, shifted);
 
         let write = |b: &mut KernelBuilder, c, idx, xs: &[Value<F32>]| {
             let gi = chunk_start(b, c, width);

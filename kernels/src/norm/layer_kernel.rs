@@ -66,7 +66,7 @@ pub fn layer_norm<T: Dtype, const W: u32, const CTA: u32>(
             }
             c += group;
         }
-        let rstd = (group_sum(sq, lane, group) / cols_f + eps).sqrt().recip();
+        let rstd = (group_sum(sq, lane, group) / cols_f + eps).rsqrt_rn();
         for h in 0..(16 / W) {
             if inside[h] {
                 let mut out = gamma.load_vec::<W>(col[h]);

@@ -125,7 +125,7 @@ pub(crate) fn rms_norm_backward(spec: RowSpec) -> Kernel {
         let sums = reducer.sum(b, &[ss, dot]);
         let mean = b.div(sums[0], cols_f);
         let shifted = b.add(mean, eps);
-        let rstd = math::rsqrt(b, shifted);
+        let rstd = math::rsqrt_rn(b, shifted);
         let r2 = b.mul(rstd, rstd);
         let r3 = b.mul(r2, rstd);
         let d3 = b.mul(sums[1], r3);

@@ -112,7 +112,7 @@ fn build(spec: RowSpec, fused: bool) -> Kernel {
         let total = reducer.sum(b, &[acc])[0];
         let mean = b.div(total, cols_f);
         let shifted = b.add(mean, eps);
-        let rstd = math::rsqrt(b, shifted);
+        let rstd = math::rsqrt_rn(b, shifted);
 
         let write = |b: &mut KernelBuilder, c, idx, vals: &[Value<F32>]| {
             let gi = chunk_start(b, c, width);

@@ -57,7 +57,7 @@ pub fn rms_norm<T: Dtype, const W: u32, const CTA: u32>(
             }
             c += group;
         }
-        let rstd = (group_sum(ss, lane, group) / cols_f + eps).sqrt().recip();
+        let rstd = (group_sum(ss, lane, group) / cols_f + eps).rsqrt_rn();
         for h in 0..(16 / W) {
             if inside[h] {
                 let mut out = gamma.load_vec::<W>(col[h]);
@@ -135,7 +135,7 @@ pub fn add_rms_norm<T: Dtype, const W: u32, const CTA: u32>(
             sum.store_vec::<W>(base + c * W, s);
             c += group;
         }
-        let rstd = (group_sum(ss, lane, group) / cols_f + eps).sqrt().recip();
+        let rstd = (group_sum(ss, lane, group) / cols_f + eps).rsqrt_rn();
         for h in 0..(16 / W) {
             if inside[h] {
                 let mut out = gamma.load_vec::<W>(col[h]);
