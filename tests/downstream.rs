@@ -1,6 +1,6 @@
 //! Builds `tests/downstream` (a crate that depends on ptxkit by path, as a user's does) with
-//! `--features sm_89,sm_121`, then checks that exactly those two targets are embedded and that
-//! ptxas accepts every embedded module for its target.
+//! `--features sm_89,sm_121`, then checks that exactly those two targets are embedded, in its own
+//! kernels and in the op library's, and that ptxas accepts every embedded module for its target.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -63,6 +63,16 @@ fn a_downstream_crate_embeds_exactly_its_enabled_targets_and_ptxas_accepts_them(
 
     let targets = run(Command::new(&bin).arg("targets"));
     assert_eq!(targets.lines().collect::<Vec<_>>(), ["sm_89", "sm_121"]);
+
+    // The op library's #[kernel] instances follow the crate's features too, with a cubin
+    // for each enabled target where ptxas was found.
+    let library = run(Command::new(&bin).arg("library-targets"));
+    let want: &[&str] = if ptxas.is_some() {
+        &["sm_89", "sm_121", "cubin sm_89", "cubin sm_121"]
+    } else {
+        &["sm_89", "sm_121"]
+    };
+    assert_eq!(library.lines().collect::<Vec<_>>(), want);
 
     let dump = std::env::temp_dir().join(format!("ptxkit-downstream-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dump);

@@ -50,6 +50,16 @@ impl OpKernel {
         out
     }
 
+    /// A `#[kernel]` instance's artifacts as built with the crate (PTX for the enabled
+    /// targets, cubins where ptxas was found); `None` for a kernel still written with the
+    /// builder, which emits at first use.
+    pub fn built_in(&self) -> Option<&'static KernelArtifacts> {
+        match self.source {
+            Source::Language(a) => Some(a),
+            Source::Builder(_) => None,
+        }
+    }
+
     /// The kernel's IR.
     pub fn kernel(&self) -> Kernel {
         match self.source {

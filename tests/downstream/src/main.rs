@@ -1,6 +1,8 @@
 //! `downstream targets` prints the targets embedded in this build, one per line;
 //! `downstream dump DIR` writes every embedded module to `DIR/<entry>@<target>.ptx`;
-//! `downstream launch cuda|emulator` runs `saxpy` through its typed launcher and checks it.
+//! `downstream launch cuda|emulator` runs `saxpy` through its typed launcher and checks it;
+//! `downstream library-targets` prints, for the op library's `#[kernel]` instances, the targets
+//! with embedded PTX and then those with embedded cubins (`cubin sm_89`), one per line.
 
 mod kernels;
 
@@ -22,6 +24,24 @@ fn main() -> std::io::Result<()> {
             targets.dedup();
             for t in targets {
                 println!("{t}");
+            }
+        }
+        Some("library-targets") => {
+            let built: Vec<&KernelArtifacts> = ptxkit::kernels::all_kernels()
+                .into_iter()
+                .filter_map(|k| k.built_in())
+                .collect();
+            let mut ptx: Vec<_> = built.iter().flat_map(|k| k.embedded_targets()).collect();
+            ptx.sort();
+            ptx.dedup();
+            for t in ptx {
+                println!("{t}");
+            }
+            // A target counts for cubins only where every instance has one.
+            for t in ptxkit::dsl::Target::ALL {
+                if !built.is_empty() && built.iter().all(|k| k.cubin_for(t).is_some()) {
+                    println!("cubin {t}");
+                }
             }
         }
         Some("dump") => {
@@ -52,7 +72,9 @@ fn main() -> std::io::Result<()> {
                 std::process::exit(1);
             }
         }
-        _ => eprintln!("usage: downstream targets | downstream dump DIR | downstream launch cuda|emulator"),
+        _ => eprintln!(
+            "usage: downstream targets | downstream dump DIR | downstream launch cuda|emulator"
+        ),
     }
     Ok(())
 }
@@ -65,7 +87,14 @@ fn launch_saxpy(device: &Device) -> Result<(), Box<dyn std::error::Error>> {
     let stream = device.stream()?;
     let xd = Buffer::from_host(&stream, &x)?;
     let mut yd = Buffer::from_host(&stream, &y)?;
-    kernels::saxpy(&stream, LaunchConfig::for_elements(n, 256), 3.0, &xd, &mut yd, n)?;
+    kernels::saxpy(
+        &stream,
+        LaunchConfig::for_elements(n, 256),
+        3.0,
+        &xd,
+        &mut yd,
+        n,
+    )?;
     let out = yd.to_host(&stream)?;
     let wrong = (0..n as usize)
         .filter(|&i| out[i] != 3.0f32.mul_add(x[i], y[i]) && out[i] != 3.0 * x[i] + y[i])
