@@ -53,6 +53,41 @@ pub(crate) fn memory_type(t: ScalarType) -> ScalarType {
     }
 }
 
+/// Refuses an integer literal (or constant arithmetic on literals) that `t` cannot hold, as
+/// rustc does: `let big: u32 = 5000000000;` and `let m: u32 = -1;` are errors, not wrapped.
+pub(crate) fn literal_fits(v: i64, t: ScalarType, span: crate::diag::SpanRange) -> DResult<()> {
+    let (lo, hi): (i64, i64) = match t {
+        ScalarType::U8 => (0, u8::MAX as i64),
+        ScalarType::U16 => (0, u16::MAX as i64),
+        ScalarType::U32 => (0, u32::MAX as i64),
+        ScalarType::U64 => (0, i64::MAX),
+        ScalarType::S8 => (i8::MIN as i64, i8::MAX as i64),
+        ScalarType::S16 => (i16::MIN as i64, i16::MAX as i64),
+        ScalarType::S32 => (i32::MIN as i64, i32::MAX as i64),
+        _ => return Ok(()),
+    };
+    if v < 0 && lo == 0 {
+        return err(
+            span,
+            format!(
+                "`{v}` is negative, but `{}` is unsigned: use a signed type, or `{}::MAX` for all ones",
+                rust_name(t),
+                rust_name(t)
+            ),
+        );
+    }
+    if v < lo || v > hi {
+        return err(
+            span,
+            format!(
+                "literal out of range for `{}`: `{v}` is outside {lo}..={hi}",
+                rust_name(t)
+            ),
+        );
+    }
+    Ok(())
+}
+
 pub(crate) fn wrap_int(v: i64, t: ScalarType) -> i64 {
     match t {
         ScalarType::U32 => v as u32 as i64,
@@ -361,10 +396,13 @@ impl Lowerer<'_> {
                     op: Operand::Imm(Imm::Int(i)),
                     ty: ScalarType::S32,
                 }),
-                Some(t) if is_int(t) => Ok(Scalar {
-                    op: Operand::Imm(Imm::Int(wrap_int(i, t))),
-                    ty: t,
-                }),
+                Some(t) if is_int(t) => {
+                    literal_fits(i, t, span)?;
+                    Ok(Scalar {
+                        op: Operand::Imm(Imm::Int(wrap_int(i, t))),
+                        ty: t,
+                    })
+                }
                 Some(t) if is_float(t) => err(
                     span,
                     format!(
