@@ -30,8 +30,11 @@ pub struct ModuleInfo {
 /// Whether a cache miss may load a module.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Miss {
+    /// A launch: loads unless sealed (then `KernelNotPrewarmed`).
     Load,
-    /// Sealed, or capturing a graph: a miss is `KernelNotPrewarmed`.
+    /// A pre-warm: loads unless sealed (then `PrewarmAfterSeal`).
+    Prewarm,
+    /// Capturing a graph: a miss is `KernelNotPrewarmed`.
     Refuse,
 }
 
@@ -108,6 +111,12 @@ impl<M: Clone, K> ModuleCache<M, K> {
         }
         let module = match state.modules.get(&selected.key) {
             Some(module) => module.clone(),
+            None if miss == Miss::Prewarm && state.sealed => {
+                return Err(Error::PrewarmAfterSeal {
+                    kernel: entry.to_string(),
+                    target: selected.target,
+                })
+            }
             None if miss == Miss::Refuse || state.sealed => {
                 return Err(Error::KernelNotPrewarmed {
                     kernel: entry.to_string(),

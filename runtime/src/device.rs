@@ -176,7 +176,7 @@ impl Device {
     pub fn prewarm(&self, kernels: &[&'static KernelArtifacts]) -> Result<Vec<ModuleInfo>> {
         kernels
             .iter()
-            .map(|artifacts| Ok(self.kernel(artifacts, Miss::Load)?.info()))
+            .map(|artifacts| Ok(self.kernel(artifacts, Miss::Prewarm)?.info()))
             .collect()
     }
 

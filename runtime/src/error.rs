@@ -53,6 +53,8 @@ pub enum Error {
     EntryNotFound { kernel: String },
     #[error("kernel `{kernel}` for {target} was not pre-warmed, and the runtime is sealed (or capturing a graph), so it will not compile it now: add it to `Device::prewarm` before `seal()`")]
     KernelNotPrewarmed { kernel: String, target: Target },
+    #[error("cannot pre-warm kernel `{kernel}` for {target}: the runtime is already sealed, so nothing loads any more; pre-warm every kernel the program needs before calling `seal()`")]
+    PrewarmAfterSeal { kernel: String, target: Target },
     #[error("kernel `{kernel}` has no instance {requested}; it was built for {available}: add it to the kernel's `instances(...)`, or pick one of those")]
     NoInstance {
         kernel: &'static str,

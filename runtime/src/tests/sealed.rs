@@ -97,3 +97,19 @@ fn a_copy_of_the_artifacts_at_another_address_hits_the_prewarmed_module() {
         .launch(twin, LaunchConfig::linear(1, 4), &args)
         .unwrap();
 }
+
+#[test]
+fn prewarm_after_seal_says_the_runtime_is_sealed_and_loads_nothing() {
+    let (device, _) = counting_device();
+    let add = artifacts_with(&[(Target::Sm80, VECTOR_ADD_SM80)], &[], None);
+    device.seal();
+    let err = device.prewarm(&[add]).unwrap_err();
+    match &err {
+        Error::PrewarmAfterSeal { kernel, target } => {
+            assert_eq!((kernel.as_str(), *target), ("vector_add", Target::Sm80));
+        }
+        e => panic!("expected PrewarmAfterSeal, got {e}"),
+    }
+    assert!(err.to_string().contains("already sealed"), "{err}");
+    assert!(device.loaded_modules().is_empty());
+}
