@@ -2,7 +2,7 @@
 
 use super::{max_rel_error, SampleResult, Scale, SeededRng};
 use kernel_dsl::{samples as dsl_samples, KernelArtifacts};
-use kernel_runtime::{Bf16, Buffer, DeviceKind, Error, KernelArg, LaunchConfig, Stream};
+use kernel_runtime::{Bf16, Buffer, Device, DeviceKind, Error, KernelArg, LaunchConfig, Stream};
 use std::sync::OnceLock;
 
 pub type Check = fn(&Stream, Scale, &mut SeededRng) -> Result<SampleResult, Error>;
@@ -238,23 +238,27 @@ pub fn wgmma_bf16_64x8x16(
 ) -> Result<SampleResult, Error> {
     let shape = "64x8x16".to_string();
     let device = stream.device();
-    if device.props().kind == DeviceKind::Emulator
-        || device.target().arch_specific_variant() != Some(kernel_dsl::Target::Sm90a)
-    {
-        let why = if device.props().kind == DeviceKind::Emulator {
-            "wgmma is not emulated".to_string()
-        } else {
-            format!("wgmma needs sm_90a; this device is {}", device.target())
-        };
+    // The emulator runs wgmma, but only for a module built for sm_90a, so it checks the
+    // sample on an sm_90a emulator of its own; a GPU must have sm_90a itself.
+    let emulated;
+    let stream = if device.props().kind == DeviceKind::Emulator {
+        emulated = Device::emulator_for(kernel_dsl::Target::Sm90a).stream()?;
+        &emulated
+    } else if device.target().arch_specific_variant() != Some(kernel_dsl::Target::Sm90a) {
         return Ok(SampleResult {
             kernel: "wgmma_bf16_64x8x16",
             shape,
             max_rel_error: 0.0,
             tolerance: 0.0,
-            skipped: Some(why),
+            skipped: Some(format!(
+                "wgmma needs sm_90a; this device is {}",
+                device.target()
+            )),
             millis: 0.0,
         });
-    }
+    } else {
+        stream
+    };
     let (a, a64) = bf16_matrix(rng, 64 * 16);
     let (bt, bt64) = bf16_matrix(rng, 8 * 16);
     let da = Buffer::from_host(stream, &a)?;
