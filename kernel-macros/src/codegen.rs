@@ -102,7 +102,8 @@ fn artifacts(
     let doc = format!("Artifacts of the kernel `{entry}`: metadata, PTX for each enabled target, cubins where ptxas was found, and its IR.");
     quote! {
         #[doc = #doc]
-        #[allow(non_upper_case_globals)]
+        // A crate declares only the `sm_*` features it uses; the others' cfgs are expected.
+        #[allow(non_upper_case_globals, unexpected_cfgs)]
         #vis static #static_name: #dsl::KernelArtifacts = #dsl::KernelArtifacts {
             meta: #dsl::KernelMeta {
                 entry: ::std::borrow::Cow::Borrowed(#entry),
