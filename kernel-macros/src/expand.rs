@@ -49,19 +49,23 @@ pub fn op_method_name(ty: &str, method: &str) -> String {
     format!("{ty}__{method}")
 }
 
+/// The crate path of `#[device(attr)]`, which takes `crate = path` and nothing else; `at` is
+/// where a kernel argument is reported.
+fn device_crate(attr: TokenStream, at: crate::diag::SpanRange) -> DResult<TokenStream> {
+    let a = attr::parse(attr)?;
+    if a.has_kernel_arguments() {
+        return Err(Diag::new(at, "`#[device]` takes only `crate = path`"));
+    }
+    Ok(a.krate())
+}
+
 /// `#[device(attr)] impl Trait for Type { fn … }`: each method becomes a device function named
 /// [`op_method_name`], fetched by kernels whose op type parameter stands for `Type`; on the
 /// host the impl keeps its signatures with bodies that never run.
 fn device_impl(attr: TokenStream, imp: syn::ItemImpl) -> TokenStream {
-    let krate = match attr::parse(attr) {
-        Ok(a) if !a.has_kernel_arguments() => a.krate(),
-        _ => {
-            return Diag::new(
-                crate::diag::range(&imp.self_ty),
-                "`#[device]` takes only `crate = path`",
-            )
-            .to_compile_error()
-        }
+    let krate = match device_crate(attr, crate::diag::range(&imp.self_ty)) {
+        Ok(k) => k,
+        Err(d) => return d.to_compile_error(),
     };
     let syn::Type::Path(tp) = &*imp.self_ty else {
         return Diag::new(
@@ -118,15 +122,8 @@ pub fn device(attr: TokenStream, item: TokenStream) -> TokenStream {
         Ok(f) => f,
         Err(e) => return e.to_compile_error(),
     };
-    let krate = match attr::parse(attr) {
-        Ok(a) if !a.has_kernel_arguments() => a.krate(),
-        Ok(_) => {
-            return Diag::new(
-                func.sig.ident.span(),
-                "`#[device]` takes only `crate = path`",
-            )
-            .to_compile_error()
-        }
+    let krate = match device_crate(attr, func.sig.ident.span().into()) {
+        Ok(k) => k,
         Err(d) => return d.to_compile_error(),
     };
     let name = &func.sig.ident;
