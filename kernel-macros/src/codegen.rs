@@ -4,11 +4,11 @@
 
 use crate::attr::KernelAttr;
 use crate::diag::{err, DResult};
-use crate::dsl_type::{host_scalar, variant_tokens, ParamTy};
+use crate::dsl_type::{host_scalar, variant_tokens};
 use crate::lower::Lowered;
 use crate::targets::{self, Emitted};
 use kernel_dsl::ir::{ParamType, PerfDirectives};
-use kernel_dsl::{BlockContract, ScalarType};
+use kernel_dsl::BlockContract;
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
@@ -146,45 +146,9 @@ fn launcher(
         if p.name == "stream" || p.name == "cfg" {
             return err(pt.pat.span(), format!("the launcher takes `stream` and `cfg` first, so a kernel parameter cannot be named `{}`: rename it", p.name));
         }
-        let is_bool = matches!(&*pt.ty, syn::Type::Path(tp) if tp.path.is_ident("bool"));
-        let kind = match p.ty {
-            ParamType::Scalar(_) if is_bool => ParamTy::Scalar(ScalarType::Pred),
-            ParamType::Scalar(t) => ParamTy::Scalar(t),
-            ParamType::GlobalPtr { elem, mutable } => ParamTy::Slice { elem, mutable },
-            ParamType::TensorMap => {
-                return err(
-                    pt.ty.span(),
-                    "a `#[kernel]` parameter cannot be a tensor map: write the kernel with the builder (`KernelBuilder::param_tensor_map`)",
-                )
-            }
-        };
-        match kind {
-            ParamTy::Scalar(ScalarType::Pred) => {
-                args.push(quote_spanned!(pt.ty.span()=> #ident: bool));
-                conv.push(quote!(#rt::KernelArg::from(#ident as u32)));
-            }
-            ParamTy::Scalar(t) => {
-                let ty = host_scalar(t, rt);
-                args.push(quote_spanned!(pt.ty.span()=> #ident: #ty));
-                conv.push(quote!(#rt::KernelArg::from(#ident)));
-            }
-            ParamTy::Slice {
-                elem,
-                mutable: false,
-            } => {
-                let ty = host_scalar(elem, rt);
-                args.push(quote_spanned!(pt.ty.span()=> #ident: &#rt::Buffer<#ty>));
-                conv.push(quote!(#rt::KernelArg::from(#ident)));
-            }
-            ParamTy::Slice {
-                elem,
-                mutable: true,
-            } => {
-                let ty = host_scalar(elem, rt);
-                args.push(quote_spanned!(pt.ty.span()=> #ident: &mut #rt::Buffer<#ty>));
-                conv.push(quote!(#rt::KernelArg::from(&mut *#ident)));
-            }
-        }
+        let (arg, to_arg) = host_param(pt, &ident, p.ty, rt)?;
+        args.push(arg);
+        conv.push(to_arg);
     }
     let summary = format!("Launches `{}` on `stream` with the launch shape `cfg`; arguments are checked against the kernel's metadata before the driver sees them.", b.entry);
     let _ = Span::call_site();
@@ -199,6 +163,52 @@ fn launcher(
             #(#args),*
         ) -> ::core::result::Result<(), #rt::Error> {
             stream.launch(&#static_name, cfg, &[#(#conv),*])
+        }
+    })
+}
+
+/// A launcher's argument for one kernel parameter of a concrete type, and the expression that
+/// turns it into a `KernelArg`: `bool` and scalars by value, `&[T]` as `&Buffer<T>`, `&mut [T]`
+/// as `&mut Buffer<T>`.
+pub(crate) fn host_param(
+    pt: &syn::PatType,
+    ident: &syn::Ident,
+    ty: ParamType,
+    rt: &TokenStream,
+) -> DResult<(TokenStream, TokenStream)> {
+    let is_bool = matches!(&*pt.ty, syn::Type::Path(tp) if tp.path.is_ident("bool"));
+    let span = pt.ty.span();
+    Ok(match ty {
+        ParamType::Scalar(_) if is_bool => (
+            quote_spanned!(span=> #ident: bool),
+            quote!(#rt::KernelArg::from(#ident as u32)),
+        ),
+        ParamType::Scalar(t) => {
+            let t = host_scalar(t, rt);
+            (
+                quote_spanned!(span=> #ident: #t),
+                quote!(#rt::KernelArg::from(#ident)),
+            )
+        }
+        ParamType::GlobalPtr { elem, mutable } => {
+            let t = host_scalar(elem, rt);
+            if mutable {
+                (
+                    quote_spanned!(span=> #ident: &mut #rt::Buffer<#t>),
+                    quote!(#rt::KernelArg::from(&mut *#ident)),
+                )
+            } else {
+                (
+                    quote_spanned!(span=> #ident: &#rt::Buffer<#t>),
+                    quote!(#rt::KernelArg::from(#ident)),
+                )
+            }
+        }
+        ParamType::TensorMap => {
+            return err(
+                span,
+                "a `#[kernel]` parameter cannot be a tensor map: write the kernel with the builder (`KernelBuilder::param_tensor_map`)",
+            )
         }
     })
 }

@@ -5,8 +5,7 @@
 
 use crate::codegen::Built;
 use crate::diag::{err, DResult};
-use crate::dsl_type::{host_scalar, rust_name, variant_tokens};
-use kernel_dsl::ir::ParamType;
+use crate::dsl_type::{rust_name, variant_tokens};
 use kernel_dsl::ScalarType;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
@@ -105,34 +104,9 @@ pub fn generic_launcher(
             conv.push(quote!(#rt::KernelArg::Scalar(<#t as #rt::DeviceElem>::to_scalar(#ident))));
             continue;
         }
-        match p.ty {
-            ParamType::Scalar(_) if matches!(&*pt.ty, syn::Type::Path(tp) if tp.path.is_ident("bool")) =>
-            {
-                args.push(quote_spanned!(pt.ty.span()=> #ident: bool));
-                conv.push(quote!(#rt::KernelArg::from(#ident as u32)));
-            }
-            ParamType::Scalar(t) => {
-                let ty = host_scalar(t, rt);
-                args.push(quote_spanned!(pt.ty.span()=> #ident: #ty));
-                conv.push(quote!(#rt::KernelArg::from(#ident)));
-            }
-            ParamType::GlobalPtr { elem, mutable } => {
-                let ty = host_scalar(elem, rt);
-                if mutable {
-                    args.push(quote_spanned!(pt.ty.span()=> #ident: &mut #rt::Buffer<#ty>));
-                    conv.push(quote!(#rt::KernelArg::from(&mut *#ident)));
-                } else {
-                    args.push(quote_spanned!(pt.ty.span()=> #ident: &#rt::Buffer<#ty>));
-                    conv.push(quote!(#rt::KernelArg::from(#ident)));
-                }
-            }
-            ParamType::TensorMap => {
-                return err(
-                    pt.ty.span(),
-                    "a `#[kernel]` parameter cannot be a tensor map",
-                )
-            }
-        }
+        let (arg, to_arg) = crate::codegen::host_param(pt, &ident, p.ty, rt)?;
+        args.push(arg);
+        conv.push(to_arg);
     }
     // One test per instance: every generic parameter equals what the instance was built for.
     let mut arms = Vec::new();
