@@ -12,6 +12,9 @@ mod codegen;
 mod error;
 mod lang;
 mod op_kernel;
+// `#[device]` row helpers, before the op modules whose kernels call them.
+#[macro_use]
+mod row_group;
 #[allow(dead_code)]
 mod rowwise;
 mod storage;

@@ -8,8 +8,8 @@ use kernels::cast::Element;
 use kernels::softmax::{reference, softmax, softmax_backward, Mask};
 use kernels::Error;
 
-/// Warp rows, CTA rows held in registers (up to 8192 f32 or 16384 bf16 elements, the widest
-/// held exactly), and wider rows that stream.
+/// Warp rows, CTA rows held in registers (up to 16384 elements, the widest held exactly), and
+/// wider rows that stream, in vectors and one element at a time.
 const SHAPES: &[(usize, usize)] = &[
     (1, 1),
     (3, 7),
@@ -19,7 +19,9 @@ const SHAPES: &[(usize, usize)] = &[
     (2, 1024),
     (2, 8192),
     (4, 8196),
+    (1, 16384),
     (1, 16392),
+    (1, 16387),
 ];
 
 fn forward_matches_reference<T: Element>(mask_queries: Option<usize>, scale: f32) {

@@ -5,11 +5,11 @@
 
 use super::partials::{MAX_PARTS, SUM_COLS, SUM_THREADS};
 use super::rms::spec_of;
-use super::shape::RowProblem;
 use super::{COLUMN_SUM, LAYER_BACKWARD, RMS_BACKWARD};
 use crate::cast::Element;
 use crate::codegen::rows::BACKWARD_HELD_ELEMS;
 use crate::error::check_workspace;
+use crate::rowwise::problem::RowProblem;
 use crate::{Error, Storage};
 use kernel_runtime::{Buffer, BufferView, BufferViewMut, KernelArg, LaunchConfig, Stream};
 

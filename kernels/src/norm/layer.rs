@@ -1,11 +1,11 @@
 //! The LayerNorm forward op.
 
 use super::layer_kernel;
-use super::rms::{instance_of, spec_of};
-use super::shape::RowProblem;
+use super::rms::spec_of;
 use super::LAYER_FORWARD;
 use crate::cast::Element;
 use crate::codegen::rows::HELD_ELEMS;
+use crate::rowwise::problem::RowProblem;
 use crate::Error;
 use kernel_runtime::{Buffer, KernelArg, Stream};
 
@@ -40,7 +40,7 @@ pub fn layer_norm<T: Element>(
         return Ok(());
     };
     // Unlike RMSNorm, 1024-thread blocks are slower here: at 40 registers one fits an SM.
-    let (w, cta) = instance_of::<T>(&p);
+    let (w, cta) = p.instance(T::STORAGE);
     layer_kernel::layer_norm(
         stream,
         p.launch.cfg,

@@ -9,8 +9,6 @@
 
 mod backward;
 // The `#[device]` helpers come first: the kernels after them call them.
-#[macro_use]
-mod group_sum;
 mod layer;
 mod layer_backward;
 mod layer_forward;
@@ -23,7 +21,6 @@ mod rms_backward;
 mod rms_forward;
 mod rms_kernel;
 mod row_io;
-mod shape;
 mod spec;
 
 pub use backward::{

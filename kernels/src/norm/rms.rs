@@ -1,10 +1,10 @@
 //! The RMSNorm forward ops: plain, fused with a residual add, and per attention head.
 
-use super::shape::RowProblem;
 use super::spec::RowSpec;
 use super::{rms_kernel, ADD_RMS_FORWARD};
 use crate::cast::Element;
-use crate::codegen::rows::{Group, HELD_ELEMS};
+use crate::codegen::rows::HELD_ELEMS;
+use crate::rowwise::problem::RowProblem;
 use crate::{check_len, Error};
 use kernel_runtime::{Buffer, KernelArg, Stream};
 
@@ -43,7 +43,7 @@ pub fn rms_norm<T: Element>(
     // The #[kernel] form stays within 64 registers, so a block of 1024 threads holds rows of
     // up to 16384 elements in registers.
     let p = p.with_row_threads(T::STORAGE, HELD_ELEMS, 1024);
-    let (w, cta) = instance_of::<T>(&p);
+    let (w, cta) = p.instance(T::STORAGE);
     rms_kernel::rms_norm(
         stream,
         p.launch.cfg,
@@ -57,13 +57,6 @@ pub fn rms_norm<T: Element>(
         eps,
     )?;
     Ok(())
-}
-
-/// The `#[kernel]` instance for a planned problem: the access width `W` (one element, or 16
-/// bytes) and whether a block owns each row.
-pub(crate) fn instance_of<T: Element>(p: &RowProblem) -> (u32, u32) {
-    let w = p.access.width(T::STORAGE);
-    (w, (p.group() == Group::Block) as u32)
 }
 
 /// Residual add fused with RMSNorm: `sum = x + residual` (stored as `T`), then
@@ -103,7 +96,7 @@ pub fn add_rms_norm<T: Element>(
         return Ok(());
     };
     let p = p.with_row_threads(T::STORAGE, HELD_ELEMS, 1024);
-    let (w, cta) = instance_of::<T>(&p);
+    let (w, cta) = p.instance(T::STORAGE);
     rms_kernel::add_rms_norm(
         stream,
         p.launch.cfg,

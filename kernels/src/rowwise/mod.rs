@@ -1,12 +1,13 @@
-//! Builder conveniences of the row-wise ops (softmax, cross-entropy, argmax): their
+//! The row-wise ops' host-side launch planning (`problem`, for the `#[kernel]` row kernels),
+//! and the builder conveniences of those not yet ported (cross-entropy, argmax): their
 //! compile-time specializations, chunk index arithmetic, max and arg-max reductions over a
-//! row's group of threads, and host-side launch planning. Sums, tensors and the row loop come
-//! from `codegen`.
+//! row's group of threads. Sums, tensors and the row loop come from `codegen`.
 
 pub(crate) mod bits;
 pub(crate) mod index;
 pub(crate) mod moves;
 pub(crate) mod online;
+pub(crate) mod problem;
 pub(crate) mod reduce;
 pub(crate) mod shape;
 pub(crate) mod spec;

@@ -1,10 +1,40 @@
 //! The softmax ops: shape checks, then one launch.
 
-use super::{Mask, BACKWARD, FORWARD, STREAMING};
+use super::{backward, forward, Mask, BACKWARD, FORWARD, STREAMING};
 use crate::cast::Element;
+use crate::codegen::rows::HELD_ELEMS;
+use crate::rowwise::problem::RowProblem;
 use crate::rowwise::shape::RowPlan;
 use crate::Error;
 use kernel_runtime::{Buffer, KernelArg, Stream};
+
+/// The most threads a block-per-row softmax launch takes: the forward held-row kernel stays
+/// within 64 registers (`tests/row_ptxas.rs`); the streaming one, which also keeps a pass of
+/// loads in flight, and the backward, which holds two inputs, within 128.
+const HELD_ROW_THREADS: u32 = 1024;
+const STREAMED_ROW_THREADS: u32 = 512;
+const BACKWARD_ROW_THREADS: u32 = 512;
+
+/// The planned problem, with block sizes for the kernel that runs it, and whether that kernel
+/// is the streaming one.
+fn plan<T: Element>(
+    op: &'static str,
+    rows: usize,
+    cols: usize,
+) -> Result<(RowProblem, bool), Error> {
+    let p = RowProblem::new(op, T::STORAGE, rows, cols, None, HELD_ELEMS)?.with_row_threads(
+        T::STORAGE,
+        HELD_ELEMS,
+        HELD_ROW_THREADS,
+    );
+    if p.holds_rows(T::STORAGE, HELD_ELEMS) {
+        return Ok((p, false));
+    }
+    Ok((
+        p.with_row_threads(T::STORAGE, HELD_ELEMS, STREAMED_ROW_THREADS),
+        true,
+    ))
+}
 
 /// `y = softmax(scale · x)` over each row of a `rows × cols` matrix, computed in f32 and stored
 /// as `T`; entries outside `mask` are 0.
@@ -23,6 +53,61 @@ use kernel_runtime::{Buffer, KernelArg, Stream};
 /// # Ok(()) }
 /// ```
 pub fn softmax<T: Element>(
+    stream: &Stream,
+    x: &Buffer<T>,
+    y: &mut Buffer<T>,
+    rows: usize,
+    cols: usize,
+    scale: f32,
+    mask: Mask,
+) -> Result<(), Error> {
+    const OP: &str = "softmax";
+    let (p, streaming) = plan::<T>(OP, rows, cols)?;
+    p.check_matrix(OP, "x", x.len())?;
+    p.check_matrix(OP, "y", y.len())?;
+    let (queries, offset) = mask.kernel_params(OP, rows, cols)?;
+    if rows == 0 {
+        return Ok(());
+    }
+    let (w, cta) = p.instance(T::STORAGE);
+    let scale_log2 = scale * std::f32::consts::LOG2_E;
+    let (rows, cols) = (p.rows, p.cols);
+    if streaming {
+        forward::softmax_streaming(
+            stream,
+            p.launch.cfg,
+            w,
+            cta,
+            x,
+            y,
+            rows,
+            cols,
+            scale_log2,
+            queries,
+            offset,
+        )?;
+    } else {
+        forward::softmax(
+            stream,
+            p.launch.cfg,
+            w,
+            cta,
+            x,
+            y,
+            rows,
+            cols,
+            scale_log2,
+            queries,
+            offset,
+        )?;
+    }
+    Ok(())
+}
+
+/// The builder-written kernels that [`softmax`] replaces, kept only until the two have been
+/// measured side by side (`bench_softmax`).
+#[doc(hidden)]
+pub fn softmax_builder<T: Element>(
     stream: &Stream,
     x: &Buffer<T>,
     y: &mut Buffer<T>,
@@ -73,6 +158,47 @@ pub fn softmax<T: Element>(
 /// ```
 #[allow(clippy::too_many_arguments)]
 pub fn softmax_backward<T: Element>(
+    stream: &Stream,
+    y: &Buffer<T>,
+    dy: &Buffer<T>,
+    dx: &mut Buffer<T>,
+    rows: usize,
+    cols: usize,
+    scale: f32,
+) -> Result<(), Error> {
+    const OP: &str = "softmax_backward";
+    let p = RowProblem::new(OP, T::STORAGE, rows, cols, None, HELD_ELEMS)?.with_row_threads(
+        T::STORAGE,
+        HELD_ELEMS,
+        BACKWARD_ROW_THREADS,
+    );
+    p.check_matrix(OP, "y", y.len())?;
+    p.check_matrix(OP, "dy", dy.len())?;
+    p.check_matrix(OP, "dx", dx.len())?;
+    if rows == 0 {
+        return Ok(());
+    }
+    let (w, cta) = p.instance(T::STORAGE);
+    backward::softmax_backward(
+        stream,
+        p.launch.cfg,
+        w,
+        cta,
+        y,
+        dy,
+        dx,
+        p.rows,
+        p.cols,
+        scale,
+    )?;
+    Ok(())
+}
+
+/// The builder-written kernel that [`softmax_backward`] replaces, kept only until the two have
+/// been measured side by side (`bench_softmax`).
+#[doc(hidden)]
+#[allow(clippy::too_many_arguments)]
+pub fn softmax_backward_builder<T: Element>(
     stream: &Stream,
     y: &Buffer<T>,
     dy: &Buffer<T>,

@@ -1,5 +1,5 @@
-//! `#[device]` helpers shared by the `#[kernel]` row norms: where a thread's row group starts,
-//! and sums over that group. A group is a warp (`CTA = 0`, several rows per block) or the whole
+//! `#[device]` helpers shared by the `#[kernel]` row-wise kernels (norms, softmax): where a
+//! thread's row group starts, and sums and maxima over that group. A group is a warp (`CTA = 0`, several rows per block) or the whole
 //! block (`CTA = 1`, one row per block); the helpers read the calling kernel's `CTA`.
 
 use kernel_macros::device;
@@ -12,6 +12,16 @@ pub(crate) fn warp_sum(v: f32) -> f32 {
         s += shfl_xor(s, d);
     }
     s
+}
+
+/// Butterfly maximum over the warp: every lane ends with it.
+#[device(crate = crate::lang)]
+pub(crate) fn warp_max(v: f32) -> f32 {
+    let mut m = v;
+    for d in [16, 8, 4, 2, 1] {
+        m = max(m, shfl_xor(m, d));
+    }
+    m
 }
 
 /// `[lane, group, first row, row step]`: this thread's index in its group, the group's
@@ -49,4 +59,37 @@ pub(crate) fn group_sum(v: f32, lane: u32, group: u32) -> f32 {
         sync_threads();
     }
     s
+}
+
+/// The maximum of `v` over the group, in every thread of it; the same contract as
+/// [`group_sum`].
+#[device(crate = crate::lang)]
+pub(crate) fn group_max(v: f32, lane: u32, group: u32) -> f32 {
+    let mut m = warp_max(v);
+    if CTA == 1 {
+        let partial = shared_array::<f32, 32>();
+        if lane % 32 == 0 {
+            partial[lane / 32] = m;
+        }
+        sync_threads();
+        let w = lane % 32;
+        m = warp_max(if w < group / 32 {
+            partial[w]
+        } else {
+            f32::NEG_INFINITY
+        });
+        sync_threads();
+    }
+    m
+}
+
+/// `m`, or 0 where it is −∞ (a row whose every entry is masked), so that `t − m` stays a
+/// number.
+#[device(crate = crate::lang)]
+pub(crate) fn finite_or_zero(m: f32) -> f32 {
+    if m == f32::NEG_INFINITY {
+        0.0
+    } else {
+        m
+    }
 }

@@ -103,4 +103,23 @@ impl RowProblem {
     pub(crate) fn group(&self) -> Group {
         self.launch.group
     }
+
+    /// The `#[kernel]` instance that runs this problem: the access width `W` (one element, or
+    /// 16 bytes) and `CTA` (1 where a block owns each row).
+    pub(crate) fn instance(&self, storage: Storage) -> (u32, u32) {
+        (
+            self.access.width(storage),
+            (self.group() == Group::Block) as u32,
+        )
+    }
+
+    /// Whether each row's group holds all of it in registers, `held_elems` a thread.
+    pub(crate) fn holds_rows(&self, storage: Storage, held_elems: u32) -> bool {
+        let nchunks = self.cols / self.access.width(storage);
+        let threads = match self.group() {
+            Group::Warp => 32,
+            Group::Block => self.launch.cfg.block[0],
+        };
+        nchunks as u64 <= threads as u64 * held_chunks_of(storage, self.access, held_elems) as u64
+    }
 }
