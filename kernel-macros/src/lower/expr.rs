@@ -479,8 +479,8 @@ impl Lowerer<'_> {
         }
         let cond = self.materialize(&cond);
         if i.then_branch.stmts.len() == 1
-            && is_pure_tail(&i.then_branch)
-            && is_pure_else(else_branch)
+            && self.is_pure_tail(&i.then_branch)
+            && self.is_pure_else(else_branch)
         {
             // Both arms are side-effect free: compute both and select.
             let a = self.block_value(&i.then_branch, expected)?;
@@ -672,13 +672,92 @@ fn block_yields(b: &syn::Block) -> bool {
     matches!(b.stmts.last(), Some(syn::Stmt::Expr(e, None)) if !matches!(e, Expr::If(_) | Expr::While(_) | Expr::ForLoop(_) | Expr::Loop(_) | Expr::Assign(_)) || matches!(b.stmts.last(), Some(syn::Stmt::Expr(Expr::If(i), None)) if i.else_branch.is_some()))
 }
 
-fn is_pure_tail(b: &syn::Block) -> bool {
-    matches!(b.stmts.last(), Some(syn::Stmt::Expr(e, None)) if !has_effects(e))
+impl Lowerer<'_> {
+    /// Whether `e` may be evaluated where the program would not have evaluated it: no store,
+    /// no barrier, no memory read (a guarded load must stay guarded). Beyond [`has_effects`],
+    /// this knows the bindings: an element of a register array, and the scalar math
+    /// intrinsics, are pure.
+    fn is_pure(&self, e: &Expr) -> bool {
+        match e {
+            Expr::Lit(_) | Expr::Path(_) => true,
+            Expr::Paren(p) => self.is_pure(&p.expr),
+            Expr::Group(g) => self.is_pure(&g.expr),
+            Expr::Binary(b) => {
+                !is_assign_op(&b.op) && self.is_pure(&b.left) && self.is_pure(&b.right)
+            }
+            Expr::Unary(u) => self.is_pure(&u.expr),
+            Expr::Cast(c) => self.is_pure(&c.expr),
+            Expr::Field(f) => self.is_pure(&f.base),
+            Expr::Index(ix) => self.is_local_array(&ix.expr) && self.is_pure(&ix.index),
+            Expr::Call(c) => {
+                let named = match &*c.func {
+                    Expr::Path(p) => p.path.get_ident().map(|i| i.to_string()),
+                    _ => None,
+                };
+                named.is_some_and(|n| is_pure_intrinsic(&n))
+                    && c.args.iter().all(|a| self.is_pure(a))
+            }
+            Expr::MethodCall(m) => {
+                is_pure_intrinsic(&m.method.to_string())
+                    && self.is_pure(&m.receiver)
+                    && m.args.iter().all(|a| self.is_pure(a))
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether `e` names a register array in scope.
+    fn is_local_array(&self, e: &Expr) -> bool {
+        let Expr::Path(p) = e else { return false };
+        p.path.get_ident().is_some_and(|name| {
+            matches!(self.lookup(&name.to_string()), Some(b) if matches!(b.value, Value::Array { .. }))
+        })
+    }
+
+    fn is_pure_tail(&self, b: &syn::Block) -> bool {
+        matches!(b.stmts.last(), Some(syn::Stmt::Expr(e, None)) if self.is_pure(e))
+    }
+
+    fn is_pure_else(&self, e: &Expr) -> bool {
+        match e {
+            Expr::Block(b) => b.block.stmts.len() == 1 && self.is_pure_tail(&b.block),
+            _ => false,
+        }
+    }
 }
 
-fn is_pure_else(e: &Expr) -> bool {
-    match e {
-        Expr::Block(b) => b.block.stmts.len() == 1 && is_pure_tail(&b.block),
-        _ => false,
-    }
+/// `+=` and the other compound assignments.
+fn is_assign_op(op: &syn::BinOp) -> bool {
+    use syn::BinOp::*;
+    matches!(
+        op,
+        AddAssign(_)
+            | SubAssign(_)
+            | MulAssign(_)
+            | DivAssign(_)
+            | RemAssign(_)
+            | BitXorAssign(_)
+            | BitAndAssign(_)
+            | BitOrAssign(_)
+            | ShlAssign(_)
+            | ShrAssign(_)
+    )
+}
+
+/// The index builtins and the scalar math of the intrinsics table (a chain of instructions
+/// from scalars to a scalar), which read no memory and write nothing.
+fn is_pure_intrinsic(name: &str) -> bool {
+    use kernel_dsl::intrinsics::{find, Lowering, Ty};
+    matches!(
+        name,
+        "thread_idx"
+            | "block_idx"
+            | "block_dim"
+            | "grid_dim"
+            | "lane_id"
+            | "min"
+            | "max"
+            | "mul_add"
+    ) || find(name)
+        .is_some_and(|i| matches!(i.lowering, Lowering::Chain(_)) && !matches!(i.result, Ty::Unit))
 }

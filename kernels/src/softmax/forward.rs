@@ -5,8 +5,8 @@
 //! `r` takes part when `j ≤ r mod queries + offset`; chunks wholly past that limit are not read
 //! (a causal mask skips about half the scores).
 //!
-//! `softmax` is for rows its group holds in registers (16 elements a thread): the row is read
-//! once and written once. `softmax_streaming` takes wider rows: each thread folds its chunks into
+//! `softmax` is for rows its group holds in registers (16 elements a thread, 32 for
+//! block-owned bf16 rows in 16-byte chunks): the row is read once and written once. `softmax_streaming` takes wider rows: each thread folds its chunks into
 //! a running `(max, sum)` as it reads them, the group combines those, and the chunks not held
 //! are read again, last to first, so the first it meets are the likeliest still in L2.
 
@@ -28,14 +28,17 @@ pub fn softmax<T: Dtype, const W: u32, const CTA: u32>(
     let group = g[1];
     let mut row = g[2];
     let chunks = cols / W;
+    // Chunks held a thread: 16 elements, or 32 where a block owns a row in 16-byte bf16
+    // chunks, so that a wide bf16 row keeps as many bytes in flight as an f32 one.
+    let hold = if W == 8 && CTA == 1 { 4 } else { 16 / W };
     while row < rows {
         let base = row * cols;
         let limit = row % queries + offset;
-        let mut t = [0.0f32; 16];
-        let mut col = [0u32; 16 / W];
-        let mut inside = [false; 16 / W];
+        let mut t = [0.0f32; hold * W];
+        let mut col = [0u32; hold];
+        let mut inside = [false; hold];
         let mut m = f32::NEG_INFINITY;
-        for h in 0..(16 / W) {
+        for h in 0..hold {
             let c = h * group + lane;
             col[h] = c * W;
             inside[h] = c < chunks;
@@ -51,12 +54,12 @@ pub fn softmax<T: Dtype, const W: u32, const CTA: u32>(
         }
         let top = finite_or_zero(group_max(m, lane, group));
         let mut s = 0.0f32;
-        for i in 0..16 {
+        for i in 0..(hold * W) {
             t[i] = (t[i] - top).ex2_approx_ftz();
             s += t[i];
         }
         let inv = 1.0 / group_sum(s, lane, group);
-        for h in 0..(16 / W) {
+        for h in 0..hold {
             if inside[h] {
                 let mut out = [0.0 as T; W];
                 for k in 0..W {

@@ -2,32 +2,44 @@
 
 use super::{backward, forward, Mask, BACKWARD, FORWARD, STREAMING};
 use crate::cast::Element;
-use crate::codegen::rows::HELD_ELEMS;
+use crate::codegen::rows::{Group, HELD_ELEMS};
+use crate::codegen::tensor::Access;
 use crate::rowwise::problem::RowProblem;
 use crate::rowwise::shape::RowPlan;
-use crate::Error;
+use crate::{Error, Storage};
 use kernel_runtime::{Buffer, KernelArg, Stream};
 
 /// The most threads a block-per-row softmax launch takes: the forward held-row kernel stays
-/// within 64 registers (`tests/row_ptxas.rs`); the streaming one, which also keeps a pass of
-/// loads in flight, and the backward, which holds two inputs, within 128.
+/// within 64 registers holding 16 elements a thread, within 128 holding 32 (bf16 in 16-byte
+/// chunks); the streaming one, which also keeps a pass of loads in flight, and the backward,
+/// which holds two inputs, within 128 (`tests/row_ptxas.rs` checks each).
 const HELD_ROW_THREADS: u32 = 1024;
+const WIDE_HELD_ROW_THREADS: u32 = 512;
 const STREAMED_ROW_THREADS: u32 = 512;
 const BACKWARD_ROW_THREADS: u32 = 512;
 
 /// The planned problem, with block sizes for the kernel that runs it, and whether that kernel
-/// is the streaming one.
+/// is the streaming one. Each thread of the held-row kernel keeps 16 elements of its row in
+/// registers, or 32 where a block owns a bf16 row in 16-byte chunks, so that a wide bf16 row
+/// keeps as many bytes in flight as an f32 one (narrow rows run more warps instead).
 fn plan<T: Element>(
     op: &'static str,
     rows: usize,
     cols: usize,
 ) -> Result<(RowProblem, bool), Error> {
-    let p = RowProblem::new(op, T::STORAGE, rows, cols, None, HELD_ELEMS)?.with_row_threads(
-        T::STORAGE,
-        HELD_ELEMS,
-        HELD_ROW_THREADS,
-    );
-    if p.holds_rows(T::STORAGE, HELD_ELEMS) {
+    let p = RowProblem::new(op, T::STORAGE, rows, cols, None, HELD_ELEMS)?;
+    let wide = p.with_row_threads(T::STORAGE, 2 * HELD_ELEMS, WIDE_HELD_ROW_THREADS);
+    let wide = Some(wide).filter(|w| {
+        (T::STORAGE, w.access, w.group()) == (Storage::Bf16, Access::Vector, Group::Block)
+    });
+    let (p, held) = match wide {
+        Some(w) => (w, 2 * HELD_ELEMS),
+        None => (
+            p.with_row_threads(T::STORAGE, HELD_ELEMS, HELD_ROW_THREADS),
+            HELD_ELEMS,
+        ),
+    };
+    if p.holds_rows(T::STORAGE, held) {
         return Ok((p, false));
     }
     Ok((

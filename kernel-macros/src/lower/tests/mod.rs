@@ -353,3 +353,4 @@ fn device_helpers_take_arrays_by_value_and_may_return_them() {
 
 mod constants;
 mod narrowing;
+mod selection;
