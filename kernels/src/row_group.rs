@@ -53,8 +53,11 @@ pub(crate) fn group_sum(v: f32, lane: u32, group: u32) -> f32 {
             partial[lane / 32] = s;
         }
         sync_threads();
+        // Every lane reads a slot (32 of them, so always inside) and keeps it only where a
+        // warp wrote one: a select rather than a branch around the read.
         let w = lane % 32;
-        s = warp_sum(if w < group / 32 { partial[w] } else { 0.0 });
+        let p = partial[w];
+        s = warp_sum(if w < group / 32 { p } else { 0.0 });
         // The next call writes `partial` again.
         sync_threads();
     }
@@ -73,11 +76,8 @@ pub(crate) fn group_max(v: f32, lane: u32, group: u32) -> f32 {
         }
         sync_threads();
         let w = lane % 32;
-        m = warp_max(if w < group / 32 {
-            partial[w]
-        } else {
-            f32::NEG_INFINITY
-        });
+        let p = partial[w];
+        m = warp_max(if w < group / 32 { p } else { f32::NEG_INFINITY });
         sync_threads();
     }
     m
