@@ -53,10 +53,10 @@ pub(crate) fn group_sum(v: f32, lane: u32, group: u32) -> f32 {
             partial[lane / 32] = s;
         }
         sync_threads();
-        // Every lane reads a slot (32 of them, so always inside) and keeps it only where a
-        // warp wrote one: a select rather than a branch around the read.
+        // Every lane reads a slot some warp wrote, and keeps it only if it is its own: a
+        // select rather than a branch around the read.
         let w = lane % 32;
-        let p = partial[w];
+        let p = partial[min(w, group / 32 - 1)];
         s = warp_sum(if w < group / 32 { p } else { 0.0 });
         // The next call writes `partial` again.
         sync_threads();
@@ -76,7 +76,7 @@ pub(crate) fn group_max(v: f32, lane: u32, group: u32) -> f32 {
         }
         sync_threads();
         let w = lane % 32;
-        let p = partial[w];
+        let p = partial[min(w, group / 32 - 1)];
         m = warp_max(if w < group / 32 { p } else { f32::NEG_INFINITY });
         sync_threads();
     }
