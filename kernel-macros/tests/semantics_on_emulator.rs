@@ -203,3 +203,34 @@ fn a_let_keeps_its_value_when_what_it_was_read_from_changes() -> Result<(), kern
     assert_eq!(y.to_host(&stream)?, vec![2.0, 100.0, 3.0, 4.0]);
     Ok(())
 }
+
+/// Integer operations by a neutral constant (`W = 1` in `c * W`) are copies: the result is a
+/// value of its own, unchanged when the operand is assigned afterwards.
+#[kernel(crate = crate::common::paths)]
+pub fn identities(xs: &[u32], ys: &mut [u32]) {
+    let a = xs[0];
+    let mut b = a * 1;
+    b += 5;
+    let mut c = 0 + a;
+    c *= 3;
+    let d = a / 1 - 0;
+    let mut m = xs[1];
+    let e = m * 1;
+    m += 1;
+    ys[0] = a;
+    ys[1] = b;
+    ys[2] = c;
+    ys[3] = d;
+    ys[4] = e;
+    ys[5] = m;
+}
+
+#[test]
+fn operations_by_neutral_constants_are_copies() -> Result<(), kernel_runtime::Error> {
+    let stream = Device::emulator().stream()?;
+    let xs = Buffer::from_host(&stream, &[7u32, 40])?;
+    let mut ys = Buffer::from_host(&stream, &[0u32; 6])?;
+    identities(&stream, LaunchConfig::linear(1, 1), &xs, &mut ys)?;
+    assert_eq!(ys.to_host(&stream)?, vec![7, 12, 21, 7, 40, 41]);
+    Ok(())
+}

@@ -195,6 +195,13 @@ impl Lowerer<'_> {
         if is_cmp {
             return self.compare(op, x, y, span);
         }
+        if let Some(same) = integer_identity(op, &x, &y) {
+            // `c * W` or `cols / W` in the `W = 1` instance of a kernel: a copy (which ptxas
+            // removes), never the operand's own register, which a later assignment may change.
+            let d = self.b.reg(ty);
+            self.mov(d, same);
+            return Ok(Value::Scalar(Scalar::reg(d)));
+        }
         let name = op_name(op);
         let inst = self.arith_op(op, ty, span).map_err(|m| {
             Diag::new(
@@ -570,4 +577,21 @@ pub(crate) fn fold_typed(op: BinOp, a: i64, c: i64, ty: ScalarType) -> Option<Sc
         _ => return None,
     };
     Some(scalar(wrap_int(v, ty), ty))
+}
+
+/// `x` where an integer operation by a constant leaves it unchanged (`x + 0`, `0 + x`,
+/// `x − 0`, `x · 1`, `1 · x`, `x / 1`), so that the instances of a const generic that take the
+/// neutral value cost nothing.
+fn integer_identity(op: BinOp, x: &Scalar, y: &Scalar) -> Option<Scalar> {
+    use BinOp::*;
+    if !is_int(x.ty) {
+        return None;
+    }
+    match (op, x.const_int(), y.const_int()) {
+        (Add(_) | AddAssign(_) | Sub(_) | SubAssign(_), _, Some(0)) => Some(x.clone()),
+        (Mul(_) | MulAssign(_) | Div(_) | DivAssign(_), _, Some(1)) => Some(x.clone()),
+        (Add(_) | AddAssign(_), Some(0), _) => Some(y.clone()),
+        (Mul(_) | MulAssign(_), Some(1), _) => Some(y.clone()),
+        _ => None,
+    }
 }
