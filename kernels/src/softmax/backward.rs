@@ -79,14 +79,25 @@ pub fn softmax_backward<T: Dtype, const W: u32, const CTA: u32>(
         while passes > 0 {
             passes -= 1;
             let c0 = first + passes * step;
+            // Every load of the pass is issued before the first store, which the compiler
+            // could not move them above.
+            let mut yo = [0.0f32; 16];
+            let mut go = [0.0f32; 16];
             for h in 0..(16 / W) {
                 let c = c0 + h * group;
                 let yv = y.load_vec_or::<W>(base + c * W, c < chunks, 0.0 as T);
                 let gv = dy.load_vec_or::<W>(base + c * W, c < chunks, 0.0 as T);
+                for k in 0..W {
+                    yo[h * W + k] = yv[k] as f32;
+                    go[h * W + k] = gv[k] as f32;
+                }
+            }
+            for h in 0..(16 / W) {
+                let c = c0 + h * group;
                 if c < chunks {
                     let mut out = [0.0 as T; W];
                     for k in 0..W {
-                        out[k] = ((yv[k] as f32) * ((gv[k] as f32) - total) * scale) as T;
+                        out[k] = (yo[h * W + k] * (go[h * W + k] - total) * scale) as T;
                     }
                     dx.store_vec::<W>(base + c * W, out);
                 }

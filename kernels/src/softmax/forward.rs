@@ -3,7 +3,7 @@
 //!
 //! Work is in base 2: `t = x · scale · log₂e`, `y = 2^(t − M) / Σ 2^(t − M)`. Column `j` of row
 //! `r` takes part when `j ≤ r mod queries + offset`; chunks wholly past that limit are not read
-//! (a causal mask skips about half the scores).
+//! from memory (a causal mask skips about half the scores).
 //!
 //! `softmax` is for rows its group holds in registers (16 elements a thread, 32 for
 //! block-owned bf16 rows in 16-byte chunks): the row is read once and written once. `softmax_streaming` takes wider rows: each thread folds its chunks into
@@ -34,6 +34,9 @@ pub fn softmax<T: Dtype, const W: u32, const CTA: u32>(
     while row < rows {
         let base = row * cols;
         let limit = row % queries + offset;
+        // Loads past the limit read the chunk holding it instead (no memory traffic, and no
+        // predicate per load, of which a thread has few), and the scores are masked after.
+        let last = limit / W * W;
         let mut t = [0.0f32; hold * W];
         let mut col = [0u32; hold];
         let mut inside = [false; hold];
@@ -42,7 +45,7 @@ pub fn softmax<T: Dtype, const W: u32, const CTA: u32>(
             let c = h * group + lane;
             col[h] = c * W;
             inside[h] = c < chunks;
-            let v = x.load_vec_or::<W>(base + col[h], col[h] <= limit, 0.0 as T);
+            let v = x.load_vec::<W>(base + min(col[h], last));
             for k in 0..W {
                 t[h * W + k] = if col[h] + k <= limit {
                     (v[k] as f32) * scale_log2
@@ -93,6 +96,9 @@ pub fn softmax_streaming<T: Dtype, const W: u32, const CTA: u32>(
     while row < rows {
         let base = row * cols;
         let limit = row % queries + offset;
+        // Loads past the limit read the chunk holding it instead (no memory traffic, and no
+        // predicate per load, of which a thread has few), and the scores are masked after.
+        let last = limit / W * W;
         let mut t = [0.0f32; 16];
         let mut col = [0u32; 16 / W];
         let mut inside = [false; 16 / W];
@@ -100,7 +106,7 @@ pub fn softmax_streaming<T: Dtype, const W: u32, const CTA: u32>(
             let c = h * group + lane;
             col[h] = c * W;
             inside[h] = c < chunks;
-            let v = x.load_vec_or::<W>(base + col[h], col[h] <= limit, 0.0 as T);
+            let v = x.load_vec::<W>(base + min(col[h], last));
             for k in 0..W {
                 t[h * W + k] = if col[h] + k <= limit {
                     (v[k] as f32) * scale_log2
@@ -124,7 +130,7 @@ pub fn softmax_streaming<T: Dtype, const W: u32, const CTA: u32>(
             let mut u = [0.0f32; 32];
             for h in 0..(32 / W) {
                 let c = c0 + h * group;
-                let v = x.load_vec_or::<W>(base + c * W, c * W <= limit, 0.0 as T);
+                let v = x.load_vec::<W>(base + min(c * W, last));
                 for k in 0..W {
                     u[h * W + k] = if c * W + k <= limit {
                         (v[k] as f32) * scale_log2
@@ -165,18 +171,26 @@ pub fn softmax_streaming<T: Dtype, const W: u32, const CTA: u32>(
         while passes > 0 {
             passes -= 1;
             let c0 = first + passes * step;
+            // Every load of the pass is issued before the first store, which the compiler
+            // could not move them above.
+            let mut u = [0.0f32; 32];
             for h in 0..(32 / W) {
                 let c = c0 + h * group;
-                let v = x.load_vec_or::<W>(base + c * W, c * W <= limit, 0.0 as T);
+                let v = x.load_vec::<W>(base + min(c * W, last));
+                for k in 0..W {
+                    u[h * W + k] = if c * W + k <= limit {
+                        ((v[k] as f32) * scale_log2 - top).ex2_approx_ftz() * inv
+                    } else {
+                        0.0
+                    };
+                }
+            }
+            for h in 0..(32 / W) {
+                let c = c0 + h * group;
                 if c < chunks {
                     let mut out = [0.0 as T; W];
                     for k in 0..W {
-                        let e = if c * W + k <= limit {
-                            ((v[k] as f32) * scale_log2 - top).ex2_approx_ftz()
-                        } else {
-                            0.0
-                        };
-                        out[k] = (e * inv) as T;
+                        out[k] = u[h * W + k] as T;
                     }
                     y.store_vec::<W>(base + c * W, out);
                 }
