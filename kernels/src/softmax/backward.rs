@@ -35,11 +35,22 @@ pub fn softmax_backward<T: Dtype, const W: u32, const CTA: u32>(
             let c = h * group + lane;
             col[h] = c * W;
             inside[h] = c < chunks;
-            let yv = y.load_vec_or::<W>(base + col[h], inside[h], 0.0 as T);
-            let gv = dy.load_vec_or::<W>(base + col[h], inside[h], 0.0 as T);
+            // One element at a time, 32 loads at once are too many for a predicate each
+            // (ptxas then serializes them): read the last chunk instead, and zero after.
+            let at = if W == 1 { min(col[h], cols - 1) } else { col[h] };
+            let yv = if W == 1 {
+                y.load_vec::<W>(base + at)
+            } else {
+                y.load_vec_or::<W>(base + at, inside[h], 0.0 as T)
+            };
+            let gv = if W == 1 {
+                dy.load_vec::<W>(base + at)
+            } else {
+                dy.load_vec_or::<W>(base + at, inside[h], 0.0 as T)
+            };
             for k in 0..W {
-                yh[h * W + k] = yv[k] as f32;
-                gh[h * W + k] = gv[k] as f32;
+                yh[h * W + k] = if inside[h] { yv[k] as f32 } else { 0.0 };
+                gh[h * W + k] = if inside[h] { gv[k] as f32 } else { 0.0 };
                 dot = yh[h * W + k].mul_add(gh[h * W + k], dot);
             }
         }

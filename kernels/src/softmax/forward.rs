@@ -34,8 +34,10 @@ pub fn softmax<T: Dtype, const W: u32, const CTA: u32>(
     while row < rows {
         let base = row * cols;
         let limit = row % queries + offset;
-        // Loads past the limit read the chunk holding it instead (no memory traffic, and no
-        // predicate per load, of which a thread has few), and the scores are masked after.
+        // One element at a time, a thread issues 16 or more loads at once, too many for a
+        // predicate each (ptxas then serializes them): loads past the limit read the chunk
+        // holding it instead (no memory traffic), and the scores are masked after. Vector
+        // loads are few, and predicated.
         let last = limit / W * W;
         let mut t = [0.0f32; hold * W];
         let mut col = [0u32; hold];
@@ -45,7 +47,11 @@ pub fn softmax<T: Dtype, const W: u32, const CTA: u32>(
             let c = h * group + lane;
             col[h] = c * W;
             inside[h] = c < chunks;
-            let v = x.load_vec::<W>(base + min(col[h], last));
+            let v = if W == 1 {
+                x.load_vec::<W>(base + min(col[h], last))
+            } else {
+                x.load_vec_or::<W>(base + col[h], col[h] <= limit, 0.0 as T)
+            };
             for k in 0..W {
                 t[h * W + k] = if col[h] + k <= limit {
                     (v[k] as f32) * scale_log2
@@ -96,8 +102,10 @@ pub fn softmax_streaming<T: Dtype, const W: u32, const CTA: u32>(
     while row < rows {
         let base = row * cols;
         let limit = row % queries + offset;
-        // Loads past the limit read the chunk holding it instead (no memory traffic, and no
-        // predicate per load, of which a thread has few), and the scores are masked after.
+        // One element at a time, a thread issues 16 or more loads at once, too many for a
+        // predicate each (ptxas then serializes them): loads past the limit read the chunk
+        // holding it instead (no memory traffic), and the scores are masked after. Vector
+        // loads are few, and predicated.
         let last = limit / W * W;
         let mut t = [0.0f32; 16];
         let mut col = [0u32; 16 / W];
@@ -106,7 +114,11 @@ pub fn softmax_streaming<T: Dtype, const W: u32, const CTA: u32>(
             let c = h * group + lane;
             col[h] = c * W;
             inside[h] = c < chunks;
-            let v = x.load_vec::<W>(base + min(col[h], last));
+            let v = if W == 1 {
+                x.load_vec::<W>(base + min(col[h], last))
+            } else {
+                x.load_vec_or::<W>(base + col[h], col[h] <= limit, 0.0 as T)
+            };
             for k in 0..W {
                 t[h * W + k] = if col[h] + k <= limit {
                     (v[k] as f32) * scale_log2
@@ -130,7 +142,11 @@ pub fn softmax_streaming<T: Dtype, const W: u32, const CTA: u32>(
             let mut u = [0.0f32; 32];
             for h in 0..(32 / W) {
                 let c = c0 + h * group;
-                let v = x.load_vec::<W>(base + min(c * W, last));
+                let v = if W == 1 {
+                    x.load_vec::<W>(base + min(c * W, last))
+                } else {
+                    x.load_vec_or::<W>(base + c * W, c * W <= limit, 0.0 as T)
+                };
                 for k in 0..W {
                     u[h * W + k] = if c * W + k <= limit {
                         (v[k] as f32) * scale_log2
@@ -176,7 +192,11 @@ pub fn softmax_streaming<T: Dtype, const W: u32, const CTA: u32>(
             let mut u = [0.0f32; 32];
             for h in 0..(32 / W) {
                 let c = c0 + h * group;
-                let v = x.load_vec::<W>(base + min(c * W, last));
+                let v = if W == 1 {
+                    x.load_vec::<W>(base + min(c * W, last))
+                } else {
+                    x.load_vec_or::<W>(base + c * W, c * W <= limit, 0.0 as T)
+                };
                 for k in 0..W {
                     u[h * W + k] = if c * W + k <= limit {
                         ((v[k] as f32) * scale_log2 - top).ex2_approx_ftz() * inv
