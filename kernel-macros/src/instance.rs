@@ -178,6 +178,62 @@ pub fn eval(e: &Expr, spec: &Specialization) -> DResult<i64> {
                 ),
             }
         }
+        Expr::If(i) => {
+            let then = match i.then_branch.stmts.as_slice() {
+                [syn::Stmt::Expr(v, None)] => v,
+                _ => {
+                    return err(
+                        crate::diag::range(&i.then_branch),
+                        "expected `{ constant }`",
+                    )
+                }
+            };
+            let Some((_, otherwise)) = &i.else_branch else {
+                return err(crate::diag::range(&e), "a constant `if` needs an `else`");
+            };
+            if eval_condition(&i.cond, spec)? {
+                eval(then, spec)
+            } else {
+                eval(otherwise, spec)
+            }
+        }
+        Expr::Block(b) if b.block.stmts.len() == 1 => match &b.block.stmts[0] {
+            syn::Stmt::Expr(v, None) => eval(v, spec),
+            _ => err(crate::diag::range(&e), "expected a constant expression"),
+        },
         _ => err(crate::diag::range(&e), "expected a constant expression"),
+    }
+}
+
+/// Evaluates the condition of a constant `if` in the attribute (`if W == 1 { 128 } else { 64 }`):
+/// comparisons of constant expressions, joined by `&&`, `||` and `!`.
+fn eval_condition(e: &Expr, spec: &Specialization) -> DResult<bool> {
+    match e {
+        Expr::Paren(p) => eval_condition(&p.expr, spec),
+        Expr::Unary(u) if matches!(u.op, syn::UnOp::Not(_)) => Ok(!eval_condition(&u.expr, spec)?),
+        Expr::Binary(b) => match b.op {
+            syn::BinOp::And(_) => {
+                Ok(eval_condition(&b.left, spec)? && eval_condition(&b.right, spec)?)
+            }
+            syn::BinOp::Or(_) => {
+                Ok(eval_condition(&b.left, spec)? || eval_condition(&b.right, spec)?)
+            }
+            op => {
+                let (x, y) = (eval(&b.left, spec)?, eval(&b.right, spec)?);
+                match op {
+                    syn::BinOp::Eq(_) => Ok(x == y),
+                    syn::BinOp::Ne(_) => Ok(x != y),
+                    syn::BinOp::Lt(_) => Ok(x < y),
+                    syn::BinOp::Le(_) => Ok(x <= y),
+                    syn::BinOp::Gt(_) => Ok(x > y),
+                    syn::BinOp::Ge(_) => Ok(x >= y),
+                    _ => err(
+                        crate::diag::range(&b.op),
+                        "expected a comparison: `==`, `!=`, `<`, `<=`, `>` or `>=`",
+                    ),
+                }
+            }
+        },
+        _ => err(crate::diag::range(&e), "expected a comparison of constants"),
     }
 }

@@ -296,3 +296,18 @@ fn min_blocks_becomes_minnctapersm_beside_maxntid() {
     assert!(ptx.contains(".minnctapersm 4"), "{ptx}");
     assert!(!ptx.contains(".maxnreg"), "{ptx}");
 }
+
+/// A launch bound chosen per instance by a constant `if`.
+#[kernel(crate = crate::common::paths, instances(<1>, <4>), maxnreg = if W == 1 { 128 } else { 64 })]
+pub fn bounded_by_width<const W: u32>(x: &[f32], y: &mut [f32]) {
+    let i = thread_idx().x * W;
+    y.store_vec::<W>(i, x.load_vec::<W>(i));
+}
+
+#[test]
+fn a_constant_if_picks_each_instances_launch_bound() {
+    for (k, bound) in [(&BOUNDED_BY_WIDTH__1, 128), (&BOUNDED_BY_WIDTH__4, 64)] {
+        let ptx = (k.emit.expect("emit function"))(kernel_dsl::Target::Sm89).expect("emits");
+        assert!(ptx.contains(&format!(".maxnreg {bound}")), "{ptx}");
+    }
+}

@@ -37,7 +37,11 @@ pub fn softmax_backward<T: Dtype, const W: u32, const CTA: u32>(
             inside[h] = c < chunks;
             // One element at a time, 32 loads at once are too many for a predicate each
             // (ptxas then serializes them): read the last chunk instead, and zero after.
-            let at = if W == 1 { min(col[h], cols - 1) } else { col[h] };
+            let at = if W == 1 {
+                min(col[h], cols - 1)
+            } else {
+                col[h]
+            };
             let yv = if W == 1 {
                 y.load_vec::<W>(base + at)
             } else {

@@ -81,8 +81,13 @@ pub fn softmax<T: Dtype, const W: u32, const CTA: u32>(
     }
 }
 
-/// `x, y: rows × cols`, for rows wider than a group holds (block-per-row launches only).
-#[kernel(crate = crate::lang, instances(T in [f32, bf16], W in [1, T::VEC], CTA in [1]))]
+/// `x, y: rows × cols`, for rows wider than a group holds (block-per-row launches only). The
+/// 16-byte instances run 1024-thread blocks, so they must stay within 64 registers.
+#[kernel(
+    crate = crate::lang,
+    instances(T in [f32, bf16], W in [1, T::VEC], CTA in [1]),
+    maxnreg = if W == 1 { 128 } else { 64 }
+)]
 pub fn softmax_streaming<T: Dtype, const W: u32, const CTA: u32>(
     x: &[T],
     y: &mut [T],
