@@ -17,14 +17,14 @@ const HELD_ROW_THREADS: u32 = 1024;
 const WIDE_HELD_ROW_THREADS: u32 = 512;
 const BACKWARD_ROW_THREADS: u32 = 512;
 
-/// Threads of a streamed row's block: 1024 in 16-byte chunks (within 64 registers), 512 one
-/// element at a time (within 128). Either way one block fills an SM's registers, so each SM
-/// streams one row, whose second pass then finds it in L2; two half-size blocks per SM
-/// re-read more of their rows from DRAM.
-fn streamed_row_threads(access: Access) -> u32 {
-    match access {
-        Access::Vector => 1024,
-        Access::Scalar => 512,
+/// Threads of a streamed row's block: 1024 for f32 in 16-byte chunks (within 64 registers),
+/// so that one block fills an SM's registers, each SM streams one row, and the second pass
+/// finds it in L2; otherwise 512 (bf16 rows, at half the bytes, lost 6 points of copy with
+/// 1024 threads; one-element rows need up to 128 registers). BENCHMARKS.md has the figures.
+fn streamed_row_threads(storage: Storage, access: Access) -> u32 {
+    match (storage, access) {
+        (Storage::F32, Access::Vector) => 1024,
+        _ => 512,
     }
 }
 
@@ -53,7 +53,7 @@ fn plan<T: Element>(
         return Ok((p, false));
     }
     Ok((
-        p.with_row_threads(T::STORAGE, HELD_ELEMS, streamed_row_threads(p.access)),
+        p.with_row_threads(T::STORAGE, HELD_ELEMS, streamed_row_threads(T::STORAGE, p.access)),
         true,
     ))
 }
