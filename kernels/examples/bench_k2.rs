@@ -1,9 +1,10 @@
-//! Achieved bandwidth of the row-wise and index-mapping ops (softmax, RoPE, layout, embedding,
+//! Achieved bandwidth of the row-wise and index-mapping ops (RoPE, layout, embedding,
 //! cross-entropy, argmax) against the device's copy bandwidth, measured in one process.
 //!
 //! `cargo run --release -p kernels --example bench_k2` on a GPU; `BENCH_SMALL=1` runs tiny
 //! shapes (on the emulator where no GPU is present) to check the whole path end to end;
-//! `BENCH_ONLY=softmax,vocab` runs only those groups (softmax, rope, layout, embedding, vocab).
+//! `BENCH_ONLY=rope,vocab` runs only those groups (rope, layout, embedding, vocab); softmax has
+//! its own, `bench_softmax`.
 //!
 //! Each op is timed with CUDA events after warm-up, as the median of `RUNS` launches; its bytes
 //! are the least it must read plus write. Copy bandwidth is
@@ -16,7 +17,6 @@ use kernels::cross_entropy::cross_entropy;
 use kernels::embedding::{embedding, embedding_backward};
 use kernels::layout::{heads_from_interleaved, kv_cache_append, transpose, PagedLayout};
 use kernels::rope::{rope, rope_backward, Rope, RopeLayout};
-use kernels::softmax::{softmax, softmax_backward, Mask};
 use kernels::Error;
 
 const RUNS: usize = 25;
@@ -88,41 +88,6 @@ fn random<T: Element>(
 
 fn dtype_name<T: Element>() -> &'static str {
     T::STORAGE.suffix()
-}
-
-fn bench_softmax<T: Element>(bench: &Bench) -> Result<(), Error> {
-    let (rows, cols) = if bench.small {
-        (3, 1000)
-    } else {
-        (16384, 4096)
-    };
-    let n = rows * cols;
-    let s = &bench.stream;
-    let x = random::<T>(s, n, 1, -4.0, 4.0)?;
-    let dy = random::<T>(s, n, 2, -1.0, 1.0)?;
-    let mut y = Buffer::<T>::zeros(s, n)?;
-    let mut dx = Buffer::<T>::zeros(s, n)?;
-    let shape = format!("{rows}×{cols}");
-    let bytes = n * T::STORAGE.bytes();
-    let ms = bench.time(|s| softmax(s, &x, &mut y, rows, cols, 1.0, Mask::None))?;
-    bench.report("softmax", dtype_name::<T>(), &shape, 2 * bytes, ms);
-    let causal = Mask::Causal {
-        queries: rows.min(cols),
-    };
-    let ms = bench.time(|s| softmax(s, &x, &mut y, rows, cols, 0.08, causal))?;
-    // Masked scores are never read: the bytes are the visible scores plus the whole output.
-    let visible: usize = (0..rows).map(|r| causal.limit(r, cols) + 1).sum();
-    let causal_bytes = (visible + n) * T::STORAGE.bytes();
-    bench.report(
-        "softmax causal",
-        dtype_name::<T>(),
-        &shape,
-        causal_bytes,
-        ms,
-    );
-    let ms = bench.time(|s| softmax_backward(s, &y, &dy, &mut dx, rows, cols, 1.0))?;
-    bench.report("softmax_backward", dtype_name::<T>(), &shape, 3 * bytes, ms);
-    Ok(())
 }
 
 fn bench_vocab<T: Element>(bench: &Bench) -> Result<(), Error> {
@@ -328,10 +293,6 @@ fn main() -> Result<(), Error> {
         only.as_deref()
             .is_none_or(|o| o.split(',').any(|g| g == group))
     };
-    if wanted("softmax") {
-        bench_softmax::<f32>(&bench)?;
-        bench_softmax::<Bf16>(&bench)?;
-    }
     if wanted("rope") {
         bench_rope::<f32>(&bench)?;
         bench_rope::<Bf16>(&bench)?;

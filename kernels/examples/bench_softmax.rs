@@ -1,7 +1,7 @@
-//! Softmax forward (plain and causal) and backward in `#[kernel]` against the builder-written
-//! kernels they replace, side by side in one process, each as a share of the device's copy
-//! bandwidth (the driver's device-to-device copy of 1 GiB, measured in the same run). Each pair
-//! is timed twice, alternating, so that clock drift shows as disagreement between the passes.
+//! Softmax forward (plain and causal) and backward, each as a share of the device's copy
+//! bandwidth (the driver's device-to-device copy of 1 GiB, measured in the same run), at rows a
+//! warp holds, rows a block holds, rows that stream, and rows of one-element accesses. Each row
+//! is timed twice, so that clock drift shows as disagreement between the passes.
 //!
 //! ```text
 //! cargo run --release -p kernels --example bench_softmax          # on a GPU
@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::{filled, row, Bench, Res};
+use common::{filled, Bench, Res};
 use kernel_runtime::{Bf16, Buffer};
 use kernels::cast::Element;
 use kernels::softmax::{self, Mask};
@@ -33,8 +33,8 @@ impl Op {
     }
 }
 
-/// One table row: the builder kernel and the `#[kernel]` one on the same buffers.
-fn compare<T: Element>(b: &Bench, op: Op, rows: usize, cols: usize) -> Res {
+/// One table row.
+fn measure<T: Element>(b: &Bench, op: Op, rows: usize, cols: usize) -> Res {
     let name = format!(
         "{}/{}/{rows}x{cols}",
         op.name().replace(' ', "_"),
@@ -62,26 +62,16 @@ fn compare<T: Element>(b: &Bench, op: Op, rows: usize, cols: usize) -> Res {
         Op::Backward => 3 * n,
     };
     let bytes = (elems * std::mem::size_of::<T>()) as f64;
-    let mut cells = Vec::new();
+    let mut passes = Vec::new();
     for _pass in 0..2 {
-        let mut run = |builder: bool| {
-            b.time(|s| {
-                match (op, builder) {
-                    (Op::Backward, true) => {
-                        softmax::softmax_backward_builder(s, &y, &dy, &mut dx, rows, cols, 1.0)?
-                    }
-                    (Op::Backward, false) => {
-                        softmax::softmax_backward(s, &y, &dy, &mut dx, rows, cols, 1.0)?
-                    }
-                    (_, true) => softmax::softmax_builder(s, &x, &mut y, rows, cols, 0.08, mask)?,
-                    (_, false) => softmax::softmax(s, &x, &mut y, rows, cols, 0.08, mask)?,
-                }
-                Ok(())
-            })
-        };
-        let old = run(true)?;
-        let new = run(false)?;
-        cells.push((b.percent(bytes, old), b.percent(bytes, new)));
+        let ms = b.time(|s| {
+            match op {
+                Op::Backward => softmax::softmax_backward(s, &y, &dy, &mut dx, rows, cols, 1.0)?,
+                _ => softmax::softmax(s, &x, &mut y, rows, cols, 0.08, mask)?,
+            }
+            Ok(())
+        })?;
+        passes.push(b.percent(bytes, ms));
     }
     let label = format!(
         "{:<16} | {:<4} | {:>6}x{:<5}",
@@ -90,14 +80,14 @@ fn compare<T: Element>(b: &Bench, op: Op, rows: usize, cols: usize) -> Res {
         rows,
         cols
     );
-    row(&label, &cells);
+    println!("| {label} | {:>5.1} / {:>5.1} |", passes[0], passes[1]);
     Ok(())
 }
 
 fn main() -> Res {
     let b = Bench::new()?;
-    println!("| op | dtype | rows x cols | builder % copy (2 passes) | #[kernel] % copy (2 passes) | mean diff (points) |");
-    println!("|---|---|---|---|---|---|");
+    println!("| op | dtype | rows x cols | % copy (2 passes) |");
+    println!("|---|---|---|---|");
     // Rows a warp holds, rows a block holds, rows wider than a block holds (streamed), and a
     // width that is not a multiple of 16 bytes (one element per access).
     let shapes: &[(usize, usize)] = if Bench::small() {
@@ -110,8 +100,8 @@ fn main() -> Res {
             if op == Op::Causal && cols != shapes[1].1 {
                 continue;
             }
-            compare::<f32>(&b, op, rows, cols)?;
-            compare::<Bf16>(&b, op, rows, cols)?;
+            measure::<f32>(&b, op, rows, cols)?;
+            measure::<Bf16>(&b, op, rows, cols)?;
         }
     }
     Ok(())

@@ -94,6 +94,7 @@ pub fn filled<T: Element>(stream: &Stream, n: usize, seed: u32) -> Res<Buffer<T>
 
 /// One table row: the builder and `#[kernel]` percentages of two passes and their mean
 /// difference.
+#[allow(dead_code)] // each bench uses what it needs of this module
 pub fn row(label: &str, cells: &[(f64, f64)]) {
     let (o, l): (Vec<f64>, Vec<f64>) = cells.iter().copied().unzip();
     println!(

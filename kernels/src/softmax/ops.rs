@@ -1,13 +1,12 @@
 //! The softmax ops: shape checks, then one launch.
 
-use super::{backward, forward, Mask, BACKWARD, FORWARD, STREAMING};
+use super::{backward, forward, Mask};
 use crate::cast::Element;
 use crate::codegen::rows::{Group, HELD_ELEMS};
 use crate::codegen::tensor::Access;
 use crate::rowwise::problem::RowProblem;
-use crate::rowwise::shape::RowPlan;
 use crate::{Error, Storage};
-use kernel_runtime::{Buffer, KernelArg, Stream};
+use kernel_runtime::{Buffer, Stream};
 
 /// The most threads a block-per-row softmax launch takes: the forward held-row kernel stays
 /// within 64 registers holding 16 elements a thread, within 128 holding 32 (bf16 in 16-byte
@@ -53,7 +52,11 @@ fn plan<T: Element>(
         return Ok((p, false));
     }
     Ok((
-        p.with_row_threads(T::STORAGE, HELD_ELEMS, streamed_row_threads(T::STORAGE, p.access)),
+        p.with_row_threads(
+            T::STORAGE,
+            HELD_ELEMS,
+            streamed_row_threads(T::STORAGE, p.access),
+        ),
         true,
     ))
 }
@@ -126,44 +129,6 @@ pub fn softmax<T: Element>(
     Ok(())
 }
 
-/// The builder-written kernels that [`softmax`] replaces, kept only until the two have been
-/// measured side by side (`bench_softmax`).
-#[doc(hidden)]
-pub fn softmax_builder<T: Element>(
-    stream: &Stream,
-    x: &Buffer<T>,
-    y: &mut Buffer<T>,
-    rows: usize,
-    cols: usize,
-    scale: f32,
-    mask: Mask,
-) -> Result<(), Error> {
-    const OP: &str = "softmax";
-    let p = RowPlan::new(OP, T::STORAGE, rows, cols, None)?;
-    p.check_matrix(OP, "x", x.len())?;
-    p.check_matrix(OP, "y", y.len())?;
-    let (queries, offset) = mask.kernel_params(OP, rows, cols)?;
-    if rows == 0 {
-        return Ok(());
-    }
-    let args = [
-        KernelArg::from(x),
-        KernelArg::from(&mut *y),
-        KernelArg::from(p.rows),
-        KernelArg::from(p.cols),
-        KernelArg::from(scale * std::f32::consts::LOG2_E),
-        KernelArg::from(queries),
-        KernelArg::from(offset),
-    ];
-    let kernel = if p.holds_rows {
-        &FORWARD[p.spec.index()]
-    } else {
-        &STREAMING[p.spec.cta_index()]
-    };
-    stream.launch(kernel.artifacts(), p.launch.cfg, &args)?;
-    Ok(())
-}
-
 /// The gradient of [`softmax`]: given its output `y` and the upstream gradient `dy`,
 /// `dx = scale · y ⊙ (dy − ⟨y, dy⟩)` per row (masked entries, where `y = 0`, get 0).
 ///
@@ -213,39 +178,5 @@ pub fn softmax_backward<T: Element>(
         p.cols,
         scale,
     )?;
-    Ok(())
-}
-
-/// The builder-written kernel that [`softmax_backward`] replaces, kept only until the two have
-/// been measured side by side (`bench_softmax`).
-#[doc(hidden)]
-#[allow(clippy::too_many_arguments)]
-pub fn softmax_backward_builder<T: Element>(
-    stream: &Stream,
-    y: &Buffer<T>,
-    dy: &Buffer<T>,
-    dx: &mut Buffer<T>,
-    rows: usize,
-    cols: usize,
-    scale: f32,
-) -> Result<(), Error> {
-    const OP: &str = "softmax_backward";
-    let p = RowPlan::new(OP, T::STORAGE, rows, cols, None)?;
-    p.check_matrix(OP, "y", y.len())?;
-    p.check_matrix(OP, "dy", dy.len())?;
-    p.check_matrix(OP, "dx", dx.len())?;
-    if rows == 0 {
-        return Ok(());
-    }
-    let args = [
-        KernelArg::from(y),
-        KernelArg::from(dy),
-        KernelArg::from(&mut *dx),
-        KernelArg::from(p.rows),
-        KernelArg::from(p.cols),
-        KernelArg::from(scale),
-    ];
-    let kernel = &BACKWARD[p.spec.index()];
-    stream.launch(kernel.artifacts(), p.launch.cfg, &args)?;
     Ok(())
 }
