@@ -33,9 +33,15 @@ pub fn layer_norm<T: Dtype, const W: u32, const CTA: u32>(
             let c = h * group + lane;
             col[h] = c * W;
             inside[h] = c < chunks;
-            let v = x.load_vec_or::<W>(base + col[h], inside[h], 0.0 as T);
+            // One element at a time, 16 guarded loads are too many for a predicate each
+            // (ptxas then serializes them): read the row's last element instead, and zero it.
+            let v = if W == 1 {
+                x.load_vec::<W>(base + min(col[h], cols - 1))
+            } else {
+                x.load_vec_or::<W>(base + col[h], inside[h], 0.0 as T)
+            };
             for k in 0..W {
-                held[h * W + k] = v[k] as f32;
+                held[h * W + k] = if inside[h] { v[k] as f32 } else { 0.0 };
                 total += held[h * W + k];
             }
         }
@@ -50,11 +56,9 @@ pub fn layer_norm<T: Dtype, const W: u32, const CTA: u32>(
         let mean = group_sum(total, lane, group) / cols_f;
         let mut sq = 0.0f32;
         for h in 0..(16 / W) {
-            if inside[h] {
-                for k in 0..W {
-                    let d = held[h * W + k] - mean;
-                    sq = d.mul_add(d, sq);
-                }
+            for k in 0..W {
+                let d = if inside[h] { held[h * W + k] - mean } else { 0.0 };
+                sq = d.mul_add(d, sq);
             }
         }
         let mut c = (16 / W) * group + lane;

@@ -42,9 +42,15 @@ pub fn rms_norm<T: Dtype, const W: u32, const CTA: u32>(
             let c = h * group + lane;
             col[h] = c * W;
             inside[h] = c < chunks;
-            let v = x.load_vec_or::<W>(base + col[h], inside[h], 0.0 as T);
+            // One element at a time, 16 guarded loads are too many for a predicate each
+            // (ptxas then serializes them): read the row's last element instead, and zero it.
+            let v = if W == 1 {
+                x.load_vec::<W>(base + min(col[h], cols - 1))
+            } else {
+                x.load_vec_or::<W>(base + col[h], inside[h], 0.0 as T)
+            };
             for k in 0..W {
-                held[h * W + k] = v[k] as f32;
+                held[h * W + k] = if inside[h] { v[k] as f32 } else { 0.0 };
                 ss = held[h * W + k].mul_add(held[h * W + k], ss);
             }
         }
@@ -112,11 +118,21 @@ pub fn add_rms_norm<T: Dtype, const W: u32, const CTA: u32>(
             let c = h * group + lane;
             col[h] = c * W;
             inside[h] = c < chunks;
-            let mut s = x.load_vec_or::<W>(base + col[h], inside[h], 0.0 as T);
-            let r = residual.load_vec_or::<W>(base + col[h], inside[h], 0.0 as T);
+            // As in `rms_norm`: one element at a time, clamped loads rather than 32 predicates.
+            let at = if W == 1 { min(col[h], cols - 1) } else { col[h] };
+            let mut s = if W == 1 {
+                x.load_vec::<W>(base + at)
+            } else {
+                x.load_vec_or::<W>(base + at, inside[h], 0.0 as T)
+            };
+            let r = if W == 1 {
+                residual.load_vec::<W>(base + at)
+            } else {
+                residual.load_vec_or::<W>(base + at, inside[h], 0.0 as T)
+            };
             for k in 0..W {
                 s[k] = ((s[k] as f32) + (r[k] as f32)) as T;
-                held[h * W + k] = s[k] as f32;
+                held[h * W + k] = if inside[h] { s[k] as f32 } else { 0.0 };
                 ss = held[h * W + k].mul_add(held[h * W + k], ss);
             }
             if inside[h] {
