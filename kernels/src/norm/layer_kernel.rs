@@ -56,9 +56,11 @@ pub fn layer_norm<T: Dtype, const W: u32, const CTA: u32>(
         let mean = group_sum(total, lane, group) / cols_f;
         let mut sq = 0.0f32;
         for h in 0..(16 / W) {
-            for k in 0..W {
-                let d = if inside[h] { held[h * W + k] - mean } else { 0.0 };
-                sq = d.mul_add(d, sq);
+            if inside[h] {
+                for k in 0..W {
+                    let d = held[h * W + k] - mean;
+                    sq = d.mul_add(d, sq);
+                }
             }
         }
         let mut c = (16 / W) * group + lane;
