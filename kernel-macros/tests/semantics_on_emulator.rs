@@ -234,3 +234,23 @@ fn operations_by_neutral_constants_are_copies() -> Result<(), kernel_runtime::Er
     assert_eq!(ys.to_host(&stream)?, vec![7, 12, 21, 7, 40, 41]);
     Ok(())
 }
+
+/// The float type constants reach the kernel bit for bit.
+#[kernel(crate = crate::common::paths)]
+pub fn float_constants(y: &mut [f32]) {
+    y[0] = f32::NAN;
+    y[1] = f32::NEG_INFINITY;
+    y[2] = f32::INFINITY;
+    y[3] = f32::MAX;
+}
+
+#[test]
+fn float_type_constants_are_the_hosts() -> Result<(), kernel_runtime::Error> {
+    let stream = Device::emulator().stream()?;
+    let mut y = Buffer::from_host(&stream, &[0.0f32; 4])?;
+    float_constants(&stream, LaunchConfig::linear(1, 1), &mut y)?;
+    let y = y.to_host(&stream)?;
+    assert!(y[0].is_nan());
+    assert_eq!(y[1..], [f32::NEG_INFINITY, f32::INFINITY, f32::MAX]);
+    Ok(())
+}

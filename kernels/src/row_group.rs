@@ -1,5 +1,6 @@
-//! `#[device]` helpers shared by the `#[kernel]` row-wise kernels (norms, softmax): where a
-//! thread's row group starts, and sums and maxima over that group. A group is a warp (`CTA = 0`, several rows per block) or the whole
+//! `#[device]` helpers shared by the `#[kernel]` row-wise kernels (norms, softmax,
+//! cross-entropy): where a thread's row group starts, and sums and maxima over that group or
+//! over the whole block. A group is a warp (`CTA = 0`, several rows per block) or the whole
 //! block (`CTA = 1`, one row per block); the helpers read the calling kernel's `CTA`.
 
 use kernel_macros::device;
@@ -42,45 +43,67 @@ pub(crate) fn row_group() -> [u32; 4] {
     }
 }
 
-/// The sum of `v` over the group, in every thread of it. With `CTA = 1` every thread of the
-/// block must call it (it holds barriers); `group` is the block's threads.
+/// The sum of `v` over the block, in every thread of it, in a fixed order. Every thread of the
+/// block must call it (it holds barriers); the block's size is a multiple of 32.
 #[device(crate = crate::lang)]
-pub(crate) fn group_sum(v: f32, lane: u32, group: u32) -> f32 {
-    let mut s = warp_sum(v);
-    if CTA == 1 {
-        let partial = shared_array::<f32, 32>();
-        if lane % 32 == 0 {
-            partial[lane / 32] = s;
-        }
-        sync_threads();
-        // Every lane reads a slot some warp wrote, and keeps it only if it is its own: a
-        // select rather than a branch around the read.
-        let w = lane % 32;
-        let p = partial[min(w, group / 32 - 1)];
-        s = warp_sum(if w < group / 32 { p } else { 0.0 });
-        // The next call writes `partial` again.
-        sync_threads();
+pub(crate) fn block_sum(v: f32) -> f32 {
+    let t = thread_idx().x;
+    let warps = block_dim().x / 32;
+    let partial = shared_array::<f32, 32>();
+    let s = warp_sum(v);
+    if t % 32 == 0 {
+        partial[t / 32] = s;
     }
-    s
+    sync_threads();
+    // Every lane reads a slot some warp wrote, and keeps it only if it is its own: a select
+    // rather than a branch around the read.
+    let w = t % 32;
+    let p = partial[min(w, warps - 1)];
+    let total = warp_sum(if w < warps { p } else { 0.0 });
+    // The next call writes `partial` again.
+    sync_threads();
+    total
+}
+
+/// The sum of `v` over the group, in every thread of it. With `CTA = 1` every thread of the
+/// block must call it (it holds barriers).
+#[device(crate = crate::lang)]
+pub(crate) fn group_sum(v: f32) -> f32 {
+    if CTA == 1 {
+        block_sum(v)
+    } else {
+        warp_sum(v)
+    }
+}
+
+/// The maximum of `v` over the block, in every thread of it; the same contract as
+/// [`block_sum`].
+#[device(crate = crate::lang)]
+pub(crate) fn block_max(v: f32) -> f32 {
+    let t = thread_idx().x;
+    let warps = block_dim().x / 32;
+    let partial = shared_array::<f32, 32>();
+    let m = warp_max(v);
+    if t % 32 == 0 {
+        partial[t / 32] = m;
+    }
+    sync_threads();
+    let w = t % 32;
+    let p = partial[min(w, warps - 1)];
+    let top = warp_max(if w < warps { p } else { f32::NEG_INFINITY });
+    sync_threads();
+    top
 }
 
 /// The maximum of `v` over the group, in every thread of it; the same contract as
 /// [`group_sum`].
 #[device(crate = crate::lang)]
-pub(crate) fn group_max(v: f32, lane: u32, group: u32) -> f32 {
-    let mut m = warp_max(v);
+pub(crate) fn group_max(v: f32) -> f32 {
     if CTA == 1 {
-        let partial = shared_array::<f32, 32>();
-        if lane % 32 == 0 {
-            partial[lane / 32] = m;
-        }
-        sync_threads();
-        let w = lane % 32;
-        let p = partial[min(w, group / 32 - 1)];
-        m = warp_max(if w < group / 32 { p } else { f32::NEG_INFINITY });
-        sync_threads();
+        block_max(v)
+    } else {
+        warp_max(v)
     }
-    m
 }
 
 /// `m`, or 0 where it is −∞ (a row whose every entry is masked), so that `t − m` stays a

@@ -53,7 +53,7 @@ pub fn layer_norm<T: Dtype, const W: u32, const CTA: u32>(
             }
             c += group;
         }
-        let mean = group_sum(total, lane, group) / cols_f;
+        let mean = group_sum(total) / cols_f;
         let mut sq = 0.0f32;
         for h in 0..(16 / W) {
             if inside[h] {
@@ -72,7 +72,7 @@ pub fn layer_norm<T: Dtype, const W: u32, const CTA: u32>(
             }
             c += group;
         }
-        let rstd = (group_sum(sq, lane, group) / cols_f + eps).rsqrt_rn();
+        let rstd = (group_sum(sq) / cols_f + eps).rsqrt_rn();
         for h in 0..(16 / W) {
             if inside[h] {
                 let mut out = gamma.load_vec::<W>(col[h]);

@@ -63,7 +63,7 @@ pub fn rms_norm<T: Dtype, const W: u32, const CTA: u32>(
             }
             c += group;
         }
-        let rstd = (group_sum(ss, lane, group) / cols_f + eps).rsqrt_rn();
+        let rstd = (group_sum(ss) / cols_f + eps).rsqrt_rn();
         for h in 0..(16 / W) {
             if inside[h] {
                 let mut out = gamma.load_vec::<W>(col[h]);
@@ -119,7 +119,11 @@ pub fn add_rms_norm<T: Dtype, const W: u32, const CTA: u32>(
             col[h] = c * W;
             inside[h] = c < chunks;
             // As in `rms_norm`: one element at a time, clamped loads rather than 32 predicates.
-            let at = if W == 1 { min(col[h], cols - 1) } else { col[h] };
+            let at = if W == 1 {
+                min(col[h], cols - 1)
+            } else {
+                col[h]
+            };
             let mut s = if W == 1 {
                 x.load_vec::<W>(base + at)
             } else {
@@ -151,7 +155,7 @@ pub fn add_rms_norm<T: Dtype, const W: u32, const CTA: u32>(
             sum.store_vec::<W>(base + c * W, s);
             c += group;
         }
-        let rstd = (group_sum(ss, lane, group) / cols_f + eps).rsqrt_rn();
+        let rstd = (group_sum(ss) / cols_f + eps).rsqrt_rn();
         for h in 0..(16 / W) {
             if inside[h] {
                 let mut out = gamma.load_vec::<W>(col[h]);

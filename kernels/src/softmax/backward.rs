@@ -77,7 +77,7 @@ pub fn softmax_backward<T: Dtype, const W: u32, const CTA: u32>(
             }
             c0 += step;
         }
-        let total = group_sum(dot, lane, group);
+        let total = group_sum(dot);
         for h in 0..(16 / W) {
             if inside[h] {
                 let mut out = [0.0 as T; W];
