@@ -33,6 +33,7 @@ fn matches_reference<T: Element>() {
         (3, 64),
         (4, 2048),
         (2, 20000),
+        (1, 9001),
     ] {
         let (logits, held) = upload::<T>(&s, &rng.vec(rows * cols, -6.0, 6.0));
         let t = targets(&mut rng, rows, cols);

@@ -1,7 +1,8 @@
 //! The `#[kernel]` row-wise instances (norms, softmax) spill nothing, and the block-per-row ones
 //! (entry names ending in `_1`, for `CTA = 1`) leave room for their largest blocks: at most 64
 //! registers a thread for 1024-thread blocks (the register file's 64 K over 1024), 128 for the
-//! 512-thread blocks of the softmax backward and the one-element-a-time streaming softmax. Warp-per-row instances run 128-thread blocks.
+//! 512-thread blocks of the softmax backward, the one-element-a-time streaming softmax and
+//! cross-entropy. Warp-per-row instances run 128-thread blocks.
 //! Skips with one line where no ptxas is found.
 
 use kernel_dsl::ptxas::Ptxas;
@@ -24,6 +25,7 @@ fn check(ptxas: &Ptxas, family: &[&OpKernel]) -> usize {
             for r in assembled.reports {
                 let vector = !r.entry.contains("_1_");
                 let limit = if r.entry.starts_with("softmax_backward")
+                    || r.entry.starts_with("cross_entropy")
                     || (r.entry.starts_with("softmax_streaming") && !vector)
                 {
                     128
@@ -60,5 +62,10 @@ fn block_per_row_instances_fit_their_blocks_without_spills() {
         check(&ptxas, kernels::softmax::KERNELS),
         (8 + 4 + 8) * 4,
         "softmax"
+    );
+    assert_eq!(
+        check(&ptxas, kernels::cross_entropy::KERNELS),
+        (8 + 2) * 4,
+        "cross-entropy"
     );
 }

@@ -4,6 +4,7 @@
 //! a single-CTA kernel counts the rows before, another averages the per-row losses after.
 
 mod fused_kernel;
+mod loss_kernel;
 mod reference;
 mod tally_kernels;
 
@@ -11,19 +12,48 @@ pub use reference::{reference, Reference};
 
 use crate::cast::Element;
 use crate::codegen::kernel_table;
+use crate::codegen::rows::HELD_ELEMS;
+use crate::codegen::tensor::Access;
+use crate::rowwise::problem::RowProblem;
 use crate::rowwise::shape::RowPlan;
 use crate::rowwise::spec::{wide_row_held_chunks, RowSpec};
 use crate::{check_len, Error, OpKernel};
 use kernel_runtime::{Buffer, KernelArg, LaunchConfig, Stream};
 use tally_kernels::TALLY_THREADS;
 
+/// The most threads a row's block takes (the kernel's block-per-row instances stay within 128
+/// registers, `tests/row_ptxas.rs`).
+const ROW_THREADS: u32 = 512;
+
 kernel_table!(static FUSED = fused_kernel::cross_entropy_fused, RowSpec::ALL, [0 1 2 3 4 5 6 7]);
 static COUNT: OpKernel = OpKernel::new(tally_kernels::count_targets);
 static MEAN: OpKernel = OpKernel::new(tally_kernels::mean_loss);
 
+static CROSS_ENTROPY: [OpKernel; 8] = OpKernel::instances(loss_kernel::CROSS_ENTROPY_INSTANCES);
+static CROSS_ENTROPY_COUNT: OpKernel = OpKernel::language(&loss_kernel::CROSS_ENTROPY_COUNT);
+static CROSS_ENTROPY_MEAN: OpKernel = OpKernel::language(&loss_kernel::CROSS_ENTROPY_MEAN);
+
 /// Every specialization this module ships.
 pub static KERNELS: &[&OpKernel] = &[
-    &FUSED[0], &FUSED[1], &FUSED[2], &FUSED[3], &FUSED[4], &FUSED[5], &FUSED[6], &FUSED[7], &COUNT,
+    &CROSS_ENTROPY[0],
+    &CROSS_ENTROPY[1],
+    &CROSS_ENTROPY[2],
+    &CROSS_ENTROPY[3],
+    &CROSS_ENTROPY[4],
+    &CROSS_ENTROPY[5],
+    &CROSS_ENTROPY[6],
+    &CROSS_ENTROPY[7],
+    &CROSS_ENTROPY_COUNT,
+    &CROSS_ENTROPY_MEAN,
+    &FUSED[0],
+    &FUSED[1],
+    &FUSED[2],
+    &FUSED[3],
+    &FUSED[4],
+    &FUSED[5],
+    &FUSED[6],
+    &FUSED[7],
+    &COUNT,
     &MEAN,
 ];
 
@@ -57,6 +87,63 @@ pub static KERNELS: &[&OpKernel] = &[
 /// ```
 #[allow(clippy::too_many_arguments)]
 pub fn cross_entropy<T: Element>(
+    stream: &Stream,
+    logits: &Buffer<T>,
+    targets: &Buffer<i32>,
+    dlogits: &mut Buffer<T>,
+    row_loss: &mut Buffer<f32>,
+    loss: &mut Buffer<f32>,
+    rows: usize,
+    vocab: usize,
+    ignore_index: i32,
+) -> Result<(), Error> {
+    const OP: &str = "cross_entropy";
+    let p = RowProblem::new(OP, T::STORAGE, rows, vocab, None, HELD_ELEMS)?;
+    // A thread holds two 16-byte chunks, or 16 elements one at a time (the kernel's `hold`).
+    let held = match p.access {
+        Access::Vector => 2 * p.access.width(T::STORAGE),
+        Access::Scalar => HELD_ELEMS,
+    };
+    let p = p.with_row_threads(T::STORAGE, held, ROW_THREADS);
+    p.check_matrix(OP, "logits", logits.len())?;
+    p.check_matrix(OP, "dlogits", dlogits.len())?;
+    check_len(OP, "targets", targets.len(), rows, || {
+        format!("one per row, rows = {rows}")
+    })?;
+    check_len(OP, "row_loss", row_loss.len(), rows, || {
+        format!("one per row, rows = {rows}")
+    })?;
+    check_len(OP, "loss", loss.len(), 2, || {
+        "the mean loss and the count of rows not ignored".into()
+    })?;
+    let single = LaunchConfig::linear(1, TALLY_THREADS);
+    loss_kernel::cross_entropy_count(stream, single, targets, loss, p.rows, ignore_index)?;
+    if rows > 0 {
+        let (w, cta) = p.instance(T::STORAGE);
+        loss_kernel::cross_entropy(
+            stream,
+            p.launch.cfg,
+            w,
+            cta,
+            logits,
+            targets,
+            loss,
+            dlogits,
+            row_loss,
+            p.rows,
+            p.cols,
+            ignore_index,
+        )?;
+    }
+    loss_kernel::cross_entropy_mean(stream, single, row_loss, loss, p.rows)?;
+    Ok(())
+}
+
+/// The builder-written kernels that [`cross_entropy`] replaces, kept only until the two have
+/// been measured side by side (`bench_cross_entropy`).
+#[doc(hidden)]
+#[allow(clippy::too_many_arguments)]
+pub fn cross_entropy_builder<T: Element>(
     stream: &Stream,
     logits: &Buffer<T>,
     targets: &Buffer<i32>,
