@@ -51,10 +51,6 @@ pub fn cross_entropy<T: Dtype, const W: u32, const CTA: u32>(
         if ignored {
             factor = 0.0;
         }
-        let mut t_target = f32::NAN;
-        if in_range {
-            t_target = (logits[base + tu] as f32) * log2e;
-        }
         let mut t = [0.0f32; hold * W];
         let mut col = [0u32; hold];
         let mut inside = [false; hold];
@@ -76,6 +72,12 @@ pub fn cross_entropy<T: Dtype, const W: u32, const CTA: u32>(
                     f32::NEG_INFINITY
                 };
             }
+        }
+        // Read after the held chunks' loads are issued: it waits on `targets[row]`, and the
+        // compiler would not move those loads above its branch.
+        let mut t_target = f32::NAN;
+        if in_range {
+            t_target = (logits[base + tu] as f32) * log2e;
         }
         // The running maximum `m` of the scores read so far and `s = Σ 2^(t − m)`.
         let mut m = f32::NEG_INFINITY;
