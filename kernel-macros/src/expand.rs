@@ -380,13 +380,14 @@ fn register_bounds(
     let maxnreg = match &attr.maxnreg {
         Some(e) => {
             let v = instance::eval(e, spec)?;
-            if !(16..=255).contains(&v) {
+            if v != 0 && !(16..=255).contains(&v) {
                 return Err(Diag::new(
                     crate::diag::range(e),
-                    format!("`maxnreg = {v}` is not possible: a thread has 16 to 255 registers"),
+                    format!("`maxnreg = {v}` is not possible: a thread has 16 to 255 registers (0 leaves the choice to ptxas)"),
                 ));
             }
-            Some(v as u32)
+            // 0: no cap for this instance (`maxnreg = if W == 4 { 64 } else { 0 }`).
+            (v != 0).then_some(v as u32)
         }
         None => None,
     };

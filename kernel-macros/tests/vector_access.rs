@@ -298,7 +298,7 @@ fn min_blocks_becomes_minnctapersm_beside_maxntid() {
 }
 
 /// A launch bound chosen per instance by a constant `if`.
-#[kernel(crate = crate::common::paths, instances(<1>, <4>), maxnreg = if W == 1 { 128 } else { 64 })]
+#[kernel(crate = crate::common::paths, instances(<1>, <2>, <4>), maxnreg = if W == 1 { 128 } else if W == 2 { 0 } else { 64 })]
 pub fn bounded_by_width<const W: u32>(x: &[f32], y: &mut [f32]) {
     let i = thread_idx().x * W;
     y.store_vec::<W>(i, x.load_vec::<W>(i));
@@ -310,4 +310,8 @@ fn a_constant_if_picks_each_instances_launch_bound() {
         let ptx = (k.emit.expect("emit function"))(kernel_dsl::Target::Sm89).expect("emits");
         assert!(ptx.contains(&format!(".maxnreg {bound}")), "{ptx}");
     }
+    // 0: this instance has no cap.
+    let ptx = (BOUNDED_BY_WIDTH__2.emit.expect("emit function"))(kernel_dsl::Target::Sm89)
+        .expect("emits");
+    assert!(!ptx.contains(".maxnreg"), "{ptx}");
 }

@@ -17,13 +17,19 @@ use crate::codegen::tensor::Access;
 use crate::rowwise::problem::RowProblem;
 use crate::rowwise::shape::RowPlan;
 use crate::rowwise::spec::{wide_row_held_chunks, RowSpec};
-use crate::{check_len, Error, OpKernel};
+use crate::{check_len, Error, OpKernel, Storage};
 use kernel_runtime::{Buffer, KernelArg, LaunchConfig, Stream};
 use tally_kernels::TALLY_THREADS;
 
-/// The most threads a row's block takes (the kernel's block-per-row instances stay within 128
-/// registers, `tests/row_ptxas.rs`).
-const ROW_THREADS: u32 = 512;
+/// The most threads a row's block takes: 1024 for f32 in 16-byte chunks (within 64
+/// registers), so that one block fills an SM and each SM streams one row; otherwise 512
+/// (within 128 registers; `tests/row_ptxas.rs` checks both).
+fn row_threads(storage: Storage, access: Access) -> u32 {
+    match (storage, access) {
+        (Storage::F32, Access::Vector) => 1024,
+        _ => 512,
+    }
+}
 
 kernel_table!(static FUSED = fused_kernel::cross_entropy_fused, RowSpec::ALL, [0 1 2 3 4 5 6 7]);
 static COUNT: OpKernel = OpKernel::new(tally_kernels::count_targets);
@@ -104,7 +110,7 @@ pub fn cross_entropy<T: Element>(
         Access::Vector => 2 * p.access.width(T::STORAGE),
         Access::Scalar => HELD_ELEMS,
     };
-    let p = p.with_row_threads(T::STORAGE, held, ROW_THREADS);
+    let p = p.with_row_threads(T::STORAGE, held, row_threads(T::STORAGE, p.access));
     p.check_matrix(OP, "logits", logits.len())?;
     p.check_matrix(OP, "dlogits", dlogits.len())?;
     check_len(OP, "targets", targets.len(), rows, || {
