@@ -47,4 +47,9 @@ fn rope_and_embedding_instances_assemble_without_spills() {
         return;
     };
     assert_eq!(check(&ptxas, kernels::rope::KERNELS), 8 * 4, "rope");
+    assert_eq!(
+        check(&ptxas, kernels::embedding::KERNELS),
+        (8 + 4) * 4,
+        "embedding"
+    );
 }
