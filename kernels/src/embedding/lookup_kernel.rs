@@ -10,7 +10,7 @@
 //! vocabulary rows. It scans all token ids in order, 8 × 32 at a time (all loaded before the
 //! first is looked at), and a ballot marks the ones in its rows; it takes those
 //! lowest lane first (earliest token first) and adds the token's gradient row into the table
-//! row, all 32 lanes across the hidden dimension. The first token of a row stores instead of
+//! row, all 32 lanes across the hidden dimension, two vectors (or 8 elements) a lane at a time. The first token of a row stores instead of
 //! adding (a bitmask remembers which rows were touched); untouched rows are zeroed at the end.
 //! Only the owning warp ever touches a row, so the result is the same on every run.
 
@@ -24,7 +24,7 @@ pub(crate) const fn held_chunks(vector: u32, width: u32) -> u32 {
 
 /// Vocabulary rows per warp of the backward (one bit each of a warp mask).
 pub(crate) const ROWS_PER_WARP: u32 = 32;
-/// Threads per block of the backward (the kernel's `block`).
+/// Threads per block the backward is launched with.
 pub(crate) const SCATTER_THREADS: u32 = 128;
 
 /// `table: vocab × hidden`, `ids: tokens`, `out: tokens × hidden`.
@@ -76,9 +76,9 @@ pub fn embedding<T: Dtype, const W: u32, const CTA: u32>(
     }
 }
 
-/// `dout: tokens × hidden`, `ids: tokens`, `dtable: vocab × hidden`; blocks of 128 threads,
-/// one per 4 · 32 vocabulary rows.
-#[kernel(crate = crate::lang, instances(T in [f32, bf16], W in [1, T::VEC]), block = 128)]
+/// `dout: tokens × hidden`, `ids: tokens`, `dtable: vocab × hidden`; a warp per 32 vocabulary
+/// rows.
+#[kernel(crate = crate::lang, instances(T in [f32, bf16], W in [1, T::VEC]))]
 pub fn embedding_backward<T: Dtype, const W: u32>(
     dout: &[T],
     ids: &[u32],
@@ -89,7 +89,7 @@ pub fn embedding_backward<T: Dtype, const W: u32>(
 ) {
     let lane = lane_id();
     // The warp's first vocabulary row.
-    let v0 = (block_idx().x * 4 + thread_idx().x / 32) * 32;
+    let v0 = (block_idx().x * (block_dim().x / 32) + thread_idx().x / 32) * 32;
     let chunks = hidden / W;
     // Bit `r`: row `v0 + r` has been written.
     let mut touched = 0u32;
@@ -118,25 +118,40 @@ pub fn embedding_backward<T: Dtype, const W: u32>(
                 touched |= bit;
                 let src = tok * hidden;
                 let dst = v * hidden;
-                let mut c = lane;
-                while c < chunks {
-                    let gv = dout.load_vec::<W>(src + c * W);
-                    let mut s = [0.0f32; W];
-                    for k in 0..W {
-                        s[k] = gv[k] as f32;
-                    }
-                    if seen {
-                        let old = dtable.load_vec::<W>(dst + c * W);
+                // Two vectors (or 8 elements) of the row a lane per pass, every load issued before any
+                // store; more would cost the registers that keep every block resident at once.
+                let mut c0 = lane;
+                while c0 < chunks {
+                    let mut s = [0.0f32; (8 - 6 * (W / T::VEC)) * W];
+                    let mut col = [0u32; 8 - 6 * (W / T::VEC)];
+                    let mut inside = [false; 8 - 6 * (W / T::VEC)];
+                    for h in 0..(8 - 6 * (W / T::VEC)) {
+                        let c = c0 + h * 32;
+                        col[h] = c * W;
+                        inside[h] = c < chunks;
+                        let gv = dout.load_vec_or::<W>(src + col[h], inside[h], 0.0 as T);
                         for k in 0..W {
-                            s[k] = (old[k] as f32) + s[k];
+                            s[h * W + k] = gv[k] as f32;
                         }
                     }
-                    let mut o = [0.0 as T; W];
-                    for k in 0..W {
-                        o[k] = s[k] as T;
+                    if seen {
+                        for h in 0..(8 - 6 * (W / T::VEC)) {
+                            let old = dtable.load_vec_or::<W>(dst + col[h], inside[h], 0.0 as T);
+                            for k in 0..W {
+                                s[h * W + k] = (old[k] as f32) + s[h * W + k];
+                            }
+                        }
                     }
-                    dtable.store_vec::<W>(dst + c * W, o);
-                    c += 32;
+                    for h in 0..(8 - 6 * (W / T::VEC)) {
+                        if inside[h] {
+                            let mut o = [0.0 as T; W];
+                            for k in 0..W {
+                                o[k] = s[h * W + k] as T;
+                            }
+                            dtable.store_vec::<W>(dst + col[h], o);
+                        }
+                    }
+                    c0 += (8 - 6 * (W / T::VEC)) * 32;
                 }
             }
         }

@@ -1,12 +1,12 @@
 //! RoPE in `#[kernel]`, forward and backward (the backward rotates by the negated angle).
 //!
-//! The work is a flat list of items: for each token, its heads in groups of [`HEADS`]
-//! (NeoX) or twice that (interleaved), and for each group the chunks of a head, first the
-//! rotated ones, then those past the rotary dimensions, which pass through. A thread takes one
-//! item: it issues the loads of that chunk in every head of its group at once, computes the
-//! chunk's sines and cosines once while they are in flight, then rotates and stores each head.
-//! So a thread keeps 64 to 128 bytes in flight and waits one round trip per item, and
-//! neighbouring threads read neighbouring 16-byte vectors of one head.
+//! The work is a flat list of items: for each token, its heads in groups of [`held_heads`],
+//! and for each group the chunks of a head, first the rotated ones, then those past the rotary
+//! dimensions, which pass through. A thread takes one item: it issues the loads of that chunk
+//! in every head of its group at once, computes the chunk's sines and cosines once while they
+//! are in flight, then rotates and stores each head. So a thread keeps up to 128 bytes in
+//! flight and waits one round trip per item, and neighbouring threads read neighbouring
+//! accesses of one head.
 //!
 //! Angles are `position · 2^(i · exponent)` with `ex2.approx`, reduced to `[−π, π]`
 //! (Cody–Waite, 2π split in two) before `sin.approx` / `cos.approx`.
@@ -18,9 +18,16 @@
 
 use kernel_macros::{device, kernel};
 
-/// Heads a thread of a NeoX instance rotates with the sines and cosines it computes once (an
-/// interleaved thread takes twice as many, each one vector).
-pub(crate) const HEADS: u32 = 4;
+/// Heads a thread rotates with the sines and cosines it computes once: 8 (one access of each,
+/// or one element pair), or 4 for NeoX vector instances, which access each head twice (the
+/// kernel's `8 - 4 * (1 - INTERLEAVED) * (1 - 2 / (W + 1))`).
+pub(crate) const fn held_heads(interleaved: bool, width: u32) -> u32 {
+    if interleaved || width == 1 {
+        8
+    } else {
+        4
+    }
+}
 
 /// `[cos, sign · sin]` of `pos · 2^(i · exponent)`.
 #[device(crate = crate::lang)]
@@ -35,8 +42,8 @@ fn rotation(pos: f32, i: u32, exponent: f32, sign: f32) -> [f32; 2] {
 
 /// `x, y: tokens × heads × head_dim`, `positions`: one per token. `half` = rotary_dim / 2;
 /// `chunks` = accesses per head's rotary part (NeoX: per half); `sign` is 1 forward, −1
-/// backward. Items: `tokens · ⌈heads / H⌉ · (chunks + (head_dim − 2·half) / W)`, with
-/// `H = HEADS · (1 + INTERLEAVED)`.
+/// backward. Items: `tokens · ⌈heads / H⌉ · (chunks + (head_dim − 2·half) / W)`, `H` the
+/// held heads.
 #[kernel(crate = crate::lang, instances(T in [f32, bf16], INTERLEAVED in [0, 1], W in [1, T::VEC]))]
 pub fn rope<T: Dtype, const INTERLEAVED: u32, const W: u32>(
     x: &[T],
@@ -52,7 +59,9 @@ pub fn rope<T: Dtype, const INTERLEAVED: u32, const W: u32>(
 ) {
     let rot = 2 * half;
     let per_group = chunks + (head_dim - rot) / W;
-    let groups = (heads + (4 + 4 * INTERLEAVED) - 1) / (4 + 4 * INTERLEAVED);
+    // Heads a thread holds (`held_heads`): 8, or 4 for NeoX vectors (two accesses a head).
+    let groups = (heads + (8 - 4 * (1 - INTERLEAVED) * (1 - 2 / (W + 1))) - 1)
+        / (8 - 4 * (1 - INTERLEAVED) * (1 - 2 / (W + 1)));
     let per_token = groups * per_group;
     let items = tokens * per_token;
     let stride = block_dim().x * grid_dim().x;
@@ -63,11 +72,11 @@ pub fn rope<T: Dtype, const INTERLEAVED: u32, const W: u32>(
         let group = in_token / per_group;
         let c = in_token - group * per_group;
         // The group's first head, within the token and in the whole tensor.
-        let h0 = group * (4 + 4 * INTERLEAVED);
+        let h0 = group * (8 - 4 * (1 - INTERLEAVED) * (1 - 2 / (W + 1)));
         let head0 = token * heads + h0;
         // Each held head's first element of the chunk, and whether the head exists.
-        let mut at = [0u32; 4 + 4 * INTERLEAVED];
-        let mut live = [false; 4 + 4 * INTERLEAVED];
+        let mut at = [0u32; (8 - 4 * (1 - INTERLEAVED) * (1 - 2 / (W + 1)))];
+        let mut live = [false; (8 - 4 * (1 - INTERLEAVED) * (1 - 2 / (W + 1)))];
         if c < chunks {
             if INTERLEAVED == 0 || W == 1 {
                 // Pairs `(d, d + partner)` for `d` in `d0 .. d0 + W`, rotation `i0 + k`.
@@ -79,9 +88,9 @@ pub fn rope<T: Dtype, const INTERLEAVED: u32, const W: u32>(
                     partner = 1;
                     i0 = c;
                 }
-                let mut a = [0.0 as T; (4 + 4 * INTERLEAVED) * W];
-                let mut b = [0.0 as T; (4 + 4 * INTERLEAVED) * W];
-                for h in 0..(4 + 4 * INTERLEAVED) {
+                let mut a = [0.0 as T; (8 - 4 * (1 - INTERLEAVED) * (1 - 2 / (W + 1))) * W];
+                let mut b = [0.0 as T; (8 - 4 * (1 - INTERLEAVED) * (1 - 2 / (W + 1))) * W];
+                for h in 0..(8 - 4 * (1 - INTERLEAVED) * (1 - 2 / (W + 1))) {
                     at[h] = (head0 + h) * head_dim + d0;
                     live[h] = h0 + h < heads;
                     let u = x.load_vec_or::<W>(at[h], live[h], 0.0 as T);
@@ -98,7 +107,7 @@ pub fn rope<T: Dtype, const INTERLEAVED: u32, const W: u32>(
                     cs[2 * k] = r[0];
                     cs[2 * k + 1] = r[1];
                 }
-                for h in 0..(4 + 4 * INTERLEAVED) {
+                for h in 0..(8 - 4 * (1 - INTERLEAVED) * (1 - 2 / (W + 1))) {
                     if live[h] {
                         let mut u = [0.0 as T; W];
                         let mut v = [0.0 as T; W];
@@ -146,8 +155,8 @@ pub fn rope<T: Dtype, const INTERLEAVED: u32, const W: u32>(
         } else {
             // Past the rotary dimensions: copied.
             let d = rot + (c - chunks) * W;
-            let mut a = [0.0 as T; (4 + 4 * INTERLEAVED) * W];
-            for h in 0..(4 + 4 * INTERLEAVED) {
+            let mut a = [0.0 as T; (8 - 4 * (1 - INTERLEAVED) * (1 - 2 / (W + 1))) * W];
+            for h in 0..(8 - 4 * (1 - INTERLEAVED) * (1 - 2 / (W + 1))) {
                 at[h] = (head0 + h) * head_dim + d;
                 live[h] = h0 + h < heads;
                 let u = x.load_vec_or::<W>(at[h], live[h], 0.0 as T);
@@ -155,7 +164,7 @@ pub fn rope<T: Dtype, const INTERLEAVED: u32, const W: u32>(
                     a[h * W + k] = u[k];
                 }
             }
-            for h in 0..(4 + 4 * INTERLEAVED) {
+            for h in 0..(8 - 4 * (1 - INTERLEAVED) * (1 - 2 / (W + 1))) {
                 if live[h] {
                     let mut u = [0.0 as T; W];
                     for k in 0..W {
