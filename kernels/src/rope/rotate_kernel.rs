@@ -18,11 +18,12 @@
 
 use kernel_macros::{device, kernel};
 
-/// Heads a thread rotates with the sines and cosines it computes once: 8 (one access of each,
-/// or one element pair), or 4 for NeoX vector instances, which access each head twice (the
-/// kernel's `8 - 4 * (1 - INTERLEAVED) * (1 - 2 / (W + 1))`).
-pub(crate) const fn held_heads(interleaved: bool, width: u32) -> u32 {
-    if interleaved || width == 1 {
+/// Heads a thread rotates with the sines and cosines it computes once: 4 for NeoX, which
+/// accesses each head twice, 8 for interleaved (the kernel's `4 + 4 * INTERLEAVED`). Holding 8
+/// in NeoX's one-element instances too measured slower on an H200 (head_dim 34: 66% of copy
+/// against 69%).
+pub(crate) const fn held_heads(interleaved: bool) -> u32 {
+    if interleaved {
         8
     } else {
         4
@@ -59,9 +60,8 @@ pub fn rope<T: Dtype, const INTERLEAVED: u32, const W: u32>(
 ) {
     let rot = 2 * half;
     let per_group = chunks + (head_dim - rot) / W;
-    // Heads a thread holds (`held_heads`): 8, or 4 for NeoX vectors (two accesses a head).
-    let groups = (heads + (8 - 4 * (1 - INTERLEAVED) * (1 - 2 / (W + 1))) - 1)
-        / (8 - 4 * (1 - INTERLEAVED) * (1 - 2 / (W + 1)));
+    // Heads a thread holds (`held_heads`).
+    let groups = (heads + (4 + 4 * INTERLEAVED) - 1) / (4 + 4 * INTERLEAVED);
     let per_token = groups * per_group;
     let items = tokens * per_token;
     let stride = block_dim().x * grid_dim().x;
@@ -72,11 +72,11 @@ pub fn rope<T: Dtype, const INTERLEAVED: u32, const W: u32>(
         let group = in_token / per_group;
         let c = in_token - group * per_group;
         // The group's first head, within the token and in the whole tensor.
-        let h0 = group * (8 - 4 * (1 - INTERLEAVED) * (1 - 2 / (W + 1)));
+        let h0 = group * (4 + 4 * INTERLEAVED);
         let head0 = token * heads + h0;
         // Each held head's first element of the chunk, and whether the head exists.
-        let mut at = [0u32; (8 - 4 * (1 - INTERLEAVED) * (1 - 2 / (W + 1)))];
-        let mut live = [false; (8 - 4 * (1 - INTERLEAVED) * (1 - 2 / (W + 1)))];
+        let mut at = [0u32; 4 + 4 * INTERLEAVED];
+        let mut live = [false; 4 + 4 * INTERLEAVED];
         if c < chunks {
             if INTERLEAVED == 0 || W == 1 {
                 // Pairs `(d, d + partner)` for `d` in `d0 .. d0 + W`, rotation `i0 + k`.
@@ -88,9 +88,9 @@ pub fn rope<T: Dtype, const INTERLEAVED: u32, const W: u32>(
                     partner = 1;
                     i0 = c;
                 }
-                let mut a = [0.0 as T; (8 - 4 * (1 - INTERLEAVED) * (1 - 2 / (W + 1))) * W];
-                let mut b = [0.0 as T; (8 - 4 * (1 - INTERLEAVED) * (1 - 2 / (W + 1))) * W];
-                for h in 0..(8 - 4 * (1 - INTERLEAVED) * (1 - 2 / (W + 1))) {
+                let mut a = [0.0 as T; (4 + 4 * INTERLEAVED) * W];
+                let mut b = [0.0 as T; (4 + 4 * INTERLEAVED) * W];
+                for h in 0..(4 + 4 * INTERLEAVED) {
                     at[h] = (head0 + h) * head_dim + d0;
                     live[h] = h0 + h < heads;
                     let u = x.load_vec_or::<W>(at[h], live[h], 0.0 as T);
@@ -107,7 +107,7 @@ pub fn rope<T: Dtype, const INTERLEAVED: u32, const W: u32>(
                     cs[2 * k] = r[0];
                     cs[2 * k + 1] = r[1];
                 }
-                for h in 0..(8 - 4 * (1 - INTERLEAVED) * (1 - 2 / (W + 1))) {
+                for h in 0..(4 + 4 * INTERLEAVED) {
                     if live[h] {
                         let mut u = [0.0 as T; W];
                         let mut v = [0.0 as T; W];
@@ -155,8 +155,8 @@ pub fn rope<T: Dtype, const INTERLEAVED: u32, const W: u32>(
         } else {
             // Past the rotary dimensions: copied.
             let d = rot + (c - chunks) * W;
-            let mut a = [0.0 as T; (8 - 4 * (1 - INTERLEAVED) * (1 - 2 / (W + 1))) * W];
-            for h in 0..(8 - 4 * (1 - INTERLEAVED) * (1 - 2 / (W + 1))) {
+            let mut a = [0.0 as T; (4 + 4 * INTERLEAVED) * W];
+            for h in 0..(4 + 4 * INTERLEAVED) {
                 at[h] = (head0 + h) * head_dim + d;
                 live[h] = h0 + h < heads;
                 let u = x.load_vec_or::<W>(at[h], live[h], 0.0 as T);
@@ -164,7 +164,7 @@ pub fn rope<T: Dtype, const INTERLEAVED: u32, const W: u32>(
                     a[h * W + k] = u[k];
                 }
             }
-            for h in 0..(8 - 4 * (1 - INTERLEAVED) * (1 - 2 / (W + 1))) {
+            for h in 0..(4 + 4 * INTERLEAVED) {
                 if live[h] {
                     let mut u = [0.0 as T; W];
                     for k in 0..W {
