@@ -232,7 +232,12 @@ impl Plan {
         let width = self.spec.access.width(self.spec.storage);
         let interleaved = self.spec.layout == RopeLayout::Interleaved;
         let held = rotate_kernel::held_heads(interleaved);
-        let per_group = self.chunks + (self.head_dim - 2 * self.half) / width;
+        let used = self.chunks + (self.head_dim - 2 * self.half) / width;
+        let per_group = if interleaved && width == 1 {
+            used.next_multiple_of(32)
+        } else {
+            used
+        };
         let items = self.tokens * self.heads.div_ceil(held) * per_group;
         LaunchConfig::linear(items.div_ceil(THREADS).min(i32::MAX as u32), THREADS)
     }
