@@ -232,6 +232,10 @@ pub fn floor(x: f32) -> f32 {
 pub fn ceil(x: f32) -> f32 {
     x.ceil()
 }
+/// Rounds to the nearest integer, ties to even (`cvt.rni.f32.f32`).
+pub fn round_ties_even(x: f32) -> f32 {
+    x.round_ties_even()
+}
 /// The bits of `x` in reverse order (`brev.b32`).
 pub fn brev(x: u32) -> u32 {
     x.reverse_bits()

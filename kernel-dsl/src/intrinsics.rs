@@ -243,6 +243,7 @@ pub const INTRINSICS: &[Intrinsic] = &[
     chain("tanh", X_F32, Ty::Scalar(F32), "Hyperbolic tangent (`tanh.approx.f32`, sm_75+).", &[approx(ApproxFn::Tanh, false)], true),
     chain("floor", X_F32, Ty::Scalar(F32), "Rounds down (`cvt.rmi.f32.f32`).", &[round_f32(CvtRounding::Rmi)], true),
     chain("ceil", X_F32, Ty::Scalar(F32), "Rounds up (`cvt.rpi.f32.f32`).", &[round_f32(CvtRounding::Rpi)], true),
+    chain("round_ties_even", X_F32, Ty::Scalar(F32), "Rounds to the nearest integer, ties to even (`cvt.rni.f32.f32`), as Rust's `f32::round_ties_even`.", &[round_f32(CvtRounding::Rni)], true),
     // Bits and conversions.
     chain("brev", X_U32, Ty::Scalar(U32), "The bits of `x` in reverse order (`brev.b32`).", &[Op::Brev { ty: ScalarType::B32 }], false),
     chain("clz", X_U32, Ty::Scalar(U32), "The number of leading zero bits of `x`, 32 for 0 (`clz.b32`).", &[Op::Clz { ty: ScalarType::B32 }], false),

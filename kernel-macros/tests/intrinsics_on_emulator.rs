@@ -88,6 +88,47 @@ fn float_intrinsics_match_their_rust_references() -> Result<(), Error> {
 }
 
 #[test]
+fn round_ties_even_and_nan_match_rust() -> Result<(), Error> {
+    let stream = Device::emulator().stream()?;
+    let mut x = inputs();
+    x.extend([
+        0.5,
+        1.5,
+        2.5,
+        -0.5,
+        -2.5,
+        8388607.5,
+        1e10,
+        f32::INFINITY,
+        f32::NAN,
+    ]);
+    let n = x.len() as u32;
+    let dx = Buffer::from_host(&stream, &x)?;
+    let mut y = Buffer::from_host(&stream, &vec![1.0f32; 3 * x.len()])?;
+    rounding_and_nan(&stream, LaunchConfig::for_elements(n, 64), &dx, &mut y, n)?;
+    let y = y.to_host(&stream)?;
+    for (i, &v) in x.iter().enumerate() {
+        let want = v.round_ties_even();
+        assert!(
+            same(y[i * 3], want),
+            "round_ties_even({v:e}) = {:e}",
+            y[i * 3]
+        );
+        assert!(same(y[i * 3 + 1], want), "x.round_ties_even() for {v:e}");
+        let kept = if v < 0.0 { f32::NAN } else { v };
+        assert!(same(y[i * 3 + 2], kept), "f32::NAN for {v:e}");
+        if v < 0.0 {
+            assert_eq!(
+                y[i * 3 + 2].to_bits(),
+                f32::NAN.to_bits(),
+                "the host's quiet NaN"
+            );
+        }
+    }
+    Ok(())
+}
+
+#[test]
 fn bit_intrinsics_and_tf32_rounding_match_rust() -> Result<(), Error> {
     let stream = Device::emulator().stream()?;
     let mut xs: Vec<u32> = vec![0, 1, 2, 0x8000_0000, u32::MAX, 0x0001_0000, 0x1234_5678];

@@ -58,13 +58,14 @@ fn ptxas() -> Option<PathBuf> {
     p.is_file().then_some(p)
 }
 
-fn coverage() -> [&'static KernelArtifacts; 9] {
+fn coverage() -> [&'static KernelArtifacts; 10] {
     use common::intrinsics::*;
     [
         &COVERAGE_MATH,
         &COVERAGE_VECTORS,
         &COVERAGE_ASYNC,
         &FLOAT_INTRINSICS,
+        &ROUNDING_AND_NAN,
         &BIT_INTRINSICS,
         &TICKETS,
         &LAST_BLOCK_TOTAL,

@@ -5,7 +5,9 @@ mod common_k2;
 use common_k2::{assert_close, bits, download, poisoned, stream, tol, upload, Rng};
 use kernel_runtime::{Bf16, Buffer};
 use kernels::cast::Element;
-use kernels::embedding::{embedding, embedding_backward, reference};
+use kernels::embedding::{
+    embedding, embedding_backward, embedding_backward_builder, embedding_builder, reference,
+};
 use kernels::Error;
 
 /// (tokens, vocab, hidden): repeated ids, odd widths, several warps' worth of rows.
@@ -56,6 +58,63 @@ fn an_unknown_id_gathers_nan() {
     embedding(&s, &table, &idb, &mut out, 2, 2, 1).unwrap();
     let got = download(&s, &out);
     assert!(got[0] == 1.0 && got[1].is_nan(), "{got:?}");
+}
+
+#[test]
+fn an_unknown_id_gathers_nan_in_bf16_too() {
+    let s = stream();
+    let (table, _) = upload::<Bf16>(&s, &[1.0; 16]);
+    let idb = Buffer::from_host(&s, &[1u32, 7, 0]).unwrap();
+    let mut out = poisoned::<Bf16>(&s, 24);
+    embedding(&s, &table, &idb, &mut out, 3, 2, 8).unwrap();
+    let got = download(&s, &out);
+    assert!(got[..8].iter().all(|&v| v == 1.0), "{got:?}");
+    assert!(got[8..16].iter().all(|v| v.is_nan()), "{got:?}");
+    assert!(got[16..].iter().all(|&v| v == 1.0), "{got:?}");
+}
+
+/// (tokens, vocab, hidden) beyond [`SHAPES`]: rows a block passes over more than once, and
+/// more tokens than the backward's warps scan in one step.
+const WIDE: &[(usize, usize, usize)] =
+    &[(2, 3, 12288), (2, 3, 20480), (600, 40, 24), (300, 70, 40)];
+
+/// The `#[kernel]` ops move the same bits as the builder kernels they replace (unknown ids
+/// included).
+fn matches_builder<T: Element>() {
+    let s = stream();
+    let mut rng = Rng::new(55);
+    for &(tokens, vocab, hidden) in SHAPES.iter().chain(WIDE) {
+        let (table, _) = upload::<T>(&s, &rng.vec(vocab * hidden, -1.0, 1.0));
+        let mut id = ids(&mut rng, tokens, vocab);
+        id[tokens / 2] = vocab as u32 + 3;
+        let idb = Buffer::from_host(&s, &id).unwrap();
+        let (mut new, mut old) = (
+            poisoned::<T>(&s, tokens * hidden),
+            poisoned::<T>(&s, tokens * hidden),
+        );
+        embedding(&s, &table, &idb, &mut new, tokens, vocab, hidden).unwrap();
+        embedding_builder(&s, &table, &idb, &mut old, tokens, vocab, hidden).unwrap();
+        let what = format!("{tokens}×{vocab}×{hidden}");
+        assert_eq!(bits(&s, &new), bits(&s, &old), "embedding {what}");
+        let (dout, _) = upload::<T>(&s, &rng.vec(tokens * hidden, -1.0, 1.0));
+        let (mut new, mut old) = (
+            poisoned::<T>(&s, vocab * hidden),
+            poisoned::<T>(&s, vocab * hidden),
+        );
+        embedding_backward(&s, &dout, &idb, &mut new, tokens, vocab, hidden).unwrap();
+        embedding_backward_builder(&s, &dout, &idb, &mut old, tokens, vocab, hidden).unwrap();
+        assert_eq!(bits(&s, &new), bits(&s, &old), "embedding_backward {what}");
+    }
+}
+
+#[test]
+fn f32_embedding_matches_the_builder_kernels_bit_for_bit() {
+    matches_builder::<f32>();
+}
+
+#[test]
+fn bf16_embedding_matches_the_builder_kernels_bit_for_bit() {
+    matches_builder::<Bf16>();
 }
 
 fn backward_matches_reference<T: Element>() {

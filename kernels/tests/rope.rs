@@ -5,7 +5,9 @@ mod common_k2;
 use common_k2::{assert_close, bits, download, poisoned, stream, tol, upload, Rng};
 use kernel_runtime::{Bf16, Buffer};
 use kernels::cast::Element;
-use kernels::rope::{reference, rope, rope_backward, Rope, RopeLayout};
+use kernels::rope::{
+    reference, rope, rope_backward, rope_backward_builder, rope_builder, Rope, RopeLayout,
+};
 use kernels::Error;
 
 /// (tokens, heads, head_dim, rotary_dim).
@@ -70,6 +72,56 @@ fn f32_rope_backward_matches_reference() {
 #[test]
 fn bf16_rope_backward_matches_reference() {
     matches_reference::<Bf16>(true);
+}
+
+/// The `#[kernel]` rope computes with the same instructions in the same order as the builder
+/// kernel it replaces, so the two agree bit for bit.
+fn matches_builder<T: Element>() {
+    let s = stream();
+    let mut rng = Rng::new(46);
+    for layout in layouts() {
+        for &(tokens, heads, head_dim, rotary_dim) in SHAPES.iter().chain(&[(5, 9, 128, 64)]) {
+            let spec = Rope {
+                layout,
+                theta: 10000.0,
+                rotary_dim,
+            };
+            let n = tokens * heads * head_dim;
+            let (x, _) = upload::<T>(&s, &rng.vec(n, -2.0, 2.0));
+            let pos: Vec<u32> = (0..tokens).map(|_| rng.below(5000)).collect();
+            let positions = Buffer::from_host(&s, &pos).unwrap();
+            for backward in [false, true] {
+                let (mut new, mut old) = (poisoned::<T>(&s, n), poisoned::<T>(&s, n));
+                if backward {
+                    rope_backward(&s, &x, &positions, &mut new, tokens, heads, head_dim, spec)
+                        .unwrap();
+                    rope_backward_builder(
+                        &s, &x, &positions, &mut old, tokens, heads, head_dim, spec,
+                    )
+                    .unwrap();
+                } else {
+                    rope(&s, &x, &positions, &mut new, tokens, heads, head_dim, spec).unwrap();
+                    rope_builder(&s, &x, &positions, &mut old, tokens, heads, head_dim, spec)
+                        .unwrap();
+                }
+                assert_eq!(
+                    bits(&s, &new),
+                    bits(&s, &old),
+                    "{layout:?} {tokens}×{heads}×{head_dim} rot {rotary_dim} backward {backward}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn f32_rope_matches_the_builder_kernel_bit_for_bit() {
+    matches_builder::<f32>();
+}
+
+#[test]
+fn bf16_rope_matches_the_builder_kernel_bit_for_bit() {
+    matches_builder::<Bf16>();
 }
 
 #[test]

@@ -62,6 +62,7 @@ fn the_new_intrinsics_print_the_instructions_they_promise() {
     assert_eq!(mnemonics("rcp_rn"), ["rcp.rn.f32"]);
     assert_eq!(mnemonics("rsqrt"), ["rsqrt.approx.f32"]);
     assert_eq!(mnemonics("rsqrt_rn"), ["sqrt.rn.f32", "rcp.rn.f32"]);
+    assert_eq!(mnemonics("round_ties_even"), ["cvt.rni.f32.f32"]);
     assert_eq!(mnemonics("brev"), ["brev.b32"]);
     assert_eq!(mnemonics("clz"), ["clz.b32"]);
     assert_eq!(mnemonics("fence_cta"), ["fence.acq_rel.cta"]);

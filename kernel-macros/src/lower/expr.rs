@@ -348,6 +348,7 @@ impl Lowerer<'_> {
                     (t, "NEG_INFINITY") if is_float(t) => {
                         Ok(Value::Scalar(float_imm(f64::NEG_INFINITY, t)))
                     }
+                    // The quiet NaN the host's `NAN` is (0x7fc0_0000; 0x7fc0 as bf16).
                     (t, "NAN") if is_float(t) => Ok(Value::Scalar(float_imm(f64::NAN, t))),
                     // Elements in one 16-byte access, the widest vector load.
                     (t, "VEC") if t != ScalarType::Pred => Ok(Value::Scalar(Scalar {

@@ -21,6 +21,19 @@ pub fn float_intrinsics(x: &[f32], y: &mut [f32], n: u32) {
     }
 }
 
+/// `round_ties_even` as a function and a method, and `f32::NAN` in place of negative inputs,
+/// three results per element.
+#[kernel(crate = crate::common::paths)]
+pub fn rounding_and_nan(x: &[f32], y: &mut [f32], n: u32) {
+    let i = block_idx().x * block_dim().x + thread_idx().x;
+    if i < n {
+        let v = x[i];
+        y[i * 3] = round_ties_even(v);
+        y[i * 3 + 1] = v.round_ties_even();
+        y[i * 3 + 2] = if v < 0.0 { f32::NAN } else { v };
+    }
+}
+
 /// `brev`, `clz` and `cvt_tf32`, three words per element.
 #[kernel(crate = crate::common::paths)]
 pub fn bit_intrinsics(x: &[u32], f: &[f32], y: &mut [u32], n: u32) {

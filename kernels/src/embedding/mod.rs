@@ -3,20 +3,21 @@
 //! adds the gradients of its tokens in token order, so every run gives the same bits.
 
 mod gather_kernel;
+mod lookup_kernel;
 pub mod reference;
 mod scatter_kernel;
 
 use crate::cast::Element;
-use crate::codegen::kernel_table;
 use crate::codegen::rows::Group;
 use crate::codegen::tensor::Access;
+use crate::codegen::{kernel_refs, kernel_table};
 use crate::rowwise::shape::RowPlan;
 use crate::rowwise::spec::RowSpec;
 use crate::{check_len, Error, OpKernel, Storage};
 use kernel_runtime::{Buffer, KernelArg, LaunchConfig, Stream};
-use scatter_kernel::{ROWS_PER_WARP, SCATTER_THREADS};
+use lookup_kernel::{held_chunks, ROWS_PER_WARP, SCATTER_THREADS};
 
-/// The backward's specializations (storage × access; a warp owns its rows either way).
+/// The builder backward's specializations (storage × access; a warp owns its rows either way).
 const SCATTER_SPECS: [RowSpec; 4] = [
     RowSpec {
         storage: Storage::F32,
@@ -40,24 +41,24 @@ const SCATTER_SPECS: [RowSpec; 4] = [
     },
 ];
 
+static EMBEDDING: [OpKernel; 8] = OpKernel::instances(lookup_kernel::EMBEDDING_INSTANCES);
+static EMBEDDING_BACKWARD: [OpKernel; 4] =
+    OpKernel::instances(lookup_kernel::EMBEDDING_BACKWARD_INSTANCES);
 kernel_table!(static GATHER = gather_kernel::gather, RowSpec::ALL, [0 1 2 3 4 5 6 7]);
 kernel_table!(static SCATTER = scatter_kernel::scatter, SCATTER_SPECS, [0 1 2 3]);
 
 /// Every specialization this module ships.
-pub static KERNELS: &[&OpKernel] = &[
-    &GATHER[0],
-    &GATHER[1],
-    &GATHER[2],
-    &GATHER[3],
-    &GATHER[4],
-    &GATHER[5],
-    &GATHER[6],
-    &GATHER[7],
-    &SCATTER[0],
-    &SCATTER[1],
-    &SCATTER[2],
-    &SCATTER[3],
+pub static KERNELS: &[&OpKernel] = kernel_refs![
+    EMBEDDING[0 1 2 3 4 5 6 7],
+    EMBEDDING_BACKWARD[0 1 2 3],
+    GATHER[0 1 2 3 4 5 6 7],
+    SCATTER[0 1 2 3],
 ];
+
+/// Chunks of its row a thread of the `#[kernel]` forward holds (64 bytes).
+fn gather_held(storage: Storage, access: Access) -> u32 {
+    held_chunks(Access::Vector.width(storage), access.width(storage))
+}
 
 /// Gathers rows of the `vocab × hidden` `table`: `out[t] = table[ids[t]]` for each of the
 /// `tokens` ids. An id not below `vocab` gives a row of NaN (ids live on the device, so they
@@ -84,24 +85,86 @@ pub fn embedding<T: Element>(
     hidden: usize,
 ) -> Result<(), Error> {
     const OP: &str = "embedding";
-    let table_plan = RowPlan::new(OP, T::STORAGE, vocab, hidden, None)?;
-    table_plan.check_matrix(OP, "table", table.len())?;
-    let p = RowPlan::new(OP, T::STORAGE, tokens, hidden, None)?;
-    p.check_matrix(OP, "out", out.len())?;
-    p.check_per_row(OP, "ids", ids.len())?;
-    if tokens == 0 {
+    let Some(p) = gather_plan::<T>(
+        OP,
+        [table.len(), ids.len(), out.len()],
+        tokens,
+        vocab,
+        hidden,
+        gather_held,
+    )?
+    else {
         return Ok(());
-    }
+    };
+    let w = p.spec.access.width(T::STORAGE);
+    let cta = (p.spec.group == Group::Block) as u32;
+    lookup_kernel::embedding::<T>(
+        stream,
+        p.launch.cfg,
+        w,
+        cta,
+        table,
+        ids,
+        out,
+        p.rows,
+        p.cols,
+        vocab as u32,
+    )?;
+    Ok(())
+}
+
+/// The builder-written kernel that [`embedding`] replaces, kept only until the two have been
+/// measured side by side (`bench_embedding`).
+#[doc(hidden)]
+pub fn embedding_builder<T: Element>(
+    stream: &Stream,
+    table: &Buffer<T>,
+    ids: &Buffer<u32>,
+    out: &mut Buffer<T>,
+    tokens: usize,
+    vocab: usize,
+    hidden: usize,
+) -> Result<(), Error> {
+    const OP: &str = "embedding";
+    let Some(p) = gather_plan::<T>(
+        OP,
+        [table.len(), ids.len(), out.len()],
+        tokens,
+        vocab,
+        hidden,
+        crate::rowwise::spec::row_held_chunks,
+    )?
+    else {
+        return Ok(());
+    };
     let args = [
         KernelArg::from(table),
         KernelArg::from(ids),
         KernelArg::from(&mut *out),
         KernelArg::from(p.rows),
         KernelArg::from(p.cols),
-        KernelArg::from(table_plan.rows),
+        KernelArg::from(vocab as u32),
     ];
     stream.launch(GATHER[p.spec.index()].artifacts(), p.launch.cfg, &args)?;
     Ok(())
+}
+
+/// The forward's checks (`table, ids, out` lengths) and row plan for threads holding
+/// `held(storage, access)` chunks; `None` where there are no tokens.
+fn gather_plan<T: Element>(
+    op: &'static str,
+    [table, ids, out]: [usize; 3],
+    tokens: usize,
+    vocab: usize,
+    hidden: usize,
+    held: fn(Storage, Access) -> u32,
+) -> Result<Option<RowPlan>, Error> {
+    let table_plan = RowPlan::new(op, T::STORAGE, vocab, hidden, None)?;
+    table_plan.check_matrix(op, "table", table)?;
+    let p = RowPlan::holding(op, T::STORAGE, tokens, hidden, None, held)?;
+    p.check_matrix(op, "out", out)?;
+    p.check_per_row(op, "ids", ids)?;
+    Ok((tokens > 0).then_some(p))
 }
 
 /// The gradient of [`embedding`]: `dtable[v] = Σ dout[t]` over the tokens with `ids[t] = v`,
@@ -128,25 +191,48 @@ pub fn embedding_backward<T: Element>(
     vocab: usize,
     hidden: usize,
 ) -> Result<(), Error> {
-    const OP: &str = "embedding_backward";
-    let table_plan = RowPlan::new(OP, T::STORAGE, vocab, hidden, None)?;
-    table_plan.check_matrix(OP, "dtable", dtable.len())?;
-    let p = RowPlan::new(OP, T::STORAGE, tokens, hidden, None)?;
-    p.check_matrix(OP, "dout", dout.len())?;
-    check_len(OP, "ids", ids.len(), tokens, || {
-        format!("one per token, tokens = {tokens}")
-    })?;
-    if vocab == 0 {
+    let Some((p, cfg)) =
+        scatter_plan::<T>([dout.len(), ids.len(), dtable.len()], tokens, vocab, hidden)?
+    else {
         return Ok(());
-    }
+    };
+    lookup_kernel::embedding_backward::<T>(
+        stream,
+        cfg,
+        p.spec.access.width(T::STORAGE),
+        dout,
+        ids,
+        dtable,
+        tokens as u32,
+        p.cols,
+        vocab as u32,
+    )?;
+    Ok(())
+}
+
+/// The builder-written kernel that [`embedding_backward`] replaces, kept only until the two
+/// have been measured side by side (`bench_embedding`).
+#[doc(hidden)]
+pub fn embedding_backward_builder<T: Element>(
+    stream: &Stream,
+    dout: &Buffer<T>,
+    ids: &Buffer<u32>,
+    dtable: &mut Buffer<T>,
+    tokens: usize,
+    vocab: usize,
+    hidden: usize,
+) -> Result<(), Error> {
+    let Some((p, cfg)) =
+        scatter_plan::<T>([dout.len(), ids.len(), dtable.len()], tokens, vocab, hidden)?
+    else {
+        return Ok(());
+    };
     let spec_index = match (T::STORAGE, p.spec.access) {
         (Storage::F32, Access::Scalar) => 0,
         (Storage::F32, Access::Vector) => 1,
         (Storage::Bf16, Access::Scalar) => 2,
         (Storage::Bf16, Access::Vector) => 3,
     };
-    let rows_per_cta = ROWS_PER_WARP * (SCATTER_THREADS / 32);
-    let cfg = LaunchConfig::linear((vocab as u32).div_ceil(rows_per_cta), SCATTER_THREADS);
     let args = [
         KernelArg::from(dout),
         KernelArg::from(ids),
@@ -157,4 +243,28 @@ pub fn embedding_backward<T: Element>(
     ];
     stream.launch(SCATTER[spec_index].artifacts(), cfg, &args)?;
     Ok(())
+}
+
+/// The backward's checks (`dout, ids, dtable` lengths) and launch: one warp per
+/// [`ROWS_PER_WARP`] vocabulary rows; `None` for an empty vocabulary.
+fn scatter_plan<T: Element>(
+    [dout, ids, dtable]: [usize; 3],
+    tokens: usize,
+    vocab: usize,
+    hidden: usize,
+) -> Result<Option<(RowPlan, LaunchConfig)>, Error> {
+    const OP: &str = "embedding_backward";
+    let table_plan = RowPlan::new(OP, T::STORAGE, vocab, hidden, None)?;
+    table_plan.check_matrix(OP, "dtable", dtable)?;
+    let p = RowPlan::new(OP, T::STORAGE, tokens, hidden, None)?;
+    p.check_matrix(OP, "dout", dout)?;
+    check_len(OP, "ids", ids, tokens, || {
+        format!("one per token, tokens = {tokens}")
+    })?;
+    if vocab == 0 {
+        return Ok(None);
+    }
+    let rows_per_cta = ROWS_PER_WARP * (SCATTER_THREADS / 32);
+    let cfg = LaunchConfig::linear((vocab as u32).div_ceil(rows_per_cta), SCATTER_THREADS);
+    Ok(Some((p, cfg)))
 }

@@ -8,6 +8,7 @@
 //! bitmask remembers which rows were touched); untouched rows are zeroed at the end. Only the
 //! owning warp ever touches a row, so the result is the same on every run.
 
+use super::lookup_kernel::{ROWS_PER_WARP, SCATTER_THREADS};
 use crate::codegen::tensor::tensor_param;
 use crate::rowwise::bits::{and_pred, ballot, lowest_bit, shl_by};
 use crate::rowwise::index::{chunks, element};
@@ -16,11 +17,6 @@ use kernel_dsl::builder::{KernelBuilder, Value};
 use kernel_dsl::dtype::{F32, U32};
 use kernel_dsl::ir::{Dim, Kernel};
 use kernel_dsl::op::Cmp;
-
-/// Vocabulary rows per warp (one bit each of a warp mask).
-pub(crate) const ROWS_PER_WARP: u32 = 32;
-/// Threads per CTA.
-pub(crate) const SCATTER_THREADS: u32 = 128;
 
 /// Parameters: `dout, ids, dtable, tokens, hidden, vocab`.
 pub(crate) fn scatter(spec: RowSpec) -> Kernel {

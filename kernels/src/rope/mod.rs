@@ -13,27 +13,30 @@
 
 mod kernel;
 pub mod reference;
+mod rotate_kernel;
 mod spec;
 
 pub use spec::{Rope, RopeLayout};
 
 use crate::cast::Element;
-use crate::codegen::kernel_table;
 use crate::codegen::tensor::Access;
+use crate::codegen::{kernel_refs, kernel_table};
 use crate::{check_len, Error, OpKernel};
 use kernel_runtime::{Buffer, KernelArg, LaunchConfig, Stream};
 use spec::RopeSpec;
 
-kernel_table!(static ROPE = kernel::rope, RopeSpec::ALL, [0 1 2 3 4 5 6 7]);
+static ROPE: [OpKernel; 8] = OpKernel::instances(rotate_kernel::ROPE_INSTANCES);
+kernel_table!(static ROPE_BUILDER = kernel::rope, RopeSpec::ALL, [0 1 2 3 4 5 6 7]);
 
 /// Every specialization this module ships.
-pub static KERNELS: &[&OpKernel] = &[
-    &ROPE[0], &ROPE[1], &ROPE[2], &ROPE[3], &ROPE[4], &ROPE[5], &ROPE[6], &ROPE[7],
+pub static KERNELS: &[&OpKernel] = kernel_refs![
+    ROPE[0 1 2 3 4 5 6 7],
+    ROPE_BUILDER[0 1 2 3 4 5 6 7],
 ];
 
 /// Threads per CTA.
 const THREADS: u32 = 128;
-/// The grid strides over tokens beyond this many CTAs.
+/// The builder kernel's grid strides over tokens beyond this many CTAs.
 const MAX_CTAS: u32 = 1 << 16;
 
 /// Applies RoPE to `x` (`tokens × heads × head_dim`), writing `y`; token `t` rotates by
@@ -116,6 +119,130 @@ pub fn rope_backward<T: Element>(
     )
 }
 
+/// The builder-written kernel that [`rope`] replaces, kept only until the two have been
+/// measured side by side (`bench_rope`).
+#[doc(hidden)]
+#[allow(clippy::too_many_arguments)]
+pub fn rope_builder<T: Element>(
+    stream: &Stream,
+    x: &Buffer<T>,
+    positions: &Buffer<u32>,
+    y: &mut Buffer<T>,
+    tokens: usize,
+    heads: usize,
+    head_dim: usize,
+    spec: Rope,
+) -> Result<(), Error> {
+    let dims = [tokens, heads, head_dim];
+    launch_builder("rope", stream, x, positions, y, dims, spec, 1.0)
+}
+
+/// The builder-written kernel that [`rope_backward`] replaces, kept only until the two have
+/// been measured side by side (`bench_rope`).
+#[doc(hidden)]
+#[allow(clippy::too_many_arguments)]
+pub fn rope_backward_builder<T: Element>(
+    stream: &Stream,
+    dy: &Buffer<T>,
+    positions: &Buffer<u32>,
+    dx: &mut Buffer<T>,
+    tokens: usize,
+    heads: usize,
+    head_dim: usize,
+    spec: Rope,
+) -> Result<(), Error> {
+    let dims = [tokens, heads, head_dim];
+    launch_builder("rope_backward", stream, dy, positions, dx, dims, spec, -1.0)
+}
+
+/// A checked RoPE call: sizes as the kernels take them, and the access they use.
+struct Plan {
+    tokens: u32,
+    heads: u32,
+    head_dim: u32,
+    /// `rotary_dim / 2`.
+    half: u32,
+    /// Accesses per head's rotary part (NeoX: per half).
+    chunks: u32,
+    /// The frequency exponent: `inv_freq(i) = 2^(i · exponent)`.
+    exponent: f32,
+    spec: RopeSpec,
+}
+
+impl Plan {
+    /// Checks the spec and the buffers' lengths; `None` for an empty tensor.
+    fn new<T: Element>(
+        op: &'static str,
+        [x, positions, y]: [usize; 3],
+        [tokens, heads, head_dim]: [usize; 3],
+        rope: Rope,
+    ) -> Result<Option<Plan>, Error> {
+        rope.check(head_dim)?;
+        let total = tokens
+            .checked_mul(heads)
+            .and_then(|n| n.checked_mul(head_dim))
+            .filter(|&n| n <= u32::MAX as usize)
+            .ok_or_else(|| Error::Unsupported {
+                op,
+                detail: format!(
+                    "tokens × heads × head_dim = {tokens} × {heads} × {head_dim} exceeds {} \
+                     elements; split the batch",
+                    u32::MAX
+                ),
+            })?;
+        let why = || format!("tokens × heads × head_dim = {tokens} × {heads} × {head_dim}");
+        check_len(op, "x", x, total, why)?;
+        check_len(op, "y", y, total, why)?;
+        check_len(op, "positions", positions, tokens, || {
+            format!("one per token, tokens = {tokens}")
+        })?;
+        if total == 0 {
+            return Ok(None);
+        }
+        let half = rope.rotary_dim / 2;
+        let width = Access::Vector.width(T::STORAGE) as usize;
+        let span = match rope.layout {
+            RopeLayout::NeoX => half,
+            RopeLayout::Interleaved => rope.rotary_dim,
+        };
+        let access = if span % width == 0 && head_dim % width == 0 {
+            Access::Vector
+        } else {
+            Access::Scalar
+        };
+        let spec = RopeSpec {
+            storage: T::STORAGE,
+            layout: rope.layout,
+            access,
+        };
+        Ok(Some(Plan {
+            tokens: tokens as u32,
+            heads: heads as u32,
+            head_dim: head_dim as u32,
+            half: half as u32,
+            chunks: (span / spec.elems() as usize) as u32,
+            exponent: rope.freq_exponent(),
+            spec,
+        }))
+    }
+
+    /// The `#[kernel]`'s launch: one thread per item (a chunk of a group of heads of a token;
+    /// see `rotate_kernel`), 128 a CTA.
+    fn launch(&self) -> LaunchConfig {
+        let width = self.spec.access.width(self.spec.storage);
+        let interleaved = self.spec.layout == RopeLayout::Interleaved;
+        let held = rotate_kernel::held_heads(interleaved);
+        let used = self.chunks + (self.head_dim - 2 * self.half) / width;
+        let per_group = if interleaved && width == 1 {
+            used.next_multiple_of(32)
+        } else {
+            used
+        };
+        let items = self.tokens * self.heads.div_ceil(held) * per_group;
+        LaunchConfig::linear(items.div_ceil(THREADS).min(i32::MAX as u32), THREADS)
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn launch<T: Element>(
     op: &'static str,
@@ -123,52 +250,51 @@ fn launch<T: Element>(
     x: &Buffer<T>,
     positions: &Buffer<u32>,
     y: &mut Buffer<T>,
-    [tokens, heads, head_dim]: [usize; 3],
+    dims: [usize; 3],
     rope: Rope,
     sign: f32,
 ) -> Result<(), Error> {
-    rope.check(head_dim)?;
-    let total = tokens
-        .checked_mul(heads)
-        .and_then(|n| n.checked_mul(head_dim))
-        .filter(|&n| n <= u32::MAX as usize)
-        .ok_or_else(|| Error::Unsupported {
-            op,
-            detail: format!(
-                "tokens × heads × head_dim = {tokens} × {heads} × {head_dim} exceeds {} \
-                 elements; split the batch",
-                u32::MAX
-            ),
-        })?;
-    let why = || format!("tokens × heads × head_dim = {tokens} × {heads} × {head_dim}");
-    check_len(op, "x", x.len(), total, why)?;
-    check_len(op, "y", y.len(), total, why)?;
-    check_len(op, "positions", positions.len(), tokens, || {
-        format!("one per token, tokens = {tokens}")
-    })?;
-    if total == 0 {
+    let lens = [x.len(), positions.len(), y.len()];
+    let Some(p) = Plan::new::<T>(op, lens, dims, rope)? else {
         return Ok(());
-    }
-    let half = rope.rotary_dim / 2;
-    let width = Access::Vector.width(T::STORAGE) as usize;
-    let span = match rope.layout {
-        RopeLayout::NeoX => half,
-        RopeLayout::Interleaved => rope.rotary_dim,
     };
-    let access = if span % width == 0 && head_dim % width == 0 {
-        Access::Vector
-    } else {
-        Access::Scalar
+    rotate_kernel::rope::<T>(
+        stream,
+        p.launch(),
+        (p.spec.layout == RopeLayout::Interleaved) as u32,
+        p.spec.access.width(T::STORAGE),
+        x,
+        positions,
+        y,
+        p.tokens,
+        p.heads,
+        p.head_dim,
+        p.half,
+        p.chunks,
+        p.exponent,
+        sign,
+    )?;
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn launch_builder<T: Element>(
+    op: &'static str,
+    stream: &Stream,
+    x: &Buffer<T>,
+    positions: &Buffer<u32>,
+    y: &mut Buffer<T>,
+    dims: [usize; 3],
+    rope: Rope,
+    sign: f32,
+) -> Result<(), Error> {
+    let lens = [x.len(), positions.len(), y.len()];
+    let Some(p) = Plan::new::<T>(op, lens, dims, rope)? else {
+        return Ok(());
     };
-    let spec = RopeSpec {
-        storage: T::STORAGE,
-        layout: rope.layout,
-        access,
-    };
-    let chunks = (span / spec.elems() as usize) as u32;
-    let bx = chunks.next_power_of_two().min(THREADS);
+    let bx = p.chunks.next_power_of_two().min(THREADS);
     let cfg = LaunchConfig {
-        grid: [(tokens as u32).min(MAX_CTAS), 1, 1],
+        grid: [p.tokens.min(MAX_CTAS), 1, 1],
         block: [bx, THREADS / bx, 1],
         dynamic_shared_bytes: 0,
     };
@@ -176,14 +302,14 @@ fn launch<T: Element>(
         KernelArg::from(x),
         KernelArg::from(positions),
         KernelArg::from(&mut *y),
-        KernelArg::from(tokens as u32),
-        KernelArg::from(heads as u32),
-        KernelArg::from(head_dim as u32),
-        KernelArg::from(half as u32),
-        KernelArg::from(chunks),
-        KernelArg::from(rope.freq_exponent()),
+        KernelArg::from(p.tokens),
+        KernelArg::from(p.heads),
+        KernelArg::from(p.head_dim),
+        KernelArg::from(p.half),
+        KernelArg::from(p.chunks),
+        KernelArg::from(p.exponent),
         KernelArg::from(sign),
     ];
-    stream.launch(ROPE[spec.index()].artifacts(), cfg, &args)?;
+    stream.launch(ROPE_BUILDER[p.spec.index()].artifacts(), cfg, &args)?;
     Ok(())
 }
