@@ -1,8 +1,8 @@
 //! Arg-max on the emulator against the reference, with planted ties and NaN.
 
-mod common_k2;
+mod common_rowwise;
 
-use common_k2::{stream, upload, Rng};
+use common_rowwise::{stream, upload, Rng};
 use kernel_runtime::{Bf16, Buffer};
 use kernels::argmax::{argmax, argmax_workspace, reference};
 use kernels::cast::Element;

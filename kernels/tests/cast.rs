@@ -1,8 +1,8 @@
 //! Casts on the emulator against the host conversions (round to nearest even).
 
-mod common_k1;
+mod common_tensor;
 
-use common_k1::*;
+use common_tensor::*;
 use kernel_runtime::{Bf16, Buffer, F16};
 use kernels::cast::cast;
 

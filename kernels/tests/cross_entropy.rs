@@ -1,8 +1,8 @@
 //! Fused cross-entropy on the emulator against the f64 reference, with ignored rows.
 
-mod common_k2;
+mod common_rowwise;
 
-use common_k2::{assert_close, bits, download, poisoned, stream, tol, upload, Rng};
+use common_rowwise::{assert_close, bits, download, poisoned, stream, tol, upload, Rng};
 use kernel_runtime::{Bf16, Buffer};
 use kernels::cast::Element;
 use kernels::cross_entropy::{cross_entropy, reference};

@@ -1,8 +1,8 @@
 //! Embedding gather and its deterministic backward on the emulator against the references.
 
-mod common_k2;
+mod common_rowwise;
 
-use common_k2::{assert_close, bits, download, poisoned, stream, tol, upload, Rng};
+use common_rowwise::{assert_close, bits, download, poisoned, stream, tol, upload, Rng};
 use kernel_runtime::{Bf16, Buffer};
 use kernels::cast::Element;
 use kernels::embedding::{

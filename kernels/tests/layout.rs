@@ -1,8 +1,8 @@
 //! Layout ops on the emulator against the references: every element lands exactly.
 
-mod common_k2;
+mod common_rowwise;
 
-use common_k2::{download, poisoned, stream, upload, Rng};
+use common_rowwise::{download, poisoned, stream, upload, Rng};
 use kernel_runtime::{Bf16, Buffer};
 use kernels::cast::Element;
 use kernels::layout::{

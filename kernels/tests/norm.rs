@@ -1,8 +1,8 @@
 //! Norm kernels on the emulator against the f64 references.
 
-mod common_k1;
+mod common_tensor;
 
-use common_k1::*;
+use common_tensor::*;
 use kernel_runtime::{Bf16, Buffer};
 use kernels::cast::Element;
 use kernels::norm::{self, reference};

@@ -1,8 +1,8 @@
 //! The AdamW step on the emulator against the f64 reference.
 
-mod common_k1;
+mod common_tensor;
 
-use common_k1::*;
+use common_tensor::*;
 use kernel_runtime::{Bf16, Buffer, Stream};
 use kernels::cast::Element;
 use kernels::clip;

@@ -1,8 +1,8 @@
 //! RoPE on the emulator against the f64 reference: both layouts, partial rotary, odd shapes.
 
-mod common_k2;
+mod common_rowwise;
 
-use common_k2::{assert_close, bits, download, poisoned, stream, tol, upload, Rng};
+use common_rowwise::{assert_close, bits, download, poisoned, stream, tol, upload, Rng};
 use kernel_runtime::{Bf16, Buffer};
 use kernels::cast::Element;
 use kernels::rope::{

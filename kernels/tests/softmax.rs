@@ -1,8 +1,8 @@
 //! Softmax on the emulator against the f64 reference, at odd and vector-friendly widths.
 
-mod common_k2;
+mod common_rowwise;
 
-use common_k2::{assert_close, bits, download, poisoned, stream, tol, upload, Rng};
+use common_rowwise::{assert_close, bits, download, poisoned, stream, tol, upload, Rng};
 use kernel_runtime::Bf16;
 use kernels::cast::Element;
 use kernels::softmax::{reference, softmax, softmax_backward, Mask};

@@ -1,0 +1,19 @@
+//! The GPU suite: each op family's emulator checks at real shapes on CUDA device 0, one module
+//! per family. Each test prints `skipping: no CUDA driver/GPU present` and returns where there
+//! is none. One binary, so that the GPU machine gets one file to run.
+
+#[path = "../common_rowwise/mod.rs"]
+mod common_rowwise;
+#[path = "../common_tensor/mod.rs"]
+mod common_tensor;
+
+mod cast;
+mod clip;
+mod cross_entropy;
+mod elementwise;
+mod embedding;
+mod layout;
+mod norm;
+mod optim;
+mod rope;
+mod softmax;
