@@ -55,3 +55,19 @@ pub fn all_kernels() -> Vec<&'static OpKernel> {
     ]
     .concat()
 }
+
+#[cfg(test)]
+mod tests {
+    /// Entry names are module and golden names: two kernels sharing one would share a golden
+    /// and could not be told apart in a profile.
+    #[test]
+    fn every_library_kernel_has_its_own_name() {
+        let mut seen = std::collections::HashMap::new();
+        for k in super::all_kernels() {
+            let name = k.kernel().name;
+            let count = seen.entry(name.clone()).or_insert(0);
+            *count += 1;
+            assert_eq!(*count, 1, "two library kernels are named `{name}`");
+        }
+    }
+}

@@ -14,7 +14,7 @@ pub(crate) const TALLY_THREADS: u32 = 256;
 /// Parameters: `targets, loss, rows, ignore_index`; writes `loss[1]` = rows whose target is not
 /// `ignore_index` (as f32: exact below 2²⁴ rows).
 pub(crate) fn count_targets() -> Kernel {
-    let mut b = KernelBuilder::new("cross_entropy_count");
+    let mut b = KernelBuilder::new("builder_cross_entropy_count");
     b.reqntid([TALLY_THREADS, 1, 1]);
     let targets = b.param_slice::<S32>("targets");
     let loss = b.param_slice_mut::<F32>("loss");
@@ -45,7 +45,7 @@ pub(crate) fn count_targets() -> Kernel {
 
 /// Parameters: `row_loss, loss, rows`; writes `loss[0] = Σ row_loss / loss[1]`.
 pub(crate) fn mean_loss() -> Kernel {
-    let mut b = KernelBuilder::new("cross_entropy_mean");
+    let mut b = KernelBuilder::new("builder_cross_entropy_mean");
     b.reqntid([TALLY_THREADS, 1, 1]);
     let row_loss = b.param_slice::<F32>("row_loss");
     let loss = b.param_slice_mut::<F32>("loss");
