@@ -14,6 +14,11 @@ ROOT=$(pwd)
 PACKAGES=${PACKAGES:-kernel-runtime}
 ONLY=${ONLY:-.}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/work/target-runtime}
+# Cubins for the enabled targets are embedded where ptxas is found at build time: the one
+# scripts/install-ptxas.sh installs, unless PTXKIT_PTXAS names another.
+if [[ -z "${PTXKIT_PTXAS:-}" && -x "$ROOT/.tools/ptxas-12.9/nvidia/cuda_nvcc/bin/ptxas" ]]; then
+    export PTXKIT_PTXAS="$ROOT/.tools/ptxas-12.9/nvidia/cuda_nvcc/bin/ptxas"
+fi
 OUT_DIR="$ROOT/.gpu"
 LIMIT_BYTES=$((64 * 1024 * 1024))
 

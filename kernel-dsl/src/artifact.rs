@@ -82,9 +82,10 @@ pub struct KernelArtifacts {
     pub cubins: Cow<'static, [(Target, &'static [u8])]>,
     /// Emits PTX for any target from the kernel's IR.
     pub emit: Option<EmitFn>,
-    /// The kernel's IR as JSON, where it is embedded (`#[kernel]` embeds it), for tools that
-    /// read the kernel itself: goldens, the ptxas sweep, `ptxkit emit`.
-    pub ir: Option<&'static str>,
+    /// The kernel's IR, packed ([`Kernel::to_packed`](crate::ir::Kernel::to_packed)), where it
+    /// is embedded (`#[kernel]` embeds it), for tools that read the kernel itself (goldens, the
+    /// ptxas sweep, `ptxkit emit`) and for emitting PTX for a target not built in.
+    pub ir: Option<&'static [u8]>,
 }
 
 impl KernelArtifacts {
@@ -118,7 +119,7 @@ impl KernelArtifacts {
 
     /// The embedded IR, if any.
     pub fn kernel(&self) -> Option<Result<crate::ir::Kernel, Error>> {
-        self.ir.map(crate::ir::Kernel::from_json)
+        self.ir.map(crate::ir::Kernel::from_packed)
     }
 
     pub fn ptx_for(&self, target: Target) -> Option<&'static str> {

@@ -319,6 +319,32 @@ impl Kernel {
         serde_json::to_string(self).expect("kernel IR holds only serializable plain data")
     }
 
+    /// The kernel's JSON, deflated: what `#[kernel]` embeds in a binary (about a tenth of the
+    /// text, which repeats its field names on every instruction).
+    ///
+    /// ```
+    /// let k = kernel_dsl::samples::vector_add();
+    /// assert_eq!(kernel_dsl::ir::Kernel::from_packed(&k.to_packed()).unwrap(), k);
+    /// ```
+    pub fn to_packed(&self) -> Vec<u8> {
+        miniz_oxide::deflate::compress_to_vec(self.to_json().as_bytes(), 9)
+    }
+
+    /// Reads a kernel written by [`Kernel::to_packed`].
+    pub fn from_packed(bytes: &[u8]) -> Result<Kernel, crate::error::Error> {
+        let text = miniz_oxide::inflate::decompress_to_vec(bytes).map_err(|e| {
+            crate::error::Error::Verify {
+                kernel: "<embedded IR>".into(),
+                detail: format!("the embedded IR does not inflate ({e}); rebuild the crate that embedded it with this version of ptxkit"),
+            }
+        })?;
+        let text = String::from_utf8(text).map_err(|e| crate::error::Error::Verify {
+            kernel: "<embedded IR>".into(),
+            detail: format!("the embedded IR is not UTF-8 ({e}); rebuild the crate that embedded it with this version of ptxkit"),
+        })?;
+        Kernel::from_json(&text)
+    }
+
     /// Reads a kernel written by [`Kernel::to_json`].
     pub fn from_json(text: &str) -> Result<Kernel, crate::error::Error> {
         serde_json::from_str(text).map_err(|e| crate::error::Error::Verify {

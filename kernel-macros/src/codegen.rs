@@ -97,7 +97,7 @@ fn artifacts(
         let lit = proc_macro2::Literal::byte_string(bytes);
         quote!(#cfg (#tt, #lit),)
     });
-    let ir = k.to_json();
+    let ir = proc_macro2::Literal::byte_string(&k.to_packed());
     let vis = &func.vis;
     let doc = format!("Artifacts of the kernel `{entry}`: metadata, PTX for each enabled target, cubins where ptxas was found, and its IR.");
     quote! {
@@ -116,8 +116,9 @@ fn artifacts(
             cubins: ::std::borrow::Cow::Borrowed(&[#(#cubins)*]),
             emit: ::core::option::Option::Some({
                 fn emit_for(target: #dsl::Target) -> ::core::result::Result<::std::string::String, #dsl::Error> {
-                    const IR: &str = #ir;
-                    let kernel = #dsl::ir::Kernel::from_json(IR)?;
+                    // The IR is embedded once, in the static's `ir`.
+                    let ir = #static_name.ir.unwrap_or_default();
+                    let kernel = #dsl::ir::Kernel::from_packed(ir)?;
                     #dsl::emit::emit(&kernel, target)
                 }
                 emit_for
