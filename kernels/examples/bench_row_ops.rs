@@ -1,14 +1,14 @@
 //! Achieved bandwidth of the row-wise and index-mapping ops (RoPE, layout, embedding,
 //! cross-entropy, argmax) against the device's copy bandwidth, measured in one process.
 //!
-//! `cargo run --release -p kernels --example bench_k2` on a GPU; `BENCH_SMALL=1` runs tiny
+//! `cargo run --release -p kernels --example bench_row_ops` on a GPU; `BENCH_SMALL=1` runs tiny
 //! shapes (on the emulator where no GPU is present) to check the whole path end to end;
 //! `BENCH_ONLY=rope,vocab` runs only those groups (rope, layout, embedding, vocab); softmax has
 //! its own, `bench_softmax`.
 //!
 //! Each op is timed with CUDA events after warm-up, as the median of `RUNS` launches; its bytes
 //! are the least it must read plus write. Copy bandwidth is
-//! the driver's device-to-device copy (as in bench_k1) over 1 GiB, far larger than L2.
+//! the driver's device-to-device copy (as in bench_tensor_ops) over 1 GiB, far larger than L2.
 
 use kernel_runtime::{Bf16, Buffer, Device, Stream};
 use kernels::argmax::{argmax, argmax_workspace};
@@ -56,7 +56,7 @@ impl Bench {
     }
 }
 
-/// Copy bandwidth: the driver's device-to-device copy (the same reference as bench_k1) over
+/// Copy bandwidth: the driver's device-to-device copy (the same reference as bench_tensor_ops) over
 /// 1 GiB, far larger than L2, so the figure is DRAM read + write.
 fn measure_copy(bench: &Bench) -> Result<f64, Error> {
     let n: usize = if bench.small { 1 << 12 } else { 1 << 28 };

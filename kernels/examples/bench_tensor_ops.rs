@@ -3,9 +3,9 @@
 //! timed runs).
 //!
 //! ```text
-//! cargo run --release -p kernels --example bench_k1            # on a GPU
-//! BENCH_SMALL=1 cargo run -p kernels --example bench_k1        # tiny shapes on the emulator
-//! BENCH_ONLY=norms,clip cargo run --release -p kernels --example bench_k1   # only these groups
+//! cargo run --release -p kernels --example bench_tensor_ops            # on a GPU
+//! BENCH_SMALL=1 cargo run -p kernels --example bench_tensor_ops        # tiny shapes on the emulator
+//! BENCH_ONLY=norms,clip cargo run --release -p kernels --example bench_tensor_ops   # only these groups
 //! ```
 //!
 //! Bytes are counted minimally: what an op must read plus what it must write, once each. The
