@@ -236,6 +236,10 @@ pub fn ceil(x: f32) -> f32 {
 pub fn round_ties_even(x: f32) -> f32 {
     x.round_ties_even()
 }
+/// The bits of `x` (`mov.b32`), as Rust's `f32::to_bits`.
+pub fn to_bits(x: f32) -> u32 {
+    x.to_bits()
+}
 /// The bits of `x` in reverse order (`brev.b32`).
 pub fn brev(x: u32) -> u32 {
     x.reverse_bits()

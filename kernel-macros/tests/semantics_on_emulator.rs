@@ -254,3 +254,21 @@ fn float_type_constants_are_the_hosts() -> Result<(), kernel_runtime::Error> {
     assert_eq!(y[1..], [f32::NEG_INFINITY, f32::INFINITY, f32::MAX]);
     Ok(())
 }
+
+/// `to_bits` is Rust's: the IEEE bits of an f32, as a method or a function.
+#[kernel(crate = crate::common::paths)]
+pub fn float_bits(x: &[f32], y: &mut [u32]) {
+    y[0] = x[0].to_bits();
+    y[1] = to_bits(x[1]);
+}
+
+#[test]
+fn to_bits_is_rusts() -> Result<(), kernel_runtime::Error> {
+    let stream = Device::emulator().stream()?;
+    let xs = [-1.5f32, f32::NEG_INFINITY];
+    let x = Buffer::from_host(&stream, &xs)?;
+    let mut y = Buffer::from_host(&stream, &[0u32; 2])?;
+    float_bits(&stream, LaunchConfig::linear(1, 1), &x, &mut y)?;
+    assert_eq!(y.to_host(&stream)?, vec![xs[0].to_bits(), xs[1].to_bits()]);
+    Ok(())
+}

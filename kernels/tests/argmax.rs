@@ -107,6 +107,24 @@ fn rows_split_over_ctas_agree_with_the_reference_call_after_call() {
 }
 
 #[test]
+fn signed_zeros_tie_across_segments_and_the_lower_column_wins() {
+    // −0 and +0 are equal maxima of a row split over several CTAs: the lower column wins,
+    // whichever sign it carries.
+    let s = stream();
+    let (rows, cols) = (1, 20000);
+    let mut ws = workspace(&s, rows, cols);
+    for (a, b) in [(3, 19999), (19990, 5)] {
+        let mut vals = vec![-1.0f32; cols];
+        vals[a] = -0.0;
+        vals[b] = 0.0;
+        let (logits, _) = upload::<f32>(&s, &vals);
+        let mut index = Buffer::<u32>::zeros(&s, rows).unwrap();
+        argmax(&s, &logits, &mut index, &mut ws, rows, cols).unwrap();
+        assert_eq!(index.to_host(&s).unwrap(), vec![a.min(b) as u32]);
+    }
+}
+
+#[test]
 fn a_short_workspace_is_an_error() {
     let s = stream();
     let (logits, _) = upload::<f32>(&s, &[1.0; 6]);

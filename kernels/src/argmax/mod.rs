@@ -5,6 +5,7 @@
 mod combine;
 mod kernel;
 mod plan;
+mod search_kernel;
 
 use crate::cast::Element;
 use crate::codegen::{kernel_refs, kernel_table};
@@ -16,8 +17,10 @@ use plan::{access_for, Split};
 
 kernel_table!(static ARGMAX = kernel::argmax, RowSpec::CTA, [0 1 2 3]);
 
+static ARGMAX_SEARCH: [OpKernel; 4] = OpKernel::instances(search_kernel::ARGMAX_INSTANCES);
+
 /// Every specialization this module ships.
-pub static KERNELS: &[&OpKernel] = kernel_refs![ARGMAX[0 1 2 3]];
+pub static KERNELS: &[&OpKernel] = kernel_refs![ARGMAX_SEARCH[0 1 2 3], ARGMAX[0 1 2 3]];
 
 /// u32 words of workspace [`argmax`] needs for a `rows × cols` problem.
 ///
@@ -56,6 +59,61 @@ pub fn argmax_workspace(rows: usize, cols: usize) -> usize {
 /// # Ok(()) }
 /// ```
 pub fn argmax<T: Element>(
+    stream: &Stream,
+    logits: &Buffer<T>,
+    index: &mut Buffer<u32>,
+    workspace: &mut Buffer<u32>,
+    rows: usize,
+    cols: usize,
+) -> Result<(), Error> {
+    const OP: &str = "argmax";
+    if cols == 0 {
+        return Err(Error::Unsupported {
+            op: OP,
+            detail: "cols is 0; a row needs at least one element".into(),
+        });
+    }
+    if rows.checked_mul(cols).is_none_or(|n| n > u32::MAX as usize) {
+        return Err(Error::Unsupported {
+            op: OP,
+            detail: format!(
+                "rows × cols = {rows} × {cols} exceeds {} elements; split the batch",
+                u32::MAX
+            ),
+        });
+    }
+    check_len(OP, "logits", logits.len(), rows * cols, || {
+        format!("rows × cols = {rows} × {cols}")
+    })?;
+    check_len(OP, "index", index.len(), rows, || {
+        format!("one per row, rows = {rows}")
+    })?;
+    let (access, nchunks) = access_for(T::STORAGE, cols);
+    let split = Split::new(rows as u32, nchunks);
+    check_workspace(OP, workspace.len(), argmax_workspace(rows, cols))?;
+    if rows == 0 {
+        return Ok(());
+    }
+    let width = access.width(T::STORAGE);
+    search_kernel::argmax(
+        stream,
+        split.launch(rows as u32),
+        width,
+        logits,
+        index,
+        workspace,
+        rows as u32,
+        cols as u32,
+        split.splits,
+        split.seg,
+    )?;
+    Ok(())
+}
+
+/// The builder-written kernel that [`argmax`] replaces, kept only until the two have been
+/// measured side by side (`bench_argmax`).
+#[doc(hidden)]
+pub fn argmax_builder<T: Element>(
     stream: &Stream,
     logits: &Buffer<T>,
     index: &mut Buffer<u32>,
