@@ -8,6 +8,7 @@ mod plan;
 mod search_kernel;
 
 use crate::cast::Element;
+use crate::codegen::tensor::Access;
 use crate::codegen::{kernel_refs, kernel_table};
 use crate::error::check_workspace;
 use crate::rowwise::spec::RowSpec;
@@ -66,34 +67,11 @@ pub fn argmax<T: Element>(
     rows: usize,
     cols: usize,
 ) -> Result<(), Error> {
-    const OP: &str = "argmax";
-    if cols == 0 {
-        return Err(Error::Unsupported {
-            op: OP,
-            detail: "cols is 0; a row needs at least one element".into(),
-        });
-    }
-    if rows.checked_mul(cols).is_none_or(|n| n > u32::MAX as usize) {
-        return Err(Error::Unsupported {
-            op: OP,
-            detail: format!(
-                "rows × cols = {rows} × {cols} exceeds {} elements; split the batch",
-                u32::MAX
-            ),
-        });
-    }
-    check_len(OP, "logits", logits.len(), rows * cols, || {
-        format!("rows × cols = {rows} × {cols}")
-    })?;
-    check_len(OP, "index", index.len(), rows, || {
-        format!("one per row, rows = {rows}")
-    })?;
-    let (access, nchunks) = access_for(T::STORAGE, cols);
-    let split = Split::new(rows as u32, nchunks);
-    check_workspace(OP, workspace.len(), argmax_workspace(rows, cols))?;
-    if rows == 0 {
+    let Some((access, split)) =
+        checked::<T>(logits.len(), index.len(), workspace.len(), rows, cols)?
+    else {
         return Ok(());
-    }
+    };
     let width = access.width(T::STORAGE);
     search_kernel::argmax(
         stream,
@@ -110,17 +88,15 @@ pub fn argmax<T: Element>(
     Ok(())
 }
 
-/// The builder-written kernel that [`argmax`] replaces, kept only until the two have been
-/// measured side by side (`bench_argmax`).
-#[doc(hidden)]
-pub fn argmax_builder<T: Element>(
-    stream: &Stream,
-    logits: &Buffer<T>,
-    index: &mut Buffer<u32>,
-    workspace: &mut Buffer<u32>,
+/// Checks the sizes and buffer lengths; the access and split that run the problem, or `None`
+/// for no rows.
+fn checked<T: Element>(
+    logits: usize,
+    index: usize,
+    workspace: usize,
     rows: usize,
     cols: usize,
-) -> Result<(), Error> {
+) -> Result<Option<(Access, Split)>, Error> {
     const OP: &str = "argmax";
     if cols == 0 {
         return Err(Error::Unsupported {
@@ -137,18 +113,37 @@ pub fn argmax_builder<T: Element>(
             ),
         });
     }
-    check_len(OP, "logits", logits.len(), rows * cols, || {
+    check_len(OP, "logits", logits, rows * cols, || {
         format!("rows × cols = {rows} × {cols}")
     })?;
-    check_len(OP, "index", index.len(), rows, || {
+    check_len(OP, "index", index, rows, || {
         format!("one per row, rows = {rows}")
     })?;
     let (access, nchunks) = access_for(T::STORAGE, cols);
     let split = Split::new(rows as u32, nchunks);
-    check_workspace(OP, workspace.len(), argmax_workspace(rows, cols))?;
+    check_workspace(OP, workspace, argmax_workspace(rows, cols))?;
     if rows == 0 {
-        return Ok(());
+        return Ok(None);
     }
+    Ok(Some((access, split)))
+}
+
+/// The builder-written kernel that [`argmax`] replaces, kept only until the two have been
+/// measured side by side (`bench_argmax`).
+#[doc(hidden)]
+pub fn argmax_builder<T: Element>(
+    stream: &Stream,
+    logits: &Buffer<T>,
+    index: &mut Buffer<u32>,
+    workspace: &mut Buffer<u32>,
+    rows: usize,
+    cols: usize,
+) -> Result<(), Error> {
+    let Some((access, split)) =
+        checked::<T>(logits.len(), index.len(), workspace.len(), rows, cols)?
+    else {
+        return Ok(());
+    };
     let spec = RowSpec::CTA
         .into_iter()
         .find(|s| s.storage == T::STORAGE && s.access == access)
