@@ -53,7 +53,11 @@ fn tokens(t: &impl ToTokens) -> String {
 #[test]
 fn every_intrinsic_has_a_stub_with_its_signature() {
     let stubs = stubs();
-    for intr in INTRINSICS {
+    // A name's later rows are methods on other types (`f64::sqrt`), which the host has.
+    let first_rows = INTRINSICS
+        .iter()
+        .filter(|i| std::ptr::eq(kernel_dsl::intrinsics::find(i.name).expect("listed"), *i));
+    for intr in first_rows {
         let Some(f) = stubs.get(intr.name) else {
             panic!("`{}` has no stub in src/prelude.rs", intr.name);
         };
