@@ -28,11 +28,17 @@ fn names_are_unique_per_receiver_type() {
 #[test]
 fn a_method_finds_the_row_of_its_receiver_type() {
     let f64_sqrt = find_for("sqrt", ScalarType::F64).expect("sqrt on f64");
-    assert_eq!(f64_sqrt.ops().iter().map(Op::mnemonic).collect::<Vec<_>>(), ["sqrt.rn.f64"]);
+    assert_eq!(
+        f64_sqrt.ops().iter().map(Op::mnemonic).collect::<Vec<_>>(),
+        ["sqrt.rn.f64"]
+    );
     let f32_sqrt = find_for("sqrt", ScalarType::F32).expect("sqrt on f32");
     assert!(std::ptr::eq(f32_sqrt, find("sqrt").expect("sqrt")));
     // A type with no row of its own gets the first one, whose lowering reports the mismatch.
-    assert!(std::ptr::eq(find_for("sqrt", ScalarType::U32).expect("sqrt"), f32_sqrt));
+    assert!(std::ptr::eq(
+        find_for("sqrt", ScalarType::U32).expect("sqrt"),
+        f32_sqrt
+    ));
 }
 
 #[test]

@@ -106,7 +106,13 @@ pub fn grad_norm<T: Element>(
     workspace: &mut Buffer<f32>,
     norm_scale: &mut Buffer<f32>,
 ) -> Result<(), Error> {
-    let n = check_args("grad_norm", grads.len(), workspace.len(), norm_scale.len(), max_norm)?;
+    let n = check_args(
+        "grad_norm",
+        grads.len(),
+        workspace.len(),
+        norm_scale.len(),
+        max_norm,
+    )?;
     let parts = parts_for(n, T::STORAGE);
     let cfg = LaunchConfig::linear(parts, MAP_THREADS);
     norm_kernel::grad_sum_squares::<T>(stream, cfg, grads, workspace, n)?;

@@ -2,10 +2,11 @@
 //! fixed order into the norm and the clip scale, and the in-place scaling (which writes
 //! nothing when the scale is 1).
 //!
-//! The two passes over the gradients run a grid of at most `MAX_PARTS` blocks, so each thread
-//! loops; it issues the loads of four 16-byte vectors before using any, which keeps enough
-//! bytes in flight. A grid that size also keeps the scaling cheap when there is nothing to
-//! scale: every block reads the scale once and returns.
+//! The two passes over the gradients run a grid of at most `WORKSPACE_LEN` blocks, so each
+//! thread loops, issuing the loads of several 16-byte vectors before using any so that enough
+//! bytes are in flight. A grid that size keeps the scaling cheap when there is nothing to scale:
+//! every block reads the scale once and returns (a grid of one vector a thread spent more time
+//! reading the scale than the sum of squares took to read the gradients).
 
 use kernel_macros::kernel;
 
@@ -76,25 +77,31 @@ pub fn grad_scale<T: Dtype>(grads: &mut [T], norm_scale: &[f32], n: u32) {
         let stride = block_dim().x * grid_dim().x;
         let first = block_idx().x * block_dim().x + thread_idx().x;
         let vectors = n / T::VEC;
-        let hold = 4;
+        // Two vectors a thread between loads and stores measured best with the capped grid.
+        let hold = 2;
         let mut j = first;
         while j < vectors {
             let mut held = [0.0f32; hold * T::VEC];
+            let mut at = [0u32; hold];
+            let mut ok = [false; hold];
             for h in 0..hold {
                 let jh = j + h * stride;
-                let x = grads.load_vec_or::<{ T::VEC }>(jh * T::VEC, jh < vectors, 0.0 as T);
+                ok[h] = jh < vectors;
+                // Last to first: the sum of squares read the gradients first to last, so
+                // their end is the likeliest to be still in L2.
+                at[h] = (vectors - 1 - min(jh, vectors - 1)) * T::VEC;
+                let x = grads.load_vec_or::<{ T::VEC }>(at[h], ok[h], 0.0 as T);
                 for k in 0..T::VEC {
                     held[h * T::VEC + k] = x[k] as f32;
                 }
             }
             for h in 0..hold {
-                let jh = j + h * stride;
-                if jh < vectors {
+                if ok[h] {
                     let mut x = [0.0 as T; T::VEC];
                     for k in 0..T::VEC {
                         x[k] = (held[h * T::VEC + k] * scale) as T;
                     }
-                    grads.store_vec::<{ T::VEC }>(jh * T::VEC, x);
+                    grads.store_vec::<{ T::VEC }>(at[h], x);
                 }
             }
             j += hold * stride;

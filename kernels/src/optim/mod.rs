@@ -375,7 +375,8 @@ impl AdamW {
     }
 }
 
-/// Threads of a step block (one chunk of the work table each).
+/// Threads of a step block: with the kernel's four groups of four elements a thread, one
+/// [`layout::CHUNK`] a block in one pass, every load issued before any arithmetic.
 const STEP_THREADS: u32 = 256;
 
 fn check_step(step: u32) -> Result<(), Error> {

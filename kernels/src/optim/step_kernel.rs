@@ -7,12 +7,13 @@
 //! `inv_sqrt_bc2 = 1 / √(1 − β2^t)` computed on the host, or (`DEVICE = 1`) read from the
 //! factors a [`DeviceStep`] keeps on the device.
 //!
-//! One block per chunk of the work table, each chunk inside one tensor. A thread moves 16 bytes
-//! of gradients (`T::VEC` elements) per vector and issues the loads of two vectors before
-//! computing any, so enough bytes are in flight to keep the memory busy. A tensor's last
-//! vector may run into the padding after it (tensors start 8-aligned, so the vector stays inside
-//! the buffers): it is read whole and written element by element up to the tensor's end, in
-//! the same pass as the rest, rather than by a scalar loop after it.
+//! One block per chunk of the work table, each chunk inside one tensor. A thread takes four
+//! groups of four elements (16 bytes of every f32 buffer, 8 or 16 of gradients, 8 of the bf16
+//! copy, so every access of a warp is contiguous) and issues all their loads before any
+//! arithmetic: a block of 256 threads holds its whole chunk at once, which keeps enough bytes in
+//! flight. A tensor's last group may run into the padding after it (tensors start 8-aligned, so
+//! the group stays inside the buffers): it is read whole and written element by element up to
+//! the tensor's end, in the same pass as the rest, rather than by a scalar loop after it.
 //!
 //! [`ParamLayout`]: super::ParamLayout
 //! [`DeviceStep`]: super::DeviceStep
@@ -93,41 +94,35 @@ pub fn adamw_step<T: Dtype, const COPY: u32, const SCALED: u32, const DEVICE: u3
     let one_minus_beta1 = 1.0 - beta1;
     let one_minus_beta2 = 1.0 - beta2;
     let threads = block_dim().x;
-    // Vectors of the chunk, the last one possibly partial.
-    let vectors = (end - start + (T::VEC - 1)) / T::VEC;
-    // Vectors a thread loads (of parameters, gradients and both moments) before computing.
-    let hold = 2;
+    // Groups of four elements in the chunk, the last one possibly partial.
+    let groups = (end - start + 3) / 4;
+    // Groups a thread holds: with the host's chunks and blocks, the whole chunk in one pass.
+    let hold = 4u32;
     let mut j = thread_idx().x;
-    while j < vectors {
+    while j < groups {
         let mut at = [0u32; hold];
         let mut ok = [false; hold];
-        let mut p = [0.0f32; hold * T::VEC];
-        let mut g = [0.0f32; hold * T::VEC];
-        let mut mm = [0.0f32; hold * T::VEC];
-        let mut vv = [0.0f32; hold * T::VEC];
-        // Every load of the held vectors is issued before any arithmetic.
+        let mut p = [0.0f32; hold * 4];
+        let mut g = [0.0f32; hold * 4];
+        let mut mm = [0.0f32; hold * 4];
+        let mut vv = [0.0f32; hold * 4];
+        // Every load of the held groups is issued before any arithmetic.
         for h in 0..hold {
             let jh = j + h * threads;
-            ok[h] = jh < vectors;
-            at[h] = start + jh * T::VEC;
-            let gv = grads.load_vec_or::<{ T::VEC }>(at[h], ok[h], 0.0 as T);
-            for k in 0..T::VEC {
-                g[h * T::VEC + k] = gv[k] as f32;
-            }
-            for q in 0..(T::VEC / 4) {
-                let o = at[h] + q * 4;
-                let pv = params.load_vec_or::<4>(o, ok[h], 0.0);
-                let mv = m.load_vec_or::<4>(o, ok[h], 0.0);
-                let vv4 = v.load_vec_or::<4>(o, ok[h], 0.0);
-                for k in 0..4 {
-                    let e = h * T::VEC + q * 4 + k;
-                    p[e] = pv[k];
-                    mm[e] = mv[k];
-                    vv[e] = vv4[k];
-                }
+            ok[h] = jh < groups;
+            at[h] = start + jh * 4;
+            let gv = grads.load_vec_or::<4>(at[h], ok[h], 0.0 as T);
+            let pv = params.load_vec_or::<4>(at[h], ok[h], 0.0);
+            let mv = m.load_vec_or::<4>(at[h], ok[h], 0.0);
+            let vv4 = v.load_vec_or::<4>(at[h], ok[h], 0.0);
+            for k in 0..4 {
+                g[h * 4 + k] = gv[k] as f32;
+                p[h * 4 + k] = pv[k];
+                mm[h * 4 + k] = mv[k];
+                vv[h * 4 + k] = vv4[k];
             }
         }
-        for e in 0..(hold * T::VEC) {
+        for e in 0..(hold * 4) {
             let mut ge = g[e];
             if SCALED == 1 {
                 ge = ge * scale;
@@ -142,49 +137,33 @@ pub fn adamw_step<T: Dtype, const COPY: u32, const SCALED: u32, const DEVICE: u3
         }
         for h in 0..hold {
             if ok[h] {
-                if at[h] + T::VEC <= end {
-                    for q in 0..(T::VEC / 4) {
-                        let o = at[h] + q * 4;
-                        let mut pv = [0.0f32; 4];
-                        let mut mv = [0.0f32; 4];
-                        let mut vv4 = [0.0f32; 4];
-                        for k in 0..4 {
-                            let e = h * T::VEC + q * 4 + k;
-                            pv[k] = p[e];
-                            mv[k] = mm[e];
-                            vv4[k] = vv[e];
-                        }
-                        params.store_vec::<4>(o, pv);
-                        m.store_vec::<4>(o, mv);
-                        v.store_vec::<4>(o, vv4);
+                if at[h] + 4 <= end {
+                    let mut pv = [0.0f32; 4];
+                    let mut mv = [0.0f32; 4];
+                    let mut vv4 = [0.0f32; 4];
+                    let mut cv = [0.0 as bf16; 4];
+                    for k in 0..4 {
+                        pv[k] = p[h * 4 + k];
+                        mv[k] = mm[h * 4 + k];
+                        vv4[k] = vv[h * 4 + k];
+                        cv[k] = pv[k] as bf16;
                     }
+                    params.store_vec::<4>(at[h], pv);
+                    m.store_vec::<4>(at[h], mv);
+                    v.store_vec::<4>(at[h], vv4);
                     if COPY == 1 {
-                        for q in 0..(T::VEC / 8) {
-                            let mut cv = [0.0 as bf16; 8];
-                            for k in 0..8 {
-                                cv[k] = p[h * T::VEC + q * 8 + k] as bf16;
-                            }
-                            bf16_copy.store_vec::<8>(at[h] + q * 8, cv);
-                        }
-                        if T::VEC == 4 {
-                            let mut cv = [0.0 as bf16; 4];
-                            for k in 0..4 {
-                                cv[k] = p[h * T::VEC + k] as bf16;
-                            }
-                            bf16_copy.store_vec::<4>(at[h], cv);
-                        }
+                        bf16_copy.store_vec::<4>(at[h], cv);
                     }
                 } else {
-                    // The tensor's last vector: only the elements before its end.
-                    for k in 0..T::VEC {
+                    // The tensor's last group: only the elements before its end.
+                    for k in 0..4 {
                         let i = at[h] + k;
                         if i < end {
-                            let e = h * T::VEC + k;
-                            params[i] = p[e];
-                            m[i] = mm[e];
-                            v[i] = vv[e];
+                            params[i] = p[h * 4 + k];
+                            m[i] = mm[h * 4 + k];
+                            v[i] = vv[h * 4 + k];
                             if COPY == 1 {
-                                bf16_copy[i] = p[e] as bf16;
+                                bf16_copy[i] = p[h * 4 + k] as bf16;
                             }
                         }
                     }
