@@ -85,9 +85,20 @@ impl Intrinsic {
     }
 }
 
-/// The intrinsic called `name`.
+/// The intrinsic called `name`: its first row, the one a free-function call and the prelude
+/// stub follow.
 pub fn find(name: &str) -> Option<&'static Intrinsic> {
     INTRINSICS.iter().find(|i| i.name == name)
+}
+
+/// The row of `name` whose first parameter is `ty`, else its first row. A name has one row per
+/// receiver type where Rust has one method per type (`f32::sqrt`, `f64::sqrt`); the later rows
+/// are reached as methods (`x.sqrt()` on an `f64`).
+pub fn find_for(name: &str, ty: ScalarType) -> Option<&'static Intrinsic> {
+    INTRINSICS
+        .iter()
+        .find(|i| i.name == name && matches!(i.params.first(), Some(p) if p.ty == Ty::Scalar(ty)))
+        .or_else(|| find(name))
 }
 
 const F32: ScalarType = ScalarType::F32;
@@ -98,6 +109,7 @@ const fn p(name: &'static str, ty: Ty) -> Param {
 }
 
 const X_F32: &[Param] = &[p("x", Ty::Scalar(F32))];
+const X_F64: &[Param] = &[p("x", Ty::Scalar(ScalarType::F64))];
 const X_U32: &[Param] = &[p("x", Ty::Scalar(U32))];
 const AB_F32: &[Param] = &[p("a", Ty::Scalar(F32)), p("b", Ty::Scalar(F32))];
 const SHFL: &[Param] = &[p("v", Ty::Generic), p("lane", Ty::Scalar(U32))];
@@ -119,6 +131,11 @@ const fn approx(func: ApproxFn, ftz: bool) -> Op {
 }
 const SQRT_RN: Op = Op::SqrtIeee {
     ty: F32,
+    rnd: Rounding::Rn,
+    ftz: false,
+};
+const SQRT_RN_F64: Op = Op::SqrtIeee {
+    ty: ScalarType::F64,
     rnd: Rounding::Rn,
     ftz: false,
 };
@@ -233,6 +250,7 @@ pub const INTRINSICS: &[Intrinsic] = &[
     chain("ex2_approx_ftz", X_F32, Ty::Scalar(F32), "`2^x`, subnormal inputs and results flushed to zero (`ex2.approx.ftz.f32`).", &[approx(ApproxFn::Ex2, true)], true),
     chain("log2", X_F32, Ty::Scalar(F32), "Base-2 logarithm (`lg2.approx.f32`).", &[approx(ApproxFn::Lg2, false)], true),
     chain("sqrt", X_F32, Ty::Scalar(F32), "Square root, correctly rounded (`sqrt.rn.f32`).", &[SQRT_RN], true),
+    chain("sqrt", X_F64, Ty::Scalar(ScalarType::F64), "Square root of an `f64`, correctly rounded (`sqrt.rn.f64`); a method only (`x.sqrt()`).", &[SQRT_RN_F64], true),
     chain("sqrt_rn", X_F32, Ty::Scalar(F32), "Square root, correctly rounded (`sqrt.rn.f32`); the same as `sqrt`, named for the rounding.", &[SQRT_RN], true),
     chain("div_full", AB_F32, Ty::Scalar(F32), "`a / b` within 2 ulp in a few instructions (`div.full.f32`), where `/` is the IEEE division's subroutine.", &[Op::Div { ty: F32, mode: crate::op::DivMode::Full, ftz: false }], false),
     chain("rcp_rn", X_F32, Ty::Scalar(F32), "`1 / x`, correctly rounded (`rcp.rn.f32`).", &[RCP_RN], true),

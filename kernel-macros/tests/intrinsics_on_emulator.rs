@@ -129,6 +129,25 @@ fn round_ties_even_and_nan_match_rust() -> Result<(), Error> {
 }
 
 #[test]
+fn sqrt_on_f64_is_rusts_f64_sqrt() -> Result<(), Error> {
+    let stream = Device::emulator().stream()?;
+    let mut x = inputs().into_iter().map(f32::abs).collect::<Vec<_>>();
+    x.extend([0.0, 2.0, 3.0, 1e-40, 1e30, f32::INFINITY, -1.0]);
+    let n = x.len() as u32;
+    let dx = Buffer::from_host(&stream, &x)?;
+    let mut y = Buffer::from_host(&stream, &vec![1.0f32; 2 * x.len()])?;
+    sqrt_f64(&stream, LaunchConfig::for_elements(n, 64), &dx, &mut y, n)?;
+    let y = y.to_host(&stream)?;
+    for (i, &v) in x.iter().enumerate() {
+        let r = (v as f64).sqrt();
+        let low = ((r - ((r as f32) as f64)) * 1048576.0) as f32;
+        assert!(same(y[i * 2], r as f32), "sqrt({v:e}) = {:e}", y[i * 2]);
+        assert!(same(y[i * 2 + 1], low), "the f64 bits of sqrt({v:e})");
+    }
+    Ok(())
+}
+
+#[test]
 fn bit_intrinsics_and_tf32_rounding_match_rust() -> Result<(), Error> {
     let stream = Device::emulator().stream()?;
     let mut xs: Vec<u32> = vec![0, 1, 2, 0x8000_0000, u32::MAX, 0x0001_0000, 0x1234_5678];

@@ -516,3 +516,61 @@ fn a_captured_device_step_takes_the_next_step_on_every_replay() {
     }
     assert_eq!(run.counter.count(&stream).unwrap(), 3);
 }
+
+/// One step through the builder-written kernel and one through the `#[kernel]` one, from the
+/// same state: the bits of `(p, m, v, copy)`.
+fn both_forms<G: Element>(
+    stream: &Stream,
+    h: &Host,
+    with_copy: bool,
+    clipped: bool,
+) -> [Vec<u32>; 2] {
+    let opt = AdamW::new(stream, &LENS, &DECAY).unwrap();
+    let cfg = AdamWConfig {
+        lr: 3e-3,
+        weight_decay: 0.1,
+        ..AdamWConfig::default()
+    };
+    let grads = Buffer::from_host(stream, &rounded::<G>(&h.g)).unwrap();
+    let norm_scale = Buffer::from_host(stream, &[2.5f32, 0.375]).unwrap();
+    [true, false].map(|builder| {
+        let mut p = Buffer::from_host(stream, &h.p).unwrap();
+        let mut m = Buffer::from_host(stream, &h.m).unwrap();
+        let mut v = Buffer::from_host(stream, &h.v).unwrap();
+        let mut copy = Buffer::from_host(stream, &vec![Bf16::from_f32(PAD); h.p.len()]).unwrap();
+        let state = AdamWState {
+            params: &mut p,
+            grads: &grads,
+            m: &mut m,
+            v: &mut v,
+            bf16_copy: with_copy.then_some(&mut copy),
+            clip: clipped.then_some(&norm_scale),
+        };
+        if builder {
+            opt.step_builder(stream, 5, &cfg, state).unwrap();
+        } else {
+            opt.step(stream, 5, &cfg, state).unwrap();
+        }
+        let mut b = bits(stream, &p);
+        b.extend(bits(stream, &m));
+        b.extend(bits(stream, &v));
+        b.extend(bits(stream, &copy));
+        b
+    })
+}
+
+#[test]
+fn adamw_in_kernel_language_gives_the_bits_of_the_builder_kernel() {
+    let stream = emulator();
+    let layout = ParamLayout::new(&LENS).unwrap();
+    let h = random_state(&layout, 53);
+    for (with_copy, clipped) in [(false, false), (true, false), (false, true), (true, true)] {
+        let [old, new] = both_forms::<f32>(&stream, &h, with_copy, clipped);
+        assert!(old == new, "f32 grads, copy {with_copy}, clipped {clipped}");
+        let [old, new] = both_forms::<Bf16>(&stream, &h, with_copy, clipped);
+        assert!(
+            old == new,
+            "bf16 grads, copy {with_copy}, clipped {clipped}"
+        );
+    }
+}

@@ -53,7 +53,13 @@ fn tokens(t: &impl ToTokens) -> String {
 #[test]
 fn every_intrinsic_has_a_stub_with_its_signature() {
     let stubs = stubs();
-    for intr in INTRINSICS {
+    // A name's later rows are methods on other types (`f64::sqrt`), which the host has.
+    let first_rows = INTRINSICS
+        .iter()
+        .enumerate()
+        .filter(|(k, i)| INTRINSICS.iter().position(|j| j.name == i.name) == Some(*k))
+        .map(|(_, i)| i);
+    for intr in first_rows {
         let Some(f) = stubs.get(intr.name) else {
             panic!("`{}` has no stub in src/prelude.rs", intr.name);
         };

@@ -13,11 +13,29 @@ fn every_intrinsic_instruction_has_a_catalog_row() {
 }
 
 #[test]
-fn names_are_unique() {
+fn names_are_unique_per_receiver_type() {
     let mut seen = std::collections::BTreeSet::new();
-    for i in INTRINSICS {
-        assert!(seen.insert(i.name), "`{}` listed twice", i.name);
+    for (k, i) in INTRINSICS.iter().enumerate() {
+        let receiver = i.params.first().map(|p| format!("{:?}", p.ty));
+        assert!(seen.insert((i.name, receiver)), "`{}` listed twice", i.name);
+        if INTRINSICS.iter().position(|j| j.name == i.name) != Some(k) {
+            // A later row of a name is a method on another type, over the same instructions.
+            assert!(i.method, "`{}`: a second row must be a method", i.name);
+        }
     }
+}
+
+#[test]
+fn a_method_finds_the_row_of_its_receiver_type() {
+    let f64_sqrt = find_for("sqrt", ScalarType::F64).expect("sqrt on f64");
+    assert_eq!(
+        f64_sqrt.ops().iter().map(Op::mnemonic).collect::<Vec<_>>(),
+        ["sqrt.rn.f64"]
+    );
+    let mnemonic = |ty| find_for("sqrt", ty).expect("sqrt").ops()[0].mnemonic();
+    assert_eq!(mnemonic(ScalarType::F32), "sqrt.rn.f32");
+    // A type with no row of its own gets the first one, whose lowering reports the mismatch.
+    assert_eq!(mnemonic(ScalarType::U32), "sqrt.rn.f32");
 }
 
 #[test]

@@ -141,8 +141,8 @@ impl Lowerer<'_> {
                         arity(0)?;
                         self.math_unary(n, a, crate::diag::range(&m))
                     }
-                    n if intrinsics::find(n).is_some_and(|i| i.method) => {
-                        let intr = intrinsics::find(n).expect("found above");
+                    n if intrinsics::find_for(n, a.ty).is_some_and(|i| i.method) => {
+                        let intr = intrinsics::find_for(n, a.ty).expect("found above");
                         let Lowering::Chain(ops) = intr.lowering else {
                             unreachable!("method rows are chains (a kernel-dsl test checks)")
                         };

@@ -34,6 +34,18 @@ pub fn rounding_and_nan(x: &[f32], y: &mut [f32], n: u32) {
     }
 }
 
+/// `x.sqrt()` on an `f64` (`sqrt.rn.f64`), from an f32 input widened in the kernel.
+#[kernel(crate = crate::common::paths)]
+pub fn sqrt_f64(x: &[f32], y: &mut [f32], n: u32) {
+    let i = block_idx().x * block_dim().x + thread_idx().x;
+    if i < n {
+        // Widened, rooted, and scaled by 2^-20 so the f32 result keeps bits the f32 root loses.
+        let r = (x[i] as f64).sqrt();
+        y[i * 2] = r as f32;
+        y[i * 2 + 1] = ((r - ((r as f32) as f64)) * 1048576.0f64) as f32;
+    }
+}
+
 /// `brev`, `clz` and `cvt_tf32`, three words per element.
 #[kernel(crate = crate::common::paths)]
 pub fn bit_intrinsics(x: &[u32], f: &[f32], y: &mut [u32], n: u32) {

@@ -14,6 +14,7 @@
 //! must hold zeros.
 
 mod kernels;
+mod norm_kernel;
 pub mod reference;
 
 pub use kernels::MAX_PARTS as WORKSPACE_LEN;
@@ -24,7 +25,7 @@ use crate::codegen::tensor::Format;
 use crate::codegen::{kernel_refs, kernel_table};
 use crate::{check_len, Error, OpKernel, Storage};
 use kernel_runtime::{Buffer, KernelArg, LaunchConfig, Stream};
-use kernels::{apply, finish, parts_for, sum_squares, FINISH_THREADS};
+use kernels::{apply, finish, sum_squares, FINISH_THREADS};
 
 const STORAGES: [Storage; 2] = [Storage::F32, Storage::Bf16];
 
@@ -32,8 +33,20 @@ kernel_table!(static SUM_SQUARES = sum_squares, STORAGES, [0 1]);
 kernel_table!(static FINISH = finish, [()], [0]);
 kernel_table!(static APPLY = apply, STORAGES, [0 1]);
 
+static GRAD_SUM_SQUARES: [OpKernel; 2] =
+    OpKernel::instances(norm_kernel::GRAD_SUM_SQUARES_INSTANCES);
+static GRAD_NORM_FINISH: [OpKernel; 1] = [OpKernel::language(&norm_kernel::GRAD_NORM_FINISH)];
+static GRAD_SCALE: [OpKernel; 2] = OpKernel::instances(norm_kernel::GRAD_SCALE_INSTANCES);
+
 /// Every specialization this module ships.
-pub static KERNELS: &[&OpKernel] = kernel_refs![SUM_SQUARES[0 1], FINISH[0], APPLY[0 1]];
+pub static KERNELS: &[&OpKernel] = kernel_refs![
+    GRAD_SUM_SQUARES[0 1],
+    GRAD_NORM_FINISH[0],
+    GRAD_SCALE[0 1],
+    SUM_SQUARES[0 1],
+    FINISH[0],
+    APPLY[0 1],
+];
 
 fn storage_index(s: Storage) -> usize {
     match s {
@@ -93,10 +106,35 @@ pub fn grad_norm<T: Element>(
     workspace: &mut Buffer<f32>,
     norm_scale: &mut Buffer<f32>,
 ) -> Result<(), Error> {
+    let n = check_args(
+        "grad_norm",
+        grads.len(),
+        workspace.len(),
+        norm_scale.len(),
+        max_norm,
+    )?;
+    let parts = parts_for(n, T::STORAGE);
+    let cfg = LaunchConfig::linear(parts, MAP_THREADS);
+    norm_kernel::grad_sum_squares::<T>(stream, cfg, grads, workspace, n)?;
+    let cfg = LaunchConfig::linear(1, FINISH_THREADS);
+    norm_kernel::grad_norm_finish(stream, cfg, workspace, norm_scale, parts, max_norm)?;
+    Ok(())
+}
+
+/// [`grad_norm`] through the builder-written kernels it replaces, kept only until the two
+/// have been measured side by side (`bench_optim`).
+#[doc(hidden)]
+pub fn grad_norm_builder<T: Element>(
+    stream: &Stream,
+    grads: &Buffer<T>,
+    max_norm: f32,
+    workspace: &mut Buffer<f32>,
+    norm_scale: &mut Buffer<f32>,
+) -> Result<(), Error> {
     const OP: &str = "grad_norm";
     let n = check_args(OP, grads.len(), workspace.len(), norm_scale.len(), max_norm)?;
     let step = step_elems([Format::from(T::STORAGE)]);
-    let parts = parts_for(n, step);
+    let parts = kernels::parts_for(n, step);
     let args = [
         KernelArg::from(grads),
         KernelArg::from(&mut *workspace),
@@ -145,6 +183,23 @@ pub fn clip_grad_norm<T: Element>(
 ) -> Result<(), Error> {
     grad_norm(stream, grads, max_norm, workspace, norm_scale)?;
     let n = grads.len() as u32;
+    let cfg = LaunchConfig::linear(parts_for(n, T::STORAGE), MAP_THREADS);
+    norm_kernel::grad_scale::<T>(stream, cfg, grads, norm_scale, n)?;
+    Ok(())
+}
+
+/// [`clip_grad_norm`] through the builder-written kernels it replaces, kept only until the
+/// two have been measured side by side (`bench_optim`).
+#[doc(hidden)]
+pub fn clip_grad_norm_builder<T: Element>(
+    stream: &Stream,
+    grads: &mut Buffer<T>,
+    max_norm: f32,
+    workspace: &mut Buffer<f32>,
+    norm_scale: &mut Buffer<f32>,
+) -> Result<(), Error> {
+    grad_norm_builder(stream, grads, max_norm, workspace, norm_scale)?;
+    let n = grads.len() as u32;
     let cfg = map_launch(n, step_elems([Format::from(T::STORAGE)]));
     let args = [
         KernelArg::from(&mut *grads),
@@ -154,4 +209,10 @@ pub fn clip_grad_norm<T: Element>(
     let kernel = &APPLY[storage_index(T::STORAGE)];
     stream.launch(kernel.artifacts(), cfg, &args)?;
     Ok(())
+}
+
+/// Blocks of the passes over `n` gradients: enough to fill the device, at most
+/// [`WORKSPACE_LEN`]; a function of `n` only, so results do not depend on the device.
+fn parts_for(n: u32, storage: Storage) -> u32 {
+    kernels::parts_for(n, Format::from(storage).per_vector())
 }

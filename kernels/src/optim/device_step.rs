@@ -9,6 +9,7 @@
 //! rounded to f32: the two paths give the same bits.
 
 use super::reference::AdamWConfig;
+use super::step_kernel::adamw_advance;
 use super::ADVANCE;
 use crate::codegen::math;
 use crate::Error;
@@ -65,6 +66,24 @@ impl DeviceStep {
 
     /// Queues the kernel that adds one to the count and writes the new step's factors.
     pub(crate) fn advance(&mut self, stream: &Stream, cfg: &AdamWConfig) -> Result<(), Error> {
+        adamw_advance(
+            stream,
+            LaunchConfig::linear(1, 32),
+            &mut self.count,
+            &mut self.factors,
+            cfg.lr,
+            cfg.beta1,
+            cfg.beta2,
+        )?;
+        Ok(())
+    }
+
+    /// [`DeviceStep::advance`] through the builder-written kernel.
+    pub(crate) fn advance_builder(
+        &mut self,
+        stream: &Stream,
+        cfg: &AdamWConfig,
+    ) -> Result<(), Error> {
         let args = [
             KernelArg::from(&mut self.count),
             KernelArg::from(&mut self.factors),

@@ -8,8 +8,9 @@ use kernel_runtime::{Buffer, Stream};
 /// Every tensor starts at a multiple of this many elements, so 16-byte vectors of f32 and of
 /// bf16 are aligned at every tensor start.
 pub const TENSOR_ALIGN: usize = 8;
-/// Elements per CTA of the step kernel (a multiple of [`TENSOR_ALIGN`]).
-pub(crate) const CHUNK: usize = 8192;
+/// Elements per block of the step kernel (a multiple of [`TENSOR_ALIGN`]): a block of 256
+/// threads holds a whole chunk in registers, so each block issues all its loads at once.
+pub(crate) const CHUNK: usize = 4096;
 
 /// The flat layout of a list of parameter tensors: tensor `i` occupies
 /// `offset(i)..offset(i) + len(i)` of every flat buffer (parameters, gradients, moments,

@@ -13,6 +13,7 @@ mod device_step;
 mod kernel;
 mod layout;
 pub mod reference;
+mod step_kernel;
 
 pub use device_step::DeviceStep;
 pub use layout::{ParamLayout, TENSOR_ALIGN};
@@ -25,13 +26,17 @@ use crate::codegen::{kernel_refs, kernel_table};
 use crate::{check_len, Error, OpKernel, Storage};
 use kernel::{adamw, spec_index, AdamSpec, SPECS};
 use kernel_runtime::{Bf16, Buffer, KernelArg, LaunchConfig, Stream};
+use std::sync::Mutex;
 
 kernel_table!(static ADAMW = adamw, SPECS, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15]);
-
 kernel_table!(static ADVANCE = device_step::advance, [()], [0]);
+static ADAMW_STEP: [OpKernel; 16] = OpKernel::instances(step_kernel::ADAMW_STEP_INSTANCES);
+static ADAMW_ADVANCE: [OpKernel; 1] = [OpKernel::language(&step_kernel::ADAMW_ADVANCE)];
 
 /// Every specialization this module ships.
 pub static KERNELS: &[&OpKernel] = kernel_refs![
+    ADAMW_STEP[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15],
+    ADAMW_ADVANCE[0],
     ADAMW[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15],
     ADVANCE[0],
 ];
@@ -49,6 +54,9 @@ pub struct AdamW {
     layout: ParamLayout,
     chunks: Option<Buffer<u32>>,
     decay: Option<Buffer<f32>>,
+    /// Stands in for the bf16 copy a step without one does not write (the kernel takes the
+    /// same buffers in every instance).
+    no_copy: Option<Mutex<Buffer<Bf16>>>,
     nchunks: u32,
 }
 
@@ -109,19 +117,21 @@ impl AdamW {
         let layout = ParamLayout::new(lens)?;
         let table = layout.chunk_table();
         let nchunks = (table.len() / 3) as u32;
-        let (chunks, decay) = if nchunks == 0 {
-            (None, None)
+        let (chunks, decay, no_copy) = if nchunks == 0 {
+            (None, None, None)
         } else {
             let flags: Vec<f32> = decay.iter().map(|&d| d as u8 as f32).collect();
             (
                 Some(Buffer::from_host(stream, &table)?),
                 Some(Buffer::from_host(stream, &flags)?),
+                Some(Mutex::new(Buffer::zeros(stream, 1)?)),
             )
         };
         Ok(AdamW {
             layout,
             chunks,
             decay,
+            no_copy,
             nchunks,
         })
     }
@@ -166,14 +176,22 @@ impl AdamW {
         cfg: &AdamWConfig,
         state: AdamWState<'_, G>,
     ) -> Result<(), Error> {
-        if step == 0 {
-            return Err(Error::Unsupported {
-                op: "adamw",
-                detail: "step is 0; steps count from 1 (the bias corrections divide by 1 − β^step)"
-                    .into(),
-            });
-        }
+        check_step(step)?;
         self.launch(stream, StepSource::Host(step), cfg, state)
+    }
+
+    /// [`AdamW::step`] through the builder-written kernel it replaces, kept only until the two
+    /// have been measured side by side (`bench_optim`).
+    #[doc(hidden)]
+    pub fn step_builder<G: Element>(
+        &self,
+        stream: &Stream,
+        step: u32,
+        cfg: &AdamWConfig,
+        state: AdamWState<'_, G>,
+    ) -> Result<(), Error> {
+        check_step(step)?;
+        self.launch_builder(stream, StepSource::Host(step), cfg, state)
     }
 
     /// One AdamW step whose step number lives on the device in `step`: a first launch adds one
@@ -215,6 +233,21 @@ impl AdamW {
         self.launch(stream, StepSource::Device(&step.factors), cfg, state)
     }
 
+    /// [`AdamW::step_on_device`] through the builder-written kernels it replaces, kept only
+    /// until the two have been measured side by side (`bench_optim`).
+    #[doc(hidden)]
+    pub fn step_on_device_builder<G: Element>(
+        &self,
+        stream: &Stream,
+        step: &mut DeviceStep,
+        cfg: &AdamWConfig,
+        state: AdamWState<'_, G>,
+    ) -> Result<(), Error> {
+        self.check(&state)?;
+        step.advance_builder(stream, cfg)?;
+        self.launch_builder(stream, StepSource::Device(&step.factors), cfg, state)
+    }
+
     fn check<G: Element>(&self, state: &AdamWState<'_, G>) -> Result<(), Error> {
         const OP: &str = "adamw";
         let total = self.layout.total();
@@ -233,6 +266,61 @@ impl AdamW {
     }
 
     fn launch<G: Element>(
+        &self,
+        stream: &Stream,
+        source: StepSource<'_>,
+        cfg: &AdamWConfig,
+        state: AdamWState<'_, G>,
+    ) -> Result<(), Error> {
+        self.check(&state)?;
+        let (Some(chunks), Some(decay), Some(no_copy)) = (&self.chunks, &self.decay, &self.no_copy)
+        else {
+            return Ok(());
+        };
+        // A buffer the instance does not read stands in for an absent one.
+        let (step_size, inv_sqrt_bc2, factors, device) = match source {
+            StepSource::Host(step) => {
+                let (s, i) = host_factors(cfg, step);
+                (s, i, decay, 0)
+            }
+            StepSource::Device(factors) => (0.0, 0.0, factors, 1),
+        };
+        let (clip, scaled) = match state.clip {
+            Some(c) => (c, 1),
+            None => (decay, 0),
+        };
+        let mut spare = no_copy.lock().unwrap_or_else(|e| e.into_inner());
+        let (bf16_copy, copy) = match state.bf16_copy {
+            Some(c) => (c, 1),
+            None => (&mut *spare, 0),
+        };
+        step_kernel::adamw_step::<G>(
+            stream,
+            LaunchConfig::linear(self.nchunks, STEP_THREADS),
+            copy,
+            scaled,
+            device,
+            state.params,
+            state.grads,
+            state.m,
+            state.v,
+            bf16_copy,
+            clip,
+            factors,
+            chunks,
+            decay,
+            cfg.lr,
+            cfg.beta1,
+            cfg.beta2,
+            cfg.eps,
+            cfg.weight_decay,
+            step_size,
+            inv_sqrt_bc2,
+        )?;
+        Ok(())
+    }
+
+    fn launch_builder<G: Element>(
         &self,
         stream: &Stream,
         source: StepSource<'_>,
@@ -277,11 +365,7 @@ impl AdamW {
             KernelArg::from(cfg.weight_decay),
         ]);
         if let StepSource::Host(step) = source {
-            let (b1, b2) = (cfg.beta1 as f64, cfg.beta2 as f64);
-            let bc1 = 1.0 - b1.powi(step as i32);
-            let bc2 = 1.0 - b2.powi(step as i32);
-            let step_size = (cfg.lr as f64 / bc1) as f32;
-            let inv_sqrt_bc2 = (1.0 / bc2.sqrt()) as f32;
+            let (step_size, inv_sqrt_bc2) = host_factors(cfg, step);
             args.extend([KernelArg::from(step_size), KernelArg::from(inv_sqrt_bc2)]);
         }
         let kernel = &ADAMW[spec_index(spec)];
@@ -289,4 +373,28 @@ impl AdamW {
         stream.launch(kernel.artifacts(), cfg, &args)?;
         Ok(())
     }
+}
+
+/// Threads of a step block: with the kernel's four groups of four elements a thread, one
+/// [`layout::CHUNK`] a block in one pass, every load issued before any arithmetic.
+const STEP_THREADS: u32 = 256;
+
+fn check_step(step: u32) -> Result<(), Error> {
+    if step == 0 {
+        return Err(Error::Unsupported {
+            op: "adamw",
+            detail: "step is 0; steps count from 1 (the bias corrections divide by 1 − β^step)"
+                .into(),
+        });
+    }
+    Ok(())
+}
+
+/// `(lr / (1 − β1^step), 1 / √(1 − β2^step))`, in f64 rounded to f32 (as the device step's
+/// advance kernel computes them).
+fn host_factors(cfg: &AdamWConfig, step: u32) -> (f32, f32) {
+    let (b1, b2) = (cfg.beta1 as f64, cfg.beta2 as f64);
+    let bc1 = 1.0 - b1.powi(step as i32);
+    let bc2 = 1.0 - b2.powi(step as i32);
+    ((cfg.lr as f64 / bc1) as f32, (1.0 / bc2.sqrt()) as f32)
 }
