@@ -19,6 +19,11 @@ PER_BINARY_TIMEOUT=${PER_BINARY_TIMEOUT:-240}
 } > "$OUT/environment.log"
 cat "$OUT/environment.log"
 
+# gpu-suite.sh packs each binary with gzip.
+for gz in .gpu/*.gz; do
+    [ -e "$gz" ] && gunzip -f "$gz"
+done
+
 status=0
 for bin in .gpu/test-* .gpu/downstream .gpu/bench-* .gpu/ptxkit; do
     [ -e "$bin" ] || continue

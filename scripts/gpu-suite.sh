@@ -74,10 +74,15 @@ if [ -n "${DOWNSTREAM_FEATURES:-}" ]; then
     strip "$OUT_DIR/downstream" 2>/dev/null || true
 fi
 
+# The GPU machine takes the tracked tree and the carried paths together up to 64 MiB, and the
+# goldens fill most of it: the binaries travel gzipped (gpu-run.sh unpacks them).
+gzip -9 -f "$OUT_DIR"/*
 total=$(du -cb "$OUT_DIR"/* | tail -1 | cut -f1)
 echo "total $((total / 1024)) KiB in .gpu/" >&2
-if [ "$total" -gt "$LIMIT_BYTES" ]; then
-    echo "error: .gpu/ holds $total bytes, over the 64 MiB the GPU machine accepts" >&2
+tracked=$(git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
+if [ "$((total + tracked))" -gt "$LIMIT_BYTES" ]; then
+    echo "error: .gpu/ ($total bytes) and the tracked tree ($tracked) exceed the 64 MiB the" \
+        "GPU machine accepts: carry fewer binaries (ONLY=...)" >&2
     exit 1
 fi
 echo
