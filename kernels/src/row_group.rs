@@ -116,3 +116,15 @@ pub(crate) fn finite_or_zero(m: f32) -> f32 {
         m
     }
 }
+
+/// How many passes of `step` chunks, from chunk `first`, a thread makes over a row of
+/// `chunks`: ⌈(chunks − first) / step⌉, or none where `first` is past the row. The overflow
+/// loops that re-read a row last to first count down from it.
+#[device(crate = crate::lang)]
+pub(crate) fn overflow_passes(first: u32, chunks: u32, step: u32) -> u32 {
+    if first < chunks {
+        (chunks - first + step - 1) / step
+    } else {
+        0
+    }
+}

@@ -148,10 +148,7 @@ pub fn cross_entropy<T: Dtype, const W: u32, const CTA: u32>(
         }
         // The overflow passes again, last to first; every load of a pass is issued before
         // its first store, which the compiler could not move them above.
-        let mut passes = 0u32;
-        if first < chunks {
-            passes = (chunks - first + step - 1) / step;
-        }
+        let mut passes = overflow_passes(first, chunks, step);
         while passes > 0 {
             passes -= 1;
             let c0 = first + passes * step;

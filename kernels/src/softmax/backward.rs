@@ -87,10 +87,7 @@ pub fn softmax_backward<T: Dtype, const W: u32, const CTA: u32>(
                 dx.store_vec::<W>(base + col[h], out);
             }
         }
-        let mut passes = 0u32;
-        if first < chunks {
-            passes = (chunks - first + step - 1) / step;
-        }
+        let mut passes = overflow_passes(first, chunks, step);
         while passes > 0 {
             passes -= 1;
             let c0 = first + passes * step;

@@ -185,10 +185,7 @@ pub fn softmax_streaming<T: Dtype, const W: u32, const CTA: u32>(
         }
         // The overflow passes again, last to first.
         let first = (16 / W) * group + lane;
-        let mut passes = 0u32;
-        if first < chunks {
-            passes = (chunks - first + step - 1) / step;
-        }
+        let mut passes = overflow_passes(first, chunks, step);
         while passes > 0 {
             passes -= 1;
             let c0 = first + passes * step;
