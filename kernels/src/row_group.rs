@@ -43,14 +43,14 @@ pub(crate) fn row_group() -> [u32; 4] {
     }
 }
 
-/// The sum of `v` over the block, in every thread of it, in a fixed order. Every thread of the
-/// block must call it (it holds barriers); the block's size is a multiple of 32.
+/// The sum of `v` over the block, in every thread of it, in a fixed order: `t` is the
+/// thread's index in the block and `threads` the block's size, a multiple of 32 (the caller's
+/// own registers, which the helper would otherwise read again and keep alive beside them).
+/// Every thread of the block must call it (it holds barriers).
 #[device(crate = crate::lang)]
-pub(crate) fn block_sum(v: f32) -> f32 {
-    let t = thread_idx().x;
-    let warps = block_dim().x / 32;
+pub(crate) fn block_sum(v: f32, t: u32, threads: u32) -> f32 {
+    let mut s = warp_sum(v);
     let partial = shared_array::<f32, 32>();
-    let s = warp_sum(v);
     if t % 32 == 0 {
         partial[t / 32] = s;
     }
@@ -58,19 +58,19 @@ pub(crate) fn block_sum(v: f32) -> f32 {
     // Every lane reads a slot some warp wrote, and keeps it only if it is its own: a select
     // rather than a branch around the read.
     let w = t % 32;
-    let p = partial[min(w, warps - 1)];
-    let total = warp_sum(if w < warps { p } else { 0.0 });
+    let p = partial[min(w, threads / 32 - 1)];
+    s = warp_sum(if w < threads / 32 { p } else { 0.0 });
     // The next call writes `partial` again.
     sync_threads();
-    total
+    s
 }
 
-/// The sum of `v` over the group, in every thread of it. With `CTA = 1` every thread of the
-/// block must call it (it holds barriers).
+/// The sum of `v` over the group, in every thread of it (`lane` and `group` as
+/// [`row_group`] gives them). With `CTA = 1` every thread of the block must call it.
 #[device(crate = crate::lang)]
-pub(crate) fn group_sum(v: f32) -> f32 {
+pub(crate) fn group_sum(v: f32, lane: u32, group: u32) -> f32 {
     if CTA == 1 {
-        block_sum(v)
+        block_sum(v, lane, group)
     } else {
         warp_sum(v)
     }
@@ -79,28 +79,30 @@ pub(crate) fn group_sum(v: f32) -> f32 {
 /// The maximum of `v` over the block, in every thread of it; the same contract as
 /// [`block_sum`].
 #[device(crate = crate::lang)]
-pub(crate) fn block_max(v: f32) -> f32 {
-    let t = thread_idx().x;
-    let warps = block_dim().x / 32;
+pub(crate) fn block_max(v: f32, t: u32, threads: u32) -> f32 {
+    let mut m = warp_max(v);
     let partial = shared_array::<f32, 32>();
-    let m = warp_max(v);
     if t % 32 == 0 {
         partial[t / 32] = m;
     }
     sync_threads();
     let w = t % 32;
-    let p = partial[min(w, warps - 1)];
-    let top = warp_max(if w < warps { p } else { f32::NEG_INFINITY });
+    let p = partial[min(w, threads / 32 - 1)];
+    m = warp_max(if w < threads / 32 {
+        p
+    } else {
+        f32::NEG_INFINITY
+    });
     sync_threads();
-    top
+    m
 }
 
 /// The maximum of `v` over the group, in every thread of it; the same contract as
 /// [`group_sum`].
 #[device(crate = crate::lang)]
-pub(crate) fn group_max(v: f32) -> f32 {
+pub(crate) fn group_max(v: f32, lane: u32, group: u32) -> f32 {
     if CTA == 1 {
-        block_max(v)
+        block_max(v, lane, group)
     } else {
         warp_max(v)
     }

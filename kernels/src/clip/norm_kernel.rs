@@ -40,7 +40,7 @@ pub fn grad_sum_squares<T: Dtype>(grads: &[T], partial: &mut [f32], n: u32) {
         acc = x.mul_add(x, acc);
         i += stride;
     }
-    let total = block_sum(acc);
+    let total = block_sum(acc, thread_idx().x, block_dim().x);
     if thread_idx().x == 0 {
         partial[block_idx().x] = total;
     }
@@ -59,7 +59,7 @@ pub fn grad_norm_finish(partial: &[f32], norm_scale: &mut [f32], parts: u32, max
         acc += partial[i];
         i += block_dim().x;
     }
-    let norm = block_sum(acc).sqrt();
+    let norm = block_sum(acc, t, block_dim().x).sqrt();
     let clipped = min(max_norm / (norm + 1e-6), 1.0);
     let scale = if norm < f32::INFINITY { clipped } else { 1.0 };
     if t == 0 {

@@ -126,8 +126,8 @@ pub fn cross_entropy<T: Dtype, const W: u32, const CTA: u32>(
             m = next;
             c0 += step;
         }
-        let top = finite_or_zero(group_max(m));
-        let lse = top + group_sum(s * (m - top).ex2_approx_ftz()).log2();
+        let top = finite_or_zero(group_max(m, lane, group));
+        let lse = top + group_sum(s * (m - top).ex2_approx_ftz(), lane, group).log2();
         if lane == 0 {
             row_loss[row] = if ignored {
                 0.0
@@ -191,7 +191,7 @@ pub fn cross_entropy_count(targets: &[i32], loss: &mut [f32], rows: u32, ignore_
         n += if targets[r] != ignore_index { 1.0 } else { 0.0 };
         r += block_dim().x;
     }
-    let total = block_sum(n);
+    let total = block_sum(n, t, block_dim().x);
     if t == 0 {
         loss[1] = total;
     }
@@ -207,7 +207,7 @@ pub fn cross_entropy_mean(row_loss: &[f32], loss: &mut [f32], rows: u32) {
         acc += row_loss[r];
         r += block_dim().x;
     }
-    let total = block_sum(acc);
+    let total = block_sum(acc, t, block_dim().x);
     if t == 0 {
         loss[0] = total / loss[1];
     }

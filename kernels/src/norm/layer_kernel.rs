@@ -41,7 +41,8 @@ pub fn layer_norm<T: Dtype, const W: u32, const CTA: u32>(
                 x.load_vec_or::<W>(base + col[h], inside[h], 0.0 as T)
             };
             for k in 0..W {
-                held[h * W + k] = if inside[h] { v[k] as f32 } else { 0.0 };
+                // Vector loads already read 0 outside the row; clamped ones are zeroed.
+                held[h * W + k] = if W > 1 || inside[h] { v[k] as f32 } else { 0.0 };
                 total += held[h * W + k];
             }
         }
@@ -53,7 +54,7 @@ pub fn layer_norm<T: Dtype, const W: u32, const CTA: u32>(
             }
             c += group;
         }
-        let mean = group_sum(total) / cols_f;
+        let mean = group_sum(total, lane, group) / cols_f;
         let mut sq = 0.0f32;
         for h in 0..(16 / W) {
             if inside[h] {
@@ -72,7 +73,7 @@ pub fn layer_norm<T: Dtype, const W: u32, const CTA: u32>(
             }
             c += group;
         }
-        let rstd = (group_sum(sq) / cols_f + eps).rsqrt_rn();
+        let rstd = (group_sum(sq, lane, group) / cols_f + eps).rsqrt_rn();
         for h in 0..(16 / W) {
             if inside[h] {
                 let mut out = gamma.load_vec::<W>(col[h]);

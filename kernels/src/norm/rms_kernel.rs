@@ -50,7 +50,8 @@ pub fn rms_norm<T: Dtype, const W: u32, const CTA: u32>(
                 x.load_vec_or::<W>(base + col[h], inside[h], 0.0 as T)
             };
             for k in 0..W {
-                held[h * W + k] = if inside[h] { v[k] as f32 } else { 0.0 };
+                // Vector loads already read 0 outside the row; clamped ones are zeroed.
+                held[h * W + k] = if W > 1 || inside[h] { v[k] as f32 } else { 0.0 };
                 ss = held[h * W + k].mul_add(held[h * W + k], ss);
             }
         }
@@ -63,7 +64,7 @@ pub fn rms_norm<T: Dtype, const W: u32, const CTA: u32>(
             }
             c += group;
         }
-        let rstd = (group_sum(ss) / cols_f + eps).rsqrt_rn();
+        let rstd = (group_sum(ss, lane, group) / cols_f + eps).rsqrt_rn();
         for h in 0..(16 / W) {
             if inside[h] {
                 let mut out = gamma.load_vec::<W>(col[h]);
@@ -136,7 +137,8 @@ pub fn add_rms_norm<T: Dtype, const W: u32, const CTA: u32>(
             };
             for k in 0..W {
                 s[k] = ((s[k] as f32) + (r[k] as f32)) as T;
-                held[h * W + k] = if inside[h] { s[k] as f32 } else { 0.0 };
+                // Vector loads already read 0 outside the row; clamped ones are zeroed.
+                held[h * W + k] = if W > 1 || inside[h] { s[k] as f32 } else { 0.0 };
                 ss = held[h * W + k].mul_add(held[h * W + k], ss);
             }
             if inside[h] {
@@ -155,7 +157,7 @@ pub fn add_rms_norm<T: Dtype, const W: u32, const CTA: u32>(
             sum.store_vec::<W>(base + c * W, s);
             c += group;
         }
-        let rstd = (group_sum(ss) / cols_f + eps).rsqrt_rn();
+        let rstd = (group_sum(ss, lane, group) / cols_f + eps).rsqrt_rn();
         for h in 0..(16 / W) {
             if inside[h] {
                 let mut out = gamma.load_vec::<W>(col[h]);

@@ -53,8 +53,18 @@ pub fn softmax_backward<T: Dtype, const W: u32, const CTA: u32>(
                 dy.load_vec_or::<W>(base + at, inside[h], 0.0 as T)
             };
             for k in 0..W {
-                yh[h * W + k] = if inside[h] { yv[k] as f32 } else { 0.0 };
-                gh[h * W + k] = if inside[h] { gv[k] as f32 } else { 0.0 };
+                // Vector loads already read 0 outside the row; clamped ones are zeroed.
+                yh[h * W + k] = if W > 1 || inside[h] {
+                    yv[k] as f32
+                } else {
+                    0.0
+                };
+                // Vector loads already read 0 outside the row; clamped ones are zeroed.
+                gh[h * W + k] = if W > 1 || inside[h] {
+                    gv[k] as f32
+                } else {
+                    0.0
+                };
                 dot = yh[h * W + k].mul_add(gh[h * W + k], dot);
             }
         }
@@ -77,7 +87,7 @@ pub fn softmax_backward<T: Dtype, const W: u32, const CTA: u32>(
             }
             c0 += step;
         }
-        let total = group_sum(dot);
+        let total = group_sum(dot, lane, group);
         for h in 0..(16 / W) {
             if inside[h] {
                 let mut out = [0.0 as T; W];

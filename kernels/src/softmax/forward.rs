@@ -61,13 +61,13 @@ pub fn softmax<T: Dtype, const W: u32, const CTA: u32>(
                 m = max(m, t[h * W + k]);
             }
         }
-        let top = finite_or_zero(group_max(m));
+        let top = finite_or_zero(group_max(m, lane, group));
         let mut s = 0.0f32;
         for i in 0..(hold * W) {
             t[i] = (t[i] - top).ex2_approx_ftz();
             s += t[i];
         }
-        let inv = 1.0 / group_sum(s);
+        let inv = 1.0 / group_sum(s, lane, group);
         for h in 0..hold {
             if inside[h] {
                 let mut out = [0.0 as T; W];
@@ -172,8 +172,8 @@ pub fn softmax_streaming<T: Dtype, const W: u32, const CTA: u32>(
             m = next;
             c0 += step;
         }
-        let top = finite_or_zero(group_max(m));
-        let inv = 1.0 / group_sum(s * (m - top).ex2_approx_ftz());
+        let top = finite_or_zero(group_max(m, lane, group));
+        let inv = 1.0 / group_sum(s * (m - top).ex2_approx_ftz(), lane, group);
         for h in 0..(16 / W) {
             if inside[h] {
                 let mut out = [0.0 as T; W];
