@@ -23,7 +23,7 @@ use tally_kernels::TALLY_THREADS;
 
 /// The most threads a row's block takes: 1024 for f32 in 16-byte chunks (within 64
 /// registers), so that one block fills an SM and each SM streams one row; otherwise 512
-/// (within 128 registers; `tests/row_ptxas.rs` checks both).
+/// (within 128 registers; `tests/instance_registers.rs` checks both).
 fn row_threads(storage: Storage, access: Access) -> u32 {
     match (storage, access) {
         (Storage::F32, Access::Vector) => 1024,

@@ -10,7 +10,7 @@ use kernel_runtime::{Buffer, Stream};
 
 /// The most threads a block-per-row softmax launch takes: the forward held-row kernel stays
 /// within 64 registers holding 16 elements a thread, within 128 holding 32 (bf16 in 16-byte
-/// chunks); the backward, which holds two inputs, within 128 (`tests/row_ptxas.rs` checks
+/// chunks); the backward, which holds two inputs, within 128 (`tests/instance_registers.rs` checks
 /// each).
 const HELD_ROW_THREADS: u32 = 1024;
 const WIDE_HELD_ROW_THREADS: u32 = 512;

@@ -1,0 +1,132 @@
+//! Every `#[kernel]` instance of the op library assembles at each target without spills, and
+//! within the registers a thread may use in the largest block its host plan launches (the
+//! register file's 64 K over the block's threads). Skips with one line where no ptxas is found.
+
+use kernel_dsl::ptxas::Ptxas;
+use kernel_dsl::Target;
+use kernels::OpKernel;
+
+/// Assembles every `#[kernel]` instance of `family` at each target, checking each entry against
+/// `limit(entry)` registers (`None`: no bound beyond spilling nothing); returns how many it
+/// checked.
+fn check(ptxas: &Ptxas, family: &[&OpKernel], limit: impl Fn(&str) -> Option<u32>) -> usize {
+    let mut checked = 0;
+    for target in [Target::Sm80, Target::Sm89, Target::Sm90, Target::Sm121] {
+        for k in family {
+            if k.built_in().is_none() {
+                continue;
+            }
+            let kernel = k.kernel();
+            let ptx = kernel_dsl::emit::emit(&kernel, target).expect("emits");
+            let assembled = ptxas
+                .assemble(&ptx)
+                .unwrap_or_else(|e| panic!("{} @ {target}: {e}", kernel.name));
+            for r in assembled.reports {
+                if let Some(most) = limit(&r.entry) {
+                    assert!(
+                        r.registers <= most,
+                        "{} uses {} registers at {target}, over {most}",
+                        r.entry,
+                        r.registers
+                    );
+                }
+                assert_eq!(
+                    (r.spill_stores, r.spill_loads),
+                    (0, 0),
+                    "{} spills at {target}",
+                    r.entry
+                );
+                checked += 1;
+            }
+        }
+    }
+    checked
+}
+
+/// The row-wise kernels' block-per-row instances (entry names ending in `_1`, for `CTA = 1`):
+/// 64 registers for 1024-thread blocks; 128 for the 512-thread blocks of the softmax backward,
+/// of one-element streaming softmax, and of cross-entropy but for f32 in 16-byte chunks.
+/// Warp-per-row instances run 128-thread blocks.
+fn row_limit(entry: &str) -> Option<u32> {
+    if !entry.ends_with("_1") {
+        return None;
+    }
+    let vector = !entry.contains("_1_");
+    let f32_vector = entry.contains("f32_4_");
+    Some(
+        if entry.starts_with("softmax_backward")
+            || (entry.starts_with("softmax_streaming") && !vector)
+            || (entry.starts_with("cross_entropy") && !f32_vector)
+        {
+            128
+        } else {
+            64
+        },
+    )
+}
+
+fn ptxas() -> Option<Ptxas> {
+    let found = Ptxas::find();
+    if found.is_none() {
+        println!("skipping: no ptxas found (set PTXKIT_PTXAS)");
+    }
+    found
+}
+
+#[test]
+fn row_instances_fit_their_blocks_without_spills() {
+    let Some(ptxas) = ptxas() else { return };
+    assert_eq!(
+        check(&ptxas, kernels::norm::KERNELS, row_limit),
+        3 * 8 * 4,
+        "norms"
+    );
+    assert_eq!(
+        check(&ptxas, kernels::softmax::KERNELS, row_limit),
+        (8 + 4 + 8) * 4,
+        "softmax"
+    );
+    assert_eq!(
+        check(&ptxas, kernels::cross_entropy::KERNELS, row_limit),
+        (8 + 2) * 4,
+        "cross-entropy"
+    );
+}
+
+/// RoPE and embedding: at least 4 blocks of 128 threads an SM.
+#[test]
+fn rope_and_embedding_instances_assemble_without_spills() {
+    let Some(ptxas) = ptxas() else { return };
+    let most = |_: &str| Some(128);
+    assert_eq!(check(&ptxas, kernels::rope::KERNELS, most), 8 * 4, "rope");
+    assert_eq!(
+        check(&ptxas, kernels::embedding::KERNELS, most),
+        (8 + 4) * 4,
+        "embedding"
+    );
+}
+
+/// AdamW and clipping: at least 2 blocks of 256 threads an SM (an AdamW thread holds 16
+/// elements of four buffers between its loads and its stores); arg-max: its 256-thread blocks.
+#[test]
+fn optimizer_clip_and_argmax_instances_assemble_without_spills() {
+    let Some(ptxas) = ptxas() else { return };
+    let most = |_: &str| Some(128);
+    assert_eq!(
+        check(&ptxas, kernels::optim::KERNELS, most),
+        (16 + 1) * 4,
+        "optim"
+    );
+    // The norm's finishing pass is one block of 1024 threads.
+    let clip = |e: &str| Some(if e == "grad_norm_finish" { 64 } else { 128 });
+    assert_eq!(
+        check(&ptxas, kernels::clip::KERNELS, clip),
+        (2 + 1 + 2) * 4,
+        "clip"
+    );
+    assert_eq!(
+        check(&ptxas, kernels::argmax::KERNELS, most),
+        4 * 4,
+        "argmax"
+    );
+}
