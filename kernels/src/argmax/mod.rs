@@ -11,6 +11,7 @@ use crate::cast::Element;
 use crate::codegen::tensor::Access;
 use crate::codegen::{kernel_refs, kernel_table};
 use crate::error::check_workspace;
+use crate::rowwise::problem::validate;
 use crate::rowwise::spec::RowSpec;
 use crate::{check_len, Error, OpKernel};
 use kernel_runtime::{Buffer, KernelArg, Stream};
@@ -98,21 +99,7 @@ fn checked<T: Element>(
     cols: usize,
 ) -> Result<Option<(Access, Split)>, Error> {
     const OP: &str = "argmax";
-    if cols == 0 {
-        return Err(Error::Unsupported {
-            op: OP,
-            detail: "cols is 0; a row needs at least one element".into(),
-        });
-    }
-    if rows.checked_mul(cols).is_none_or(|n| n > u32::MAX as usize) {
-        return Err(Error::Unsupported {
-            op: OP,
-            detail: format!(
-                "rows × cols = {rows} × {cols} exceeds {} elements; split the batch",
-                u32::MAX
-            ),
-        });
-    }
+    validate(OP, T::STORAGE, rows, cols)?;
     check_len(OP, "logits", logits, rows * cols, || {
         format!("rows × cols = {rows} × {cols}")
     })?;

@@ -1,4 +1,4 @@
-//! Host-side checks and launch planning shared by the norm ops.
+//! Host-side checks and launch planning of the row-wise ops.
 
 use crate::codegen::rows::{held_chunks_of, plan_rows, plan_rows_within, Group, RowLaunch};
 use crate::codegen::tensor::Access;
@@ -25,28 +25,7 @@ impl RowProblem {
         max_ctas: Option<u32>,
         held_elems: u32,
     ) -> Result<RowProblem, Error> {
-        if cols == 0 {
-            return Err(Error::Unsupported {
-                op,
-                detail: "cols is 0; a row needs at least one element".into(),
-            });
-        }
-        let total = rows.checked_mul(cols).filter(|&n| n <= u32::MAX as usize);
-        let Some(_) = total else {
-            return Err(Error::Unsupported {
-                op,
-                detail: format!(
-                    "rows × cols = {rows} × {cols} exceeds {} elements; split the batch",
-                    u32::MAX
-                ),
-            });
-        };
-        let width = Access::Vector.width(storage) as usize;
-        let access = if cols.is_multiple_of(width) {
-            Access::Vector
-        } else {
-            Access::Scalar
-        };
+        let access = validate(op, storage, rows, cols)?;
         let nchunks = (cols / access.width(storage) as usize) as u32;
         let held = held_chunks_of(storage, access, held_elems);
         let launch = plan_rows(rows as u32, nchunks, held, max_ctas);
@@ -81,10 +60,7 @@ impl RowProblem {
         name: &'static str,
         len: usize,
     ) -> Result<(), Error> {
-        let (r, c) = (self.rows, self.cols);
-        check_len(op, name, len, r as usize * c as usize, || {
-            format!("rows × cols = {r} × {c}")
-        })
+        check_matrix(op, name, len, self.rows, self.cols)
     }
 
     /// Checks that a buffer holds one element per column.
@@ -122,4 +98,49 @@ impl RowProblem {
         };
         nchunks as u64 <= threads as u64 * held_chunks_of(storage, self.access, held_elems) as u64
     }
+}
+
+/// Checks a `rows × cols` problem's sizes (at least one column; the element count fits u32)
+/// and picks its access: 16-byte vectors where every row starts 16-byte aligned (`cols` a
+/// multiple of the vector), else one element at a time.
+pub(crate) fn validate(
+    op: &'static str,
+    storage: Storage,
+    rows: usize,
+    cols: usize,
+) -> Result<Access, Error> {
+    if cols == 0 {
+        return Err(Error::Unsupported {
+            op,
+            detail: "cols is 0; a row needs at least one element".into(),
+        });
+    }
+    if rows.checked_mul(cols).is_none_or(|n| n > u32::MAX as usize) {
+        return Err(Error::Unsupported {
+            op,
+            detail: format!(
+                "rows × cols = {rows} × {cols} exceeds {} elements; split the batch",
+                u32::MAX
+            ),
+        });
+    }
+    let width = Access::Vector.width(storage) as usize;
+    Ok(if cols.is_multiple_of(width) {
+        Access::Vector
+    } else {
+        Access::Scalar
+    })
+}
+
+/// Checks that a buffer holds one element per entry of a `rows × cols` matrix.
+pub(crate) fn check_matrix(
+    op: &'static str,
+    name: &'static str,
+    len: usize,
+    rows: u32,
+    cols: u32,
+) -> Result<(), Error> {
+    check_len(op, name, len, rows as usize * cols as usize, || {
+        format!("rows × cols = {rows} × {cols}")
+    })
 }

@@ -1,5 +1,6 @@
 //! Host-side checks and launch planning of the row-wise ops.
 
+use super::problem::{check_matrix, validate};
 use super::spec::{row_held_chunks, RowSpec, MAX_ROW_THREADS};
 use crate::codegen::rows::{plan_rows, Group, RowLaunch};
 use crate::codegen::tensor::Access;
@@ -40,27 +41,7 @@ impl RowPlan {
         max_ctas: Option<u32>,
         held: fn(Storage, Access) -> u32,
     ) -> Result<RowPlan, Error> {
-        if cols == 0 {
-            return Err(Error::Unsupported {
-                op,
-                detail: "cols is 0; a row needs at least one element".into(),
-            });
-        }
-        if rows.checked_mul(cols).is_none_or(|n| n > u32::MAX as usize) {
-            return Err(Error::Unsupported {
-                op,
-                detail: format!(
-                    "rows × cols = {rows} × {cols} exceeds {} elements; split the batch",
-                    u32::MAX
-                ),
-            });
-        }
-        let vector = Access::Vector.width(storage) as usize;
-        let access = if cols.is_multiple_of(vector) {
-            Access::Vector
-        } else {
-            Access::Scalar
-        };
+        let access = validate(op, storage, rows, cols)?;
         let nchunks = (cols / access.width(storage) as usize) as u32;
         let held = held(storage, access);
         let mut launch = plan_rows(rows as u32, nchunks, held, max_ctas);
@@ -90,10 +71,7 @@ impl RowPlan {
         name: &'static str,
         len: usize,
     ) -> Result<(), Error> {
-        let (r, c) = (self.rows, self.cols);
-        check_len(op, name, len, r as usize * c as usize, || {
-            format!("rows × cols = {r} × {c}")
-        })
+        check_matrix(op, name, len, self.rows, self.cols)
     }
 
     /// Checks that a buffer holds one element per row.
