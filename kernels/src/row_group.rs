@@ -130,3 +130,19 @@ pub(crate) fn overflow_passes(first: u32, chunks: u32, step: u32) -> u32 {
         0
     }
 }
+
+/// One step of an online softmax in base 2: the running maximum `m` and `s = Σ 2^(t − m)` of
+/// the scores read so far, after also folding in the 32 scores `u`, as `[m', s']`.
+#[device(crate = crate::lang)]
+pub(crate) fn online_fold(m: f32, s: f32, u: [f32; 32]) -> [f32; 2] {
+    let mut next = m;
+    for i in 0..32 {
+        next = max(next, u[i]);
+    }
+    let top = finite_or_zero(next);
+    let mut sum = s * (m - top).ex2_approx_ftz();
+    for i in 0..32 {
+        sum += (u[i] - top).ex2_approx_ftz();
+    }
+    [next, sum]
+}

@@ -160,16 +160,9 @@ pub fn softmax_streaming<T: Dtype, const W: u32, const CTA: u32>(
                     };
                 }
             }
-            let mut next = m;
-            for i in 0..32 {
-                next = max(next, u[i]);
-            }
-            let top = finite_or_zero(next);
-            s *= (m - top).ex2_approx_ftz();
-            for i in 0..32 {
-                s += (u[i] - top).ex2_approx_ftz();
-            }
-            m = next;
+            let run = online_fold(m, s, u);
+            m = run[0];
+            s = run[1];
             c0 += step;
         }
         let top = finite_or_zero(group_max(m, lane, group));
