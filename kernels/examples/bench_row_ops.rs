@@ -2,15 +2,18 @@
 //! cross-entropy, argmax) against the device's copy bandwidth, measured in one process.
 //!
 //! `cargo run --release -p kernels --example bench_row_ops` on a GPU; `BENCH_SMALL=1` runs tiny
-//! shapes (on the emulator where no GPU is present) to check the whole path end to end;
+//! shapes on the emulator to check the whole path end to end;
 //! `BENCH_ONLY=rope,vocab` runs only those groups (rope, layout, embedding, vocab); softmax has
 //! its own, `bench_softmax`.
 //!
-//! Each op is timed with CUDA events after warm-up, as the median of `RUNS` launches; its bytes
-//! are the least it must read plus write. Copy bandwidth is
-//! the driver's device-to-device copy (as in bench_tensor_ops) over 1 GiB, far larger than L2.
+//! Each op is timed with CUDA events after warm-up, as the median of the timed launches
+//! (`common::Bench`, as every bench here); its bytes are the least it must read plus write.
+//! Copy bandwidth is the driver's device-to-device copy over 1 GiB, far larger than L2.
 
-use kernel_runtime::{Bf16, Buffer, Device, Stream};
+mod common;
+
+use common::{Bench, Res};
+use kernel_runtime::{Bf16, Buffer, Stream};
 use kernels::argmax::{argmax, argmax_workspace};
 use kernels::cast::Element;
 use kernels::cross_entropy::cross_entropy;
@@ -19,60 +22,20 @@ use kernels::layout::{heads_from_interleaved, kv_cache_append, transpose, PagedL
 use kernels::rope::{rope, rope_backward, Rope, RopeLayout};
 use kernels::Error;
 
-const RUNS: usize = 25;
-const WARMUP: usize = 3;
-
-struct Bench {
-    device: Device,
-    stream: Stream,
-    small: bool,
-    copy_gbs: f64,
+/// Median milliseconds of an op over the timed runs (`Bench::time`, for ops that return the
+/// library's error).
+fn timed(bench: &Bench, mut f: impl FnMut(&Stream) -> Result<(), Error>) -> Res<f64> {
+    bench.time(|s| Ok(f(s)?))
 }
 
-impl Bench {
-    /// Median milliseconds of `f` over `RUNS` timed launches, after warm-up.
-    fn time(&self, mut f: impl FnMut(&Stream) -> Result<(), Error>) -> Result<f64, Error> {
-        let runs = if self.small { 3 } else { RUNS };
-        for _ in 0..WARMUP {
-            f(&self.stream)?;
-        }
-        let (start, end) = (self.device.event()?, self.device.event()?);
-        let mut ms = Vec::with_capacity(runs);
-        for _ in 0..runs {
-            self.stream.record(&start)?;
-            f(&self.stream)?;
-            self.stream.record(&end)?;
-            end.synchronize()?;
-            ms.push(start.elapsed_ms(&end)? as f64);
-        }
-        ms.sort_by(f64::total_cmp);
-        Ok(ms[ms.len() / 2])
-    }
-
-    fn report(&self, op: &str, dtype: &str, shape: &str, bytes: usize, ms: f64) {
-        let gbs = bytes as f64 / (ms * 1e-3) / 1e9;
-        let pct = 100.0 * gbs / self.copy_gbs;
-        println!("| {op:<24} | {dtype:<5} | {shape:<22} | {ms:>9.4} | {gbs:>8.1} | {pct:>6.1}% |");
-    }
+/// Prints one table row: `bytes` moved in `ms`.
+fn report(bench: &Bench, op: &str, dtype: &str, shape: &str, bytes: usize, ms: f64) {
+    let gbs = bytes as f64 / (ms * 1e-3) / 1e9;
+    let pct = bench.percent(bytes as f64, ms);
+    println!("| {op:<24} | {dtype:<5} | {shape:<22} | {ms:>9.4} | {gbs:>8.1} | {pct:>6.1}% |");
 }
 
-/// Copy bandwidth: the driver's device-to-device copy (the same reference as bench_tensor_ops) over
-/// 1 GiB, far larger than L2, so the figure is DRAM read + write.
-fn measure_copy(bench: &Bench) -> Result<f64, Error> {
-    let n: usize = if bench.small { 1 << 12 } else { 1 << 28 };
-    let src = random::<f32>(&bench.stream, n, 11, -1.0, 1.0)?;
-    let mut dst = Buffer::<f32>::zeros(&bench.stream, n)?;
-    let ms = bench.time(|s| Ok(dst.copy_from(s, &src)?))?;
-    Ok((2 * n * 4) as f64 / (ms * 1e-3) / 1e9)
-}
-
-fn random<T: Element>(
-    stream: &Stream,
-    n: usize,
-    seed: u64,
-    lo: f32,
-    hi: f32,
-) -> Result<Buffer<T>, Error> {
+fn random<T: Element>(stream: &Stream, n: usize, seed: u64, lo: f32, hi: f32) -> Res<Buffer<T>> {
     let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
     let host: Vec<T> = (0..n)
         .map(|_| {
@@ -90,8 +53,8 @@ fn dtype_name<T: Element>() -> &'static str {
     T::STORAGE.suffix()
 }
 
-fn bench_vocab<T: Element>(bench: &Bench) -> Result<(), Error> {
-    let (rows, vocab) = if bench.small {
+fn bench_vocab<T: Element>(bench: &Bench) -> Res {
+    let (rows, vocab) = if Bench::small() {
         (5, 3000)
     } else {
         (4096, 151936)
@@ -114,7 +77,7 @@ fn bench_vocab<T: Element>(bench: &Bench) -> Result<(), Error> {
     let mut loss = Buffer::<f32>::zeros(s, 2)?;
     let shape = format!("{rows}×{vocab}");
     let bytes = 2 * n * T::STORAGE.bytes() + rows * 8;
-    let ms = bench.time(|s| {
+    let ms = timed(bench, |s| {
         cross_entropy(
             s,
             &logits,
@@ -127,14 +90,17 @@ fn bench_vocab<T: Element>(bench: &Bench) -> Result<(), Error> {
             -100,
         )
     })?;
-    bench.report("cross_entropy", dtype_name::<T>(), &shape, bytes, ms);
+    report(bench, "cross_entropy", dtype_name::<T>(), &shape, bytes, ms);
     let decode_rows = rows.min(64);
     let decode_logits = random::<T>(s, decode_rows * vocab, 4, -8.0, 8.0)?;
     let mut index = Buffer::<u32>::zeros(s, decode_rows)?;
     let mut ws = Buffer::<u32>::zeros(s, argmax_workspace(decode_rows, vocab))?;
-    let ms = bench.time(|s| argmax(s, &decode_logits, &mut index, &mut ws, decode_rows, vocab))?;
+    let ms = timed(bench, |s| {
+        argmax(s, &decode_logits, &mut index, &mut ws, decode_rows, vocab)
+    })?;
     let shape = format!("{decode_rows}×{vocab}");
-    bench.report(
+    report(
+        bench,
         "argmax",
         dtype_name::<T>(),
         &shape,
@@ -144,8 +110,8 @@ fn bench_vocab<T: Element>(bench: &Bench) -> Result<(), Error> {
     Ok(())
 }
 
-fn bench_rope<T: Element>(bench: &Bench) -> Result<(), Error> {
-    let (tokens, heads, head_dim) = if bench.small {
+fn bench_rope<T: Element>(bench: &Bench) -> Res {
+    let (tokens, heads, head_dim) = if Bench::small() {
         (5, 4, 128)
     } else {
         (4096, 32, 128)
@@ -164,23 +130,33 @@ fn bench_rope<T: Element>(bench: &Bench) -> Result<(), Error> {
             theta: 10000.0,
             rotary_dim: head_dim,
         };
-        let ms = bench.time(|s| rope(s, &x, &positions, &mut y, tokens, heads, head_dim, spec))?;
+        let ms = timed(bench, |s| {
+            rope(s, &x, &positions, &mut y, tokens, heads, head_dim, spec)
+        })?;
         let name = format!("rope {layout:?}");
-        bench.report(&name, dtype_name::<T>(), &shape, bytes, ms);
+        report(bench, &name, dtype_name::<T>(), &shape, bytes, ms);
     }
     let spec = Rope {
         layout: RopeLayout::NeoX,
         theta: 10000.0,
         rotary_dim: head_dim,
     };
-    let ms =
-        bench.time(|s| rope_backward(s, &x, &positions, &mut y, tokens, heads, head_dim, spec))?;
-    bench.report("rope_backward NeoX", dtype_name::<T>(), &shape, bytes, ms);
+    let ms = timed(bench, |s| {
+        rope_backward(s, &x, &positions, &mut y, tokens, heads, head_dim, spec)
+    })?;
+    report(
+        bench,
+        "rope_backward NeoX",
+        dtype_name::<T>(),
+        &shape,
+        bytes,
+        ms,
+    );
     Ok(())
 }
 
-fn bench_embedding<T: Element>(bench: &Bench) -> Result<(), Error> {
-    let (tokens, vocab, hidden) = if bench.small {
+fn bench_embedding<T: Element>(bench: &Bench) -> Res {
+    let (tokens, vocab, hidden) = if Bench::small() {
         (40, 300, 64)
     } else {
         (4096, 151936, 4096)
@@ -194,8 +170,11 @@ fn bench_embedding<T: Element>(bench: &Bench) -> Result<(), Error> {
     let mut out = Buffer::<T>::zeros(s, tokens * hidden)?;
     let e = T::STORAGE.bytes();
     let shape = format!("{tokens}×{vocab}×{hidden}");
-    let ms = bench.time(|s| embedding(s, &table, &ids, &mut out, tokens, vocab, hidden))?;
-    bench.report(
+    let ms = timed(bench, |s| {
+        embedding(s, &table, &ids, &mut out, tokens, vocab, hidden)
+    })?;
+    report(
+        bench,
         "embedding",
         dtype_name::<T>(),
         &shape,
@@ -204,17 +183,25 @@ fn bench_embedding<T: Element>(bench: &Bench) -> Result<(), Error> {
     );
     drop(table);
     let mut dtable = Buffer::<T>::zeros(s, vocab * hidden)?;
-    let ms =
-        bench.time(|s| embedding_backward(s, &out, &ids, &mut dtable, tokens, vocab, hidden))?;
+    let ms = timed(bench, |s| {
+        embedding_backward(s, &out, &ids, &mut dtable, tokens, vocab, hidden)
+    })?;
     let bytes = (tokens + vocab) * hidden * e + tokens * 4;
-    bench.report("embedding_backward", dtype_name::<T>(), &shape, bytes, ms);
+    report(
+        bench,
+        "embedding_backward",
+        dtype_name::<T>(),
+        &shape,
+        bytes,
+        ms,
+    );
     Ok(())
 }
 
-fn bench_layout<T: Element>(bench: &Bench) -> Result<(), Error> {
+fn bench_layout<T: Element>(bench: &Bench) -> Res {
     let s = &bench.stream;
     let e = T::STORAGE.bytes();
-    let (tokens, heads, head_dim) = if bench.small {
+    let (tokens, heads, head_dim) = if Bench::small() {
         (5, 4, 128)
     } else {
         (4096, 32, 128)
@@ -222,15 +209,29 @@ fn bench_layout<T: Element>(bench: &Bench) -> Result<(), Error> {
     let n = tokens * heads * head_dim;
     let x = random::<T>(s, n, 7, -1.0, 1.0)?;
     let mut y = Buffer::<T>::zeros(s, n)?;
-    let ms = bench.time(|s| heads_from_interleaved(s, &x, &mut y, tokens, heads, head_dim))?;
+    let ms = timed(bench, |s| {
+        heads_from_interleaved(s, &x, &mut y, tokens, heads, head_dim)
+    })?;
     let shape = format!("{tokens}×{heads}×{head_dim}");
-    bench.report("[S,H·D]→[H,S,D]", dtype_name::<T>(), &shape, 2 * n * e, ms);
+    report(
+        bench,
+        "[S,H·D]→[H,S,D]",
+        dtype_name::<T>(),
+        &shape,
+        2 * n * e,
+        ms,
+    );
 
-    let (rows, cols) = if bench.small { (33, 65) } else { (16384, 4096) };
+    let (rows, cols) = if Bench::small() {
+        (33, 65)
+    } else {
+        (16384, 4096)
+    };
     let m = random::<T>(s, rows * cols, 8, -1.0, 1.0)?;
     let mut mt = Buffer::<T>::zeros(s, rows * cols)?;
-    let ms = bench.time(|s| transpose(s, &m, &mut mt, rows, cols))?;
-    bench.report(
+    let ms = timed(bench, |s| transpose(s, &m, &mut mt, rows, cols))?;
+    report(
+        bench,
         "transpose",
         dtype_name::<T>(),
         &format!("{rows}×{cols}"),
@@ -240,7 +241,7 @@ fn bench_layout<T: Element>(bench: &Bench) -> Result<(), Error> {
 
     let (kv_heads, block_size) = (8, 16);
     let width = kv_heads * head_dim;
-    let seqs = if bench.small { 2 } else { 16 };
+    let seqs = if Bench::small() { 2 } else { 16 };
     let blocks_per_seq = tokens.div_ceil(block_size);
     let layout = PagedLayout {
         num_blocks: seqs * blocks_per_seq,
@@ -258,13 +259,14 @@ fn bench_layout<T: Element>(bench: &Bench) -> Result<(), Error> {
     let positions: Vec<u32> = (0..tokens as u32).collect();
     let positions = Buffer::from_host(s, &positions)?;
     let mut cache = Buffer::<T>::zeros(s, layout.cache_len())?;
-    let ms = bench.time(|s| {
+    let ms = timed(bench, |s| {
         kv_cache_append(
             s, &new, &seq_ids, &positions, &table, &mut cache, tokens, layout,
         )
     })?;
     let shape = format!("{tokens}×{width} b{block_size}");
-    bench.report(
+    report(
+        bench,
         "kv_cache_append",
         dtype_name::<T>(),
         &shape,
@@ -274,18 +276,8 @@ fn bench_layout<T: Element>(bench: &Bench) -> Result<(), Error> {
     Ok(())
 }
 
-fn main() -> Result<(), Error> {
-    let small = std::env::var_os("BENCH_SMALL").is_some();
-    let device = Device::best();
-    println!("device: {}", device.props().name);
-    let mut bench = Bench {
-        stream: device.stream()?,
-        device,
-        small,
-        copy_gbs: 0.0,
-    };
-    bench.copy_gbs = measure_copy(&bench)?;
-    println!("copy bandwidth: {:.1} GB/s (read + write)", bench.copy_gbs);
+fn main() -> Res {
+    let bench = Bench::new()?;
     println!("| op                       | dtype | shape                  |        ms |     GB/s | % copy |");
     println!("|--------------------------|-------|------------------------|-----------|----------|--------|");
     let only = std::env::var("BENCH_ONLY").ok();

@@ -11,63 +11,30 @@
 //! Bytes are counted minimally: what an op must read plus what it must write, once each. The
 //! copy bandwidth is the driver's device-to-device copy of 1 GiB (far larger than L2).
 
-use kernel_runtime::{Bf16, Buffer, Device, Stream};
+mod common;
+
+use common::{Bench, Res};
+use kernel_runtime::{Bf16, Buffer, Stream};
 use kernels::cast::{cast, Element};
 use kernels::clip;
 use kernels::elementwise as ew;
 use kernels::norm;
 use kernels::optim::{AdamW, AdamWConfig, AdamWState};
-use std::error::Error;
 
-type Res<T = ()> = Result<T, Box<dyn Error>>;
-
-struct Bench {
-    device: Device,
-    stream: Stream,
-    small: bool,
-    warmup: usize,
-    runs: usize,
-    copy_gbs: f64,
-}
-
-impl Bench {
-    /// Median milliseconds of `f` over the timed runs.
-    fn time(&self, mut f: impl FnMut(&Stream) -> Res) -> Res<f64> {
-        for _ in 0..self.warmup {
-            f(&self.stream)?;
-        }
-        let mut ms = Vec::with_capacity(self.runs);
-        for _ in 0..self.runs {
-            let (start, end) = (self.device.event()?, self.device.event()?);
-            self.stream.record(&start)?;
-            f(&self.stream)?;
-            self.stream.record(&end)?;
-            end.synchronize()?;
-            ms.push(start.elapsed_ms(&end)? as f64);
-        }
-        ms.sort_by(f64::total_cmp);
-        Ok(ms[ms.len() / 2])
-    }
-
-    /// Times `f`, which moves `bytes`, and prints one table row.
-    fn row(
-        &self,
-        op: &str,
-        dtype: &str,
-        shape: &str,
-        bytes: f64,
-        f: impl FnMut(&Stream) -> Res,
-    ) -> Res {
-        let ms = self.time(f)?;
-        let gbs = bytes / (ms * 1e-3) / 1e9;
-        let pct = if self.copy_gbs > 0.0 {
-            100.0 * gbs / self.copy_gbs
-        } else {
-            0.0
-        };
-        println!("| {op:<22} | {dtype:<5} | {shape:<18} | {ms:>9.4} | {gbs:>8.1} | {pct:>6.1}% |");
-        Ok(())
-    }
+/// Times `f`, which moves `bytes`, and prints one table row.
+fn row(
+    b: &Bench,
+    op: &str,
+    dtype: &str,
+    shape: &str,
+    bytes: f64,
+    f: impl FnMut(&Stream) -> Res,
+) -> Res {
+    let ms = b.time(f)?;
+    let gbs = bytes / (ms * 1e-3) / 1e9;
+    let pct = b.percent(bytes, ms);
+    println!("| {op:<22} | {dtype:<5} | {shape:<18} | {ms:>9.4} | {gbs:>8.1} | {pct:>6.1}% |");
+    Ok(())
 }
 
 fn filled<T: Element>(stream: &Stream, n: usize, seed: u32) -> Res<Buffer<T>> {
@@ -86,7 +53,11 @@ fn dtype<T: Element>() -> &'static str {
 }
 
 fn bench_norms<T: Element>(b: &Bench) -> Res {
-    let (rows, cols) = if b.small { (8, 256) } else { (16384, 4096) };
+    let (rows, cols) = if Bench::small() {
+        (8, 256)
+    } else {
+        (16384, 4096)
+    };
     let n = rows * cols;
     let es = std::mem::size_of::<T>() as f64;
     let shape = format!("{rows}x{cols}");
@@ -94,12 +65,12 @@ fn bench_norms<T: Element>(b: &Bench) -> Res {
     let g = filled::<T>(&b.stream, cols, 2)?;
     let mut y = Buffer::<T>::zeros(&b.stream, n)?;
     let matrix = n as f64 * es;
-    b.row("rms_norm", dtype::<T>(), &shape, 2.0 * matrix, |s| {
+    row(b, "rms_norm", dtype::<T>(), &shape, 2.0 * matrix, |s| {
         Ok(norm::rms_norm(s, &x, &g, &mut y, rows, cols, 1e-5)?)
     })?;
     let r = filled::<T>(&b.stream, n, 3)?;
     let mut sum = Buffer::<T>::zeros(&b.stream, n)?;
-    b.row("add_rms_norm", dtype::<T>(), &shape, 4.0 * matrix, |s| {
+    row(b, "add_rms_norm", dtype::<T>(), &shape, 4.0 * matrix, |s| {
         Ok(norm::add_rms_norm(
             s, &x, &r, &g, &mut sum, &mut y, rows, cols, 1e-5,
         )?)
@@ -109,7 +80,8 @@ fn bench_norms<T: Element>(b: &Bench) -> Res {
     let mut dg = Buffer::<T>::zeros(&b.stream, cols)?;
     let mut db = Buffer::<T>::zeros(&b.stream, cols)?;
     let mut ws = Buffer::<f32>::zeros(&b.stream, norm::layer_norm_backward_workspace(rows, cols))?;
-    b.row(
+    row(
+        b,
         "rms_norm_backward",
         dtype::<T>(),
         &shape,
@@ -121,12 +93,13 @@ fn bench_norms<T: Element>(b: &Bench) -> Res {
         },
     )?;
     let beta = filled::<T>(&b.stream, cols, 5)?;
-    b.row("layer_norm", dtype::<T>(), &shape, 2.0 * matrix, |s| {
+    row(b, "layer_norm", dtype::<T>(), &shape, 2.0 * matrix, |s| {
         Ok(norm::layer_norm(
             s, &x, &g, &beta, &mut y, rows, cols, 1e-5,
         )?)
     })?;
-    b.row(
+    row(
+        b,
         "layer_norm_backward",
         dtype::<T>(),
         &shape,
@@ -137,7 +110,7 @@ fn bench_norms<T: Element>(b: &Bench) -> Res {
             )?)
         },
     )?;
-    let (tokens, heads, dim) = if b.small {
+    let (tokens, heads, dim) = if Bench::small() {
         (4, 4, 128)
     } else {
         (4096, 32, 128)
@@ -147,7 +120,7 @@ fn bench_norms<T: Element>(b: &Bench) -> Res {
     let mut qo = Buffer::<T>::zeros(&b.stream, tokens * heads * dim)?;
     let qshape = format!("{tokens}x{heads}x{dim}");
     let qbytes = 2.0 * (tokens * heads * dim) as f64 * es;
-    b.row("rms_norm_heads", dtype::<T>(), &qshape, qbytes, |s| {
+    row(b, "rms_norm_heads", dtype::<T>(), &qshape, qbytes, |s| {
         Ok(norm::rms_norm_heads(
             s, &q, &qg, &mut qo, tokens, heads, dim, 1e-6,
         )?)
@@ -156,8 +129,12 @@ fn bench_norms<T: Element>(b: &Bench) -> Res {
 }
 
 fn bench_elementwise<T: Element>(b: &Bench) -> Res {
-    let n = if b.small { 4096 + 3 } else { 16384 * 4096 };
-    let shape = if b.small {
+    let n = if Bench::small() {
+        4096 + 3
+    } else {
+        16384 * 4096
+    };
+    let shape = if Bench::small() {
         format!("{n}")
     } else {
         "16384x4096".into()
@@ -169,36 +146,40 @@ fn bench_elementwise<T: Element>(b: &Bench) -> Res {
     let d = filled::<T>(&b.stream, n, 13)?;
     let mut o = Buffer::<T>::zeros(&b.stream, n)?;
     let mut o2 = Buffer::<T>::zeros(&b.stream, n)?;
-    b.row("add", dt, &shape, 3.0 * t, |s| {
+    row(b, "add", dt, &shape, 3.0 * t, |s| {
         Ok(ew::add(s, &x, &u, &mut o)?)
     })?;
-    b.row("mul", dt, &shape, 3.0 * t, |s| {
+    row(b, "mul", dt, &shape, 3.0 * t, |s| {
         Ok(ew::mul(s, &x, &u, &mut o)?)
     })?;
-    b.row("scale", dt, &shape, 2.0 * t, |s| {
+    row(b, "scale", dt, &shape, 2.0 * t, |s| {
         Ok(ew::scale(s, &x, 0.5, &mut o)?)
     })?;
-    b.row("silu", dt, &shape, 2.0 * t, |s| {
+    row(b, "silu", dt, &shape, 2.0 * t, |s| {
         Ok(ew::silu(s, &x, &mut o)?)
     })?;
-    b.row("gelu_tanh", dt, &shape, 2.0 * t, |s| {
+    row(b, "gelu_tanh", dt, &shape, 2.0 * t, |s| {
         Ok(ew::gelu_tanh(s, &x, &mut o)?)
     })?;
-    b.row("gelu_tanh_backward", dt, &shape, 3.0 * t, |s| {
+    row(b, "gelu_tanh_backward", dt, &shape, 3.0 * t, |s| {
         Ok(ew::gelu_tanh_backward(s, &x, &d, &mut o)?)
     })?;
-    b.row("swiglu", dt, &shape, 3.0 * t, |s| {
+    row(b, "swiglu", dt, &shape, 3.0 * t, |s| {
         Ok(ew::swiglu(s, &x, &u, &mut o)?)
     })?;
-    b.row("swiglu_backward", dt, &shape, 5.0 * t, |s| {
+    row(b, "swiglu_backward", dt, &shape, 5.0 * t, |s| {
         Ok(ew::swiglu_backward(s, &x, &u, &d, &mut o, &mut o2)?)
     })?;
     Ok(())
 }
 
 fn bench_casts(b: &Bench) -> Res {
-    let n = if b.small { 4096 + 5 } else { 16384 * 4096 };
-    let shape = if b.small {
+    let n = if Bench::small() {
+        4096 + 5
+    } else {
+        16384 * 4096
+    };
+    let shape = if Bench::small() {
         format!("{n}")
     } else {
         "16384x4096".into()
@@ -207,10 +188,10 @@ fn bench_casts(b: &Bench) -> Res {
     let mut h = Buffer::<Bf16>::zeros(&b.stream, n)?;
     let mut back = Buffer::<f32>::zeros(&b.stream, n)?;
     let bytes = 6.0 * n as f64;
-    b.row("cast f32→bf16", "bf16", &shape, bytes, |s| {
+    row(b, "cast f32→bf16", "bf16", &shape, bytes, |s| {
         Ok(cast(s, &x, &mut h)?)
     })?;
-    b.row("cast bf16→f32", "bf16", &shape, bytes, |s| {
+    row(b, "cast bf16→f32", "bf16", &shape, bytes, |s| {
         Ok(cast(s, &h, &mut back)?)
     })?;
     Ok(())
@@ -218,7 +199,7 @@ fn bench_casts(b: &Bench) -> Res {
 
 fn bench_adamw(b: &Bench) -> Res {
     // ~100 M parameters in 100 tensors of uneven sizes (small: 10 tensors).
-    let lens: Vec<usize> = if b.small {
+    let lens: Vec<usize> = if Bench::small() {
         (0..10).map(|i| 1000 + 37 * i).collect()
     } else {
         (0..100).map(|i| 900_000 + 2_000 * i + (i % 7)).collect()
@@ -227,7 +208,7 @@ fn bench_adamw(b: &Bench) -> Res {
     let n = opt.layout().total();
     let params_n: usize = lens.iter().sum();
     let shape = format!("{}M in {}", params_n / 1_000_000, lens.len());
-    let shape = if b.small {
+    let shape = if Bench::small() {
         format!("{params_n} in {}", lens.len())
     } else {
         shape
@@ -240,7 +221,7 @@ fn bench_adamw(b: &Bench) -> Res {
     let mut copy = Buffer::<Bf16>::zeros(&b.stream, n)?;
     let cfg = AdamWConfig::default();
     let pn = params_n as f64;
-    b.row("adamw (f32 grads)", "f32", &shape, 28.0 * pn, |s| {
+    row(b, "adamw (f32 grads)", "f32", &shape, 28.0 * pn, |s| {
         let state = AdamWState {
             params: &mut p,
             grads: &g,
@@ -254,35 +235,53 @@ fn bench_adamw(b: &Bench) -> Res {
     let mut ws = Buffer::<f32>::zeros(&b.stream, clip::WORKSPACE_LEN as usize)?;
     let mut ns = Buffer::<f32>::zeros(&b.stream, 2)?;
     // Clipping fused into the step: one read of the gradients for the norm, then the step.
-    b.row("grad_norm + adamw clipped", "f32", &shape, 32.0 * pn, |s| {
-        clip::grad_norm(s, &g, 1.0, &mut ws, &mut ns)?;
-        let state = AdamWState {
-            params: &mut p,
-            grads: &g,
-            m: &mut m,
-            v: &mut v,
-            bf16_copy: None,
-            clip: Some(&ns),
-        };
-        Ok(opt.step(s, 3, &cfg, state)?)
-    })?;
-    b.row("adamw (bf16 grads+copy)", "bf16", &shape, 28.0 * pn, |s| {
-        let state = AdamWState {
-            params: &mut p,
-            grads: &gb,
-            m: &mut m,
-            v: &mut v,
-            bf16_copy: Some(&mut copy),
-            clip: None,
-        };
-        Ok(opt.step(s, 3, &cfg, state)?)
-    })?;
+    row(
+        b,
+        "grad_norm + adamw clipped",
+        "f32",
+        &shape,
+        32.0 * pn,
+        |s| {
+            clip::grad_norm(s, &g, 1.0, &mut ws, &mut ns)?;
+            let state = AdamWState {
+                params: &mut p,
+                grads: &g,
+                m: &mut m,
+                v: &mut v,
+                bf16_copy: None,
+                clip: Some(&ns),
+            };
+            Ok(opt.step(s, 3, &cfg, state)?)
+        },
+    )?;
+    row(
+        b,
+        "adamw (bf16 grads+copy)",
+        "bf16",
+        &shape,
+        28.0 * pn,
+        |s| {
+            let state = AdamWState {
+                params: &mut p,
+                grads: &gb,
+                m: &mut m,
+                v: &mut v,
+                bf16_copy: Some(&mut copy),
+                clip: None,
+            };
+            Ok(opt.step(s, 3, &cfg, state)?)
+        },
+    )?;
     Ok(())
 }
 
 fn bench_clip<T: Element>(b: &Bench) -> Res {
-    let n = if b.small { 20_000 + 3 } else { 100_000_000 };
-    let shape = if b.small {
+    let n = if Bench::small() {
+        20_000 + 3
+    } else {
+        100_000_000
+    };
+    let shape = if Bench::small() {
         format!("{n}")
     } else {
         "100M".into()
@@ -291,19 +290,25 @@ fn bench_clip<T: Element>(b: &Bench) -> Res {
     let mut ws = Buffer::<f32>::zeros(&b.stream, clip::WORKSPACE_LEN as usize)?;
     let mut out = Buffer::<f32>::zeros(&b.stream, 2)?;
     let t = n as f64 * std::mem::size_of::<T>() as f64;
-    b.row("grad_norm", dtype::<T>(), &shape, t, |s| {
+    row(b, "grad_norm", dtype::<T>(), &shape, t, |s| {
         Ok(clip::grad_norm(s, &g, 1.0, &mut ws, &mut out)?)
     })?;
     // max_norm far above the norm: measures the norm plus the scale check, no writes.
-    b.row("clip_grad_norm (no clip)", dtype::<T>(), &shape, t, |s| {
-        Ok(clip::clip_grad_norm(s, &mut g, 1e30, &mut ws, &mut out)?)
-    })?;
+    row(
+        b,
+        "clip_grad_norm (no clip)",
+        dtype::<T>(),
+        &shape,
+        t,
+        |s| Ok(clip::clip_grad_norm(s, &mut g, 1e30, &mut ws, &mut out)?),
+    )?;
     // Clipping that writes on every run: each run first restores the gradients from a pristine
     // copy (the driver's copy, 2t bytes), then clips them to a tenth of their norm (norm read,
     // scale read + write: 3t). Clipping the same buffer repeatedly would converge to a scale of
     // exactly 1, which writes nothing.
     let pristine = filled::<T>(&b.stream, n, 41)?;
-    b.row(
+    row(
+        b,
         "copy + clip_grad_norm (clip)",
         dtype::<T>(),
         &shape,
@@ -317,42 +322,18 @@ fn bench_clip<T: Element>(b: &Bench) -> Res {
 }
 
 fn main() -> Res {
-    let small = std::env::var_os("BENCH_SMALL").is_some();
-    let device = if small {
-        Device::emulator()
-    } else {
-        Device::cuda(0).map_err(|e| {
-            format!("no CUDA device ({e}); set BENCH_SMALL=1 to run tiny shapes on the emulator")
-        })?
-    };
-    let stream = device.stream()?;
-    let mut b = Bench {
-        device,
-        stream,
-        small,
-        warmup: if small { 1 } else { 5 },
-        runs: if small { 3 } else { 25 },
-        copy_gbs: 0.0,
-    };
-    println!("device: {}", b.device.props().name);
+    let b = Bench::new()?;
     println!(
         "| op                     | dtype | shape              |        ms |     GB/s | % copy |"
     );
     println!(
         "|------------------------|-------|--------------------|-----------|----------|--------|"
     );
-
-    let n = if small { 1 << 14 } else { 1 << 28 };
+    let n = if Bench::small() { 1 << 14 } else { 1 << 28 };
     let src = filled::<f32>(&b.stream, n, 9)?;
     let mut dst = Buffer::<f32>::zeros(&b.stream, n)?;
-    // The reference: the driver's device-to-device copy (cuMemcpyDtoDAsync) over 1 GiB.
-    let copy_ms = b.time(|s| Ok(dst.copy_from(s, &src)?))?;
-    b.copy_gbs = 8.0 * n as f64 / (copy_ms * 1e-3) / 1e9;
-    println!(
-        "copy bandwidth (cuMemcpyDtoD, read + write): {:.1} GB/s",
-        b.copy_gbs
-    );
-    b.row(
+    row(
+        &b,
         "copy (cast f32→f32)",
         "f32",
         &format!("{n}"),

@@ -1,5 +1,7 @@
 //! What the side-by-side benchmarks share: a device and stream, CUDA-event timing (warm-up,
 //! then the median), deterministic inputs, and the copy bandwidth every figure is a share of.
+// Each bench uses what it needs of this module.
+#![allow(dead_code)]
 
 use kernel_runtime::{Buffer, Device, Stream};
 use kernels::cast::Element;
@@ -94,7 +96,6 @@ pub fn filled<T: Element>(stream: &Stream, n: usize, seed: u32) -> Res<Buffer<T>
 
 /// One table row: the builder and `#[kernel]` percentages of two passes and their mean
 /// difference.
-#[allow(dead_code)] // each bench uses what it needs of this module
 pub fn row(label: &str, cells: &[(f64, f64)]) {
     let (o, l): (Vec<f64>, Vec<f64>) = cells.iter().copied().unzip();
     println!(
