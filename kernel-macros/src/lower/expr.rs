@@ -649,37 +649,16 @@ pub(crate) fn fold_float(
     }
 }
 
-/// Whether evaluating `e` could read memory or have an effect (so `&&`/`||` must not
-/// evaluate it eagerly).
-pub(crate) fn has_effects(e: &Expr) -> bool {
-    match e {
-        Expr::Lit(_) | Expr::Path(_) => false,
-        Expr::Paren(p) => has_effects(&p.expr),
-        Expr::Group(g) => has_effects(&g.expr),
-        Expr::Binary(b) => has_effects(&b.left) || has_effects(&b.right),
-        Expr::Unary(u) => has_effects(&u.expr),
-        Expr::Cast(c) => has_effects(&c.expr),
-        Expr::Field(f) => has_effects(&f.base),
-        Expr::Call(c) => {
-            let pure = matches!(&*c.func, Expr::Path(p) if p.path.get_ident().is_some_and(|i| {
-                matches!(i.to_string().as_str(), "thread_idx" | "block_idx" | "block_dim" | "grid_dim" | "lane_id")
-            }));
-            !pure || c.args.iter().any(has_effects)
-        }
-        _ => true,
-    }
-}
-
 fn block_yields(b: &syn::Block) -> bool {
     matches!(b.stmts.last(), Some(syn::Stmt::Expr(e, None)) if !matches!(e, Expr::If(_) | Expr::While(_) | Expr::ForLoop(_) | Expr::Loop(_) | Expr::Assign(_)) || matches!(b.stmts.last(), Some(syn::Stmt::Expr(Expr::If(i), None)) if i.else_branch.is_some()))
 }
 
 impl Lowerer<'_> {
     /// Whether `e` may be evaluated where the program would not have evaluated it: no store,
-    /// no barrier, no memory read (a guarded load must stay guarded). Beyond [`has_effects`],
-    /// this knows the bindings: an element of a register array, and the scalar math
-    /// intrinsics, are pure.
-    fn is_pure(&self, e: &Expr) -> bool {
+    /// no barrier, no memory read (a guarded load must stay guarded). It knows the bindings:
+    /// an element of a register array, and the scalar math intrinsics, are pure; a slice
+    /// element is a read.
+    pub(crate) fn is_pure(&self, e: &Expr) -> bool {
         match e {
             Expr::Lit(_) | Expr::Path(_) => true,
             Expr::Paren(p) => self.is_pure(&p.expr),

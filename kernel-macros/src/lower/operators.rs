@@ -331,7 +331,7 @@ impl Lowerer<'_> {
                 Ok(Value::Scalar(l))
             };
         }
-        if !has_effects(&b.right) {
+        if self.is_pure(&b.right) {
             let r = self.expr_as(&b.right, ScalarType::Pred)?;
             if let Some(k) = r.const_int() {
                 return Ok(Value::Scalar(if (k != 0) == is_and { l } else { r }));
