@@ -25,6 +25,7 @@ pub use types::{RegClass, ScalarType, StateSpace, TypeClass, VecWidth};
 pub mod builder;
 pub mod catalog;
 pub mod dtype;
+pub mod embed;
 pub mod emit;
 pub mod intrinsics;
 pub mod ir;

@@ -84,6 +84,37 @@ impl Ptxas {
     /// Assembles `ptx` with `-arch` set to the module's own `.target`; any error or warning
     /// fails.
     pub fn assemble(&self, ptx: &str) -> Result<Assembled, Error> {
+        let (target, ok, cubin, log) = self.run(ptx)?;
+        let warned = log
+            .lines()
+            .any(|l| l.contains("warning") || l.contains("error"));
+        if !ok || warned {
+            return Err(Error::Ptxas {
+                detail: format!("ptxas -arch={target} rejected the module:\n{log}"),
+            });
+        }
+        Ok(Assembled {
+            target,
+            cubin,
+            reports: parse_report(&log),
+            log,
+        })
+    }
+
+    /// The cubin of `ptx` for its own `.target`, for shipping: fails only where ptxas does
+    /// (a performance warning still yields the cubin it describes).
+    pub fn cubin(&self, ptx: &str) -> Result<Vec<u8>, Error> {
+        let (target, ok, cubin, log) = self.run(ptx)?;
+        if !ok || cubin.is_empty() {
+            return Err(Error::Ptxas {
+                detail: format!("ptxas -arch={target} rejected the module:\n{log}"),
+            });
+        }
+        Ok(cubin)
+    }
+
+    /// Runs ptxas on `ptx`: its target, whether ptxas succeeded, the cubin and the log.
+    fn run(&self, ptx: &str) -> Result<(Target, bool, Vec<u8>, String), Error> {
         let target = read_ptx_header(ptx)?.target;
         let dir = std::env::temp_dir().join(format!(
             "ptxkit-ptxas-{}-{}",
@@ -109,20 +140,7 @@ impl Ptxas {
         );
         let cubin = std::fs::read(&output).unwrap_or_default();
         let _ = std::fs::remove_dir_all(&dir);
-        let warned = log
-            .lines()
-            .any(|l| l.contains("warning") || l.contains("error"));
-        if !out.status.success() || warned {
-            return Err(Error::Ptxas {
-                detail: format!("ptxas -arch={target} rejected the module:\n{log}"),
-            });
-        }
-        Ok(Assembled {
-            target,
-            cubin,
-            reports: parse_report(&log),
-            log,
-        })
+        Ok((target, out.status.success(), cubin, log))
     }
 }
 

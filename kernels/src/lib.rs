@@ -17,7 +17,6 @@ mod op_kernel;
 mod row_group;
 #[allow(dead_code)]
 mod rowwise;
-mod storage;
 
 pub mod argmax;
 pub mod cast;
@@ -34,8 +33,8 @@ pub mod softmax;
 
 pub use cast::Element;
 pub use error::{check_len, Error};
+pub use kernels_gen::Storage;
 pub use op_kernel::OpKernel;
-pub use storage::Storage;
 
 /// Every kernel specialization the library ships, in a fixed order.
 pub fn all_kernels() -> Vec<&'static OpKernel> {

@@ -1,7 +1,8 @@
 //! One specialization of a library op, as the `&'static` [`KernelArtifacts`] the runtime loads.
-//! A `#[kernel]` instance is its generated static (PTX for the enabled targets, cubins, the IR);
-//! a kernel still written with the builder emits PTX for every target it supports once, on
-//! first use, from the same IR, with metadata derived from that IR.
+//! A `#[kernel]` instance is its generated static (PTX for the enabled targets, cubins, the IR),
+//! and so is a GEMM still written with the builder: the build script builds `kernels-gen`'s
+//! tables the same way ([`OpKernel::embedded`]). A builder kernel kept only to be measured
+//! beside its `#[kernel]` port emits PTX for every target it supports once, on first use.
 
 use kernel_dsl::ir::Kernel;
 use kernel_dsl::KernelArtifacts;
@@ -11,8 +12,8 @@ use std::sync::OnceLock;
 enum Source {
     /// A builder function, run on first use.
     Builder(fn() -> Kernel),
-    /// A `#[kernel]` instance, built at build time.
-    Language(&'static KernelArtifacts),
+    /// Built at build time: a `#[kernel]` instance, or a `kernels-gen` kernel.
+    Embedded(&'static KernelArtifacts),
 }
 
 /// One compile-time specialization of an op (storage type, block size, vector width).
@@ -33,9 +34,23 @@ impl OpKernel {
     /// Wraps a `#[kernel]` instance's generated artifacts.
     pub const fn language(artifacts: &'static KernelArtifacts) -> OpKernel {
         OpKernel {
-            source: Source::Language(artifacts),
+            source: Source::Embedded(artifacts),
             artifacts: OnceLock::new(),
         }
+    }
+
+    /// A table the build script built from `kernels-gen` (`builder_kernels.rs`), wrapped.
+    pub const fn embedded<const N: usize>(table: &'static [KernelArtifacts; N]) -> [OpKernel; N] {
+        let mut out = [const { OpKernel::new(kernel_dsl::samples::vector_add) }; N];
+        let mut i = 0;
+        while i < N {
+            std::mem::forget(std::mem::replace(
+                &mut out[i],
+                OpKernel::language(&table[i]),
+            ));
+            i += 1;
+        }
+        out
     }
 
     /// Every instance of a `#[kernel]` (its generated `…_INSTANCES` array), wrapped.
@@ -51,12 +66,11 @@ impl OpKernel {
         out
     }
 
-    /// A `#[kernel]` instance's artifacts as built with the crate (PTX for the enabled
-    /// targets, cubins where ptxas was found); `None` for a kernel still written with the
-    /// builder, which emits at first use.
+    /// The artifacts as built with the crate (PTX for the enabled targets, cubins where ptxas
+    /// was found); `None` for a builder kernel kept for measurement, which emits at first use.
     pub fn built_in(&self) -> Option<&'static KernelArtifacts> {
         match self.source {
-            Source::Language(a) => Some(a),
+            Source::Embedded(a) => Some(a),
             Source::Builder(_) => None,
         }
     }
@@ -65,9 +79,9 @@ impl OpKernel {
     pub fn kernel(&self) -> Kernel {
         match self.source {
             Source::Builder(build) => build(),
-            Source::Language(a) => match a.kernel() {
+            Source::Embedded(a) => match a.kernel() {
                 Some(Ok(k)) => k,
-                // `#[kernel]` always embeds IR that this version of kernel-dsl reads.
+                // The build always embeds IR that this version of kernel-dsl reads.
                 Some(Err(e)) => panic!("{}: {e}", a.meta.entry),
                 None => panic!("{}: no IR embedded", a.meta.entry),
             },
@@ -79,7 +93,7 @@ impl OpKernel {
     /// finite); a `#[kernel]` instance's was embedded at build time.
     pub fn artifacts(&'static self) -> &'static KernelArtifacts {
         match self.source {
-            Source::Language(a) => a,
+            Source::Embedded(a) => a,
             Source::Builder(build) => self
                 .artifacts
                 .get_or_init(|| KernelArtifacts::from_kernel(&build())),

@@ -3,24 +3,14 @@
 //! warp and block reductions (`reduce`), float helpers (`math`), and the row loop of row-wise
 //! kernels (`rows`). Every helper emits only instructions the CPU emulator executes.
 
-pub(crate) mod bf16;
 pub(crate) mod guarded;
-pub(crate) mod half;
 pub(crate) mod map;
-pub(crate) mod math;
 pub(crate) mod multi_sum;
 pub(crate) mod reduce;
 pub(crate) mod rows;
-pub(crate) mod tensor;
 
-use kernel_dsl::builder::{KernelBuilder, Value};
-use kernel_dsl::dtype::DType;
-
-/// A fresh, not yet written register of type `T`, for the destination of a raw instruction.
-pub(crate) fn fresh<T: DType>(b: &mut KernelBuilder) -> Value<T> {
-    let reg = b.reg(T::TY);
-    Value::from_reg(reg).expect("a register declared with `T::TY` wraps as `Value<T>`")
-}
+// Shared with the GEMMs, which are built from `kernels-gen` at build time.
+pub(crate) use kernels_gen::codegen::{bf16, fresh, half, math, tensor};
 
 /// Declares a table of kernel specializations: entry `i` is built by `$build($specs[i])`.
 ///

@@ -1,7 +1,7 @@
 //! The element types GEMM operands are stored as.
 
-use crate::codegen::tensor::Format;
 use kernel_runtime::{Bf16, DeviceElem, F16};
+use kernels_gen::gemm::Dtype;
 
 mod sealed {
     pub trait Sealed {}
@@ -52,44 +52,5 @@ impl GemmElement for F16 {
     }
     fn to_f32(self) -> f32 {
         F16::to_f32(self)
-    }
-}
-
-/// A GEMM storage type, as a value (for kernel selection and entry names).
-///
-/// ```
-/// use kernels::gemm::{Dtype, GemmElement};
-/// assert_eq!(<f32 as GemmElement>::DTYPE, Dtype::F32);
-/// assert_eq!(Dtype::Bf16.suffix(), "bf16");
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Dtype {
-    F32,
-    Bf16,
-    F16,
-}
-
-impl Dtype {
-    pub const fn suffix(self) -> &'static str {
-        match self {
-            Dtype::F32 => "f32",
-            Dtype::Bf16 => "bf16",
-            Dtype::F16 => "f16",
-        }
-    }
-
-    pub const fn bytes(self) -> usize {
-        match self {
-            Dtype::F32 => 4,
-            Dtype::Bf16 | Dtype::F16 => 2,
-        }
-    }
-
-    pub(crate) const fn format(self) -> Format {
-        match self {
-            Dtype::F32 => Format::F32,
-            Dtype::Bf16 => Format::Bf16,
-            Dtype::F16 => Format::F16,
-        }
     }
 }

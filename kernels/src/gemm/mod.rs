@@ -4,45 +4,38 @@
 //! ([`Layout`]). Every size is a run-time parameter; shapes that do not fit their buffers are
 //! an [`Error`](crate::Error) before launch.
 //!
-//! [`select`] picks the kernel; [`gemm`] checks, selects and launches; [`reference`] is the
+//! The kernels themselves are written with the builder in `kernels-gen` and built by this
+//! crate's build script for the enabled targets. [`select`] picks the kernel; [`gemm`] checks, selects and launches; [`reference`] is the
 //! f64 CPU reference the tests compare with.
 
-mod async_load;
 mod element;
 mod epilogue;
 mod layout;
-mod matrix;
 mod ops;
-mod params;
 pub mod reference;
 mod select;
-mod simt;
 mod split_k;
-mod tensor_core;
-mod tile_load;
-mod tma;
-mod transpose_load;
-mod wgmma;
-mod wgmma_store;
-mod wgmma_tma;
 
-pub use element::{Dtype, GemmElement};
+pub use element::GemmElement;
 pub use epilogue::{Activation, Epilogue};
-pub use layout::{GemmShape, Layout};
+pub use kernels_gen::gemm::{Dtype, Layout};
+pub use layout::GemmShape;
 pub use ops::{gemm, gemm_split_k, gemm_with_plan, matmul};
 pub use select::{select, Math, Plan};
 
-use crate::codegen::{kernel_refs, kernel_table};
+use crate::codegen::kernel_refs;
 use crate::OpKernel;
-use tensor_core::{build_mma, MMA_SPECS};
-use wgmma::{build_wgmma, WGMMA_SPECS};
-use wgmma_tma::{build_wgmma_tma, TMA_SPECS};
 
-kernel_table!(static SIMT = simt::build_simt, Layout::ALL, [0 1 2]);
-kernel_table!(static MMA = build_mma, MMA_SPECS, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14]);
-kernel_table!(static WGMMA = build_wgmma, WGMMA_SPECS, [0 1 2 3 4 5 6 7 8 9 10 11]);
-kernel_table!(static WGMMA_TMA = build_wgmma_tma, TMA_SPECS, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17]);
-kernel_table!(static SPLIT_REDUCE = split_k::build_reduce, split_k::REDUCE_SPECS, [0 1 2 3]);
+// The `kernels-gen` tables, built by the build script for the enabled targets.
+mod built {
+    include!(concat!(env!("OUT_DIR"), "/builder_kernels.rs"));
+}
+
+static SIMT: [OpKernel; 3] = OpKernel::embedded(&built::GEMM_SIMT);
+static MMA: [OpKernel; 15] = OpKernel::embedded(&built::GEMM_MMA);
+static WGMMA: [OpKernel; 12] = OpKernel::embedded(&built::GEMM_WGMMA);
+static WGMMA_TMA: [OpKernel; 18] = OpKernel::embedded(&built::GEMM_WGMMA_TMA);
+static SPLIT_REDUCE: [OpKernel; 4] = OpKernel::embedded(&built::GEMM_SPLIT_REDUCE);
 
 /// Every specialization this module ships.
 pub static KERNELS: &[&OpKernel] = kernel_refs![

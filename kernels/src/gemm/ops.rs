@@ -2,16 +2,19 @@
 //! launch.
 
 use super::element::GemmElement;
-use super::epilogue::{Epilogue, FLAG_PLAIN_PAIRS, FLAG_VEC_A, FLAG_VEC_B};
-use super::layout::{extent, GemmShape, Layout};
+use super::epilogue::Epilogue;
+use super::layout::{extent, GemmShape};
 use super::select::{select, Math, Plan};
-use super::split_k::{split_count, split_kernels, REDUCE_THREADS};
-use super::wgmma_tma::{MN_BOX, TMA_BK, TMA_TILE_M, TMA_TILE_N};
+use super::split_k::{split_count, split_kernels};
 use crate::Error;
 use crate::OpKernel;
 use kernel_runtime::{
     Buffer, KernelArg, LaunchConfig, Stream, TensorMap, TensorSwizzle, TensorTiling,
 };
+use kernels_gen::gemm::epilogue::{FLAG_PLAIN_PAIRS, FLAG_VEC_A, FLAG_VEC_B};
+use kernels_gen::gemm::split_reduce::REDUCE_THREADS;
+use kernels_gen::gemm::wgmma_tma::{MN_BOX, TMA_BK, TMA_TILE_M, TMA_TILE_N};
+use kernels_gen::gemm::Layout;
 
 /// `C = act(alpha·op(A)·op(B) + beta·C + bias) + residual` for every batch of `shape`.
 ///

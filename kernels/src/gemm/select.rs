@@ -2,20 +2,20 @@
 //! the shape and the device's target, one specialization from [`super::KERNELS`] and its
 //! launch shape.
 
-use super::element::Dtype;
-use super::layout::{GemmShape, Layout};
-use super::simt::{SIMT_THREADS, SIMT_TILE};
-use super::tensor_core::{
-    mma_shared_bytes, mma_spec_index, MmaSpec, MMA_THREADS, MMA_TILE_M, MMA_TILE_N,
-};
-use super::wgmma::{wgmma_shared_bytes, wgmma_spec_index, WgmmaSpec, WGMMA_THREADS};
-use super::wgmma_tma::{
-    tma_shared_bytes, tma_spec_index, TmaSpec, TMA_THREADS, TMA_TILE_M, TMA_TILE_N,
-};
+use super::layout::GemmShape;
 use super::{MMA, SIMT, WGMMA, WGMMA_TMA};
 use crate::{Error, OpKernel};
 use kernel_dsl::Target;
 use kernel_runtime::LaunchConfig;
+use kernels_gen::gemm::simt::{SIMT_THREADS, SIMT_TILE};
+use kernels_gen::gemm::tensor_core::{
+    mma_shared_bytes, mma_spec_index, MmaSpec, MMA_THREADS, MMA_TILE_M, MMA_TILE_N,
+};
+use kernels_gen::gemm::wgmma::{wgmma_shared_bytes, wgmma_spec_index, WgmmaSpec, WGMMA_THREADS};
+use kernels_gen::gemm::wgmma_tma::{
+    tma_shared_bytes, tma_spec_index, TmaSpec, TMA_THREADS, TMA_TILE_M, TMA_TILE_N,
+};
+use kernels_gen::gemm::{Dtype, Layout};
 
 /// How f32 products are computed. 16-bit inputs always use tensor cores.
 ///

@@ -9,7 +9,7 @@ use kernel_dsl::dtype::{F32, U32};
 use kernel_dsl::ir::Dim;
 
 /// The kernel-side view of one launch: this CTA's matrices and the problem sizes.
-pub(crate) struct GemmParams {
+pub struct GemmParams {
     pub a: Mat,
     pub b: Mat,
     pub m: Value<U32>,
@@ -24,7 +24,7 @@ pub(crate) struct GemmParams {
 
 /// Declares `a, b, c, bias, residual, m, n, k, lda, ldb, ldc, stride_a, stride_b, stride_c,
 /// alpha, beta, flags` and applies this CTA's batch (`ctaid.z`) offsets.
-pub(crate) fn declare(b: &mut KernelBuilder, input: Format, output: Format) -> GemmParams {
+pub fn declare(b: &mut KernelBuilder, input: Format, output: Format) -> GemmParams {
     let a = mat_param(b, "a", input, false);
     let bm = mat_param(b, "b", input, false);
     let c = mat_param(b, "c", output, true);

@@ -14,7 +14,7 @@ use kernel_dsl::StateSpace;
 /// whose first output row is `row0` and first column `col0`. Warp w of the warpgroup holds
 /// rows 16w + {lane/4, lane/4 + 8}; register 4j + r is column 8j + 2(lane%4) + r%2, the
 /// second row for r ≥ 2. Elements outside `m × n` are skipped.
-pub(crate) fn store_accumulators(
+pub fn store_accumulators(
     b: &mut KernelBuilder,
     p: &GemmParams,
     acc: &[Value<F32>],
@@ -123,7 +123,7 @@ fn store_checked(
 /// Stores the fragment's raw f32 sums to `sink`, the `m × n` matrix (pitch `n`) starting at
 /// element `base`, skipping elements outside it (split-k partials: no epilogue yet).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn store_partials(
+pub fn store_partials(
     b: &mut KernelBuilder,
     p: &GemmParams,
     sink: Mat,

@@ -9,7 +9,7 @@ use kernel_dsl::op::{CvtRounding, Op};
 use kernel_dsl::ScalarType;
 
 /// Reinterprets the bits of a 32-bit integer as an f32 (`mov.b32`).
-pub(crate) fn bits_to_f32(b: &mut KernelBuilder, bits: Value<U32>) -> Value<F32> {
+pub fn bits_to_f32(b: &mut KernelBuilder, bits: Value<U32>) -> Value<F32> {
     let f = fresh::<F32>(b);
     b.inst(
         Op::Mov {
@@ -22,7 +22,7 @@ pub(crate) fn bits_to_f32(b: &mut KernelBuilder, bits: Value<U32>) -> Value<F32>
 }
 
 /// Reinterprets an f32 as its 32-bit pattern (`mov.b32`).
-pub(crate) fn f32_to_bits(b: &mut KernelBuilder, v: Value<F32>) -> Value<U32> {
+pub fn f32_to_bits(b: &mut KernelBuilder, v: Value<F32>) -> Value<U32> {
     let u = fresh::<U32>(b);
     b.inst(
         Op::Mov {
@@ -35,7 +35,7 @@ pub(crate) fn f32_to_bits(b: &mut KernelBuilder, v: Value<F32>) -> Value<U32> {
 }
 
 /// The two bf16 halves of a little-endian word as f32: `[low, high]`, i.e. element order.
-pub(crate) fn unpack2(b: &mut KernelBuilder, word: Value<U32>) -> [Value<F32>; 2] {
+pub fn unpack2(b: &mut KernelBuilder, word: Value<U32>) -> [Value<F32>; 2] {
     let lo = b.shl(word, 16);
     let mask = b.const_u32(0xffff_0000);
     let hi = b.and(word, mask);
@@ -43,7 +43,7 @@ pub(crate) fn unpack2(b: &mut KernelBuilder, word: Value<U32>) -> [Value<F32>; 2
 }
 
 /// Widens one bf16 held in the low 16 bits of a u16 register.
-pub(crate) fn widen(b: &mut KernelBuilder, half: Value<U16>) -> Value<F32> {
+pub fn widen(b: &mut KernelBuilder, half: Value<U16>) -> Value<F32> {
     let wide = b.cvt::<U32, U16>(half);
     let bits = b.shl(wide, 16);
     bits_to_f32(b, bits)
@@ -51,7 +51,7 @@ pub(crate) fn widen(b: &mut KernelBuilder, half: Value<U16>) -> Value<F32> {
 
 /// Packs two f32 (element order: `lo` first in memory) into one word, rounding each to nearest
 /// even.
-pub(crate) fn pack2(b: &mut KernelBuilder, lo: Value<F32>, hi: Value<F32>) -> Value<U32> {
+pub fn pack2(b: &mut KernelBuilder, lo: Value<F32>, hi: Value<F32>) -> Value<U32> {
     let packed: Value<B32> = b.pack_bf16x2(hi, lo);
     let u = fresh::<U32>(b);
     b.inst(
@@ -65,7 +65,7 @@ pub(crate) fn pack2(b: &mut KernelBuilder, lo: Value<F32>, hi: Value<F32>) -> Va
 }
 
 /// Rounds one f32 to bf16 (nearest even), as the 16-bit pattern.
-pub(crate) fn narrow(b: &mut KernelBuilder, v: Value<F32>) -> Value<U16> {
+pub fn narrow(b: &mut KernelBuilder, v: Value<F32>) -> Value<U16> {
     let h = fresh::<U16>(b);
     b.inst(
         Op::Cvt {
@@ -83,12 +83,12 @@ pub(crate) fn narrow(b: &mut KernelBuilder, v: Value<F32>) -> Value<U16> {
 }
 
 /// `v` rounded to bf16 precision and widened back (what storing and reloading would give).
-pub(crate) fn round(b: &mut KernelBuilder, v: Value<F32>) -> Value<F32> {
+pub fn round(b: &mut KernelBuilder, v: Value<F32>) -> Value<F32> {
     let h = narrow(b, v);
     widen(b, h)
 }
 
 /// A `u32` immediate operand.
-pub(crate) fn imm(v: i64) -> Operand {
+pub fn imm(v: i64) -> Operand {
     Operand::Imm(Imm::Int(v))
 }

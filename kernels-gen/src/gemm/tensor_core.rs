@@ -7,7 +7,7 @@
 //! flight while one is multiplied, with one barrier per slab.
 
 use super::async_load::{SlabLayout, SlabLoader, LOAD_THREADS, TILE_MN};
-use super::element::Dtype;
+use super::dtype::Dtype;
 use super::epilogue::{flag, FLAG_VEC_A, FLAG_VEC_B};
 use super::layout::Layout;
 use super::params::declare;
@@ -17,9 +17,9 @@ use kernel_dsl::ir::{AddrBase, Dim, Kernel, Operand};
 use kernel_dsl::op::{Cmp, MatrixCount, MmaShape, Op};
 use kernel_dsl::{ScalarType, StateSpace};
 
-pub(crate) const MMA_THREADS: u32 = LOAD_THREADS;
-pub(crate) const MMA_TILE_M: u32 = TILE_MN;
-pub(crate) const MMA_TILE_N: u32 = TILE_MN;
+pub const MMA_THREADS: u32 = LOAD_THREADS;
+pub const MMA_TILE_M: u32 = TILE_MN;
+pub const MMA_TILE_N: u32 = TILE_MN;
 const WARP_M: u32 = 64;
 const WARP_N: u32 = 32;
 const WARPS_N: u32 = 4;
@@ -27,7 +27,7 @@ const WARPS_N: u32 = 4;
 const STAGES: u32 = 4;
 
 /// Dynamic shared memory of a specialization: `STAGES` slabs of A and B.
-pub(crate) fn mma_shared_bytes(s: MmaSpec) -> u32 {
+pub fn mma_shared_bytes(s: MmaSpec) -> u32 {
     let eb = s.input.bytes() as u32;
     let a = SlabLayout {
         k_contiguous: s.layout.a_k_contiguous(),
@@ -44,7 +44,7 @@ pub(crate) fn mma_shared_bytes(s: MmaSpec) -> u32 {
 
 /// One tensor-core specialization.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct MmaSpec {
+pub struct MmaSpec {
     pub input: Dtype,
     pub output: Dtype,
     pub layout: Layout,
@@ -60,7 +60,7 @@ const fn spec(input: Dtype, output: Dtype, layout: Layout) -> MmaSpec {
 
 /// Every shipped tensor-core specialization: bf16 and f16 inputs with f32 or same-type output,
 /// and TF32 (f32 in, f32 out), each in the three layouts.
-pub(crate) const MMA_SPECS: [MmaSpec; 15] = [
+pub const MMA_SPECS: [MmaSpec; 15] = [
     spec(Dtype::Bf16, Dtype::F32, Layout::Nn),
     spec(Dtype::Bf16, Dtype::F32, Layout::Nt),
     spec(Dtype::Bf16, Dtype::F32, Layout::Tn),
@@ -78,7 +78,7 @@ pub(crate) const MMA_SPECS: [MmaSpec; 15] = [
     spec(Dtype::F32, Dtype::F32, Layout::Tn),
 ];
 
-pub(crate) fn mma_spec_index(spec: MmaSpec) -> Option<usize> {
+pub fn mma_spec_index(spec: MmaSpec) -> Option<usize> {
     MMA_SPECS.iter().position(|s| *s == spec)
 }
 
@@ -163,7 +163,7 @@ fn mma_into(
     );
 }
 
-pub(crate) fn build_mma(s: MmaSpec) -> Kernel {
+pub fn build_mma(s: MmaSpec) -> Kernel {
     let mut b = KernelBuilder::new(mma_name(s));
     b.reqntid([MMA_THREADS, 1, 1]);
     let p = declare(&mut b, s.input.format(), s.output.format());

@@ -11,19 +11,14 @@ use kernel_dsl::{ScalarType, StateSpace};
 
 /// A global buffer parameter, before the batch offset is applied.
 #[derive(Clone, Copy)]
-pub(crate) struct MatParam {
+pub struct MatParam {
     base: Value<U64>,
     format: Format,
     writable: bool,
 }
 
 /// Declares a buffer parameter of `format` elements and loads its global address.
-pub(crate) fn mat_param(
-    b: &mut KernelBuilder,
-    name: &str,
-    format: Format,
-    writable: bool,
-) -> MatParam {
+pub fn mat_param(b: &mut KernelBuilder, name: &str, format: Format, writable: bool) -> MatParam {
     let sym = b.raw_param(
         name,
         ParamType::GlobalPtr {
@@ -63,7 +58,7 @@ pub(crate) fn mat_param(
 }
 
 /// `count · bytes` as a 64-bit byte offset (`mul.wide.u32`).
-pub(crate) fn wide_bytes(b: &mut KernelBuilder, count: Value<U32>, bytes: u32) -> Value<U64> {
+pub fn wide_bytes(b: &mut KernelBuilder, count: Value<U32>, bytes: u32) -> Value<U64> {
     let off = fresh::<U64>(b);
     b.inst(
         Op::Mul {
@@ -81,12 +76,7 @@ pub(crate) fn wide_bytes(b: &mut KernelBuilder, count: Value<U32>, bytes: u32) -
 
 impl MatParam {
     /// Matrix `batch` of the operand, `stride` elements apart (the byte offset is 64-bit).
-    pub(crate) fn batch(
-        &self,
-        b: &mut KernelBuilder,
-        batch: Value<U32>,
-        stride: Value<U32>,
-    ) -> Mat {
+    pub fn batch(&self, b: &mut KernelBuilder, batch: Value<U32>, stride: Value<U32>) -> Mat {
         let elems = b.mul_wide_u32(batch, stride);
         let k = b.const_u32(self.format.bytes());
         let k64 = b.cvt::<U64, U32>(k);
@@ -99,7 +89,7 @@ impl MatParam {
     }
 
     /// The parameter itself, without a batch offset (vectors shared by every batch).
-    pub(crate) fn whole(&self) -> Mat {
+    pub fn whole(&self) -> Mat {
         Mat {
             base: self.base,
             format: self.format,
@@ -110,7 +100,7 @@ impl MatParam {
 
 /// One matrix in global memory, addressed by a u32 element index.
 #[derive(Clone, Copy)]
-pub(crate) struct Mat {
+pub struct Mat {
     pub base: Value<U64>,
     pub format: Format,
     nc: bool,
@@ -118,13 +108,13 @@ pub(crate) struct Mat {
 
 impl Mat {
     /// Byte address of element `index`.
-    pub(crate) fn address(&self, b: &mut KernelBuilder, index: Value<U32>) -> Value<U64> {
+    pub fn address(&self, b: &mut KernelBuilder, index: Value<U32>) -> Value<U64> {
         let off = wide_bytes(b, index, self.format.bytes());
         b.add(self.base, off)
     }
 
     /// Loads element `index` widened to f32.
-    pub(crate) fn load(&self, b: &mut KernelBuilder, index: Value<U32>) -> Value<F32> {
+    pub fn load(&self, b: &mut KernelBuilder, index: Value<U32>) -> Value<F32> {
         let addr = self.address(b, index);
         match self.format {
             Format::F32 => b.load::<F32>(StateSpace::Global, addr.reg(), 0, self.nc),
@@ -140,7 +130,7 @@ impl Mat {
     }
 
     /// Stores `v` to element `index`, rounded to the storage type.
-    pub(crate) fn store(&self, b: &mut KernelBuilder, index: Value<U32>, v: Value<F32>) {
+    pub fn store(&self, b: &mut KernelBuilder, index: Value<U32>, v: Value<F32>) {
         let addr = self.address(b, index);
         match self.format {
             Format::F32 => b.store(StateSpace::Global, addr.reg(), 0, v),

@@ -9,7 +9,7 @@ use kernel_dsl::ScalarType;
 use super::fresh;
 
 /// Widens one f16 held in a u16 register.
-pub(crate) fn widen(b: &mut KernelBuilder, h: Value<U16>) -> Value<F32> {
+pub fn widen(b: &mut KernelBuilder, h: Value<U16>) -> Value<F32> {
     let f = fresh::<F32>(b);
     b.inst(
         Op::Cvt {
@@ -27,7 +27,7 @@ pub(crate) fn widen(b: &mut KernelBuilder, h: Value<U16>) -> Value<F32> {
 }
 
 /// Rounds one f32 to f16 (nearest even), as its 16-bit pattern.
-pub(crate) fn narrow(b: &mut KernelBuilder, v: Value<F32>) -> Value<U16> {
+pub fn narrow(b: &mut KernelBuilder, v: Value<F32>) -> Value<U16> {
     let h = fresh::<U16>(b);
     b.inst(
         Op::Cvt {
@@ -45,7 +45,7 @@ pub(crate) fn narrow(b: &mut KernelBuilder, v: Value<F32>) -> Value<U16> {
 }
 
 /// The two f16 halves of a little-endian word, in element order.
-pub(crate) fn unpack2(b: &mut KernelBuilder, word: Value<U32>) -> [Value<F32>; 2] {
+pub fn unpack2(b: &mut KernelBuilder, word: Value<U32>) -> [Value<F32>; 2] {
     let lo = b.cvt::<U16, U32>(word);
     let high = b.shr(word, 16);
     let hi = b.cvt::<U16, U32>(high);
@@ -54,7 +54,7 @@ pub(crate) fn unpack2(b: &mut KernelBuilder, word: Value<U32>) -> [Value<F32>; 2
 
 /// Packs two f32 (`lo` first in memory) into one word of two f16, each rounded to nearest
 /// even.
-pub(crate) fn pack2(b: &mut KernelBuilder, lo: Value<F32>, hi: Value<F32>) -> Value<U32> {
+pub fn pack2(b: &mut KernelBuilder, lo: Value<F32>, hi: Value<F32>) -> Value<U32> {
     let l = narrow(b, lo);
     let h = narrow(b, hi);
     let l = b.cvt::<U32, U16>(l);
@@ -64,7 +64,7 @@ pub(crate) fn pack2(b: &mut KernelBuilder, lo: Value<F32>, hi: Value<F32>) -> Va
 }
 
 /// `v` rounded to f16 precision and widened back.
-pub(crate) fn round(b: &mut KernelBuilder, v: Value<F32>) -> Value<F32> {
+pub fn round(b: &mut KernelBuilder, v: Value<F32>) -> Value<F32> {
     let h = narrow(b, v);
     widen(b, h)
 }

@@ -15,18 +15,18 @@ use kernel_dsl::op::{CacheOp, Cmp, Op};
 use kernel_dsl::StateSpace;
 
 /// Rows (of m or n) of a CTA tile.
-pub(crate) const TILE_MN: u32 = 128;
+pub const TILE_MN: u32 = 128;
 /// Bytes of k per slab row (padded layouts).
-pub(crate) const SLAB_K_BYTES: u32 = 64;
+pub const SLAB_K_BYTES: u32 = 64;
 /// Bytes of k per slab row in the wgmma core-matrix layout.
-pub(crate) const CORE_SLAB_K_BYTES: u32 = 128;
-pub(crate) const LOAD_THREADS: u32 = 256;
+pub const CORE_SLAB_K_BYTES: u32 = 128;
+pub const LOAD_THREADS: u32 = 256;
 /// Bytes between consecutive 8-row groups of core matrices.
-pub(crate) const CORE_GROUP_BYTES: u32 = 8 * 128;
+pub const CORE_GROUP_BYTES: u32 = 8 * 128;
 
 /// The shared layout of one operand's slab.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct SlabLayout {
+pub struct SlabLayout {
     pub k_contiguous: bool,
     pub elem_bytes: u32,
     /// The unswizzled K-major layout `wgmma` descriptors read: 8-row × 16-byte core matrices
@@ -45,12 +45,12 @@ impl SlabLayout {
     }
 
     /// k elements per slab.
-    pub(crate) const fn bk(self) -> u32 {
+    pub const fn bk(self) -> u32 {
         self.k_bytes() / self.elem_bytes
     }
 
     /// Bytes between shared rows (rows are mn for k-contiguous operands, k otherwise).
-    pub(crate) const fn pitch(self) -> u32 {
+    pub const fn pitch(self) -> u32 {
         if self.k_contiguous {
             SLAB_K_BYTES + 16
         } else if self.elem_bytes == 4 {
@@ -61,7 +61,7 @@ impl SlabLayout {
     }
 
     /// Bytes of one slab in shared memory.
-    pub(crate) const fn bytes(self) -> u32 {
+    pub const fn bytes(self) -> u32 {
         if self.core_matrices {
             return TILE_MN * CORE_SLAB_K_BYTES;
         }
@@ -104,7 +104,7 @@ struct Chunk {
     smem_rel: Value<U32>,
 }
 
-pub(crate) struct SlabLoader {
+pub struct SlabLoader {
     mat: Mat,
     layout: SlabLayout,
     ld: Value<U32>,
@@ -117,7 +117,7 @@ pub(crate) struct SlabLoader {
 
 impl SlabLoader {
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn new(
+    pub fn new(
         b: &mut KernelBuilder,
         mat: Mat,
         layout: SlabLayout,
@@ -176,7 +176,7 @@ impl SlabLoader {
     }
 
     /// Starts (or does) the loads of the slab at `k0` into the shared slab at `dst`.
-    pub(crate) fn issue(&self, b: &mut KernelBuilder, dst: Value<U32>, k0: Value<U32>) {
+    pub fn issue(&self, b: &mut KernelBuilder, dst: Value<U32>, k0: Value<U32>) {
         let per_chunk = 16 / self.layout.elem_bytes;
         // Per chunk: global element index of its first element, its (mn, k) coordinates.
         let coords: Vec<ChunkAt> = self

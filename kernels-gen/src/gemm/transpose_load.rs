@@ -33,7 +33,7 @@ struct Pass {
     swapped: Value<Pred>,
 }
 
-pub(crate) struct TransposedLoader {
+pub struct TransposedLoader {
     /// The loaded words of the next slab, eight per pass, held until [`Self::store`].
     words: Vec<Value<U32>>,
     mat: Mat,
@@ -46,7 +46,7 @@ pub(crate) struct TransposedLoader {
 
 impl TransposedLoader {
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn new(
+    pub fn new(
         b: &mut KernelBuilder,
         mat: Mat,
         tid: Value<U32>,
@@ -107,7 +107,7 @@ impl TransposedLoader {
     }
 
     /// Loads the slab at `k0` into registers (held until [`Self::store`]).
-    pub(crate) fn load(&self, b: &mut KernelBuilder, k0: Value<U32>) {
+    pub fn load(&self, b: &mut KernelBuilder, k0: Value<U32>) {
         for (p, pass) in self.passes.iter().enumerate() {
             let kbase = b.add(k0, pass.kg8);
             for kk in 0..8u32 {
@@ -120,7 +120,7 @@ impl TransposedLoader {
     }
 
     /// Stores the loaded slab, transposed, to the shared slab at `dst`.
-    pub(crate) fn store(&self, b: &mut KernelBuilder, dst: Value<U32>) {
+    pub fn store(&self, b: &mut KernelBuilder, dst: Value<U32>) {
         let lo_mask = b.const_u32(0xffff);
         let hi_mask = b.const_u32(0xffff_0000);
         for (p, pass) in self.passes.iter().enumerate() {

@@ -14,7 +14,7 @@
 //! operand is rearranged by threads. The copy engine fills boxes that overhang the matrix with
 //! zeros, so ragged m, n and k need no bounds checks until the epilogue.
 
-use super::element::Dtype;
+use super::dtype::Dtype;
 use super::layout::Layout;
 use super::params::declare;
 use super::tma;
@@ -26,14 +26,14 @@ use kernel_dsl::ir::{Dim, Imm, Kernel, Operand};
 use kernel_dsl::op::{Cmp, Op};
 
 /// Output rows per CTA (two consumer warpgroups of 64).
-pub(crate) const TMA_TILE_M: u32 = 128;
+pub const TMA_TILE_M: u32 = 128;
 /// Output columns per CTA (the instruction's N).
-pub(crate) const TMA_TILE_N: u32 = 256;
+pub const TMA_TILE_N: u32 = 256;
 /// Depth of one k-slab: 64 16-bit elements, one 128-byte swizzle row.
-pub(crate) const TMA_BK: u32 = 64;
+pub const TMA_BK: u32 = 64;
 /// Width of one box along M or N for operands stored MN-contiguous (one swizzle row).
-pub(crate) const MN_BOX: u32 = 64;
-pub(crate) const TMA_THREADS: u32 = 384;
+pub const MN_BOX: u32 = 64;
+pub const TMA_THREADS: u32 = 384;
 const STAGES: u32 = 4;
 const A_BYTES: u32 = TMA_TILE_M * TMA_BK * 2;
 const B_BYTES: u32 = TMA_TILE_N * TMA_BK * 2;
@@ -48,13 +48,13 @@ const PRODUCER_REGS: u32 = 40;
 const CONSUMER_REGS: u32 = 232;
 
 /// Dynamic shared memory: the stages, their barriers, and slack to align the first stage.
-pub(crate) const fn tma_shared_bytes() -> u32 {
+pub const fn tma_shared_bytes() -> u32 {
     SWIZZLE_ATOM + STAGES * STAGE_BYTES + 2 * STAGES * 8
 }
 
 /// One TMA-fed specialization.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct TmaSpec {
+pub struct TmaSpec {
     pub input: Dtype,
     pub output: Dtype,
     pub layout: Layout,
@@ -66,7 +66,7 @@ pub(crate) struct TmaSpec {
 
 /// The specializations of the cp.async kernel ([`WGMMA_SPECS`]: bf16 and f16 inputs, f32 or
 /// same-type output, every layout), then a split-k form of each with f32 output.
-pub(crate) const TMA_SPECS: [TmaSpec; 18] = tma_specs();
+pub const TMA_SPECS: [TmaSpec; 18] = tma_specs();
 
 const fn tma_specs() -> [TmaSpec; 18] {
     let mut out = [TmaSpec {
@@ -100,7 +100,7 @@ const fn tma_specs() -> [TmaSpec; 18] {
     out
 }
 
-pub(crate) fn tma_spec_index(spec: TmaSpec) -> Option<usize> {
+pub fn tma_spec_index(spec: TmaSpec) -> Option<usize> {
     TMA_SPECS.iter().position(|s| *s == spec)
 }
 
@@ -161,7 +161,7 @@ impl Operand2d {
     }
 }
 
-pub(crate) fn build_wgmma_tma(s: TmaSpec) -> Kernel {
+pub fn build_wgmma_tma(s: TmaSpec) -> Kernel {
     let name = if s.split_k {
         format!(
             "gemm_wgmma_tma_{}_splitk_{}_128x256",

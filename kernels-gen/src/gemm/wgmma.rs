@@ -8,7 +8,7 @@
 //! left in flight while the next slab's copies are issued and its barrier passed.
 
 use super::async_load::{SlabLayout, SlabLoader, CORE_GROUP_BYTES, LOAD_THREADS, TILE_MN};
-use super::element::Dtype;
+use super::dtype::Dtype;
 use super::epilogue::{flag, FLAG_VEC_A, FLAG_VEC_B};
 use super::layout::Layout;
 use super::matrix::Mat;
@@ -20,7 +20,7 @@ use kernel_dsl::dtype::{Pred, F32, U32, U64};
 use kernel_dsl::ir::{Dim, Imm, Kernel, Operand};
 use kernel_dsl::op::{Cmp, Op};
 
-pub(crate) const WGMMA_THREADS: u32 = LOAD_THREADS;
+pub const WGMMA_THREADS: u32 = LOAD_THREADS;
 /// Slabs in shared memory: one being multiplied, one whose wgmma may still be in flight, and
 /// two landing (a power of two).
 const STAGES: u32 = 4;
@@ -36,7 +36,7 @@ const WG_N: u32 = 128;
 
 /// One wgmma specialization.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct WgmmaSpec {
+pub struct WgmmaSpec {
     pub input: Dtype,
     pub output: Dtype,
     pub layout: Layout,
@@ -51,7 +51,7 @@ const fn spec(input: Dtype, output: Dtype, layout: Layout) -> WgmmaSpec {
 }
 
 /// bf16 and f16 inputs, f32 or same-type output, every layout.
-pub(crate) const WGMMA_SPECS: [WgmmaSpec; 12] = [
+pub const WGMMA_SPECS: [WgmmaSpec; 12] = [
     spec(Dtype::Bf16, Dtype::F32, Layout::Nn),
     spec(Dtype::Bf16, Dtype::F32, Layout::Nt),
     spec(Dtype::Bf16, Dtype::F32, Layout::Tn),
@@ -66,12 +66,12 @@ pub(crate) const WGMMA_SPECS: [WgmmaSpec; 12] = [
     spec(Dtype::F16, Dtype::F16, Layout::Tn),
 ];
 
-pub(crate) fn wgmma_spec_index(spec: WgmmaSpec) -> Option<usize> {
+pub fn wgmma_spec_index(spec: WgmmaSpec) -> Option<usize> {
     WGMMA_SPECS.iter().position(|s| *s == spec)
 }
 
 /// Dynamic shared memory of every wgmma specialization.
-pub(crate) const fn wgmma_shared_bytes() -> u32 {
+pub const fn wgmma_shared_bytes() -> u32 {
     STAGES * 2 * SLAB.bytes()
 }
 
@@ -89,7 +89,7 @@ fn descriptor(b: &mut KernelBuilder, addr: Value<U32>) -> Value<U64> {
     b.or(start, fixed)
 }
 
-pub(crate) fn build_wgmma(s: WgmmaSpec) -> Kernel {
+pub fn build_wgmma(s: WgmmaSpec) -> Kernel {
     let name = format!(
         "gemm_wgmma_{}_{}_{}_128x128",
         s.input.suffix(),
@@ -287,7 +287,7 @@ impl Loader {
 
 /// The shared-memory operands of one `wgmma` k16 step: their descriptors and whether each is
 /// stored MN-major (read transposed).
-pub(crate) struct WgmmaOperands {
+pub struct WgmmaOperands {
     pub a: Value<U64>,
     pub b: Value<U64>,
     pub a_mn_major: bool,
@@ -296,7 +296,7 @@ pub(crate) struct WgmmaOperands {
 
 /// `acc += A·B` for one k16 step over a warpgroup: `wgmma.mma_async.m64nNk16` with N twice the
 /// accumulator count, `accumulate` false to overwrite instead.
-pub(crate) fn mma_async(
+pub fn mma_async(
     b: &mut KernelBuilder,
     input: Dtype,
     acc: &[Value<F32>],

@@ -16,7 +16,7 @@ fn at(addr: Value<U32>) -> Operand {
 
 /// `mbarrier.init`: the barrier at shared address `bar` completes a phase after `count`
 /// arrivals (and every announced transaction byte).
-pub(crate) fn init(b: &mut KernelBuilder, bar: Value<U32>, count: u32) {
+pub fn init(b: &mut KernelBuilder, bar: Value<U32>, count: u32) {
     b.inst(
         Op::Mbarrier {
             op: MbarrierOp::Init,
@@ -27,7 +27,7 @@ pub(crate) fn init(b: &mut KernelBuilder, bar: Value<U32>, count: u32) {
 }
 
 /// Arrives on `bar` and announces `bytes` that bulk copies will deliver to it.
-pub(crate) fn arrive_expect_tx(b: &mut KernelBuilder, bar: Value<U32>, bytes: u32) {
+pub fn arrive_expect_tx(b: &mut KernelBuilder, bar: Value<U32>, bytes: u32) {
     b.inst(
         Op::Mbarrier {
             op: MbarrierOp::ArriveExpectTx,
@@ -38,7 +38,7 @@ pub(crate) fn arrive_expect_tx(b: &mut KernelBuilder, bar: Value<U32>, bytes: u3
 }
 
 /// Arrives on `bar` once.
-pub(crate) fn arrive(b: &mut KernelBuilder, bar: Value<U32>) {
+pub fn arrive(b: &mut KernelBuilder, bar: Value<U32>) {
     b.inst(
         Op::Mbarrier {
             op: MbarrierOp::Arrive,
@@ -49,7 +49,7 @@ pub(crate) fn arrive(b: &mut KernelBuilder, bar: Value<U32>) {
 }
 
 /// Waits until the phase of `bar` with parity `parity` (0 or 1) has completed.
-pub(crate) fn wait(b: &mut KernelBuilder, bar: Value<U32>, parity: Value<U32>) {
+pub fn wait(b: &mut KernelBuilder, bar: Value<U32>, parity: Value<U32>) {
     b.loop_(|b| {
         let done = b.reg(ScalarType::Pred);
         b.inst(
@@ -66,7 +66,7 @@ pub(crate) fn wait(b: &mut KernelBuilder, bar: Value<U32>, parity: Value<U32>) {
 
 /// Copies the box at `coords` (innermost first) of the tensor map at `map` to shared address
 /// `dst`, completing its bytes on `bar`.
-pub(crate) fn tensor_load(
+pub fn tensor_load(
     b: &mut KernelBuilder,
     dst: Value<U32>,
     map: Value<U64>,
@@ -90,7 +90,7 @@ pub(crate) fn tensor_load(
 }
 
 /// `setmaxnreg`: this warpgroup's register budget rises (or falls) to `count` per thread.
-pub(crate) fn set_max_registers(b: &mut KernelBuilder, increase: bool, count: u32) {
+pub fn set_max_registers(b: &mut KernelBuilder, increase: bool, count: u32) {
     b.inst(
         Op::Setmaxnreg { increase, count },
         vec![],

@@ -8,7 +8,7 @@ use kernel_dsl::op::{ApproxFn, DivMode, Op, Rounding};
 use kernel_dsl::ScalarType;
 
 /// `sqrt.rn.f32` or `sqrt.rn.f64`: correctly rounded, as Rust's `sqrt`.
-pub(crate) fn sqrt<T: Float>(b: &mut KernelBuilder, v: Value<T>) -> Value<T> {
+pub fn sqrt<T: Float>(b: &mut KernelBuilder, v: Value<T>) -> Value<T> {
     let d = fresh::<T>(b);
     b.inst(
         Op::SqrtIeee {
@@ -23,7 +23,7 @@ pub(crate) fn sqrt<T: Float>(b: &mut KernelBuilder, v: Value<T>) -> Value<T> {
 }
 
 /// `rcp.rn.f32`: correctly rounded.
-pub(crate) fn rcp(b: &mut KernelBuilder, v: Value<F32>) -> Value<F32> {
+pub fn rcp(b: &mut KernelBuilder, v: Value<F32>) -> Value<F32> {
     let d = fresh::<F32>(b);
     b.inst(
         Op::RcpIeee {
@@ -39,7 +39,7 @@ pub(crate) fn rcp(b: &mut KernelBuilder, v: Value<F32>) -> Value<F32> {
 
 /// `1 / sqrt(v)` from the two correctly rounded steps (once per row, so precision wins over
 /// `rsqrt.approx`); the language's `rsqrt_rn`, under the same name.
-pub(crate) fn rsqrt_rn(b: &mut KernelBuilder, v: Value<F32>) -> Value<F32> {
+pub fn rsqrt_rn(b: &mut KernelBuilder, v: Value<F32>) -> Value<F32> {
     let s = sqrt(b, v);
     rcp(b, s)
 }
@@ -47,7 +47,7 @@ pub(crate) fn rsqrt_rn(b: &mut KernelBuilder, v: Value<F32>) -> Value<F32> {
 /// `2^v` with `ex2.approx.ftz.f32`: one MUFU instruction, where the form without `.ftz` adds a
 /// compare and two predicated multiplies to keep subnormal results. Results under 2⁻¹²⁶ come
 /// out 0, which none of the library's uses can tell apart (softmax weights, activations).
-pub(crate) fn ex2(b: &mut KernelBuilder, v: Value<F32>) -> Value<F32> {
+pub fn ex2(b: &mut KernelBuilder, v: Value<F32>) -> Value<F32> {
     let d = fresh::<F32>(b);
     b.inst(
         Op::Approx {
@@ -62,7 +62,7 @@ pub(crate) fn ex2(b: &mut KernelBuilder, v: Value<F32>) -> Value<F32> {
 }
 
 /// `e^v` as `2^(v·log2 e)` with [`ex2`] (relative error about 2⁻²²).
-pub(crate) fn exp(b: &mut KernelBuilder, v: Value<F32>) -> Value<F32> {
+pub fn exp(b: &mut KernelBuilder, v: Value<F32>) -> Value<F32> {
     let log2e = b.const_f32(std::f32::consts::LOG2_E);
     let t = b.mul(v, log2e);
     ex2(b, t)
@@ -70,7 +70,7 @@ pub(crate) fn exp(b: &mut KernelBuilder, v: Value<F32>) -> Value<F32> {
 
 /// `div.full.f32`: within 2 ulp, a few instructions instead of the IEEE division's
 /// subroutine (elementwise activations run it per element).
-pub(crate) fn div_full(b: &mut KernelBuilder, a: Value<F32>, d: Value<F32>) -> Value<F32> {
+pub fn div_full(b: &mut KernelBuilder, a: Value<F32>, d: Value<F32>) -> Value<F32> {
     let q = fresh::<F32>(b);
     b.inst(
         Op::Div {
@@ -85,7 +85,7 @@ pub(crate) fn div_full(b: &mut KernelBuilder, a: Value<F32>, d: Value<F32>) -> V
 }
 
 /// The logistic function `1 / (1 + e^-v)`; saturates cleanly at ±∞.
-pub(crate) fn sigmoid(b: &mut KernelBuilder, v: Value<F32>) -> Value<F32> {
+pub fn sigmoid(b: &mut KernelBuilder, v: Value<F32>) -> Value<F32> {
     let n = b.neg(v);
     let e = exp(b, n);
     let one = b.const_f32(1.0);
@@ -94,7 +94,7 @@ pub(crate) fn sigmoid(b: &mut KernelBuilder, v: Value<F32>) -> Value<F32> {
 }
 
 /// `tanh(v) = 1 - 2 / (e^{2v} + 1)`: exact limits ±1, absolute error near 1e-7.
-pub(crate) fn tanh(b: &mut KernelBuilder, v: Value<F32>) -> Value<F32> {
+pub fn tanh(b: &mut KernelBuilder, v: Value<F32>) -> Value<F32> {
     let two = b.const_f32(2.0);
     let one = b.const_f32(1.0);
     let t = b.mul(v, two);
@@ -105,6 +105,6 @@ pub(crate) fn tanh(b: &mut KernelBuilder, v: Value<F32>) -> Value<F32> {
 }
 
 /// √(2/π), the GELU tanh-form constant.
-pub(crate) const GELU_K0: f32 = 0.797_884_6;
+pub const GELU_K0: f32 = 0.797_884_6;
 /// The cubic coefficient of the GELU tanh form.
-pub(crate) const GELU_K1: f32 = 0.044_715;
+pub const GELU_K1: f32 = 0.044_715;

@@ -10,7 +10,7 @@ use kernel_dsl::op::Cmp;
 use kernel_dsl::StateSpace;
 
 /// How the slab is split over the CTA's threads (each moves four consecutive elements).
-pub(crate) struct TileLoader {
+pub struct TileLoader {
     mat: Mat,
     k_contiguous: bool,
     ld: Value<U32>,
@@ -33,7 +33,7 @@ impl TileLoader {
     /// `tile0`: first row (of `m` or `n`) of this CTA's tile; `extent`: `m` or `n`;
     /// `tile_mn`: rows of the tile (128 here, 4 elements × threads / BK).
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn new(
+    pub fn new(
         b: &mut KernelBuilder,
         mat: Mat,
         k_contiguous: bool,
@@ -87,13 +87,13 @@ impl TileLoader {
     }
 
     /// Four fresh variables for a run, zeroed.
-    pub(crate) fn vars(&self, b: &mut KernelBuilder) -> [Value<F32>; 4] {
+    pub fn vars(&self, b: &mut KernelBuilder) -> [Value<F32>; 4] {
         let zero = b.const_f32(0.0);
         [b.var(zero), b.var(zero), b.var(zero), b.var(zero)]
     }
 
     /// Loads this thread's run of the slab starting at `k0` into `regs` (zero outside).
-    pub(crate) fn load(&self, b: &mut KernelBuilder, k0: Value<U32>, regs: [Value<F32>; 4]) {
+    pub fn load(&self, b: &mut KernelBuilder, k0: Value<U32>, regs: [Value<F32>; 4]) {
         let zero = b.const_f32(0.0);
         for r in regs {
             b.assign(r, zero);
@@ -144,7 +144,7 @@ impl TileLoader {
     }
 
     /// Stores a run to the shared buffer at `buf` (its byte address).
-    pub(crate) fn store(&self, b: &mut KernelBuilder, buf: Value<U32>, regs: [Value<F32>; 4]) {
+    pub fn store(&self, b: &mut KernelBuilder, buf: Value<U32>, regs: [Value<F32>; 4]) {
         let addr = b.add(buf, self.smem_rel);
         if self.k_contiguous {
             for (j, r) in regs.iter().enumerate() {

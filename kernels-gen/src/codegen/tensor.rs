@@ -11,19 +11,19 @@ use kernel_dsl::op::{MulMode, Op};
 use kernel_dsl::{ScalarType, StateSpace};
 
 /// Bytes moved by one vector access.
-pub(crate) const VECTOR_BYTES: u32 = 16;
+pub const VECTOR_BYTES: u32 = 16;
 
 /// How a kernel specialization touches memory: one element per access, or one 16-byte vector
 /// (which needs every accessed run to start 16-byte aligned).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum Access {
+pub enum Access {
     Scalar,
     Vector,
 }
 
 impl Access {
     /// Elements per access for `storage`.
-    pub(crate) const fn width(self, storage: Storage) -> u32 {
+    pub const fn width(self, storage: Storage) -> u32 {
         match self {
             Access::Scalar => 1,
             Access::Vector => VECTOR_BYTES / storage.bytes() as u32,
@@ -31,7 +31,7 @@ impl Access {
     }
 
     /// Elements per access for any [`Format`].
-    pub(crate) const fn width_of(self, format: Format) -> u32 {
+    pub const fn width_of(self, format: Format) -> u32 {
         match self {
             Access::Scalar => 1,
             Access::Vector => format.per_vector(),
@@ -39,7 +39,7 @@ impl Access {
     }
 
     /// Suffix used in entry names.
-    pub(crate) const fn tag(self) -> &'static str {
+    pub const fn tag(self) -> &'static str {
         match self {
             Access::Scalar => "x1",
             Access::Vector => "v16b",
@@ -49,21 +49,21 @@ impl Access {
 
 /// How elements are laid out in memory: the op storages, plus f16 for conversions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum Format {
+pub enum Format {
     F32,
     Bf16,
     F16,
 }
 
 impl Format {
-    pub(crate) const fn bytes(self) -> u32 {
+    pub const fn bytes(self) -> u32 {
         match self {
             Format::F32 => 4,
             Format::Bf16 | Format::F16 => 2,
         }
     }
 
-    pub(crate) const fn scalar(self) -> ScalarType {
+    pub const fn scalar(self) -> ScalarType {
         match self {
             Format::F32 => ScalarType::F32,
             Format::Bf16 => ScalarType::Bf16,
@@ -71,7 +71,7 @@ impl Format {
         }
     }
 
-    pub(crate) const fn suffix(self) -> &'static str {
+    pub const fn suffix(self) -> &'static str {
         match self {
             Format::F32 => "f32",
             Format::Bf16 => "bf16",
@@ -80,7 +80,7 @@ impl Format {
     }
 
     /// Elements per 16-byte vector.
-    pub(crate) const fn per_vector(self) -> u32 {
+    pub const fn per_vector(self) -> u32 {
         VECTOR_BYTES / self.bytes()
     }
 }
@@ -96,7 +96,7 @@ impl From<Storage> for Format {
 
 /// A global buffer parameter of a kernel under construction.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Tensor {
+pub struct Tensor {
     base: Value<U64>,
     format: Format,
     writable: bool,
@@ -104,17 +104,12 @@ pub(crate) struct Tensor {
 
 /// Declares a buffer parameter `name` of `storage` elements and loads its global address.
 /// Read-only buffers load through the non-coherent path.
-pub(crate) fn tensor_param(
-    b: &mut KernelBuilder,
-    name: &str,
-    storage: Storage,
-    writable: bool,
-) -> Tensor {
+pub fn tensor_param(b: &mut KernelBuilder, name: &str, storage: Storage, writable: bool) -> Tensor {
     tensor_param_of(b, name, storage.into(), writable)
 }
 
 /// Like [`tensor_param`], for any [`Format`].
-pub(crate) fn tensor_param_of(
+pub fn tensor_param_of(
     b: &mut KernelBuilder,
     name: &str,
     format: Format,
@@ -159,12 +154,12 @@ pub(crate) fn tensor_param_of(
 }
 
 impl Tensor {
-    pub(crate) fn format(&self) -> Format {
+    pub fn format(&self) -> Format {
         self.format
     }
 
     /// Byte address of element `index` (64-bit, so any u32 index is in range).
-    pub(crate) fn address(&self, b: &mut KernelBuilder, index: Value<U32>) -> Value<U64> {
+    pub fn address(&self, b: &mut KernelBuilder, index: Value<U32>) -> Value<U64> {
         let off = fresh::<U64>(b);
         b.inst(
             Op::Mul {
@@ -181,12 +176,12 @@ impl Tensor {
     }
 
     /// Whether loads go through the non-coherent (read-only) path.
-    pub(crate) fn nc(&self) -> bool {
+    pub fn nc(&self) -> bool {
         !self.writable
     }
 
     /// Loads element `index` as f32.
-    pub(crate) fn load(&self, b: &mut KernelBuilder, index: Value<U32>) -> Value<F32> {
+    pub fn load(&self, b: &mut KernelBuilder, index: Value<U32>) -> Value<F32> {
         let addr = self.address(b, index);
         match self.format {
             Format::F32 => b.load::<F32>(StateSpace::Global, addr.reg(), 0, self.nc()),
@@ -202,7 +197,7 @@ impl Tensor {
     }
 
     /// Stores `v` to element `index`, rounded to the storage type.
-    pub(crate) fn store(&self, b: &mut KernelBuilder, index: Value<U32>, v: Value<F32>) {
+    pub fn store(&self, b: &mut KernelBuilder, index: Value<U32>, v: Value<F32>) {
         let addr = self.address(b, index);
         match self.format {
             Format::F32 => b.store(StateSpace::Global, addr.reg(), 0, v),
@@ -218,7 +213,7 @@ impl Tensor {
     }
 
     /// Loads the `access.width()` elements starting at `index` (aligned for vectors).
-    pub(crate) fn load_n(
+    pub fn load_n(
         &self,
         b: &mut KernelBuilder,
         index: Value<U32>,
@@ -244,7 +239,7 @@ impl Tensor {
     }
 
     /// Stores `vals` (`access.width()` of them) starting at `index`.
-    pub(crate) fn store_n(
+    pub fn store_n(
         &self,
         b: &mut KernelBuilder,
         index: Value<U32>,
@@ -278,7 +273,7 @@ impl Tensor {
     }
 
     /// Like [`Tensor::load_n`], but only where `active`; elsewhere the values are zero.
-    pub(crate) fn load_n_or_zero(
+    pub fn load_n_or_zero(
         &self,
         b: &mut KernelBuilder,
         index: Value<U32>,
@@ -299,7 +294,7 @@ impl Tensor {
     }
 
     /// `v` as storing and reloading it would give (rounded to bf16 for bf16 storage).
-    pub(crate) fn round(&self, b: &mut KernelBuilder, v: Value<F32>) -> Value<F32> {
+    pub fn round(&self, b: &mut KernelBuilder, v: Value<F32>) -> Value<F32> {
         match self.format {
             Format::F32 => v,
             Format::Bf16 => bf16::round(b, v),

@@ -18,9 +18,9 @@ use kernel_dsl::op::{Cmp, Op, Rounding};
 use kernel_dsl::{ScalarType, StateSpace};
 
 /// Threads per CTA.
-pub(crate) const SIMT_THREADS: u32 = 256;
+pub const SIMT_THREADS: u32 = 256;
 /// Rows and columns of C per CTA.
-pub(crate) const SIMT_TILE: u32 = 128;
+pub const SIMT_TILE: u32 = 128;
 const BK: u32 = 8;
 /// Floats per shared row: 4 of padding keep the transposing stores of k-contiguous operands
 /// free of bank conflicts while rows stay 16-byte aligned.
@@ -29,12 +29,12 @@ const OPERAND_BYTES: u32 = BK * PITCH * 4;
 const BUFFER_BYTES: u32 = 2 * OPERAND_BYTES;
 
 /// Entry name of the SIMT kernel for `layout`.
-pub(crate) fn simt_name(layout: Layout) -> String {
+pub fn simt_name(layout: Layout) -> String {
     format!("gemm_simt_f32_{}_128x128x8", layout.tag())
 }
 
 /// `acc += a · b` in place (`fma.rn.f32 acc, a, b, acc`).
-pub(crate) fn fma_into(b: &mut KernelBuilder, acc: Value<F32>, x: Value<F32>, y: Value<F32>) {
+pub fn fma_into(b: &mut KernelBuilder, acc: Value<F32>, x: Value<F32>, y: Value<F32>) {
     b.inst(
         Op::Fma {
             ty: ScalarType::F32,
@@ -47,7 +47,7 @@ pub(crate) fn fma_into(b: &mut KernelBuilder, acc: Value<F32>, x: Value<F32>, y:
     );
 }
 
-pub(crate) fn build_simt(layout: Layout) -> Kernel {
+pub fn build_simt(layout: Layout) -> Kernel {
     let mut b = KernelBuilder::new(simt_name(layout));
     b.reqntid([SIMT_THREADS, 1, 1]);
     let p = declare(&mut b, Format::F32, Format::F32);

@@ -1,0 +1,23 @@
+//! The GEMM kernels, written with the builder until the language has the Hopper set: SIMT
+//! fp32, `mma.sync` (bf16, f16, TF32), `wgmma` fed by `cp.async`, `wgmma` fed by TMA, and the
+//! split-k reduce. Each `*_SPECS` table is the order of its kernels in [`crate::library`], and
+//! so the index the `kernels` crate selects by.
+
+pub mod async_load;
+pub mod dtype;
+pub mod epilogue;
+pub mod layout;
+pub mod matrix;
+pub mod params;
+pub mod simt;
+pub mod split_reduce;
+pub mod tensor_core;
+pub mod tile_load;
+pub mod tma;
+pub mod transpose_load;
+pub mod wgmma;
+pub mod wgmma_store;
+pub mod wgmma_tma;
+
+pub use dtype::Dtype;
+pub use layout::Layout;

@@ -1,0 +1,55 @@
+//! The library kernels still written with [`KernelBuilder`](kernel_dsl::builder::KernelBuilder)
+//! rather than `#[kernel]`: the GEMMs, whose Hopper forms need TMA, mbarriers and `wgmma`
+//! that the language does not have yet.
+//!
+//! Nothing here runs in a user's process. The `kernels` crate's build script calls
+//! [`library`], emits each kernel's PTX for the enabled targets, assembles cubins where ptxas
+//! is found and embeds both, as `#[kernel]` does for the kernels written in the language. The
+//! `kernels` crate also depends on this crate for the spec tables and constants its host code
+//! selects and launches with, so the two can never disagree.
+
+pub mod codegen;
+pub mod gemm;
+mod storage;
+
+pub use storage::Storage;
+
+use kernel_dsl::ir::Kernel;
+
+/// One table of specializations: `name` is the Rust name of the generated static array
+/// (`GEMM_MMA`), and entry `i` of the array is `kernels[i]`.
+pub struct Table {
+    pub name: &'static str,
+    pub kernels: Vec<Kernel>,
+}
+
+/// Every kernel this crate generates, table by table.
+pub fn library() -> Vec<Table> {
+    use gemm::*;
+    vec![
+        Table {
+            name: "GEMM_SIMT",
+            kernels: Layout::ALL.map(simt::build_simt).to_vec(),
+        },
+        Table {
+            name: "GEMM_MMA",
+            kernels: tensor_core::MMA_SPECS.map(tensor_core::build_mma).to_vec(),
+        },
+        Table {
+            name: "GEMM_WGMMA",
+            kernels: wgmma::WGMMA_SPECS.map(wgmma::build_wgmma).to_vec(),
+        },
+        Table {
+            name: "GEMM_WGMMA_TMA",
+            kernels: wgmma_tma::TMA_SPECS
+                .map(wgmma_tma::build_wgmma_tma)
+                .to_vec(),
+        },
+        Table {
+            name: "GEMM_SPLIT_REDUCE",
+            kernels: split_reduce::REDUCE_SPECS
+                .map(split_reduce::build_reduce)
+                .to_vec(),
+        },
+    ]
+}
