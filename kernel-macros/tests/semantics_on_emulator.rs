@@ -4,7 +4,7 @@
 
 mod common;
 
-use kernel_macros::kernel;
+use kernel_macros::{device, kernel};
 use kernel_runtime::{Buffer, Device, LaunchConfig, F16};
 
 #[kernel(crate = crate::common::paths)]
@@ -270,5 +270,74 @@ fn to_bits_is_rusts() -> Result<(), kernel_runtime::Error> {
     let mut y = Buffer::from_host(&stream, &[0u32; 2])?;
     float_bits(&stream, LaunchConfig::linear(1, 1), &x, &mut y)?;
     assert_eq!(y.to_host(&stream)?, vec![xs[0].to_bits(), xs[1].to_bits()]);
+    Ok(())
+}
+
+/// The larger of two (value, index) pairs, the lower index on a tie.
+#[device(crate = crate::common::paths)]
+fn better(a: (f32, u32), b: (f32, u32)) -> (f32, u32) {
+    let take = b.0 > a.0 || (b.0 == a.0 && b.1 < a.1);
+    if take {
+        b
+    } else {
+        a
+    }
+}
+
+/// A tuple holding an array, returned from a helper.
+#[device(crate = crate::common::paths)]
+fn halves(x: f32) -> (u32, [f32; 2]) {
+    (x as u32, [x * 0.5, x - x * 0.5])
+}
+
+/// Tuples as values, fields, patterns, helper parameters and results, and `if` arms (pure
+/// arms select, arms with a load branch).
+#[kernel(crate = crate::common::paths)]
+pub fn tuples(x: &[f32], best: &mut [f32], at: &mut [u32], parts: &mut [f32]) {
+    let (mut m, mut i) = (x[0], 0u32);
+    for k in 1..5 {
+        let (nm, ni) = better((m, i), (x[k], k));
+        m = nm;
+        i = ni;
+    }
+    best[0] = m;
+    at[0] = i;
+    let t: (f32, u32) = (2.5, 7);
+    let (_, seven) = t;
+    at[1] = seven + t.1;
+    let (whole, [lo, hi]) = halves(x[5]);
+    at[2] = whole;
+    parts[0] = lo;
+    parts[1] = hi;
+    let pair = (x[0], x[1]);
+    let branchy = if x[2] > 0.0 {
+        (x[3], 1u32)
+    } else {
+        (pair.1, 2u32)
+    };
+    parts[2] = branchy.0;
+    at[3] = branchy.1;
+}
+
+#[test]
+fn tuples_pass_through_helpers_patterns_and_ifs() -> Result<(), kernel_runtime::Error> {
+    let stream = Device::emulator().stream()?;
+    let xs = [1.0f32, 4.0, -3.0, 4.0, 2.0, 9.0];
+    let x = Buffer::from_host(&stream, &xs)?;
+    let mut best = Buffer::from_host(&stream, &[0.0f32])?;
+    let mut at = Buffer::from_host(&stream, &[0u32; 4])?;
+    let mut parts = Buffer::from_host(&stream, &[0.0f32; 3])?;
+    tuples(
+        &stream,
+        LaunchConfig::linear(1, 1),
+        &x,
+        &mut best,
+        &mut at,
+        &mut parts,
+    )?;
+    // The first 4.0 wins the tie; 9 → (9, [4.5, 4.5]); x[2] < 0 takes the else arm, pair.1.
+    assert_eq!(best.to_host(&stream)?, vec![4.0]);
+    assert_eq!(at.to_host(&stream)?, vec![1, 14, 9, 2]);
+    assert_eq!(parts.to_host(&stream)?, vec![4.5, 4.5, 4.0]);
     Ok(())
 }

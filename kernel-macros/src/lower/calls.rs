@@ -552,6 +552,10 @@ impl Lowerer<'_> {
                     }
                 }
                 syn::Type::Array(_) => self.expr(arg, None)?,
+                syn::Type::Tuple(_) => {
+                    let v = self.expr(arg, None)?;
+                    self.conform(v, &pt.ty, crate::diag::range(&arg))?
+                }
                 ty => {
                     let want = scalar_of(ty, &self.spec.types)?;
                     Value::Scalar(self.expr_as(arg, want)?)
@@ -612,6 +616,12 @@ impl Lowerer<'_> {
                             ),
                         ),
                     };
+                }
+                syn::ReturnType::Type(_, t) if matches!(&**t, syn::Type::Tuple(_)) => {
+                    // A tuple result is returned as the registers of the tail tuple.
+                    let v = l.block_value(&f.block, None);
+                    l.returns.pop();
+                    return l.conform(v?, t, crate::diag::range(&f.block));
                 }
                 syn::ReturnType::Type(_, t) => Some(scalar_of(t, &l.spec.types)?),
             };

@@ -215,10 +215,7 @@ impl Lowerer<'_> {
                 crate::diag::range(&r),
                 "references are not supported inside kernels: pass slices and arrays by name",
             ),
-            Expr::Tuple(t) => err(
-                crate::diag::range(&t),
-                "tuples are not supported in kernels",
-            ),
+            Expr::Tuple(t) => self.tuple_expr(t),
             Expr::Struct(s) => err(
                 crate::diag::range(&s),
                 "structs are not supported in kernels",
@@ -487,6 +484,9 @@ impl Lowerer<'_> {
             // Both arms are side-effect free: compute both and select.
             let a = self.block_value(&i.then_branch, expected)?;
             let b = self.expr(else_branch, expected)?;
+            if matches!(a, Value::Tuple(_)) {
+                return self.select_tuple(&cond, a, b, crate::diag::range(&else_branch));
+            }
             let a_ty = if let Value::Scalar(s) = &a {
                 Some(s.ty)
             } else {
@@ -512,6 +512,14 @@ impl Lowerer<'_> {
         }
         self.b.open_if(cond);
         let a = self.block_value(&i.then_branch, expected)?;
+        if matches!(a, Value::Tuple(_)) {
+            let d = self.tuple_place(a, crate::diag::range(&i.then_branch))?;
+            self.b.open_else();
+            let b = self.expr(else_branch, None)?;
+            self.tuple_assign(&d, b, crate::diag::range(&else_branch))?;
+            self.b.close();
+            return Ok(d);
+        }
         let a = self.as_scalar(a, expected, crate::diag::range(&i.then_branch))?;
         let d = self.b.reg(a.ty);
         self.mov(d, a);

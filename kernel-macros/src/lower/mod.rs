@@ -14,6 +14,7 @@ mod methods;
 mod operators;
 mod places;
 mod stmt;
+mod tuples;
 pub mod value;
 mod vector;
 

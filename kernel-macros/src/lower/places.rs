@@ -14,6 +14,9 @@ use syn::Expr;
 impl Lowerer<'_> {
     pub(crate) fn field(&mut self, f: &syn::ExprField) -> DResult<Value> {
         let base = self.expr(&f.base, None)?;
+        if let Value::Tuple(parts) = base {
+            return self.tuple_field(parts, &f.member);
+        }
         let Value::Dim3(kind) = base else {
             return err(
                 crate::diag::range(&f),

@@ -47,10 +47,18 @@ impl Lowerer<'_> {
             syn::Pat::Type(pt) => (&*pt.pat, Some(&*pt.ty)),
             other => (other, None),
         };
+        let tuple_typed = matches!(annotated, Some(syn::Type::Tuple(_)));
+        if matches!(
+            pat,
+            syn::Pat::Tuple(_) | syn::Pat::Slice(_) | syn::Pat::Wild(_)
+        ) || tuple_typed
+        {
+            return self.local_pattern(l);
+        }
         let syn::Pat::Ident(pi) = pat else {
             return err(
                 crate::diag::range(&pat),
-                "kernels bind plain names only: `let x = ...` or `let mut x = ...`",
+                "kernels bind names, `_`, and tuples and arrays of them: `let x = …`, `let (a, [b, c]) = …`",
             );
         };
         if pi.by_ref.is_some() || pi.subpat.is_some() {
@@ -111,61 +119,66 @@ impl Lowerer<'_> {
             (Value::IntLit(_) | Value::FloatLit(_), None) => Some(let_id),
             _ => None,
         };
-        let value = match value {
-            Value::IntLit(_) | Value::FloatLit(_) | Value::Scalar(_) => {
-                let s = self.as_scalar(value, want, crate::diag::range(&init.expr))?;
-                if let Some(w) = want {
-                    if s.ty != w {
-                        if let Some(f) = self.flex_of(&init.expr) {
-                            return Err(self.learn(f, w));
+        let value =
+            match value {
+                Value::IntLit(_) | Value::FloatLit(_) | Value::Scalar(_) => {
+                    let s = self.as_scalar(value, want, crate::diag::range(&init.expr))?;
+                    if let Some(w) = want {
+                        if s.ty != w {
+                            if let Some(f) = self.flex_of(&init.expr) {
+                                return Err(self.learn(f, w));
+                            }
+                            return err(
+                                crate::diag::range(&init.expr),
+                                super::expr::mismatch(w, s.ty),
+                            );
                         }
-                        return err(
-                            crate::diag::range(&init.expr),
-                            super::expr::mismatch(w, s.ty),
-                        );
                     }
-                }
-                let aliases_a_mutable_place =
-                    matches!(s.op, Operand::Reg(r) if self.is_mutable_place(r));
-                if mutable || aliases_a_mutable_place || !matches!(s.op, Operand::Reg(_)) {
-                    // A binding that would share the register of a mutable variable or array
-                    // element gets its own copy: `let x = v[k]; v[k] = 0.0;` leaves `x` alone.
-                    // A mutable binding owns its register; an immediate gets one so that
-                    // later uses read a value, not a literal of a fixed width.
-                    if !mutable && matches!(s.op, Operand::Imm(_)) && s.ty != ScalarType::Pred {
-                        Value::Scalar(s)
+                    let aliases_a_mutable_place =
+                        matches!(s.op, Operand::Reg(r) if self.is_mutable_place(r));
+                    if mutable || aliases_a_mutable_place || !matches!(s.op, Operand::Reg(_)) {
+                        // A binding that would share the register of a mutable variable or array
+                        // element gets its own copy: `let x = v[k]; v[k] = 0.0;` leaves `x` alone.
+                        // A mutable binding owns its register; an immediate gets one so that
+                        // later uses read a value, not a literal of a fixed width.
+                        if !mutable && matches!(s.op, Operand::Imm(_)) && s.ty != ScalarType::Pred {
+                            Value::Scalar(s)
+                        } else {
+                            let r = self.b.reg(s.ty);
+                            self.mov(r, s);
+                            Value::Scalar(Scalar::reg(r))
+                        }
                     } else {
-                        let r = self.b.reg(s.ty);
-                        self.mov(r, s);
-                        Value::Scalar(Scalar::reg(r))
+                        Value::Scalar(s)
                     }
-                } else {
-                    Value::Scalar(s)
                 }
-            }
-            Value::Array { elems, elem } if mutable => {
-                // A copy, so that writes through the new name do not alias the old one.
-                let copies = elems
-                    .iter()
-                    .map(|r| {
-                        let c = self.b.reg(elem);
-                        self.mov(c, Scalar::reg(*r));
-                        c
-                    })
-                    .collect();
-                Value::Array {
-                    elems: copies,
-                    elem,
+                Value::Array { elems, elem } if mutable => {
+                    // A copy, so that writes through the new name do not alias the old one.
+                    let copies = elems
+                        .iter()
+                        .map(|r| {
+                            let c = self.b.reg(elem);
+                            self.mov(c, Scalar::reg(*r));
+                            c
+                        })
+                        .collect();
+                    Value::Array {
+                        elems: copies,
+                        elem,
+                    }
                 }
-            }
-            Value::Unit => {
-                return err(
-                    crate::diag::range(&init.expr),
-                    "this expression has no value to bind",
-                )
-            }
-            other => other,
-        };
+                Value::Tuple(_) if mutable => return err(
+                    crate::diag::range(&pat),
+                    "a tuple cannot be changed in place: destructure it, `let (mut a, mut b) = …`",
+                ),
+                Value::Unit => {
+                    return err(
+                        crate::diag::range(&init.expr),
+                        "this expression has no value to bind",
+                    )
+                }
+                other => other,
+            };
         self.bind(
             &name,
             Binding {
@@ -175,6 +188,24 @@ impl Lowerer<'_> {
             },
         );
         Ok(())
+    }
+
+    /// `let (a, mut b) = …`, `let _ = …` or `let t: (f32, u32) = …`.
+    fn local_pattern(&mut self, l: &syn::Local) -> DResult<()> {
+        let Some(init) = &l.init else {
+            return err(
+                crate::diag::range(&l),
+                "a `let` in a kernel needs an initial value",
+            );
+        };
+        if let Some((_, d)) = &init.diverge {
+            return err(
+                crate::diag::range(&d),
+                "`let ... else` is not supported in kernels",
+            );
+        }
+        let value = self.expr(&init.expr, None)?;
+        self.bind_pattern(&l.pat, value)
     }
 
     /// An expression in statement position.

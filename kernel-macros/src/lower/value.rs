@@ -67,6 +67,8 @@ pub enum Value {
         elems: Vec<Reg>,
         elem: ScalarType,
     },
+    /// A tuple: its elements, each a scalar, literal, array or tuple.
+    Tuple(Vec<Value>),
     Dim3(Dim3Kind),
     Unit,
 }
@@ -89,6 +91,7 @@ impl Value {
             Value::Array { elems, elem } => {
                 format!("`[{}; {}]`", crate::dsl_type::rust_name(*elem), elems.len())
             }
+            Value::Tuple(parts) => format!("a tuple of {} fields", parts.len()),
             Value::Dim3(_) => "a `Dim3`".into(),
             Value::Unit => "`()`".into(),
         }
