@@ -61,7 +61,7 @@ fn main() {
             .find(|t| with_ptx.ptx_for(*t).is_some());
         let Some(target) = target else { continue };
         let ptx = with_ptx.ptx_for(target).expect("checked above");
-        let cubin: &'static [u8] = match ptxas.assemble(ptx) {
+        let cubin: &'static [u8] = match ptxas.assemble(&ptx) {
             Ok(a) => Box::leak(a.cubin.into_boxed_slice()),
             Err(e) => {
                 println!("| {} | {target} | ptxas failed: {e} |", s.kernel.name);

@@ -69,6 +69,40 @@ pub struct KernelMeta {
     pub uses_dynamic_shared: bool,
 }
 
+/// A module's PTX as embedded: text, or deflated text (what a build embeds: PTX is wordy
+/// and compresses about tenfold, and it is read only where no cubin serves the device).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ptx {
+    Text(&'static str),
+    /// Raw deflate ([`deflate`]) of the UTF-8 text.
+    Deflated(&'static [u8]),
+}
+
+impl Ptx {
+    /// The text, inflated where it was deflated.
+    pub fn text(&self) -> Result<Cow<'static, str>, Error> {
+        match *self {
+            Ptx::Text(t) => Ok(Cow::Borrowed(t)),
+            Ptx::Deflated(bytes) => {
+                let corrupt = |detail: String| Error::Verify {
+                    kernel: "<embedded PTX>".into(),
+                    detail: format!("{detail}; rebuild the crate that embedded it"),
+                };
+                let raw = miniz_oxide::inflate::decompress_to_vec(bytes)
+                    .map_err(|e| corrupt(format!("the embedded PTX does not inflate ({e})")))?;
+                String::from_utf8(raw)
+                    .map(Cow::Owned)
+                    .map_err(|e| corrupt(format!("the embedded PTX is not UTF-8 ({e})")))
+            }
+        }
+    }
+}
+
+/// Deflates PTX text for [`Ptx::Deflated`].
+pub fn deflate(text: &str) -> Vec<u8> {
+    miniz_oxide::deflate::compress_to_vec(text.as_bytes(), 9)
+}
+
 /// A function that emits the kernel's PTX for a target it was not built for.
 pub type EmitFn = fn(Target) -> Result<String, Error>;
 
@@ -77,7 +111,7 @@ pub type EmitFn = fn(Target) -> Result<String, Error>;
 pub struct KernelArtifacts {
     pub meta: KernelMeta,
     /// PTX per target, as embedded at build time.
-    pub ptx: Cow<'static, [(Target, &'static str)]>,
+    pub ptx: Cow<'static, [(Target, Ptx)]>,
     /// Cubins per target, present where ptxas was found at build time.
     pub cubins: Cow<'static, [(Target, &'static [u8])]>,
     /// Emits PTX for any target from the kernel's IR.
@@ -100,12 +134,12 @@ impl KernelArtifacts {
     /// assert!(a.ptx_for(Target::Sm80).unwrap().contains(".target sm_80"));
     /// ```
     pub fn from_kernel(kernel: &crate::ir::Kernel) -> KernelArtifacts {
-        let ptx: Vec<(Target, &'static str)> = Target::ALL
+        let ptx: Vec<(Target, Ptx)> = Target::ALL
             .into_iter()
             .filter_map(|t| {
                 crate::emit::emit(kernel, t)
                     .ok()
-                    .map(|p| (t, &*Box::leak(p.into_boxed_str())))
+                    .map(|p| (t, Ptx::Text(Box::leak(p.into_boxed_str()))))
             })
             .collect();
         KernelArtifacts {
@@ -122,8 +156,12 @@ impl KernelArtifacts {
         self.ir.map(crate::ir::Kernel::from_packed)
     }
 
-    pub fn ptx_for(&self, target: Target) -> Option<&'static str> {
-        self.ptx.iter().find(|(t, _)| *t == target).map(|(_, p)| *p)
+    /// The PTX embedded for `target`, inflated if it was deflated. `None` where none was
+    /// embedded, or where the embedded bytes do not inflate (then the runtime emits from the
+    /// IR, as for a target not built in).
+    pub fn ptx_for(&self, target: Target) -> Option<Cow<'static, str>> {
+        let (_, p) = self.ptx.iter().find(|(t, _)| *t == target)?;
+        p.text().ok()
     }
 
     pub fn cubin_for(&self, target: Target) -> Option<&'static [u8]> {

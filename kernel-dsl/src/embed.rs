@@ -81,11 +81,15 @@ impl Embedder {
             let mut cubins = String::new();
             for b in outputs {
                 let t = b.target;
+                // The text beside the deflated bytes the crate embeds, for people to read.
                 let file = self.dir.join(format!("{entry}.{}.ptx", t.name()));
                 std::fs::write(&file, &b.ptx).map_err(|e| io(&file, e))?;
+                let file = self.dir.join(format!("{entry}.{}.ptx.deflate", t.name()));
+                std::fs::write(&file, crate::artifact::deflate(&b.ptx))
+                    .map_err(|e| io(&file, e))?;
                 let _ = write!(
                     ptx,
-                    "(::kernel_dsl::Target::{t:?}, include_str!({:?})),",
+                    "(::kernel_dsl::Target::{t:?}, ::kernel_dsl::Ptx::Deflated(include_bytes!({:?}))),",
                     file.display().to_string()
                 );
                 match b.cubin {
@@ -239,8 +243,12 @@ mod tests {
         .unwrap();
         let src = std::fs::read_to_string(e.finish("t.rs").unwrap()).unwrap();
         assert!(src.contains("pub static T: [::kernel_dsl::KernelArtifacts; 2]"));
-        assert!(src.contains("::kernel_dsl::Target::Sm80, include_str!"));
-        assert!(src.contains("::kernel_dsl::Target::Sm89, include_str!"));
+        assert!(
+            src.contains("::kernel_dsl::Target::Sm80, ::kernel_dsl::Ptx::Deflated(include_bytes!")
+        );
+        assert!(
+            src.contains("::kernel_dsl::Target::Sm89, ::kernel_dsl::Ptx::Deflated(include_bytes!")
+        );
         assert!(src.contains("entry: ::std::borrow::Cow::Borrowed(\"vector_add\")"));
         let ptx = std::fs::read_to_string(dir.join("kernels/vector_add.sm_89.ptx")).unwrap();
         assert!(ptx.contains(".target sm_89"));

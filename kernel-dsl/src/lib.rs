@@ -15,8 +15,8 @@ pub mod target;
 pub mod types;
 
 pub use artifact::{
-    BlockContract, KernelArtifacts, KernelMeta, ModuleKey, ParamKind, ParamMeta, TENSOR_MAP_ALIGN,
-    TENSOR_MAP_BYTES,
+    BlockContract, KernelArtifacts, KernelMeta, ModuleKey, ParamKind, ParamMeta, Ptx,
+    TENSOR_MAP_ALIGN, TENSOR_MAP_BYTES,
 };
 pub use error::Error;
 pub use parity::{check_ptx_parity, read_ptx_header, PtxHeader};

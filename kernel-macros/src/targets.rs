@@ -89,7 +89,8 @@ pub fn ptx_entries(emitted: &[Emitted], dsl: &TokenStream) -> TokenStream {
         let ptx = e.ptx.as_ref().ok()?;
         let cfg = cfg_for(e.target);
         let t = target_tokens(e.target, dsl);
-        Some(quote!(#cfg (#t, #ptx),))
+        let bytes = proc_macro2::Literal::byte_string(&kernel_dsl::artifact::deflate(ptx));
+        Some(quote!(#cfg (#t, #dsl::Ptx::Deflated(#bytes)),))
     });
     quote!(#(#entries)*)
 }

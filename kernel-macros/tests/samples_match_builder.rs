@@ -50,7 +50,7 @@ fn builder_artifacts(kernel: kernel_dsl::ir::Kernel) -> &'static KernelArtifacts
             static_shared_bytes: kernel.static_shared_bytes(),
             uses_dynamic_shared: kernel.dynamic_shared.is_some(),
         },
-        ptx: Cow::Owned(vec![(target, ptx)]),
+        ptx: Cow::Owned(vec![(target, kernel_dsl::Ptx::Text(ptx))]),
         cubins: Cow::Borrowed(&[]),
         emit: None,
         ir: None,

@@ -96,7 +96,10 @@ fn leak(
 ) -> &'static KernelArtifacts {
     Box::leak(Box::new(KernelArtifacts {
         meta,
-        ptx: Cow::Owned(ptx.map(|p| vec![(t, p)]).unwrap_or_default()),
+        ptx: Cow::Owned(
+            ptx.map(|p| vec![(t, kernel_dsl::Ptx::Text(p))])
+                .unwrap_or_default(),
+        ),
         cubins: Cow::Owned(cubin.map(|c| vec![(t, c)]).unwrap_or_default()),
         emit: None,
         ir: None,

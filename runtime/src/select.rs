@@ -63,12 +63,7 @@ pub(crate) fn select(
             }
         }
         if let Some(ptx) = artifacts.ptx_for(target) {
-            return ptx_module(
-                kernel,
-                target,
-                Cow::Borrowed(ptx),
-                ModuleOrigin::EmbeddedPtx,
-            );
+            return ptx_module(kernel, target, ptx, ModuleOrigin::EmbeddedPtx);
         }
     }
     let Some(emit) = artifacts.emit else {

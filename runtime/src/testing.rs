@@ -87,7 +87,11 @@ pub(crate) fn artifacts_for(
 ) -> &'static KernelArtifacts {
     Box::leak(Box::new(KernelArtifacts {
         meta,
-        ptx: Cow::Owned(ptx.to_vec()),
+        ptx: Cow::Owned(
+            ptx.iter()
+                .map(|&(t, p)| (t, kernel_dsl::Ptx::Text(p)))
+                .collect(),
+        ),
         cubins: Cow::Owned(cubins.to_vec()),
         emit,
         ir: None,

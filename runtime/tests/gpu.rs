@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use kernel_dsl::{KernelArtifacts, Target};
+use kernel_dsl::{KernelArtifacts, Ptx, Target};
 use kernel_runtime::{
     Buffer, Device, Error, GraphCache, KernelArg, LaunchConfig, ModuleOrigin, Stream,
 };
@@ -138,7 +138,7 @@ fn gpu_refuses_a_module_whose_target_differs_from_the_device() {
     };
     let lying: &'static KernelArtifacts = Box::leak(Box::new(KernelArtifacts {
         meta: meta("vector_add", VECTOR_ADD_PARAMS, false),
-        ptx: Cow::Owned(vec![(device.target(), other)]),
+        ptx: Cow::Owned(vec![(device.target(), Ptx::Text(other))]),
         cubins: Cow::Borrowed(&[]),
         emit: None,
         ir: None,
@@ -147,7 +147,7 @@ fn gpu_refuses_a_module_whose_target_differs_from_the_device() {
     assert!(matches!(err, Error::Parity { .. }), "{err}");
     let missing: &'static KernelArtifacts = Box::leak(Box::new(KernelArtifacts {
         meta: meta("vector_add", VECTOR_ADD_PARAMS, false),
-        ptx: Cow::Owned(vec![(Target::Sm70, "")]),
+        ptx: Cow::Owned(vec![(Target::Sm70, Ptx::Text(""))]),
         cubins: Cow::Borrowed(&[]),
         emit: None,
         ir: None,
@@ -174,7 +174,7 @@ fn gpu_failed_jit_returns_the_drivers_log_and_the_kernel_name() {
     );
     let artifacts: &'static KernelArtifacts = Box::leak(Box::new(KernelArtifacts {
         meta: meta("vector_add", VECTOR_ADD_PARAMS, false),
-        ptx: Cow::Owned(vec![(device.target(), broken)]),
+        ptx: Cow::Owned(vec![(device.target(), Ptx::Text(broken))]),
         cubins: Cow::Borrowed(&[]),
         emit: None,
         ir: None,
@@ -226,7 +226,7 @@ fn gpu_prewarmed_and_sealed_launches_run_and_others_are_refused() {
     };
     let other: &'static KernelArtifacts = Box::leak(Box::new(KernelArtifacts {
         meta: meta("axpy", AXPY_PARAMS, false),
-        ptx: Cow::Owned(vec![(device.target(), other_ptx.trim_end())]),
+        ptx: Cow::Owned(vec![(device.target(), Ptx::Text(other_ptx.trim_end()))]),
         cubins: Cow::Borrowed(&[]),
         emit: None,
         ir: None,

@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use kernel_dsl::{
-    BlockContract, KernelArtifacts, KernelMeta, ParamKind, ParamMeta, ScalarType, Target,
+    BlockContract, KernelArtifacts, KernelMeta, ParamKind, ParamMeta, Ptx, ScalarType, Target,
 };
 use std::borrow::Cow;
 
@@ -55,7 +55,10 @@ pub const fn meta(entry: &'static str, params: &'static [ParamMeta], dynamic: bo
     }
 }
 
-const PTX_ALL: &[(Target, &str)] = &[(Target::Sm80, PTX_SM80), (Target::Sm90, PTX_SM90)];
+const PTX_ALL: &[(Target, Ptx)] = &[
+    (Target::Sm80, Ptx::Text(PTX_SM80)),
+    (Target::Sm90, Ptx::Text(PTX_SM90)),
+];
 const CUBINS_ALL: &[(Target, &[u8])] = &[(Target::Sm80, CUBIN_SM80), (Target::Sm90, CUBIN_SM90)];
 
 /// PTX only: the driver JIT-compiles at load.
@@ -95,7 +98,7 @@ pub static VECTOR_ADD_CUBIN: KernelArtifacts = KernelArtifacts {
 /// Only the sm_90a module: loads on a 9.0 device as sm_90a.
 pub static VECTOR_ADD_SM90A_ONLY: KernelArtifacts = KernelArtifacts {
     meta: meta("vector_add", VECTOR_ADD_PARAMS, false),
-    ptx: Cow::Borrowed(&[(Target::Sm90a, PTX_SM90A)]),
+    ptx: Cow::Borrowed(&[(Target::Sm90a, Ptx::Text(PTX_SM90A))]),
     cubins: Cow::Borrowed(&[]),
     emit: None,
     ir: None,

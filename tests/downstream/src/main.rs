@@ -48,8 +48,10 @@ fn main() -> std::io::Result<()> {
             let dir = std::path::PathBuf::from(args.get(2).expect("usage: downstream dump DIR"));
             std::fs::create_dir_all(&dir)?;
             for k in all() {
-                for (t, ptx) in k.ptx.iter() {
-                    std::fs::write(dir.join(format!("{}@{t}.ptx", k.meta.entry)), ptx)?;
+                for t in k.embedded_targets() {
+                    if let Some(ptx) = k.ptx_for(t) {
+                        std::fs::write(dir.join(format!("{}@{t}.ptx", k.meta.entry)), &*ptx)?;
+                    }
                 }
                 for (t, cubin) in k.cubins.iter() {
                     std::fs::write(dir.join(format!("{}@{t}.cubin", k.meta.entry)), cubin)?;
