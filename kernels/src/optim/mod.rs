@@ -10,7 +10,6 @@
 //! and a buffer of its own on the device, for ops that take whole buffers.
 
 mod device_step;
-mod kernel;
 mod layout;
 pub mod reference;
 mod step_kernel;
@@ -20,16 +19,11 @@ pub use layout::{ParamLayout, TENSOR_ALIGN};
 pub use reference::AdamWConfig;
 
 use crate::cast::Element;
-use crate::codegen::map::MAP_THREADS;
-use crate::codegen::tensor::Format;
-use crate::codegen::{kernel_refs, kernel_table};
-use crate::{check_len, Error, OpKernel, Storage};
-use kernel::{adamw, spec_index, AdamSpec, SPECS};
-use kernel_runtime::{Bf16, Buffer, KernelArg, LaunchConfig, Stream};
+use crate::codegen::kernel_refs;
+use crate::{check_len, Error, OpKernel};
+use kernel_runtime::{Bf16, Buffer, LaunchConfig, Stream};
 use std::sync::Mutex;
 
-kernel_table!(static ADAMW = adamw, SPECS, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15]);
-kernel_table!(static ADVANCE = device_step::advance, [()], [0]);
 static ADAMW_STEP: [OpKernel; 16] = OpKernel::instances(step_kernel::ADAMW_STEP_INSTANCES);
 static ADAMW_ADVANCE: [OpKernel; 1] = [OpKernel::language(&step_kernel::ADAMW_ADVANCE)];
 
@@ -37,8 +31,6 @@ static ADAMW_ADVANCE: [OpKernel; 1] = [OpKernel::language(&step_kernel::ADAMW_AD
 pub static KERNELS: &[&OpKernel] = kernel_refs![
     ADAMW_STEP[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15],
     ADAMW_ADVANCE[0],
-    ADAMW[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15],
-    ADVANCE[0],
 ];
 
 /// Where an update's step number comes from.
@@ -180,20 +172,6 @@ impl AdamW {
         self.launch(stream, StepSource::Host(step), cfg, state)
     }
 
-    /// [`AdamW::step`] through the builder-written kernel it replaces, kept only until the two
-    /// have been measured side by side (`bench_optim`).
-    #[doc(hidden)]
-    pub fn step_builder<G: Element>(
-        &self,
-        stream: &Stream,
-        step: u32,
-        cfg: &AdamWConfig,
-        state: AdamWState<'_, G>,
-    ) -> Result<(), Error> {
-        check_step(step)?;
-        self.launch_builder(stream, StepSource::Host(step), cfg, state)
-    }
-
     /// One AdamW step whose step number lives on the device in `step`: a first launch adds one
     /// to it and writes the step's bias-correction factors, the update reads them. Nothing
     /// depends on the host between steps, so a graph captured around this call takes the next
@@ -231,21 +209,6 @@ impl AdamW {
         self.check(&state)?;
         step.advance(stream, cfg)?;
         self.launch(stream, StepSource::Device(&step.factors), cfg, state)
-    }
-
-    /// [`AdamW::step_on_device`] through the builder-written kernels it replaces, kept only
-    /// until the two have been measured side by side (`bench_optim`).
-    #[doc(hidden)]
-    pub fn step_on_device_builder<G: Element>(
-        &self,
-        stream: &Stream,
-        step: &mut DeviceStep,
-        cfg: &AdamWConfig,
-        state: AdamWState<'_, G>,
-    ) -> Result<(), Error> {
-        self.check(&state)?;
-        step.advance_builder(stream, cfg)?;
-        self.launch_builder(stream, StepSource::Device(&step.factors), cfg, state)
     }
 
     fn check<G: Element>(&self, state: &AdamWState<'_, G>) -> Result<(), Error> {
@@ -317,60 +280,6 @@ impl AdamW {
             step_size,
             inv_sqrt_bc2,
         )?;
-        Ok(())
-    }
-
-    fn launch_builder<G: Element>(
-        &self,
-        stream: &Stream,
-        source: StepSource<'_>,
-        cfg: &AdamWConfig,
-        state: AdamWState<'_, G>,
-    ) -> Result<(), Error> {
-        self.check(&state)?;
-        let (Some(chunks), Some(decay)) = (&self.chunks, &self.decay) else {
-            return Ok(());
-        };
-        let spec = AdamSpec {
-            grads: match G::STORAGE {
-                Storage::F32 => Format::F32,
-                Storage::Bf16 => Format::Bf16,
-            },
-            copy: state.bf16_copy.is_some(),
-            scaled: state.clip.is_some(),
-            device_step: matches!(source, StepSource::Device(_)),
-        };
-        let mut args = vec![
-            KernelArg::from(&mut *state.params),
-            KernelArg::from(state.grads),
-            KernelArg::from(&mut *state.m),
-            KernelArg::from(&mut *state.v),
-        ];
-        if let Some(c) = state.bf16_copy {
-            args.push(KernelArg::from(c));
-        }
-        if let Some(c) = state.clip {
-            args.push(KernelArg::from(c));
-        }
-        if let StepSource::Device(factors) = source {
-            args.push(KernelArg::from(factors));
-        }
-        args.extend([
-            KernelArg::from(chunks),
-            KernelArg::from(decay),
-            KernelArg::from(cfg.lr),
-            KernelArg::from(cfg.beta1),
-            KernelArg::from(cfg.beta2),
-            KernelArg::from(cfg.eps),
-            KernelArg::from(cfg.weight_decay),
-        ]);
-        if let StepSource::Host(step) = source {
-            let (step_size, inv_sqrt_bc2) = host_factors(cfg, step);
-            args.extend([KernelArg::from(step_size), KernelArg::from(inv_sqrt_bc2)]);
-        }
-        let kernel = &ADAMW[spec_index(spec)];
-        let cfg = LaunchConfig::linear(self.nchunks, MAP_THREADS);
-        stream.launch(kernel.artifacts(), cfg, &args)?;
         Ok(())
     }
 }
