@@ -24,25 +24,22 @@ pub fn layer_norm<T: Dtype, const W: u32, const CTA: u32>(
     while row < rows {
         let base = row * cols;
         let mut held = [0.0f32; 16];
-        // Each held chunk's first column and whether it is inside the row, kept for the
-        // later passes rather than recomputed.
-        let mut col = [0u32; 16 / W];
-        let mut inside = [false; 16 / W];
         let mut total = 0.0f32;
+        // A held chunk's column is recomputed in each pass rather than kept: 16 more live
+        // registers would cost the one-element instances a quarter of their occupancy.
         for h in 0..(16 / W) {
             let c = h * group + lane;
-            col[h] = c * W;
-            inside[h] = c < chunks;
+            let inside = c < chunks;
             // One element at a time, 16 guarded loads are too many for a predicate each
             // (ptxas then serializes them): read the row's last element instead, and zero it.
             let v = if W == 1 {
-                x.load_vec::<W>(base + min(col[h], cols - 1))
+                x.load_vec::<W>(base + min(c * W, cols - 1))
             } else {
-                x.load_vec_or::<W>(base + col[h], inside[h], 0.0 as T)
+                x.load_vec_or::<W>(base + c * W, inside, 0.0 as T)
             };
             for k in 0..W {
                 // Vector loads already read 0 outside the row; clamped ones are zeroed.
-                held[h * W + k] = if W > 1 || inside[h] { v[k] as f32 } else { 0.0 };
+                held[h * W + k] = if W > 1 || inside { v[k] as f32 } else { 0.0 };
                 total += held[h * W + k];
             }
         }
@@ -57,7 +54,7 @@ pub fn layer_norm<T: Dtype, const W: u32, const CTA: u32>(
         let mean = group_sum(total, lane, group) / cols_f;
         let mut sq = 0.0f32;
         for h in 0..(16 / W) {
-            if inside[h] {
+            if h * group + lane < chunks {
                 for k in 0..W {
                     let d = held[h * W + k] - mean;
                     sq = d.mul_add(d, sq);
@@ -75,14 +72,15 @@ pub fn layer_norm<T: Dtype, const W: u32, const CTA: u32>(
         }
         let rstd = (group_sum(sq, lane, group) / cols_f + eps).rsqrt_rn();
         for h in 0..(16 / W) {
-            if inside[h] {
-                let mut out = gamma.load_vec::<W>(col[h]);
-                let b = beta.load_vec::<W>(col[h]);
+            let c = h * group + lane;
+            if c < chunks {
+                let mut out = gamma.load_vec::<W>(c * W);
+                let b = beta.load_vec::<W>(c * W);
                 for k in 0..W {
                     let n = (held[h * W + k] - mean) * rstd;
                     out[k] = n.mul_add(out[k] as f32, b[k] as f32) as T;
                 }
-                y.store_vec::<W>(base + col[h], out);
+                y.store_vec::<W>(base + c * W, out);
             }
         }
         let mut c = (16 / W) * group + lane;

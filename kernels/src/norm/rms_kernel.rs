@@ -110,39 +110,31 @@ pub fn add_rms_norm<T: Dtype, const W: u32, const CTA: u32>(
     while row < rows {
         let base = row * cols;
         let mut held = [0.0f32; 16];
-        // Each held chunk's first column and whether it is inside the row, kept for the
-        // later passes rather than recomputed.
-        let mut col = [0u32; 16 / W];
-        let mut inside = [false; 16 / W];
         let mut ss = 0.0f32;
         for h in 0..(16 / W) {
             let c = h * group + lane;
-            col[h] = c * W;
-            inside[h] = c < chunks;
+            let col = c * W;
+            let inside = c < chunks;
             // As in `rms_norm`: one element at a time, clamped loads rather than 32 predicates.
-            let at = if W == 1 {
-                min(col[h], cols - 1)
-            } else {
-                col[h]
-            };
+            let at = if W == 1 { min(col, cols - 1) } else { col };
             let mut s = if W == 1 {
                 x.load_vec::<W>(base + at)
             } else {
-                x.load_vec_or::<W>(base + at, inside[h], 0.0 as T)
+                x.load_vec_or::<W>(base + at, inside, 0.0 as T)
             };
             let r = if W == 1 {
                 residual.load_vec::<W>(base + at)
             } else {
-                residual.load_vec_or::<W>(base + at, inside[h], 0.0 as T)
+                residual.load_vec_or::<W>(base + at, inside, 0.0 as T)
             };
             for k in 0..W {
                 s[k] = ((s[k] as f32) + (r[k] as f32)) as T;
                 // Vector loads already read 0 outside the row; clamped ones are zeroed.
-                held[h * W + k] = if W > 1 || inside[h] { s[k] as f32 } else { 0.0 };
+                held[h * W + k] = if W > 1 || inside { s[k] as f32 } else { 0.0 };
                 ss = held[h * W + k].mul_add(held[h * W + k], ss);
             }
-            if inside[h] {
-                sum.store_vec::<W>(base + col[h], s);
+            if inside {
+                sum.store_vec::<W>(base + col, s);
             }
         }
         let mut c = (16 / W) * group + lane;
@@ -158,13 +150,16 @@ pub fn add_rms_norm<T: Dtype, const W: u32, const CTA: u32>(
             c += group;
         }
         let rstd = (group_sum(ss, lane, group) / cols_f + eps).rsqrt_rn();
+        // Columns are recomputed rather than kept: 16 more live registers would cost the
+        // one-element instances a quarter of their occupancy.
         for h in 0..(16 / W) {
-            if inside[h] {
-                let mut out = gamma.load_vec::<W>(col[h]);
+            let c = h * group + lane;
+            if c < chunks {
+                let mut out = gamma.load_vec::<W>(c * W);
                 for k in 0..W {
                     out[k] = (held[h * W + k] * rstd * (out[k] as f32)) as T;
                 }
-                y.store_vec::<W>(base + col[h], out);
+                y.store_vec::<W>(base + c * W, out);
             }
         }
         // Wide rows: read back the sums this thread stored above.
