@@ -341,3 +341,31 @@ fn tuples_pass_through_helpers_patterns_and_ifs() -> Result<(), kernel_runtime::
     assert_eq!(parts.to_host(&stream)?, vec![4.5, 4.5, 4.0]);
     Ok(())
 }
+
+/// Unsigned division and remainder by a power of two (a shift and a mask) give Rust's results,
+/// up to the top of the range.
+#[kernel(crate = crate::common::paths)]
+pub fn powers_of_two(xs: &[u32], ws: &[u64], ys: &mut [u32], zs: &mut [u64]) {
+    let i = thread_idx().x;
+    ys[2 * i] = xs[i] / 8;
+    ys[2 * i + 1] = xs[i] % 16;
+    zs[2 * i] = ws[i] / 1024;
+    zs[2 * i + 1] = ws[i] % 2;
+}
+
+#[test]
+fn unsigned_division_by_powers_of_two_is_rusts() -> Result<(), kernel_runtime::Error> {
+    let stream = Device::emulator().stream()?;
+    let xs = [0u32, 7, 8, 0xFFFF_FFFF];
+    let ws = [0u64, 1023, 1025, u64::MAX];
+    let x = Buffer::from_host(&stream, &xs)?;
+    let w = Buffer::from_host(&stream, &ws)?;
+    let mut y = Buffer::from_host(&stream, &[0u32; 8])?;
+    let mut z = Buffer::from_host(&stream, &[0u64; 8])?;
+    powers_of_two(&stream, LaunchConfig::linear(1, 4), &x, &w, &mut y, &mut z)?;
+    let want_y: Vec<u32> = xs.iter().flat_map(|&v| [v / 8, v % 16]).collect();
+    let want_z: Vec<u64> = ws.iter().flat_map(|&v| [v / 1024, v % 2]).collect();
+    assert_eq!(y.to_host(&stream)?, want_y);
+    assert_eq!(z.to_host(&stream)?, want_z);
+    Ok(())
+}

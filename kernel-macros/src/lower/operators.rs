@@ -202,6 +202,16 @@ impl Lowerer<'_> {
             self.mov(d, same);
             return Ok(Value::Scalar(Scalar::reg(d)));
         }
+        if let Some((inst, mask)) = unsigned_power_of_two(op, &y) {
+            // ptxas divides by an immediate power of two with the full division sequence;
+            // for unsigned operands a shift or a mask is exact.
+            let a = self.materialize(&x);
+            let d = self.b.reg(ty);
+            self.span = span;
+            let imm = Operand::Imm(Imm::Int(mask));
+            self.inst(inst, vec![d.into()], vec![a.into(), imm]);
+            return Ok(Value::Scalar(Scalar::reg(d)));
+        }
         let name = op_name(op);
         let inst = self.arith_op(op, ty, span).map_err(|m| {
             Diag::new(
@@ -577,6 +587,25 @@ pub(crate) fn fold_typed(op: BinOp, a: i64, c: i64, ty: ScalarType) -> Option<Sc
         _ => return None,
     };
     Some(scalar(wrap_int(v, ty), ty))
+}
+
+/// For `x / 2^k` and `x % 2^k` on an unsigned `x` (k ≥ 1): the shift or mask that computes it
+/// exactly, with its immediate (`k`, or `2^k − 1`).
+fn unsigned_power_of_two(op: BinOp, y: &Scalar) -> Option<(Op, i64)> {
+    use BinOp::*;
+    let ty = y.ty;
+    if !is_int(ty) || is_signed(ty) {
+        return None;
+    }
+    let c = y.const_int()?;
+    if c < 2 || c & (c - 1) != 0 {
+        return None;
+    }
+    match op {
+        Div(_) | DivAssign(_) => Some((Op::Shr { ty }, i64::from(c.trailing_zeros()))),
+        Rem(_) | RemAssign(_) => Some((Op::And { ty: bits_of(ty) }, c - 1)),
+        _ => None,
+    }
 }
 
 /// `x` where an integer operation by a constant leaves it unchanged (`x + 0`, `0 + x`,

@@ -354,3 +354,4 @@ fn device_helpers_take_arrays_by_value_and_may_return_them() {
 mod constants;
 mod narrowing;
 mod selection;
+mod strength;
