@@ -103,19 +103,26 @@ fn bench_adamw(b: &Bench) -> Res {
         opt.step(s, 3, &cfg, state)?;
         Ok(())
     })?;
-    measure(b, "grad_norm + adamw clipped", "f32", &shape, 32.0 * pn, |s| {
-        clip::grad_norm(s, &g, 1.0, &mut ws, &mut ns)?;
-        let state = AdamWState {
-            params: &mut p,
-            grads: &g,
-            m: &mut m,
-            v: &mut v,
-            bf16_copy: None,
-            clip: Some(&ns),
-        };
-        opt.step(s, 3, &cfg, state)?;
-        Ok(())
-    })?;
+    measure(
+        b,
+        "grad_norm + adamw clipped",
+        "f32",
+        &shape,
+        32.0 * pn,
+        |s| {
+            clip::grad_norm(s, &g, 1.0, &mut ws, &mut ns)?;
+            let state = AdamWState {
+                params: &mut p,
+                grads: &g,
+                m: &mut m,
+                v: &mut v,
+                bf16_copy: None,
+                clip: Some(&ns),
+            };
+            opt.step(s, 3, &cfg, state)?;
+            Ok(())
+        },
+    )?;
     measure(b, "adamw (grads + copy)", "bf16", &shape, 28.0 * pn, |s| {
         let state = AdamWState {
             params: &mut p,

@@ -516,4 +516,3 @@ fn a_captured_device_step_takes_the_next_step_on_every_replay() {
     }
     assert_eq!(run.counter.count(&stream).unwrap(), 3);
 }
-
