@@ -71,8 +71,9 @@ pub(crate) fn select(
     };
     match emit(device) {
         Ok(ptx) => {
-            log::info!(
-                "kernel `{kernel}`: emitting PTX for {device}, which the build did not embed"
+            log::warn!(
+                "kernel `{kernel}`: emitting PTX for {device}, which the build did not embed; enable the `{}` feature to build it in",
+                device.feature()
             );
             ptx_module(kernel, device, Cow::Owned(ptx), ModuleOrigin::Emitted)
         }
@@ -84,8 +85,9 @@ pub(crate) fn select(
                 target,
                 source,
             })?;
-            log::info!(
-                "kernel `{kernel}`: emitting PTX for {target}, which the build did not embed"
+            log::warn!(
+                "kernel `{kernel}`: emitting PTX for {target}, which the build did not embed; enable the `{}` feature to build it in",
+                target.feature()
             );
             ptx_module(kernel, target, Cow::Owned(ptx), ModuleOrigin::Emitted)
         }
