@@ -1,8 +1,9 @@
 //! `downstream targets` prints the targets embedded in this build, one per line;
 //! `downstream dump DIR` writes every embedded module to `DIR/<entry>@<target>.ptx`;
 //! `downstream launch cuda|emulator` runs `saxpy` through its typed launcher and checks it;
-//! `downstream library-targets` prints, for the op library's `#[kernel]` instances, the targets
-//! with embedded PTX and then those with embedded cubins (`cubin sm_89`), one per line.
+//! `downstream library-targets` prints, for the op library's kernels built at build time
+//! (`#[kernel]` instances and the `kernels-gen` GEMMs), the targets with embedded PTX and then
+//! those with embedded cubins (`cubin sm_89`), one per line.
 
 mod kernels;
 
@@ -37,9 +38,14 @@ fn main() -> std::io::Result<()> {
             for t in ptx {
                 println!("{t}");
             }
-            // A target counts for cubins only where every instance has one.
+            // A target counts for cubins only where every instance built for it has one (the
+            // `wgmma` GEMMs, say, are built for sm_90a alone).
             for t in ptxkit::dsl::Target::ALL {
-                if !built.is_empty() && built.iter().all(|k| k.cubin_for(t).is_some()) {
+                let for_t: Vec<_> = built
+                    .iter()
+                    .filter(|k| k.embedded_targets().contains(&t))
+                    .collect();
+                if !for_t.is_empty() && for_t.iter().all(|k| k.cubin_for(t).is_some()) {
                     println!("cubin {t}");
                 }
             }
