@@ -6,7 +6,7 @@
 //! element): `Σ d`, `Σ d²`, `Σ g`, `Σ g·d`, giving `mean = x₀ + Σd/n`, `var = Σd²/n − (Σd/n)²`
 //! and `Σ g·x̂ = rstd·(Σ g·d − (Σd/n)·Σ g)`. Shifting by an element of the row keeps the
 //! variance's cancellation small even where the mean is far from zero. The row loop, the held
-//! chunks and the prefetch are those of `rms_backward_kernel`.
+//! chunks and the staging of the next two rows are those of `rms_backward_kernel`.
 
 use kernel_macros::kernel;
 
@@ -47,41 +47,44 @@ pub fn layer_norm_backward<T: Dtype, const W: u32>(
     let mut dgamma = [0.0f32; 8];
     let mut dbeta = [0.0f32; 8];
     let mut row = block_idx().x;
-    // With prefetch, the next row's held chunk of x and dy and its first element, loads in
-    // flight.
-    let mut xn = [0.0 as T; 8];
-    let mut dn = [0.0 as T; 8];
-    let mut next_shift = 0.0 as T;
+    // The bf16 16-byte instances stage the held chunks of x and dy of the next two rows in
+    // shared memory through cp.async while the current row is reduced and written: twice the
+    // bytes in flight of one row loaded ahead into registers, and in no registers. Two slots
+    // of `[x, dy]`, each 4096 elements (512 threads × 8); one element in the other instances.
+    let stage = shared_array::<T, { 1 + (W / 8) * 16383 }>();
+    // The first elements of the next two rows, loaded as early.
+    let mut shift1 = 0.0 as T;
+    let mut shift2 = 0.0 as T;
+    let mut trip = 0u32;
     if W > 1 && T::VEC == 8 {
-        let ok = t < chunks && row < rows;
-        next_shift = x.load_vec_or::<1>(row * cols, row < rows, 0.0 as T)[0];
-        let xv = x.load_vec_or::<W>(row * cols + t * W, ok, 0.0 as T);
-        let dv = dy.load_vec_or::<W>(row * cols + t * W, ok, 0.0 as T);
-        for k in 0..8 {
-            xn[k] = xv[k];
-            dn[k] = dv[k];
+        let at = min(t, last) * 8;
+        for k in 0..2 {
+            let r = row + k * step;
+            if r < rows {
+                cp_async_16(stage, k * 8192 + t * 8, x, r * cols + at);
+                cp_async_16(stage, k * 8192 + 4096 + t * 8, dy, r * cols + at);
+            }
+            cp_async_commit();
         }
+        shift1 = x[row * cols];
+        shift2 = x[min(row + step, rows - 1) * cols];
     }
     while row < rows {
         let base = row * cols;
         // This row's held chunks, as loaded, and its first element.
         let mut xh = [0.0 as T; 8];
         let mut dh = [0.0 as T; 8];
-        let mut first_x = next_shift;
+        let mut first_x = shift1;
+        let slot = (trip % 2) * 8192 + t * 8;
         if W > 1 && T::VEC == 8 {
+            // This row's copies are the older of the two groups in flight.
+            cp_async_wait(1);
             for k in 0..8 {
-                xh[k] = xn[k];
-                dh[k] = dn[k];
+                xh[k] = stage[slot + k];
+                dh[k] = stage[slot + 4096 + k];
             }
-            let next = row + step;
-            let ok = t < chunks && next < rows;
-            next_shift = x.load_vec_or::<1>(next * cols, next < rows, 0.0 as T)[0];
-            let xv = x.load_vec_or::<W>(next * cols + t * W, ok, 0.0 as T);
-            let dv = dy.load_vec_or::<W>(next * cols + t * W, ok, 0.0 as T);
-            for k in 0..8 {
-                xn[k] = xv[k];
-                dn[k] = dv[k];
-            }
+            shift1 = shift2;
+            shift2 = x[min(row + 2 * step, rows - 1) * cols];
         } else {
             first_x = x[base];
             for h in 0..(8 / W) {
@@ -134,6 +137,16 @@ pub fn layer_norm_backward<T: Dtype, const W: u32>(
                     s[3] = g.mul_add(d, s[3]);
                 }
             }
+        }
+        if W > 1 && T::VEC == 8 {
+            // The slot is free once the sums above have read it: it takes the row two ahead.
+            let r = row + 2 * step;
+            if r < rows {
+                let at = r * cols + min(t, last) * 8;
+                cp_async_16(stage, slot, x, at);
+                cp_async_16(stage, slot + 4096, dy, at);
+            }
+            cp_async_commit();
         }
         let mut c = first;
         while c < chunks {
@@ -219,6 +232,10 @@ pub fn layer_norm_backward<T: Dtype, const W: u32>(
             c += threads;
         }
         row += step;
+        trip += 1;
+    }
+    if W > 1 && T::VEC == 8 {
+        cp_async_wait(0);
     }
 
     for h in 0..(8 / W) {

@@ -7,9 +7,9 @@
 //! a row's x and dy (chunks `t + h·threads`), as loaded, between the reduction and the write,
 //! and the γ gradient of those columns for the whole loop; wider rows read the rest again and
 //! keep its gradient in the workspace. With 16-bit elements in 16-byte chunks
-//! (`W > 1 && T::VEC == 8`, one chunk a thread) the next row's x and dy are loaded while the
-//! current one is reduced and written; the other instances issue a row's loads together at its
-//! top. Two 512-thread blocks share an SM, one's
+//! (`W > 1 && T::VEC == 8`, one chunk a thread) the next two rows' x and dy are copied into
+//! shared memory while the current one is reduced and written; the other instances issue a
+//! row's loads together at its top. Two 512-thread blocks share an SM, one's
 //! reduction hiding the other's loads, hence the cap of 64 registers.
 
 use kernel_macros::kernel;
@@ -48,16 +48,21 @@ pub fn rms_norm_backward<T: Dtype, const W: u32>(
     }
     let mut grad = [0.0f32; 8];
     let mut row = block_idx().x;
-    // With prefetch, the next row's held chunk of x and dy, loads in flight.
-    let mut xn = [0.0 as T; 8];
-    let mut dn = [0.0 as T; 8];
+    // The bf16 16-byte instances stage the held chunks of x and dy of the next two rows in
+    // shared memory through cp.async while the current row is reduced and written: twice the
+    // bytes in flight of one row loaded ahead into registers, and in no registers. Two slots
+    // of `[x, dy]`, each 4096 elements (512 threads × 8); one element in the other instances.
+    let stage = shared_array::<T, { 1 + (W / 8) * 16383 }>();
+    let mut trip = 0u32;
     if W > 1 && T::VEC == 8 {
-        let ok = t < chunks && row < rows;
-        let xv = x.load_vec_or::<W>(row * cols + t * W, ok, 0.0 as T);
-        let dv = dy.load_vec_or::<W>(row * cols + t * W, ok, 0.0 as T);
-        for k in 0..8 {
-            xn[k] = xv[k];
-            dn[k] = dv[k];
+        let at = min(t, last) * 8;
+        for k in 0..2 {
+            let r = row + k * step;
+            if r < rows {
+                cp_async_16(stage, k * 8192 + t * 8, x, r * cols + at);
+                cp_async_16(stage, k * 8192 + 4096 + t * 8, dy, r * cols + at);
+            }
+            cp_async_commit();
         }
     }
     while row < rows {
@@ -65,18 +70,13 @@ pub fn rms_norm_backward<T: Dtype, const W: u32>(
         // This row's held chunks, as loaded.
         let mut xh = [0.0 as T; 8];
         let mut dh = [0.0 as T; 8];
+        let slot = (trip % 2) * 8192 + t * 8;
         if W > 1 && T::VEC == 8 {
+            // This row's copies are the older of the two groups in flight.
+            cp_async_wait(1);
             for k in 0..8 {
-                xh[k] = xn[k];
-                dh[k] = dn[k];
-            }
-            let next = row + step;
-            let ok = t < chunks && next < rows;
-            let xv = x.load_vec_or::<W>(next * cols + t * W, ok, 0.0 as T);
-            let dv = dy.load_vec_or::<W>(next * cols + t * W, ok, 0.0 as T);
-            for k in 0..8 {
-                xn[k] = xv[k];
-                dn[k] = dv[k];
+                xh[k] = stage[slot + k];
+                dh[k] = stage[slot + 4096 + k];
             }
         } else {
             for h in 0..(8 / W) {
@@ -106,8 +106,9 @@ pub fn rms_norm_backward<T: Dtype, const W: u32>(
             let c = h * threads + t;
             let gv = gamma.load_vec::<W>(min(c, last) * W);
             for k in 0..W {
-                // Vector loads read 0 outside the row; clamped ones are zeroed.
-                let xv = if W > 1 || c < chunks {
+                // Guarded vector loads read 0 outside the row; clamped or staged ones are
+                // zeroed.
+                let xv = if (W > 1 && T::VEC != 8) || c < chunks {
                     xh[h * W + k] as f32
                 } else {
                     0.0
@@ -115,6 +116,16 @@ pub fn rms_norm_backward<T: Dtype, const W: u32>(
                 ss = xv.mul_add(xv, ss);
                 dot = ((dh[h * W + k] as f32) * (gv[k] as f32)).mul_add(xv, dot);
             }
+        }
+        if W > 1 && T::VEC == 8 {
+            // The slot is free once the sums above have read it: it takes the row two ahead.
+            let r = row + 2 * step;
+            if r < rows {
+                let at = r * cols + min(t, last) * 8;
+                cp_async_16(stage, slot, x, at);
+                cp_async_16(stage, slot + 4096, dy, at);
+            }
+            cp_async_commit();
         }
         let mut c = first;
         while c < chunks {
@@ -175,6 +186,10 @@ pub fn rms_norm_backward<T: Dtype, const W: u32>(
             c += threads;
         }
         row += step;
+        trip += 1;
+    }
+    if W > 1 && T::VEC == 8 {
+        cp_async_wait(0);
     }
 
     for h in 0..(8 / W) {
