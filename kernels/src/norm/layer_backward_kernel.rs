@@ -79,9 +79,11 @@ pub fn layer_norm_backward<T: Dtype, const W: u32>(
         if W > 1 && T::VEC == 8 {
             // This row's copies are the older of the two groups in flight.
             cp_async_wait(1);
-            for k in 0..8 {
-                xh[k] = stage[slot + k];
-                dh[k] = stage[slot + 4096 + k];
+            let xv = stage.load_vec::<W>(slot);
+            let dv = stage.load_vec::<W>(slot + 4096);
+            for k in 0..W {
+                xh[k] = xv[k];
+                dh[k] = dv[k];
             }
             shift1 = shift2;
             shift2 = x[min(row + 2 * step, rows - 1) * cols];
