@@ -5,7 +5,7 @@ mod common;
 
 use common::intrinsics::*;
 use kernel_dsl::Target;
-use kernel_runtime::{Buffer, Device, Error, LaunchConfig};
+use kernel_runtime::{Bf16, Buffer, Device, Error, LaunchConfig};
 
 /// Relative error the PTX ISA allows `ex2.approx` and `rsqrt.approx` (about 2^-22), with room.
 const APPROX_REL: f32 = 1.0 / (1 << 21) as f32;
@@ -201,6 +201,41 @@ fn bit_intrinsics_and_tf32_rounding_match_rust() -> Result<(), Error> {
         0x7F80_0000,
         "rounding up past f32::MAX gives inf"
     );
+    Ok(())
+}
+
+#[test]
+fn shared_vector_loads_read_what_cp_async_staged() -> Result<(), Error> {
+    let stream = Device::emulator().stream()?;
+    let x: Vec<f32> = (0..128).map(|i| i as f32 * 0.5 - 3.0).collect();
+    let h: Vec<Bf16> = (0..256).map(|i| Bf16::from_f32(i as f32 - 100.0)).collect();
+    let (dx, dh) = (
+        Buffer::from_host(&stream, &x)?,
+        Buffer::from_host(&stream, &h)?,
+    );
+    let mut y = Buffer::from_host(&stream, &vec![f32::NAN; 128])?;
+    let mut g = Buffer::from_host(&stream, &vec![Bf16::from_f32(f32::NAN); 256])?;
+    staged_vectors(
+        &stream,
+        LaunchConfig::linear(1, 32),
+        &dx,
+        &dh,
+        &mut y,
+        &mut g,
+    )?;
+    let (y, g) = (y.to_host(&stream)?, g.to_host(&stream)?);
+    for t in 0..32 {
+        for k in 0..4 {
+            assert_eq!(y[t * 4 + k], x[t * 4 + 3 - k], "f32 lane {k} of thread {t}");
+        }
+        for k in 0..8 {
+            assert_eq!(
+                g[t * 8 + k].to_bits(),
+                h[t * 8 + 7 - k].to_bits(),
+                "bf16 lane {k} of thread {t}"
+            );
+        }
+    }
     Ok(())
 }
 

@@ -1,6 +1,8 @@
 //! The row norms written in `#[kernel]` whose builder-written kernels are not yet deleted
-//! (RMSNorm fused with a residual add, LayerNorm) against those kernels, side by side in one process, each as a share of the device's copy bandwidth (the driver's
-//! device-to-device copy of 1 GiB, measured in the same run). Each pair is timed twice,
+//! (RMSNorm fused with a residual add, LayerNorm, and the RMSNorm and LayerNorm backward with
+//! their column sums) against those kernels, side by side in one process, each as a share of
+//! the device's copy bandwidth (the driver's device-to-device copy of 1 GiB, measured in the
+//! same run). Each pair is timed twice,
 //! alternating, so that clock drift shows as disagreement between the passes.
 //!
 //! ```text
@@ -16,11 +18,13 @@ use kernel_runtime::{Bf16, Buffer};
 use kernels::cast::Element;
 use kernels::norm;
 
-/// The forward norms, each in its builder and its `#[kernel]` form.
+/// The norms, each in its builder and its `#[kernel]` form.
 #[derive(Clone, Copy)]
 enum Op {
     AddRms,
     Layer,
+    RmsBackward,
+    LayerBackward,
 }
 
 impl Op {
@@ -28,14 +32,18 @@ impl Op {
         match self {
             Op::AddRms => "add_rms_norm",
             Op::Layer => "layer_norm",
+            Op::RmsBackward => "rms_norm_backward",
+            Op::LayerBackward => "layer_norm_backward",
         }
     }
 
-    /// Matrices read plus written, in units of `rows × cols` elements.
+    /// Matrices read plus written, in units of `rows × cols` elements (the backward: x and dy
+    /// read, dx written; the workspace and the γ/β gradients are not counted).
     fn matrices(self) -> f64 {
         match self {
             Op::Layer => 2.0,
             Op::AddRms => 4.0,
+            Op::RmsBackward | Op::LayerBackward => 3.0,
         }
     }
 }
@@ -53,6 +61,10 @@ fn compare<T: Element>(b: &Bench, op: Op, rows: usize, cols: usize) -> Res {
     let beta = filled::<T>(&b.stream, cols, 4)?;
     let mut sum = Buffer::<T>::zeros(&b.stream, n)?;
     let mut y = Buffer::<T>::zeros(&b.stream, n)?;
+    // The backward reads `r` as dy and writes dx to `y`.
+    let mut dg = Buffer::<T>::zeros(&b.stream, cols)?;
+    let mut db = Buffer::<T>::zeros(&b.stream, cols)?;
+    let mut ws = Buffer::<f32>::zeros(&b.stream, norm::layer_norm_backward_workspace(rows, cols))?;
     let bytes = op.matrices() * (n * std::mem::size_of::<T>()) as f64;
     let pct = |ms: f64| b.percent(bytes, ms);
     let mut cells = Vec::new();
@@ -72,6 +84,18 @@ fn compare<T: Element>(b: &Bench, op: Op, rows: usize, cols: usize) -> Res {
                     (Op::Layer, false) => {
                         norm::layer_norm(s, &x, &g, &beta, &mut y, rows, cols, 1e-5)?
                     }
+                    (Op::RmsBackward, true) => norm::rms_norm_backward_builder(
+                        s, &x, &g, &r, &mut y, &mut dg, &mut ws, rows, cols, 1e-5,
+                    )?,
+                    (Op::RmsBackward, false) => norm::rms_norm_backward(
+                        s, &x, &g, &r, &mut y, &mut dg, &mut ws, rows, cols, 1e-5,
+                    )?,
+                    (Op::LayerBackward, true) => norm::layer_norm_backward_builder(
+                        s, &x, &g, &r, &mut y, &mut dg, &mut db, &mut ws, rows, cols, 1e-5,
+                    )?,
+                    (Op::LayerBackward, false) => norm::layer_norm_backward(
+                        s, &x, &g, &r, &mut y, &mut dg, &mut db, &mut ws, rows, cols, 1e-5,
+                    )?,
                 }
                 Ok(())
             })
@@ -81,7 +105,7 @@ fn compare<T: Element>(b: &Bench, op: Op, rows: usize, cols: usize) -> Res {
         cells.push((pct(old), pct(new)));
     }
     let label = format!(
-        "{:<12} | {:<4} | {:>6}x{:<5}",
+        "{:<19} | {:<4} | {:>6}x{:<5}",
         op.name(),
         T::STORAGE.suffix(),
         rows,
@@ -105,6 +129,14 @@ fn main() -> Res {
     };
     for op in [Op::AddRms, Op::Layer] {
         for &(rows, cols) in shapes {
+            compare::<f32>(&b, op, rows, cols)?;
+            compare::<Bf16>(&b, op, rows, cols)?;
+        }
+    }
+    // The backward rows time the row kernel and its column sums together, as the op runs.
+    let backward: &[(usize, usize)] = if small { &[(8, 256)] } else { &[(16384, 4096)] };
+    for op in [Op::RmsBackward, Op::LayerBackward] {
+        for &(rows, cols) in backward {
             compare::<f32>(&b, op, rows, cols)?;
             compare::<Bf16>(&b, op, rows, cols)?;
         }

@@ -9,7 +9,8 @@
 //! ```
 //!
 //! Bytes are counted minimally: what an op must read plus what it must write, once each. The
-//! copy bandwidth is the driver's device-to-device copy of 1 GiB (far larger than L2).
+//! copy bandwidth is the driver's device-to-device copy of 1 GiB (far larger than L2). The
+//! RMSNorm and LayerNorm backward are timed in `bench_norm`, beside the builder kernels.
 
 mod common;
 
@@ -76,40 +77,12 @@ fn bench_norms<T: Element>(b: &Bench) -> Res {
         )?)
     })?;
     drop((r, sum));
-    let dy = filled::<T>(&b.stream, n, 4)?;
-    let mut dg = Buffer::<T>::zeros(&b.stream, cols)?;
-    let mut db = Buffer::<T>::zeros(&b.stream, cols)?;
-    let mut ws = Buffer::<f32>::zeros(&b.stream, norm::layer_norm_backward_workspace(rows, cols))?;
-    row(
-        b,
-        "rms_norm_backward",
-        dtype::<T>(),
-        &shape,
-        3.0 * matrix,
-        |s| {
-            Ok(norm::rms_norm_backward(
-                s, &x, &g, &dy, &mut y, &mut dg, &mut ws, rows, cols, 1e-5,
-            )?)
-        },
-    )?;
     let beta = filled::<T>(&b.stream, cols, 5)?;
     row(b, "layer_norm", dtype::<T>(), &shape, 2.0 * matrix, |s| {
         Ok(norm::layer_norm(
             s, &x, &g, &beta, &mut y, rows, cols, 1e-5,
         )?)
     })?;
-    row(
-        b,
-        "layer_norm_backward",
-        dtype::<T>(),
-        &shape,
-        3.0 * matrix,
-        |s| {
-            Ok(norm::layer_norm_backward(
-                s, &x, &g, &dy, &mut y, &mut dg, &mut db, &mut ws, rows, cols, 1e-5,
-            )?)
-        },
-    )?;
     let (tokens, heads, dim) = if Bench::small() {
         (4, 4, 128)
     } else {

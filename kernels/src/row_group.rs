@@ -76,6 +76,106 @@ pub(crate) fn group_sum(v: f32, lane: u32, group: u32) -> f32 {
     }
 }
 
+/// The warp's sums of two values, by halves: across 16 lanes each lane sends the value it gives
+/// up and adds the one it keeps, then plain butterfly steps finish. Lane `l` ends with sum
+/// `l / 16`. Both partners of a step add the same two values, so every lane holding a sum holds
+/// the same bits.
+#[device(crate = crate::lang)]
+pub(crate) fn warp_sums2(v: [f32; 2], lane: u32) -> f32 {
+    let up = (lane & 16) != 0;
+    let keep = if up { v[1] } else { v[0] };
+    let send = if up { v[0] } else { v[1] };
+    let mut s = keep + shfl_xor(send, 16);
+    for d in [8, 4, 2, 1] {
+        s += shfl_xor(s, d);
+    }
+    s
+}
+
+/// The warp's sums of four values, by halves (see [`warp_sums2`]): pairs across 16 lanes, then
+/// single values across 8, so four sums cost 7 shuffles rather than 20. Lane `l` ends with sum
+/// `l / 8`.
+#[device(crate = crate::lang)]
+pub(crate) fn warp_sums4(v: [f32; 4], lane: u32) -> f32 {
+    let up = (lane & 16) != 0;
+    let keep0 = if up { v[2] } else { v[0] };
+    let send0 = if up { v[0] } else { v[2] };
+    let keep1 = if up { v[3] } else { v[1] };
+    let send1 = if up { v[1] } else { v[3] };
+    let p0 = keep0 + shfl_xor(send0, 16);
+    let p1 = keep1 + shfl_xor(send1, 16);
+    let up8 = (lane & 8) != 0;
+    let keep = if up8 { p1 } else { p0 };
+    let send = if up8 { p0 } else { p1 };
+    let mut s = keep + shfl_xor(send, 8);
+    for d in [4, 2, 1] {
+        s += shfl_xor(s, d);
+    }
+    s
+}
+
+/// The block's sums of two values, in every thread of it, in a fixed order: one pair of
+/// barriers for both. The same contract as [`block_sum`].
+#[device(crate = crate::lang)]
+pub(crate) fn block_sums2(v: [f32; 2], t: u32, threads: u32) -> [f32; 2] {
+    let lane = t % 32;
+    let s = warp_sums2(v, lane);
+    // Sum `j` of warp `w` at `j·32 + w`.
+    let partial = shared_array::<f32, 64>();
+    if lane % 16 == 0 {
+        partial[(lane / 16) * 32 + t / 32] = s;
+    }
+    sync_threads();
+    let warps = threads / 32;
+    let w = min(lane, warps - 1);
+    let p0 = partial[w];
+    let p1 = partial[32 + w];
+    let mine = lane < warps;
+    let total = warp_sums2(
+        [if mine { p0 } else { 0.0 }, if mine { p1 } else { 0.0 }],
+        lane,
+    );
+    // The next call writes `partial` again.
+    sync_threads();
+    [shfl_idx(total, 0), shfl_idx(total, 16)]
+}
+
+/// The block's sums of four values, in every thread of it, in a fixed order: one pair of
+/// barriers for all four. The same contract as [`block_sum`].
+#[device(crate = crate::lang)]
+pub(crate) fn block_sums4(v: [f32; 4], t: u32, threads: u32) -> [f32; 4] {
+    let lane = t % 32;
+    let s = warp_sums4(v, lane);
+    let partial = shared_array::<f32, 128>();
+    if lane % 8 == 0 {
+        partial[(lane / 8) * 32 + t / 32] = s;
+    }
+    sync_threads();
+    let warps = threads / 32;
+    let w = min(lane, warps - 1);
+    let p0 = partial[w];
+    let p1 = partial[32 + w];
+    let p2 = partial[64 + w];
+    let p3 = partial[96 + w];
+    let mine = lane < warps;
+    let total = warp_sums4(
+        [
+            if mine { p0 } else { 0.0 },
+            if mine { p1 } else { 0.0 },
+            if mine { p2 } else { 0.0 },
+            if mine { p3 } else { 0.0 },
+        ],
+        lane,
+    );
+    sync_threads();
+    [
+        shfl_idx(total, 0),
+        shfl_idx(total, 8),
+        shfl_idx(total, 16),
+        shfl_idx(total, 24),
+    ]
+}
+
 /// The maximum of `v` over the block, in every thread of it; the same contract as
 /// [`block_sum`].
 #[device(crate = crate::lang)]

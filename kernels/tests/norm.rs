@@ -364,6 +364,139 @@ fn layer_norm_matches_reference_at_odd_and_aligned_widths() {
     layer_case::<f32>(13, 100, 4);
 }
 
+/// How far the `#[kernel]` backward may stray from the builder kernel it replaces: the same
+/// sums in the same order, but `x / n` is `x · (1/n)` there, so a few ulps of f32 (one of bf16
+/// after rounding).
+fn port_tol<T: Element>() -> Tol {
+    match T::STORAGE {
+        kernels::Storage::F32 => Tol {
+            atol: 1e-6,
+            rtol: 1e-5,
+        },
+        kernels::Storage::Bf16 => Tol {
+            atol: 1e-3,
+            rtol: 1e-2,
+        },
+    }
+}
+
+/// The `#[kernel]` RMSNorm and LayerNorm backward against the builder kernels and the
+/// reference, on the same inputs; returns the `#[kernel]` outputs' bits.
+fn backward_port_case<T: Element>(rows: usize, cols: usize, seed: u64) -> Vec<Vec<u32>> {
+    let stream = emulator();
+    let s = &stream;
+    let mut rng = Rng::new(seed);
+    let n = rows * cols;
+    let (x, xh) = upload::<T>(s, &rng.vec(n, -2.0, 2.0));
+    let (g, gh) = upload::<T>(s, &rng.vec(cols, 0.5, 1.5));
+    let (dy, dyh) = upload::<T>(s, &rng.vec(n, -1.0, 1.0));
+    let what = format!("{rows}x{cols} {:?}", T::STORAGE);
+    let ws_len = norm::layer_norm_backward_workspace(rows, cols);
+    let mut out = Vec::new();
+    let mut rms = Vec::new();
+    for builder in [false, true] {
+        let (mut dx, mut dg) = (poisoned::<T>(s, n), poisoned::<T>(s, cols));
+        let mut ws = poisoned::<f32>(s, ws_len);
+        let run = if builder {
+            norm::rms_norm_backward_builder
+        } else {
+            norm::rms_norm_backward
+        };
+        run(s, &x, &g, &dy, &mut dx, &mut dg, &mut ws, rows, cols, 1e-5).unwrap();
+        rms.push([download(s, &dx), download(s, &dg)]);
+        if !builder {
+            out.extend([bits(s, &dx), bits(s, &dg)]);
+        }
+    }
+    let (wdx, wdg) = reference::rms_norm_backward(&xh, &gh, &dyh, rows, cols, 1e-5);
+    for (name, k, want) in [("dx", 0, &wdx), ("dgamma", 1, &wdg)] {
+        let label = format!("rms_norm_backward {what} {name}");
+        assert_close(&label, &rms[0][k], want, grad_tol::<T>());
+        assert_close(
+            &format!("{label} (builder)"),
+            &rms[1][k],
+            want,
+            grad_tol::<T>(),
+        );
+        assert_close(
+            &format!("{label} against the builder"),
+            &rms[0][k],
+            &rms[1][k],
+            port_tol::<T>(),
+        );
+    }
+    let mut layer = Vec::new();
+    for builder in [false, true] {
+        let (mut dx, mut dg, mut db) = (
+            poisoned::<T>(s, n),
+            poisoned::<T>(s, cols),
+            poisoned::<T>(s, cols),
+        );
+        let mut ws = poisoned::<f32>(s, ws_len);
+        let run = if builder {
+            norm::layer_norm_backward_builder
+        } else {
+            norm::layer_norm_backward
+        };
+        run(
+            s, &x, &g, &dy, &mut dx, &mut dg, &mut db, &mut ws, rows, cols, 1e-5,
+        )
+        .unwrap();
+        layer.push([download(s, &dx), download(s, &dg), download(s, &db)]);
+        if !builder {
+            out.extend([bits(s, &dx), bits(s, &dg), bits(s, &db)]);
+        }
+    }
+    let (wdx, wdg, wdb) = reference::layer_norm_backward(&xh, &gh, &dyh, rows, cols, 1e-5);
+    for (name, k, want) in [("dx", 0, &wdx), ("dgamma", 1, &wdg), ("dbeta", 2, &wdb)] {
+        let label = format!("layer_norm_backward {what} {name}");
+        assert_close(&label, &layer[0][k], want, grad_tol::<T>());
+        assert_close(
+            &format!("{label} (builder)"),
+            &layer[1][k],
+            want,
+            grad_tol::<T>(),
+        );
+        assert_close(
+            &format!("{label} against the builder"),
+            &layer[0][k],
+            &layer[1][k],
+            port_tol::<T>(),
+        );
+    }
+    out
+}
+
+/// One shape per kind of block the backward kernels run: one element at a time in one warp
+/// (odd widths), 16-byte chunks over several warps, more rows than blocks (the bf16 16-byte
+/// instances then load a block's next row early), and rows wider than the held registers, in
+/// both accesses.
+const PORT_SHAPES: [(usize, usize); 7] = [
+    (3, 7),
+    (2, 33),
+    (5, 1024),
+    (3, 520),
+    (600, 40),
+    (2, 4097),
+    (2, 16400),
+];
+
+#[test]
+fn backward_kernels_match_their_builder_kernels_and_the_reference() {
+    for (i, (rows, cols)) in PORT_SHAPES.into_iter().enumerate() {
+        backward_port_case::<f32>(rows, cols, 900 + i as u64);
+        backward_port_case::<Bf16>(rows, cols, 950 + i as u64);
+    }
+}
+
+#[test]
+fn backward_kernels_are_bit_identical_across_runs_with_prefetch() {
+    assert_eq!(
+        backward_port_case::<Bf16>(600, 40, 7),
+        backward_port_case::<Bf16>(600, 40, 7)
+    );
+}
+
 #[test]
 fn backward_rejects_a_short_workspace() {
     let stream = emulator();

@@ -85,6 +85,12 @@ impl Lowerer<'_> {
                 }
             }
             Value::Shared(a) => {
+                if name == "load_vec" {
+                    arity(1)?;
+                    let span = crate::diag::range(&m);
+                    let lanes = self.vector_lanes(m.turbofish.as_ref(), span)?;
+                    return self.shared_vector_load(&a, lanes, args[0], span);
+                }
                 if let Some(n) = name.strip_prefix("atomic_") {
                     let idx = self.index_scalar(args.first().copied().ok_or_else(|| {
                         crate::diag::Diag::new(
@@ -105,7 +111,7 @@ impl Lowerer<'_> {
                 }
                 err(
                     crate::diag::range(&m.method),
-                    format!("shared arrays have no method `{name}`: index them, or use atomic_*"),
+                    format!("shared arrays have no method `{name}`: index them, or use load_vec or atomic_*"),
                 )
             }
             Value::Array { elems, elem } => match name.as_str() {

@@ -3,10 +3,11 @@
 //! where `ok` holds (a predicated load; the lanes are `fill` otherwise); `y.store_vec::<W>(i, v)`
 //! writes them back. `W · size_of::<T>()` is 2, 4, 8 or 16 bytes (or W = 1), and `i` must be a
 //! multiple of `W` so that the access is aligned. `load4`/`store4` (32-bit) and `load8`/`store8`
-//! (16-bit) are the 16-byte forms under fixed names.
+//! (16-bit) are the 16-byte forms under fixed names. A shared array has `load_vec` too (one
+//! `ld.shared`), for data staged there by `cp_async_16`.
 
 use super::expr::memory_type;
-use super::value::{SliceRef, Value};
+use super::value::{SharedRef, SliceRef, Value};
 use super::Lowerer;
 use crate::diag::{err, DResult, SpanRange};
 use crate::dsl_type::rust_name;
@@ -185,6 +186,57 @@ impl Lowerer<'_> {
             .into_iter()
             .flat_map(|w| self.halves_of(w, s.elem))
             .collect();
+        Ok(Value::Array {
+            elems,
+            elem: s.elem,
+        })
+    }
+
+    /// `s.load_vec::<W>(i)` on a shared array: elements `i..i+W` in one `ld.shared`.
+    pub(crate) fn shared_vector_load(
+        &mut self,
+        s: &SharedRef,
+        lanes: i64,
+        index: &Expr,
+        span: SpanRange,
+    ) -> DResult<Value> {
+        let a = access(s.elem, lanes).map_err(|m| crate::diag::Diag::new(span, m))?;
+        let idx = self.index_scalar(index)?;
+        let addr = self.shared_address(s, &idx, span)?;
+        self.span = span;
+        let words: Vec<Reg> = (0..a.words)
+            .map(|_| {
+                self.b.reg(if a.word == ScalarType::B32 {
+                    ScalarType::U32
+                } else {
+                    s.elem
+                })
+            })
+            .collect();
+        let dst = if a.words == 1 {
+            words[0].into()
+        } else {
+            Operand::Vector(words.iter().map(|r| (*r).into()).collect())
+        };
+        self.inst(
+            Op::Ld {
+                space: StateSpace::Shared,
+                ty: a.word,
+                vec: a.width(),
+                nc: false,
+                cache: None,
+            },
+            vec![dst],
+            vec![addr],
+        );
+        let elems = if a.per_word() == 1 {
+            words
+        } else {
+            words
+                .into_iter()
+                .flat_map(|w| self.halves_of(w, s.elem))
+                .collect()
+        };
         Ok(Value::Array {
             elems,
             elem: s.elem,

@@ -57,6 +57,31 @@ pub fn bit_intrinsics(x: &[u32], f: &[f32], y: &mut [u32], n: u32) {
     }
 }
 
+/// Each thread copies 16 bytes of `x` and of `h` into shared memory with `cp_async_16`, then
+/// reads them back with `load_vec` (one `ld.shared` each) and writes them out reversed.
+#[kernel(crate = crate::common::paths, block = 32)]
+pub fn staged_vectors(x: &[f32], h: &[bf16], y: &mut [f32], g: &mut [bf16]) {
+    let xs = shared_array::<f32, 128>();
+    let hs = shared_array::<bf16, 256>();
+    let t = thread_idx().x;
+    cp_async_16(xs, t * 4, x, t * 4);
+    cp_async_16(hs, t * 8, h, t * 8);
+    cp_async_commit();
+    cp_async_wait(0);
+    let v = xs.load_vec::<4>(t * 4);
+    let w = hs.load_vec::<8>(t * 8);
+    let mut r = [0.0f32; 4];
+    let mut q = [0.0 as bf16; 8];
+    for k in 0..4 {
+        r[k] = v[3 - k];
+    }
+    for k in 0..8 {
+        q[k] = w[7 - k];
+    }
+    y.store_vec::<4>(t * 4, r);
+    g.store_vec::<8>(t * 8, q);
+}
+
 /// Every thread takes a ticket from a counter that wraps after `limit`.
 #[kernel(crate = crate::common::paths)]
 pub fn tickets(counter: &mut [u32], out: &mut [u32], limit: u32, n: u32) {

@@ -5,6 +5,7 @@
 
 use super::partials::{MAX_PARTS, SUM_COLS, SUM_THREADS};
 use super::rms::spec_of;
+use super::{column_sum_kernel, layer_backward_kernel, rms_backward_kernel};
 use super::{COLUMN_SUM, LAYER_BACKWARD, RMS_BACKWARD};
 use crate::cast::Element;
 use crate::codegen::rows::BACKWARD_HELD_ELEMS;
@@ -68,22 +69,45 @@ pub fn rms_norm_backward<T: Element>(
     cols: usize,
     eps: f32,
 ) -> Result<(), Error> {
-    const OP: &str = "rms_norm_backward";
-    let p = RowProblem::new(
-        OP,
-        T::STORAGE,
-        rows,
-        cols,
-        Some(MAX_PARTS),
-        BACKWARD_HELD_ELEMS,
-    )?;
-    p.check_matrix(OP, "x", x.len())?;
-    p.check_row(OP, "gamma", gamma.len())?;
-    p.check_matrix(OP, "dy", dy.len())?;
-    p.check_matrix(OP, "dx", dx.len())?;
-    p.check_row(OP, "dgamma", dgamma.len())?;
-    let parts = parts(rows);
-    check_workspace(OP, workspace.len(), parts * cols)?;
+    let lens = [x.len(), gamma.len(), dy.len(), dx.len(), dgamma.len()];
+    let (p, used) = rms_problem::<T>(lens, workspace.len(), rows, cols)?;
+    if rows > 0 {
+        let (w, _) = p.instance(T::STORAGE);
+        rms_backward_kernel::rms_norm_backward(
+            stream,
+            p.launch.cfg,
+            w,
+            x,
+            gamma,
+            dy,
+            dx,
+            workspace,
+            p.rows,
+            p.cols,
+            eps,
+        )?;
+    }
+    sum_columns(stream, workspace, 0, dgamma, used, p.cols)
+}
+
+/// The builder-written kernels that `rms_norm_backward` replaces, kept only until the two have
+/// been measured side by side (`bench_norm`).
+#[doc(hidden)]
+#[allow(clippy::too_many_arguments)]
+pub fn rms_norm_backward_builder<T: Element>(
+    stream: &Stream,
+    x: &Buffer<T>,
+    gamma: &Buffer<T>,
+    dy: &Buffer<T>,
+    dx: &mut Buffer<T>,
+    dgamma: &mut Buffer<T>,
+    workspace: &mut Buffer<f32>,
+    rows: usize,
+    cols: usize,
+    eps: f32,
+) -> Result<(), Error> {
+    let lens = [x.len(), gamma.len(), dy.len(), dx.len(), dgamma.len()];
+    let (p, used) = rms_problem::<T>(lens, workspace.len(), rows, cols)?;
     if rows > 0 {
         let args = [
             KernelArg::from(x),
@@ -98,11 +122,11 @@ pub fn rms_norm_backward<T: Element>(
         let kernel = &RMS_BACKWARD[spec_of::<T>(&p).block_index()];
         stream.launch(kernel.artifacts(), p.launch.cfg, &args)?;
     }
-    let used = if rows > 0 { parts } else { 0 };
-    column_sum(
+    let total = parts(rows) * cols;
+    column_sum_builder(
         stream,
         T::STORAGE,
-        workspace.slice(0..parts * cols)?,
+        workspace.slice(0..total)?,
         dgamma.view_mut(),
         used,
         cols,
@@ -141,23 +165,61 @@ pub fn layer_norm_backward<T: Element>(
     cols: usize,
     eps: f32,
 ) -> Result<(), Error> {
-    const OP: &str = "layer_norm_backward";
-    let p = RowProblem::new(
-        OP,
-        T::STORAGE,
-        rows,
-        cols,
-        Some(MAX_PARTS),
-        BACKWARD_HELD_ELEMS,
-    )?;
-    p.check_matrix(OP, "x", x.len())?;
-    p.check_row(OP, "gamma", gamma.len())?;
-    p.check_matrix(OP, "dy", dy.len())?;
-    p.check_matrix(OP, "dx", dx.len())?;
-    p.check_row(OP, "dgamma", dgamma.len())?;
-    p.check_row(OP, "dbeta", dbeta.len())?;
-    let parts = parts(rows);
-    check_workspace(OP, workspace.len(), 2 * parts * cols)?;
+    let lens = [
+        x.len(),
+        gamma.len(),
+        dy.len(),
+        dx.len(),
+        dgamma.len(),
+        dbeta.len(),
+    ];
+    let (p, used) = layer_problem::<T>(lens, workspace.len(), rows, cols)?;
+    if rows > 0 {
+        let (w, _) = p.instance(T::STORAGE);
+        layer_backward_kernel::layer_norm_backward(
+            stream,
+            p.launch.cfg,
+            w,
+            x,
+            gamma,
+            dy,
+            dx,
+            workspace,
+            p.rows,
+            p.cols,
+            eps,
+        )?;
+    }
+    sum_columns(stream, workspace, 0, dgamma, used, p.cols)?;
+    sum_columns(stream, workspace, used * p.cols, dbeta, used, p.cols)
+}
+
+/// The builder-written kernels that `layer_norm_backward` replaces, kept only until the two
+/// have been measured side by side (`bench_norm`).
+#[doc(hidden)]
+#[allow(clippy::too_many_arguments)]
+pub fn layer_norm_backward_builder<T: Element>(
+    stream: &Stream,
+    x: &Buffer<T>,
+    gamma: &Buffer<T>,
+    dy: &Buffer<T>,
+    dx: &mut Buffer<T>,
+    dgamma: &mut Buffer<T>,
+    dbeta: &mut Buffer<T>,
+    workspace: &mut Buffer<f32>,
+    rows: usize,
+    cols: usize,
+    eps: f32,
+) -> Result<(), Error> {
+    let lens = [
+        x.len(),
+        gamma.len(),
+        dy.len(),
+        dx.len(),
+        dgamma.len(),
+        dbeta.len(),
+    ];
+    let (p, used) = layer_problem::<T>(lens, workspace.len(), rows, cols)?;
     if rows > 0 {
         let args = [
             KernelArg::from(x),
@@ -172,9 +234,8 @@ pub fn layer_norm_backward<T: Element>(
         let kernel = &LAYER_BACKWARD[spec_of::<T>(&p).block_index()];
         stream.launch(kernel.artifacts(), p.launch.cfg, &args)?;
     }
-    let used = if rows > 0 { parts } else { 0 };
-    let block = parts * cols;
-    column_sum(
+    let block = parts(rows) * cols;
+    column_sum_builder(
         stream,
         T::STORAGE,
         workspace.slice(0..block)?,
@@ -182,7 +243,7 @@ pub fn layer_norm_backward<T: Element>(
         used,
         cols,
     )?;
-    column_sum(
+    column_sum_builder(
         stream,
         T::STORAGE,
         workspace.slice(block..2 * block)?,
@@ -192,12 +253,90 @@ pub fn layer_norm_backward<T: Element>(
     )
 }
 
-fn column_sum(
+/// The RMSNorm problem once every buffer's length checks out (`x, gamma, dy, dx, dgamma` and
+/// the workspace), with the workspace rows its launch fills (none without rows).
+fn rms_problem<T: Element>(
+    [x, gamma, dy, dx, dgamma]: [usize; 5],
+    workspace: usize,
+    rows: usize,
+    cols: usize,
+) -> Result<(RowProblem, u32), Error> {
+    const OP: &str = "rms_norm_backward";
+    let p = RowProblem::new(
+        OP,
+        T::STORAGE,
+        rows,
+        cols,
+        Some(MAX_PARTS),
+        BACKWARD_HELD_ELEMS,
+    )?;
+    p.check_matrix(OP, "x", x)?;
+    p.check_row(OP, "gamma", gamma)?;
+    p.check_matrix(OP, "dy", dy)?;
+    p.check_matrix(OP, "dx", dx)?;
+    p.check_row(OP, "dgamma", dgamma)?;
+    check_workspace(OP, workspace, parts(rows) * cols)?;
+    Ok((p, used_parts(rows)))
+}
+
+/// The LayerNorm problem once every buffer's length checks out (`x, gamma, dy, dx, dgamma,
+/// dbeta` and the workspace), with the workspace rows of each block its launch fills.
+fn layer_problem<T: Element>(
+    [x, gamma, dy, dx, dgamma, dbeta]: [usize; 6],
+    workspace: usize,
+    rows: usize,
+    cols: usize,
+) -> Result<(RowProblem, u32), Error> {
+    const OP: &str = "layer_norm_backward";
+    let p = RowProblem::new(
+        OP,
+        T::STORAGE,
+        rows,
+        cols,
+        Some(MAX_PARTS),
+        BACKWARD_HELD_ELEMS,
+    )?;
+    p.check_matrix(OP, "x", x)?;
+    p.check_row(OP, "gamma", gamma)?;
+    p.check_matrix(OP, "dy", dy)?;
+    p.check_matrix(OP, "dx", dx)?;
+    p.check_row(OP, "dgamma", dgamma)?;
+    p.check_row(OP, "dbeta", dbeta)?;
+    check_workspace(OP, workspace, 2 * parts(rows) * cols)?;
+    Ok((p, used_parts(rows)))
+}
+
+/// Workspace rows a launch over `rows` rows fills: one per block, none without rows (the
+/// column sums then write zeros).
+fn used_parts(rows: usize) -> u32 {
+    if rows > 0 {
+        parts(rows) as u32
+    } else {
+        0
+    }
+}
+
+/// `out = Σ` over the `parts` rows of the `parts × cols` matrix at `offset` in `partial`.
+fn sum_columns<T: Element>(
+    stream: &Stream,
+    partial: &Buffer<f32>,
+    offset: u32,
+    out: &mut Buffer<T>,
+    parts: u32,
+    cols: u32,
+) -> Result<(), Error> {
+    let grid = cols.div_ceil(SUM_COLS).max(1);
+    let cfg = LaunchConfig::linear(grid, SUM_THREADS);
+    column_sum_kernel::norm_column_sum(stream, cfg, partial, out, offset, parts, cols)?;
+    Ok(())
+}
+
+fn column_sum_builder(
     stream: &Stream,
     storage: Storage,
     partial: BufferView<'_>,
     out: BufferViewMut<'_>,
-    parts: usize,
+    parts: u32,
     cols: usize,
 ) -> Result<(), Error> {
     let kernel = &COLUMN_SUM[match storage {
@@ -209,7 +348,7 @@ fn column_sum(
     let args = [
         KernelArg::from(partial),
         KernelArg::from(out),
-        KernelArg::from(parts as u32),
+        KernelArg::from(parts),
         KernelArg::from(cols as u32),
     ];
     stream.launch(kernel.artifacts(), cfg, &args)?;

@@ -8,9 +8,11 @@
 //! of 16 bytes move in 16-byte vectors, others one element at a time.
 
 mod backward;
+mod column_sum_kernel;
 // The `#[device]` helpers come first: the kernels after them call them.
 mod layer;
 mod layer_backward;
+mod layer_backward_kernel;
 mod layer_forward;
 mod layer_kernel;
 mod partials;
@@ -18,14 +20,15 @@ mod prefetch;
 pub mod reference;
 mod rms;
 mod rms_backward;
+mod rms_backward_kernel;
 mod rms_forward;
 mod rms_kernel;
 mod row_io;
 mod spec;
 
 pub use backward::{
-    layer_norm_backward, layer_norm_backward_workspace, rms_norm_backward,
-    rms_norm_backward_workspace,
+    layer_norm_backward, layer_norm_backward_builder, layer_norm_backward_workspace,
+    rms_norm_backward, rms_norm_backward_builder, rms_norm_backward_workspace,
 };
 pub use layer::{layer_norm, layer_norm_builder};
 pub use rms::{add_rms_norm, add_rms_norm_builder, rms_norm, rms_norm_heads};
@@ -37,6 +40,12 @@ use spec::RowSpec;
 static RMS_NORM: [OpKernel; 8] = OpKernel::instances(rms_kernel::RMS_NORM_INSTANCES);
 static ADD_RMS_NORM: [OpKernel; 8] = OpKernel::instances(rms_kernel::ADD_RMS_NORM_INSTANCES);
 static LAYER_NORM: [OpKernel; 8] = OpKernel::instances(layer_kernel::LAYER_NORM_INSTANCES);
+static RMS_NORM_BACKWARD: [OpKernel; 4] =
+    OpKernel::instances(rms_backward_kernel::RMS_NORM_BACKWARD_INSTANCES);
+static LAYER_NORM_BACKWARD: [OpKernel; 4] =
+    OpKernel::instances(layer_backward_kernel::LAYER_NORM_BACKWARD_INSTANCES);
+static NORM_COLUMN_SUM: [OpKernel; 2] =
+    OpKernel::instances(column_sum_kernel::NORM_COLUMN_SUM_INSTANCES);
 kernel_table!(static ADD_RMS_FORWARD = rms_forward::add_rms_norm, RowSpec::ALL, [0 1 2 3 4 5 6 7]);
 kernel_table!(static LAYER_FORWARD = layer_forward::layer_norm, RowSpec::ALL, [0 1 2 3 4 5 6 7]);
 kernel_table!(static RMS_BACKWARD = rms_backward::rms_norm_backward, RowSpec::BLOCK, [0 1 2 3]);
@@ -48,6 +57,9 @@ pub static KERNELS: &[&OpKernel] = kernel_refs![
     RMS_NORM[0 1 2 3 4 5 6 7],
     ADD_RMS_NORM[0 1 2 3 4 5 6 7],
     LAYER_NORM[0 1 2 3 4 5 6 7],
+    RMS_NORM_BACKWARD[0 1 2 3],
+    LAYER_NORM_BACKWARD[0 1 2 3],
+    NORM_COLUMN_SUM[0 1],
     ADD_RMS_FORWARD[0 1 2 3 4 5 6 7],
     LAYER_FORWARD[0 1 2 3 4 5 6 7],
     RMS_BACKWARD[0 1 2 3],

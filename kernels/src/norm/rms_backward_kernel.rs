@@ -1,0 +1,214 @@
+//! RMSNorm backward in `#[kernel]`. With `rstd = 1/√(mean(x²) + eps)`:
+//! `dx_j = rstd·γ_j·dy_j − x_j·rstd³/n · Σ_i dy_i·γ_i·x_i`, and the γ gradient
+//! `Σ_rows dy_j·x_j·rstd`, which each block accumulates for its rows into its own row of the f32
+//! workspace (`partial`); `column_sum` then adds those rows in a fixed order.
+//!
+//! A block owns rows `block, block + blocks, …`, one at a time. Each thread holds 8 elements of
+//! a row's x and dy (chunks `t + h·threads`), as loaded, between the reduction and the write,
+//! and the γ gradient of those columns for the whole loop; wider rows read the rest again and
+//! keep its gradient in the workspace. With 16-bit elements in 16-byte chunks
+//! (`W > 1 && T::VEC == 8`, one chunk a thread) the next two rows' x and dy are copied into
+//! shared memory while the current one is reduced and written; the other instances issue a
+//! row's loads together at its top. Two 512-thread blocks share an SM, one's
+//! reduction hiding the other's loads, hence the cap of 64 registers.
+
+use kernel_macros::kernel;
+
+/// `x, dy, dx: rows × cols`, γ: `cols`, `partial`: a `blocks × cols` f32 workspace.
+#[kernel(
+    crate = crate::lang,
+    instances(T in [f32, bf16], W in [1, T::VEC]),
+    maxnreg = 64
+)]
+pub fn rms_norm_backward<T: Dtype, const W: u32>(
+    x: &[T],
+    gamma: &[T],
+    dy: &[T],
+    dx: &mut [T],
+    partial: &mut [f32],
+    rows: u32,
+    cols: u32,
+    eps: f32,
+) {
+    let t = thread_idx().x;
+    let threads = block_dim().x;
+    let step = grid_dim().x;
+    let chunks = cols / W;
+    let last = chunks - 1;
+    let inv_n = (cols as f32).rcp_rn();
+    let pbase = block_idx().x * cols;
+    let first = (8 / W) * threads + t;
+    // The columns past the held ones keep their gradient in the workspace row.
+    let mut c = first;
+    while c < chunks {
+        for k in 0..W {
+            partial[pbase + c * W + k] = 0.0;
+        }
+        c += threads;
+    }
+    let mut grad = [0.0f32; 8];
+    let mut row = block_idx().x;
+    // The bf16 16-byte instances stage the held chunks of x and dy of the next two rows in
+    // shared memory through cp.async while the current row is reduced and written: twice the
+    // bytes in flight of one row loaded ahead into registers, and in no registers. Two slots
+    // of `[x, dy]`, each 4096 elements (512 threads × 8); one element in the other instances.
+    let stage = shared_array::<T, { 1 + (W / 8) * 16383 }>();
+    let mut trip = 0u32;
+    if W > 1 && T::VEC == 8 {
+        let at = min(t, last) * 8;
+        for k in 0..2 {
+            let r = row + k * step;
+            if r < rows {
+                cp_async_16(stage, k * 8192 + t * 8, x, r * cols + at);
+                cp_async_16(stage, k * 8192 + 4096 + t * 8, dy, r * cols + at);
+            }
+            cp_async_commit();
+        }
+    }
+    while row < rows {
+        let base = row * cols;
+        // This row's held chunks, as loaded.
+        let mut xh = [0.0 as T; 8];
+        let mut dh = [0.0 as T; 8];
+        let slot = (trip % 2) * 8192 + t * 8;
+        if W > 1 && T::VEC == 8 {
+            // This row's copies are the older of the two groups in flight.
+            cp_async_wait(1);
+            let xv = stage.load_vec::<W>(slot);
+            let dv = stage.load_vec::<W>(slot + 4096);
+            for k in 0..W {
+                xh[k] = xv[k];
+                dh[k] = dv[k];
+            }
+        } else {
+            for h in 0..(8 / W) {
+                let c = h * threads + t;
+                let i = if W == 1 {
+                    // 16 guarded loads would take a predicate each (ptxas then serializes
+                    // them): past the row's end they read its last element, which the sums
+                    // leave out.
+                    base + min(c, last)
+                } else {
+                    base + c * W
+                };
+                let xv = x.load_vec_or::<W>(i, W == 1 || c < chunks, 0.0 as T);
+                let dv = dy.load_vec_or::<W>(i, W == 1 || c < chunks, 0.0 as T);
+                for k in 0..W {
+                    xh[h * W + k] = xv[k];
+                    dh[h * W + k] = dv[k];
+                }
+            }
+        }
+
+        let mut ss = 0.0f32;
+        let mut dot = 0.0f32;
+        // γ is read where it is used, from L1 (every block reads the same γ): holding it across
+        // the row loop would cost registers that the second block of an SM needs.
+        for h in 0..(8 / W) {
+            let c = h * threads + t;
+            let gv = gamma.load_vec::<W>(min(c, last) * W);
+            for k in 0..W {
+                // Guarded vector loads read 0 outside the row; clamped or staged ones are
+                // zeroed.
+                let xv = if (W > 1 && T::VEC != 8) || c < chunks {
+                    xh[h * W + k] as f32
+                } else {
+                    0.0
+                };
+                ss = xv.mul_add(xv, ss);
+                dot = ((dh[h * W + k] as f32) * (gv[k] as f32)).mul_add(xv, dot);
+            }
+        }
+        if W > 1 && T::VEC == 8 {
+            // The slot is free once the sums above have read it: it takes the row two ahead.
+            let r = row + 2 * step;
+            if r < rows {
+                let at = r * cols + min(t, last) * 8;
+                cp_async_16(stage, slot, x, at);
+                cp_async_16(stage, slot + 4096, dy, at);
+            }
+            cp_async_commit();
+        }
+        let mut c = first;
+        while c < chunks {
+            let xv = x.load_vec::<W>(base + c * W);
+            let dv = dy.load_vec::<W>(base + c * W);
+            let gv = gamma.load_vec::<W>(c * W);
+            for k in 0..W {
+                let f = xv[k] as f32;
+                ss = f.mul_add(f, ss);
+                dot = ((dv[k] as f32) * (gv[k] as f32)).mul_add(f, dot);
+            }
+            c += threads;
+        }
+        let sums = block_sums2([ss, dot], t, threads);
+        let rstd = (sums[0] * inv_n + eps).rsqrt_rn();
+        let neg_coef = -(sums[1] * (rstd * rstd * rstd) * inv_n);
+
+        for h in 0..(8 / W) {
+            let c = h * threads + t;
+            let gv = gamma.load_vec::<W>(min(c, last) * W);
+            let mut out = [0.0 as T; W];
+            for k in 0..W {
+                let xv = xh[h * W + k] as f32;
+                let dv = dh[h * W + k] as f32;
+                out[k] = ((gv[k] as f32) * dv).mul_add(rstd, xv * neg_coef) as T;
+                // Chunks outside the row add to gradients that are never stored.
+                grad[h * W + k] = dv.mul_add(xv * rstd, grad[h * W + k]);
+            }
+            if c < chunks {
+                dx.store_vec::<W>(base + c * W, out);
+            }
+        }
+        let mut c = first;
+        while c < chunks {
+            let xv = x.load_vec::<W>(base + c * W);
+            let dv = dy.load_vec::<W>(base + c * W);
+            let gv = gamma.load_vec::<W>(c * W);
+            let mut out = [0.0 as T; W];
+            for k in 0..W {
+                let f = xv[k] as f32;
+                out[k] = ((gv[k] as f32) * (dv[k] as f32)).mul_add(rstd, f * neg_coef) as T;
+            }
+            dx.store_vec::<W>(base + c * W, out);
+            // The partials four at a time (see `layer_backward_kernel`).
+            let p = pbase + c * W;
+            if W == 1 {
+                partial[p] = (dv[0] as f32).mul_add((xv[0] as f32) * rstd, partial[p]);
+            } else {
+                for q in 0..(W / 4) {
+                    let mut u = partial.load_vec::<4>(p + q * 4);
+                    for k in 0..4 {
+                        let f = xv[q * 4 + k] as f32;
+                        u[k] = (dv[q * 4 + k] as f32).mul_add(f * rstd, u[k]);
+                    }
+                    partial.store_vec::<4>(p + q * 4, u);
+                }
+            }
+            c += threads;
+        }
+        row += step;
+        trip += 1;
+    }
+    if W > 1 && T::VEC == 8 {
+        cp_async_wait(0);
+    }
+
+    for h in 0..(8 / W) {
+        let c = h * threads + t;
+        if c < chunks {
+            let p = pbase + c * W;
+            if W == 1 {
+                partial[p] = grad[h];
+            } else {
+                for q in 0..(W / 4) {
+                    let g = h * W + q * 4;
+                    partial.store_vec::<4>(
+                        p + q * 4,
+                        [grad[g], grad[g + 1], grad[g + 2], grad[g + 3]],
+                    );
+                }
+            }
+        }
+    }
+}
