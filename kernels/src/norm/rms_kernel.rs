@@ -133,9 +133,6 @@ pub fn add_rms_norm<T: Dtype, const W: u32, const CTA: u32>(
                 held[h * W + k] = if W > 1 || inside { s[k] as f32 } else { 0.0 };
                 ss = held[h * W + k].mul_add(held[h * W + k], ss);
             }
-            if inside {
-                sum.store_vec::<W>(base + col, s);
-            }
         }
         let mut c = (16 / W) * group + lane;
         while c < chunks {
@@ -152,13 +149,20 @@ pub fn add_rms_norm<T: Dtype, const W: u32, const CTA: u32>(
         let rstd = (group_sum(ss, lane, group) / cols_f + eps).rsqrt_rn();
         // Columns are recomputed rather than kept: 16 more live registers would cost the
         // one-element instances a quarter of their occupancy.
+        // The held sums are stored here, with the outputs, rather than as they are formed:
+        // a store there waits on its chunk's loads, and the warp issues in order, so the
+        // loads of the chunks after it would wait too.
         for h in 0..(16 / W) {
             let c = h * group + lane;
             if c < chunks {
+                let mut s = [0.0 as T; W];
                 let mut out = gamma.load_vec::<W>(c * W);
                 for k in 0..W {
+                    // Exact: `held` is the rounded sum, widened.
+                    s[k] = held[h * W + k] as T;
                     out[k] = (held[h * W + k] * rstd * (out[k] as f32)) as T;
                 }
+                sum.store_vec::<W>(base + c * W, s);
                 y.store_vec::<W>(base + c * W, out);
             }
         }
