@@ -22,11 +22,14 @@ use kernel_runtime::{Buffer, KernelArg, LaunchConfig, Stream};
 use tally_kernels::TALLY_THREADS;
 
 /// The most threads a row's block takes: 1024 for f32 in 16-byte chunks (within 64
-/// registers), so that one block fills an SM and each SM streams one row; otherwise 512
-/// (within 128 registers; `tests/instance_registers.rs` checks both).
+/// registers), so that one block fills an SM and each SM streams one row; 256 for bf16 in
+/// 16-byte chunks, whose ptxas allocation lands just above 64 registers, where a 512-thread
+/// block would leave room for one block an SM and 256 threads leave room for three; otherwise
+/// 512 (within 128 registers; `tests/instance_registers.rs` checks them).
 fn row_threads(storage: Storage, access: Access) -> u32 {
     match (storage, access) {
         (Storage::F32, Access::Vector) => 1024,
+        (Storage::Bf16, Access::Vector) => 256,
         _ => 512,
     }
 }
