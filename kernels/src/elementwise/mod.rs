@@ -8,18 +8,15 @@ mod ops;
 pub mod reference;
 
 use crate::cast::Element;
+use crate::codegen::kernel_refs;
 use crate::codegen::map::{map_launch, step_elems};
 use crate::codegen::tensor::Format;
-use crate::codegen::{kernel_refs, kernel_table};
 use crate::{check_len, Error, OpKernel};
 use kernel_runtime::LaunchConfig;
-use kernel_runtime::{Buffer, KernelArg, Stream};
+use kernel_runtime::{Buffer, Stream};
 use map_kernel as k;
 #[doc(hidden)]
 pub use ops::MapOp;
-use ops::{build, spec_index, SPECS};
-
-kernel_table!(static MAPS = build, SPECS, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17]);
 static MAP_UNARY: [OpKernel; 4] = OpKernel::instances(k::MAP_UNARY_INSTANCES);
 static MAP_BINARY: [OpKernel; 10] = OpKernel::instances(k::MAP_BINARY_INSTANCES);
 static SCALE: [OpKernel; 2] = OpKernel::instances(k::SCALE_INSTANCES);
@@ -31,7 +28,6 @@ pub static KERNELS: &[&OpKernel] = kernel_refs![
     MAP_BINARY[0 1 2 3 4 5 6 7 8 9],
     SCALE[0 1],
     SWIGLU_BACKWARD[0 1],
-    MAPS[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17],
 ];
 
 /// Checks every buffer against the first input's length: the element count and launch shape,
@@ -59,30 +55,6 @@ fn plan<T: Element>(
         n32,
         map_launch(n32, step_elems([Format::from(T::STORAGE)])),
     )))
-}
-
-/// The builder-written kernel of `op`, kept only until the `#[kernel]` ones have been measured
-/// beside it (`bench_elementwise`).
-#[doc(hidden)]
-pub fn run_builder<T: Element>(
-    stream: &Stream,
-    op: MapOp,
-    inputs: &[&Buffer<T>],
-    outputs: &mut [&mut Buffer<T>],
-    scalars: &[f32],
-) -> Result<(), Error> {
-    let in_lens: Vec<usize> = inputs.iter().map(|b| b.len()).collect();
-    let out_lens: Vec<usize> = outputs.iter().map(|b| b.len()).collect();
-    let Some((n32, cfg)) = plan::<T>(op, &in_lens, &out_lens)? else {
-        return Ok(());
-    };
-    let mut args: Vec<KernelArg<'_>> = inputs.iter().map(|&b| KernelArg::from(b)).collect();
-    args.extend(outputs.iter_mut().map(|b| KernelArg::from(&mut **b)));
-    args.extend(scalars.iter().map(|&s| KernelArg::from(s)));
-    args.push(KernelArg::from(n32));
-    let kernel = &MAPS[spec_index(op, T::STORAGE)];
-    stream.launch(kernel.artifacts(), cfg, &args)?;
-    Ok(())
 }
 
 /// Runs `$launch` with `(n, cfg)` once the buffers' lengths check out.
