@@ -1,7 +1,7 @@
-//! The embedding gather and its backward written in `#[kernel]` against the builder-written
-//! kernels they replace, side by side in one process, each as a share of the device's copy
-//! bandwidth (the driver's device-to-device copy of 1 GiB, measured in the same run). Each pair
-//! is timed twice, alternating, so that clock drift shows as disagreement between the passes.
+//! The embedding gather and its backward, each as a share of the device's copy bandwidth (the
+//! driver's device-to-device copy of 1 GiB, measured in the same run), timed twice so that
+//! clock drift shows as disagreement between the passes. (The builder kernels they replaced
+//! were timed beside them here until the ports matched them; BENCHMARKS.md has those figures.)
 //! Bytes: the forward reads `tokens` table rows and writes as many; the backward reads the
 //! `tokens` gradient rows and writes the whole table; both read the ids.
 //!
@@ -13,13 +13,13 @@
 
 mod common;
 
-use common::{filled, row, Bench, Res};
+use common::{filled, Bench, Res};
 use kernel_runtime::{Bf16, Buffer};
 use kernels::cast::Element;
 use kernels::embedding;
 
-/// One table row: the builder kernel and the `#[kernel]` one on the same buffers.
-fn compare<T: Element>(b: &Bench, backward: bool, [tokens, vocab, hidden]: [usize; 3]) -> Res {
+/// One table row.
+fn measure<T: Element>(b: &Bench, backward: bool, [tokens, vocab, hidden]: [usize; 3]) -> Res {
     let op = if backward {
         "embedding_backward"
     } else {
@@ -44,33 +44,26 @@ fn compare<T: Element>(b: &Bench, backward: bool, [tokens, vocab, hidden]: [usiz
     let mut table = filled::<T>(&b.stream, vocab * hidden, 7)?;
     let mut out = Buffer::<T>::zeros(&b.stream, tokens * hidden)?;
     let (t, v, h) = (tokens, vocab, hidden);
-    let mut cells = Vec::new();
-    for _pass in 0..2 {
-        let mut run = |builder: bool| {
-            b.time(|s| {
-                for _ in 0..batch {
-                    match (backward, builder) {
-                        (false, true) => {
-                            embedding::embedding_builder(s, &table, &ids, &mut out, t, v, h)?
-                        }
-                        (false, false) => embedding::embedding(s, &table, &ids, &mut out, t, v, h)?,
-                        (true, true) => embedding::embedding_backward_builder(
-                            s, &small, &ids, &mut table, t, v, h,
-                        )?,
-                        (true, false) => {
-                            embedding::embedding_backward(s, &small, &ids, &mut table, t, v, h)?
-                        }
-                    }
+    let mut run = || {
+        b.time(|s| {
+            for _ in 0..batch {
+                if backward {
+                    embedding::embedding_backward(s, &small, &ids, &mut table, t, v, h)?
+                } else {
+                    embedding::embedding(s, &table, &ids, &mut out, t, v, h)?
                 }
-                Ok(())
-            })
-        };
-        let old = run(true)?;
-        let new = run(false)?;
-        cells.push((pct(old), pct(new)));
-    }
-    let label = format!("{:<18} | {:<4} | {:<16}", op, T::STORAGE.suffix(), shape);
-    row(&label, &cells);
+            }
+            Ok(())
+        })
+    };
+    let first = pct(run()?);
+    let second = pct(run()?);
+    println!(
+        "| {:<18} | {:<4} | {:<16} | {first:>5.1} / {second:>5.1} |",
+        op,
+        T::STORAGE.suffix(),
+        shape
+    );
     Ok(())
 }
 
@@ -85,8 +78,8 @@ fn batch() -> usize {
 
 fn main() -> Res {
     let b = Bench::new()?;
-    println!("| op | dtype | tokens x vocab x hidden | builder % copy (2 passes) | #[kernel] % copy (2 passes) | mean diff (points) |");
-    println!("|---|---|---|---|---|---|");
+    println!("| op | dtype | tokens x vocab x hidden | % copy (2 passes) |");
+    println!("|---|---|---|---|");
     // The k2 suite's shape (a 152K vocabulary, 4096 wide), a narrow one (a warp per row) and a
     // width that is not a multiple of 16 bytes (one element per access).
     let shapes: &[[usize; 3]] = if Bench::small() {
@@ -100,8 +93,8 @@ fn main() -> Res {
     };
     for &shape in shapes {
         for backward in [false, true] {
-            compare::<f32>(&b, backward, shape)?;
-            compare::<Bf16>(&b, backward, shape)?;
+            measure::<f32>(&b, backward, shape)?;
+            measure::<Bf16>(&b, backward, shape)?;
         }
     }
     Ok(())

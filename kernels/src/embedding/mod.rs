@@ -2,57 +2,26 @@
 //! storage. The backward uses no atomics: each warp owns a slice of the vocabulary rows and
 //! adds the gradients of its tokens in token order, so every run gives the same bits.
 
-mod gather_kernel;
 mod lookup_kernel;
 pub mod reference;
-mod scatter_kernel;
 
 use crate::cast::Element;
+use crate::codegen::kernel_refs;
 use crate::codegen::rows::Group;
 use crate::codegen::tensor::Access;
-use crate::codegen::{kernel_refs, kernel_table};
 use crate::rowwise::shape::RowPlan;
-use crate::rowwise::spec::RowSpec;
 use crate::{check_len, Error, OpKernel, Storage};
-use kernel_runtime::{Buffer, KernelArg, LaunchConfig, Stream};
+use kernel_runtime::{Buffer, LaunchConfig, Stream};
 use lookup_kernel::{held_chunks, ROWS_PER_WARP, SCATTER_THREADS};
-
-/// The builder backward's specializations (storage × access; a warp owns its rows either way).
-const SCATTER_SPECS: [RowSpec; 4] = [
-    RowSpec {
-        storage: Storage::F32,
-        access: Access::Scalar,
-        group: Group::Warp,
-    },
-    RowSpec {
-        storage: Storage::F32,
-        access: Access::Vector,
-        group: Group::Warp,
-    },
-    RowSpec {
-        storage: Storage::Bf16,
-        access: Access::Scalar,
-        group: Group::Warp,
-    },
-    RowSpec {
-        storage: Storage::Bf16,
-        access: Access::Vector,
-        group: Group::Warp,
-    },
-];
 
 static EMBEDDING: [OpKernel; 8] = OpKernel::instances(lookup_kernel::EMBEDDING_INSTANCES);
 static EMBEDDING_BACKWARD: [OpKernel; 4] =
     OpKernel::instances(lookup_kernel::EMBEDDING_BACKWARD_INSTANCES);
-kernel_table!(static GATHER = gather_kernel::gather, RowSpec::ALL, [0 1 2 3 4 5 6 7]);
-kernel_table!(static SCATTER = scatter_kernel::scatter, SCATTER_SPECS, [0 1 2 3]);
 
 /// Every specialization this module ships.
 pub static KERNELS: &[&OpKernel] = kernel_refs![
     EMBEDDING[0 1 2 3 4 5 6 7],
     EMBEDDING_BACKWARD[0 1 2 3],
-    GATHER[0 1 2 3 4 5 6 7],
-    SCATTER[0 1 2 3],
 ];
 
 /// Chunks of its row a thread of the `#[kernel]` forward holds (64 bytes).
@@ -110,42 +79,6 @@ pub fn embedding<T: Element>(
         p.cols,
         vocab as u32,
     )?;
-    Ok(())
-}
-
-/// The builder-written kernel that [`embedding`] replaces, kept only until the two have been
-/// measured side by side (`bench_embedding`).
-#[doc(hidden)]
-pub fn embedding_builder<T: Element>(
-    stream: &Stream,
-    table: &Buffer<T>,
-    ids: &Buffer<u32>,
-    out: &mut Buffer<T>,
-    tokens: usize,
-    vocab: usize,
-    hidden: usize,
-) -> Result<(), Error> {
-    const OP: &str = "embedding";
-    let Some(p) = gather_plan::<T>(
-        OP,
-        [table.len(), ids.len(), out.len()],
-        tokens,
-        vocab,
-        hidden,
-        crate::rowwise::spec::row_held_chunks,
-    )?
-    else {
-        return Ok(());
-    };
-    let args = [
-        KernelArg::from(table),
-        KernelArg::from(ids),
-        KernelArg::from(&mut *out),
-        KernelArg::from(p.rows),
-        KernelArg::from(p.cols),
-        KernelArg::from(vocab as u32),
-    ];
-    stream.launch(GATHER[p.spec.index()].artifacts(), p.launch.cfg, &args)?;
     Ok(())
 }
 
@@ -207,41 +140,6 @@ pub fn embedding_backward<T: Element>(
         p.cols,
         vocab as u32,
     )?;
-    Ok(())
-}
-
-/// The builder-written kernel that [`embedding_backward`] replaces, kept only until the two
-/// have been measured side by side (`bench_embedding`).
-#[doc(hidden)]
-pub fn embedding_backward_builder<T: Element>(
-    stream: &Stream,
-    dout: &Buffer<T>,
-    ids: &Buffer<u32>,
-    dtable: &mut Buffer<T>,
-    tokens: usize,
-    vocab: usize,
-    hidden: usize,
-) -> Result<(), Error> {
-    let Some((p, cfg)) =
-        scatter_plan::<T>([dout.len(), ids.len(), dtable.len()], tokens, vocab, hidden)?
-    else {
-        return Ok(());
-    };
-    let spec_index = match (T::STORAGE, p.spec.access) {
-        (Storage::F32, Access::Scalar) => 0,
-        (Storage::F32, Access::Vector) => 1,
-        (Storage::Bf16, Access::Scalar) => 2,
-        (Storage::Bf16, Access::Vector) => 3,
-    };
-    let args = [
-        KernelArg::from(dout),
-        KernelArg::from(ids),
-        KernelArg::from(&mut *dtable),
-        KernelArg::from(tokens as u32),
-        KernelArg::from(p.cols),
-        KernelArg::from(vocab as u32),
-    ];
-    stream.launch(SCATTER[spec_index].artifacts(), cfg, &args)?;
     Ok(())
 }
 
