@@ -130,3 +130,12 @@ fn optimizer_clip_and_argmax_instances_assemble_without_spills() {
         "argmax"
     );
 }
+
+/// The casts and the layout moves: at least 4 blocks of 256 threads an SM (these ops stream,
+/// so occupancy is what keeps bytes in flight).
+#[test]
+fn cast_and_layout_instances_assemble_without_spills() {
+    let Some(ptxas) = ptxas() else { return };
+    let most = |_: &str| Some(64);
+    assert_eq!(check(&ptxas, kernels::cast::KERNELS, most), 9 * 4, "casts");
+}
