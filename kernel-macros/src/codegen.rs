@@ -152,7 +152,6 @@ fn launcher(
         conv.push(to_arg);
     }
     let summary = format!("Launches `{}` on `stream` with the launch shape `cfg`; arguments are checked against the kernel's metadata before the driver sees them.", b.entry);
-    let _ = Span::call_site();
     Ok(quote! {
         #(#docs)*
         #[doc = ""]
@@ -169,8 +168,8 @@ fn launcher(
 }
 
 /// A launcher's argument for one kernel parameter of a concrete type, and the expression that
-/// turns it into a `KernelArg`: `bool` and scalars by value, `&[T]` as `&Buffer<T>`, `&mut [T]`
-/// as `&mut Buffer<T>`.
+/// turns it into a `KernelArg`: `bool` and scalars by value, `&[T]` and `&mut [T]` as
+/// [`slice_param`] takes them.
 pub(crate) fn host_param(
     pt: &syn::PatType,
     ident: &syn::Ident,
@@ -193,17 +192,7 @@ pub(crate) fn host_param(
         }
         ParamType::GlobalPtr { elem, mutable } => {
             let t = host_scalar(elem, rt);
-            if mutable {
-                (
-                    quote_spanned!(span=> #ident: &mut #rt::Buffer<#t>),
-                    quote!(#rt::KernelArg::from(&mut *#ident)),
-                )
-            } else {
-                (
-                    quote_spanned!(span=> #ident: &#rt::Buffer<#t>),
-                    quote!(#rt::KernelArg::from(#ident)),
-                )
-            }
+            slice_param(ident, &t, mutable, span, rt)
         }
         ParamType::TensorMap => {
             return err(
@@ -212,4 +201,28 @@ pub(crate) fn host_param(
             )
         }
     })
+}
+
+/// A launcher's argument for a `&[T]` (or `&mut [T]`) parameter, `T` its host type: a
+/// `&Buffer<T>` or a `&BufferView` (`&mut Buffer<T>` or `&mut BufferViewMut`), through the
+/// runtime's `SliceArg` (`SliceArgMut`), so that an op can pass part of a buffer. A reference
+/// parameter reborrows a caller's `&mut Buffer<T>` as a concrete one did.
+pub(crate) fn slice_param(
+    ident: &syn::Ident,
+    t: &TokenStream,
+    mutable: bool,
+    span: Span,
+    rt: &TokenStream,
+) -> (TokenStream, TokenStream) {
+    if mutable {
+        (
+            quote_spanned!(span=> #ident: &mut (impl #rt::SliceArgMut<#t> + ?Sized)),
+            quote!(#rt::SliceArgMut::<#t>::slice_arg_mut(#ident)),
+        )
+    } else {
+        (
+            quote_spanned!(span=> #ident: &(impl #rt::SliceArg<#t> + ?Sized)),
+            quote!(#rt::SliceArg::<#t>::slice_arg(#ident)),
+        )
+    }
 }

@@ -90,13 +90,10 @@ pub fn generic_launcher(
         };
         let ident = format_ident!("{}", p.name, span = pt.pat.span());
         if let Some((t, mutable)) = slice_of_param(&pt.ty, &type_params) {
-            if mutable {
-                args.push(quote_spanned!(pt.ty.span()=> #ident: &mut #rt::Buffer<#t>));
-                conv.push(quote!(#rt::KernelArg::from(&mut *#ident)));
-            } else {
-                args.push(quote_spanned!(pt.ty.span()=> #ident: &#rt::Buffer<#t>));
-                conv.push(quote!(#rt::KernelArg::from(#ident)));
-            }
+            let t = quote!(#t);
+            let (arg, to_arg) = crate::codegen::slice_param(&ident, &t, mutable, pt.ty.span(), rt);
+            args.push(arg);
+            conv.push(to_arg);
             continue;
         }
         if let Some(t) = type_param(&pt.ty, &type_params) {

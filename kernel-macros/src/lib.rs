@@ -19,8 +19,10 @@
 //!   memory), the PTX of each **enabled** target, cubins where ptxas was found, and the IR
 //!   with an `emit` function so the runtime can emit for a target that was not built in;
 //! - `pub fn saxpy(stream, cfg, a: f32, x: &Buffer<f32>, y: &mut Buffer<f32>, n: u32)`: the
-//!   typed launcher. A `&[T]` parameter takes `&Buffer<T>`, `&mut [T]` takes `&mut Buffer<T>`,
-//!   scalars go by value, so a wrong argument type does not compile.
+//!   typed launcher. A `&[T]` parameter takes `&Buffer<T>` or a `&BufferView` of part of one,
+//!   `&mut [T]` takes `&mut Buffer<T>` or a `&mut BufferViewMut` (the runtime's `SliceArg` and
+//!   `SliceArgMut`), scalars go by value, so a wrong buffer or scalar type does not compile (a
+//!   view's element type is checked at launch).
 //!
 //! # Where things are
 //!

@@ -135,6 +135,48 @@ fn shared_memory_reverses_each_block() -> Result<(), kernel_runtime::Error> {
     Ok(())
 }
 
+/// Copies `n` elements and widens f16 to f32, for launches on parts of buffers.
+#[kernel(crate = crate::common::paths, instances(T in [u32, f16]))]
+pub fn widen_part<T: Dtype>(x: &[T], y: &mut [f32], n: u32) {
+    let i = block_idx().x * block_dim().x + thread_idx().x;
+    if i < n {
+        y[i] = x[i] as f32;
+    }
+}
+
+#[test]
+fn launchers_take_views_of_parts_of_buffers() -> Result<(), kernel_runtime::Error> {
+    let stream = Device::emulator().stream()?;
+    let h: Vec<F16> = (0..12).map(|k| F16::from_f32(k as f32 - 5.5)).collect();
+    let dh = Buffer::from_host(&stream, &h)?;
+    let mut y = Buffer::from_host(&stream, &[-1.0f32; 10])?;
+    // Elements 3..8 of `h` into elements 4..9 of `y`: the rest of `y` is untouched.
+    let cfg = LaunchConfig::linear(1, 32);
+    widen_part::<F16>(&stream, cfg, &dh.slice(3..8)?, &mut y.slice_mut(4..9)?, 5)?;
+    let want: Vec<f32> = (0..10)
+        .map(|k| {
+            if (4..9).contains(&k) {
+                h[k - 1].to_f32()
+            } else {
+                -1.0
+            }
+        })
+        .collect();
+    assert_eq!(y.to_host(&stream)?, want);
+    // A whole buffer still goes by reference, to the per-instance launcher as well.
+    widen_part__f16(&stream, cfg, &dh, &mut y, 10)?;
+    assert_eq!(y.to_host(&stream)?[9], h[9].to_f32());
+    // A view carries its element type only at run time: a view of u32 for `&[f16]` is the
+    // runtime's argument error, before anything runs.
+    let du = Buffer::from_host(&stream, &[7u32; 4])?;
+    let e = widen_part::<F16>(&stream, cfg, &du.slice(0..4)?, &mut y, 4).unwrap_err();
+    assert!(
+        matches!(e, kernel_runtime::Error::ArgKind { index: 0, .. }),
+        "{e}"
+    );
+    Ok(())
+}
+
 /// Scalars of every width arrive intact: `bool` travels as a byte, `f16` as 16 bits.
 #[kernel(crate = crate::common::paths)]
 pub fn scalars(out: &mut [f32], flag: bool, h: f16, k: i64, u: u64, d: f64) {

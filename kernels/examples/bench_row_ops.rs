@@ -1,10 +1,10 @@
-//! Achieved bandwidth of the row-wise and index-mapping ops (RoPE, layout, embedding,
-//! cross-entropy, argmax) against the device's copy bandwidth, measured in one process.
+//! Achieved bandwidth of the row-wise and index-mapping ops (RoPE, embedding, cross-entropy,
+//! argmax) against the device's copy bandwidth, measured in one process.
 //!
 //! `cargo run --release -p kernels --example bench_row_ops` on a GPU; `BENCH_SMALL=1` runs tiny
 //! shapes on the emulator to check the whole path end to end;
-//! `BENCH_ONLY=rope,vocab` runs only those groups (rope, layout, embedding, vocab); softmax has
-//! its own, `bench_softmax`.
+//! `BENCH_ONLY=rope,vocab` runs only those groups (rope, embedding, vocab); softmax has its own,
+//! `bench_softmax`, and the layout moves `bench_layout`.
 //!
 //! Each op is timed with CUDA events after warm-up, as the median of the timed launches
 //! (`common::Bench`, as every bench here); its bytes are the least it must read plus write.
@@ -18,7 +18,6 @@ use kernels::argmax::{argmax, argmax_workspace};
 use kernels::cast::Element;
 use kernels::cross_entropy::cross_entropy;
 use kernels::embedding::{embedding, embedding_backward};
-use kernels::layout::{heads_from_interleaved, kv_cache_append, transpose, PagedLayout};
 use kernels::rope::{rope, rope_backward, Rope, RopeLayout};
 use kernels::Error;
 
@@ -198,84 +197,6 @@ fn bench_embedding<T: Element>(bench: &Bench) -> Res {
     Ok(())
 }
 
-fn bench_layout<T: Element>(bench: &Bench) -> Res {
-    let s = &bench.stream;
-    let e = T::STORAGE.bytes();
-    let (tokens, heads, head_dim) = if Bench::small() {
-        (5, 4, 128)
-    } else {
-        (4096, 32, 128)
-    };
-    let n = tokens * heads * head_dim;
-    let x = random::<T>(s, n, 7, -1.0, 1.0)?;
-    let mut y = Buffer::<T>::zeros(s, n)?;
-    let ms = timed(bench, |s| {
-        heads_from_interleaved(s, &x, &mut y, tokens, heads, head_dim)
-    })?;
-    let shape = format!("{tokens}×{heads}×{head_dim}");
-    report(
-        bench,
-        "[S,H·D]→[H,S,D]",
-        dtype_name::<T>(),
-        &shape,
-        2 * n * e,
-        ms,
-    );
-
-    let (rows, cols) = if Bench::small() {
-        (33, 65)
-    } else {
-        (16384, 4096)
-    };
-    let m = random::<T>(s, rows * cols, 8, -1.0, 1.0)?;
-    let mut mt = Buffer::<T>::zeros(s, rows * cols)?;
-    let ms = timed(bench, |s| transpose(s, &m, &mut mt, rows, cols))?;
-    report(
-        bench,
-        "transpose",
-        dtype_name::<T>(),
-        &format!("{rows}×{cols}"),
-        2 * rows * cols * e,
-        ms,
-    );
-
-    let (kv_heads, block_size) = (8, 16);
-    let width = kv_heads * head_dim;
-    let seqs = if Bench::small() { 2 } else { 16 };
-    let blocks_per_seq = tokens.div_ceil(block_size);
-    let layout = PagedLayout {
-        num_blocks: seqs * blocks_per_seq,
-        block_size,
-        width,
-        seqs,
-        blocks_per_seq,
-    };
-    let table: Vec<u32> = (0..seqs * blocks_per_seq)
-        .map(|i| ((i * 7) % (seqs * blocks_per_seq)) as u32)
-        .collect();
-    let table = Buffer::from_host(s, &table)?;
-    let new = random::<T>(s, tokens * width, 9, -1.0, 1.0)?;
-    let seq_ids = Buffer::from_host(s, &vec![1u32; tokens])?;
-    let positions: Vec<u32> = (0..tokens as u32).collect();
-    let positions = Buffer::from_host(s, &positions)?;
-    let mut cache = Buffer::<T>::zeros(s, layout.cache_len())?;
-    let ms = timed(bench, |s| {
-        kv_cache_append(
-            s, &new, &seq_ids, &positions, &table, &mut cache, tokens, layout,
-        )
-    })?;
-    let shape = format!("{tokens}×{width} b{block_size}");
-    report(
-        bench,
-        "kv_cache_append",
-        dtype_name::<T>(),
-        &shape,
-        2 * tokens * width * e + tokens * 8,
-        ms,
-    );
-    Ok(())
-}
-
 fn main() -> Res {
     let bench = Bench::new()?;
     println!("| op                       | dtype | shape                  |        ms |     GB/s | % copy |");
@@ -288,10 +209,6 @@ fn main() -> Res {
     if wanted("rope") {
         bench_rope::<f32>(&bench)?;
         bench_rope::<Bf16>(&bench)?;
-    }
-    if wanted("layout") {
-        bench_layout::<f32>(&bench)?;
-        bench_layout::<Bf16>(&bench)?;
     }
     if wanted("embedding") {
         bench_embedding::<f32>(&bench)?;

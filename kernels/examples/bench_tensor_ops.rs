@@ -1,4 +1,4 @@
-//! Bandwidth of the elementwise, norm, cast, optimizer and clipping ops against the device's
+//! Bandwidth of the elementwise, norm, optimizer and clipping ops against the device's
 //! copy bandwidth, measured in one process with CUDA events (warm-up, then the median of the
 //! timed runs).
 //!
@@ -16,7 +16,7 @@ mod common;
 
 use common::{Bench, Res};
 use kernel_runtime::{Bf16, Buffer, Stream};
-use kernels::cast::{cast, Element};
+use kernels::cast::Element;
 use kernels::clip;
 use kernels::elementwise as ew;
 use kernels::norm;
@@ -142,30 +142,6 @@ fn bench_elementwise<T: Element>(b: &Bench) -> Res {
     })?;
     row(b, "swiglu_backward", dt, &shape, 5.0 * t, |s| {
         Ok(ew::swiglu_backward(s, &x, &u, &d, &mut o, &mut o2)?)
-    })?;
-    Ok(())
-}
-
-fn bench_casts(b: &Bench) -> Res {
-    let n = if Bench::small() {
-        4096 + 5
-    } else {
-        16384 * 4096
-    };
-    let shape = if Bench::small() {
-        format!("{n}")
-    } else {
-        "16384x4096".into()
-    };
-    let x = filled::<f32>(&b.stream, n, 21)?;
-    let mut h = Buffer::<Bf16>::zeros(&b.stream, n)?;
-    let mut back = Buffer::<f32>::zeros(&b.stream, n)?;
-    let bytes = 6.0 * n as f64;
-    row(b, "cast f32→bf16", "bf16", &shape, bytes, |s| {
-        Ok(cast(s, &x, &mut h)?)
-    })?;
-    row(b, "cast bf16→f32", "bf16", &shape, bytes, |s| {
-        Ok(cast(s, &h, &mut back)?)
     })?;
     Ok(())
 }
@@ -302,19 +278,6 @@ fn main() -> Res {
     println!(
         "|------------------------|-------|--------------------|-----------|----------|--------|"
     );
-    let n = if Bench::small() { 1 << 14 } else { 1 << 28 };
-    let src = filled::<f32>(&b.stream, n, 9)?;
-    let mut dst = Buffer::<f32>::zeros(&b.stream, n)?;
-    row(
-        &b,
-        "copy (cast f32→f32)",
-        "f32",
-        &format!("{n}"),
-        8.0 * n as f64,
-        |s| Ok(cast(s, &src, &mut dst)?),
-    )?;
-    drop((src, dst));
-
     let only = std::env::var("BENCH_ONLY").ok();
     let wanted = |group: &str| {
         only.as_deref()
@@ -327,9 +290,6 @@ fn main() -> Res {
     if wanted("elementwise") {
         bench_elementwise::<f32>(&b)?;
         bench_elementwise::<Bf16>(&b)?;
-    }
-    if wanted("casts") {
-        bench_casts(&b)?;
     }
     if wanted("adamw") {
         bench_adamw(&b)?;

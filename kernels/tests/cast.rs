@@ -4,7 +4,7 @@ mod common_tensor;
 
 use common_tensor::*;
 use kernel_runtime::{Bf16, Buffer, F16};
-use kernels::cast::cast;
+use kernels::cast::{cast, cast_builder, CastElem};
 
 const LENGTHS: [usize; 6] = [1, 7, 8, 33, 4097, 10_000];
 
@@ -162,4 +162,92 @@ fn narrowing_casts_match_the_independent_reference() {
         assert_eq!(b[i].to_f32() as f64, wb, "bf16 of {v:e}");
         assert_eq!(h[i].to_f32() as f64, wh, "f16 of {v:e}");
     }
+}
+
+/// The host's conversions for each element type.
+trait Host: CastElem {
+    fn round(v: f32) -> Self;
+    fn widen(self) -> f32;
+    fn bits(self) -> u32;
+}
+
+impl Host for f32 {
+    fn round(v: f32) -> f32 {
+        v
+    }
+    fn widen(self) -> f32 {
+        self
+    }
+    fn bits(self) -> u32 {
+        self.to_bits()
+    }
+}
+
+impl Host for Bf16 {
+    fn round(v: f32) -> Bf16 {
+        Bf16::from_f32(v)
+    }
+    fn widen(self) -> f32 {
+        self.to_f32()
+    }
+    fn bits(self) -> u32 {
+        self.to_bits() as u32
+    }
+}
+
+impl Host for F16 {
+    fn round(v: f32) -> F16 {
+        F16::from_f32(v)
+    }
+    fn widen(self) -> f32 {
+        self.to_f32()
+    }
+    fn bits(self) -> u32 {
+        self.to_bits() as u32
+    }
+}
+
+/// Casts `S` to `D` at lengths around the kernel's tiles (2048 f32 or 4096 16-bit sources, a
+/// partial tile after them), against the host's conversion through f32 and against the builder
+/// kernel, into poisoned outputs.
+fn pair<S: Host, D: Host>() {
+    let stream = emulator();
+    for n in [1, 7, 33, 2047, 2048, 4096 + 9, 3 * 4096 + 1001] {
+        let x: Vec<S> = inputs(n, n as u64 + 3).into_iter().map(S::round).collect();
+        let src = Buffer::from_host(&stream, &x).unwrap();
+        let poison = vec![D::round(f32::NAN); n];
+        let mut dst = Buffer::from_host(&stream, &poison).unwrap();
+        cast(&stream, &src, &mut dst).unwrap();
+        let mut old = Buffer::from_host(&stream, &poison).unwrap();
+        cast_builder(&stream, &src, &mut old).unwrap();
+        let got: Vec<u32> = dst
+            .to_host(&stream)
+            .unwrap()
+            .into_iter()
+            .map(D::bits)
+            .collect();
+        let want: Vec<u32> = x.iter().map(|v| D::round(v.widen()).bits()).collect();
+        let what = format!("{:?} → {:?}, n = {n}", S::SCALAR, D::SCALAR);
+        assert_eq!(got, want, "{what}");
+        let old: Vec<u32> = old
+            .to_host(&stream)
+            .unwrap()
+            .into_iter()
+            .map(D::bits)
+            .collect();
+        assert_eq!(got, old, "{what}: the builder kernel");
+    }
+}
+
+#[test]
+fn every_pair_converts_like_the_host_and_the_builder_kernel() {
+    pair::<f32, f32>();
+    pair::<f32, Bf16>();
+    pair::<f32, F16>();
+    pair::<Bf16, f32>();
+    pair::<Bf16, Bf16>();
+    pair::<Bf16, F16>();
+    pair::<F16, f32>();
+    pair::<F16, Bf16>();
+    pair::<F16, F16>();
 }

@@ -141,3 +141,25 @@ fn optimizer_clip_and_argmax_instances_assemble_without_spills() {
         "argmax"
     );
 }
+
+/// The casts, the axis swap and the transpose: at least 4 blocks of 256 threads an SM (these
+/// ops stream, so occupancy is what keeps bytes in flight). The KV-cache append runs a row a
+/// warp or a block of up to 512 threads, as the row kernels do.
+#[test]
+fn cast_and_layout_instances_assemble_without_spills() {
+    let Some(ptxas) = ptxas() else { return };
+    let most = |_: &str| Some(64);
+    assert_eq!(check(&ptxas, kernels::cast::KERNELS, most), 9 * 4, "casts");
+    let layout = |e: &str| {
+        Some(if e.starts_with("kv_cache_append") {
+            128
+        } else {
+            64
+        })
+    };
+    assert_eq!(
+        check(&ptxas, kernels::layout::KERNELS, layout),
+        (4 + 3 + 8) * 4,
+        "layout"
+    );
+}

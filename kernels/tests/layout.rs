@@ -24,7 +24,17 @@ fn assert_exact(what: &str, got: &[f32], want: &[f32]) {
 fn heads_round_trip<T: Element>() {
     let s = stream();
     let mut rng = Rng::new(61);
-    for &(tokens, heads, d) in &[(1, 1, 1), (3, 2, 7), (5, 3, 33), (2, 4, 64), (3, 1, 4097)] {
+    // Odd head sizes move one element at a time; 64 and 128 in 16-byte vectors, over one
+    // block's tile (4 × 256 chunks) and several.
+    let shapes = [
+        (1, 1, 1),
+        (3, 2, 7),
+        (5, 3, 33),
+        (2, 4, 64),
+        (3, 1, 4097),
+        (9, 33, 128),
+    ];
+    for &(tokens, heads, d) in &shapes {
         let n = tokens * heads * d;
         let (x, xs) = upload::<T>(&s, &rng.vec(n, -1.0, 1.0));
         let mut y = poisoned::<T>(&s, n);
@@ -51,7 +61,20 @@ fn bf16_head_layouts_swap_and_return() {
 fn transposes<T: Element>() {
     let s = stream();
     let mut rng = Rng::new(62);
-    for &(rows, cols) in &[(1, 1), (3, 7), (33, 65), (1, 4097), (70, 3)] {
+    // An odd side moves one element a lane; bf16 with both sides even moves pairs. Tiles are
+    // 64 rows × 32 lanes' columns: partial ones at every edge.
+    let shapes = [
+        (1, 1),
+        (3, 7),
+        (33, 65),
+        (1, 4097),
+        (70, 3),
+        (2, 2),
+        (64, 130),
+        (130, 66),
+        (200, 96),
+    ];
+    for &(rows, cols) in &shapes {
         let (x, xs) = upload::<T>(&s, &rng.vec(rows * cols, -1.0, 1.0));
         let mut y = poisoned::<T>(&s, rows * cols);
         transpose(&s, &x, &mut y, rows, cols).unwrap();
@@ -77,7 +100,8 @@ fn bf16_transpose_matches_reference() {
 fn appends<T: Element>() {
     let s = stream();
     let mut rng = Rng::new(63);
-    for &(width, block_size) in &[(1, 1), (7, 3), (64, 16), (33, 4)] {
+    // Narrow rows go a warp each; 1031 and 2056 are wider than a warp holds, a block each.
+    for &(width, block_size) in &[(1, 1), (7, 3), (64, 16), (33, 4), (1031, 2), (2056, 3)] {
         let layout = PagedLayout {
             num_blocks: 9,
             block_size,

@@ -297,3 +297,94 @@ impl<'a, T: DeviceElem> From<&'a mut Buffer<T>> for KernelArg<'a> {
         KernelArg::SliceMut(b.view_mut())
     }
 }
+
+/// What a generated launcher takes for a `&[T]` kernel parameter: a whole [`Buffer<T>`], or a
+/// [`BufferView`] of part of one (whose element type is checked against `T` at launch, since a
+/// view does not carry it in its type).
+///
+/// ```
+/// use kernel_runtime::{Buffer, KernelArg, SliceArg};
+/// # fn main() -> Result<(), kernel_runtime::Error> {
+/// let stream = kernel_runtime::Device::emulator().stream()?;
+/// let buf = Buffer::<f32>::zeros(&stream, 8)?;
+/// fn len_of<A: SliceArg<f32> + ?Sized>(a: &A) -> usize {
+///     match a.slice_arg() {
+///         KernelArg::Slice(v) => v.len(),
+///         _ => unreachable!(),
+///     }
+/// }
+/// assert_eq!((len_of(&buf), len_of(&buf.slice(2..5)?)), (8, 3));
+/// # Ok(()) }
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "a `&[{T}]` kernel parameter takes a `&Buffer<{T}>` or a `&BufferView`, not `&{Self}`",
+    label = "expected `&Buffer<{T}>` or `&BufferView`"
+)]
+pub trait SliceArg<T: DeviceElem> {
+    /// The read-only argument this stands for.
+    fn slice_arg(&self) -> KernelArg<'_>;
+}
+
+/// What a generated launcher takes for a `&mut [T]` kernel parameter: a whole
+/// [`Buffer<T>`], or a [`BufferViewMut`] of part of one (element type checked at launch).
+///
+/// ```
+/// use kernel_runtime::{Buffer, KernelArg, SliceArgMut};
+/// # fn main() -> Result<(), kernel_runtime::Error> {
+/// let stream = kernel_runtime::Device::emulator().stream()?;
+/// let mut buf = Buffer::<f32>::zeros(&stream, 8)?;
+/// fn is_mut<A: SliceArgMut<f32> + ?Sized>(a: &mut A) -> bool {
+///     matches!(a.slice_arg_mut(), KernelArg::SliceMut(_))
+/// }
+/// assert!(is_mut(&mut buf) && is_mut(&mut buf.slice_mut(0..4)?));
+/// # Ok(()) }
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "a `&mut [{T}]` kernel parameter takes a `&mut Buffer<{T}>` or a `&mut BufferViewMut`, not `&mut {Self}`",
+    label = "expected `&mut Buffer<{T}>` or `&mut BufferViewMut`"
+)]
+pub trait SliceArgMut<T: DeviceElem> {
+    /// The writable argument this stands for.
+    fn slice_arg_mut(&mut self) -> KernelArg<'_>;
+}
+
+impl<T: DeviceElem> SliceArg<T> for Buffer<T> {
+    fn slice_arg(&self) -> KernelArg<'_> {
+        KernelArg::Slice(self.view())
+    }
+}
+
+impl<T: DeviceElem> SliceArg<T> for BufferView<'_> {
+    fn slice_arg(&self) -> KernelArg<'_> {
+        KernelArg::Slice(*self)
+    }
+}
+
+impl<T: DeviceElem, A: SliceArg<T> + ?Sized> SliceArg<T> for &A {
+    fn slice_arg(&self) -> KernelArg<'_> {
+        (**self).slice_arg()
+    }
+}
+
+impl<T: DeviceElem> SliceArgMut<T> for Buffer<T> {
+    fn slice_arg_mut(&mut self) -> KernelArg<'_> {
+        KernelArg::SliceMut(self.view_mut())
+    }
+}
+
+impl<T: DeviceElem> SliceArgMut<T> for BufferViewMut<'_> {
+    fn slice_arg_mut(&mut self) -> KernelArg<'_> {
+        KernelArg::SliceMut(BufferViewMut::new(
+            self.core,
+            self.elem,
+            self.offset_bytes,
+            self.len,
+        ))
+    }
+}
+
+impl<T: DeviceElem, A: SliceArgMut<T> + ?Sized> SliceArgMut<T> for &mut A {
+    fn slice_arg_mut(&mut self) -> KernelArg<'_> {
+        (**self).slice_arg_mut()
+    }
+}

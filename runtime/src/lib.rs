@@ -65,7 +65,8 @@
 //!   `KernelArg::from`: a scalar value of the parameter's Rust type (`f32`, `u32`, `i64`,
 //!   [`F16`], [`Bf16`], ...); `&Buffer<T>` for `&[T]`; `&mut Buffer<T>` (reborrowed as
 //!   `&mut *y`) for `&mut [T]`. A [`BufferView`] / [`BufferViewMut`] from
-//!   [`Buffer::slice`] / [`Buffer::slice_mut`] also converts.
+//!   [`Buffer::slice`] / [`Buffer::slice_mut`] also converts. `#[kernel]`'s launchers take
+//!   either through [`SliceArg`] / [`SliceArgMut`], so an op can launch on a range of a buffer.
 //! - `KernelMeta::params` lists the same parameters in the same order with
 //!   `ParamKind::Scalar(ty)` or `ParamKind::Slice { elem, mutable }`; the runtime checks each
 //!   argument against it and returns a typed error on any mismatch.
@@ -95,7 +96,7 @@ mod testing;
 #[cfg(test)]
 mod tests;
 
-pub use arg::{BufferView, BufferViewMut, KernelArg, ScalarValue};
+pub use arg::{BufferView, BufferViewMut, KernelArg, ScalarValue, SliceArg, SliceArgMut};
 pub use buffer::Buffer;
 pub use cache::ModuleInfo;
 pub use config::LaunchConfig;

@@ -1,6 +1,7 @@
 //! Conversions between storage types (f32, bf16, f16; narrowing rounds to nearest even), and
 //! the [`Element`] trait the ops are generic over. A same-type cast is a vectorized copy.
 
+mod convert_kernel;
 mod element;
 pub mod reference;
 
@@ -12,7 +13,9 @@ use crate::codegen::{kernel_refs, kernel_table};
 use crate::{check_len, Error, OpKernel};
 use kernel_dsl::ir::Kernel;
 use kernel_dsl::ScalarType;
-use kernel_runtime::{Bf16, Buffer, BufferView, BufferViewMut, DeviceElem, KernelArg, Stream, F16};
+use kernel_runtime::{
+    Bf16, Buffer, BufferView, BufferViewMut, DeviceElem, KernelArg, LaunchConfig, Stream, F16,
+};
 
 mod sealed {
     pub trait Sealed {}
@@ -72,10 +75,14 @@ fn cast_kernel((src, dst): (Format, Format)) -> Kernel {
     map_kernel(&sig, |_, x, _| vec![x[0]])
 }
 
-kernel_table!(static CASTS = cast_kernel, PAIRS, [0 1 2 3 4 5 6 7 8]);
+static CASTS: [OpKernel; 9] = OpKernel::instances(convert_kernel::CAST_INSTANCES);
+kernel_table!(static CASTS_BUILDER = cast_kernel, PAIRS, [0 1 2 3 4 5 6 7 8]);
 
 /// Every specialization this module ships.
-pub static KERNELS: &[&OpKernel] = kernel_refs![CASTS[0 1 2 3 4 5 6 7 8]];
+pub static KERNELS: &[&OpKernel] = kernel_refs![
+    CASTS[0 1 2 3 4 5 6 7 8],
+    CASTS_BUILDER[0 1 2 3 4 5 6 7 8],
+];
 
 /// Converts `src` into `dst` element by element (same length). Narrowing rounds to nearest
 /// even; NaN stays NaN, ±∞ stays ±∞, and values beyond the target's range become ±∞.
@@ -96,15 +103,31 @@ pub fn cast<S: CastElem, D: CastElem>(
     src: &Buffer<S>,
     dst: &mut Buffer<D>,
 ) -> Result<(), Error> {
+    launch_cast::<S, D>(stream, "cast", "convert", src.view(), dst.view_mut())
+}
+
+/// The builder-written kernel that [`cast`] replaces, kept only until the two have been
+/// measured side by side (`bench_cast`).
+#[doc(hidden)]
+pub fn cast_builder<S: CastElem, D: CastElem>(
+    stream: &Stream,
+    src: &Buffer<S>,
+    dst: &mut Buffer<D>,
+) -> Result<(), Error> {
     let formats = [format_of(S::SCALAR), format_of(D::SCALAR)];
-    launch_cast(
-        stream,
-        "cast",
-        "convert",
-        formats,
-        src.view(),
-        dst.view_mut(),
-    )
+    let n = check_cast("cast", "convert", src.len(), dst.len())?;
+    if n == 0 {
+        return Ok(());
+    }
+    let [sf, df] = formats;
+    let cfg = map_launch(n, step_elems(formats));
+    let args = [
+        KernelArg::from(src),
+        KernelArg::from(&mut *dst),
+        KernelArg::from(n),
+    ];
+    stream.launch(CASTS_BUILDER[pair_index(sf, df)].artifacts(), cfg, &args)?;
+    Ok(())
 }
 
 /// Copies `src` into `dst` (both of element type `T`, same length) where either may be a
@@ -116,37 +139,43 @@ pub(crate) fn copy_view<T: Element>(
     src: BufferView<'_>,
     dst: BufferViewMut<'_>,
 ) -> Result<(), Error> {
-    let f = format_of(T::SCALAR);
-    launch_cast(stream, "copy", "copy", [f, f], src, dst)
+    launch_cast::<T, T>(stream, "copy", "copy", src, dst)
 }
 
-/// Checks the lengths and launches the cast kernel for `[source, destination]` formats;
+/// Checks that `dst` is as long as `src` and that the length fits the kernels' u32 count;
 /// `verb` names what the caller does in the error for an oversized request.
-fn launch_cast(
+fn check_cast(op: &'static str, verb: &str, src: usize, dst: usize) -> Result<u32, Error> {
+    check_len(op, "dst", dst, src, || {
+        format!("the same length as `src` ({src})")
+    })?;
+    u32::try_from(src).map_err(|_| Error::Unsupported {
+        op,
+        detail: format!("{src} elements exceed {}; {verb} in pieces", u32::MAX),
+    })
+}
+
+/// Checks the lengths and launches the `#[kernel]` cast from `S` to `D` on two views.
+fn launch_cast<S: DeviceElem, D: DeviceElem>(
     stream: &Stream,
     op: &'static str,
     verb: &str,
-    [sf, df]: [Format; 2],
     src: BufferView<'_>,
-    dst: BufferViewMut<'_>,
+    mut dst: BufferViewMut<'_>,
 ) -> Result<(), Error> {
-    let n = src.len();
-    check_len(op, "dst", dst.len(), n, || {
-        format!("the same length as `src` ({n})")
-    })?;
-    let n32 = u32::try_from(n).map_err(|_| Error::Unsupported {
-        op,
-        detail: format!("{n} elements exceed {}; {verb} in pieces", u32::MAX),
-    })?;
+    let n = check_cast(op, verb, src.len(), dst.len())?;
     if n == 0 {
         return Ok(());
     }
-    let cfg = map_launch(n32, step_elems([sf, df]));
-    let args = [
-        KernelArg::from(src),
-        KernelArg::from(dst),
-        KernelArg::from(n32),
-    ];
-    stream.launch(CASTS[pair_index(sf, df)].artifacts(), cfg, &args)?;
+    let (s, d) = (S::SCALAR.bytes(), D::SCALAR.bytes());
+    let piece = (16 / s).min(16 / d);
+    // A block per tile, the last one partial; the grid strides past this many.
+    let blocks = n
+        .div_ceil(convert_kernel::tile_elems(s))
+        .min(MAX_CAST_BLOCKS);
+    let cfg = LaunchConfig::linear(blocks, convert_kernel::THREADS);
+    convert_kernel::cast::<S, D>(stream, cfg, piece, &src, &mut dst, n)?;
     Ok(())
 }
+
+/// The cast grid never exceeds this many blocks; each strides over the tiles past it.
+const MAX_CAST_BLOCKS: u32 = 1 << 20;

@@ -3,40 +3,40 @@
 //! paged KV cache through a block table.
 
 mod paged;
+mod paged_kernel;
 pub mod reference;
 mod swap;
+mod swap_kernel;
 mod transpose;
+mod transpose_kernel;
 
+#[doc(hidden)]
+pub use paged::kv_cache_append_builder;
 pub use paged::{kv_cache_append, PagedLayout};
 pub use swap::{heads_from_interleaved, interleaved_from_heads};
+#[doc(hidden)]
+pub use swap::{heads_from_interleaved_builder, interleaved_from_heads_builder};
 pub use transpose::transpose;
+#[doc(hidden)]
+pub use transpose::transpose_builder;
 
-use crate::codegen::kernel_table;
+use crate::codegen::{kernel_refs, kernel_table};
 use crate::rowwise::spec::RowSpec;
 use crate::{OpKernel, Storage};
 
-kernel_table!(static SWAP = swap::swap_outer, RowSpec::ALL, [0 1 2 3 4 5 6 7]);
-kernel_table!(static APPEND = paged::append, RowSpec::ALL, [0 1 2 3 4 5 6 7]);
-kernel_table!(static TRANSPOSE = transpose::transpose_tiles, [Storage::F32, Storage::Bf16], [0 1]);
+static SWAP: [OpKernel; 4] = OpKernel::instances(swap_kernel::SWAP_OUTER_INSTANCES);
+static TRANSPOSE: [OpKernel; 3] = OpKernel::instances(transpose_kernel::TRANSPOSE_INSTANCES);
+static APPEND: [OpKernel; 8] = OpKernel::instances(paged_kernel::KV_CACHE_APPEND_INSTANCES);
+kernel_table!(static SWAP_BUILDER = swap::swap_outer, RowSpec::ALL, [0 1 2 3 4 5 6 7]);
+kernel_table!(static APPEND_BUILDER = paged::append, RowSpec::ALL, [0 1 2 3 4 5 6 7]);
+kernel_table!(static TRANSPOSE_BUILDER = transpose::transpose_tiles, [Storage::F32, Storage::Bf16], [0 1]);
 
 /// Every specialization this module ships.
-pub static KERNELS: &[&OpKernel] = &[
-    &SWAP[0],
-    &SWAP[1],
-    &SWAP[2],
-    &SWAP[3],
-    &SWAP[4],
-    &SWAP[5],
-    &SWAP[6],
-    &SWAP[7],
-    &TRANSPOSE[0],
-    &TRANSPOSE[1],
-    &APPEND[0],
-    &APPEND[1],
-    &APPEND[2],
-    &APPEND[3],
-    &APPEND[4],
-    &APPEND[5],
-    &APPEND[6],
-    &APPEND[7],
+pub static KERNELS: &[&OpKernel] = kernel_refs![
+    SWAP[0 1 2 3],
+    TRANSPOSE[0 1 2],
+    APPEND[0 1 2 3 4 5 6 7],
+    SWAP_BUILDER[0 1 2 3 4 5 6 7],
+    TRANSPOSE_BUILDER[0 1],
+    APPEND_BUILDER[0 1 2 3 4 5 6 7],
 ];

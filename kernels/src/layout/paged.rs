@@ -5,14 +5,19 @@
 //! `positions[t]`; its row goes to slot `position mod block_size` of physical block
 //! `block_table[seq · blocks_per_seq + position / block_size]`.
 
+use super::paged_kernel;
 use crate::cast::Element;
+use crate::codegen::rows::Group;
 use crate::codegen::rows::{for_each_row, Row};
 use crate::codegen::tensor::tensor_param;
+use crate::codegen::tensor::Access;
 use crate::rowwise::bits::and_pred;
 use crate::rowwise::index::{chunks, element};
 use crate::rowwise::moves::{load_bits, store_bits};
 use crate::rowwise::shape::RowPlan;
+use crate::rowwise::spec::row_held_chunks;
 use crate::rowwise::spec::RowSpec;
+use crate::Storage;
 use crate::{check_len, Error};
 use kernel_dsl::builder::KernelBuilder;
 use kernel_dsl::dtype::U32;
@@ -127,6 +132,94 @@ pub fn kv_cache_append<T: Element>(
     tokens: usize,
     layout: PagedLayout,
 ) -> Result<(), Error> {
+    let lens = [
+        new.len(),
+        seq_ids.len(),
+        positions.len(),
+        block_table.len(),
+        cache.len(),
+    ];
+    let held = |storage: Storage, access: Access| {
+        let vector = Access::Vector.width(storage);
+        paged_kernel::held_chunks(vector, access.width(storage))
+    };
+    let Some(p) = plan::<T>(lens, tokens, layout, held)? else {
+        return Ok(());
+    };
+    paged_kernel::kv_cache_append::<T>(
+        stream,
+        p.launch.cfg,
+        p.spec.access.width(T::STORAGE),
+        (p.spec.group == Group::Block) as u32,
+        new,
+        seq_ids,
+        positions,
+        block_table,
+        cache,
+        p.rows,
+        p.cols,
+        layout.block_size as u32,
+        layout.num_blocks as u32,
+        layout.seqs as u32,
+        layout.blocks_per_seq as u32,
+    )?;
+    Ok(())
+}
+
+/// The builder-written kernel that [`kv_cache_append`] replaces, kept only until the two have
+/// been measured side by side (`bench_layout`).
+#[doc(hidden)]
+#[allow(clippy::too_many_arguments)]
+pub fn kv_cache_append_builder<T: Element>(
+    stream: &Stream,
+    new: &Buffer<T>,
+    seq_ids: &Buffer<u32>,
+    positions: &Buffer<u32>,
+    block_table: &Buffer<u32>,
+    cache: &mut Buffer<T>,
+    tokens: usize,
+    layout: PagedLayout,
+) -> Result<(), Error> {
+    let lens = [
+        new.len(),
+        seq_ids.len(),
+        positions.len(),
+        block_table.len(),
+        cache.len(),
+    ];
+    let Some(p) = plan::<T>(lens, tokens, layout, row_held_chunks)? else {
+        return Ok(());
+    };
+    let args = [
+        KernelArg::from(new),
+        KernelArg::from(seq_ids),
+        KernelArg::from(positions),
+        KernelArg::from(block_table),
+        KernelArg::from(&mut *cache),
+        KernelArg::from(p.rows),
+        KernelArg::from(p.cols),
+        KernelArg::from(layout.block_size as u32),
+        KernelArg::from(layout.num_blocks as u32),
+        KernelArg::from(layout.seqs as u32),
+        KernelArg::from(layout.blocks_per_seq as u32),
+    ];
+    stream.launch(
+        super::APPEND_BUILDER[p.spec.index()].artifacts(),
+        p.launch.cfg,
+        &args,
+    )?;
+    Ok(())
+}
+
+/// Checks the layout and the buffers' lengths (`new`, `seq_ids`, `positions`, `block_table`,
+/// `cache`) and plans the rows for a kernel whose threads hold `held` chunks; `None` when
+/// there are no tokens.
+fn plan<T: Element>(
+    [new, seq_ids, positions, block_table, cache]: [usize; 5],
+    tokens: usize,
+    layout: PagedLayout,
+    held: fn(Storage, Access) -> u32,
+) -> Result<Option<RowPlan>, Error> {
     const OP: &str = "kv_cache_append";
     let cache_rows = layout
         .num_blocks
@@ -141,39 +234,15 @@ pub fn kv_cache_append<T: Element>(
             detail: "block_size is 0; a block holds at least one token".into(),
         });
     }
-    RowPlan::new(OP, T::STORAGE, cache_rows, layout.width, None)?.check_matrix(
-        OP,
-        "cache",
-        cache.len(),
-    )?;
-    let p = RowPlan::new(OP, T::STORAGE, tokens, layout.width, None)?;
-    p.check_matrix(OP, "new", new.len())?;
-    p.check_per_row(OP, "seq_ids", seq_ids.len())?;
-    p.check_per_row(OP, "positions", positions.len())?;
+    RowPlan::new(OP, T::STORAGE, cache_rows, layout.width, None)?
+        .check_matrix(OP, "cache", cache)?;
+    let p = RowPlan::holding(OP, T::STORAGE, tokens, layout.width, None, held)?;
+    p.check_matrix(OP, "new", new)?;
+    p.check_per_row(OP, "seq_ids", seq_ids)?;
+    p.check_per_row(OP, "positions", positions)?;
     let (seqs, per_seq) = (layout.seqs, layout.blocks_per_seq);
-    check_len(OP, "block_table", block_table.len(), seqs * per_seq, || {
+    check_len(OP, "block_table", block_table, seqs * per_seq, || {
         format!("seqs × blocks_per_seq = {seqs} × {per_seq}")
     })?;
-    if tokens == 0 {
-        return Ok(());
-    }
-    let args = [
-        KernelArg::from(new),
-        KernelArg::from(seq_ids),
-        KernelArg::from(positions),
-        KernelArg::from(block_table),
-        KernelArg::from(&mut *cache),
-        KernelArg::from(p.rows),
-        KernelArg::from(p.cols),
-        KernelArg::from(layout.block_size as u32),
-        KernelArg::from(layout.num_blocks as u32),
-        KernelArg::from(seqs as u32),
-        KernelArg::from(per_seq as u32),
-    ];
-    stream.launch(
-        super::APPEND[p.spec.index()].artifacts(),
-        p.launch.cfg,
-        &args,
-    )?;
-    Ok(())
+    Ok((tokens > 0).then_some(p))
 }

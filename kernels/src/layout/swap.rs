@@ -3,6 +3,7 @@
 //! `[A, B, D]` tensor, copying each contiguous `D`-element row whole as raw bits (16-byte
 //! vectors where `D` allows).
 
+use super::swap_kernel;
 use crate::cast::Element;
 use crate::codegen::rows::{for_each_row, Row};
 use crate::codegen::tensor::tensor_param;
@@ -14,7 +15,7 @@ use crate::Error;
 use kernel_dsl::builder::KernelBuilder;
 use kernel_dsl::dtype::U32;
 use kernel_dsl::ir::Kernel;
-use kernel_runtime::{Buffer, KernelArg, Stream};
+use kernel_runtime::{Buffer, KernelArg, LaunchConfig, Stream};
 
 /// Parameters: `x, y, outer, inner, d`: `y[b][a][:] = x[a][b][:]` for `a < outer`, `b < inner`.
 pub(crate) fn swap_outer(spec: RowSpec) -> Kernel {
@@ -44,6 +45,27 @@ pub(crate) fn swap_outer(spec: RowSpec) -> Kernel {
     b.finish()
 }
 
+/// Checks the sizes of a swap of `outer × inner` rows of `d` and plans it; `None` when there is
+/// nothing to move.
+fn plan<T: Element>(
+    op: &'static str,
+    [x, y]: [usize; 2],
+    outer: usize,
+    inner: usize,
+    d: usize,
+) -> Result<Option<RowPlan>, Error> {
+    let rows = outer.checked_mul(inner).ok_or_else(|| Error::Unsupported {
+        op,
+        detail: format!("{outer} × {inner} rows overflow"),
+    })?;
+    let p = RowPlan::new(op, T::STORAGE, rows, d, None)?;
+    p.check_matrix(op, "x", x)?;
+    p.check_matrix(op, "y", y)?;
+    Ok((rows > 0).then_some(p))
+}
+
+/// The `#[kernel]` swap: chunks of 16 bytes where `d` allows, [`swap_kernel::HELD`] of them a
+/// thread, a tile of 256 threads' a block.
 #[allow(clippy::too_many_arguments)]
 fn swap<T: Element>(
     op: &'static str,
@@ -54,16 +76,37 @@ fn swap<T: Element>(
     inner: usize,
     d: usize,
 ) -> Result<(), Error> {
-    let rows = outer.checked_mul(inner).ok_or_else(|| Error::Unsupported {
-        op,
-        detail: format!("{outer} × {inner} rows overflow"),
-    })?;
-    let p = RowPlan::new(op, T::STORAGE, rows, d, None)?;
-    p.check_matrix(op, "x", x.len())?;
-    p.check_matrix(op, "y", y.len())?;
-    if rows == 0 {
+    let Some(p) = plan::<T>(op, [x.len(), y.len()], outer, inner, d)? else {
         return Ok(());
-    }
+    };
+    let w = p.spec.access.width(T::STORAGE);
+    let chunks = p.rows * (p.cols / w);
+    let per_block = swap_kernel::HELD * swap_kernel::THREADS;
+    let cfg = LaunchConfig::linear(
+        chunks.div_ceil(per_block).min(MAX_BLOCKS),
+        swap_kernel::THREADS,
+    );
+    swap_kernel::swap_outer::<T>(stream, cfg, w, x, y, outer as u32, inner as u32, p.cols)?;
+    Ok(())
+}
+
+/// The grid of the `#[kernel]` swap never exceeds this many blocks; each strides over the
+/// tiles past it.
+const MAX_BLOCKS: u32 = 1 << 20;
+
+#[allow(clippy::too_many_arguments)]
+fn swap_builder<T: Element>(
+    op: &'static str,
+    stream: &Stream,
+    x: &Buffer<T>,
+    y: &mut Buffer<T>,
+    outer: usize,
+    inner: usize,
+    d: usize,
+) -> Result<(), Error> {
+    let Some(p) = plan::<T>(op, [x.len(), y.len()], outer, inner, d)? else {
+        return Ok(());
+    };
     let args = [
         KernelArg::from(x),
         KernelArg::from(&mut *y),
@@ -71,7 +114,11 @@ fn swap<T: Element>(
         KernelArg::from(inner as u32),
         KernelArg::from(p.cols),
     ];
-    stream.launch(super::SWAP[p.spec.index()].artifacts(), p.launch.cfg, &args)?;
+    stream.launch(
+        super::SWAP_BUILDER[p.spec.index()].artifacts(),
+        p.launch.cfg,
+        &args,
+    )?;
     Ok(())
 }
 
@@ -136,4 +183,34 @@ pub fn interleaved_from_heads<T: Element>(
         tokens,
         head_dim,
     )
+}
+
+/// The builder-written kernel that [`heads_from_interleaved`] replaces, kept only until the two
+/// have been measured side by side (`bench_layout`).
+#[doc(hidden)]
+pub fn heads_from_interleaved_builder<T: Element>(
+    stream: &Stream,
+    x: &Buffer<T>,
+    y: &mut Buffer<T>,
+    tokens: usize,
+    heads: usize,
+    head_dim: usize,
+) -> Result<(), Error> {
+    let op = "heads_from_interleaved";
+    swap_builder(op, stream, x, y, tokens, heads, head_dim)
+}
+
+/// The builder-written kernel that [`interleaved_from_heads`] replaces, kept only until the two
+/// have been measured side by side (`bench_layout`).
+#[doc(hidden)]
+pub fn interleaved_from_heads_builder<T: Element>(
+    stream: &Stream,
+    x: &Buffer<T>,
+    y: &mut Buffer<T>,
+    tokens: usize,
+    heads: usize,
+    head_dim: usize,
+) -> Result<(), Error> {
+    let op = "interleaved_from_heads";
+    swap_builder(op, stream, x, y, heads, tokens, head_dim)
 }

@@ -2,6 +2,7 @@
 //! transposed reads free of bank conflicts); loads and stores are coalesced along rows of the
 //! input and of the output. Elements travel as raw bits.
 
+use super::transpose_kernel;
 use crate::cast::Element;
 use crate::codegen::tensor::{tensor_param, Access};
 use crate::rowwise::moves::{from_word, load_bits, store_bits, to_word};
@@ -93,26 +94,39 @@ pub fn transpose<T: Element>(
     rows: usize,
     cols: usize,
 ) -> Result<(), Error> {
-    const OP: &str = "transpose";
-    let n = rows
-        .checked_mul(cols)
-        .filter(|&n| n <= u32::MAX as usize)
-        .ok_or_else(|| Error::Unsupported {
-            op: OP,
-            detail: format!("{rows} × {cols} exceeds {} elements; split it", u32::MAX),
-        })?;
-    if rows.div_ceil(TILE as usize) > MAX_GRID_Y {
-        return Err(Error::Unsupported {
-            op: OP,
-            detail: format!(
-                "{rows} rows need more than {MAX_GRID_Y} tiles of 32; transpose in slices"
-            ),
-        });
+    if !check([x.len(), y.len()], rows, cols)? {
+        return Ok(());
     }
-    let why = || format!("rows × cols = {rows} × {cols}");
-    check_len(OP, "x", x.len(), n, why)?;
-    check_len(OP, "y", y.len(), n, why)?;
-    if n == 0 {
+    // Pairs of 16-bit elements where both sides' rows start 4-byte aligned.
+    let v = if T::STORAGE == Storage::Bf16 && rows.is_multiple_of(2) && cols.is_multiple_of(2) {
+        2
+    } else {
+        1
+    };
+    let cfg = LaunchConfig {
+        grid: [
+            (cols as u32).div_ceil(transpose_kernel::tile_cols(v)),
+            (rows as u32).div_ceil(transpose_kernel::TILE_ROWS),
+            1,
+        ],
+        block: [256, 1, 1],
+        dynamic_shared_bytes: 0,
+    };
+    transpose_kernel::transpose::<T>(stream, cfg, v, x, y, rows as u32, cols as u32)?;
+    Ok(())
+}
+
+/// The builder-written kernel that [`transpose`] replaces, kept only until the two have been
+/// measured side by side (`bench_layout`).
+#[doc(hidden)]
+pub fn transpose_builder<T: Element>(
+    stream: &Stream,
+    x: &Buffer<T>,
+    y: &mut Buffer<T>,
+    rows: usize,
+    cols: usize,
+) -> Result<(), Error> {
+    if !check([x.len(), y.len()], rows, cols)? {
         return Ok(());
     }
     let cfg = LaunchConfig {
@@ -131,9 +145,35 @@ pub fn transpose<T: Element>(
         KernelArg::from(cols as u32),
     ];
     let kernel = match T::STORAGE {
-        Storage::F32 => &super::TRANSPOSE[0],
-        Storage::Bf16 => &super::TRANSPOSE[1],
+        Storage::F32 => &super::TRANSPOSE_BUILDER[0],
+        Storage::Bf16 => &super::TRANSPOSE_BUILDER[1],
     };
     stream.launch(kernel.artifacts(), cfg, &args)?;
     Ok(())
+}
+
+/// Checks the sizes of a transpose; false when there is nothing to move. (The grid's y extent
+/// counts tiles of 32 rows for the builder kernel and of 64 for the `#[kernel]`, so one limit
+/// serves both.)
+fn check([x, y]: [usize; 2], rows: usize, cols: usize) -> Result<bool, Error> {
+    const OP: &str = "transpose";
+    let n = rows
+        .checked_mul(cols)
+        .filter(|&n| n <= u32::MAX as usize)
+        .ok_or_else(|| Error::Unsupported {
+            op: OP,
+            detail: format!("{rows} × {cols} exceeds {} elements; split it", u32::MAX),
+        })?;
+    if rows.div_ceil(TILE as usize) > MAX_GRID_Y {
+        return Err(Error::Unsupported {
+            op: OP,
+            detail: format!(
+                "{rows} rows need more than {MAX_GRID_Y} tiles of 32; transpose in slices"
+            ),
+        });
+    }
+    let why = || format!("rows × cols = {rows} × {cols}");
+    check_len(OP, "x", x, n, why)?;
+    check_len(OP, "y", y, n, why)?;
+    Ok(n > 0)
 }
