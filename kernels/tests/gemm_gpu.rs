@@ -36,6 +36,26 @@ fn gpu_simt_f32_matches_reference_at_odd_and_mid_shapes() {
     }
 }
 
+/// The `#[kernel]` SIMT GEMM (what `gemm` runs) and the builder kernel it replaces, with each
+/// epilogue part: both match the reference (ptxas may fuse their epilogues' multiplies and
+/// adds differently, so bits are compared on the emulator only).
+#[test]
+fn gpu_simt_kernel_and_builder_match_the_reference_with_every_epilogue() {
+    let Some(stream) = gpu() else { return };
+    let target = stream.device().target();
+    for layout in Layout::ALL {
+        for (i, epi) in epilogue_cases().into_iter().enumerate() {
+            let (m, n, k) = MID[i % MID.len()];
+            let shape = GemmShape::new(layout, m, n, k);
+            let plan = kernels::gemm::select(Dtype::F32, Dtype::F32, Math::Fp32, &shape, target)
+                .expect("plan");
+            let seed = 300 + i as u64;
+            check_plan::<f32, f32>(&stream, &shape, epi, &plan, F32_TOL, seed);
+            check_plan::<f32, f32>(&stream, &shape, epi, &plan.builder(), F32_TOL, seed);
+        }
+    }
+}
+
 #[test]
 fn gpu_tensor_cores_match_reference_at_odd_and_mid_shapes() {
     let Some(stream) = gpu() else { return };
