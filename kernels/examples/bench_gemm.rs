@@ -3,8 +3,9 @@
 //! `gemmEx` bf16 → bf16, f32 compute), each timed with CUDA events after warm-up, median of the
 //! timed runs. The last column is our throughput over cuBLAS's (1.0 = parity). fp32 uses
 //! cuBLAS's default math mode, which never uses TF32. Where our kernel is a `#[kernel]` port
-//! (the fp32 SIMT GEMM), the builder kernel it replaces is timed beside it in the same run
-//! (`builder ms`, and `ours/builder`: above 1.0 the port is faster).
+//! (the fp32 SIMT GEMM, and the `mma.sync` GEMM of the `mma` rows and of TF32 on Hopper), the
+//! builder kernel it replaces is timed beside it in the same run (`builder ms`, and
+//! `ours/builder`: builder time over ours, above 1.0 the port is faster).
 //!
 //! ```text
 //! cargo run --release -p kernels --example bench_gemm            # on a GPU

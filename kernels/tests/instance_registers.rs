@@ -132,7 +132,8 @@ fn optimizer_clip_and_argmax_instances_assemble_without_spills() {
 }
 
 /// The `#[kernel]` GEMMs, 256-thread blocks: the fp32 SIMT kernel asks for two an SM (128
-/// registers).
+/// registers), and the `mma.sync` kernel fits two as well, as the builder kernels it
+/// replaces do.
 #[test]
 fn gemm_instances_assemble_without_spills() {
     let Some(ptxas) = ptxas() else { return };
@@ -145,4 +146,5 @@ fn gemm_instances_assemble_without_spills() {
     };
     let most = |_: &str| Some(128);
     assert_eq!(check(&ptxas, &ported("gemm_simt__"), most), 3 * 4, "simt");
+    assert_eq!(check(&ptxas, &ported("gemm_mma__"), most), 15 * 4, "mma");
 }

@@ -67,6 +67,39 @@ fn finish_f32(
     c[idx] = v;
 }
 
+/// [`finish_f32`] for inputs of `T` (bias, residual) and an output of `O`, rounded to
+/// nearest even on store; `T` and `O` are the calling kernel's type parameters.
+#[device(crate = crate::lang)]
+fn finish<T, O>(
+    c: &mut [O],
+    bias: &[T],
+    residual: &[T],
+    idx: u32,
+    col: u32,
+    acc: f32,
+    alpha: f32,
+    beta: f32,
+    parts: [bool; 4],
+) {
+    let mut v = alpha * acc;
+    if beta != 0.0 {
+        v = beta.mul_add(c[idx] as f32, v);
+    }
+    if parts[0] {
+        v = v + bias[col] as f32;
+    }
+    if parts[2] {
+        v = gemm_silu(v);
+    }
+    if parts[3] {
+        v = gemm_gelu_tanh(v);
+    }
+    if parts[1] {
+        v = v + residual[idx] as f32;
+    }
+    c[idx] = v as O;
+}
+
 #[cfg(test)]
 mod tests {
     use kernels_gen::gemm::epilogue::{

@@ -3,7 +3,7 @@
 //! launch shape.
 
 use super::layout::GemmShape;
-use super::{MMA, SIMT, SIMT_BUILDER, WGMMA, WGMMA_TMA};
+use super::{MMA, MMA_BUILDER, SIMT, SIMT_BUILDER, WGMMA, WGMMA_TMA};
 use crate::{Error, OpKernel};
 use kernel_dsl::Target;
 use kernel_runtime::LaunchConfig;
@@ -56,19 +56,26 @@ pub struct Plan {
 pub(crate) enum Launch {
     /// `simt_kernel::gemm_simt` for this layout.
     Simt(Layout),
+    /// `mma_kernel::gemm_mma` for this entry of `MMA_SPECS`.
+    Mma(usize),
     /// `gemm_args`, positionally.
     Builder,
 }
 
 impl Plan {
     /// The same plan with the builder-written kernel its `#[kernel]` kernel replaces (the
-    /// fp32 SIMT GEMM), kept only until the two have been measured side by side
+    /// fp32 SIMT and `mma.sync` GEMMs), kept only until the two have been measured side by side
     /// (`bench_gemm`); plans of other kernels come back unchanged.
     #[doc(hidden)]
     pub fn builder(self) -> Plan {
         match self.launch {
             Launch::Simt(layout) => Plan {
                 kernel: &SIMT_BUILDER[layout_index(layout)],
+                launch: Launch::Builder,
+                ..self
+            },
+            Launch::Mma(index) => Plan {
+                kernel: &MMA_BUILDER[index],
                 launch: Launch::Builder,
                 ..self
             },
@@ -188,7 +195,7 @@ pub fn select(
         vector_elems: 16 / input.bytes(),
         tensor_maps: false,
         problem: (input, output, *shape),
-        launch: Launch::Builder,
+        launch: Launch::Mma(index),
     })
 }
 
