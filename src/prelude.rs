@@ -321,6 +321,11 @@ pub fn mma_m16n8k8_tf32(a: [u32; 4], b: [u32; 2], acc: [f32; 4]) -> [f32; 4] {
 pub fn cp_async_16<T>(dst: &mut [T], dst_index: u32, src: &[T], src_index: u32) {
     device_only("cp_async_16")
 }
+/// [`cp_async_16`] where `ok`; elsewhere nothing is read and the 16 bytes at
+/// `dst[dst_index..]` become zeros (`cp.async` with a source size of 0, sm_80+).
+pub fn cp_async_16_or<T>(dst: &mut [T], dst_index: u32, src: &[T], src_index: u32, ok: bool) {
+    device_only("cp_async_16_or")
+}
 /// Closes the current group of async copies.
 pub fn cp_async_commit() {
     device_only("cp_async_commit")

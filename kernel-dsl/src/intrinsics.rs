@@ -279,6 +279,7 @@ pub const INTRINSICS: &[Intrinsic] = &[
     special("mma_m16n8k16_f16", MMA, Ty::Array(F32, 4), "`acc + a × b` on one warp's 16×8×16 f16 tile (`mma.sync`, sm_80+).", &[mma(MmaShape::M16n8k16, ScalarType::F16)]),
     special("mma_m16n8k8_tf32", MMA, Ty::Array(F32, 4), "`acc + a × b` on one warp's 16×8×8 tf32 tile (`mma.sync`, sm_80+); operands from `cvt_tf32`.", &[mma(MmaShape::M16n8k8, ScalarType::Tf32)]),
     special("cp_async_16", &[p("dst", Ty::Slice { mutable: true }), p("dst_index", Ty::Scalar(U32)), p("src", Ty::Slice { mutable: false }), p("src_index", Ty::Scalar(U32))], Ty::Unit, "Starts a 16-byte copy from global to shared memory (`cp.async.cg`, sm_80+).", &[Op::CpAsync { cache: CacheOp::Cg, bytes: 16, zero_fill: false }]),
+    special("cp_async_16_or", &[p("dst", Ty::Slice { mutable: true }), p("dst_index", Ty::Scalar(U32)), p("src", Ty::Slice { mutable: false }), p("src_index", Ty::Scalar(U32)), p("ok", Ty::Scalar(ScalarType::Pred))], Ty::Unit, "`cp_async_16` where `ok`; elsewhere it reads nothing and zero-fills the 16 bytes (`cp.async.cg` with a source size of 0, sm_80+): the edge of a tile.", &[Op::CpAsync { cache: CacheOp::Cg, bytes: 16, zero_fill: true }]),
     special("cp_async_commit", &[], Ty::Unit, "Closes the current group of async copies.", &[Op::CpAsyncCommit]),
     special("cp_async_wait", &[p("pending", Ty::ConstU32)], Ty::Unit, "Waits until at most `pending` committed groups are in flight.", &[Op::CpAsyncWait]),
 ];

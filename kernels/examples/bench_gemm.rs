@@ -2,7 +2,10 @@
 //! cuBLAS sgemm without TF32), TF32 (vs cuBLAS with TF32 compute) and bf16 (vs cuBLAS
 //! `gemmEx` bf16 → bf16, f32 compute), each timed with CUDA events after warm-up, median of the
 //! timed runs. The last column is our throughput over cuBLAS's (1.0 = parity). fp32 uses
-//! cuBLAS's default math mode, which never uses TF32.
+//! cuBLAS's default math mode, which never uses TF32. Where our kernel is a `#[kernel]` port
+//! (the fp32 SIMT GEMM, and the `mma.sync` GEMM of the `mma` rows and of TF32 on Hopper), the
+//! builder kernel it replaces is timed beside it in the same run (`builder ms`, and
+//! `ours/builder`: builder time over ours, above 1.0 the port is faster).
 //!
 //! ```text
 //! cargo run --release -p kernels --example bench_gemm            # on a GPU
@@ -15,7 +18,7 @@
 
 use kernel_dsl::Target;
 use kernel_runtime::{Bf16, Buffer, Device, Stream};
-use kernels::gemm::{gemm, gemm_with_plan, select, Epilogue, GemmElement, GemmShape, Layout, Math};
+use kernels::gemm::{gemm_with_plan, select, Epilogue, GemmElement, GemmShape, Layout, Math};
 use std::error::Error;
 
 type Res<T = ()> = Result<T, Box<dyn Error>>;
@@ -98,26 +101,38 @@ fn operands<T: GemmElement, O: GemmElement>(b: &Bench, shape: &GemmShape) -> Res
     ))
 }
 
-fn ours<T: GemmElement, O: GemmElement>(b: &Bench, shape: &GemmShape, math: Math) -> Res<f64> {
+/// Our kernel as `gemm` picks it on `target` (the device's, or sm_80 for `mma.sync`), then,
+/// where that kernel is a `#[kernel]` port, the builder kernel it replaces: milliseconds of
+/// each.
+fn ours<T: GemmElement, O: GemmElement>(
+    b: &Bench,
+    shape: &GemmShape,
+    math: Math,
+    target: Target,
+) -> Res<(f64, Option<f64>)> {
     let (a, bb, mut c) = operands::<T, O>(b, shape)?;
     let epi = Epilogue::default();
-    b.time(|s| Ok(gemm(s, shape, &a, &bb, &mut c, &epi, math)?))
-}
-
-/// Our kernel as `gemm` would pick it on an sm_80 device (`mma.sync`).
-fn ours_sm80<T: GemmElement, O: GemmElement>(b: &Bench, shape: &GemmShape) -> Res<f64> {
-    let (a, bb, mut c) = operands::<T, O>(b, shape)?;
-    let epi = Epilogue::default();
-    let plan = select(T::DTYPE, O::DTYPE, Math::Fp32, shape, Target::Sm80)?;
-    b.time(|s| Ok(gemm_with_plan(s, &plan, shape, &a, &bb, &mut c, &epi)?))
+    let plan = select(T::DTYPE, O::DTYPE, math, shape, target)?;
+    let ms = b.time(|s| Ok(gemm_with_plan(s, &plan, shape, &a, &bb, &mut c, &epi)?))?;
+    let builder = plan.builder();
+    if std::ptr::eq(builder.kernel, plan.kernel) {
+        return Ok((ms, None));
+    }
+    let old = b.time(|s| Ok(gemm_with_plan(s, &builder, shape, &a, &bb, &mut c, &epi)?))?;
+    Ok((ms, Some(old)))
 }
 
 fn row(b: &Bench, kind: Kind, label: &str, shape: &GemmShape) -> Res {
-    let ms = match kind {
-        Kind::Fp32 => ours::<f32, f32>(b, shape, Math::Fp32)?,
-        Kind::Tf32 => ours::<f32, f32>(b, shape, Math::Tf32)?,
-        Kind::Bf16 => ours::<Bf16, Bf16>(b, shape, Math::Fp32)?,
-        Kind::MmaBf16 => ours_sm80::<Bf16, Bf16>(b, shape)?,
+    let device = b.device.target();
+    let (ms, builder) = match kind {
+        Kind::Fp32 => ours::<f32, f32>(b, shape, Math::Fp32, device)?,
+        Kind::Tf32 => ours::<f32, f32>(b, shape, Math::Tf32, device)?,
+        Kind::Bf16 => ours::<Bf16, Bf16>(b, shape, Math::Fp32, device)?,
+        Kind::MmaBf16 => ours::<Bf16, Bf16>(b, shape, Math::Fp32, Target::Sm80)?,
+    };
+    let old = match builder {
+        Some(t) => format!("{t:>10.3} | {:>12.2}", t / ms),
+        None => format!("{:>10} | {:>12}", "-", "-"),
     };
     let tflops = |ms: f64| shape.flops() / (ms * 1e-3) / 1e12;
     let (theirs, ratio) = match &b.blas {
@@ -131,7 +146,7 @@ fn row(b: &Bench, kind: Kind, label: &str, shape: &GemmShape) -> Res {
         None => (format!("{:>9} | {:>7}", "-", "-"), format!("{:>11}", "-")),
     };
     println!(
-        "| {:<4} | {label:<11} | {:<2} | {:>5} × {:>5} × {:>5} | {ms:>8.3} | {:>7.1} | {theirs} | {ratio} |",
+        "| {:<4} | {label:<11} | {:<2} | {:>5} × {:>5} × {:>5} | {ms:>8.3} | {:>7.1} | {old} | {theirs} | {ratio} |",
         kind.name(),
         shape.layout.tag(),
         shape.m,
@@ -197,8 +212,8 @@ fn main() -> Res {
         blas,
     };
     println!("device: {}", b.device.props().name);
-    println!("| math | problem     | ly | m     × n     × k     |  ours ms | TFLOP/s | cuBLAS ms | TFLOP/s | ours/cuBLAS |");
-    println!("|------|-------------|----|-----------------------|----------|---------|-----------|---------|-------------|");
+    println!("| math | problem     | ly | m     × n     × k     |  ours ms | TFLOP/s | builder ms | ours/builder | cuBLAS ms | TFLOP/s | ours/cuBLAS |");
+    println!("|------|-------------|----|-----------------------|----------|---------|------------|--------------|-----------|---------|-------------|");
     // BENCH_KINDS=bf16,mma (say) runs only those rows.
     let only = std::env::var("BENCH_KINDS").ok();
     let kinds = [Kind::Fp32, Kind::Tf32, Kind::Bf16, Kind::MmaBf16];

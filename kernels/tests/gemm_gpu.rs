@@ -36,6 +36,65 @@ fn gpu_simt_f32_matches_reference_at_odd_and_mid_shapes() {
     }
 }
 
+/// The `#[kernel]` SIMT GEMM (what `gemm` runs) and the builder kernel it replaces, with each
+/// epilogue part: both match the reference (ptxas may fuse their epilogues' multiplies and
+/// adds differently, so bits are compared on the emulator only).
+#[test]
+fn gpu_simt_kernel_and_builder_match_the_reference_with_every_epilogue() {
+    let Some(stream) = gpu() else { return };
+    let target = stream.device().target();
+    for layout in Layout::ALL {
+        for (i, epi) in epilogue_cases().into_iter().enumerate() {
+            let (m, n, k) = MID[i % MID.len()];
+            let shape = GemmShape::new(layout, m, n, k);
+            let plan = kernels::gemm::select(Dtype::F32, Dtype::F32, Math::Fp32, &shape, target)
+                .expect("plan");
+            let seed = 300 + i as u64;
+            check_plan::<f32, f32>(&stream, &shape, epi, &plan, F32_TOL, seed);
+            check_plan::<f32, f32>(&stream, &shape, epi, &plan.builder(), F32_TOL, seed);
+        }
+    }
+}
+
+/// The `mma.sync` GEMMs as planned for sm_80 (Hopper itself plans `wgmma` for 16-bit
+/// inputs), `#[kernel]` and builder, every specialization at odd shapes, with each epilogue
+/// part in turn (a later test runs the `#[kernel]` ones plain at larger shapes).
+#[test]
+fn gpu_mma_sync_kernel_and_builder_match_the_reference_for_every_spec() {
+    let Some(stream) = gpu() else { return };
+    let epis = epilogue_cases();
+    let sm80 = kernel_dsl::Target::Sm80;
+    let both = |plan: kernels::gemm::Plan| [plan, plan.builder()];
+    for layout in Layout::ALL {
+        for (i, shape) in shapes(layout, &ODD)
+            .iter()
+            .chain(&shapes(layout, &[(255, 129, 17)]))
+            .enumerate()
+        {
+            let epi = epis[i % epis.len()];
+            let seed = 500 + i as u64;
+            let plan = |i: Dtype, o: Dtype, math| {
+                kernels::gemm::select(i, o, math, shape, sm80).expect("plan")
+            };
+            for p in both(plan(Dtype::Bf16, Dtype::F32, Math::Fp32)) {
+                check_plan::<Bf16, f32>(&stream, shape, epi, &p, F32_OUT_16_IN, seed);
+            }
+            for p in both(plan(Dtype::Bf16, Dtype::Bf16, Math::Fp32)) {
+                check_plan::<Bf16, Bf16>(&stream, shape, epi, &p, BF16_OUT, seed);
+            }
+            for p in both(plan(Dtype::F16, Dtype::F32, Math::Fp32)) {
+                check_plan::<F16, f32>(&stream, shape, epi, &p, F32_OUT_16_IN, seed);
+            }
+            for p in both(plan(Dtype::F16, Dtype::F16, Math::Fp32)) {
+                check_plan::<F16, F16>(&stream, shape, epi, &p, F16_OUT, seed);
+            }
+            for p in both(plan(Dtype::F32, Dtype::F32, Math::Tf32)) {
+                check_plan::<f32, f32>(&stream, shape, epi, &p, TF32_TOL, seed);
+            }
+        }
+    }
+}
+
 #[test]
 fn gpu_tensor_cores_match_reference_at_odd_and_mid_shapes() {
     let Some(stream) = gpu() else { return };

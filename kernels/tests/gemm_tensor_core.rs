@@ -177,7 +177,11 @@ fn hopper_with_16_bit_inputs_selects_wgmma_and_tf32_mma_sync() {
         kernel_dsl::Target::Sm90,
     )
     .expect("plan");
-    assert!(tf32.kernel.kernel().name.starts_with("gemm_mma_tf32"));
+    assert!(tf32
+        .kernel
+        .kernel()
+        .name
+        .starts_with("gemm_mma__f32_f32_tf32mma"));
     let sm80 = kernels::gemm::select(
         Dtype::Bf16,
         Dtype::Bf16,
@@ -186,7 +190,11 @@ fn hopper_with_16_bit_inputs_selects_wgmma_and_tf32_mma_sync() {
         kernel_dsl::Target::Sm80,
     )
     .expect("plan");
-    assert!(sm80.kernel.kernel().name.starts_with("gemm_mma_bf16"));
+    assert!(sm80
+        .kernel
+        .kernel()
+        .name
+        .starts_with("gemm_mma__bf16_bf16_bf16mma"));
 }
 
 /// The kernel `gemm` runs for bf16 `shape` on the emulated Hopper.
@@ -348,4 +356,81 @@ fn a_plan_runs_only_the_problem_it_was_made_for() {
     let err = kernels::gemm::gemm_with_plan(&stream, &plan, &shape, &a, &b, &mut wrong_out, &none)
         .unwrap_err();
     assert!(err.to_string().contains("f32 output"), "{err}");
+}
+
+/// Runs the sm_80 `mma.sync` plan for `T` → `O` (the `#[kernel]` GEMM) and its builder form
+/// on `shape` with `epi`; both must match the reference, and each other bit for bit (the
+/// same tiles multiplied in the same order, the same epilogue arithmetic).
+fn kernel_and_builder<T: kernels::gemm::GemmElement, O: kernels::gemm::GemmElement>(
+    stream: &kernel_runtime::Stream,
+    shape: &GemmShape,
+    epi: EpiCase,
+    math: Math,
+    tol: Tol,
+    seed: u64,
+) {
+    let plan = kernels::gemm::select(T::DTYPE, O::DTYPE, math, shape, kernel_dsl::Target::Sm80)
+        .expect("plan");
+    let builder = plan.builder();
+    assert!(plan.kernel.kernel().name.starts_with("gemm_mma__"));
+    assert!(builder.kernel.kernel().name.starts_with("gemm_mma_"));
+    let ours = check_plan::<T, O>(stream, shape, epi, &plan, tol, seed);
+    let theirs = check_plan::<T, O>(stream, shape, epi, &builder, tol, seed);
+    assert!(ours == theirs, "{shape:?} {epi:?}: the two kernels differ");
+}
+
+/// Every `mma.sync` specialization, ported and builder, at shapes off every tile edge (k
+/// too), with each epilogue part in turn; even cases take 16-byte copies (`cp.async`), odd
+/// ones padded leading dimensions that rule them out.
+#[test]
+fn kernel_and_builder_mma_agree_with_the_reference_for_every_spec_and_epilogue() {
+    let stream = emulator();
+    let epis = epilogue_cases();
+    let mut case = 0;
+    for layout in Layout::ALL {
+        for kind in 0..5 {
+            let epi = epis[case % epis.len()];
+            let mut shape =
+                GemmShape::new(layout, [24, 9, 40][case % 3], [16, 40, 8][case % 3], 40);
+            if case % 2 == 1 {
+                shape.lda += 1;
+                shape.ldb += 1;
+                shape.ldc += 1;
+            }
+            let seed = 400 + case as u64;
+            match kind {
+                0 => kernel_and_builder::<Bf16, f32>(
+                    &stream,
+                    &shape,
+                    epi,
+                    Math::Fp32,
+                    F32_OUT_16_IN,
+                    seed,
+                ),
+                1 => kernel_and_builder::<Bf16, Bf16>(
+                    &stream,
+                    &shape,
+                    epi,
+                    Math::Fp32,
+                    BF16_OUT,
+                    seed,
+                ),
+                2 => kernel_and_builder::<F16, f32>(
+                    &stream,
+                    &shape,
+                    epi,
+                    Math::Fp32,
+                    F32_OUT_16_IN,
+                    seed,
+                ),
+                3 => {
+                    kernel_and_builder::<F16, F16>(&stream, &shape, epi, Math::Fp32, F16_OUT, seed)
+                }
+                _ => {
+                    kernel_and_builder::<f32, f32>(&stream, &shape, epi, Math::Tf32, TF32_TOL, seed)
+                }
+            }
+            case += 1;
+        }
+    }
 }

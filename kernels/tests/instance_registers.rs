@@ -163,3 +163,21 @@ fn cast_and_layout_instances_assemble_without_spills() {
         "layout"
     );
 }
+
+/// The `#[kernel]` GEMMs, 256-thread blocks: the fp32 SIMT kernel asks for two an SM (128
+/// registers), and the `mma.sync` kernel fits two as well, as the builder kernels it
+/// replaces do.
+#[test]
+fn gemm_instances_assemble_without_spills() {
+    let Some(ptxas) = ptxas() else { return };
+    let ported = |prefix: &str| -> Vec<&OpKernel> {
+        kernels::gemm::KERNELS
+            .iter()
+            .copied()
+            .filter(|k| k.kernel().name.starts_with(prefix))
+            .collect()
+    };
+    let most = |_: &str| Some(128);
+    assert_eq!(check(&ptxas, &ported("gemm_simt__"), most), 3 * 4, "simt");
+    assert_eq!(check(&ptxas, &ported("gemm_mma__"), most), 15 * 4, "mma");
+}

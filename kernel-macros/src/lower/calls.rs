@@ -251,7 +251,7 @@ impl Lowerer<'_> {
                     elem: ScalarType::F32,
                 })
             }
-            "cp_async_16" => {
+            "cp_async_16" | "cp_async_16_or" => {
                 let tile = self.shared_arg(args[0])?;
                 let di = self.index_scalar(args[1])?;
                 let dst = self.shared_address(&tile, &di, crate::diag::range(&args[1]))?;
@@ -267,13 +267,61 @@ impl Lowerer<'_> {
                     );
                 };
                 let si = self.index_scalar(args[3])?;
-                let src_addr = self.global_address(&src, &si)?;
+                let guard = if name == "cp_async_16_or" {
+                    Some(self.expr_as(args[4], ScalarType::Pred)?)
+                } else {
+                    None
+                };
+                let Some(ok) = guard else {
+                    let src_addr = self.global_address(&src, &si)?;
+                    self.span = crate::diag::range(&c);
+                    self.inst(
+                        Op::CpAsync {
+                            cache: CacheOp::Cg,
+                            bytes: 16,
+                            zero_fill: false,
+                        },
+                        vec![],
+                        vec![
+                            Operand::Addr {
+                                base: AddrBase::Reg(dst),
+                                offset: 0,
+                            },
+                            src_addr,
+                            Operand::Imm(Imm::Int(16)),
+                        ],
+                    );
+                    return unit;
+                };
+                // Where `ok` fails the copy reads nothing (a source size of 0), and its
+                // address is the slice's start, which is valid whatever `src_index` was.
+                let ok = self.materialize(&ok);
+                let si = self.materialize(&si);
+                let at = self.b.reg(si.ty);
+                let size = self.b.reg(ScalarType::U32);
+                self.inst(
+                    Op::Selp { ty: si.ty },
+                    vec![at.into()],
+                    vec![si.into(), Operand::Imm(Imm::Int(0)), ok.into()],
+                );
+                self.inst(
+                    Op::Selp {
+                        ty: ScalarType::U32,
+                    },
+                    vec![size.into()],
+                    vec![
+                        Operand::Imm(Imm::Int(16)),
+                        Operand::Imm(Imm::Int(0)),
+                        ok.into(),
+                    ],
+                );
+                let src_addr = self.global_address(&src, &Scalar::reg(at))?;
                 self.span = crate::diag::range(&c);
                 self.inst(
                     Op::CpAsync {
                         cache: CacheOp::Cg,
                         bytes: 16,
-                        zero_fill: false,
+                        zero_fill: true,
                     },
                     vec![],
                     vec![
@@ -283,6 +331,7 @@ impl Lowerer<'_> {
                         },
                         src_addr,
                         Operand::Imm(Imm::Int(16)),
+                        size.into(),
                     ],
                 );
                 unit
@@ -538,6 +587,13 @@ impl Lowerer<'_> {
                             let mut s = s.clone();
                             s.mutable = mutable;
                             Value::Slice(s)
+                        }
+                        // A shared array passes as itself: the helper indexes it, takes its
+                        // vectors and hands it to `ldmatrix` or `cp_async` as the caller would.
+                        (Value::Shared(a), crate::dsl_type::ParamTy::Slice { elem, .. })
+                            if a.elem == elem =>
+                        {
+                            v.clone()
                         }
                         _ => {
                             return err(

@@ -211,10 +211,7 @@ impl Lowerer<'_> {
                 crate::diag::range(&c),
                 "closures are not supported in kernels: write a `#[device]` function",
             ),
-            Expr::Reference(r) => err(
-                crate::diag::range(&r),
-                "references are not supported inside kernels: pass slices and arrays by name",
-            ),
+            Expr::Reference(r) => self.subslice(r),
             Expr::Tuple(t) => self.tuple_expr(t),
             Expr::Struct(s) => err(
                 crate::diag::range(&s),

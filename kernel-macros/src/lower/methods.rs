@@ -4,6 +4,7 @@
 
 use super::expr::{is_float, is_int, memory_type};
 use super::value::{Scalar, Value};
+use super::vector::VecPlace;
 use super::Lowerer;
 use crate::diag::{err, DResult};
 use crate::dsl_type::rust_name;
@@ -53,7 +54,7 @@ impl Lowerer<'_> {
                             _ => self.vector_lanes(m.turbofish.as_ref(), span)?,
                         };
                         let guard = guarded.then(|| (args[1], args[2]));
-                        self.vector_load(&s, lanes, args[0], guard, span)
+                        self.vector_load(VecPlace::Global(&s), lanes, args[0], guard, span)
                     }
                     "store4" | "store8" | "store_vec" => {
                         arity(2)?;
@@ -66,7 +67,7 @@ impl Lowerer<'_> {
                             "store8" => self.fixed_lanes(&s, 8, 16, &name, span)?,
                             _ => self.vector_lanes(m.turbofish.as_ref(), span)?,
                         };
-                        self.vector_store(&s, lanes, args[0], args[1], span)
+                        self.vector_store(VecPlace::Global(&s), lanes, args[0], args[1], span)
                     }
                     "load_cg" => {
                         arity(1)?;
@@ -85,12 +86,6 @@ impl Lowerer<'_> {
                 }
             }
             Value::Shared(a) => {
-                if name == "load_vec" {
-                    arity(1)?;
-                    let span = crate::diag::range(&m);
-                    let lanes = self.vector_lanes(m.turbofish.as_ref(), span)?;
-                    return self.shared_vector_load(&a, lanes, args[0], span);
-                }
                 if let Some(n) = name.strip_prefix("atomic_") {
                     let idx = self.index_scalar(args.first().copied().ok_or_else(|| {
                         crate::diag::Diag::new(
@@ -109,10 +104,25 @@ impl Lowerer<'_> {
                         crate::diag::range(&m),
                     );
                 }
-                err(
-                    crate::diag::range(&m.method),
-                    format!("shared arrays have no method `{name}`: index them, or use load_vec or atomic_*"),
-                )
+                let span = crate::diag::range(&m);
+                match name.as_str() {
+                    "load_vec" | "load_vec_or" => {
+                        let guarded = name == "load_vec_or";
+                        arity(if guarded { 3 } else { 1 })?;
+                        let lanes = self.vector_lanes(m.turbofish.as_ref(), span)?;
+                        let guard = guarded.then(|| (args[1], args[2]));
+                        self.vector_load(VecPlace::Shared(&a), lanes, args[0], guard, span)
+                    }
+                    "store_vec" => {
+                        arity(2)?;
+                        let lanes = self.vector_lanes(m.turbofish.as_ref(), span)?;
+                        self.vector_store(VecPlace::Shared(&a), lanes, args[0], args[1], span)
+                    }
+                    _ => err(
+                        crate::diag::range(&m.method),
+                        format!("shared arrays have no method `{name}`: index them, or use load_vec/load_vec_or/store_vec, atomic_*"),
+                    ),
+                }
             }
             Value::Array { elems, elem } => match name.as_str() {
                 "len" => Ok(Value::Scalar(Scalar {

@@ -140,6 +140,92 @@ impl Lowerer<'_> {
         })
     }
 
+    /// `&x[start..]` or `&mut y[start..]`: the slice from element `start` on, as a new base
+    /// address (a `u64` start gives a 64-bit offset, for batches past 2³² elements). A
+    /// shared view of a `&mut` slice is refused: it would load through `.nc`, which may miss
+    /// this kernel's own writes.
+    pub(crate) fn subslice(&mut self, r: &syn::ExprReference) -> DResult<Value> {
+        let Expr::Index(ix) = &*r.expr else {
+            return err(
+                crate::diag::range(&r),
+                "references are not supported inside kernels, but for sub-slices `&x[start..]`: pass slices and arrays by name",
+            );
+        };
+        let Expr::Range(range) = &*ix.index else {
+            return err(
+                crate::diag::range(&r),
+                "references are not supported inside kernels, but for sub-slices `&x[start..]`: pass slices and arrays by name",
+            );
+        };
+        let (Some(start), None) = (&range.start, &range.end) else {
+            return err(
+                crate::diag::range(&ix.index),
+                "a sub-slice runs from a start to the end of its slice: write `&x[start..]` (kernels carry no lengths)",
+            );
+        };
+        let s = match self.expr(&ix.expr, None)? {
+            Value::Slice(s) => s,
+            other => {
+                return err(
+                    crate::diag::range(&ix.expr),
+                    format!("only slices can be sub-sliced, found {}", other.describe()),
+                )
+            }
+        };
+        let mutable = r.mutability.is_some();
+        if mutable && !s.mutable {
+            return err(
+                crate::diag::range(&r),
+                format!(
+                    "cannot borrow `{}` as mutable: it is a `&[{}]`; declare the parameter `&mut [{}]`",
+                    s.name,
+                    rust_name(s.elem),
+                    rust_name(s.elem)
+                ),
+            );
+        }
+        if !mutable && s.mutable {
+            return err(
+                crate::diag::range(&r),
+                format!(
+                    "write `&mut {}[start..]`: a shared view of a `&mut` slice would read through the non-coherent path and could miss this kernel's writes",
+                    s.name
+                ),
+            );
+        }
+        let idx = self.index_scalar(start)?;
+        let addr = self.global_address(&s, &idx)?;
+        let Operand::Addr {
+            base: AddrBase::Reg(at),
+            offset,
+        } = addr
+        else {
+            unreachable!("a global address is a register plus an offset")
+        };
+        let base = if offset == 0 {
+            at
+        } else {
+            let d = self.b.reg(ScalarType::U64);
+            self.inst(
+                Op::Add {
+                    ty: ScalarType::U64,
+                    rnd: None,
+                    ftz: false,
+                    sat: false,
+                },
+                vec![d.into()],
+                vec![at.into(), Operand::Imm(Imm::Int(offset))],
+            );
+            d
+        };
+        Ok(Value::Slice(SliceRef {
+            name: s.name.clone(),
+            base,
+            elem: s.elem,
+            mutable,
+        }))
+    }
+
     /// The shared-window address of element `idx` of a shared array.
     pub(crate) fn shared_address(
         &mut self,

@@ -66,7 +66,49 @@ fn access(elem: ScalarType, lanes: i64) -> Result<Access, String> {
     })
 }
 
+/// Where a vector access goes: a global slice, or a shared array (`tile.load_vec::<4>(i)`,
+/// `ld.shared.v4`; the same widths and alignment rule, counted from the array's start).
+#[derive(Clone, Copy)]
+pub(crate) enum VecPlace<'a> {
+    Global(&'a SliceRef),
+    Shared(&'a SharedRef),
+}
+
+impl VecPlace<'_> {
+    fn elem(self) -> ScalarType {
+        match self {
+            VecPlace::Global(s) => s.elem,
+            VecPlace::Shared(a) => a.elem,
+        }
+    }
+
+    fn space(self) -> StateSpace {
+        match self {
+            VecPlace::Global(_) => StateSpace::Global,
+            VecPlace::Shared(_) => StateSpace::Shared,
+        }
+    }
+
+    /// Read-only global slices load through the non-coherent path.
+    fn nc(self) -> bool {
+        matches!(self, VecPlace::Global(s) if !s.mutable)
+    }
+}
+
 impl Lowerer<'_> {
+    /// The address of element `idx` of a vector access's place.
+    fn vec_address(
+        &mut self,
+        place: VecPlace,
+        idx: &super::value::Scalar,
+        span: SpanRange,
+    ) -> DResult<Operand> {
+        match place {
+            VecPlace::Global(s) => self.global_address(s, idx),
+            VecPlace::Shared(a) => self.shared_address(a, idx, span),
+        }
+    }
+
     /// The vector width a `::<W>` turbofish names (a literal, a const generic, `T::VEC`, or a
     /// `{ … }` constant expression).
     pub(crate) fn vector_lanes(
@@ -89,20 +131,21 @@ impl Lowerer<'_> {
     /// `x.load_vec::<W>(i)`, or with `guard` = (`ok`, `fill`) `x.load_vec_or::<W>(i, ok, fill)`.
     pub(crate) fn vector_load(
         &mut self,
-        s: &SliceRef,
+        place: VecPlace,
         lanes: i64,
         index: &Expr,
         guard: Option<(&Expr, &Expr)>,
         span: SpanRange,
     ) -> DResult<Value> {
-        let a = access(s.elem, lanes).map_err(|m| crate::diag::Diag::new(span, m))?;
+        let elem = place.elem();
+        let a = access(elem, lanes).map_err(|m| crate::diag::Diag::new(span, m))?;
         let idx = self.index_scalar(index)?;
-        let addr = self.global_address(s, &idx)?;
+        let addr = self.vec_address(place, &idx, crate::diag::range(index))?;
         let guard = match guard {
             None => None,
             Some((ok, fill)) => {
                 let ok = self.expr_as(ok, ScalarType::Pred)?;
-                let fill = self.expr_as(fill, s.elem)?;
+                let fill = self.expr_as(fill, elem)?;
                 Some((ok, fill))
             }
         };
@@ -112,7 +155,7 @@ impl Lowerer<'_> {
                 self.b.reg(if a.word == ScalarType::B32 {
                     ScalarType::U32
                 } else {
-                    s.elem
+                    elem
                 })
             })
             .collect();
@@ -124,15 +167,12 @@ impl Lowerer<'_> {
                         // Never read: every lane is its own copy of the fill.
                         let elems = (0..a.lanes)
                             .map(|_| {
-                                let r = self.b.reg(s.elem);
+                                let r = self.b.reg(elem);
                                 self.mov(r, fill.clone());
                                 r
                             })
                             .collect();
-                        return Ok(Value::Array {
-                            elems,
-                            elem: s.elem,
-                        });
+                        return Ok(Value::Array { elems, elem });
                     }
                     None
                 } else {
@@ -150,10 +190,10 @@ impl Lowerer<'_> {
             }
         };
         let op = Op::Ld {
-            space: StateSpace::Global,
+            space: place.space(),
             ty: a.word,
             vec: a.width(),
-            nc: !s.mutable,
+            nc: place.nc(),
             cache: None,
         };
         let dst = if a.words == 1 {
@@ -177,70 +217,13 @@ impl Lowerer<'_> {
             None => self.inst(op, vec![dst], vec![addr]),
         }
         if a.per_word() == 1 {
-            return Ok(Value::Array {
-                elems: words,
-                elem: s.elem,
-            });
+            return Ok(Value::Array { elems: words, elem });
         }
         let elems = words
             .into_iter()
-            .flat_map(|w| self.halves_of(w, s.elem))
+            .flat_map(|w| self.halves_of(w, elem))
             .collect();
-        Ok(Value::Array {
-            elems,
-            elem: s.elem,
-        })
-    }
-
-    /// `s.load_vec::<W>(i)` on a shared array: elements `i..i+W` in one `ld.shared`.
-    pub(crate) fn shared_vector_load(
-        &mut self,
-        s: &SharedRef,
-        lanes: i64,
-        index: &Expr,
-        span: SpanRange,
-    ) -> DResult<Value> {
-        let a = access(s.elem, lanes).map_err(|m| crate::diag::Diag::new(span, m))?;
-        let idx = self.index_scalar(index)?;
-        let addr = self.shared_address(s, &idx, span)?;
-        self.span = span;
-        let words: Vec<Reg> = (0..a.words)
-            .map(|_| {
-                self.b.reg(if a.word == ScalarType::B32 {
-                    ScalarType::U32
-                } else {
-                    s.elem
-                })
-            })
-            .collect();
-        let dst = if a.words == 1 {
-            words[0].into()
-        } else {
-            Operand::Vector(words.iter().map(|r| (*r).into()).collect())
-        };
-        self.inst(
-            Op::Ld {
-                space: StateSpace::Shared,
-                ty: a.word,
-                vec: a.width(),
-                nc: false,
-                cache: None,
-            },
-            vec![dst],
-            vec![addr],
-        );
-        let elems = if a.per_word() == 1 {
-            words
-        } else {
-            words
-                .into_iter()
-                .flat_map(|w| self.halves_of(w, s.elem))
-                .collect()
-        };
-        Ok(Value::Array {
-            elems,
-            elem: s.elem,
-        })
+        Ok(Value::Array { elems, elem })
     }
 
     /// The low and high 16 bits of a 32-bit word, as two values of `elem`: one unpacking
@@ -261,22 +244,23 @@ impl Lowerer<'_> {
     /// `y.store_vec::<W>(i, v)` with `v: [T; W]`.
     pub(crate) fn vector_store(
         &mut self,
-        s: &SliceRef,
+        place: VecPlace,
         lanes: i64,
         index: &Expr,
         value: &Expr,
         span: SpanRange,
     ) -> DResult<Value> {
-        let a = access(s.elem, lanes).map_err(|m| crate::diag::Diag::new(span, m))?;
-        let v = self.expr(value, Some(s.elem))?;
+        let elem = place.elem();
+        let a = access(elem, lanes).map_err(|m| crate::diag::Diag::new(span, m))?;
+        let v = self.expr(value, Some(elem))?;
         let elems = match v {
-            Value::Array { elems, elem } if elem == s.elem && elems.len() == a.lanes => elems,
+            Value::Array { elems, elem: e } if e == elem && elems.len() == a.lanes => elems,
             other => {
                 return err(
                     crate::diag::range(&value),
                     format!(
                         "expected `[{}; {}]`, found {}",
-                        rust_name(s.elem),
+                        rust_name(elem),
                         a.lanes,
                         other.describe()
                     ),
@@ -284,7 +268,7 @@ impl Lowerer<'_> {
             }
         };
         let idx = self.index_scalar(index)?;
-        let addr = self.global_address(s, &idx)?;
+        let addr = self.vec_address(place, &idx, crate::diag::range(index))?;
         self.span = span;
         let regs: Vec<Reg> = if a.per_word() == 2 {
             elems
@@ -329,7 +313,7 @@ impl Lowerer<'_> {
         };
         self.inst(
             Op::St {
-                space: StateSpace::Global,
+                space: place.space(),
                 ty: a.word,
                 vec: a.width(),
                 cache: None,

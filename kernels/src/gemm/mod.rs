@@ -4,16 +4,23 @@
 //! ([`Layout`]). Every size is a run-time parameter; shapes that do not fit their buffers are
 //! an [`Error`](crate::Error) before launch.
 //!
-//! The kernels themselves are written with the builder in `kernels-gen` and built by this
-//! crate's build script for the enabled targets. [`select`] picks the kernel; [`gemm`] checks, selects and launches; [`reference`] is the
-//! f64 CPU reference the tests compare with.
+//! The fp32 SIMT and `mma.sync` kernels are `#[kernel]` source (`simt_kernel.rs`,
+//! `mma_kernel.rs`); the Hopper ones and the split-k reduce are written with the builder in
+//! `kernels-gen` and built by this crate's build script for the enabled targets. [`select`]
+//! picks the kernel; [`gemm`] checks, selects and launches; [`reference`] is the f64 CPU
+//! reference the tests compare with.
 
 mod element;
 mod epilogue;
+// `#[device]` epilogue helpers, before the kernels that call them.
+#[macro_use]
+mod finish;
 mod layout;
+mod mma_kernel;
 mod ops;
 pub mod reference;
 mod select;
+mod simt_kernel;
 mod split_k;
 
 pub use element::GemmElement;
@@ -31,8 +38,10 @@ mod built {
     include!(concat!(env!("OUT_DIR"), "/builder_kernels.rs"));
 }
 
-static SIMT: [OpKernel; 3] = OpKernel::embedded(&built::GEMM_SIMT);
-static MMA: [OpKernel; 15] = OpKernel::embedded(&built::GEMM_MMA);
+static SIMT: [OpKernel; 3] = OpKernel::instances(simt_kernel::GEMM_SIMT_INSTANCES);
+static SIMT_BUILDER: [OpKernel; 3] = OpKernel::embedded(&built::GEMM_SIMT);
+static MMA: [OpKernel; 15] = OpKernel::instances(mma_kernel::GEMM_MMA_INSTANCES);
+static MMA_BUILDER: [OpKernel; 15] = OpKernel::embedded(&built::GEMM_MMA);
 static WGMMA: [OpKernel; 12] = OpKernel::embedded(&built::GEMM_WGMMA);
 static WGMMA_TMA: [OpKernel; 18] = OpKernel::embedded(&built::GEMM_WGMMA_TMA);
 static SPLIT_REDUCE: [OpKernel; 4] = OpKernel::embedded(&built::GEMM_SPLIT_REDUCE);
@@ -40,7 +49,9 @@ static SPLIT_REDUCE: [OpKernel; 4] = OpKernel::embedded(&built::GEMM_SPLIT_REDUC
 /// Every specialization this module ships.
 pub static KERNELS: &[&OpKernel] = kernel_refs![
     SIMT[0 1 2],
+    SIMT_BUILDER[0 1 2],
     MMA[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14],
+    MMA_BUILDER[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14],
     WGMMA[0 1 2 3 4 5 6 7 8 9 10 11],
     WGMMA_TMA[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17],
     SPLIT_REDUCE[0 1 2 3],

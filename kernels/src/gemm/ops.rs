@@ -4,7 +4,9 @@
 use super::element::GemmElement;
 use super::epilogue::Epilogue;
 use super::layout::{extent, GemmShape};
-use super::select::{select, Math, Plan};
+use super::mma_kernel::{self, Bf16Mma, F16Mma, Tf32Mma};
+use super::select::{select, Launch, Math, Plan};
+use super::simt_kernel;
 use super::split_k::{split_count, split_kernels};
 use crate::Error;
 use crate::OpKernel;
@@ -14,7 +16,8 @@ use kernel_runtime::{
 use kernels_gen::gemm::epilogue::{FLAG_PLAIN_PAIRS, FLAG_VEC_A, FLAG_VEC_B};
 use kernels_gen::gemm::split_reduce::REDUCE_THREADS;
 use kernels_gen::gemm::wgmma_tma::{MN_BOX, TMA_BK, TMA_TILE_M, TMA_TILE_N};
-use kernels_gen::gemm::Layout;
+use kernels_gen::gemm::{Dtype, Layout};
+use std::any::Any;
 
 /// `C = act(alpha·op(A)·op(B) + beta·C + bias) + residual` for every batch of `shape`.
 ///
@@ -261,8 +264,125 @@ fn run<T: GemmElement, O: GemmElement>(
         }
         config.grid[0] = config.grid[0].min(per_batch);
     }
+    match plan.launch {
+        Launch::Simt(layout) => {
+            return simt(stream, config, layout, shape, a, b, c, epilogue, flags)
+        }
+        Launch::Mma(_) => return mma(stream, config, shape, a, b, c, epilogue, flags),
+        Launch::Builder => {}
+    }
     let args = gemm_args(shape, a, b, c, epilogue, flags, maps.as_ref());
     stream.launch(plan.kernel.artifacts(), config, &args)?;
+    Ok(())
+}
+
+/// The `#[kernel]` `mma.sync` GEMM through its launcher, with the `mma` flavour of `T`
+/// (`select` plans it for the shipped type pairs only; another is `Error::NoInstance`).
+#[allow(clippy::too_many_arguments)]
+fn mma<T: GemmElement, O: GemmElement>(
+    stream: &Stream,
+    config: LaunchConfig,
+    shape: &GemmShape,
+    a: &Buffer<T>,
+    b: &Buffer<T>,
+    c: &mut Buffer<O>,
+    epilogue: &Epilogue<T>,
+    flags: u32,
+) -> Result<(), Error> {
+    let launch = match T::DTYPE {
+        Dtype::Bf16 => mma_kernel::gemm_mma::<T, O, Bf16Mma>,
+        Dtype::F16 => mma_kernel::gemm_mma::<T, O, F16Mma>,
+        Dtype::F32 => mma_kernel::gemm_mma::<T, O, Tf32Mma>,
+    };
+    let u = |x: usize| x as u32;
+    launch(
+        stream,
+        config,
+        shape.layout.a_k_contiguous() as u32,
+        shape.layout.b_k_contiguous() as u32,
+        a,
+        b,
+        c,
+        epilogue.bias.unwrap_or(a),
+        epilogue.residual.unwrap_or(a),
+        u(shape.m),
+        u(shape.n),
+        u(shape.k),
+        u(shape.lda),
+        u(shape.ldb),
+        u(shape.ldc),
+        u(shape.stride_a),
+        u(shape.stride_b),
+        u(shape.stride_c),
+        epilogue.alpha,
+        epilogue.beta,
+        flags,
+    )?;
+    Ok(())
+}
+
+/// `x` as the `Buffer<f32>` it is, where `T` is f32.
+fn as_f32<T: GemmElement>(x: &Buffer<T>) -> Option<&Buffer<f32>> {
+    (x as &dyn Any).downcast_ref()
+}
+
+/// The `#[kernel]` fp32 SIMT GEMM through its launcher. [`select`] plans it for f32 buffers
+/// only; the buffers are seen as `Buffer<f32>` here by their type, never reinterpreted.
+#[allow(clippy::too_many_arguments)]
+fn simt<T: GemmElement, O: GemmElement>(
+    stream: &Stream,
+    config: LaunchConfig,
+    layout: Layout,
+    shape: &GemmShape,
+    a: &Buffer<T>,
+    b: &Buffer<T>,
+    c: &mut Buffer<O>,
+    epilogue: &Epilogue<T>,
+    flags: u32,
+) -> Result<(), Error> {
+    let not_f32 = || {
+        Error::Unsupported {
+        op: "gemm",
+        detail: format!(
+            "the fp32 SIMT kernel takes f32 buffers, not {} → {}; plan with `select` for these types",
+            T::DTYPE.suffix(),
+            O::DTYPE.suffix()
+        ),
+    }
+    };
+    let (Some(a), Some(b)) = (as_f32(a), as_f32(b)) else {
+        return Err(not_f32());
+    };
+    let c = (c as &mut dyn Any)
+        .downcast_mut::<Buffer<f32>>()
+        .ok_or_else(not_f32)?;
+    // Unused epilogue inputs are bound to `a`, which the kernel then never reads.
+    let bias = epilogue.bias.and_then(as_f32).unwrap_or(a);
+    let residual = epilogue.residual.and_then(as_f32).unwrap_or(a);
+    let u = |x: usize| x as u32;
+    simt_kernel::gemm_simt(
+        stream,
+        config,
+        layout.a_k_contiguous() as u32,
+        layout.b_k_contiguous() as u32,
+        a,
+        b,
+        c,
+        bias,
+        residual,
+        u(shape.m),
+        u(shape.n),
+        u(shape.k),
+        u(shape.lda),
+        u(shape.ldb),
+        u(shape.ldc),
+        u(shape.stride_a),
+        u(shape.stride_b),
+        u(shape.stride_c),
+        epilogue.alpha,
+        epilogue.beta,
+        flags,
+    )?;
     Ok(())
 }
 

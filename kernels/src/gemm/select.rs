@@ -3,7 +3,7 @@
 //! launch shape.
 
 use super::layout::GemmShape;
-use super::{MMA, SIMT, WGMMA, WGMMA_TMA};
+use super::{MMA, MMA_BUILDER, SIMT, SIMT_BUILDER, WGMMA, WGMMA_TMA};
 use crate::{Error, OpKernel};
 use kernel_dsl::Target;
 use kernel_runtime::LaunchConfig;
@@ -46,6 +46,42 @@ pub struct Plan {
     pub(crate) tensor_maps: bool,
     /// What the plan was made for, so [`super::gemm_with_plan`] can refuse another problem.
     pub(crate) problem: (Dtype, Dtype, GemmShape),
+    /// How the kernel is launched.
+    pub(crate) launch: Launch,
+}
+
+/// How a plan's kernel is launched: through the typed launcher of a `#[kernel]` GEMM, or
+/// with the shared parameter list of the builder-written ones.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Launch {
+    /// `simt_kernel::gemm_simt` for this layout.
+    Simt(Layout),
+    /// `mma_kernel::gemm_mma` for this entry of `MMA_SPECS`.
+    Mma(usize),
+    /// `gemm_args`, positionally.
+    Builder,
+}
+
+impl Plan {
+    /// The same plan with the builder-written kernel its `#[kernel]` kernel replaces (the
+    /// fp32 SIMT and `mma.sync` GEMMs), kept only until the two have been measured side by side
+    /// (`bench_gemm`); plans of other kernels come back unchanged.
+    #[doc(hidden)]
+    pub fn builder(self) -> Plan {
+        match self.launch {
+            Launch::Simt(layout) => Plan {
+                kernel: &SIMT_BUILDER[layout_index(layout)],
+                launch: Launch::Builder,
+                ..self
+            },
+            Launch::Mma(index) => Plan {
+                kernel: &MMA_BUILDER[index],
+                launch: Launch::Builder,
+                ..self
+            },
+            Launch::Builder => self,
+        }
+    }
 }
 
 impl std::fmt::Debug for Plan {
@@ -89,6 +125,7 @@ pub fn select(
             vector_elems: 4,
             tensor_maps: false,
             problem: (input, output, *shape),
+            launch: Launch::Simt(shape.layout),
         });
     }
     if target.sm() < 80 {
@@ -115,6 +152,7 @@ pub fn select(
                 vector_elems: 16 / input.bytes(),
                 tensor_maps: true,
                 problem: (input, output, *shape),
+                launch: Launch::Builder,
             });
         }
     }
@@ -133,6 +171,7 @@ pub fn select(
                 vector_elems: 16 / input.bytes(),
                 tensor_maps: false,
                 problem: (input, output, *shape),
+                launch: Launch::Builder,
             });
         }
     }
@@ -156,6 +195,7 @@ pub fn select(
         vector_elems: 16 / input.bytes(),
         tensor_maps: false,
         problem: (input, output, *shape),
+        launch: Launch::Mma(index),
     })
 }
 

@@ -157,6 +157,46 @@ pub fn check_on_target<T: GemmElement, O: GemmElement>(
     )
 }
 
+/// [`check`] with the kernel of `plan` (made by `select` for this problem, or its
+/// `builder()` form), run through `gemm_with_plan`.
+pub fn check_plan<T: GemmElement, O: GemmElement>(
+    stream: &Stream,
+    shape: &GemmShape,
+    epi: EpiCase,
+    plan: &kernels::gemm::Plan,
+    tol: Tol,
+    seed: u64,
+) -> Vec<u32> {
+    let how = format!("plan {}", plan.kernel.kernel().name);
+    check_run::<T, O>(stream, shape, epi, tol, seed, &how, |c, e, a, b| {
+        kernels::gemm::gemm_with_plan(stream, plan, shape, a, b, c, e)
+    })
+}
+
+/// One case per epilogue part, and all of them at once.
+pub fn epilogue_cases() -> Vec<EpiCase> {
+    let one = |f: fn(&mut EpiCase)| {
+        let mut e = EpiCase::plain();
+        f(&mut e);
+        e
+    };
+    vec![
+        EpiCase::plain(),
+        one(|e| (e.alpha, e.beta) = (0.5, 1.5)),
+        one(|e| e.bias = true),
+        one(|e| e.activation = Activation::Silu),
+        one(|e| e.activation = Activation::GeluTanh),
+        one(|e| e.residual = true),
+        EpiCase {
+            alpha: -0.75,
+            beta: -1.0,
+            bias: true,
+            activation: Activation::GeluTanh,
+            residual: true,
+        },
+    ]
+}
+
 /// [`check`] through `gemm_split_k` with `splits` ranges.
 pub fn check_split<T: GemmElement, O: GemmElement>(
     stream: &Stream,
