@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{filled, Bench, Res};
+use common::{filled, single_row, Bench, Res};
 use kernel_runtime::{Bf16, Buffer, Stream};
 use kernels::cast::Element;
 use kernels::elementwise::{self as ew, MapOp};
@@ -49,14 +49,9 @@ fn measure<T: Element>(b: &Bench, op: MapOp, n: usize) -> Res {
     ];
     let bytes = ((n_in + n_out) * n * std::mem::size_of::<T>()) as f64;
     let in_refs: Vec<&Buffer<T>> = ins.iter().take(n_in).collect();
-    let first = b.percent(bytes, b.time(|s| new_form(s, op, &in_refs, &mut outs))?);
-    let second = b.percent(bytes, b.time(|s| new_form(s, op, &in_refs, &mut outs))?);
-    println!(
-        "| {:<18} | {:<4} | {:>9} | {first:>5.1} / {second:>5.1} |",
-        op.name(),
-        T::STORAGE.suffix(),
-        n
-    );
+    let cells = b.percent_twice(bytes, |s| new_form(s, op, &in_refs, &mut outs))?;
+    let label = format!("{:<18} | {:<4} | {:>9}", op.name(), T::STORAGE.suffix(), n);
+    single_row(&label, cells);
     Ok(())
 }
 

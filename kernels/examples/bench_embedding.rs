@@ -13,7 +13,7 @@
 
 mod common;
 
-use common::{filled, Bench, Res};
+use common::{filled, single_row, Bench, Res};
 use kernel_runtime::{Bf16, Buffer};
 use kernels::cast::Element;
 use kernels::embedding;
@@ -38,32 +38,23 @@ fn measure<T: Element>(b: &Bench, backward: bool, [tokens, vocab, hidden]: [usiz
     let rows = if backward { tokens + vocab } else { 2 * tokens };
     let bytes = (rows * hidden * e + 4 * tokens) as f64;
     let batch = batch();
-    let pct = |ms: f64| b.percent(bytes * batch as f64, ms);
     // The forward reads the table and writes `tokens` rows; the backward the reverse.
     let small = filled::<T>(&b.stream, tokens * hidden, 6)?;
     let mut table = filled::<T>(&b.stream, vocab * hidden, 7)?;
     let mut out = Buffer::<T>::zeros(&b.stream, tokens * hidden)?;
     let (t, v, h) = (tokens, vocab, hidden);
-    let mut run = || {
-        b.time(|s| {
-            for _ in 0..batch {
-                if backward {
-                    embedding::embedding_backward(s, &small, &ids, &mut table, t, v, h)?
-                } else {
-                    embedding::embedding(s, &table, &ids, &mut out, t, v, h)?
-                }
+    let cells = b.percent_twice(bytes * batch as f64, |s| {
+        for _ in 0..batch {
+            if backward {
+                embedding::embedding_backward(s, &small, &ids, &mut table, t, v, h)?
+            } else {
+                embedding::embedding(s, &table, &ids, &mut out, t, v, h)?
             }
-            Ok(())
-        })
-    };
-    let first = pct(run()?);
-    let second = pct(run()?);
-    println!(
-        "| {:<18} | {:<4} | {:<16} | {first:>5.1} / {second:>5.1} |",
-        op,
-        T::STORAGE.suffix(),
-        shape
-    );
+        }
+        Ok(())
+    })?;
+    let label = format!("{:<18} | {:<4} | {:<16}", op, T::STORAGE.suffix(), shape);
+    single_row(&label, cells);
     Ok(())
 }
 

@@ -13,7 +13,7 @@
 
 mod common;
 
-use common::{filled, row, Bench, Res};
+use common::{filled, row, single_row, Bench, Res};
 use kernel_runtime::{Bf16, Buffer, Stream};
 use kernels::cast::Element;
 use kernels::clip;
@@ -59,9 +59,8 @@ fn measure(
     if skipped(&format!("{op}/{dtype}/{shape}")) {
         return Ok(());
     }
-    let first = b.percent(bytes, b.time(&mut f)?);
-    let second = b.percent(bytes, b.time(&mut f)?);
-    println!("| {op:<28} | {dtype:<4} | {shape:<11} | {first:>5.1} / {second:>5.1} |");
+    let cells = b.percent_twice(bytes, &mut f)?;
+    single_row(&format!("{op:<28} | {dtype:<4} | {shape:<11}"), cells);
     Ok(())
 }
 

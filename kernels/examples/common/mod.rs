@@ -77,6 +77,14 @@ impl Bench {
         Ok(ms[ms.len() / 2])
     }
 
+    /// `f`, which moves `bytes`, timed twice: each pass as a percentage of the copy bandwidth
+    /// (two passes, so that clock drift shows as disagreement between them).
+    pub fn percent_twice(&self, bytes: f64, mut f: impl FnMut(&Stream) -> Res) -> Res<[f64; 2]> {
+        let first = self.percent(bytes, self.time(&mut f)?);
+        let second = self.percent(bytes, self.time(&mut f)?);
+        Ok([first, second])
+    }
+
     /// `bytes` moved in `ms` as a percentage of the copy bandwidth.
     pub fn percent(&self, bytes: f64, ms: f64) -> f64 {
         100.0 * bytes / (ms * 1e-3) / 1e9 / self.copy_gbs
@@ -92,6 +100,11 @@ pub fn filled<T: Element>(stream: &Stream, n: usize, seed: u32) -> Res<Buffer<T>
         })
         .collect();
     Ok(Buffer::from_host(stream, &host)?)
+}
+
+/// One table row of an op with one form: its percentages of two passes.
+pub fn single_row(label: &str, [first, second]: [f64; 2]) {
+    println!("| {label} | {first:>5.1} / {second:>5.1} |");
 }
 
 /// One table row: the builder and `#[kernel]` percentages of two passes and their mean
