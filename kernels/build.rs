@@ -8,9 +8,6 @@ use kernel_dsl::ptxas::Ptxas;
 use kernel_dsl::Target;
 use std::path::PathBuf;
 
-/// The target built when no `sm_*` feature is enabled, as for `#[kernel]`.
-const DEFAULT_TARGET: Target = Target::Sm80;
-
 fn main() {
     let mut names: Vec<String> = std::env::vars()
         .filter_map(|(k, _)| {
@@ -26,7 +23,7 @@ fn main() {
 
     let mut targets: Vec<Target> = names.iter().filter_map(|n| n.parse().ok()).collect();
     if targets.is_empty() {
-        targets.push(DEFAULT_TARGET);
+        targets.push(Target::DEFAULT_BUILD);
     }
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let mut embedder = Embedder::new(&out, &targets, Ptxas::find());

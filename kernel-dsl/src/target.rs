@@ -64,6 +64,10 @@ pub enum TargetParseError {
 }
 
 impl Target {
+    /// The target a crate builds for when it enables no `sm_*` feature (`#[kernel]` and the
+    /// `kernels` build script both follow it).
+    pub const DEFAULT_BUILD: Target = Target::Sm80;
+
     /// Every target ptxkit emits for, lowest first.
     pub const ALL: [Target; 11] = [
         Target::Sm70,

@@ -10,7 +10,7 @@ use proc_macro2::{Span, TokenStream};
 use quote::quote;
 
 /// The target a crate builds for when it enables no `sm_*` feature.
-pub const DEFAULT_TARGET: Target = Target::Sm80;
+pub const DEFAULT_TARGET: Target = Target::DEFAULT_BUILD;
 
 /// The outcome of emitting one kernel for one target.
 pub struct Emitted {
