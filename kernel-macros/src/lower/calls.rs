@@ -630,20 +630,7 @@ impl Lowerer<'_> {
                     }
                     // Arrays pass by value: a helper that mutates its copy leaves the
                     // caller's registers alone.
-                    (Value::Array { elems, elem }, _) => {
-                        let copies = elems
-                            .iter()
-                            .map(|r| {
-                                let c = l.b.reg(elem);
-                                l.mov(c, Scalar::reg(*r));
-                                c
-                            })
-                            .collect();
-                        Value::Array {
-                            elems: copies,
-                            elem,
-                        }
-                    }
+                    (Value::Array { elems, elem }, _) => l.copied_array(&elems, elem),
                     (v, _) => v,
                 };
                 l.bind(

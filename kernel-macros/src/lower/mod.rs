@@ -276,6 +276,20 @@ impl<'a> Lowerer<'a> {
 
     // ----- scopes ------------------------------------------------------------------------
 
+    /// A register array's elements copied into registers of its own, so that writes through
+    /// one leave the other alone.
+    pub(crate) fn copied_array(&mut self, elems: &[Reg], elem: ScalarType) -> Value {
+        let elems = elems
+            .iter()
+            .map(|r| {
+                let c = self.b.reg(elem);
+                self.mov(c, value::Scalar::reg(*r));
+                c
+            })
+            .collect();
+        Value::Array { elems, elem }
+    }
+
     pub(crate) fn bind(&mut self, name: &str, binding: Binding) {
         if let Some(scope) = self.scopes.last_mut() {
             scope.insert(name.to_string(), binding);

@@ -152,21 +152,8 @@ impl Lowerer<'_> {
                         Value::Scalar(s)
                     }
                 }
-                Value::Array { elems, elem } if mutable => {
-                    // A copy, so that writes through the new name do not alias the old one.
-                    let copies = elems
-                        .iter()
-                        .map(|r| {
-                            let c = self.b.reg(elem);
-                            self.mov(c, Scalar::reg(*r));
-                            c
-                        })
-                        .collect();
-                    Value::Array {
-                        elems: copies,
-                        elem,
-                    }
-                }
+                // A copy, so that writes through the new name do not alias the old one.
+                Value::Array { elems, elem } if mutable => self.copied_array(&elems, elem),
                 Value::Tuple(_) if mutable => return err(
                     crate::diag::range(&pat),
                     "a tuple cannot be changed in place: destructure it, `let (mut a, mut b) = …`",

@@ -32,17 +32,7 @@ impl Lowerer<'_> {
                 self.mov(r, s);
                 Value::Scalar(Scalar::reg(r))
             }
-            Value::Array { elems, elem } => Value::Array {
-                elems: elems
-                    .iter()
-                    .map(|r| {
-                        let c = self.b.reg(elem);
-                        self.mov(c, Scalar::reg(*r));
-                        c
-                    })
-                    .collect(),
-                elem,
-            },
+            Value::Array { elems, elem } => self.copied_array(&elems, elem),
             v @ (Value::Scalar(_) | Value::IntLit(_) | Value::FloatLit(_) | Value::Tuple(_)) => v,
             other => {
                 return err(
@@ -259,17 +249,7 @@ impl Lowerer<'_> {
                 }
                 Value::Tuple(out)
             }
-            Value::Array { elems, elem } => Value::Array {
-                elems: elems
-                    .iter()
-                    .map(|r| {
-                        let c = self.b.reg(elem);
-                        self.mov(c, Scalar::reg(*r));
-                        c
-                    })
-                    .collect(),
-                elem,
-            },
+            Value::Array { elems, elem } => self.copied_array(&elems, elem),
             other => {
                 let s = self.as_scalar(other, None, span)?;
                 let r = self.b.reg(s.ty);
