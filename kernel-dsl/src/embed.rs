@@ -126,30 +126,34 @@ impl Embedder {
         Ok(path)
     }
 
-    /// Every kernel's outputs, kernels spread over the available cores.
-    #[allow(clippy::type_complexity)]
+    /// Every kernel's outputs, in `kernels` order, the kernels spread over the available
+    /// cores.
     fn build_all(&self, kernels: &[Kernel]) -> Result<Vec<Vec<BuiltModule>>, Error> {
+        use std::sync::atomic::{AtomicUsize, Ordering};
         let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let mut results: Vec<Option<Result<Vec<BuiltModule>, Error>>> =
-            (0..kernels.len()).map(|_| None).collect();
-        let slots: Vec<std::sync::Mutex<&mut Option<Result<Vec<BuiltModule>, Error>>>> =
-            results.iter_mut().map(std::sync::Mutex::new).collect();
-        std::thread::scope(|s| {
-            for _ in 0..workers.min(kernels.len()) {
-                s.spawn(|| loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(kernel) = kernels.get(i) else { break };
-                    let out = self.build_one(kernel);
-                    **slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(out);
-                });
-            }
+        let next = AtomicUsize::new(0);
+        let mut done: Vec<(usize, Result<Vec<BuiltModule>, Error>)> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..workers.min(kernels.len()))
+                .map(|_| {
+                    s.spawn(|| {
+                        let mut mine = Vec::new();
+                        loop {
+                            let i = next.fetch_add(1, Ordering::Relaxed);
+                            let Some(kernel) = kernels.get(i) else {
+                                break mine;
+                            };
+                            mine.push((i, self.build_one(kernel)));
+                        }
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
         });
-        drop(slots);
-        results
-            .into_iter()
-            .map(|r| r.expect("every kernel was built by a worker"))
-            .collect()
+        done.sort_by_key(|(i, _)| *i);
+        done.into_iter().map(|(_, r)| r).collect()
     }
 
     /// One kernel for every enabled target it can run on.
