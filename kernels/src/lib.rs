@@ -19,6 +19,7 @@ mod row_group;
 mod rowwise;
 
 pub mod argmax;
+pub mod attention;
 pub mod cast;
 pub mod clip;
 pub mod cross_entropy;

@@ -1,0 +1,49 @@
+//! Attention: the fused flash-attention forward and backward over packed variable-length
+//! batches, and decode over a paged KV cache.
+//!
+//! Layouts (row-major, all shared by the ops and [`reference`]):
+//! - `q`: `[tokens, heads.q, heads.dim]`; `k`, `v`: `[tokens, heads.kv, heads.dim]`, where
+//!   `tokens` is the sum of the batch's sequence lengths and sequence `s` holds tokens
+//!   `cu_seqlens[s] .. cu_seqlens[s + 1]` (`cu_seqlens`: `seqs + 1` offsets, `u32`, on the
+//!   device, so a captured graph replays with new lengths).
+//! - Query head `h` reads kv head `h / (heads.q / heads.kv)` (GQA; MQA is `heads.kv = 1`).
+//! - [`Mask::Causal`]: query `i` of a sequence attends keys `j ≤ i` of the same sequence.
+//! - The row log-sum-exp `lse`: `[heads.q, tokens]`, f32, natural log of
+//!   `Σ_j exp(scale · q·k_j)`, what the backward reads.
+//! - Paged decode: caches `[num_blocks, block_size, heads.kv · heads.dim]` as
+//!   [`crate::layout::PagedLayout`] describes them, the layout [`crate::layout::kv_cache_append`]
+//!   writes.
+
+pub mod reference;
+
+/// Head counts and head size of an attention op.
+///
+/// ```
+/// let heads = kernels::attention::Heads { q: 32, kv: 8, dim: 128 };
+/// assert_eq!(heads.group(), 4);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Heads {
+    /// Query heads.
+    pub q: usize,
+    /// Key/value heads; divides `q`.
+    pub kv: usize,
+    /// Elements per head.
+    pub dim: usize,
+}
+
+impl Heads {
+    /// Query heads that share one kv head.
+    pub fn group(&self) -> usize {
+        self.q / self.kv
+    }
+}
+
+/// Which keys a query attends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mask {
+    /// Every key of its sequence.
+    Full,
+    /// Keys at or before its own position.
+    Causal,
+}
