@@ -285,6 +285,10 @@ pub fn dynamic_shared<T>() -> &'static mut [T] {
 pub fn pack_bf16x2(hi: f32, lo: f32) -> u32 {
     device_only("pack_bf16x2")
 }
+/// Packs two f32 into one `f16x2` word, `hi` in the upper half.
+pub fn pack_f16x2(hi: f32, lo: f32) -> u32 {
+    device_only("pack_f16x2")
+}
 /// Loads four 8×8 b16 matrices from shared memory (`ldmatrix…x4`, sm_75+); `index` is the
 /// element this lane's row starts at.
 pub fn ldmatrix_x4<T>(tile: &[T], index: u32) -> [u32; 4] {

@@ -268,6 +268,7 @@ pub const INTRINSICS: &[Intrinsic] = &[
     chain("clz", X_U32, Ty::Scalar(U32), "The number of leading zero bits of `x`, 32 for 0 (`clz.b32`).", &[Op::Clz { ty: ScalarType::B32 }], false),
     chain("cvt_tf32", X_F32, Ty::Scalar(U32), "`x` rounded to tf32 (nearest, ties away), as the 32-bit word `mma_m16n8k8_tf32` takes (`cvt.rna.tf32.f32`, sm_80+).", &[Op::Cvt { dst: ScalarType::Tf32, src: F32, rnd: Some(CvtRounding::Rna), ftz: false, sat: false, relu: false }], false),
     special("pack_bf16x2", &[p("hi", Ty::Scalar(F32)), p("lo", Ty::Scalar(F32))], Ty::Scalar(U32), "Packs two f32 into one `bf16x2` word, `hi` in the upper half (sm_80+).", &[Op::Cvt { dst: ScalarType::Bf16x2, src: F32, rnd: Some(CvtRounding::Rn), ftz: false, sat: false, relu: false }, Op::Mov { ty: ScalarType::B32 }]),
+    special("pack_f16x2", &[p("hi", Ty::Scalar(F32)), p("lo", Ty::Scalar(F32))], Ty::Scalar(U32), "Packs two f32 into one `f16x2` word, `hi` in the upper half (sm_80+).", &[Op::Cvt { dst: ScalarType::F16x2, src: F32, rnd: Some(CvtRounding::Rn), ftz: false, sat: false, relu: false }, Op::Mov { ty: ScalarType::B32 }]),
     // Shared memory, tensor cores and async copies.
     special("shared_array", &[], Ty::Shared, "A block-wide shared array of `N` elements of `T` (`.shared`).", &[]),
     special("dynamic_shared", &[], Ty::Shared, "The block's dynamic shared memory, sized at launch.", &[]),

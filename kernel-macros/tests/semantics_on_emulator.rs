@@ -315,6 +315,26 @@ fn to_bits_is_rusts() -> Result<(), kernel_runtime::Error> {
     Ok(())
 }
 
+/// `pack_bf16x2` and `pack_f16x2` round each f32 to nearest even and put `hi` in the upper
+/// half, as the tensor cores read a pair.
+#[kernel(crate = crate::common::paths)]
+pub fn packs(x: &[f32], y: &mut [u32]) {
+    y[0] = pack_bf16x2(x[0], x[1]);
+    y[1] = pack_f16x2(x[0], x[1]);
+}
+
+#[test]
+fn packed_pairs_round_each_half() -> Result<(), kernel_runtime::Error> {
+    let stream = Device::emulator().stream()?;
+    // 1 + 2^-9 is below half a bf16 step, so rounds to 1 there, and is exact in f16.
+    let xs = [-2.0f32, 1.0 + 1.0 / 512.0];
+    let x = Buffer::from_host(&stream, &xs)?;
+    let mut y = Buffer::from_host(&stream, &[0u32; 2])?;
+    packs(&stream, LaunchConfig::linear(1, 1), &x, &mut y)?;
+    assert_eq!(y.to_host(&stream)?, vec![0xC000_3F80, 0xC000_3C02]);
+    Ok(())
+}
+
 /// The larger of two (value, index) pairs, the lower index on a tie.
 #[device(crate = crate::common::paths)]
 fn better(a: (f32, u32), b: (f32, u32)) -> (f32, u32) {

@@ -170,14 +170,19 @@ impl Lowerer<'_> {
             }
             "shared_array" => self.shared_decl(c, last, false),
             "dynamic_shared" => self.shared_decl(c, last, true),
-            "pack_bf16x2" => {
+            "pack_bf16x2" | "pack_f16x2" => {
+                let pair = if name == "pack_bf16x2" {
+                    ScalarType::Bf16x2
+                } else {
+                    ScalarType::F16x2
+                };
                 let hi = self.expr_as(args[0], ScalarType::F32)?;
                 let lo = self.expr_as(args[1], ScalarType::F32)?;
                 let (hi, lo) = (self.materialize(&hi), self.materialize(&lo));
-                let packed = self.b.reg(ScalarType::Bf16x2);
+                let packed = self.b.reg(pair);
                 self.inst(
                     Op::Cvt {
-                        dst: ScalarType::Bf16x2,
+                        dst: pair,
                         src: ScalarType::F32,
                         rnd: Some(kernel_dsl::op::CvtRounding::Rn),
                         ftz: false,

@@ -47,3 +47,29 @@ pub enum Mask {
     /// Keys at or before its own position.
     Causal,
 }
+
+/// A packed batch of variable-length sequences.
+///
+/// `cu_seqlens` lives on the device, so the lengths may change between graph replays; `seqs`,
+/// `tokens` and `max_len` size the launch and must bound what the buffer holds: every
+/// sequence is at most `max_len` tokens, and `cu_seqlens[seqs] ≤ tokens`.
+#[derive(Clone, Copy, Debug)]
+pub struct Batch<'a> {
+    /// `seqs + 1` offsets into the packed tokens, starting at 0 and non-decreasing.
+    pub cu_seqlens: &'a kernel_runtime::Buffer<u32>,
+    /// Sequences in the batch.
+    pub seqs: usize,
+    /// Rows of `q`, `k` and `v`.
+    pub tokens: usize,
+    /// The longest sequence the launch covers.
+    pub max_len: usize,
+}
+
+/// What an attention op computes: its heads, mask and softmax scale (usually
+/// `1 / sqrt(heads.dim)`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Attention {
+    pub heads: Heads,
+    pub mask: Mask,
+    pub scale: f32,
+}
