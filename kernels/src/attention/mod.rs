@@ -73,3 +73,15 @@ pub struct Attention {
     pub mask: Mask,
     pub scale: f32,
 }
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for kernel_runtime::Bf16 {}
+    impl Sealed for kernel_runtime::F16 {}
+}
+
+/// The element types attention reads and writes: [`kernel_runtime::Bf16`] and
+/// [`kernel_runtime::F16`] (the tensor cores' 16-bit inputs); products accumulate in f32.
+pub trait HalfElement: crate::gemm::GemmElement + sealed::Sealed {}
+impl HalfElement for kernel_runtime::Bf16 {}
+impl HalfElement for kernel_runtime::F16 {}
