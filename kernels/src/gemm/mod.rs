@@ -5,7 +5,7 @@
 //! an [`Error`](crate::Error) before launch.
 //!
 //! The fp32 SIMT and `mma.sync` kernels are `#[kernel]` source (`simt_kernel.rs`,
-//! `mma_kernel.rs`); the Hopper ones and the split-k reduce are written with the builder in
+//! `mma_kernel.rs`) as is the split-k reduce (`split_reduce_kernel.rs`); the Hopper ones are written with the builder in
 //! `kernels-gen` and built by this crate's build script for the enabled targets. [`select`]
 //! picks the kernel; [`gemm`] checks, selects and launches; [`reference`] is the f64 CPU
 //! reference the tests compare with.
@@ -22,12 +22,13 @@ pub mod reference;
 mod select;
 mod simt_kernel;
 mod split_k;
+mod split_reduce_kernel;
 
 pub use element::GemmElement;
 pub use epilogue::{Activation, Epilogue};
 pub use kernels_gen::gemm::{Dtype, Layout};
 pub use layout::GemmShape;
-pub use ops::{gemm, gemm_split_k, gemm_with_plan, matmul};
+pub use ops::{gemm, gemm_split_k, gemm_split_k_builder, gemm_with_plan, matmul};
 pub use select::{select, Math, Plan};
 
 use crate::codegen::kernel_refs;
@@ -44,7 +45,9 @@ static MMA: [OpKernel; 15] = OpKernel::instances(mma_kernel::GEMM_MMA_INSTANCES)
 static MMA_BUILDER: [OpKernel; 15] = OpKernel::embedded(&built::GEMM_MMA);
 static WGMMA: [OpKernel; 12] = OpKernel::embedded(&built::GEMM_WGMMA);
 static WGMMA_TMA: [OpKernel; 18] = OpKernel::embedded(&built::GEMM_WGMMA_TMA);
-static SPLIT_REDUCE: [OpKernel; 4] = OpKernel::embedded(&built::GEMM_SPLIT_REDUCE);
+static SPLIT_REDUCE: [OpKernel; 4] =
+    OpKernel::instances(split_reduce_kernel::GEMM_SPLITK_REDUCE_INSTANCES);
+static SPLIT_REDUCE_BUILDER: [OpKernel; 4] = OpKernel::embedded(&built::GEMM_SPLIT_REDUCE);
 
 /// Every specialization this module ships.
 pub static KERNELS: &[&OpKernel] = kernel_refs![
@@ -55,4 +58,5 @@ pub static KERNELS: &[&OpKernel] = kernel_refs![
     WGMMA[0 1 2 3 4 5 6 7 8 9 10 11],
     WGMMA_TMA[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17],
     SPLIT_REDUCE[0 1 2 3],
+    SPLIT_REDUCE_BUILDER[0 1 2 3],
 ];

@@ -8,6 +8,7 @@ use super::mma_kernel::{self, Bf16Mma, F16Mma, Tf32Mma};
 use super::select::{select, Launch, Math, Plan};
 use super::simt_kernel;
 use super::split_k::{split_count, split_kernels};
+use super::split_reduce_kernel;
 use crate::Error;
 use crate::OpKernel;
 use kernel_runtime::{
@@ -162,15 +163,46 @@ pub fn gemm_split_k<T: GemmElement, O: GemmElement>(
         c,
         epilogue,
         Choice::Select(Math::Fp32),
-        Splits::Exactly(splits),
+        Splits::Exactly(splits, Reduce::Language),
     )
+}
+
+/// [`gemm_split_k`] with the builder-written split-k reduce that the `#[kernel]` one
+/// replaces, kept only until the two have been measured side by side (`bench_gemm`).
+#[doc(hidden)]
+pub fn gemm_split_k_builder<T: GemmElement, O: GemmElement>(
+    stream: &Stream,
+    shape: &GemmShape,
+    a: &Buffer<T>,
+    b: &Buffer<T>,
+    c: &mut Buffer<O>,
+    epilogue: &Epilogue<T>,
+    splits: usize,
+) -> Result<(), Error> {
+    run(
+        stream,
+        shape,
+        a,
+        b,
+        c,
+        epilogue,
+        Choice::Select(Math::Fp32),
+        Splits::Exactly(splits, Reduce::Builder),
+    )
+}
+
+/// Which split-k reduce adds the partials.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reduce {
+    Language,
+    Builder,
 }
 
 /// How k is split: as the device and shape suggest, or a forced count.
 #[derive(Clone, Copy)]
 enum Splits {
     Auto,
-    Exactly(usize),
+    Exactly(usize, Reduce),
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -198,21 +230,25 @@ fn run<T: GemmElement, O: GemmElement>(
         Choice::Plan(plan) => plan,
     };
     let forced = match requested {
-        Splits::Exactly(0) => {
+        Splits::Exactly(0, _) => {
             return Err(unsupported_split("split into 0 ranges; pass 1 or more"))
         }
-        Splits::Exactly(n) if n > 1 && !plan.tensor_maps => {
+        Splits::Exactly(n, _) if n > 1 && !plan.tensor_maps => {
             return Err(unsupported_split(
                 "split-k needs the Hopper TMA kernel: bf16 or f16 inputs on sm_90 with leading dimensions and batch strides that are multiples of 8",
             ))
         }
-        Splits::Exactly(n) if n > 1 && stream.is_capturing() => {
+        Splits::Exactly(n, _) if n > 1 && stream.is_capturing() => {
             return Err(unsupported_split(
                 "split-k allocates its partials, which a graph capture cannot; run it outside the capture or use `gemm`",
             ))
         }
-        Splits::Exactly(n) => Some(n),
+        Splits::Exactly(n, _) => Some(n),
         Splits::Auto => None,
+    };
+    let reduce = match requested {
+        Splits::Exactly(_, reduce) => reduce,
+        Splits::Auto => Reduce::Language,
     };
     if shape.is_empty() {
         return Ok(());
@@ -255,6 +291,7 @@ fn run<T: GemmElement, O: GemmElement>(
                 config.grid[0] = (config.grid[0] * splits as u32).min(per_batch);
                 let split = SplitLaunch {
                     kernels,
+                    reduce,
                     splits,
                     partial_elems,
                     config,
@@ -434,7 +471,9 @@ fn gemm_args<'a, T: GemmElement, O: GemmElement>(
 /// A split-k launch pair: the TMA kernel's split form into f32 partials, then the ordered
 /// reduce with the epilogue into `C`.
 struct SplitLaunch {
+    /// The TMA kernel's split form and the builder-written reduce.
     kernels: (&'static OpKernel, &'static OpKernel),
+    reduce: Reduce,
     splits: usize,
     partial_elems: usize,
     config: LaunchConfig,
@@ -472,10 +511,30 @@ impl SplitLaunch {
             block: [REDUCE_THREADS, 1, 1],
             dynamic_shared_bytes: 0,
         };
-        let mut args = gemm_args(shape, a, b, c, epilogue, flags, None);
-        args.push(KernelArg::from(self.splits as u32));
-        args.push(KernelArg::from(&partials));
-        stream.launch(reduce.artifacts(), reduce_config, &args)?;
+        if self.reduce == Reduce::Builder {
+            let mut args = gemm_args(shape, a, b, c, epilogue, flags, None);
+            args.push(KernelArg::from(self.splits as u32));
+            args.push(KernelArg::from(&partials));
+            stream.launch(reduce.artifacts(), reduce_config, &args)?;
+            return Ok(());
+        }
+        let u = |x: usize| x as u32;
+        split_reduce_kernel::gemm_splitk_reduce::<T, O>(
+            stream,
+            reduce_config,
+            &partials,
+            c,
+            epilogue.bias.unwrap_or(a),
+            epilogue.residual.unwrap_or(a),
+            u(shape.m),
+            u(shape.n),
+            u(shape.ldc),
+            u(shape.stride_c),
+            u(self.splits),
+            epilogue.alpha,
+            epilogue.beta,
+            flags,
+        )?;
         Ok(())
     }
 }

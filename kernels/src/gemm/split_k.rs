@@ -1,10 +1,10 @@
 //! Split-k for skinny problems (LoRA adapters: n or m at most a few dozen, k in the
 //! thousands), where whole tiles would leave most SMs idle: the TMA kernel's split form
 //! writes each k-range's raw f32 sums to a partials buffer, and the reduce kernel
-//! (`kernels_gen::gemm::split_reduce`) adds them in a fixed order. Here: how many ranges, and
+//! (`split_reduce_kernel.rs`) adds them in a fixed order. Here: how many ranges, and
 //! which pair of kernels.
 
-use super::{SPLIT_REDUCE, WGMMA_TMA};
+use super::{SPLIT_REDUCE_BUILDER, WGMMA_TMA};
 use crate::OpKernel;
 use kernels_gen::gemm::split_reduce::{ReduceSpec, REDUCE_SPECS};
 use kernels_gen::gemm::wgmma_tma::{tma_spec_index, TmaSpec, TMA_BK};
@@ -28,7 +28,8 @@ pub(crate) fn split_count(tiles: usize, k: usize, sms: usize) -> usize {
         .clamp(1, MAX_SPLITS)
 }
 
-/// The split form of the TMA kernel and the reduce kernel for a problem's types.
+/// The split form of the TMA kernel for a problem's types, and the builder-written reduce
+/// kept for comparison with the `#[kernel]` one (`split_reduce_kernel`).
 pub(crate) fn split_kernels(
     input: Dtype,
     output: Dtype,
@@ -43,5 +44,5 @@ pub(crate) fn split_kernels(
     let reduce = REDUCE_SPECS
         .iter()
         .position(|s| *s == ReduceSpec { input, output })?;
-    Some((&WGMMA_TMA[tma], &SPLIT_REDUCE[reduce]))
+    Some((&WGMMA_TMA[tma], &SPLIT_REDUCE_BUILDER[reduce]))
 }
