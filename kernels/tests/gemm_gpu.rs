@@ -247,3 +247,50 @@ fn gpu_benchmark_shapes_match_sampled_reference() {
         }
     }
 }
+
+/// Every GEMM kernel the library ships for this device, once each at small shapes off every
+/// tile size (and small 16-byte-aligned ones for the copy-engine paths), with an epilogue:
+/// the run `compute-sanitizer` checks (`gpu_every_gemm_kernel` as the test filter).
+#[test]
+fn gpu_every_gemm_kernel_matches_reference_at_small_shapes() {
+    let Some(stream) = gpu() else { return };
+    let target = stream.device().target();
+    let sm80 = kernel_dsl::Target::Sm80;
+    let epi = EpiCase {
+        alpha: 0.5,
+        beta: 1.0,
+        bias: true,
+        activation: Activation::Silu,
+        residual: true,
+    };
+    let small = [(17, 63, 129), (63, 17, 40), (8, 8, 8), (136, 72, 64)];
+    for layout in Layout::ALL {
+        for (i, shape) in shapes(layout, &small).iter().enumerate() {
+            let seed = 900 + i as u64;
+            let plan = |i: Dtype, o: Dtype, math, on| {
+                kernels::gemm::select(i, o, math, shape, on).expect("plan")
+            };
+            let p = plan(Dtype::F32, Dtype::F32, Math::Fp32, target);
+            check_plan::<f32, f32>(&stream, shape, epi, &p, F32_TOL, seed);
+            check_plan::<f32, f32>(&stream, shape, epi, &p.builder(), F32_TOL, seed);
+            for on in [sm80, target] {
+                let p = plan(Dtype::Bf16, Dtype::F32, Math::Fp32, on);
+                check_plan::<Bf16, f32>(&stream, shape, epi, &p, F32_OUT_16_IN, seed);
+                check_plan::<Bf16, f32>(&stream, shape, epi, &p.builder(), F32_OUT_16_IN, seed);
+                let p = plan(Dtype::Bf16, Dtype::Bf16, Math::Fp32, on);
+                check_plan::<Bf16, Bf16>(&stream, shape, epi, &p, BF16_OUT, seed);
+                let p = plan(Dtype::F16, Dtype::F16, Math::Fp32, on);
+                check_plan::<F16, F16>(&stream, shape, epi, &p, F16_OUT, seed);
+                let p = plan(Dtype::F16, Dtype::F32, Math::Fp32, on);
+                check_plan::<F16, f32>(&stream, shape, epi, &p, F32_OUT_16_IN, seed);
+                let p = plan(Dtype::F32, Dtype::F32, Math::Tf32, on);
+                check_plan::<f32, f32>(&stream, shape, epi, &p, TF32_TOL, seed);
+            }
+        }
+        if target.sm() == 90 {
+            let shape = GemmShape::new(layout, 64, 16, 512);
+            check_split::<Bf16, f32>(&stream, &shape, epi, 3, F32_OUT_16_IN, 950);
+            check_split::<F16, F16>(&stream, &shape, epi, 2, F16_OUT, 951);
+        }
+    }
+}
