@@ -43,7 +43,8 @@ impl GemmShape {
         GemmShape::batched(layout, 1, m, n, k)
     }
 
-    /// `batch` dense row-major products stored back to back.
+    /// `batch` dense row-major products stored back to back. A stride that would overflow
+    /// `usize` saturates, and [`crate::gemm::gemm`] refuses it with an error (no panic).
     pub const fn batched(layout: Layout, batch: usize, m: usize, n: usize, k: usize) -> GemmShape {
         let (_, a_cols) = layout.a_rows_cols(m, k);
         let (_, b_cols) = layout.b_rows_cols(n, k);
@@ -56,9 +57,9 @@ impl GemmShape {
             ldb: b_cols,
             ldc: n,
             batch,
-            stride_a: m * k,
-            stride_b: n * k,
-            stride_c: m * n,
+            stride_a: m.saturating_mul(k),
+            stride_b: n.saturating_mul(k),
+            stride_c: m.saturating_mul(n),
         }
     }
 
@@ -141,12 +142,17 @@ impl GemmShape {
     }
 }
 
-/// Elements from the first to one past the last element touched, or 0 when nothing is.
+/// Elements from the first to one past the last element touched, or 0 when nothing is;
+/// `usize::MAX` where that overflows (larger than any buffer, so a caller's check refuses it).
 pub(crate) fn extent(rows: usize, cols: usize, ld: usize, batch: usize, stride: usize) -> usize {
     if rows == 0 || cols == 0 || batch == 0 {
         return 0;
     }
-    (batch - 1) * stride + (rows - 1) * ld + cols
+    (batch - 1)
+        .checked_mul(stride)
+        .and_then(|x| x.checked_add((rows - 1).checked_mul(ld)?))
+        .and_then(|x| x.checked_add(cols))
+        .unwrap_or(usize::MAX)
 }
 
 #[cfg(test)]
@@ -170,6 +176,24 @@ mod tests {
         s.lda = 2;
         let err = s.check("gemm", 100, 100, 100).unwrap_err();
         assert!(err.to_string().contains("lda >= 3"), "{err}");
+    }
+
+    /// Sizes whose products overflow `usize` are an error naming the limit, not a panic.
+    #[test]
+    fn sizes_that_overflow_are_refused_without_a_panic() {
+        for (m, n, k) in [
+            (1 << 33, 1, 1 << 33),
+            (usize::MAX, 2, 2),
+            (2, usize::MAX, usize::MAX),
+        ] {
+            for layout in Layout::ALL {
+                let s = GemmShape::batched(layout, 3, m, n, k);
+                let err = s
+                    .check("gemm", usize::MAX, usize::MAX, usize::MAX)
+                    .unwrap_err();
+                assert!(err.to_string().contains("below 2^32"), "{m} {n} {k}: {err}");
+            }
+        }
     }
 
     #[test]

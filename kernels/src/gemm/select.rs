@@ -110,6 +110,12 @@ pub fn select(
     shape: &GemmShape,
     target: Target,
 ) -> Result<Plan, Error> {
+    if math == Math::Tf32 && input != Dtype::F32 {
+        return Err(unsupported(format!(
+            "Math::Tf32 rounds f32 inputs to TF32, but the inputs are {}, which use tensor cores at their own precision; pass Math::Fp32 (the default)",
+            input.suffix()
+        )));
+    }
     let tensor_cores = input != Dtype::F32 || math == Math::Tf32;
     if !tensor_cores {
         if output != Dtype::F32 {
@@ -237,5 +243,23 @@ fn grid(shape: &GemmShape, tile_m: u32, tile_n: u32, threads: u32) -> LaunchConf
         grid: [gx, gy, shape.batch.max(1) as u32],
         block: [threads, 1, 1],
         dynamic_shared_bytes: 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// TF32 is a rounding of f32 inputs; asking for it with 16-bit inputs is a mistake the
+    /// caller hears about rather than a flag silently dropped.
+    #[test]
+    fn tf32_math_with_16_bit_inputs_is_refused() {
+        let shape = GemmShape::new(Layout::Nn, 16, 16, 16);
+        for input in [Dtype::Bf16, Dtype::F16] {
+            let err = select(input, Dtype::F32, Math::Tf32, &shape, Target::Sm90).unwrap_err();
+            assert!(err.to_string().contains("pass Math::Fp32"), "{err}");
+            assert!(select(input, Dtype::F32, Math::Fp32, &shape, Target::Sm90).is_ok());
+        }
+        assert!(select(Dtype::F32, Dtype::F32, Math::Tf32, &shape, Target::Sm90).is_ok());
     }
 }
