@@ -45,11 +45,5 @@ pub fn library() -> Vec<Table> {
                 .map(wgmma_tma::build_wgmma_tma)
                 .to_vec(),
         },
-        Table {
-            name: "GEMM_SPLIT_REDUCE",
-            kernels: split_reduce::REDUCE_SPECS
-                .map(split_reduce::build_reduce)
-                .to_vec(),
-        },
     ]
 }

@@ -18,10 +18,7 @@
 
 use kernel_dsl::Target;
 use kernel_runtime::{Bf16, Buffer, Device, Stream};
-use kernels::gemm::{
-    gemm_split_k, gemm_split_k_builder, gemm_with_plan, select, Epilogue, GemmElement, GemmShape,
-    Layout, Math,
-};
+use kernels::gemm::{gemm_with_plan, select, Epilogue, GemmElement, GemmShape, Layout, Math};
 use std::error::Error;
 
 type Res<T = ()> = Result<T, Box<dyn Error>>;
@@ -226,56 +223,6 @@ fn main() -> Res {
     }) {
         for (label, shape) in problems(small) {
             row(&b, kind, &label, &shape)?;
-        }
-    }
-    // Split-k runs on the Hopper TMA kernel only.
-    if b.device.target().sm() == 90 {
-        split_rows(&b, small)?;
-    }
-    Ok(())
-}
-
-/// bf16 LoRA shapes split into a forced number of k-ranges, with the `#[kernel]` split-k
-/// reduce and the builder one it replaces, in the same run.
-fn split_rows(b: &Bench, small: bool) -> Res {
-    println!();
-    println!(
-        "| split-k bf16 | m     × n     × k     | ranges | ours ms | builder ms | ours/builder |"
-    );
-    println!(
-        "|--------------|-----------------------|--------|---------|------------|--------------|"
-    );
-    let hidden = if small { 256 } else { 4096 };
-    let ranks: &[usize] = if small { &[8] } else { &[16, 64] };
-    for &r in ranks {
-        for (label, shape) in [
-            (
-                format!("lora{r}_down"),
-                GemmShape::new(Layout::Nt, hidden, r, hidden),
-            ),
-            (
-                format!("lora{r}_dA"),
-                GemmShape::new(Layout::Tn, r, hidden, hidden),
-            ),
-        ] {
-            for splits in [4, 8] {
-                let (a, bb, mut c) = operands::<Bf16, Bf16>(b, &shape)?;
-                let epi = Epilogue::default();
-                let ours =
-                    b.time(|s| Ok(gemm_split_k(s, &shape, &a, &bb, &mut c, &epi, splits)?))?;
-                let old = b.time(|s| {
-                    Ok(gemm_split_k_builder(
-                        s, &shape, &a, &bb, &mut c, &epi, splits,
-                    )?)
-                })?;
-                println!(
-                    "| {label:<12} | {:>5} × {:>5} × {:>5} | {splits:>6} | {ours:>7.3} | {old:>10.3} | {:>12.2} |",
-                    shape.m,
-                    shape.n,
-                    shape.k,
-                    old / ours
-                );
-            }
         }
     }
     Ok(())

@@ -1,6 +1,6 @@
 //! The GEMM kernels, written with the builder until the language has the Hopper set: SIMT
-//! fp32, `mma.sync` (bf16, f16, TF32), `wgmma` fed by `cp.async`, `wgmma` fed by TMA, and the
-//! split-k reduce. Each `*_SPECS` table is the order of its kernels in [`crate::library`], and
+//! fp32, `mma.sync` (bf16, f16, TF32), `wgmma` fed by `cp.async` and `wgmma` fed by TMA (with its
+//! split-k form). Each `*_SPECS` table is the order of its kernels in [`crate::library`], and
 //! so the index the `kernels` crate selects by.
 
 pub mod async_load;
@@ -10,7 +10,6 @@ pub mod layout;
 pub mod matrix;
 pub mod params;
 pub mod simt;
-pub mod split_reduce;
 pub mod tensor_core;
 pub mod tile_load;
 pub mod tma;

@@ -4,11 +4,11 @@
 //! ([`Layout`]). Every size is a run-time parameter; shapes that do not fit their buffers are
 //! an [`Error`](crate::Error) before launch.
 //!
-//! The fp32 SIMT and `mma.sync` kernels are `#[kernel]` source (`simt_kernel.rs`,
-//! `mma_kernel.rs`) as is the split-k reduce (`split_reduce_kernel.rs`); the Hopper ones are written with the builder in
-//! `kernels-gen` and built by this crate's build script for the enabled targets. [`select`]
-//! picks the kernel; [`gemm`] checks, selects and launches; [`reference`] is the f64 CPU
-//! reference the tests compare with.
+//! The fp32 SIMT and `mma.sync` kernels and the split-k reduce are `#[kernel]` source
+//! (`simt_kernel.rs`, `mma_kernel.rs`, `split_reduce_kernel.rs`); the Hopper ones are written
+//! with the builder in `kernels-gen` and built by this crate's build script for the enabled
+//! targets. [`select`] picks the kernel; [`gemm`] checks, selects and launches; [`reference`]
+//! is the f64 CPU reference the tests compare with.
 
 mod element;
 mod epilogue;
@@ -28,7 +28,7 @@ pub use element::GemmElement;
 pub use epilogue::{Activation, Epilogue};
 pub use kernels_gen::gemm::{Dtype, Layout};
 pub use layout::GemmShape;
-pub use ops::{gemm, gemm_split_k, gemm_split_k_builder, gemm_with_plan, matmul};
+pub use ops::{gemm, gemm_split_k, gemm_with_plan, matmul};
 pub use select::{select, Math, Plan};
 
 use crate::codegen::kernel_refs;
@@ -47,7 +47,6 @@ static WGMMA: [OpKernel; 12] = OpKernel::embedded(&built::GEMM_WGMMA);
 static WGMMA_TMA: [OpKernel; 18] = OpKernel::embedded(&built::GEMM_WGMMA_TMA);
 static SPLIT_REDUCE: [OpKernel; 4] =
     OpKernel::instances(split_reduce_kernel::GEMM_SPLITK_REDUCE_INSTANCES);
-static SPLIT_REDUCE_BUILDER: [OpKernel; 4] = OpKernel::embedded(&built::GEMM_SPLIT_REDUCE);
 
 /// Every specialization this module ships.
 pub static KERNELS: &[&OpKernel] = kernel_refs![
@@ -58,5 +57,4 @@ pub static KERNELS: &[&OpKernel] = kernel_refs![
     WGMMA[0 1 2 3 4 5 6 7 8 9 10 11],
     WGMMA_TMA[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17],
     SPLIT_REDUCE[0 1 2 3],
-    SPLIT_REDUCE_BUILDER[0 1 2 3],
 ];

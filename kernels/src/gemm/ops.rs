@@ -7,15 +7,14 @@ use super::layout::{extent, GemmShape};
 use super::mma_kernel::{self, Bf16Mma, F16Mma, Tf32Mma};
 use super::select::{select, Launch, Math, Plan};
 use super::simt_kernel;
-use super::split_k::{split_count, split_kernels};
-use super::split_reduce_kernel;
+use super::split_k::{split_count, split_kernel};
+use super::split_reduce_kernel::{self, REDUCE_THREADS};
 use crate::Error;
 use crate::OpKernel;
 use kernel_runtime::{
     Buffer, KernelArg, LaunchConfig, Stream, TensorMap, TensorSwizzle, TensorTiling,
 };
 use kernels_gen::gemm::epilogue::{FLAG_PLAIN_PAIRS, FLAG_VEC_A, FLAG_VEC_B};
-use kernels_gen::gemm::split_reduce::REDUCE_THREADS;
 use kernels_gen::gemm::wgmma_tma::{MN_BOX, TMA_BK, TMA_TILE_M, TMA_TILE_N};
 use kernels_gen::gemm::{Dtype, Layout};
 use std::any::Any;
@@ -163,46 +162,15 @@ pub fn gemm_split_k<T: GemmElement, O: GemmElement>(
         c,
         epilogue,
         Choice::Select(Math::Fp32),
-        Splits::Exactly(splits, Reduce::Language),
+        Splits::Exactly(splits),
     )
-}
-
-/// [`gemm_split_k`] with the builder-written split-k reduce that the `#[kernel]` one
-/// replaces, kept only until the two have been measured side by side (`bench_gemm`).
-#[doc(hidden)]
-pub fn gemm_split_k_builder<T: GemmElement, O: GemmElement>(
-    stream: &Stream,
-    shape: &GemmShape,
-    a: &Buffer<T>,
-    b: &Buffer<T>,
-    c: &mut Buffer<O>,
-    epilogue: &Epilogue<T>,
-    splits: usize,
-) -> Result<(), Error> {
-    run(
-        stream,
-        shape,
-        a,
-        b,
-        c,
-        epilogue,
-        Choice::Select(Math::Fp32),
-        Splits::Exactly(splits, Reduce::Builder),
-    )
-}
-
-/// Which split-k reduce adds the partials.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Reduce {
-    Language,
-    Builder,
 }
 
 /// How k is split: as the device and shape suggest, or a forced count.
 #[derive(Clone, Copy)]
 enum Splits {
     Auto,
-    Exactly(usize, Reduce),
+    Exactly(usize),
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -230,25 +198,21 @@ fn run<T: GemmElement, O: GemmElement>(
         Choice::Plan(plan) => plan,
     };
     let forced = match requested {
-        Splits::Exactly(0, _) => {
+        Splits::Exactly(0) => {
             return Err(unsupported_split("split into 0 ranges; pass 1 or more"))
         }
-        Splits::Exactly(n, _) if n > 1 && !plan.tensor_maps => {
+        Splits::Exactly(n) if n > 1 && !plan.tensor_maps => {
             return Err(unsupported_split(
                 "split-k needs the Hopper TMA kernel: bf16 or f16 inputs on sm_90 with leading dimensions and batch strides that are multiples of 8",
             ))
         }
-        Splits::Exactly(n, _) if n > 1 && stream.is_capturing() => {
+        Splits::Exactly(n) if n > 1 && stream.is_capturing() => {
             return Err(unsupported_split(
                 "split-k allocates its partials, which a graph capture cannot; run it outside the capture or use `gemm`",
             ))
         }
-        Splits::Exactly(n, _) => Some(n),
+        Splits::Exactly(n) => Some(n),
         Splits::Auto => None,
-    };
-    let reduce = match requested {
-        Splits::Exactly(_, reduce) => reduce,
-        Splits::Auto => Reduce::Language,
     };
     if shape.is_empty() {
         return Ok(());
@@ -287,11 +251,10 @@ fn run<T: GemmElement, O: GemmElement>(
         // Split-k allocates its partials, which a graph capture cannot; such captures (and
         // problems whose partials outgrow a 32-bit index) keep whole tiles.
         if splits > 1 && !stream.is_capturing() && partial_elems < 1 << 31 {
-            if let Some(kernels) = split_kernels(T::DTYPE, O::DTYPE, shape.layout) {
+            if let Some(tma) = split_kernel(T::DTYPE, O::DTYPE, shape.layout) {
                 config.grid[0] = (config.grid[0] * splits as u32).min(per_batch);
                 let split = SplitLaunch {
-                    kernels,
-                    reduce,
+                    tma,
                     splits,
                     partial_elems,
                     config,
@@ -471,9 +434,8 @@ fn gemm_args<'a, T: GemmElement, O: GemmElement>(
 /// A split-k launch pair: the TMA kernel's split form into f32 partials, then the ordered
 /// reduce with the epilogue into `C`.
 struct SplitLaunch {
-    /// The TMA kernel's split form and the builder-written reduce.
-    kernels: (&'static OpKernel, &'static OpKernel),
-    reduce: Reduce,
+    /// The TMA kernel's split form.
+    tma: &'static OpKernel,
     splits: usize,
     partial_elems: usize,
     config: LaunchConfig,
@@ -492,7 +454,6 @@ impl SplitLaunch {
         flags: u32,
         maps: &(TensorMap, TensorMap),
     ) -> Result<(), Error> {
-        let (tma, reduce) = self.kernels;
         let mut partials = Buffer::<f32>::zeros(stream, self.partial_elems)?;
         // The split kernel's `c` is the partials buffer: pitch n, no batch stride (it
         // places ranges and batches itself) and no epilogue.
@@ -504,20 +465,13 @@ impl SplitLaunch {
         let plain = Epilogue::<T>::default();
         let mut args = gemm_args(&raw, a, b, &mut partials, &plain, 0, Some(maps));
         args.push(KernelArg::from(self.splits as u32));
-        stream.launch(tma.artifacts(), self.config, &args)?;
+        stream.launch(self.tma.artifacts(), self.config, &args)?;
         let elems = (shape.m * shape.n) as u32;
         let reduce_config = LaunchConfig {
             grid: [elems.div_ceil(REDUCE_THREADS), 1, shape.batch.max(1) as u32],
             block: [REDUCE_THREADS, 1, 1],
             dynamic_shared_bytes: 0,
         };
-        if self.reduce == Reduce::Builder {
-            let mut args = gemm_args(shape, a, b, c, epilogue, flags, None);
-            args.push(KernelArg::from(self.splits as u32));
-            args.push(KernelArg::from(&partials));
-            stream.launch(reduce.artifacts(), reduce_config, &args)?;
-            return Ok(());
-        }
         let u = |x: usize| x as u32;
         split_reduce_kernel::gemm_splitk_reduce::<T, O>(
             stream,

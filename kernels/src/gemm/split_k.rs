@@ -4,9 +4,8 @@
 //! (`split_reduce_kernel.rs`) adds them in a fixed order. Here: how many ranges, and
 //! which pair of kernels.
 
-use super::{SPLIT_REDUCE_BUILDER, WGMMA_TMA};
+use super::WGMMA_TMA;
 use crate::OpKernel;
-use kernels_gen::gemm::split_reduce::{ReduceSpec, REDUCE_SPECS};
 use kernels_gen::gemm::wgmma_tma::{tma_spec_index, TmaSpec, TMA_BK};
 use kernels_gen::gemm::Dtype;
 
@@ -28,21 +27,22 @@ pub(crate) fn split_count(tiles: usize, k: usize, sms: usize) -> usize {
         .clamp(1, MAX_SPLITS)
 }
 
-/// The split form of the TMA kernel for a problem's types, and the builder-written reduce
-/// kept for comparison with the `#[kernel]` one (`split_reduce_kernel`).
-pub(crate) fn split_kernels(
+/// The split form of the TMA kernel for a problem's types, where the reduce
+/// (`split_reduce_kernel.rs`) has an instance for them: 16-bit inputs, an output of the
+/// input's type or f32.
+pub(crate) fn split_kernel(
     input: Dtype,
     output: Dtype,
     layout: super::Layout,
-) -> Option<(&'static OpKernel, &'static OpKernel)> {
+) -> Option<&'static OpKernel> {
+    if input == Dtype::F32 || (output != input && output != Dtype::F32) {
+        return None;
+    }
     let tma = tma_spec_index(TmaSpec {
         input,
         output: Dtype::F32,
         layout,
         split_k: true,
     })?;
-    let reduce = REDUCE_SPECS
-        .iter()
-        .position(|s| *s == ReduceSpec { input, output })?;
-    Some((&WGMMA_TMA[tma], &SPLIT_REDUCE_BUILDER[reduce]))
+    Some(&WGMMA_TMA[tma])
 }

@@ -5,6 +5,9 @@
 
 use kernel_macros::kernel;
 
+/// Threads per block (the kernel's `block`), one output element each.
+pub(crate) const REDUCE_THREADS: u32 = 256;
+
 /// `C = epilogue(Σ_r partials[r])` for batch `block_idx().z`, one thread per output element
 /// of the `m × n` matrix (`C` with leading dimension `ldc`, batches `stride_c` apart, as the
 /// residual); `flags` as `kernels_gen::gemm::epilogue` defines them.
