@@ -565,7 +565,14 @@ impl Uniformity<'_> {
         // A non-coherent global load reads memory that no thread writes during the kernel, so
         // at a CTA-uniform address it gives every thread the same value (a sequence's offsets
         // in a packed batch, read once per block, may then bound a loop with barriers).
-        let read_only = matches!(i.op, Op::Ld { space: StateSpace::Global, nc: true, .. });
+        let read_only = matches!(
+            i.op,
+            Op::Ld {
+                space: StateSpace::Global,
+                nc: true,
+                ..
+            }
+        );
         let reads_memory = matches!(i.op, Op::Ld { space, .. } if space != StateSpace::Param && !read_only)
             || matches!(
                 i.op,

@@ -25,7 +25,15 @@ fn filled<T: HalfElement>(stream: &Stream, n: usize, seed: u32) -> Res<Buffer<T>
 }
 
 /// One table row: `seqs` sequences of `len` tokens, `heads` heads of `dim`.
-fn row<T: HalfElement>(b: &Bench, name: &str, seqs: usize, len: usize, heads: usize, dim: usize, mask: Mask) -> Res {
+fn row<T: HalfElement>(
+    b: &Bench,
+    name: &str,
+    seqs: usize,
+    len: usize,
+    heads: usize,
+    dim: usize,
+    mask: Mask,
+) -> Res {
     let tokens = seqs * len;
     let n = tokens * heads * dim;
     let q = filled::<T>(&b.stream, n, 1)?;
@@ -55,7 +63,11 @@ fn row<T: HalfElement>(b: &Bench, name: &str, seqs: usize, len: usize, heads: us
     if mask == Mask::Causal {
         flops /= 2.0;
     }
-    let mask_name = if mask == Mask::Causal { "causal" } else { "full" };
+    let mask_name = if mask == Mask::Causal {
+        "causal"
+    } else {
+        "full"
+    };
     println!(
         "| {name:<4} | {dim:>3} | {mask_name:<6} | {seqs} × {heads} × {len:>4} | {ms:>8.3} | {:>7.1} |",
         flops / (ms * 1e-3) / 1e12
@@ -65,7 +77,11 @@ fn row<T: HalfElement>(b: &Bench, name: &str, seqs: usize, len: usize, heads: us
 
 fn main() -> Res {
     let b = Bench::new()?;
-    let (seqs, len, heads) = if Bench::small() { (2, 80, 2) } else { (4, 4096, 32) };
+    let (seqs, len, heads) = if Bench::small() {
+        (2, 80, 2)
+    } else {
+        (4, 4096, 32)
+    };
     println!();
     println!("| type | d | mask | B × H × S | ms | TFLOP/s |");
     println!("| --- | ---: | --- | --- | ---: | ---: |");

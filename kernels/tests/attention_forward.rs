@@ -5,12 +5,14 @@
 mod common_flash_forward;
 
 use common_flash_forward::{check, Case};
-use kernel_runtime::{Bf16, Buffer, Device, F16, Stream};
+use kernel_runtime::{Bf16, Buffer, Device, Stream, F16};
 use kernels::attention::{flash_forward, Attention, Batch, Heads, Mask};
 use kernels::Error;
 
 fn stream() -> Stream {
-    Device::emulator().stream().expect("the emulator opens a stream")
+    Device::emulator()
+        .stream()
+        .expect("the emulator opens a stream")
 }
 
 #[test]
@@ -108,10 +110,27 @@ impl Call {
         let o0 = self.o.to_host(&self.stream).unwrap();
         let l0 = self.lse.to_host(&self.stream).unwrap();
         let (q, kv) = (&self.q, &self.kv);
-        let r = flash_forward(&self.stream, q, kv, kv, batch, attn, &mut self.o, &mut self.lse);
+        let r = flash_forward(
+            &self.stream,
+            q,
+            kv,
+            kv,
+            batch,
+            attn,
+            &mut self.o,
+            &mut self.lse,
+        );
         if r.is_err() {
-            assert_eq!(self.o.to_host(&self.stream).unwrap(), o0, "o written on error");
-            assert_eq!(self.lse.to_host(&self.stream).unwrap(), l0, "lse written on error");
+            assert_eq!(
+                self.o.to_host(&self.stream).unwrap(),
+                o0,
+                "o written on error"
+            );
+            assert_eq!(
+                self.lse.to_host(&self.stream).unwrap(),
+                l0,
+                "lse written on error"
+            );
         }
         r
     }

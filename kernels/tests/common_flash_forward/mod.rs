@@ -136,8 +136,16 @@ pub fn run<T: HalfElement>(stream: &Stream, case: &Case, inp: &Inputs<T>) -> (Ve
         mask: case.mask,
         scale: case.scale(),
     };
-    flash_forward(stream, &inp.q, &inp.k, &inp.v, batch, attn, &mut o, &mut lse).unwrap();
-    let o = o.to_host(stream).unwrap().iter().map(|x| x.to_f32()).collect();
+    flash_forward(
+        stream, &inp.q, &inp.k, &inp.v, batch, attn, &mut o, &mut lse,
+    )
+    .unwrap();
+    let o = o
+        .to_host(stream)
+        .unwrap()
+        .iter()
+        .map(|x| x.to_f32())
+        .collect();
     (o, lse.to_host(stream).unwrap())
 }
 
