@@ -83,10 +83,10 @@ fn issue_rows<T>(
     }
 }
 
-/// `o = softmax(scale · q·kᵀ)·v` and its row log-sum-exp for query rows `64 · block_idx().x`
-/// onward of query head `block_idx().y` of sequence `block_idx().z` (layouts as the module
-/// [`crate::attention`] documents; `group` query heads share a kv head). `scale_log2` is the
-/// softmax scale times `log2 e`. Blocks past the sequence's length exit at once. Dynamic
+/// `o = softmax(scale · q·kᵀ)·v` and its row log-sum-exp for the 64 query rows of tile
+/// `grid_dim().x - 1 - block_idx().x` of query head `block_idx().y` of sequence
+/// `block_idx().z` (layouts as the module [`crate::attention`] documents; `group` query heads
+/// share a kv head). `scale_log2` is the softmax scale times `log2 e`. Blocks past the sequence's length exit at once. Dynamic
 /// shared memory: [`shared_bytes`](super::forward::shared_bytes).
 #[kernel(crate = crate::lang, block = 128, instances(
     <bf16, Bf16Pairs, 64, 64, 0>, <bf16, Bf16Pairs, 64, 64, 1>,
@@ -111,7 +111,9 @@ pub fn flash_forward<T: Dtype, M: PairMma, const D: u32, const N: u32, const C: 
 ) {
     let seq = block_idx().z;
     let h = block_idx().y;
-    let q0 = block_idx().x * 64;
+    // The last query tiles first: under a causal mask they have the most keys, and starting
+    // them early leaves the short ones to fill the device's tail.
+    let q0 = (grid_dim().x - 1 - block_idx().x) * 64;
     // Offsets past `tokens` are clamped, so a bad `cu_seqlens` reads and writes nothing
     // outside the buffers.
     let start = min(cu_seqlens[seq], tokens);
