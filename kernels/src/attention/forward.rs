@@ -165,7 +165,7 @@ impl Launch {
                 heads.q, heads.kv
             )));
         }
-        if heads.q % heads.kv != 0 {
+        if !heads.q.is_multiple_of(heads.kv) {
             return Err(unsupported(format!(
                 "{} query heads do not split evenly over {} kv heads; heads.q must be a multiple of heads.kv",
                 heads.q, heads.kv
