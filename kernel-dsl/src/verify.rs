@@ -15,8 +15,9 @@
 //!   when it is computed only from immediates, parameters, shared-array addresses and the
 //!   special registers `%ntid`, `%ctaid`, `%nctaid`, `%nwarpid`, `%smid` and
 //!   `%dynamic_smem_size`, through instructions that do not read global or shared memory, and
-//!   is never assigned under non-uniform control. `%tid`, `%laneid`, memory loads, atomics,
-//!   shuffles and votes make a value non-uniform.
+//!   is never assigned under non-uniform control. `%tid`, `%laneid`, memory loads (but a
+//!   read-only `ld.global.nc` at a uniform address), atomics, shuffles and votes make a value
+//!   non-uniform.
 //! - every instruction is within the target's capability, and shared memory and block shape
 //!   within its limits.
 
@@ -561,7 +562,18 @@ impl Uniformity<'_> {
         if i.op.is_cta_barrier() && divergent && self.barrier_at.is_none() {
             self.barrier_at = Some("is under control flow that differs between threads".into());
         }
-        let reads_memory = matches!(i.op, Op::Ld { space, .. } if space != StateSpace::Param)
+        // A non-coherent global load reads memory that no thread writes during the kernel, so
+        // at a CTA-uniform address it gives every thread the same value (a sequence's offsets
+        // in a packed batch, read once per block, may then bound a loop with barriers).
+        let read_only = matches!(
+            i.op,
+            Op::Ld {
+                space: StateSpace::Global,
+                nc: true,
+                ..
+            }
+        );
+        let reads_memory = matches!(i.op, Op::Ld { space, .. } if space != StateSpace::Param && !read_only)
             || matches!(
                 i.op,
                 Op::Atom { .. }

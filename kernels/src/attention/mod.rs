@@ -14,7 +14,11 @@
 //!   [`crate::layout::PagedLayout`] describes them, the layout [`crate::layout::kv_cache_append`]
 //!   writes.
 
+mod forward;
+mod forward_kernel;
 pub mod reference;
+
+pub use forward::flash_forward;
 
 /// Head counts and head size of an attention op.
 ///
@@ -85,3 +89,11 @@ mod sealed {
 pub trait HalfElement: crate::gemm::GemmElement + sealed::Sealed {}
 impl HalfElement for kernel_runtime::Bf16 {}
 impl HalfElement for kernel_runtime::F16 {}
+
+use crate::codegen::kernel_refs;
+use crate::OpKernel;
+
+static FORWARD: [OpKernel; 12] = OpKernel::instances(forward_kernel::FLASH_FORWARD_INSTANCES);
+
+/// Every specialization this module ships.
+pub static KERNELS: &[&OpKernel] = kernel_refs![FORWARD[0 1 2 3 4 5 6 7 8 9 10 11]];
