@@ -85,3 +85,20 @@ mod sealed {
 pub trait HalfElement: crate::gemm::GemmElement + sealed::Sealed {}
 impl HalfElement for kernel_runtime::Bf16 {}
 impl HalfElement for kernel_runtime::F16 {}
+
+mod decode;
+mod decode_kernel;
+
+pub use decode::{decode_splits, paged_decode, paged_decode_workspace, Decode};
+
+use crate::codegen::kernel_refs;
+use crate::OpKernel;
+
+static DECODE: [OpKernel; 12] = OpKernel::instances(decode_kernel::PAGED_DECODE_INSTANCES);
+static COMBINE: [OpKernel; 2] = OpKernel::instances(decode_kernel::PAGED_DECODE_COMBINE_INSTANCES);
+
+/// Every specialization this module ships.
+pub static KERNELS: &[&OpKernel] = kernel_refs![
+    DECODE[0 1 2 3 4 5 6 7 8 9 10 11],
+    COMBINE[0 1],
+];
