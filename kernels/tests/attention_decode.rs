@@ -10,7 +10,6 @@ use kernel_runtime::{Bf16, Buffer, Device, Stream, F16};
 use kernels::attention::{
     decode_splits, paged_decode, paged_decode_workspace, reference, Decode, HalfElement, Heads,
 };
-use kernels::gemm::GemmElement;
 use kernels::layout::{kv_cache_append, PagedLayout};
 use kernels::Error;
 

@@ -56,8 +56,7 @@ impl PagedLayout {
 
 mod sealed {
     pub trait Sealed {}
-    impl Sealed for f32 {}
-    impl Sealed for kernel_runtime::Bf16 {}
+    impl<T: crate::cast::Element> Sealed for T {}
     impl Sealed for kernel_runtime::F16 {}
 }
 
@@ -73,12 +72,8 @@ pub trait CacheElement: DeviceElem + sealed::Sealed {
     const STORAGE: Storage;
 }
 
-impl CacheElement for f32 {
-    const STORAGE: Storage = Storage::F32;
-}
-
-impl CacheElement for kernel_runtime::Bf16 {
-    const STORAGE: Storage = Storage::Bf16;
+impl<T: Element> CacheElement for T {
+    const STORAGE: Storage = <T as Element>::STORAGE;
 }
 
 impl CacheElement for kernel_runtime::F16 {
@@ -218,7 +213,7 @@ pub fn kv_cache_append_builder<T: Element>(
         block_table.len(),
         cache.len(),
     ];
-    let Some(p) = plan(T::STORAGE, lens, tokens, layout, row_held_chunks)? else {
+    let Some(p) = plan(<T as Element>::STORAGE, lens, tokens, layout, row_held_chunks)? else {
         return Ok(());
     };
     let args = [

@@ -8,6 +8,7 @@ mod common_rowwise;
 mod common_tensor;
 
 mod cast;
+mod attention_decode;
 mod clip;
 mod cross_entropy;
 mod elementwise;
