@@ -63,7 +63,18 @@ fn bench(b: &Bench, seqs: usize, len: usize, block_size: usize, splits: Option<u
     let mut o = Buffer::<Bf16>::zeros(s, seqs * heads.q * heads.dim)?;
     let bytes = (2 * seqs * len * layout.width * 2) as f64;
     let mut step = |s: &kernel_runtime::Stream| -> Res {
-        paged_decode(s, &q, &k, &v, &table, &lens, layout, decode, &mut workspace, &mut o)?;
+        paged_decode(
+            s,
+            &q,
+            &k,
+            &v,
+            &table,
+            &lens,
+            layout,
+            decode,
+            &mut workspace,
+            &mut o,
+        )?;
         Ok(())
     };
     let first = b.time(&mut step)?;

@@ -155,7 +155,10 @@ fn run<T: HalfElement>(s: &Stream, c: &Case<T>, splits: usize) -> Vec<f64> {
 fn assert_close(what: &str, got: &[f64], want: &[f64], tol: f64) {
     assert_eq!(got.len(), want.len(), "{what}: length");
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        assert!((g - w).abs() <= tol, "{what}: element {i} is {g}, expected {w}");
+        assert!(
+            (g - w).abs() <= tol,
+            "{what}: element {i} is {g}, expected {w}"
+        );
     }
 }
 
@@ -170,7 +173,10 @@ fn check_case<T: HalfElement>(s: &Stream, what: &str, c: &Case<T>, splits: usize
     assert_close(&format!("{what}, split vs unsplit"), &many, &one, 2.0 * tol);
     let again = run(s, c, splits);
     assert!(
-        again.iter().zip(&many).all(|(a, b)| a.to_bits() == b.to_bits()),
+        again
+            .iter()
+            .zip(&many)
+            .all(|(a, b)| a.to_bits() == b.to_bits()),
         "{what}: a rerun differs"
     );
 }
@@ -283,8 +289,14 @@ fn decodes_a_cache_filled_by_kv_cache_append() {
     let table = Buffer::from_host(&s, &table_host).unwrap();
     let mut kc = Buffer::<F16>::zeros(&s, layout.cache_len()).unwrap();
     let mut vc = Buffer::<F16>::zeros(&s, layout.cache_len()).unwrap();
-    kv_cache_append(&s, &knew, &seq_ids, &positions, &table, &mut kc, tokens, layout).unwrap();
-    kv_cache_append(&s, &vnew, &seq_ids, &positions, &table, &mut vc, tokens, layout).unwrap();
+    kv_cache_append(
+        &s, &knew, &seq_ids, &positions, &table, &mut kc, tokens, layout,
+    )
+    .unwrap();
+    kv_cache_append(
+        &s, &vnew, &seq_ids, &positions, &table, &mut vc, tokens, layout,
+    )
+    .unwrap();
     // The rows the append wrote, placed by hand.
     let mut kh = vec![0.0; layout.cache_len()];
     let mut vh = vec![0.0; layout.cache_len()];
@@ -308,8 +320,16 @@ fn decodes_a_cache_filled_by_kv_cache_append() {
     let lens = Buffer::from_host(&s, &lens).unwrap();
     let mut o = Buffer::<F16>::zeros(&s, want.len()).unwrap();
     let mut ws = Buffer::<f32>::zeros(&s, 1).unwrap();
-    paged_decode(&s, &q, &kc, &vc, &table, &lens, layout, decode, &mut ws, &mut o).unwrap();
-    assert_close("appended cache", &download(&s, &o), &want, tolerance::<F16>());
+    paged_decode(
+        &s, &q, &kc, &vc, &table, &lens, layout, decode, &mut ws, &mut o,
+    )
+    .unwrap();
+    assert_close(
+        "appended cache",
+        &download(&s, &o),
+        &want,
+        tolerance::<F16>(),
+    );
 }
 
 /// The split chooser splits a lone long sequence and leaves a full batch alone.
@@ -365,9 +385,15 @@ fn bad_shapes_are_typed_errors_and_write_nothing() {
         other => panic!("expected a length error for {buffer}, got {other}"),
     };
     let dims = Heads { dim: 96, ..heads };
-    unsupported(bad(&s, &c, l, Decode { heads: dims, ..d }, n), "head dim 96");
+    unsupported(
+        bad(&s, &c, l, Decode { heads: dims, ..d }, n),
+        "head dim 96",
+    );
     let ratio = Heads { q: 3, ..heads };
-    unsupported(bad(&s, &c, l, Decode { heads: ratio, ..d }, n), "query heads");
+    unsupported(
+        bad(&s, &c, l, Decode { heads: ratio, ..d }, n),
+        "query heads",
+    );
     let wide = PagedLayout { width: 64, ..l };
     unsupported(bad(&s, &c, wide, d, n), "width");
     unsupported(bad(&s, &c, l, Decode { new: 0, ..d }, n), "new is 0");

@@ -28,8 +28,9 @@ use kernel_runtime::{Buffer, LaunchConfig, Stream};
 const OP: &str = "paged_decode";
 /// Threads of a decode block (eight warps; fixed by the kernel).
 const BLOCK: u32 = 256;
-/// The kernel's pipeline: four stages of 256 key and 256 value chunks of 16 bytes.
-const SHARED_BYTES: u32 = 4 * 512 * 16;
+/// The kernel's pipeline: eight stages of 256 key and 256 value chunks of 16 bytes (seven
+/// in flight: enough bytes to cover memory latency with one block an SM).
+const SHARED_BYTES: u32 = 8 * 512 * 16;
 /// Fewest positions a split should cover for the split to pay for its combine traffic.
 const MIN_SPLIT_LEN: usize = 256;
 
@@ -78,7 +79,9 @@ pub fn paged_decode_workspace(seqs: usize, decode: Decode) -> Result<usize, Erro
         .and_then(|r| r.checked_mul(decode.heads.q))
         .and_then(|r| r.checked_mul(decode.heads.dim + 1))
         .and_then(|r| r.checked_mul(decode.splits))
-        .ok_or_else(|| unsupported("the workspace size overflows; decode fewer sequences or use fewer splits"))
+        .ok_or_else(|| {
+            unsupported("the workspace size overflows; decode fewer sequences or use fewer splits")
+        })
 }
 
 /// A split count for `seqs` sequences of up to `max_len` tokens on a device of `sms`
@@ -114,7 +117,7 @@ fn check_decode(d: Decode) -> Result<(), Error> {
             detail: format!("head dim {} is not supported; use 64, 128 or 256", h.dim),
         });
     }
-    if h.kv == 0 || h.q == 0 || h.q % h.kv != 0 {
+    if h.kv == 0 || h.q == 0 || !h.q.is_multiple_of(h.kv) {
         return Err(Error::Unsupported {
             op: OP,
             detail: format!(
@@ -204,7 +207,10 @@ fn check(
     let rows = seqs * d.new * h.q * h.dim;
     let why = |what: &'static str| {
         move || match what {
-            "rows" => format!("seqs × new × heads.q × heads.dim = {seqs} × {} × {} × {}", d.new, h.q, h.dim),
+            "rows" => format!(
+                "seqs × new × heads.q × heads.dim = {seqs} × {} × {} × {}",
+                d.new, h.q, h.dim
+            ),
             "cache" => format!(
                 "num_blocks × block_size × width = {} × {} × {}",
                 layout.num_blocks, layout.block_size, layout.width
@@ -217,7 +223,13 @@ fn check(
     check_len(OP, "o", o, rows, why("rows"))?;
     check_len(OP, "k_cache", k_cache, layout.cache_len(), why("cache"))?;
     check_len(OP, "v_cache", v_cache, layout.cache_len(), why("cache"))?;
-    check_len(OP, "block_table", table, seqs * layout.blocks_per_seq, why("table"))?;
+    check_len(
+        OP,
+        "block_table",
+        table,
+        seqs * layout.blocks_per_seq,
+        why("table"),
+    )?;
     check_len(OP, "seq_lens", seq_lens, seqs, why("seqs"))?;
     if workspace < needed {
         return Err(Error::Length {

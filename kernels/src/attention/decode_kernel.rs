@@ -3,7 +3,7 @@
 //! the query rows that share its kv head.
 //!
 //! Each lane owns one 16-byte chunk of a token's head row (`D / 8` lanes per token, so a warp
-//! takes `256 / D` tokens a step and the block `2048 / D`). A four-stage `cp.async` pipeline
+//! takes `256 / D` tokens a step and the block `2048 / D`). An eight-stage `cp.async` pipeline
 //! stages the keys and values of each step in shared memory; every lane reads back only the
 //! chunks it copied itself, so waiting on its own groups is enough and the loop has no barrier.
 //! The block-table entry of a lane's next token is loaded one step before its copy is issued,
@@ -68,7 +68,7 @@ fn issue_step<T>(
 /// `o` (or this split's part of `workspace`) for the query rows `R · block_idx().y / kv_heads
 /// ..` of kv head `block_idx().y % kv_heads`, sequence `block_idx().z`, over cache positions
 /// `span · block_idx().x ..` of it. Query row `rr` of a kv head is query token `rr / group`,
-/// head `kv · group + rr % group`. Dynamic shared memory: 32 KiB (four stages of 256 key and
+/// head `kv · group + rr % group`. Dynamic shared memory: 64 KiB (eight stages of 256 key and
 /// 256 value chunks).
 #[kernel(crate = crate::lang, block = 256, instances(T in [bf16, f16], D in [64, 128, 256], R in [4, 8]))]
 pub fn paged_decode<T: Dtype, const D: u32, const R: u32>(
@@ -156,7 +156,7 @@ pub fn paged_decode<T: Dtype, const D: u32, const R: u32>(
     );
     let mut entry = page[0];
     let mut slot = page[1];
-    for st in 0..3u32 {
+    for st in 0..7u32 {
         let pos = first + st * step_tokens + my_token;
         issue_step(
             words, k_cache, v_cache, st, tid, entry, slot, block_size, num_blocks, width, head_at,
@@ -175,14 +175,14 @@ pub fn paged_decode<T: Dtype, const D: u32, const R: u32>(
     }
     let mut t = 0u32;
     while t < steps {
-        cp_async_wait(2);
+        cp_async_wait(6);
         // Refill the stage read in the previous step, then fetch the table entry after it.
-        let ahead = first + (t + 3) * step_tokens + my_token;
+        let ahead = first + (t + 7) * step_tokens + my_token;
         issue_step(
             words,
             k_cache,
             v_cache,
-            (t + 3) & 3,
+            (t + 7) & 7,
             tid,
             entry,
             slot,
@@ -204,7 +204,7 @@ pub fn paged_decode<T: Dtype, const D: u32, const R: u32>(
         slot = page[1];
 
         let pos = first + t * step_tokens + my_token;
-        let at = ((t & 3) * 512 + tid) * 8;
+        let at = ((t & 7) * 512 + tid) * 8;
         let kx = elems.load_vec::<8>(at);
         let vx = elems.load_vec::<8>(at + 2048);
         let mut kf = [0.0f32; 8];

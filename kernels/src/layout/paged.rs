@@ -213,7 +213,14 @@ pub fn kv_cache_append_builder<T: Element>(
         block_table.len(),
         cache.len(),
     ];
-    let Some(p) = plan(<T as Element>::STORAGE, lens, tokens, layout, row_held_chunks)? else {
+    let Some(p) = plan(
+        <T as Element>::STORAGE,
+        lens,
+        tokens,
+        layout,
+        row_held_chunks,
+    )?
+    else {
         return Ok(());
     };
     let args = [
@@ -261,8 +268,7 @@ fn plan(
             detail: "block_size is 0; a block holds at least one token".into(),
         });
     }
-    RowPlan::new(OP, storage, cache_rows, layout.width, None)?
-        .check_matrix(OP, "cache", cache)?;
+    RowPlan::new(OP, storage, cache_rows, layout.width, None)?.check_matrix(OP, "cache", cache)?;
     let p = RowPlan::holding(OP, storage, tokens, layout.width, None, held)?;
     p.check_matrix(OP, "new", new)?;
     p.check_per_row(OP, "seq_ids", seq_ids)?;

@@ -90,8 +90,19 @@ fn decode_at(s: &Stream, block_size: usize) {
         let mut workspace = Buffer::<f32>::zeros(s, ws.max(1)).unwrap();
         let mut o = poisoned::<Bf16>(s, want.len());
         let mut run = |o: &mut Buffer<Bf16>| {
-            paged_decode(s, &q, &k, &v, &table, &lens, layout, decode, &mut workspace, o)
-                .unwrap()
+            paged_decode(
+                s,
+                &q,
+                &k,
+                &v,
+                &table,
+                &lens,
+                layout,
+                decode,
+                &mut workspace,
+                o,
+            )
+            .unwrap()
         };
         run(&mut o);
         // Convex combinations of values in [-1, 1], rounded once to bf16.

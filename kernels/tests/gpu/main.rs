@@ -7,8 +7,8 @@ mod common_rowwise;
 #[path = "../common_tensor/mod.rs"]
 mod common_tensor;
 
-mod cast;
 mod attention_decode;
+mod cast;
 mod clip;
 mod cross_entropy;
 mod elementwise;
