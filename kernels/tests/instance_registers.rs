@@ -159,7 +159,7 @@ fn cast_and_layout_instances_assemble_without_spills() {
     };
     assert_eq!(
         check(&ptxas, kernels::layout::KERNELS, layout),
-        (4 + 3 + 8) * 4,
+        (4 + 3 + 12) * 4,
         "layout"
     );
 }
@@ -180,4 +180,25 @@ fn gemm_instances_assemble_without_spills() {
     let most = |_: &str| Some(128);
     assert_eq!(check(&ptxas, &ported("gemm_simt__"), most), 3 * 4, "simt");
     assert_eq!(check(&ptxas, &ported("gemm_mma__"), most), 15 * 4, "mma");
+}
+
+/// Paged decode: 256-thread blocks, two an SM where a block holds four query rows (128
+/// registers), one where it holds eight; the combine streams at 64.
+#[test]
+fn attention_decode_instances_assemble_without_spills() {
+    let Some(ptxas) = ptxas() else { return };
+    let most = |e: &str| {
+        Some(if e.starts_with("paged_decode_combine") {
+            64
+        } else if e.ends_with("_4") {
+            128
+        } else {
+            255
+        })
+    };
+    assert_eq!(
+        check(&ptxas, kernels::attention::KERNELS, most),
+        (12 + 2) * 4,
+        "attention"
+    );
 }

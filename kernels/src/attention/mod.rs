@@ -14,10 +14,13 @@
 //!   [`crate::layout::PagedLayout`] describes them, the layout [`crate::layout::kv_cache_append`]
 //!   writes.
 
+mod decode;
+mod decode_kernel;
 mod forward;
 mod forward_kernel;
 pub mod reference;
 
+pub use decode::{decode_splits, paged_decode, paged_decode_workspace, Decode};
 pub use forward::flash_forward;
 
 /// Head counts and head size of an attention op.
@@ -94,6 +97,12 @@ use crate::codegen::kernel_refs;
 use crate::OpKernel;
 
 static FORWARD: [OpKernel; 12] = OpKernel::instances(forward_kernel::FLASH_FORWARD_INSTANCES);
+static DECODE: [OpKernel; 12] = OpKernel::instances(decode_kernel::PAGED_DECODE_INSTANCES);
+static COMBINE: [OpKernel; 2] = OpKernel::instances(decode_kernel::PAGED_DECODE_COMBINE_INSTANCES);
 
 /// Every specialization this module ships.
-pub static KERNELS: &[&OpKernel] = kernel_refs![FORWARD[0 1 2 3 4 5 6 7 8 9 10 11]];
+pub static KERNELS: &[&OpKernel] = kernel_refs![
+    FORWARD[0 1 2 3 4 5 6 7 8 9 10 11],
+    DECODE[0 1 2 3 4 5 6 7 8 9 10 11],
+    COMBINE[0 1],
+];

@@ -1,4 +1,5 @@
-//! Data movement between the layouts attention needs, for f32 and bf16 storage: interleaved
+//! Data movement between the layouts attention needs, for f32 and bf16 storage (the paged
+//! cache append for f16 too): interleaved
 //! `[S, H·D]` ↔ head-batched `[H, S, D]`, the 2-D transpose, and appending keys or values to a
 //! paged KV cache through a block table.
 
@@ -12,7 +13,7 @@ mod transpose_kernel;
 
 #[doc(hidden)]
 pub use paged::kv_cache_append_builder;
-pub use paged::{kv_cache_append, PagedLayout};
+pub use paged::{kv_cache_append, CacheElement, PagedLayout};
 pub use swap::{heads_from_interleaved, interleaved_from_heads};
 #[doc(hidden)]
 pub use swap::{heads_from_interleaved_builder, interleaved_from_heads_builder};
@@ -26,7 +27,7 @@ use crate::{OpKernel, Storage};
 
 static SWAP: [OpKernel; 4] = OpKernel::instances(swap_kernel::SWAP_OUTER_INSTANCES);
 static TRANSPOSE: [OpKernel; 3] = OpKernel::instances(transpose_kernel::TRANSPOSE_INSTANCES);
-static APPEND: [OpKernel; 8] = OpKernel::instances(paged_kernel::KV_CACHE_APPEND_INSTANCES);
+static APPEND: [OpKernel; 12] = OpKernel::instances(paged_kernel::KV_CACHE_APPEND_INSTANCES);
 kernel_table!(static SWAP_BUILDER = swap::swap_outer, RowSpec::ALL, [0 1 2 3 4 5 6 7]);
 kernel_table!(static APPEND_BUILDER = paged::append, RowSpec::ALL, [0 1 2 3 4 5 6 7]);
 kernel_table!(static TRANSPOSE_BUILDER = transpose::transpose_tiles, [Storage::F32, Storage::Bf16], [0 1]);
@@ -35,7 +36,7 @@ kernel_table!(static TRANSPOSE_BUILDER = transpose::transpose_tiles, [Storage::F
 pub static KERNELS: &[&OpKernel] = kernel_refs![
     SWAP[0 1 2 3],
     TRANSPOSE[0 1 2],
-    APPEND[0 1 2 3 4 5 6 7],
+    APPEND[0 1 2 3 4 5 6 7 8 9 10 11],
     SWAP_BUILDER[0 1 2 3 4 5 6 7],
     TRANSPOSE_BUILDER[0 1],
     APPEND_BUILDER[0 1 2 3 4 5 6 7],

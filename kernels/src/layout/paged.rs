@@ -23,7 +23,7 @@ use kernel_dsl::builder::KernelBuilder;
 use kernel_dsl::dtype::U32;
 use kernel_dsl::ir::Kernel;
 use kernel_dsl::op::Cmp;
-use kernel_runtime::{Buffer, KernelArg, Stream};
+use kernel_runtime::{Buffer, DeviceElem, KernelArg, Stream};
 
 /// The shape of a paged cache and its block table.
 ///
@@ -52,6 +52,32 @@ impl PagedLayout {
     pub fn cache_len(&self) -> usize {
         self.num_blocks * self.block_size * self.width
     }
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl<T: crate::cast::Element> Sealed for T {}
+    impl Sealed for kernel_runtime::F16 {}
+}
+
+/// An element a paged cache holds: `f32`, [`Bf16`](kernel_runtime::Bf16) or
+/// [`F16`](kernel_runtime::F16) (an f16 cache is planned as the 2-byte storage it is).
+///
+/// ```
+/// use kernels::layout::CacheElement;
+/// assert_eq!(<kernel_runtime::F16 as CacheElement>::STORAGE, kernels::Storage::Bf16);
+/// ```
+pub trait CacheElement: DeviceElem + sealed::Sealed {
+    /// The storage of the same width, which the row planning goes by.
+    const STORAGE: Storage;
+}
+
+impl<T: Element> CacheElement for T {
+    const STORAGE: Storage = <T as Element>::STORAGE;
+}
+
+impl CacheElement for kernel_runtime::F16 {
+    const STORAGE: Storage = Storage::Bf16;
 }
 
 /// Parameters: `new, seq_ids, positions, block_table, cache, tokens, width, block_size,
@@ -122,7 +148,7 @@ pub(crate) fn append(spec: RowSpec) -> Kernel {
 /// # Ok(()) }
 /// ```
 #[allow(clippy::too_many_arguments)]
-pub fn kv_cache_append<T: Element>(
+pub fn kv_cache_append<T: CacheElement>(
     stream: &Stream,
     new: &Buffer<T>,
     seq_ids: &Buffer<u32>,
@@ -143,7 +169,7 @@ pub fn kv_cache_append<T: Element>(
         let vector = Access::Vector.width(storage);
         paged_kernel::held_chunks(vector, access.width(storage))
     };
-    let Some(p) = plan::<T>(lens, tokens, layout, held)? else {
+    let Some(p) = plan(T::STORAGE, lens, tokens, layout, held)? else {
         return Ok(());
     };
     paged_kernel::kv_cache_append::<T>(
@@ -187,7 +213,14 @@ pub fn kv_cache_append_builder<T: Element>(
         block_table.len(),
         cache.len(),
     ];
-    let Some(p) = plan::<T>(lens, tokens, layout, row_held_chunks)? else {
+    let Some(p) = plan(
+        <T as Element>::STORAGE,
+        lens,
+        tokens,
+        layout,
+        row_held_chunks,
+    )?
+    else {
         return Ok(());
     };
     let args = [
@@ -214,7 +247,8 @@ pub fn kv_cache_append_builder<T: Element>(
 /// Checks the layout and the buffers' lengths (`new`, `seq_ids`, `positions`, `block_table`,
 /// `cache`) and plans the rows for a kernel whose threads hold `held` chunks; `None` when
 /// there are no tokens.
-fn plan<T: Element>(
+fn plan(
+    storage: Storage,
     [new, seq_ids, positions, block_table, cache]: [usize; 5],
     tokens: usize,
     layout: PagedLayout,
@@ -234,9 +268,8 @@ fn plan<T: Element>(
             detail: "block_size is 0; a block holds at least one token".into(),
         });
     }
-    RowPlan::new(OP, T::STORAGE, cache_rows, layout.width, None)?
-        .check_matrix(OP, "cache", cache)?;
-    let p = RowPlan::holding(OP, T::STORAGE, tokens, layout.width, None, held)?;
+    RowPlan::new(OP, storage, cache_rows, layout.width, None)?.check_matrix(OP, "cache", cache)?;
+    let p = RowPlan::holding(OP, storage, tokens, layout.width, None, held)?;
     p.check_matrix(OP, "new", new)?;
     p.check_per_row(OP, "seq_ids", seq_ids)?;
     p.check_per_row(OP, "positions", positions)?;

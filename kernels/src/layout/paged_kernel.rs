@@ -16,7 +16,7 @@ pub(crate) const fn held_chunks(vector: u32, width: u32) -> u32 {
 
 /// `new: tokens × width`, `seq_ids`, `positions`: one per token, `block_table: seqs ×
 /// blocks_per_seq`, `cache: num_blocks × block_size × width`.
-#[kernel(crate = crate::lang, instances(T in [f32, bf16], W in [1, T::VEC], CTA in [0, 1]))]
+#[kernel(crate = crate::lang, instances(T in [f32, bf16, f16], W in [1, T::VEC], CTA in [0, 1]))]
 pub fn kv_cache_append<T: Dtype, const W: u32, const CTA: u32>(
     new: &[T],
     seq_ids: &[u32],

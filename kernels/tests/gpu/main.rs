@@ -9,6 +9,7 @@ mod common_rowwise;
 #[path = "../common_tensor/mod.rs"]
 mod common_tensor;
 
+mod attention_decode;
 mod attention_forward;
 mod cast;
 mod clip;

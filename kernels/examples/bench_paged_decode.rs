@@ -1,0 +1,106 @@
+//! Paged decode attention as a share of the device's copy bandwidth (the driver's
+//! device-to-device copy of 1 GiB, measured in the same run), over the key and value bytes a
+//! decode step reads: GQA 32/8, head dim 128, bf16 caches in shuffled pages, one new token per
+//! sequence. Each row is timed twice, so that clock drift shows as disagreement between the
+//! passes. Also printed: the microseconds of a step.
+//!
+//! ```text
+//! cargo run --release -p kernels --example bench_paged_decode      # on a GPU
+//! BENCH_SMALL=1 cargo run -p kernels --example bench_paged_decode  # tiny shapes on the emulator
+//! ```
+
+mod common;
+
+use common::{filled, Bench, Res};
+use kernel_runtime::{Bf16, Buffer};
+use kernels::attention::{decode_splits, paged_decode, paged_decode_workspace, Decode, Heads};
+use kernels::layout::PagedLayout;
+
+/// A seeded permutation of `0..n`: pages scattered over the cache as an allocator leaves them.
+fn shuffled(n: usize, mut seed: u64) -> Vec<u32> {
+    let mut v: Vec<u32> = (0..n as u32).collect();
+    for i in (1..n).rev() {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        v.swap(i, (seed % (i as u64 + 1)) as usize);
+    }
+    v
+}
+
+/// Times a decode of `seqs` sequences of `len` tokens in pages of `block_size` with `splits`
+/// (`None`: the chooser's) and prints one table row.
+fn bench(b: &Bench, seqs: usize, len: usize, block_size: usize, splits: Option<usize>) -> Res {
+    let s = &b.stream;
+    let heads = Heads {
+        q: 32,
+        kv: 8,
+        dim: 128,
+    };
+    let per_seq = len.div_ceil(block_size);
+    let layout = PagedLayout {
+        num_blocks: seqs * per_seq,
+        block_size,
+        width: heads.kv * heads.dim,
+        seqs,
+        blocks_per_seq: per_seq,
+    };
+    let sms = b.device.props().sm_count as usize;
+    let splits = splits.unwrap_or_else(|| decode_splits(seqs, heads, len, sms));
+    let decode = Decode {
+        heads,
+        scale: 1.0 / (heads.dim as f32).sqrt(),
+        new: 1,
+        max_len: len,
+        splits,
+    };
+    let k = filled::<Bf16>(s, layout.cache_len(), 3)?;
+    let v = filled::<Bf16>(s, layout.cache_len(), 5)?;
+    let q = filled::<Bf16>(s, seqs * heads.q * heads.dim, 7)?;
+    let table = Buffer::from_host(s, &shuffled(layout.num_blocks, 11))?;
+    let lens = Buffer::from_host(s, &vec![len as u32; seqs])?;
+    let mut workspace = Buffer::<f32>::zeros(s, paged_decode_workspace(seqs, decode)?.max(1))?;
+    let mut o = Buffer::<Bf16>::zeros(s, seqs * heads.q * heads.dim)?;
+    let bytes = (2 * seqs * len * layout.width * 2) as f64;
+    let mut step = |s: &kernel_runtime::Stream| -> Res {
+        paged_decode(
+            s,
+            &q,
+            &k,
+            &v,
+            &table,
+            &lens,
+            layout,
+            decode,
+            &mut workspace,
+            &mut o,
+        )?;
+        Ok(())
+    };
+    let first = b.time(&mut step)?;
+    let second = b.time(&mut step)?;
+    println!(
+        "| {seqs:>5} | {len:>6} | {block_size:>5} | {splits:>6} | {:>5.1} / {:>5.1} | {:>8.1} |",
+        b.percent(bytes, first),
+        b.percent(bytes, second),
+        1e3 * (first + second) / 2.0,
+    );
+    Ok(())
+}
+
+fn main() -> Res {
+    let b = Bench::new()?;
+    println!("paged decode, GQA 32/8, head dim 128, bf16, one new token: % of copy bandwidth over the K+V bytes read");
+    println!("| batch | kv len | page | splits | % copy bw (2 passes) | µs/step |");
+    println!("| ---: | ---: | ---: | ---: | ---: | ---: |");
+    let long = if Bench::small() { 64 } else { 8192 };
+    let mid = if Bench::small() { 32 } else { 2048 };
+    let (batch, wide) = if Bench::small() { (2, 3) } else { (16, 64) };
+    bench(&b, batch, long, 16, Some(1))?;
+    bench(&b, batch, long, 64, Some(1))?;
+    bench(&b, batch, long, 16, None)?;
+    bench(&b, 1, long, 16, None)?;
+    bench(&b, 1, long, 16, Some(1))?;
+    bench(&b, wide, mid, 16, None)?;
+    Ok(())
+}

@@ -1,0 +1,343 @@
+//! Paged decode attention in `#[kernel]` (sm_80+): one block of eight warps per (split, kv
+//! head and tile of query rows, sequence), so that each key and value byte is read once for all
+//! the query rows that share its kv head.
+//!
+//! Each lane owns one 16-byte chunk of a token's head row (`D / 8` lanes per token, so a warp
+//! takes `256 / D` tokens a step and the block `2048 / D`). An eight-stage `cp.async` pipeline
+//! stages the keys and values of each step in shared memory; every lane reads back only the
+//! chunks it copied itself, so waiting on its own groups is enough and the loop has no barrier.
+//! The block-table entry of a lane's next token is loaded one step before its copy is issued,
+//! so the table read never stalls address generation, whatever the page size.
+//!
+//! Scores are per-lane partial dots finished by `shfl_xor` within the token's lanes, in the
+//! base-2 domain (the query is scaled by `scale · log2 e`), with an online softmax per lane
+//! group. At the end the lane groups merge through shuffles, the warps through shared memory in
+//! a fixed order, and the block writes its normalized output and log-sum-exp (base 2) to the
+//! workspace, or straight to `o` when there is one split.
+
+use kernel_macros::{device, kernel};
+
+/// The physical block holding position `pos` of the sequence whose table row starts at
+/// `table_row` (`u32::MAX` where `pos` is past `end`: nothing to read there), and the slot
+/// within it. Pages of a power-of-two size shift instead of dividing.
+#[device(crate = crate::lang)]
+fn page_entry(
+    block_table: &[u32],
+    table_row: u32,
+    pos: u32,
+    end: u32,
+    block_size: u32,
+    page_shift: u32,
+) -> [u32; 2] {
+    let mut page = 0u32;
+    if page_shift < 32 {
+        page = pos >> page_shift;
+    } else {
+        page = pos / block_size;
+    }
+    let e = block_table.load_vec_or::<1>(table_row + page, pos < end, u32::MAX);
+    [e[0], pos - page * block_size]
+}
+
+/// Starts the copies of this lane's key and value chunks at `slot` of block `entry` into
+/// pipeline stage `stage`; zero-fills them where there is nothing to read.
+#[device(crate = crate::lang)]
+fn issue_step<T>(
+    words: &mut [u32],
+    k_cache: &[T],
+    v_cache: &[T],
+    stage: u32,
+    tid: u32,
+    entry: u32,
+    slot: u32,
+    block_size: u32,
+    num_blocks: u32,
+    width: u32,
+    head_at: u32,
+) {
+    let ok = entry < num_blocks;
+    let row = if ok { entry * block_size + slot } else { 0u32 };
+    let at = row as u64 * width as u64;
+    let k_row = &k_cache[at..];
+    let v_row = &v_cache[at..];
+    let dst = (stage * 512 + tid) * 4;
+    cp_async_16_or(words, dst, k_row, head_at, ok);
+    cp_async_16_or(words, dst + 1024, v_row, head_at, ok);
+}
+
+/// `o` (or this split's part of `workspace`) for the query rows `R · block_idx().y / kv_heads
+/// ..` of kv head `block_idx().y % kv_heads`, sequence `block_idx().z`, over cache positions
+/// `span · block_idx().x ..` of it. Query row `rr` of a kv head is query token `rr / group`,
+/// head `kv · group + rr % group`. Dynamic shared memory: 64 KiB (eight stages of 256 key and
+/// 256 value chunks).
+#[kernel(crate = crate::lang, block = 256, instances(T in [bf16, f16], D in [64, 128, 256], R in [4, 8]))]
+pub fn paged_decode<T: Dtype, const D: u32, const R: u32>(
+    q: &[T],
+    k_cache: &[T],
+    v_cache: &[T],
+    block_table: &[u32],
+    seq_lens: &[u32],
+    workspace: &mut [f32],
+    o: &mut [T],
+    q_heads: u32,
+    kv_heads: u32,
+    new: u32,
+    max_len: u32,
+    block_size: u32,
+    page_shift: u32,
+    num_blocks: u32,
+    blocks_per_seq: u32,
+    span: u32,
+    scale_log2: f32,
+) {
+    let words = dynamic_shared::<u32>();
+    let elems = dynamic_shared::<T>();
+    let tid = thread_idx().x;
+    let lane = lane_id();
+    let warp = tid >> 5;
+    let split = block_idx().x;
+    let splits = grid_dim().x;
+    let kv = block_idx().y % kv_heads;
+    let tile = block_idx().y / kv_heads;
+    let s = block_idx().z;
+    let seqs = grid_dim().z;
+    let group = q_heads / kv_heads;
+    let width = kv_heads * D;
+    // `D / 8` lanes per token: the chunk this lane owns, and the token it takes in a step.
+    let lanes = D / 8;
+    let chunk = lane & (lanes - 1);
+    let step_tokens = 2048 / D;
+    let my_token = warp * (32 / lanes) + lane / lanes;
+    let head_at = kv * D + chunk * 8;
+
+    // A sequence shorter than its new tokens attends nothing (its rows come out zero).
+    let len_in = min(seq_lens[s], max_len);
+    let len = if len_in < new { 0u32 } else { len_in };
+    let first = split * span;
+    let end = min(first + span, len);
+    let steps = if end > first {
+        (end - first + step_tokens - 1) / step_tokens
+    } else {
+        0u32
+    };
+
+    // This lane's chunk of each query row, scaled into the base-2 domain, and the positions
+    // each row attends within this split: `first .. limit[r]`.
+    let mut qv = [0.0f32; 8 * R];
+    let mut limit = [0u32; R];
+    for r in 0..R {
+        let rr = tile * R + r;
+        let ok = rr < group * new;
+        let i = rr / group;
+        let h = kv * group + rr % group;
+        let at = ((s * new + i) * q_heads + h) * D + chunk * 8;
+        let v = q.load_vec_or::<8>(at, ok, 0.0 as T);
+        for e in 0..8 {
+            qv[r * 8 + e] = (v[e] as f32) * scale_log2;
+        }
+        let attends = if len == 0 { 0u32 } else { len - new + i + 1 };
+        limit[r] = if ok { min(attends, end) } else { 0u32 };
+    }
+
+    // Running maximum (a finite floor, so that a fully masked row stays NaN-free), sum and
+    // output of each row over this lane group's tokens.
+    let mut m = [-1.0e30f32; R];
+    let mut l = [0.0f32; R];
+    let mut acc = [0.0f32; 8 * R];
+
+    let table_row = s * blocks_per_seq;
+    let page = page_entry(
+        block_table,
+        table_row,
+        first + my_token,
+        end,
+        block_size,
+        page_shift,
+    );
+    let mut entry = page[0];
+    let mut slot = page[1];
+    for st in 0..7u32 {
+        let pos = first + st * step_tokens + my_token;
+        issue_step(
+            words, k_cache, v_cache, st, tid, entry, slot, block_size, num_blocks, width, head_at,
+        );
+        cp_async_commit();
+        let page = page_entry(
+            block_table,
+            table_row,
+            pos + step_tokens,
+            end,
+            block_size,
+            page_shift,
+        );
+        entry = page[0];
+        slot = page[1];
+    }
+    let mut t = 0u32;
+    while t < steps {
+        cp_async_wait(6);
+        // Refill the stage read in the previous step, then fetch the table entry after it.
+        let ahead = first + (t + 7) * step_tokens + my_token;
+        issue_step(
+            words,
+            k_cache,
+            v_cache,
+            (t + 7) & 7,
+            tid,
+            entry,
+            slot,
+            block_size,
+            num_blocks,
+            width,
+            head_at,
+        );
+        cp_async_commit();
+        let page = page_entry(
+            block_table,
+            table_row,
+            ahead + step_tokens,
+            end,
+            block_size,
+            page_shift,
+        );
+        entry = page[0];
+        slot = page[1];
+
+        let pos = first + t * step_tokens + my_token;
+        let at = ((t & 7) * 512 + tid) * 8;
+        let kx = elems.load_vec::<8>(at);
+        let vx = elems.load_vec::<8>(at + 2048);
+        let mut kf = [0.0f32; 8];
+        let mut vf = [0.0f32; 8];
+        for e in 0..8 {
+            kf[e] = kx[e] as f32;
+            vf[e] = vx[e] as f32;
+        }
+        for r in 0..R {
+            let mut d = 0.0f32;
+            for e in 0..8 {
+                d = fma(qv[r * 8 + e], kf[e], d);
+            }
+            if D >= 256 {
+                d += shfl_xor(d, 16);
+            }
+            if D >= 128 {
+                d += shfl_xor(d, 8);
+            }
+            d += shfl_xor(d, 4);
+            d += shfl_xor(d, 2);
+            d += shfl_xor(d, 1);
+            let sc = if pos < limit[r] { d } else { f32::NEG_INFINITY };
+            let mx = max(m[r], sc);
+            let corr = ex2_approx_ftz(m[r] - mx);
+            let p = ex2_approx_ftz(sc - mx);
+            l[r] = fma(l[r], corr, p);
+            for e in 0..8 {
+                acc[r * 8 + e] = fma(acc[r * 8 + e], corr, p * vf[e]);
+            }
+            m[r] = mx;
+        }
+        t += 1;
+    }
+    cp_async_wait(0);
+
+    // Lane groups of a warp (same chunk, other tokens) merge by shuffles.
+    for x in [16, 8] {
+        if x >= lanes {
+            for r in 0..R {
+                let mo = shfl_xor(m[r], x);
+                let lo = shfl_xor(l[r], x);
+                let mx = max(m[r], mo);
+                let a = ex2_approx_ftz(m[r] - mx);
+                let b = ex2_approx_ftz(mo - mx);
+                l[r] = l[r] * a + lo * b;
+                for e in 0..8 {
+                    let other = shfl_xor(acc[r * 8 + e], x);
+                    acc[r * 8 + e] = acc[r * 8 + e] * a + other * b;
+                }
+                m[r] = mx;
+            }
+        }
+    }
+
+    // Warps merge through shared memory, row by row, in warp order.
+    let sh_acc = shared_array::<f32, 2048>();
+    let sh_m = shared_array::<f32, 8>();
+    let sh_l = shared_array::<f32, 8>();
+    let rows = seqs * new * q_heads;
+    for r in 0..R {
+        if lane < lanes {
+            for e in 0..8 {
+                sh_acc[warp * D + chunk * 8 + e] = acc[r * 8 + e];
+            }
+            if lane == 0 {
+                sh_m[warp] = m[r];
+                sh_l[warp] = l[r];
+            }
+        }
+        sync_threads();
+        let rr = tile * R + r;
+        if tid < D && rr < group * new {
+            let mut mx = sh_m[0];
+            for w in 1..8u32 {
+                mx = max(mx, sh_m[w]);
+            }
+            let mut lt = 0.0f32;
+            let mut ot = 0.0f32;
+            for w in 0..8u32 {
+                let f = ex2_approx_ftz(sh_m[w] - mx);
+                lt = fma(sh_l[w], f, lt);
+                ot = fma(sh_acc[w * D + tid], f, ot);
+            }
+            let out = if lt > 0.0 { ot / lt } else { 0.0f32 };
+            let row = (s * new + rr / group) * q_heads + kv * group + rr % group;
+            if splits == 1 {
+                o[row * D + tid] = out as T;
+            } else {
+                workspace[(split * rows + row) * D + tid] = out;
+                if tid == 0 {
+                    let lse = if lt > 0.0 {
+                        mx + log2(lt)
+                    } else {
+                        f32::NEG_INFINITY
+                    };
+                    workspace[splits * rows * D + split * rows + row] = lse;
+                }
+            }
+        }
+        sync_threads();
+    }
+}
+
+/// Merges the splits' partial outputs into `o` (`rows × dim`), in split order: each split's
+/// output weighted by `2^(lse − max lse)`. Rows no split attended come out zero.
+#[kernel(crate = crate::lang, block = 256, instances(T in [bf16, f16]))]
+pub fn paged_decode_combine<T: Dtype>(
+    workspace: &[f32],
+    o: &mut [T],
+    rows: u32,
+    dim: u32,
+    splits: u32,
+) {
+    let i = block_idx().x * 256 + thread_idx().x;
+    let n = rows * dim;
+    if i < n {
+        let row = i / dim;
+        let lse_at = splits * n + row;
+        let mut mx = f32::NEG_INFINITY;
+        for k in 0..splits {
+            mx = max(mx, workspace[lse_at + k * rows]);
+        }
+        let mut lt = 0.0f32;
+        let mut ot = 0.0f32;
+        if mx > f32::NEG_INFINITY {
+            for k in 0..splits {
+                let f = ex2_approx_ftz(workspace[lse_at + k * rows] - mx);
+                lt += f;
+                ot = fma(f, workspace[k * n + i], ot);
+            }
+        }
+        let out = if lt > 0.0 { ot / lt } else { 0.0f32 };
+        o[i] = out as T;
+    }
+}
