@@ -15,7 +15,8 @@
 //!   when it is computed only from immediates, parameters, shared-array addresses and the
 //!   special registers `%ntid`, `%ctaid`, `%nctaid`, `%nwarpid`, `%smid` and
 //!   `%dynamic_smem_size`, through instructions that do not read global or shared memory, and
-//!   is never assigned under non-uniform control. `%tid`, `%laneid`, memory loads, atomics,
+//!   is never assigned under non-uniform control; a read-only global load (`ld.global.nc`)
+//!   at a uniform address is uniform too. `%tid`, `%laneid`, other memory loads, atomics,
 //!   shuffles and votes make a value non-uniform.
 //! - every instruction is within the target's capability, and shared memory and block shape
 //!   within its limits.
@@ -561,7 +562,13 @@ impl Uniformity<'_> {
         if i.op.is_cta_barrier() && divergent && self.barrier_at.is_none() {
             self.barrier_at = Some("is under control flow that differs between threads".into());
         }
-        let reads_memory = matches!(i.op, Op::Ld { space, .. } if space != StateSpace::Param)
+        // A read-only global load (`.nc`: the buffer is not written while the kernel runs)
+        // at a uniform address gives every thread the same value, such as a sequence's
+        // offset read at `%ctaid`.
+        let reads_memory = matches!(
+            i.op,
+            Op::Ld { space, nc, .. } if space != StateSpace::Param && !(nc && space == StateSpace::Global)
+        )
             || matches!(
                 i.op,
                 Op::Atom { .. }

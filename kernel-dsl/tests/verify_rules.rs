@@ -65,11 +65,35 @@ fn a_barrier_inside_a_loop_with_a_thread_dependent_trip_count_is_rejected() {
 }
 
 #[test]
-fn a_value_loaded_from_memory_is_not_uniform() {
+fn a_value_loaded_from_writable_memory_is_not_uniform() {
     let mut b = KernelBuilder::new("k");
-    let x = b.param_slice::<U32>("x");
+    let x = b.param_slice_mut::<U32>("x");
     let zero = b.const_u32(0);
     let v = b.ld_global(&x, zero);
+    let p = b.setp(Cmp::Eq, v, zero);
+    b.if_(p, |b| b.bar_sync());
+    assert!(verify(&b.finish(), Target::Sm80).is_err());
+}
+
+#[test]
+fn a_read_only_load_at_a_uniform_address_is_uniform() {
+    let mut b = KernelBuilder::new("k");
+    let x = b.param_slice::<U32>("x");
+    let blk = b.ctaid(Dim::X);
+    let v = b.ld_global(&x, blk);
+    let zero = b.const_u32(0);
+    let p = b.setp(Cmp::Eq, v, zero);
+    b.if_(p, |b| b.bar_sync());
+    verify(&b.finish(), Target::Sm80).unwrap();
+}
+
+#[test]
+fn a_read_only_load_at_a_thread_dependent_address_is_not_uniform() {
+    let mut b = KernelBuilder::new("k");
+    let x = b.param_slice::<U32>("x");
+    let tid = b.tid(Dim::X);
+    let v = b.ld_global(&x, tid);
+    let zero = b.const_u32(0);
     let p = b.setp(Cmp::Eq, v, zero);
     b.if_(p, |b| b.bar_sync());
     assert!(verify(&b.finish(), Target::Sm80).is_err());

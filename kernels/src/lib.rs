@@ -52,6 +52,7 @@ pub fn all_kernels() -> Vec<&'static OpKernel> {
         clip::KERNELS,
         argmax::KERNELS,
         gemm::KERNELS,
+        attention::KERNELS,
     ]
     .concat()
 }

@@ -14,7 +14,33 @@
 //!   [`crate::layout::PagedLayout`] describes them, the layout [`crate::layout::kv_cache_append`]
 //!   writes.
 
+mod backward;
+mod backward_delta_kernel;
+// `#[device]` tile helpers, before the kernels that call them.
+#[macro_use]
+mod backward_tiles;
+mod backward_dkdv_kernel;
+mod backward_dq_kernel;
 pub mod reference;
+
+pub use backward::{flash_backward, flash_backward_workspace};
+
+use crate::codegen::kernel_refs;
+use crate::OpKernel;
+
+static BACKWARD_DELTA: [OpKernel; 6] =
+    OpKernel::instances(backward_delta_kernel::FLASH_BACKWARD_DELTA_INSTANCES);
+static BACKWARD_DKDV: [OpKernel; 6] =
+    OpKernel::instances(backward_dkdv_kernel::FLASH_BACKWARD_DKDV_INSTANCES);
+static BACKWARD_DQ: [OpKernel; 6] =
+    OpKernel::instances(backward_dq_kernel::FLASH_BACKWARD_DQ_INSTANCES);
+
+/// Every specialization this module ships.
+pub static KERNELS: &[&OpKernel] = kernel_refs![
+    BACKWARD_DELTA[0 1 2 3 4 5],
+    BACKWARD_DKDV[0 1 2 3 4 5],
+    BACKWARD_DQ[0 1 2 3 4 5],
+];
 
 /// Head counts and head size of an attention op.
 ///

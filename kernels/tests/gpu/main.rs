@@ -2,11 +2,14 @@
 //! per family. Each test prints `skipping: no CUDA driver/GPU present` and returns where there
 //! is none. One binary, so that the GPU machine gets one file to run.
 
+#[path = "../common_attention/mod.rs"]
+mod common_attention;
 #[path = "../common_rowwise/mod.rs"]
 mod common_rowwise;
 #[path = "../common_tensor/mod.rs"]
 mod common_tensor;
 
+mod attention_backward;
 mod cast;
 mod clip;
 mod cross_entropy;
