@@ -181,3 +181,22 @@ fn gemm_instances_assemble_without_spills() {
     assert_eq!(check(&ptxas, &ported("gemm_simt__"), most), 3 * 4, "simt");
     assert_eq!(check(&ptxas, &ported("gemm_mma__"), most), 15 * 4, "mma");
 }
+
+/// The flash-attention backward, 128-thread blocks whose shared tiles allow one to three an
+/// SM: any register count a thread may have, and no spills. Prints each entry's registers.
+#[test]
+fn attention_backward_instances_assemble_without_spills() {
+    let Some(ptxas) = ptxas() else { return };
+    let backward: Vec<&OpKernel> = kernels::attention::KERNELS
+        .iter()
+        .copied()
+        .filter(|k| k.kernel().name.starts_with("flash_backward"))
+        .collect();
+    for k in &backward {
+        let ptx = kernel_dsl::emit::emit(&k.kernel(), Target::Sm90).expect("emits");
+        for r in ptxas.assemble(&ptx).expect("assembles").reports {
+            println!("{} @ sm_90: {} registers", r.entry, r.registers);
+        }
+    }
+    assert_eq!(check(&ptxas, &backward, |_| Some(255)), 18 * 4, "backward");
+}
