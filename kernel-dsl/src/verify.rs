@@ -568,18 +568,17 @@ impl Uniformity<'_> {
         let reads_memory = matches!(
             i.op,
             Op::Ld { space, nc, .. } if space != StateSpace::Param && !(nc && space == StateSpace::Global)
-        )
-            || matches!(
-                i.op,
-                Op::Atom { .. }
-                    | Op::Shfl { .. }
-                    | Op::Vote { .. }
-                    | Op::Redux { .. }
-                    | Op::Ldmatrix { .. }
-                    | Op::Mma { .. }
-                    | Op::Wgmma { .. }
-                    | Op::Mbarrier { .. }
-            );
+        ) || matches!(
+            i.op,
+            Op::Atom { .. }
+                | Op::Shfl { .. }
+                | Op::Vote { .. }
+                | Op::Redux { .. }
+                | Op::Ldmatrix { .. }
+                | Op::Mma { .. }
+                | Op::Wgmma { .. }
+                | Op::Mbarrier { .. }
+        );
         let guard_ok = i
             .guard
             .is_none_or(|g| !self.nonuniform.contains(&g.pred.id));

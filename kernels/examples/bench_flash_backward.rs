@@ -16,9 +16,7 @@ mod common;
 
 use common::{Bench, Res};
 use kernel_runtime::{Bf16, Buffer, Stream};
-use kernels::attention::{
-    flash_backward, flash_backward_workspace, Attention, Batch, Heads, Mask,
-};
+use kernels::attention::{flash_backward, flash_backward_workspace, Attention, Batch, Heads, Mask};
 
 /// A fixed pattern in [-0.5, 0.5), the range of normalized activations.
 fn pattern(stream: &Stream, n: usize, seed: u32) -> Res<Buffer<Bf16>> {
@@ -57,7 +55,11 @@ fn main() -> Res {
     for dim in [64, 128] {
         let heads = Heads { q: h, kv: h, dim };
         let n = tokens * h * dim;
-        let (q, k, v) = (pattern(stream, n, 1)?, pattern(stream, n, 2)?, pattern(stream, n, 3)?);
+        let (q, k, v) = (
+            pattern(stream, n, 1)?,
+            pattern(stream, n, 2)?,
+            pattern(stream, n, 3)?,
+        );
         let (o, d_o) = (pattern(stream, n, 4)?, pattern(stream, n, 5)?);
         // ln of S keys of similar weight: the order of magnitude a real lse has.
         let lse = Buffer::from_host(stream, &vec![(s as f32).ln(); h * tokens])?;
@@ -75,14 +77,17 @@ fn main() -> Res {
             };
             let ms = bench.time(|st| {
                 flash_backward(
-                    st, &q, &k, &v, &o, &d_o, &lse, batch, attn, &mut dq, &mut dk, &mut dv,
-                    &mut ws,
+                    st, &q, &k, &v, &o, &d_o, &lse, batch, attn, &mut dq, &mut dk, &mut dv, &mut ws,
                 )?;
                 Ok(())
             })?;
             let forward = 4.0 * (b * h) as f64 * (s * s) as f64 * dim as f64;
             let flops = 2.5 * forward * if mask == Mask::Causal { 0.5 } else { 1.0 };
-            let name = if mask == Mask::Causal { "causal" } else { "full" };
+            let name = if mask == Mask::Causal {
+                "causal"
+            } else {
+                "full"
+            };
             println!(
                 "| {dim:>8} | {name:<6} | {ms:>7.3} | {:>7.1} |",
                 flops / (ms * 1e-3) / 1e12

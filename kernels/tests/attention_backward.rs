@@ -163,7 +163,10 @@ impl Call {
         );
         if r.is_err() {
             for b in [&dq, &dk, &dv] {
-                assert!(download(stream, b).iter().all(|&x| x == 7.0), "written on error");
+                assert!(
+                    download(stream, b).iter().all(|&x| x == 7.0),
+                    "written on error"
+                );
             }
             assert!(ws.to_host(stream).unwrap().iter().all(|&x| x == 7.0));
         }
@@ -179,9 +182,27 @@ fn bad_shapes_are_typed_errors_and_write_nothing() {
         Err(Error::Length { buffer: b, .. }) => assert_eq!(b, buffer),
         r => panic!("{buffer}: expected a length error, got {r:?}"),
     };
-    length(Call { q_len: 100, ..Call::ok() }, "q");
-    length(Call { ws_len: 5, ..Call::ok() }, "workspace");
-    length(Call { cu_len: 3, ..Call::ok() }, "cu_seqlens");
+    length(
+        Call {
+            q_len: 100,
+            ..Call::ok()
+        },
+        "q",
+    );
+    length(
+        Call {
+            ws_len: 5,
+            ..Call::ok()
+        },
+        "workspace",
+    );
+    length(
+        Call {
+            cu_len: 3,
+            ..Call::ok()
+        },
+        "cu_seqlens",
+    );
     let unsupported = |c: Call, needle: &str| match c.run(&stream) {
         Err(e @ Error::Unsupported { .. }) => {
             assert!(e.to_string().contains(needle), "{e}")
@@ -189,13 +210,58 @@ fn bad_shapes_are_typed_errors_and_write_nothing() {
         r => panic!("{needle}: expected an unsupported error, got {r:?}"),
     };
     let heads = |q, kv, dim| Heads { q, kv, dim };
-    unsupported(Call { heads: heads(2, 1, 96), q_len: 3 * 2 * 96, ..Call::ok() }, "head size 96");
-    unsupported(Call { heads: heads(3, 2, 64), q_len: 3 * 3 * 64, ..Call::ok() }, "evenly");
-    unsupported(Call { heads: heads(0, 1, 64), q_len: 0, ..Call::ok() }, "at least one");
-    unsupported(Call { scale: f32::NAN, ..Call::ok() }, "not finite");
-    unsupported(Call { scale: f32::INFINITY, ..Call::ok() }, "not finite");
-    unsupported(Call { tokens: usize::MAX / 4, ..Call::ok() }, "overflows");
-    unsupported(Call { max_len: 4, ..Call::ok() }, "max_len");
+    unsupported(
+        Call {
+            heads: heads(2, 1, 96),
+            q_len: 3 * 2 * 96,
+            ..Call::ok()
+        },
+        "head size 96",
+    );
+    unsupported(
+        Call {
+            heads: heads(3, 2, 64),
+            q_len: 3 * 3 * 64,
+            ..Call::ok()
+        },
+        "evenly",
+    );
+    unsupported(
+        Call {
+            heads: heads(0, 1, 64),
+            q_len: 0,
+            ..Call::ok()
+        },
+        "at least one",
+    );
+    unsupported(
+        Call {
+            scale: f32::NAN,
+            ..Call::ok()
+        },
+        "not finite",
+    );
+    unsupported(
+        Call {
+            scale: f32::INFINITY,
+            ..Call::ok()
+        },
+        "not finite",
+    );
+    unsupported(
+        Call {
+            tokens: usize::MAX / 4,
+            ..Call::ok()
+        },
+        "overflows",
+    );
+    unsupported(
+        Call {
+            max_len: 4,
+            ..Call::ok()
+        },
+        "max_len",
+    );
 }
 
 #[test]
@@ -214,7 +280,8 @@ fn zero_tokens_is_ok() {
     );
     let lse = Buffer::<f32>::zeros(&stream, 0).unwrap();
     let cu = Buffer::from_host(&stream, &[0u32]).unwrap();
-    let mut ws = Buffer::<f32>::zeros(&stream, flash_backward_workspace(0, heads).unwrap()).unwrap();
+    let mut ws =
+        Buffer::<f32>::zeros(&stream, flash_backward_workspace(0, heads).unwrap()).unwrap();
     let batch = Batch {
         cu_seqlens: &cu,
         seqs: 0,

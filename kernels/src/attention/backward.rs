@@ -6,7 +6,7 @@ use super::backward_delta_kernel::flash_backward_delta;
 use super::backward_dkdv_kernel::flash_backward_dkdv;
 use super::backward_dq_kernel::flash_backward_dq;
 use super::backward_tiles::{Bf16Tile, F16Tile};
-use super::{Attention, Batch, Heads, HalfElement, Mask};
+use super::{Attention, Batch, HalfElement, Heads, Mask};
 use crate::gemm::Dtype;
 use crate::{check_len, Error};
 use kernel_runtime::{Buffer, LaunchConfig, Stream};
@@ -33,10 +33,12 @@ fn slice_cols(dim: usize) -> usize {
 /// # Ok::<(), kernels::Error>(())
 /// ```
 pub fn flash_backward_workspace(batch_tokens: usize, heads: Heads) -> Result<usize, Error> {
-    heads
-        .q
-        .checked_mul(batch_tokens)
-        .ok_or_else(|| unsupported(format!("{} heads × {batch_tokens} tokens overflows usize; split the batch", heads.q)))
+    heads.q.checked_mul(batch_tokens).ok_or_else(|| {
+        unsupported(format!(
+            "{} heads × {batch_tokens} tokens overflows usize; split the batch",
+            heads.q
+        ))
+    })
 }
 
 /// The gradients of attention with respect to `q`, `k` and `v`, given the forward's output
@@ -93,9 +95,13 @@ pub fn flash_backward<T: HalfElement>(
             attn.scale
         )));
     }
-    check_len(OP, "cu_seqlens", batch.cu_seqlens.len(), batch.seqs.saturating_add(1), || {
-        format!("seqs + 1 offsets for {} sequences", batch.seqs)
-    })?;
+    check_len(
+        OP,
+        "cu_seqlens",
+        batch.cu_seqlens.len(),
+        batch.seqs.saturating_add(1),
+        || format!("seqs + 1 offsets for {} sequences", batch.seqs),
+    )?;
     if batch.max_len > batch.tokens {
         return Err(unsupported(format!(
             "max_len {} exceeds the batch's {} tokens; pass the longest sequence's length",
@@ -106,8 +112,18 @@ pub fn flash_backward<T: HalfElement>(
     let q_len = elements(&[tokens, heads.q, heads.dim])?;
     let kv_len = elements(&[tokens, heads.kv, heads.dim])?;
     let rows = elements(&[tokens, heads.q])?;
-    let why_q = || format!("tokens × heads.q × dim = {tokens} × {} × {}", heads.q, heads.dim);
-    let why_kv = || format!("tokens × heads.kv × dim = {tokens} × {} × {}", heads.kv, heads.dim);
+    let why_q = || {
+        format!(
+            "tokens × heads.q × dim = {tokens} × {} × {}",
+            heads.q, heads.dim
+        )
+    };
+    let why_kv = || {
+        format!(
+            "tokens × heads.kv × dim = {tokens} × {} × {}",
+            heads.kv, heads.dim
+        )
+    };
     check_len(OP, "q", q.len(), q_len, why_q)?;
     check_len(OP, "o", o.len(), q_len, why_q)?;
     check_len(OP, "d_o", d_o.len(), q_len, why_q)?;
@@ -241,7 +257,7 @@ fn check_heads(heads: Heads) -> Result<(), Error> {
             heads.q, heads.kv
         )));
     }
-    if heads.q % heads.kv != 0 {
+    if !heads.q.is_multiple_of(heads.kv) {
         return Err(unsupported(format!(
             "{} query heads do not share {} kv heads evenly; pass kv heads that divide the query heads",
             heads.q, heads.kv
@@ -260,5 +276,9 @@ fn check_heads(heads: Heads) -> Result<(), Error> {
 fn elements(dims: &[usize]) -> Result<usize, Error> {
     dims.iter()
         .try_fold(1usize, |acc, &x| acc.checked_mul(x))
-        .ok_or_else(|| unsupported(format!("a tensor of {dims:?} elements overflows usize; split the batch")))
+        .ok_or_else(|| {
+            unsupported(format!(
+                "a tensor of {dims:?} elements overflows usize; split the batch"
+            ))
+        })
 }

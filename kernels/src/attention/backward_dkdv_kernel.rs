@@ -76,7 +76,16 @@ pub fn flash_backward_dkdv<T: Dtype, M: HalfTile, const D: u32, const DS: u32>(
         let q_first = (start + first_tile * 32) * q_ld + head0 * D;
         let q_valid = len - first_tile * 32;
         load_heads(words, stages, q, q_first, q_ld, 32, q_valid, tid);
-        load_heads(words, stages + 32 * pitch, d_o, q_first, q_ld, 32, q_valid, tid);
+        load_heads(
+            words,
+            stages + 32 * pitch,
+            d_o,
+            q_first,
+            q_ld,
+            32,
+            q_valid,
+            tid,
+        );
         cp_async_commit();
 
         // ldmatrix row addresses: the warp's keys as A, a query tile's rows as B (both
@@ -100,7 +109,16 @@ pub fn flash_backward_dkdv<T: Dtype, M: HalfTile, const D: u32, const DS: u32>(
                 let first = (start + qn * 32) * q_ld + hn * D;
                 let dst = stages + (next & 1) * 64 * pitch;
                 load_heads(words, dst, q, first, q_ld, 32, len - qn * 32, tid);
-                load_heads(words, dst + 32 * pitch, d_o, first, q_ld, 32, len - qn * 32, tid);
+                load_heads(
+                    words,
+                    dst + 32 * pitch,
+                    d_o,
+                    first,
+                    q_ld,
+                    32,
+                    len - qn * 32,
+                    tid,
+                );
             }
             cp_async_commit();
             let h = head0 + t / per_head;

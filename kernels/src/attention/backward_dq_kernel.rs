@@ -68,8 +68,26 @@ pub fn flash_backward_dq<T: Dtype, M: HalfTile, const D: u32>(
         let kv_ld = heads_kv * D;
         let kv_head = kvh * D;
         let stages = 128 * pitch;
-        load_heads(words, stages, k, start * kv_ld + kv_head, kv_ld, 32, len, tid);
-        load_heads(words, stages + 32 * pitch, v, start * kv_ld + kv_head, kv_ld, 32, len, tid);
+        load_heads(
+            words,
+            stages,
+            k,
+            start * kv_ld + kv_head,
+            kv_ld,
+            32,
+            len,
+            tid,
+        );
+        load_heads(
+            words,
+            stages + 32 * pitch,
+            v,
+            start * kv_ld + kv_head,
+            kv_ld,
+            32,
+            len,
+            tid,
+        );
         cp_async_commit();
 
         let a_lane = (warp * 16 + (lane & 15)) * pitch + (lane >> 4) * 4;
@@ -98,7 +116,16 @@ pub fn flash_backward_dq<T: Dtype, M: HalfTile, const D: u32>(
                 let first = (start + next * 32) * kv_ld + kv_head;
                 let dst = stages + (next & 1) * 64 * pitch;
                 load_heads(words, dst, k, first, kv_ld, 32, len - next * 32, tid);
-                load_heads(words, dst + 32 * pitch, v, first, kv_ld, 32, len - next * 32, tid);
+                load_heads(
+                    words,
+                    dst + 32 * pitch,
+                    v,
+                    first,
+                    kv_ld,
+                    32,
+                    len - next * 32,
+                    tid,
+                );
             }
             cp_async_commit();
             let k0 = t * 32;

@@ -5,8 +5,7 @@
 
 use kernel_runtime::{Buffer, Stream};
 use kernels::attention::{
-    flash_backward, flash_backward_workspace, reference, Attention, Batch, HalfElement, Heads,
-    Mask,
+    flash_backward, flash_backward_workspace, reference, Attention, Batch, HalfElement, Heads, Mask,
 };
 
 /// xorshift64*: small, seeded, good enough for test inputs.
@@ -65,7 +64,9 @@ impl Case {
 
 /// Host values rounded to `T`, widened back to f64 (what the kernel sees).
 pub fn round<T: HalfElement>(x: &[f64]) -> Vec<f64> {
-    x.iter().map(|&v| T::from_f32(v as f32).to_f32() as f64).collect()
+    x.iter()
+        .map(|&v| T::from_f32(v as f32).to_f32() as f64)
+        .collect()
 }
 
 fn upload<T: HalfElement>(stream: &Stream, x: &[f64]) -> Buffer<T> {
@@ -154,9 +155,18 @@ impl<T: HalfElement> Problem<T> {
     pub fn run(&self, stream: &Stream) -> [Buffer<T>; 3] {
         let h = self.case.heads;
         let n = self.case.tokens();
-        let nan = |len: usize| Buffer::from_host(stream, &vec![T::from_f32(f32::NAN); len]).unwrap();
-        let (mut dq, mut dk, mut dv) = (nan(n * h.q * h.dim), nan(n * h.kv * h.dim), nan(n * h.kv * h.dim));
-        let mut ws = Buffer::<f32>::from_host(stream, &vec![f32::NAN; flash_backward_workspace(n, h).unwrap()]).unwrap();
+        let nan =
+            |len: usize| Buffer::from_host(stream, &vec![T::from_f32(f32::NAN); len]).unwrap();
+        let (mut dq, mut dk, mut dv) = (
+            nan(n * h.q * h.dim),
+            nan(n * h.kv * h.dim),
+            nan(n * h.kv * h.dim),
+        );
+        let mut ws = Buffer::<f32>::from_host(
+            stream,
+            &vec![f32::NAN; flash_backward_workspace(n, h).unwrap()],
+        )
+        .unwrap();
         let [q, k, v, o, d_o] = &self.bufs;
         flash_backward(
             stream,
@@ -198,7 +208,11 @@ impl<T: HalfElement> Problem<T> {
 /// each is a relative error of at most `unit` (2⁻⁸ for bf16, 2⁻¹¹ for f16) on terms whose
 /// sum is bounded by the gradient's largest magnitude, so an element may be off by a few
 /// `unit`s of that magnitude: `4·unit·max|want| + 2·unit·|want|` per element.
-pub fn assert_gradients<T: HalfElement>(what: &str, got: [Vec<f64>; 3], want: &reference::Backward) {
+pub fn assert_gradients<T: HalfElement>(
+    what: &str,
+    got: [Vec<f64>; 3],
+    want: &reference::Backward,
+) {
     let unit = if T::from_f32(1.0 + 1.0 / 1024.0).to_f32() == 1.0 {
         1.0 / 256.0
     } else {
@@ -223,6 +237,10 @@ pub fn assert_gradients<T: HalfElement>(what: &str, got: [Vec<f64>; 3], want: &r
 pub fn check<T: HalfElement>(stream: &Stream, case: &Case) {
     let p = Problem::<T>::new(stream, case);
     let [dq, dk, dv] = p.run(stream);
-    let got = [download(stream, &dq), download(stream, &dk), download(stream, &dv)];
+    let got = [
+        download(stream, &dq),
+        download(stream, &dk),
+        download(stream, &dv),
+    ];
     assert_gradients::<T>(&format!("{case:?}"), got, &p.reference());
 }
