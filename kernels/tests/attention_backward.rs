@@ -104,6 +104,22 @@ fn reruns_are_bit_identical() {
     }
 }
 
+/// Offsets past the packed tokens (they live on the device, unchecked) clip the sequence to
+/// the tokens there are, rather than reading or writing past the buffers.
+#[test]
+fn a_sequence_past_the_tokens_is_clipped() {
+    let stream = emulator();
+    let mut p = Problem::<Bf16>::new(&stream, &case(&[2, 3], 2, 1, 64, Mask::Causal, 9));
+    p.cu = Buffer::from_host(&stream, &[0u32, 2, 9]).unwrap();
+    let [dq, dk, dv] = p.run(&stream);
+    let got = [
+        download(&stream, &dq),
+        download(&stream, &dk),
+        download(&stream, &dv),
+    ];
+    assert_gradients::<Bf16>("clipped", got, &p.reference());
+}
+
 /// What `flash_backward` is called with in the error tests.
 struct Call {
     heads: Heads,

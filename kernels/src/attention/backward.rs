@@ -49,7 +49,9 @@ pub fn flash_backward_workspace(batch_tokens: usize, heads: Heads) -> Result<usi
 /// bf16 or f16, head size 64, 128 or 256, sm_80 or newer (`mma.sync`). Every length, the
 /// head counts, the head size and the scale are checked before anything runs; nothing is
 /// written on error. The sums run in a fixed order with no atomics: the same inputs give
-/// bit-identical gradients on every run.
+/// bit-identical gradients on every run. The offsets are read on the device only: a sequence
+/// reaching past `batch.tokens` is clipped to it, and one longer than `batch.max_len` gets
+/// gradients only for the tokens the launch covers (`max_len` rounded up to 64).
 ///
 /// ```
 /// use kernel_runtime::{Bf16, Buffer, Device};

@@ -43,8 +43,11 @@ pub fn flash_backward_dkdv<T: Dtype, M: HalfTile, const D: u32, const DS: u32>(
     causal: u32,
 ) {
     let seq = block_idx().z;
-    let start = cu_seqlens[seq];
-    let len = cu_seqlens[seq + 1] - start;
+    // Offsets live on the device, unchecked: a sequence is clipped to the packed tokens
+    // (an end before its start makes it empty), so no access leaves the buffers.
+    let end = min(cu_seqlens[seq + 1], tokens);
+    let start = min(cu_seqlens[seq], end);
+    let len = end - start;
     let key0 = block_idx().x * 64;
     if key0 < len {
         let words = dynamic_shared::<u32>();
