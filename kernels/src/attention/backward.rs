@@ -160,13 +160,22 @@ pub fn flash_backward<T: HalfElement>(
             batch.seqs, heads.q
         )));
     }
+    // Four tiles of 64 heads in padded rows (`backward_tiles.rs`); checked here rather than
+    // at the second launch, so that nothing is written on a device without room for it.
+    let shared = 256 * (heads.dim as u32 / 2 + 4) * 4;
+    let room = stream.device().props().shared_bytes_per_block_optin;
+    if shared > room {
+        return Err(unsupported(format!(
+            "head size {} needs {shared} bytes of shared memory per block, but this device allows {room}; use a smaller head size on it",
+            heads.dim
+        )));
+    }
     if tokens == 0 || batch.seqs == 0 || batch.max_len == 0 {
         return Ok(());
     }
 
     let u = |x: usize| x as u32;
     let d = u(heads.dim);
-    let shared = 256 * (d / 2 + 4) * 4;
     let tiles = u(batch.max_len.div_ceil(TILE));
     let causal = (attn.mask == Mask::Causal) as u32;
     let scale_log2 = attn.scale * std::f32::consts::LOG2_E;
