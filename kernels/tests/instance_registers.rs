@@ -182,8 +182,9 @@ fn gemm_instances_assemble_without_spills() {
     assert_eq!(check(&ptxas, &ported("gemm_mma__"), most), 15 * 4, "mma");
 }
 
-/// The flash-attention backward, 128-thread blocks whose shared tiles allow one to three an
-/// SM: any register count a thread may have, and no spills. Prints each entry's registers.
+/// The flash-attention backward: blocks of four or eight warps, as few as one an SM, so any
+/// register count a thread may have (255 × 256 threads fit the register file), and no
+/// spills. Prints each entry's registers at sm_90.
 #[test]
 fn attention_backward_instances_assemble_without_spills() {
     let Some(ptxas) = ptxas() else { return };

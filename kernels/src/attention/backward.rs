@@ -13,10 +13,19 @@ use kernel_runtime::{Buffer, LaunchConfig, Stream};
 
 const OP: &str = "flash_backward";
 
-/// Threads of every backward block: four warps.
-const BLOCK: u32 = 128;
-/// Keys of a dK/dV block and queries of a dQ block.
-const TILE: usize = 64;
+/// Threads of a delta block: four warps, a row each.
+const DELTA_BLOCK: u32 = 128;
+
+/// Warps of a dK/dV or dQ block, 16 keys or queries each: eight, so that a K/V (Q/dO) tile
+/// read from L2 serves twice the work, but four for head size 256, whose tiles would not fit
+/// in shared memory twice as tall.
+fn warps(dim: usize) -> u32 {
+    if dim == 256 {
+        4
+    } else {
+        8
+    }
+}
 /// The head columns one dK/dV block accumulates: all of them up to 128, else halves (the
 /// accumulators of 256 columns do not fit in registers).
 fn slice_cols(dim: usize) -> usize {
@@ -51,7 +60,7 @@ pub fn flash_backward_workspace(batch_tokens: usize, heads: Heads) -> Result<usi
 /// written on error. The sums run in a fixed order with no atomics: the same inputs give
 /// bit-identical gradients on every run. The offsets are read on the device only: a sequence
 /// reaching past `batch.tokens` is clipped to it, and one longer than `batch.max_len` gets
-/// gradients only for the tokens the launch covers (`max_len` rounded up to 64).
+/// gradients only for the tokens the launch covers (`max_len` rounded up to a tile of 64 or 128).
 ///
 /// ```
 /// use kernel_runtime::{Bf16, Buffer, Device};
@@ -160,9 +169,11 @@ pub fn flash_backward<T: HalfElement>(
             batch.seqs, heads.q
         )));
     }
-    // Four tiles of 64 heads in padded rows (`backward_tiles.rs`); checked here rather than
-    // at the second launch, so that nothing is written on a device without room for it.
-    let shared = 256 * (heads.dim as u32 / 2 + 4) * 4;
+    // Two tiles of 16 heads a warp and two stages of 64, in padded rows (`backward_tiles.rs`);
+    // checked here rather than at the second launch, so that nothing is written on a device
+    // without room for it.
+    let w = warps(heads.dim);
+    let shared = (32 * w + 128) * (heads.dim as u32 / 2 + 4) * 4;
     let room = stream.device().props().shared_bytes_per_block_optin;
     if shared > room {
         return Err(unsupported(format!(
@@ -176,12 +187,12 @@ pub fn flash_backward<T: HalfElement>(
 
     let u = |x: usize| x as u32;
     let d = u(heads.dim);
-    let tiles = u(batch.max_len.div_ceil(TILE));
+    let tiles = u(batch.max_len.div_ceil(16 * w as usize));
     let causal = (attn.mask == Mask::Causal) as u32;
     let scale_log2 = attn.scale * std::f32::consts::LOG2_E;
     let delta_cfg = LaunchConfig {
         grid: [u(rows.div_ceil(4)), 1, 1],
-        block: [BLOCK, 1, 1],
+        block: [DELTA_BLOCK, 1, 1],
         dynamic_shared_bytes: 0,
     };
     flash_backward_delta::<T>(
@@ -197,7 +208,7 @@ pub fn flash_backward<T: HalfElement>(
     )?;
     let dkdv_cfg = LaunchConfig {
         grid: [tiles, u(heads.kv * slices), u(batch.seqs)],
-        block: [BLOCK, 1, 1],
+        block: [32 * w, 1, 1],
         dynamic_shared_bytes: shared,
     };
     let dkdv = match T::DTYPE {
@@ -209,6 +220,7 @@ pub fn flash_backward<T: HalfElement>(
         dkdv_cfg,
         d,
         u(slice_cols(heads.dim)),
+        w,
         q,
         k,
         v,
@@ -227,7 +239,7 @@ pub fn flash_backward<T: HalfElement>(
     )?;
     let dq_cfg = LaunchConfig {
         grid: [tiles, u(heads.q), u(batch.seqs)],
-        block: [BLOCK, 1, 1],
+        block: [32 * w, 1, 1],
         dynamic_shared_bytes: shared,
     };
     let dq_launch = match T::DTYPE {
@@ -238,6 +250,7 @@ pub fn flash_backward<T: HalfElement>(
         stream,
         dq_cfg,
         d,
+        w,
         q,
         k,
         v,

@@ -1,6 +1,6 @@
 //! The dK/dV kernel of the flash-attention backward (sm_80+, `mma.sync`).
 //!
-//! One block of four warps per (64-key tile, kv head and slice of the head dimension,
+//! One block of `W` warps per (tile of `16·W` keys, kv head and slice of the head dimension,
 //! sequence). The block holds its K and V tile in shared memory and walks the query tiles
 //! (32 queries) of every query head of its group in a fixed order, so the sums are the same
 //! run to run with no atomics. Each warp owns 16 keys: it recomputes `Sᵀ = K·Qᵀ` and
@@ -9,7 +9,7 @@
 //! at the end. Working with the transposes keeps `Pᵀ` and `dSᵀ` in the accumulator layout,
 //! which is the A operand's layout of the next product.
 //!
-//! Shared memory (words, rows `D / 2 + 4` apart): K (64 rows), V (64 rows), then two stages
+//! Shared memory (words, rows `D / 2 + 4` apart): K and V (`16·W` rows each), then two stages
 //! of Q (32 rows) and dO (32 rows), the next query tile streaming in by `cp.async` while the
 //! current one is used.
 
@@ -17,15 +17,15 @@
 use super::backward_tiles::{Bf16Tile, F16Tile, HalfTile};
 use kernel_macros::kernel;
 
-/// `dk`, `dv` for the keys of tile `block_idx().x` of sequence `block_idx().z`, kv head
+/// `dk`, `dv` for the keys of tile `block_idx().x` (`16·W` keys) of sequence `block_idx().z`, kv head
 /// `block_idx().y / (D / DS)`, head columns `DS · (block_idx().y % (D / DS))..`. `lse`,
 /// `delta`: `[heads_q, tokens]`; `scale_log2`: the softmax scale times log2 e; `causal`: 1
 /// for the causal mask.
-#[kernel(crate = crate::lang, block = 128, instances(
-    <bf16, Bf16Tile, 64, 64>, <bf16, Bf16Tile, 128, 128>, <bf16, Bf16Tile, 256, 128>,
-    <f16, F16Tile, 64, 64>, <f16, F16Tile, 128, 128>, <f16, F16Tile, 256, 128>,
+#[kernel(crate = crate::lang, block = if W == 8 { 256 } else { 128 }, instances(
+    <bf16, Bf16Tile, 64, 64, 8>, <bf16, Bf16Tile, 128, 128, 8>, <bf16, Bf16Tile, 256, 128, 4>,
+    <f16, F16Tile, 64, 64, 8>, <f16, F16Tile, 128, 128, 8>, <f16, F16Tile, 256, 128, 4>,
 ))]
-pub fn flash_backward_dkdv<T: Dtype, M: HalfTile, const D: u32, const DS: u32>(
+pub fn flash_backward_dkdv<T: Dtype, M: HalfTile, const D: u32, const DS: u32, const W: u32>(
     q: &[T],
     k: &[T],
     v: &[T],
@@ -48,7 +48,7 @@ pub fn flash_backward_dkdv<T: Dtype, M: HalfTile, const D: u32, const DS: u32>(
     let end = min(cu_seqlens[seq + 1], tokens);
     let start = min(cu_seqlens[seq], end);
     let len = end - start;
-    let key0 = block_idx().x * 64;
+    let key0 = block_idx().x * 16 * W;
     if key0 < len {
         let words = dynamic_shared::<u32>();
         let tid = thread_idx().x;
@@ -65,8 +65,17 @@ pub fn flash_backward_dkdv<T: Dtype, M: HalfTile, const D: u32, const DS: u32>(
 
         let kv_ld = heads_kv * D;
         let kv_first = (start + key0) * kv_ld + kvh * D;
-        load_heads(words, 0, k, kv_first, kv_ld, 64, len - key0, tid);
-        load_heads(words, 64 * pitch, v, kv_first, kv_ld, 64, len - key0, tid);
+        load_heads(words, 0, k, kv_first, kv_ld, 16 * W, len - key0, tid);
+        load_heads(
+            words,
+            16 * W * pitch,
+            v,
+            kv_first,
+            kv_ld,
+            16 * W,
+            len - key0,
+            tid,
+        );
 
         // Query tiles wholly before the first key see none of this tile's keys when causal.
         let q_tiles = (len + 31) / 32;
@@ -75,7 +84,7 @@ pub fn flash_backward_dkdv<T: Dtype, M: HalfTile, const D: u32, const DS: u32>(
         let total = group * per_head;
         let q_ld = heads_q * D;
         let head0 = kvh * group;
-        let stages = 128 * pitch;
+        let stages = 32 * W * pitch;
         let q_first = (start + first_tile * 32) * q_ld + head0 * D;
         let q_valid = len - first_tile * 32;
         load_heads(words, stages, q, q_first, q_ld, 32, q_valid, tid);
@@ -143,7 +152,7 @@ pub fn flash_backward_dkdv<T: Dtype, M: HalfTile, const D: u32, const DS: u32>(
                 }
             }
             let s = rows_by_rows(words, a_lane, stage + b_lane);
-            let dp = rows_by_rows(words, 64 * pitch + a_lane, stage + 32 * pitch + b_lane);
+            let dp = rows_by_rows(words, 16 * W * pitch + a_lane, stage + 32 * pitch + b_lane);
             let mut p = [0.0f32; 16];
             let mut ds = [0.0f32; 16];
             for j in 0..4 {

@@ -1,27 +1,27 @@
 //! The dQ kernel of the flash-attention backward (sm_80+, `mma.sync`).
 //!
-//! One block of four warps per (64-query tile, query head, sequence); each warp owns 16
-//! queries. The block holds its Q and dO tile in shared memory and walks the key tiles (32
+//! One block of `W` warps per (tile of `16·W` queries, query head, sequence); each warp owns
+//! 16 queries. The block holds its Q and dO tile in shared memory and walks the key tiles (32
 //! keys) in order, the next streaming in by `cp.async` while the current one is used: it
 //! recomputes `S = Q·Kᵀ` and `dP = dO·Vᵀ`, forms `dS = P ∘ (dP − delta)` in registers (the
 //! A operand's layout) and adds `dS·K` into f32 accumulators, written once, so dQ needs no
 //! atomics and is the same run to run.
 //!
-//! Shared memory (words, rows `D / 2 + 4` apart): Q (64 rows), dO (64 rows), then two stages
+//! Shared memory (words, rows `D / 2 + 4` apart): Q and dO (`16·W` rows each), then two stages
 //! of K (32 rows) and V (32 rows).
 
 #[allow(unused_imports)]
 use super::backward_tiles::{Bf16Tile, F16Tile, HalfTile};
 use kernel_macros::kernel;
 
-/// `dq` for the queries of tile `block_idx().x` of sequence `block_idx().z`, query head
+/// `dq` for the queries of tile `block_idx().x` (`16·W` queries) of sequence `block_idx().z`, query head
 /// `block_idx().y`. `lse`, `delta`: `[heads_q, tokens]`; `scale_log2`: the softmax scale
 /// times log2 e; `causal`: 1 for the causal mask.
-#[kernel(crate = crate::lang, block = 128, instances(
-    <bf16, Bf16Tile, 64>, <bf16, Bf16Tile, 128>, <bf16, Bf16Tile, 256>,
-    <f16, F16Tile, 64>, <f16, F16Tile, 128>, <f16, F16Tile, 256>,
+#[kernel(crate = crate::lang, block = if W == 8 { 256 } else { 128 }, instances(
+    <bf16, Bf16Tile, 64, 8>, <bf16, Bf16Tile, 128, 8>, <bf16, Bf16Tile, 256, 4>,
+    <f16, F16Tile, 64, 8>, <f16, F16Tile, 128, 8>, <f16, F16Tile, 256, 4>,
 ))]
-pub fn flash_backward_dq<T: Dtype, M: HalfTile, const D: u32>(
+pub fn flash_backward_dq<T: Dtype, M: HalfTile, const D: u32, const W: u32>(
     q: &[T],
     k: &[T],
     v: &[T],
@@ -43,7 +43,7 @@ pub fn flash_backward_dq<T: Dtype, M: HalfTile, const D: u32>(
     let end = min(cu_seqlens[seq + 1], tokens);
     let start = min(cu_seqlens[seq], end);
     let len = end - start;
-    let q0 = block_idx().x * 64;
+    let q0 = block_idx().x * 16 * W;
     if q0 < len {
         let words = dynamic_shared::<u32>();
         let tid = thread_idx().x;
@@ -59,18 +59,27 @@ pub fn flash_backward_dq<T: Dtype, M: HalfTile, const D: u32>(
 
         let q_ld = heads_q * D;
         let q_first = (start + q0) * q_ld + h * D;
-        load_heads(words, 0, q, q_first, q_ld, 64, len - q0, tid);
-        load_heads(words, 64 * pitch, d_o, q_first, q_ld, 64, len - q0, tid);
+        load_heads(words, 0, q, q_first, q_ld, 16 * W, len - q0, tid);
+        load_heads(
+            words,
+            16 * W * pitch,
+            d_o,
+            q_first,
+            q_ld,
+            16 * W,
+            len - q0,
+            tid,
+        );
 
         // Key tiles wholly after the last query see none of this tile's queries when causal.
         let k_tiles = (len + 31) / 32;
         let mut total = k_tiles;
         if causal == 1 {
-            total = min(k_tiles, (q0 + 64) / 32);
+            total = min(k_tiles, (q0 + 16 * W) / 32);
         }
         let kv_ld = heads_kv * D;
         let kv_head = kvh * D;
-        let stages = 128 * pitch;
+        let stages = 32 * W * pitch;
         load_heads(
             words,
             stages,
@@ -135,7 +144,7 @@ pub fn flash_backward_dq<T: Dtype, M: HalfTile, const D: u32>(
             let stage = stages + (t & 1) * 64 * pitch;
 
             let s = rows_by_rows(words, a_lane, stage + b_lane);
-            let dp = rows_by_rows(words, 64 * pitch + a_lane, stage + 32 * pitch + b_lane);
+            let dp = rows_by_rows(words, 16 * W * pitch + a_lane, stage + 32 * pitch + b_lane);
             let mut ds = [0.0f32; 16];
             for j in 0..4 {
                 for half in 0..2 {

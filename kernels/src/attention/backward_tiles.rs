@@ -4,7 +4,7 @@
 //!
 //! Shared tiles hold a token's head (`D` elements) per row, `D / 2 + 4` words apart: the
 //! extra 16 bytes put the eight rows one `ldmatrix` reads in distinct banks. Every kernel
-//! that calls these helpers names its head size `D`.
+//! that calls these helpers names its head size `D` and its warps `W`.
 
 use kernel_macros::device;
 
@@ -42,10 +42,10 @@ impl HalfTile for F16Tile {
 }
 
 /// Starts the `cp.async` loads of `rows` heads of `x` (row `r` at element `first + r · ld`)
-/// into the shared tile at word `dst`, 128 threads a block; rows from `valid` on are
+/// into the shared tile at word `dst`, by the block's `W` warps; rows from `valid` on are
 /// zero-filled without being read.
 #[device(crate = crate::lang)]
-fn load_heads<T, const D: u32>(
+fn load_heads<T, const D: u32, const W: u32>(
     words: &mut [u32],
     dst: u32,
     x: &[T],
@@ -57,9 +57,9 @@ fn load_heads<T, const D: u32>(
 ) {
     let pitch = D / 2 + 4;
     let per_row = D / 8;
-    let count = rows * per_row / 128;
+    let count = rows * per_row / (32 * W);
     for c in 0..count {
-        let chunk = tid + c * 128;
+        let chunk = tid + c * 32 * W;
         let row = chunk / per_row;
         let col = (chunk % per_row) * 8;
         cp_async_16_or(
