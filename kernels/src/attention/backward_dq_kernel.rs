@@ -14,9 +14,10 @@
 use super::backward_tiles::{Bf16Tile, F16Tile, HalfTile};
 use kernel_macros::kernel;
 
-/// `dq` for the queries of tile `block_idx().x` (`16·W` queries) of sequence `block_idx().z`, query head
-/// `block_idx().y`. `lse`, `delta`: `[heads_q, tokens]`; `scale_log2`: the softmax scale
-/// times log2 e; `causal`: 1 for the causal mask.
+/// `dq` for the queries of tile `block_idx().x` (`16·W` queries; counted from the end when
+/// causal) of sequence `block_idx().z`, query head `block_idx().y`. `lse`, `delta`:
+/// `[heads_q, tokens]`; `scale_log2`: the softmax scale times log2 e; `causal`: 1 for the
+/// causal mask.
 #[kernel(crate = crate::lang, block = if W == 8 { 256 } else { 128 }, instances(
     <bf16, Bf16Tile, 64, 8>, <bf16, Bf16Tile, 128, 8>, <bf16, Bf16Tile, 256, 4>,
     <f16, F16Tile, 64, 8>, <f16, F16Tile, 128, 8>, <f16, F16Tile, 256, 4>,
@@ -43,7 +44,13 @@ pub fn flash_backward_dq<T: Dtype, M: HalfTile, const D: u32, const W: u32>(
     let end = min(cu_seqlens[seq + 1], tokens);
     let start = min(cu_seqlens[seq], end);
     let len = end - start;
-    let q0 = block_idx().x * 16 * W;
+    // Causal tiles late in a sequence see the most keys: launch them first, so that the
+    // light ones fill the tail.
+    let mut tile = block_idx().x;
+    if causal == 1 {
+        tile = grid_dim().x - 1 - block_idx().x;
+    }
+    let q0 = tile * 16 * W;
     if q0 < len {
         let words = dynamic_shared::<u32>();
         let tid = thread_idx().x;
