@@ -14,12 +14,20 @@
 //!   [`crate::layout::PagedLayout`] describes them, the layout [`crate::layout::kv_cache_append`]
 //!   writes.
 
+mod backward;
+mod backward_delta_kernel;
+// `#[device]` tile helpers, before the kernels that call them.
+#[macro_use]
+mod backward_tiles;
+mod backward_dkdv_kernel;
+mod backward_dq_kernel;
 mod decode;
 mod decode_kernel;
 mod forward;
 mod forward_kernel;
 pub mod reference;
 
+pub use backward::{flash_backward, flash_backward_workspace};
 pub use decode::{decode_splits, paged_decode, paged_decode_workspace, Decode};
 pub use forward::flash_forward;
 
@@ -96,6 +104,12 @@ impl HalfElement for kernel_runtime::F16 {}
 use crate::codegen::kernel_refs;
 use crate::OpKernel;
 
+static BACKWARD_DELTA: [OpKernel; 6] =
+    OpKernel::instances(backward_delta_kernel::FLASH_BACKWARD_DELTA_INSTANCES);
+static BACKWARD_DKDV: [OpKernel; 6] =
+    OpKernel::instances(backward_dkdv_kernel::FLASH_BACKWARD_DKDV_INSTANCES);
+static BACKWARD_DQ: [OpKernel; 6] =
+    OpKernel::instances(backward_dq_kernel::FLASH_BACKWARD_DQ_INSTANCES);
 static FORWARD: [OpKernel; 12] = OpKernel::instances(forward_kernel::FLASH_FORWARD_INSTANCES);
 static DECODE: [OpKernel; 12] = OpKernel::instances(decode_kernel::PAGED_DECODE_INSTANCES);
 static COMBINE: [OpKernel; 2] = OpKernel::instances(decode_kernel::PAGED_DECODE_COMBINE_INSTANCES);
@@ -103,6 +117,9 @@ static COMBINE: [OpKernel; 2] = OpKernel::instances(decode_kernel::PAGED_DECODE_
 /// Every specialization this module ships.
 pub static KERNELS: &[&OpKernel] = kernel_refs![
     FORWARD[0 1 2 3 4 5 6 7 8 9 10 11],
+    BACKWARD_DELTA[0 1 2 3 4 5],
+    BACKWARD_DKDV[0 1 2 3 4 5],
+    BACKWARD_DQ[0 1 2 3 4 5],
     DECODE[0 1 2 3 4 5 6 7 8 9 10 11],
     COMBINE[0 1],
 ];

@@ -2,6 +2,8 @@
 //! per family. Each test prints `skipping: no CUDA driver/GPU present` and returns where there
 //! is none. One binary, so that the GPU machine gets one file to run.
 
+#[path = "../common_attention/mod.rs"]
+mod common_attention;
 #[path = "../common_flash_forward/mod.rs"]
 mod common_flash_forward;
 #[path = "../common_rowwise/mod.rs"]
@@ -9,6 +11,7 @@ mod common_rowwise;
 #[path = "../common_tensor/mod.rs"]
 mod common_tensor;
 
+mod attention_backward;
 mod attention_decode;
 mod attention_forward;
 mod cast;
