@@ -135,6 +135,17 @@ pub enum Error {
     #[error("warp-collective divergence ({site}): {detail}\n  help: every lane in the member mask must execute the same collective instruction")]
     CollectiveDivergence { site: Site, detail: String },
 
+    #[error("member mask {mask:#010x} names {} of warp {warp}, which the block does not have ({site}): the block's last warp has only {lanes} lanes, and a GPU leaves a warp collective over missing lanes undefined\n  help: use a member mask of the lanes present ({:#010x}), or a block size that is a multiple of 32", missing_lanes(*.mask, *.lanes), present_lanes(*.lanes))]
+    PartialWarpMask {
+        site: Site,
+        /// Index of the warp in the block.
+        warp: u32,
+        /// The member mask as the instruction gave it.
+        mask: u32,
+        /// How many lanes the warp has.
+        lanes: u32,
+    },
+
     #[error("{waiting} threads spin at an mbarrier wait that no thread will complete ({site}); {detail}\n  help: check the barrier's arrival count and expected transaction bytes, and that every producer arrives")]
     SpinDeadlock {
         site: Site,
@@ -164,6 +175,39 @@ pub enum Error {
         size: usize,
         nearest: Nearest,
     },
+}
+
+/// The mask of lanes `0..lanes`.
+fn present_lanes(lanes: u32) -> u32 {
+    if lanes >= 32 {
+        u32::MAX
+    } else {
+        (1u32 << lanes) - 1
+    }
+}
+
+/// "lanes 16-31" (or "lanes 3, 17-20") for the lanes of `mask` at or above `lanes`.
+fn missing_lanes(mask: u32, lanes: u32) -> String {
+    let missing = mask & !present_lanes(lanes);
+    let mut runs: Vec<String> = Vec::new();
+    let mut l = 0;
+    while l < 32 {
+        if missing & (1 << l) == 0 {
+            l += 1;
+            continue;
+        }
+        let start = l;
+        while l < 32 && missing & (1 << l) != 0 {
+            l += 1;
+        }
+        runs.push(if l - 1 == start {
+            start.to_string()
+        } else {
+            format!("{start}-{}", l - 1)
+        });
+    }
+    let noun = if missing.count_ones() == 1 { "lane" } else { "lanes" };
+    format!("{noun} {}", runs.join(", "))
 }
 
 /// The kind of memory access that faulted.

@@ -56,7 +56,10 @@
 //! `cp.reduce.async.bulk`), textures and surfaces, indirect calls, recursion.
 //!
 //! Deliberately strict: a `bar.sync` that some thread exited before reaching is an error, as is
-//! a warp collective whose member mask names an exited lane (undefined behaviour on a GPU).
+//! a warp collective whose member mask names an exited lane, or a lane the block's last, partial
+//! warp does not have (a full mask in a block of 48 threads; [`Error::PartialWarpMask`]): both
+//! are undefined behaviour on a GPU. The legacy forms without `.sync` name no mask and run over
+//! the lanes present.
 //! Tensor-core sums are exact in f64 and rounded once; real tensor cores round partial sums
 //! differently, so compare MMA results with a tolerance.
 //!
