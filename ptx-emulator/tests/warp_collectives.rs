@@ -461,7 +461,13 @@ fn full_mask_shuffle_in_a_partial_warp_names_the_missing_lanes() {
         other => panic!("expected a partial-warp mask error, got {other:?}"),
     }
     let text = err.to_string();
-    for needle in ["warp_sum", "warp 1", "0xffffffff", "0x0000ffff", "multiple of 32"] {
+    for needle in [
+        "warp_sum",
+        "warp 1",
+        "0xffffffff",
+        "0x0000ffff",
+        "multiple of 32",
+    ] {
         assert!(text.contains(needle), "`{needle}` missing from: {text}");
     }
 }
@@ -521,7 +527,14 @@ fn votes_reductions_and_warp_syncs_over_missing_lanes_are_errors() {
         )
         .unwrap_err();
         assert!(
-            matches!(err, Error::PartialWarpMask { warp: 1, lanes: 8, .. }),
+            matches!(
+                err,
+                Error::PartialWarpMask {
+                    warp: 1,
+                    lanes: 8,
+                    ..
+                }
+            ),
             "{name}: {err:?}"
         );
         // The same instruction over the lanes present runs.
