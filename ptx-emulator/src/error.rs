@@ -78,6 +78,16 @@ pub enum Error {
         nearest: Nearest,
     },
 
+    #[error("out-of-bounds {access} of {size} bytes at global address {address:#x} ({site}): outside {view}\n  help: a kernel given a view of a buffer may touch only the view's range; check the index arithmetic and bounds guard, or pass a view (or the buffer) that covers the access")]
+    ViewOutOfBounds {
+        site: Site,
+        access: Access,
+        address: u64,
+        size: u32,
+        /// Boxed: it is the largest payload, and errors travel through every decode result.
+        view: Box<ViewBounds>,
+    },
+
     #[error("out-of-bounds {access} of {size} bytes at shared address {address:#x} ({site}); the CTA has {shared_bytes} bytes of shared memory{symbol}\n  help: check the index arithmetic, or pass more dynamic shared memory")]
     SharedOutOfBounds {
         site: Site,
@@ -135,6 +145,17 @@ pub enum Error {
     #[error("warp-collective divergence ({site}): {detail}\n  help: every lane in the member mask must execute the same collective instruction")]
     CollectiveDivergence { site: Site, detail: String },
 
+    #[error("member mask {mask:#010x} names {} of warp {warp}, which the block does not have ({site}): the block's last warp has only {lanes} lanes, and a GPU leaves a warp collective over missing lanes undefined\n  help: use a member mask of the lanes present ({:#010x}), or a block size that is a multiple of 32", missing_lanes(*.mask, *.lanes), present_lanes(*.lanes))]
+    PartialWarpMask {
+        site: Site,
+        /// Index of the warp in the block.
+        warp: u32,
+        /// The member mask as the instruction gave it.
+        mask: u32,
+        /// How many lanes the warp has.
+        lanes: u32,
+    },
+
     #[error("{waiting} threads spin at an mbarrier wait that no thread will complete ({site}); {detail}\n  help: check the barrier's arrival count and expected transaction bytes, and that every producer arrives")]
     SpinDeadlock {
         site: Site,
@@ -148,8 +169,11 @@ pub enum Error {
     #[error("`trap` executed ({site})")]
     Trap { site: Site },
 
-    #[error("thread ran more than {limit} instructions ({site})\n  help: the kernel probably loops forever; raise the limit with Emulator::with_instruction_limit if it does not")]
-    InstructionLimit { site: Site, limit: u64 },
+    #[error("kernel `{}` ran past its step budget of {budget} instructions in one launch, summed over all its threads; stopped at {site}. It probably loops forever\n  help: if the kernel is just long, raise the budget: Emulator::with_step_budget, the runtime's EmulatorOptions::step_budget, or the PTXKIT_EMULATOR_STEP_BUDGET environment variable (a count of instructions)", .site.kernel)]
+    StepBudget { site: Site, budget: u64 },
+
+    #[error("PTXKIT_EMULATOR_STEP_BUDGET is `{value}`, which is not a count of instructions\n  help: set it to a positive whole number such as 50000000000 (underscores allowed), or unset it for the default")]
+    StepBudgetVariable { value: String },
 
     #[error("{operation} at {address:#x}, which is not the start of an allocation\n  help: pass an address returned by GlobalMemory::alloc")]
     NotAnAllocation {
@@ -164,6 +188,86 @@ pub enum Error {
         size: usize,
         nearest: Nearest,
     },
+}
+
+/// The mask of lanes `0..lanes`.
+fn present_lanes(lanes: u32) -> u32 {
+    if lanes >= 32 {
+        u32::MAX
+    } else {
+        (1u32 << lanes) - 1
+    }
+}
+
+/// "lanes 16-31" (or "lanes 3, 17-20") for the lanes of `mask` at or above `lanes`.
+fn missing_lanes(mask: u32, lanes: u32) -> String {
+    let missing = mask & !present_lanes(lanes);
+    let mut runs: Vec<String> = Vec::new();
+    let mut l = 0;
+    while l < 32 {
+        if missing & (1 << l) == 0 {
+            l += 1;
+            continue;
+        }
+        let start = l;
+        while l < 32 && missing & (1 << l) != 0 {
+            l += 1;
+        }
+        runs.push(if l - 1 == start {
+            start.to_string()
+        } else {
+            format!("{start}-{}", l - 1)
+        });
+    }
+    let noun = if missing.count_ones() == 1 {
+        "lane"
+    } else {
+        "lanes"
+    };
+    format!("{noun} {}", runs.join(", "))
+}
+
+/// The view an access fell outside of: a pointer argument to part of a buffer, which bounds
+/// the kernel's accesses to that buffer for the launch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ViewBounds {
+    /// What the caller called the view ([`crate::ViewArg::name`]).
+    pub name: String,
+    /// Index of the kernel parameter it was passed as.
+    pub index: usize,
+    /// That parameter's PTX name.
+    pub param: String,
+    /// The view's byte range within its buffer.
+    pub start: u64,
+    pub end: u64,
+    /// Element size, for naming the range in elements.
+    pub elem_bytes: u32,
+    /// Base address and size of the buffer the view is part of.
+    pub buffer: u64,
+    pub buffer_bytes: u64,
+    /// `address - buffer` of the faulting access (negative before the buffer).
+    pub offset: i64,
+}
+
+impl std::fmt::Display for ViewBounds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let e = self.elem_bytes.max(1) as u64;
+        write!(
+            f,
+            "view `{}` (elements {}..{}, bytes {}..{}) passed as parameter {} (`{}`), part of the buffer at {:#x} ({} bytes, {} elements); the access is at byte offset {} of that buffer",
+            self.name,
+            self.start / e,
+            self.end / e,
+            self.start,
+            self.end,
+            self.index,
+            self.param,
+            self.buffer,
+            self.buffer_bytes,
+            self.buffer_bytes / e,
+            self.offset
+        )
+    }
 }
 
 /// The kind of memory access that faulted.

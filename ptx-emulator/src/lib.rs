@@ -56,7 +56,15 @@
 //! `cp.reduce.async.bulk`), textures and surfaces, indirect calls, recursion.
 //!
 //! Deliberately strict: a `bar.sync` that some thread exited before reaching is an error, as is
-//! a warp collective whose member mask names an exited lane (undefined behaviour on a GPU).
+//! a warp collective whose member mask names an exited lane, or a lane the block's last, partial
+//! warp does not have (a full mask in a block of 48 threads; [`Error::PartialWarpMask`]): both
+//! are undefined behaviour on a GPU. The legacy forms without `.sync` name no mask and run over
+//! the lanes present. A pointer argument given as a view of part of a buffer ([`ViewArg`])
+//! bounds that buffer to the view for the launch, so a kernel handed `y[0..8]` cannot write
+//! `y[8..16]` unreported ([`Error::ViewOutOfBounds`]). A launch that runs past its step budget
+//! ([`Emulator::with_step_budget`], the [`STEP_BUDGET_ENV`] variable, else
+//! [`DEFAULT_STEP_BUDGET`] instructions over all its threads) stops with
+//! [`Error::StepBudget`], so an endless loop is an error instead of a hang.
 //! Tensor-core sums are exact in f64 and rounded once; real tensor cores round partial sums
 //! differently, so compare MMA results with a tolerance.
 //!
@@ -81,7 +89,10 @@ pub mod numerics;
 mod program;
 mod tensor_map;
 
-pub use error::{Access, Error, Nearest, Site};
+pub use error::{Access, Error, Nearest, Site, ViewBounds};
 pub use memory::GlobalMemory;
-pub use module::{ArgValue, Emulator, LaunchConfig, LaunchStats, Module};
+pub use module::{
+    ArgValue, Emulator, LaunchConfig, LaunchStats, Module, ViewArg, DEFAULT_STEP_BUDGET,
+    STEP_BUDGET_ENV,
+};
 pub use tensor_map::{TensorMap, TensorSwizzle};

@@ -1,7 +1,8 @@
 //! Host-side "device memory": separately allocated buffers at distinct, non-zero, well-spaced
 //! addresses, so an access that misses every buffer can name the one it was nearest to.
 
-use crate::error::{Error, Nearest};
+use crate::error::{Error, Nearest, ViewBounds};
+use crate::module::ViewArg;
 
 /// Where the first buffer is placed: far above the shared and local windows of generic
 /// addressing (see [`crate::exec::spaces`]).
@@ -14,6 +15,40 @@ const ALIGN: u64 = 256;
 struct Buffer {
     base: u64,
     data: Vec<u8>,
+    /// The views of this buffer the current launch was given: unless the launch was also given
+    /// the whole buffer (`open`), accesses must fall inside one of them.
+    views: Vec<View>,
+    open: bool,
+}
+
+/// A view's byte range within its buffer and how to name it in errors.
+#[derive(Debug, Clone)]
+struct View {
+    start: u64,
+    end: u64,
+    elem_bytes: u32,
+    name: String,
+    index: usize,
+    param: String,
+}
+
+impl Buffer {
+    #[inline]
+    fn bounded(&self) -> bool {
+        !self.open && !self.views.is_empty()
+    }
+
+    /// Whether `[offset, offset + size)` is usable: inside the buffer and, while it is bounded
+    /// by views, inside one of them.
+    #[inline]
+    fn admits(&self, offset: u64, size: u64) -> bool {
+        offset.saturating_add(size) <= self.data.len() as u64
+            && (!self.bounded()
+                || self
+                    .views
+                    .iter()
+                    .any(|v| offset >= v.start && offset + size <= v.end))
+    }
 }
 
 /// Buffers the kernels read and write, addressed by 64-bit "device pointers".
@@ -76,6 +111,8 @@ impl GlobalMemory {
         self.buffers.push(Buffer {
             base,
             data: vec![0; bytes],
+            views: Vec::new(),
+            open: false,
         });
         base
     }
@@ -227,9 +264,7 @@ impl GlobalMemory {
     /// Index of the buffer wholly containing `[addr, addr + size)`.
     #[inline]
     fn find(&self, addr: u64, size: u64) -> Option<usize> {
-        let contains = |b: &Buffer| {
-            addr >= b.base && addr.wrapping_sub(b.base).saturating_add(size) <= b.data.len() as u64
-        };
+        let contains = |b: &Buffer| addr >= b.base && b.admits(addr - b.base, size);
         if let Some(b) = self.buffers.get(self.last_hit) {
             if contains(b) {
                 return Some(self.last_hit);
@@ -269,6 +304,87 @@ impl GlobalMemory {
                 bytes: b.data.len() as u64,
                 offset: addr.wrapping_sub(b.base) as i64,
             })
+    }
+
+    /// Bounds accesses to the buffer holding `view` by it, until [`GlobalMemory::clear_views`];
+    /// a view of the whole buffer lifts the bounds instead.
+    pub(crate) fn bound_view(&mut self, view: &ViewArg, index: usize, param: &str) {
+        let after = self.buffers.partition_point(|b| b.base <= view.addr);
+        let inside = |b: &Buffer| {
+            view.addr
+                .wrapping_sub(b.base)
+                .checked_add(view.bytes)
+                .is_some_and(|end| end <= b.data.len() as u64)
+        };
+        let Some(i) = after.checked_sub(1).filter(|&i| inside(&self.buffers[i])) else {
+            // A view outside every buffer bounds nothing; its accesses fault on their own.
+            return;
+        };
+        let b = &mut self.buffers[i];
+        let start = view.addr - b.base;
+        if start == 0 && view.bytes == b.data.len() as u64 {
+            b.open = true;
+            return;
+        }
+        b.views.push(View {
+            start,
+            end: start + view.bytes,
+            elem_bytes: view.elem_bytes,
+            name: view.name.clone(),
+            index,
+            param: param.to_string(),
+        });
+    }
+
+    /// A plain pointer into a buffer lifts any view bounds on it for the launch.
+    pub(crate) fn open_buffer(&mut self, addr: u64) {
+        let index = self.buffers.partition_point(|b| b.base <= addr);
+        if let Some(b) = index.checked_sub(1).map(|i| &mut self.buffers[i]) {
+            if addr - b.base <= b.data.len() as u64 {
+                b.open = true;
+            }
+        }
+    }
+
+    /// Drops every view bound set for a launch.
+    pub(crate) fn clear_views(&mut self) {
+        for b in &mut self.buffers {
+            b.views.clear();
+            b.open = false;
+        }
+    }
+
+    /// For an access that faulted: the view it fell outside of, where the buffer it was in (or
+    /// nearest to) is bounded by views. Names the view nearest the address.
+    pub(crate) fn view_fault(&self, addr: u64) -> Option<Box<ViewBounds>> {
+        let Nearest::Buffer { base, .. } = self.nearest(addr) else {
+            return None;
+        };
+        let i = self.buffers.binary_search_by_key(&base, |b| b.base).ok()?;
+        let b = &self.buffers[i];
+        if !b.bounded() {
+            return None;
+        }
+        let offset = addr.wrapping_sub(b.base) as i64;
+        let distance = |v: &&View| {
+            if offset < v.start as i64 {
+                v.start as i64 - offset
+            } else {
+                offset.saturating_sub(v.end as i64)
+            }
+        };
+        let v = b.views.iter().min_by_key(distance)?;
+        Some(Box::new(ViewBounds {
+            name: v.name.clone(),
+            index: v.index,
+            param: v.param.clone(),
+            start: v.start,
+            end: v.end,
+            elem_bytes: v.elem_bytes,
+            buffer: b.base,
+            buffer_bytes: b.data.len() as u64,
+            offset,
+        }))
     }
 
     fn host_fault(&self, operation: &'static str, address: u64, size: usize) -> Error {

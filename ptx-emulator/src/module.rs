@@ -8,8 +8,16 @@ use crate::program::Kernel;
 use ptx_parser::FunctionKind;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// How many instructions one thread may run before the launch is stopped as a runaway loop.
-const DEFAULT_INSTRUCTION_LIMIT: u64 = 1 << 32;
+/// How many instructions one launch may run, summed over all its threads, before it is stopped
+/// as a runaway loop: 2^33, about 8.6 billion. The largest launch in the emulator tests runs
+/// about 41 million (a 513-block column sum), so a real kernel has 200 times that; and at the
+/// interpreter's 10 to 25 million instructions a second in a debug build (about ten times that
+/// in release) an endless loop stops within minutes instead of never. Per launch rather than
+/// per thread, so the wait is bounded whatever the grid.
+pub const DEFAULT_STEP_BUDGET: u64 = 1 << 33;
+
+/// The environment variable that sets the step budget of emulators not given one explicitly.
+pub const STEP_BUDGET_ENV: &str = "PTXKIT_EMULATOR_STEP_BUDGET";
 
 /// Gives every loaded module its own copy of its `.global` variables in a [`GlobalMemory`].
 static NEXT_MODULE_ID: AtomicU64 = AtomicU64::new(1);
@@ -29,7 +37,9 @@ pub struct Emulator {
 /// Run-time checks and limits, fixed when a module is loaded.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Options {
-    pub instruction_limit: u64,
+    /// Instructions one launch may run in all; `None`: [`STEP_BUDGET_ENV`], else
+    /// [`DEFAULT_STEP_BUDGET`], read at each launch.
+    pub step_budget: Option<u64>,
     /// Report reads of shared memory nothing wrote in this launch.
     pub check_shared_init: bool,
     /// Report shared-memory accesses racing with another warp's store.
@@ -51,21 +61,25 @@ impl Emulator {
     pub fn new() -> Emulator {
         Emulator {
             options: Options {
-                instruction_limit: DEFAULT_INSTRUCTION_LIMIT,
+                step_budget: None,
                 check_shared_init: true,
                 check_races: true,
             },
         }
     }
 
-    /// Stops any thread that runs more than `limit` instructions (a kernel that loops forever).
+    /// Stops a launch once its threads have run `budget` instructions in all (counted at
+    /// branches, so a loop is caught on its way round), as [`Error::StepBudget`]: a kernel that
+    /// loops forever becomes an error instead of a hang. The budget is per launch, not per
+    /// thread, so that it bounds the time a launch can take whatever its grid. Without this,
+    /// the budget is [`STEP_BUDGET_ENV`] where set, else [`DEFAULT_STEP_BUDGET`].
     ///
     /// ```
-    /// let emu = ptx_emulator::Emulator::new().with_instruction_limit(1_000_000);
+    /// let emu = ptx_emulator::Emulator::new().with_step_budget(1_000_000);
     /// # let _ = emu;
     /// ```
-    pub fn with_instruction_limit(mut self, limit: u64) -> Emulator {
-        self.options.instruction_limit = limit;
+    pub fn with_step_budget(mut self, budget: u64) -> Emulator {
+        self.options.step_budget = Some(budget);
         self
     }
 
@@ -180,6 +194,34 @@ pub enum ArgValue {
     /// The raw bytes of an array parameter passed by value, such as a tensor map
     /// (`.param .align 64 .b8 tmap[128]`); their count must match the declaration.
     Bytes(Vec<u8>),
+    /// A pointer to part of a buffer, which bounds the launch's accesses to that buffer.
+    View(ViewArg),
+}
+
+/// A pointer argument to part of a buffer (what `Buffer::slice` hands a kernel): for the
+/// launch, accesses to that buffer must fall inside `[addr, addr + bytes)`, or inside another
+/// view of it passed to the same launch, and are reported as [`Error::ViewOutOfBounds`]
+/// otherwise. A view of the whole buffer, or a plain [`ArgValue::Ptr`] into it, lifts the
+/// bounds. Pointers carry no provenance, so a view bounds every pointer into its buffer, not
+/// only its own parameter.
+///
+/// ```
+/// use ptx_emulator::{ArgValue, GlobalMemory, ViewArg};
+/// let mut mem = GlobalMemory::new();
+/// let y = mem.alloc(64);
+/// let first_half = ArgValue::View(ViewArg { addr: y, bytes: 32, elem_bytes: 4, name: "y".into() });
+/// assert_eq!(first_half.to_bytes(), y.to_le_bytes().to_vec());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ViewArg {
+    /// The first byte of the view: the pointer the kernel receives.
+    pub addr: u64,
+    /// Its length in bytes.
+    pub bytes: u64,
+    /// Its element size, for naming ranges in elements in errors.
+    pub elem_bytes: u32,
+    /// How errors name it (a parameter name, `x[8..16]`, ...).
+    pub name: String,
 }
 
 /// A tensor map passes as its 128 encoded bytes.
@@ -215,6 +257,7 @@ impl ArgValue {
             ArgValue::U32(v) => v.to_le_bytes().to_vec(),
             ArgValue::S32(v) => v.to_le_bytes().to_vec(),
             ArgValue::U64(v) | ArgValue::Ptr(v) => v.to_le_bytes().to_vec(),
+            ArgValue::View(ref v) => v.addr.to_le_bytes().to_vec(),
             ArgValue::S64(v) => v.to_le_bytes().to_vec(),
             ArgValue::F32(v) => v.to_le_bytes().to_vec(),
             ArgValue::F64(v) => v.to_le_bytes().to_vec(),
@@ -338,9 +381,73 @@ impl Module {
                 .map_or(&[][..], |(_, b)| &b[..]);
             links.push((*slot, mem.module_variable(self.id, name, init)));
         }
-        let executed = crate::exec::launch(kernel, cfg, &params, &links, mem, self.options)?;
+        for (index, (p, arg)) in kernel.params.iter().zip(args).enumerate() {
+            match arg {
+                ArgValue::View(view) => mem.bound_view(view, index, &p.name),
+                ArgValue::Ptr(addr) => mem.open_buffer(*addr),
+                // A tensor map bounds its copies by its own extents, and may cover a whole
+                // buffer that the launch also passes a view of.
+                ArgValue::Bytes(bytes) => {
+                    let map = <&[u8; 128]>::try_from(&bytes[..])
+                        .ok()
+                        .and_then(|b| crate::TensorMap::decode(b).ok());
+                    if let Some(map) = map {
+                        mem.open_buffer(map.address);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let budget = match self.options.step_budget {
+            Some(budget) => budget,
+            None => step_budget_from(std::env::var(STEP_BUDGET_ENV).ok().as_deref())?,
+        };
+        let executed = crate::exec::launch(kernel, cfg, &params, &links, mem, self.options, budget);
+        // Views bound this launch only.
+        mem.clear_views();
+        let executed = executed?;
         Ok(LaunchStats {
             thread_instructions: executed,
         })
+    }
+}
+
+/// The step budget an environment value asks for: a count of instructions (`_` allowed as a
+/// separator), or the default where the variable is unset.
+fn step_budget_from(value: Option<&str>) -> Result<u64, Error> {
+    let Some(value) = value else {
+        return Ok(DEFAULT_STEP_BUDGET);
+    };
+    value
+        .trim()
+        .replace('_', "")
+        .parse::<u64>()
+        .ok()
+        .filter(|&n| n > 0)
+        .ok_or_else(|| Error::StepBudgetVariable {
+            value: value.to_string(),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_step_budget_variable_takes_a_positive_count_or_is_an_error() {
+        assert_eq!(step_budget_from(None).unwrap(), DEFAULT_STEP_BUDGET);
+        assert_eq!(
+            step_budget_from(Some("50_000_000_000")).unwrap(),
+            50_000_000_000
+        );
+        assert_eq!(step_budget_from(Some(" 1000 ")).unwrap(), 1000);
+        for bad in ["", "0", "-5", "1e9", "lots"] {
+            let err = step_budget_from(Some(bad)).unwrap_err();
+            assert!(
+                matches!(&err, Error::StepBudgetVariable { value } if value == bad),
+                "{bad}: {err:?}"
+            );
+            assert!(err.to_string().contains(STEP_BUDGET_ENV), "{err}");
+        }
     }
 }

@@ -732,7 +732,7 @@ impl Collective {
             | Collective::Redux { mask, .. }
             | Collective::Match { mask, .. }
             | Collective::WarpSync { mask }
-            | Collective::Elect { mask, .. } => Some(*mask),
+            | Collective::Elect { mask, .. } => (*mask != NO_SLOT).then_some(*mask),
             Collective::Mma { .. }
             | Collective::Ldmatrix { .. }
             | Collective::Stmatrix { .. }

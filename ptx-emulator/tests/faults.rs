@@ -344,23 +344,88 @@ fn misaligned_vector_load_is_reported() {
     );
 }
 
-#[test]
-fn infinite_loop_hits_the_instruction_limit() {
-    let source = ptx(".visible .entry spin()\n{\n$L__top:\n\tbra.uni \t$L__top;\n}\n");
+/// Every thread sums `iters` shuffled values in a loop; `iters = 0xffffffff` is an endless loop
+/// for practical purposes.
+const SHUFFLE_LOOP: &str = r#"
+.visible .entry spin(.param .u64 out, .param .u32 iters)
+{
+	.reg .pred 	%p<2>;
+	.reg .b32 	%r<6>;
+	.reg .b64 	%rd<4>;
+	ld.param.u64 	%rd1, [out];
+	ld.param.u32 	%r1, [iters];
+	mov.u32 	%r2, 0;
+	mov.u32 	%r3, %tid.x;
+$L__top:
+	setp.ge.u32 	%p1, %r2, %r1;
+	@%p1 bra 	$L__done;
+	shfl.sync.bfly.b32 	%r4, %r3, 1, 31, 0xffffffff;
+	add.s32 	%r3, %r3, %r4;
+	add.s32 	%r2, %r2, 1;
+	bra.uni 	$L__top;
+$L__done:
+	mov.u32 	%r5, %tid.x;
+	mul.wide.u32 	%rd2, %r5, 4;
+	add.s64 	%rd3, %rd1, %rd2;
+	st.global.u32 	[%rd3], %r3;
+	ret;
+}
+"#;
+
+fn spin(budget: u64, grid: u32, iters: u32) -> Result<ptx_emulator::LaunchStats, Error> {
     let module = Emulator::new()
-        .with_instruction_limit(10_000)
-        .load(&source)
+        .with_step_budget(budget)
+        .load(&ptx(SHUFFLE_LOOP))
         .unwrap();
-    let err = module
-        .launch(
-            "spin",
-            &LaunchConfig::linear(1, 1),
-            &[],
-            &mut GlobalMemory::new(),
-        )
-        .unwrap_err();
+    let mut mem = GlobalMemory::new();
+    let out = mem.alloc(4 * 256);
+    module.launch(
+        "spin",
+        &LaunchConfig::linear(grid, 256),
+        &[ArgValue::Ptr(out), ArgValue::U32(iters)],
+        &mut mem,
+    )
+}
+
+#[test]
+fn an_endless_loop_stops_at_the_step_budget_naming_kernel_thread_and_instruction() {
+    let err = spin(100_000, 1, u32::MAX).unwrap_err();
+    match &err {
+        Error::StepBudget { site, budget } => {
+            assert_eq!(*budget, 100_000);
+            assert_eq!(site.kernel, "spin");
+            assert_eq!(site.block, [0, 0, 0]);
+            assert!(site.instruction.starts_with("bra"), "{site}");
+        }
+        other => panic!("expected the step budget, got {other:?}"),
+    }
+    let text = err.to_string();
+    for needle in [
+        "spin",
+        "thread (",
+        "100000",
+        "with_step_budget",
+        "PTXKIT_EMULATOR_STEP_BUDGET",
+    ] {
+        assert!(text.contains(needle), "`{needle}` missing from: {text}");
+    }
+}
+
+#[test]
+fn the_step_budget_counts_the_instructions_of_every_thread_in_the_launch() {
+    // About 5 instructions an iteration: 4 blocks of 256 threads at 100 iterations run some
+    // 500k instructions, though no thread runs more than 600.
+    let stats = spin(10_000_000, 4, 100).unwrap();
+    assert!(stats.thread_instructions > 400_000, "{stats:?}");
+    let err = spin(100_000, 4, 100).unwrap_err();
     assert!(
-        matches!(err, Error::InstructionLimit { limit: 10_000, .. }),
+        matches!(
+            err,
+            Error::StepBudget {
+                budget: 100_000,
+                ..
+            }
+        ),
         "{err:?}"
     );
 }

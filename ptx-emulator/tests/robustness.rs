@@ -58,7 +58,7 @@ proptest! {
             text[i] = byte;
         }
         let text = String::from_utf8_lossy(&text).into_owned();
-        if let Ok(module) = Emulator::new().with_instruction_limit(20_000).load(&text) {
+        if let Ok(module) = Emulator::new().with_step_budget(1_000_000).load(&text) {
             let mut mem = GlobalMemory::new();
             let a = mem.alloc_f32(&[1.5; 64]);
             let b = mem.alloc(256);

@@ -396,3 +396,156 @@ $L__end:
         assert_eq!(&got[lane * 2..lane * 2 + 2], &want, "lane {lane}");
     }
 }
+
+/// A warp butterfly sum of 1.0 per thread, with the member mask taken from parameter `mask`
+/// (the second warp of a 48-thread block uses `mask_tail`).
+const PARTIAL_WARP_SUM: &str = r#"
+.visible .entry warp_sum(.param .u64 out, .param .u32 mask, .param .u32 mask_tail)
+{
+	.reg .pred 	%p<2>;
+	.reg .b32 	%r<6>;
+	.reg .f32 	%f<4>;
+	.reg .b64 	%rd<4>;
+	ld.param.u64 	%rd1, [out];
+	ld.param.u32 	%r1, [mask];
+	ld.param.u32 	%r2, [mask_tail];
+	mov.u32 	%r3, %tid.x;
+	setp.ge.u32 	%p1, %r3, 32;
+	@%p1 mov.u32 	%r1, %r2;
+	mov.f32 	%f1, 0f3F800000;
+	shfl.sync.bfly.b32 	%f2, %f1, 16, 31, %r1;
+	add.f32 	%f1, %f1, %f2;
+	shfl.sync.bfly.b32 	%f2, %f1, 8, 31, %r1;
+	add.f32 	%f1, %f1, %f2;
+	shfl.sync.bfly.b32 	%f2, %f1, 4, 31, %r1;
+	add.f32 	%f1, %f1, %f2;
+	shfl.sync.bfly.b32 	%f2, %f1, 2, 31, %r1;
+	add.f32 	%f1, %f1, %f2;
+	shfl.sync.bfly.b32 	%f2, %f1, 1, 31, %r1;
+	add.f32 	%f1, %f1, %f2;
+	mul.wide.u32 	%rd2, %r3, 4;
+	add.s64 	%rd3, %rd1, %rd2;
+	st.global.f32 	[%rd3], %f1;
+	ret;
+}
+"#;
+
+#[test]
+fn full_mask_shuffle_in_a_partial_warp_names_the_missing_lanes() {
+    let mut mem = GlobalMemory::new();
+    let out = poisoned_f32(&mut mem, 48);
+    let err = launch(
+        &ptx(PARTIAL_WARP_SUM),
+        "warp_sum",
+        LaunchConfig::linear(1, 48),
+        &[
+            ArgValue::Ptr(out),
+            ArgValue::U32(u32::MAX),
+            ArgValue::U32(u32::MAX),
+        ],
+        &mut mem,
+    )
+    .unwrap_err();
+    match &err {
+        Error::PartialWarpMask {
+            site,
+            warp,
+            mask,
+            lanes,
+        } => {
+            assert_eq!(site.kernel, "warp_sum");
+            assert_eq!((*warp, *mask, *lanes), (1, u32::MAX, 16));
+            assert!(site.instruction.contains("shfl.sync.bfly"), "{site}");
+            assert_eq!(site.thread, [32, 0, 0]);
+        }
+        other => panic!("expected a partial-warp mask error, got {other:?}"),
+    }
+    let text = err.to_string();
+    for needle in [
+        "warp_sum",
+        "warp 1",
+        "0xffffffff",
+        "0x0000ffff",
+        "multiple of 32",
+    ] {
+        assert!(text.contains(needle), "`{needle}` missing from: {text}");
+    }
+}
+
+#[test]
+fn shuffle_whose_mask_names_only_present_lanes_works_in_a_partial_warp() {
+    let mut mem = GlobalMemory::new();
+    let out = poisoned_f32(&mut mem, 48);
+    // A butterfly over 16 lanes: the step that would cross into lanes 16-31 is left out.
+    let sixteen_lanes = PARTIAL_WARP_SUM.replace(
+        "shfl.sync.bfly.b32 	%f2, %f1, 16, 31, %r1;\n	add.f32 	%f1, %f1, %f2;\n",
+        "",
+    );
+    assert_ne!(sixteen_lanes, PARTIAL_WARP_SUM);
+    launch(
+        &ptx(&sixteen_lanes),
+        "warp_sum",
+        LaunchConfig::linear(1, 48),
+        &[
+            ArgValue::Ptr(out),
+            ArgValue::U32(u32::MAX),
+            ArgValue::U32(0xffff),
+        ],
+        &mut mem,
+    )
+    .unwrap();
+    assert_eq!(mem.read_f32(out, 48).unwrap(), vec![16.0; 48]);
+}
+
+#[test]
+fn votes_reductions_and_warp_syncs_over_missing_lanes_are_errors() {
+    for (name, body) in [
+        ("vote", "vote.sync.ballot.b32 	%r2, %p1, 0xffffffff;"),
+        ("redux", "redux.sync.add.u32 	%r2, %r1, 0xffffffff;"),
+        ("match", "match.any.sync.b32 	%r2, %r1, 0xffffffff;"),
+        ("warpsync", "bar.warp.sync 	0xffffffff;"),
+    ] {
+        let source = ptx(&format!(
+            r#"
+.visible .entry {name}()
+{{
+	.reg .pred 	%p<2>;
+	.reg .b32 	%r<4>;
+	mov.u32 	%r1, %tid.x;
+	setp.ne.u32 	%p1, %r1, 0;
+	{body}
+	ret;
+}}
+"#
+        ));
+        let err = launch(
+            &source,
+            name,
+            LaunchConfig::linear(1, 40),
+            &[],
+            &mut GlobalMemory::new(),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::PartialWarpMask {
+                    warp: 1,
+                    lanes: 8,
+                    ..
+                }
+            ),
+            "{name}: {err:?}"
+        );
+        // The same instruction over the lanes present runs.
+        let fixed = source.replace("0xffffffff", "0x000000ff");
+        launch(
+            &fixed,
+            name,
+            LaunchConfig::linear(1, 8),
+            &[],
+            &mut GlobalMemory::new(),
+        )
+        .unwrap();
+    }
+}

@@ -3,7 +3,7 @@
 
 use crate::cache::{Loaded, Loader, Miss, ModuleCache, ModuleInfo};
 use crate::cuda::{self, CudaKernel, CudaLoader, CudaModule};
-use crate::emulator::{default_engine, Engine, ModuleId, SharedEngine};
+use crate::emulator::{default_engine, EmulatorOptions, Engine, ModuleId, SharedEngine};
 use crate::error::{Error, Result};
 use crate::props::{DeviceKind, DeviceProps};
 use crate::select::{ModuleImage, Selected};
@@ -92,7 +92,19 @@ impl Device {
     /// assert_eq!(device.target(), kernel_dsl::Target::Sm90);
     /// ```
     pub fn emulator_for(target: Target) -> Device {
-        Device::emulator_with_engine(target, default_engine())
+        Device::emulator_with(EmulatorOptions::new().target(target))
+    }
+
+    /// The CPU emulator with `options`: its target and its step budget (how many instructions
+    /// a launch may run before an endless loop is reported as an error).
+    ///
+    /// ```
+    /// use kernel_runtime::{Device, EmulatorOptions};
+    /// let device = Device::emulator_with(EmulatorOptions::new().step_budget(50_000_000_000));
+    /// assert_eq!(device.target(), kernel_runtime::EMULATOR_DEFAULT_TARGET);
+    /// ```
+    pub fn emulator_with(options: EmulatorOptions) -> Device {
+        Device::emulator_with_engine(options.target, default_engine(&options))
     }
 
     pub(crate) fn emulator_with_engine(target: Target, engine: Box<dyn Engine>) -> Device {

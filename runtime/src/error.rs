@@ -118,6 +118,8 @@ pub enum Error {
     },
     #[error("kernel `{kernel}` declares no dynamic shared memory, but the launch asks for {bytes} bytes: set `dynamic_shared_bytes` to 0")]
     DynamicSharedNotDeclared { kernel: String, bytes: u32 },
+    #[error("kernel `{kernel}` uses dynamic shared memory (`dynamic_shared`, an `.extern .shared` array), but the launch gives it 0 bytes: set `LaunchConfig::dynamic_shared_bytes` (`cfg.with_dynamic_shared(bytes)`) to the bytes the kernel indexes")]
+    DynamicSharedMissing { kernel: String },
     #[error("kernel `{kernel}` has {count} parameters; the launcher handles at most {max}: pack parameters into a buffer")]
     TooManyParams {
         kernel: String,

@@ -102,6 +102,7 @@ pub use cache::ModuleInfo;
 pub use config::LaunchConfig;
 pub use device::{Device, EMULATOR_DEFAULT_TARGET};
 pub use dtype::{Bf16, DeviceElem, F16};
+pub use emulator::EmulatorOptions;
 pub use error::{Error, Result};
 pub use event::Event;
 pub use graph::{Graph, GraphCache};

@@ -6,14 +6,14 @@ use crate::cache::Miss;
 use crate::config::LaunchConfig;
 use crate::cuda::{self, MAX_PARAMS};
 use crate::device::{Backend, Device, KernelRef};
-use crate::emulator::{EmuArg, EmuMemory};
+use crate::emulator::{EmuArg, EmuMemory, EmuView};
 use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::graph::{EmuOp, Graph};
 use crate::validate::validate;
 use cudarc::driver::sys::CUstreamCaptureMode;
 use cudarc::driver::{result as cu, CudaStream, DevicePtr};
-use kernel_dsl::{KernelArtifacts, ParamKind};
+use kernel_dsl::{KernelArtifacts, ParamKind, ParamMeta};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -169,7 +169,7 @@ impl Stream {
                 let emu_args = args
                     .iter()
                     .zip(meta.params.iter())
-                    .map(|(arg, param)| emu_arg(param.kind, arg))
+                    .map(|(arg, param)| emu_arg(param, arg))
                     .collect::<Vec<_>>();
                 let op = EmuOp {
                     module: kernel.handle,
@@ -464,11 +464,22 @@ pub(crate) fn run_op(engine: &crate::emulator::SharedEngine, op: &EmuOp) -> Resu
         })
 }
 
-/// The emulator's view of one argument: pointers as addresses, scalars by their PTX width.
-fn emu_arg(kind: ParamKind, arg: &KernelArg<'_>) -> EmuArg {
+/// The emulator's view of one argument: buffers and views as the range the kernel may touch
+/// (so an access past a view is caught as one past a buffer), scalars by their PTX width.
+fn emu_arg(param: &ParamMeta, arg: &KernelArg<'_>) -> EmuArg {
     use crate::arg::ScalarValue as V;
-    match (kind, arg) {
+    let view = |addr: u64, elem: kernel_dsl::ScalarType, len: usize| {
+        EmuArg::View(EmuView {
+            addr,
+            bytes: len as u64 * elem.bytes() as u64,
+            elem_bytes: elem.bytes(),
+            name: param.name.to_string(),
+        })
+    };
+    match (param.kind, arg) {
         (_, KernelArg::TensorMap(m)) => EmuArg::TensorMap(*m.bytes()),
+        (_, KernelArg::Slice(v)) => view(v.addr(), v.elem(), v.len()),
+        (_, KernelArg::SliceMut(v)) => view(v.addr(), v.elem(), v.len()),
         (ParamKind::Slice { .. }, a) => EmuArg::Ptr(a.slot()),
         (_, KernelArg::Scalar(v)) => match *v {
             V::U8(x) => EmuArg::U16(x as u16),
@@ -484,6 +495,5 @@ fn emu_arg(kind: ParamKind, arg: &KernelArg<'_>) -> EmuArg {
             V::F32(x) => EmuArg::F32(x),
             V::F64(x) => EmuArg::F64(x),
         },
-        (_, a) => EmuArg::Ptr(a.slot()),
     }
 }

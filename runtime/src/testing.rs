@@ -151,6 +151,15 @@ impl Engine for MockEngine {
         self.launches
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let t = threads(cfg);
+        // The mock reads buffers by address and leaves bounds to the real emulator.
+        let args: Vec<EmuArg> = args
+            .iter()
+            .map(|a| match a {
+                EmuArg::View(v) => EmuArg::Ptr(v.addr),
+                other => other.clone(),
+            })
+            .collect();
+        let args = &args[..];
         match (entry, args) {
             ("vector_add", &[EmuArg::Ptr(a), EmuArg::Ptr(b), EmuArg::Ptr(c), EmuArg::U32(n)]) => {
                 let n = (n as usize).min(t);

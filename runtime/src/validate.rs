@@ -139,5 +139,11 @@ fn check_shape(meta: &KernelMeta, cfg: &LaunchConfig, props: &DeviceProps) -> Re
             limit: props.shared_bytes_per_block_optin,
         });
     }
+    // The kernel's `.extern .shared` array has no bytes behind it: on a GPU its first access
+    // reads or writes out of bounds unreported. The declaration states no size, and its
+    // alignment is the base's, so any non-zero size is one the kernel may legitimately ask for.
+    if meta.uses_dynamic_shared && cfg.dynamic_shared_bytes == 0 {
+        return Err(Error::DynamicSharedMissing { kernel: kernel() });
+    }
     Ok(())
 }

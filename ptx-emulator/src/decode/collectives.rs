@@ -10,8 +10,10 @@ use crate::program::{
 };
 use ptx_parser::{AtomicOp, Flag, Instruction, Modifier, Opcode, Operand, Shape, Type};
 
-fn full_mask(frame: &mut Frame) -> Slot {
-    frame.konst(0xffff_ffff)
+/// The legacy forms without `.sync` name no member mask: they run over the lanes that are
+/// there, so they carry none and a partial warp is not an error for them.
+fn implicit_mask() -> Slot {
+    NO_SLOT
 }
 
 fn vector_regs(
@@ -78,7 +80,7 @@ pub(crate) fn collective(
             let c = frame.src(&ops[3], Kind::Int(W::B32))?;
             let mask = match ops.get(4) {
                 Some(m) => frame.src(m, Kind::Int(W::B32))?,
-                None => full_mask(frame),
+                None => implicit_mask(),
             };
             Collective::Shfl {
                 mode,
@@ -107,7 +109,7 @@ pub(crate) fn collective(
             let (a, negated) = frame.pred(&ops[1])?;
             let mask = match ops.get(2) {
                 Some(m) => frame.src(m, Kind::Int(W::B32))?,
-                None => full_mask(frame),
+                None => implicit_mask(),
             };
             Collective::Vote {
                 mode,

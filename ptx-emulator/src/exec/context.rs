@@ -15,7 +15,10 @@ pub(crate) struct Ctx<'a> {
     /// Every thread's local memory, `kernel.local_bytes` each.
     pub local: &'a mut [u8],
     pub params: &'a [u8],
-    pub limit: u64,
+    /// Instructions the launch may run in all, and those its threads have run so far (not
+    /// counting the run in progress).
+    pub budget: u64,
+    pub spent: u64,
     pub check_shared_init: bool,
     /// Counts events other threads can observe (stores, atomics, exits, collectives), so a
     /// round of spin-waits with no progress is recognised as a deadlock.

@@ -120,8 +120,16 @@ fn resolve_warp(
         }
         let mask = collective
             .mask()
-            .map_or(u32::MAX, |s| regs[t * slots + s as usize] as u32);
-        let mut mask = (mask & existing) | (1 << lane);
+            .map_or(existing, |s| regs[t * slots + s as usize] as u32);
+        if mask & !existing != 0 {
+            return Err(Error::PartialWarpMask {
+                site: shape.site(ctx, t, pc),
+                warp: w as u32,
+                mask,
+                lanes: lanes.len() as u32,
+            });
+        }
+        let mut mask = mask | (1 << lane);
         if matches!(collective, crate::program::Collective::Activemask { .. }) {
             // The lanes that arrived here together: every lane has stopped by now, so those
             // waiting at this instruction are the ones that took this path.

@@ -86,6 +86,7 @@ pub(crate) fn launch(
     links: &[(crate::program::Slot, u64)],
     mem: &mut GlobalMemory,
     options: crate::module::Options,
+    budget: u64,
 ) -> Result<u64, Error> {
     let shape_error = |detail: String| Error::LaunchShape {
         kernel: kernel.name.clone(),
@@ -152,7 +153,8 @@ pub(crate) fn launch(
         shared: &mut shared,
         local: &mut local,
         params,
-        limit: options.instruction_limit,
+        budget,
+        spent: 0,
         check_shared_init: options.check_shared_init,
         progress: 0,
         block_threads: threads as u32,

@@ -191,12 +191,21 @@ pub(crate) fn fault_error(ctx: &Ctx<'_>, shape: &CtaShape, t: usize, fault: Faul
                 size,
                 nearest: Nearest::Nothing,
             },
-            Space::Global | Space::Generic => Error::GlobalOutOfBounds {
-                site,
-                access,
-                address: addr,
-                size,
-                nearest: ctx.global.nearest(addr),
+            Space::Global | Space::Generic => match ctx.global.view_fault(addr) {
+                Some(view) => Error::ViewOutOfBounds {
+                    site,
+                    access,
+                    address: addr,
+                    size,
+                    view,
+                },
+                None => Error::GlobalOutOfBounds {
+                    site,
+                    access,
+                    address: addr,
+                    size,
+                    nearest: ctx.global.nearest(addr),
+                },
             },
         },
         FaultKind::Misaligned { access, addr, size } => Error::Misaligned {
@@ -234,9 +243,9 @@ pub(crate) fn fault_error(ctx: &Ctx<'_>, shape: &CtaShape, t: usize, fault: Faul
             detail: format!(" ({what})"),
         },
         FaultKind::TensorCopy(detail) => Error::TensorCopy { site, detail },
-        FaultKind::Limit => Error::InstructionLimit {
+        FaultKind::Limit => Error::StepBudget {
             site,
-            limit: ctx.limit,
+            budget: ctx.budget,
         },
     }
 }

@@ -394,7 +394,7 @@ pub(crate) fn run(
             }
             Op::Bra { target } => {
                 pc = target as usize;
-                if th.executed + executed > ctx.limit {
+                if ctx.spent + executed > ctx.budget {
                     break Err(fault(FaultKind::Limit));
                 }
                 continue;
@@ -553,5 +553,6 @@ pub(crate) fn run(
     };
     th.pc = pc as u32;
     th.executed += executed;
+    ctx.spent += executed;
     result
 }

@@ -8,7 +8,7 @@ use crate::config::LaunchConfig;
 pub(crate) struct ModuleId(pub usize);
 
 /// One `.param` value as the emulator receives it (mirrors `ptx_emulator::ArgValue`).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) enum EmuArg {
     U16(u16),
     U32(u32),
@@ -20,6 +20,18 @@ pub(crate) enum EmuArg {
     Ptr(u64),
     /// A tensor map in the emulator's encoding.
     TensorMap([u8; kernel_dsl::TENSOR_MAP_BYTES as usize]),
+    /// A buffer or a view of part of one, which the emulator bounds-checks as its own buffer.
+    View(EmuView),
+}
+
+/// A slice argument: the address the kernel receives and the range it may touch.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct EmuView {
+    pub addr: u64,
+    pub bytes: u64,
+    pub elem_bytes: u32,
+    /// The kernel parameter's name, for errors.
+    pub name: String,
 }
 
 /// What the runtime needs from a PTX executor.
@@ -40,9 +52,13 @@ pub(crate) trait Engine: Send {
 }
 
 /// The engine `Device::emulator()` uses: the `ptx-emulator` crate.
-pub(crate) fn default_engine() -> Box<dyn Engine> {
+pub(crate) fn default_engine(options: &super::EmulatorOptions) -> Box<dyn Engine> {
+    let mut emulator = ptx_emulator::Emulator::new();
+    if let Some(budget) = options.step_budget {
+        emulator = emulator.with_step_budget(budget);
+    }
     Box::new(PtxEngine {
-        emulator: ptx_emulator::Emulator::new(),
+        emulator,
         modules: Vec::new(),
         memory: ptx_emulator::GlobalMemory::new(),
     })
@@ -86,7 +102,7 @@ impl Engine for PtxEngine {
             block: cfg.block,
             dynamic_shared_bytes: cfg.dynamic_shared_bytes,
         };
-        let args: Vec<ptx_emulator::ArgValue> = args.iter().map(|a| arg_value(*a)).collect();
+        let args: Vec<ptx_emulator::ArgValue> = args.iter().map(arg_value).collect();
         module
             .launch(entry, &cfg, &args, &mut self.memory)
             .map(drop)
@@ -112,9 +128,9 @@ impl Engine for PtxEngine {
     }
 }
 
-fn arg_value(arg: EmuArg) -> ptx_emulator::ArgValue {
+fn arg_value(arg: &EmuArg) -> ptx_emulator::ArgValue {
     use ptx_emulator::ArgValue as A;
-    match arg {
+    match *arg {
         EmuArg::U16(v) => A::U16(v),
         EmuArg::U32(v) => A::U32(v),
         EmuArg::S32(v) => A::S32(v),
@@ -124,5 +140,11 @@ fn arg_value(arg: EmuArg) -> ptx_emulator::ArgValue {
         EmuArg::F64(v) => A::F64(v),
         EmuArg::Ptr(v) => A::Ptr(v),
         EmuArg::TensorMap(bytes) => A::Bytes(bytes.to_vec()),
+        EmuArg::View(ref v) => A::View(ptx_emulator::ViewArg {
+            addr: v.addr,
+            bytes: v.bytes,
+            elem_bytes: v.elem_bytes,
+            name: v.name.clone(),
+        }),
     }
 }

@@ -4,11 +4,13 @@
 mod engine;
 #[cfg(test)]
 mod memory;
+mod options;
 mod tensor_map;
 
-pub(crate) use engine::{default_engine, EmuArg, Engine, ModuleId};
+pub(crate) use engine::{default_engine, EmuArg, EmuView, Engine, ModuleId};
 #[cfg(test)]
 pub(crate) use memory::HostMemory;
+pub use options::EmulatorOptions;
 pub(crate) use tensor_map::encode_tensor_map;
 
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -277,3 +277,118 @@ fn an_allocation_whose_size_overflows_is_an_error() {
         "{err}"
     );
 }
+
+/// `vector_add` on the real emulator: `c = a + a` for `n` elements of whatever views it gets.
+fn double_into(
+    stream: &crate::Stream,
+    a: crate::BufferView<'_>,
+    c: crate::BufferViewMut<'_>,
+    n: u32,
+) -> crate::Result<()> {
+    let kernel = artifacts_with(&[(Target::Sm80, VECTOR_ADD_SM80)], &[], None);
+    let args = [
+        KernelArg::from(a),
+        KernelArg::from(a),
+        KernelArg::from(c),
+        KernelArg::from(n),
+    ];
+    stream.launch(kernel, LaunchConfig::for_elements(n, 32), &args)
+}
+
+#[test]
+fn a_kernel_writing_past_a_mutable_view_is_out_of_bounds_on_the_emulator() {
+    let stream = Device::emulator().stream().unwrap();
+    let x = Buffer::from_host(&stream, &[1.0f32; 16]).unwrap();
+    let mut y = Buffer::from_host(&stream, &[f32::NAN; 16]).unwrap();
+    let err = double_into(&stream, x.view(), y.slice_mut(0..8).unwrap(), 16).unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, Error::Emulator { .. }), "{err:?}");
+    for needle in [
+        "vector_add",
+        "store",
+        "view `c`",
+        "elements 0..8",
+        "64 bytes, 16 elements",
+    ] {
+        assert!(text.contains(needle), "`{needle}` missing from: {text}");
+    }
+}
+
+#[test]
+fn a_kernel_reading_past_a_view_is_out_of_bounds_on_the_emulator() {
+    let stream = Device::emulator().stream().unwrap();
+    let x = Buffer::from_host(&stream, &[1.0f32; 16]).unwrap();
+    let mut y = Buffer::from_host(&stream, &[f32::NAN; 16]).unwrap();
+    let err = double_into(&stream, x.slice(0..8).unwrap(), y.view_mut(), 16).unwrap_err();
+    let text = err.to_string();
+    for needle in ["load", "view `a`", "elements 0..8"] {
+        assert!(text.contains(needle), "`{needle}` missing from: {text}");
+    }
+}
+
+#[test]
+fn a_kernel_inside_its_views_runs_on_the_emulator() {
+    let stream = Device::emulator().stream().unwrap();
+    let x = Buffer::from_host(&stream, &random_f32s(7, 16)).unwrap();
+    let mut y = Buffer::from_host(&stream, &[f32::NAN; 16]).unwrap();
+    double_into(
+        &stream,
+        x.slice(8..16).unwrap(),
+        y.slice_mut(0..8).unwrap(),
+        8,
+    )
+    .unwrap();
+    double_into(
+        &stream,
+        x.slice(0..8).unwrap(),
+        y.slice_mut(8..16).unwrap(),
+        8,
+    )
+    .unwrap();
+    let (xs, ys) = (x.to_host(&stream).unwrap(), y.to_host(&stream).unwrap());
+    for i in 0..8 {
+        assert_eq!(ys[i], xs[8 + i] * 2.0, "element {i}");
+        assert_eq!(ys[8 + i], xs[i] * 2.0, "element {}", 8 + i);
+    }
+}
+
+/// A kernel that never ends.
+const SPIN_SM80: &str = "\
+.version 7.0
+.target sm_80
+.address_size 64
+
+.visible .entry spin()
+{
+$L__top:
+	bra.uni 	$L__top;
+}
+";
+
+#[test]
+fn an_endless_loop_on_the_emulator_stops_at_the_devices_step_budget() {
+    let device = Device::emulator_with(crate::EmulatorOptions::new().step_budget(50_000));
+    let stream = device.stream().unwrap();
+    let meta = kernel_dsl::KernelMeta {
+        entry: "spin".into(),
+        params: std::borrow::Cow::Borrowed(&[]),
+        block: kernel_dsl::BlockContract::Any,
+        static_shared_bytes: 0,
+        uses_dynamic_shared: false,
+    };
+    let spin = artifacts_for(meta, &[(Target::Sm80, SPIN_SM80)], &[], None);
+    let err = stream
+        .launch(spin, LaunchConfig::linear(2, 64), &[])
+        .unwrap_err();
+    let text = err.to_string();
+    for needle in [
+        "kernel `spin`",
+        "step budget of 50000",
+        "block (0, 0, 0), thread (0, 0, 0)",
+        "bra.uni",
+        "EmulatorOptions::step_budget",
+        "PTXKIT_EMULATOR_STEP_BUDGET",
+    ] {
+        assert!(text.contains(needle), "`{needle}` missing from: {text}");
+    }
+}

@@ -393,3 +393,29 @@ fn parity_is_checked_before_the_emulator_sees_the_module() {
     assert!(err.to_string().contains("vector_add"), "{err}");
     assert_nothing_loaded(&s);
 }
+
+#[test]
+fn a_kernel_using_dynamic_shared_memory_launched_without_any_is_refused() {
+    let mut s = setup();
+    let rev = artifacts_for(
+        reverse_meta(),
+        &[(Target::Sm80, VECTOR_ADD_SM80)],
+        &[],
+        None,
+    );
+    let args = [(&s.x).into(), (&mut s.y).into()];
+    let err = s
+        .stream
+        .launch(rev, LaunchConfig::linear(2, 32), &args)
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::DynamicSharedMissing { kernel } if kernel == "reverse_in_block"),
+        "{err}"
+    );
+    assert!(
+        err.to_string()
+            .contains("LaunchConfig::dynamic_shared_bytes"),
+        "{err}"
+    );
+    assert_nothing_loaded(&s);
+}
