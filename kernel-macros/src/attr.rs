@@ -10,7 +10,8 @@
 //! - `maxnreg = 64`: at most this many registers per thread (`.maxnreg`), so that more
 //!   threads fit on an SM;
 //! - `min_blocks = 2`: ptxas keeps registers low enough for this many blocks per SM
-//!   (`.minnctapersm`); needs `block` or `max_threads`, since the bound counts threads;
+//!   (`.minnctapersm`); needs `block` or `max_threads`, since the bound counts threads; like
+//!   `maxnreg`, it may depend on the instance, and 0 sets no bound for that instance;
 //! - `crate = some::path`: where the generated code finds ptxkit's items (default `::ptxkit`).
 
 use crate::diag::{err, DResult};

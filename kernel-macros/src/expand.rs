@@ -406,13 +406,14 @@ fn register_bounds(
         }
         Some(e) => {
             let v = instance::eval(e, spec)?;
-            if !(1..=32).contains(&v) {
+            if v > 32 {
                 return Err(Diag::new(
                     crate::diag::range(e),
-                    format!("`min_blocks = {v}` is not possible: an SM holds 1 to 32 blocks"),
+                    format!("`min_blocks = {v}` is not possible: an SM holds 1 to 32 blocks (0 leaves the choice to ptxas)"),
                 ));
             }
-            Some(v as u32)
+            // 0: no bound for this instance (`min_blocks = if A == 1 { 2 } else { 0 }`).
+            (v != 0).then_some(v as u32)
         }
         None => None,
     };

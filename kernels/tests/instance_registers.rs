@@ -165,8 +165,8 @@ fn cast_and_layout_instances_assemble_without_spills() {
 }
 
 /// The `#[kernel]` GEMMs, 256-thread blocks: the fp32 SIMT kernel asks for two an SM (128
-/// registers), and the `mma.sync` kernel fits two as well, as the builder kernels it
-/// replaces do.
+/// registers) for NN and one for NT and TN; the `mma.sync` kernel fits two, as the builder
+/// kernels it replaces do.
 #[test]
 fn gemm_instances_assemble_without_spills() {
     let Some(ptxas) = ptxas() else { return };
@@ -178,7 +178,8 @@ fn gemm_instances_assemble_without_spills() {
             .collect()
     };
     let most = |_: &str| Some(128);
-    assert_eq!(check(&ptxas, &ported("gemm_simt__"), most), 3 * 4, "simt");
+    let simt = |e: &str| Some(if e.ends_with("_1_0") { 128 } else { 255 });
+    assert_eq!(check(&ptxas, &ported("gemm_simt__"), simt), 3 * 4, "simt");
     assert_eq!(check(&ptxas, &ported("gemm_mma__"), most), 15 * 4, "mma");
 }
 

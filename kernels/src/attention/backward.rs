@@ -5,7 +5,7 @@
 use super::backward_delta_kernel::flash_backward_delta;
 use super::backward_dkdv_kernel::flash_backward_dkdv;
 use super::backward_dq_kernel::flash_backward_dq;
-use super::backward_tiles::{Bf16Tile, F16Tile};
+use super::pair_mma::{Bf16Pairs, F16Pairs};
 use super::{Attention, Batch, HalfElement, Heads, Mask};
 use crate::gemm::Dtype;
 use crate::{check_len, Error};
@@ -212,8 +212,8 @@ pub fn flash_backward<T: HalfElement>(
         dynamic_shared_bytes: shared,
     };
     let dkdv = match T::DTYPE {
-        Dtype::F16 => flash_backward_dkdv::<T, F16Tile>,
-        _ => flash_backward_dkdv::<T, Bf16Tile>,
+        Dtype::F16 => flash_backward_dkdv::<T, F16Pairs>,
+        _ => flash_backward_dkdv::<T, Bf16Pairs>,
     };
     dkdv(
         stream,
@@ -243,8 +243,8 @@ pub fn flash_backward<T: HalfElement>(
         dynamic_shared_bytes: shared,
     };
     let dq_launch = match T::DTYPE {
-        Dtype::F16 => flash_backward_dq::<T, F16Tile>,
-        _ => flash_backward_dq::<T, Bf16Tile>,
+        Dtype::F16 => flash_backward_dq::<T, F16Pairs>,
+        _ => flash_backward_dq::<T, Bf16Pairs>,
     };
     dq_launch(
         stream,

@@ -14,7 +14,7 @@
 //! current one is used.
 
 #[allow(unused_imports)]
-use super::backward_tiles::{Bf16Tile, F16Tile, HalfTile};
+use super::pair_mma::{Bf16Pairs, F16Pairs, PairMma};
 use kernel_macros::kernel;
 
 /// `dk`, `dv` for the keys of tile `block_idx().x` (`16·W` keys) of sequence `block_idx().z`, kv head
@@ -22,10 +22,10 @@ use kernel_macros::kernel;
 /// `delta`: `[heads_q, tokens]`; `scale_log2`: the softmax scale times log2 e; `causal`: 1
 /// for the causal mask.
 #[kernel(crate = crate::lang, block = if W == 8 { 256 } else { 128 }, instances(
-    <bf16, Bf16Tile, 64, 64, 8>, <bf16, Bf16Tile, 128, 128, 8>, <bf16, Bf16Tile, 256, 128, 4>,
-    <f16, F16Tile, 64, 64, 8>, <f16, F16Tile, 128, 128, 8>, <f16, F16Tile, 256, 128, 4>,
+    <bf16, Bf16Pairs, 64, 64, 8>, <bf16, Bf16Pairs, 128, 128, 8>, <bf16, Bf16Pairs, 256, 128, 4>,
+    <f16, F16Pairs, 64, 64, 8>, <f16, F16Pairs, 128, 128, 8>, <f16, F16Pairs, 256, 128, 4>,
 ))]
-pub fn flash_backward_dkdv<T: Dtype, M: HalfTile, const D: u32, const DS: u32, const W: u32>(
+pub fn flash_backward_dkdv<T: Dtype, M: PairMma, const D: u32, const DS: u32, const W: u32>(
     q: &[T],
     k: &[T],
     v: &[T],

@@ -11,7 +11,7 @@
 //! of K (32 rows) and V (32 rows).
 
 #[allow(unused_imports)]
-use super::backward_tiles::{Bf16Tile, F16Tile, HalfTile};
+use super::pair_mma::{Bf16Pairs, F16Pairs, PairMma};
 use kernel_macros::kernel;
 
 /// `dq` for the queries of tile `block_idx().x` (`16·W` queries; counted from the end when
@@ -19,10 +19,10 @@ use kernel_macros::kernel;
 /// `[heads_q, tokens]`; `scale_log2`: the softmax scale times log2 e; `causal`: 1 for the
 /// causal mask.
 #[kernel(crate = crate::lang, block = if W == 8 { 256 } else { 128 }, instances(
-    <bf16, Bf16Tile, 64, 8>, <bf16, Bf16Tile, 128, 8>, <bf16, Bf16Tile, 256, 4>,
-    <f16, F16Tile, 64, 8>, <f16, F16Tile, 128, 8>, <f16, F16Tile, 256, 4>,
+    <bf16, Bf16Pairs, 64, 8>, <bf16, Bf16Pairs, 128, 8>, <bf16, Bf16Pairs, 256, 4>,
+    <f16, F16Pairs, 64, 8>, <f16, F16Pairs, 128, 8>, <f16, F16Pairs, 256, 4>,
 ))]
-pub fn flash_backward_dq<T: Dtype, M: HalfTile, const D: u32, const W: u32>(
+pub fn flash_backward_dq<T: Dtype, M: PairMma, const D: u32, const W: u32>(
     q: &[T],
     k: &[T],
     v: &[T],

@@ -1,5 +1,4 @@
-//! `#[device]` helpers the backward kernels share: the `mma.sync` flavour of the element
-//! type, the tile loads into padded shared rows, and the one product both kernels recompute
+//! `#[device]` helpers the backward kernels share: the tile loads into padded shared rows, and the one product both kernels recompute
 //! (a warp's 16 rows against 32 rows of another tile, over the head dimension).
 //!
 //! Shared tiles hold a token's head (`D` elements) per row, `D / 2 + 4` words apart: the
@@ -7,39 +6,6 @@
 //! that calls these helpers names its head size `D` and its warps `W`.
 
 use kernel_macros::device;
-
-/// The `mma.sync` of a 16-bit element type and the packing of two f32 into its operand
-/// word (for probabilities and score gradients that feed the next product).
-#[allow(dead_code)]
-pub trait HalfTile {
-    fn mma(a: [u32; 4], b: [u32; 2], acc: [f32; 4]) -> [f32; 4];
-    fn pack(hi: f32, lo: f32) -> u32;
-}
-
-/// bf16 operands.
-pub struct Bf16Tile;
-/// f16 operands.
-pub struct F16Tile;
-
-#[device(crate = crate::lang)]
-impl HalfTile for Bf16Tile {
-    fn mma(a: [u32; 4], b: [u32; 2], acc: [f32; 4]) -> [f32; 4] {
-        mma_m16n8k16_bf16(a, b, acc)
-    }
-    fn pack(hi: f32, lo: f32) -> u32 {
-        pack_bf16x2(hi, lo)
-    }
-}
-
-#[device(crate = crate::lang)]
-impl HalfTile for F16Tile {
-    fn mma(a: [u32; 4], b: [u32; 2], acc: [f32; 4]) -> [f32; 4] {
-        mma_m16n8k16_f16(a, b, acc)
-    }
-    fn pack(hi: f32, lo: f32) -> u32 {
-        pack_f16x2(hi, lo)
-    }
-}
 
 /// Starts the `cp.async` loads of `rows` heads of `x` (row `r` at element `first + r · ld`)
 /// into the shared tile at word `dst`, by the block's `W` warps; rows from `valid` on are

@@ -1,7 +1,8 @@
 //! The public flash-attention forward: check every shape, then launch the `#[kernel]`
 //! ([`super::forward_kernel`]) for the element type, head dim and mask.
 
-use super::forward_kernel::{self, Bf16Pairs, F16Pairs};
+use super::forward_kernel;
+use super::pair_mma::{Bf16Pairs, F16Pairs};
 use super::{Attention, Batch, HalfElement, Mask};
 use crate::gemm::Dtype;
 use crate::{check_len, Error};

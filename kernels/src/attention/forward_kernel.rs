@@ -17,41 +17,8 @@
 //! stage 1 (K, V), then Q for `D = 256`; for smaller heads Q is staged in stage 1's K, which
 //! is free until Q has moved to registers.
 
+use super::pair_mma::{Bf16Pairs, F16Pairs, PairMma};
 use kernel_macros::{device, kernel};
-
-/// One warp's `acc + a·b` on an m16n8k16 tile, and the packing of two f32 into the `a`
-/// operand's 16-bit pair, for the element type's `mma.sync`.
-#[allow(dead_code)]
-pub trait PairMma {
-    fn mma(a: [u32; 4], b: [u32; 2], acc: [f32; 4]) -> [f32; 4];
-    /// `hi` to the upper half, `lo` to the lower, rounded to nearest even.
-    fn pack(hi: f32, lo: f32) -> u32;
-}
-
-/// bf16 operands.
-pub struct Bf16Pairs;
-/// f16 operands.
-pub struct F16Pairs;
-
-#[device(crate = crate::lang)]
-impl PairMma for Bf16Pairs {
-    fn mma(a: [u32; 4], b: [u32; 2], acc: [f32; 4]) -> [f32; 4] {
-        mma_m16n8k16_bf16(a, b, acc)
-    }
-    fn pack(hi: f32, lo: f32) -> u32 {
-        pack_bf16x2(hi, lo)
-    }
-}
-
-#[device(crate = crate::lang)]
-impl PairMma for F16Pairs {
-    fn mma(a: [u32; 4], b: [u32; 2], acc: [f32; 4]) -> [f32; 4] {
-        mma_m16n8k16_f16(a, b, acc)
-    }
-    fn pack(hi: f32, lo: f32) -> u32 {
-        pack_f16x2(hi, lo)
-    }
-}
 
 /// Starts the loads of one tile of a head: rows `row0`, `row0 + step`, … (`passes` of them)
 /// of this thread's 16-byte column chunk `col`, from `x` at element `first + row · stride`

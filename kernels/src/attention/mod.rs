@@ -14,6 +14,9 @@
 //!   [`crate::layout::PagedLayout`] describes them, the layout [`crate::layout::kv_cache_append`]
 //!   writes.
 
+// `#[device]` helpers, before the kernels that call them.
+#[macro_use]
+mod pair_mma;
 mod backward;
 mod backward_delta_kernel;
 // `#[device]` tile helpers, before the kernels that call them.

@@ -60,9 +60,15 @@ fn load_run(
 
 /// `C = act(α·op(A)·op(B) + β·C + bias) + residual` for batch `block_idx().z` (matrices
 /// `stride_*` elements apart), tile `(block_idx().y, block_idx().x)` of 128 × 128; `flags`
-/// as `kernels_gen::gemm::epilogue` defines them. Two blocks an SM keep one block's loads in
-/// flight while the other multiplies, so registers are capped for that.
-#[kernel(crate = crate::lang, instances(<1, 0>, <1, 1>, <0, 0>), block = 256, min_blocks = 2)]
+/// as `kernels_gen::gemm::epilogue` defines them. NN runs two blocks an SM (one block's loads
+/// in flight while the other multiplies, registers capped for that); NT and TN, whose slab
+/// loads take more registers, are faster with one block and no cap (`bench_gemm`).
+#[kernel(
+    crate = crate::lang,
+    instances(<1, 0>, <1, 1>, <0, 0>),
+    block = 256,
+    min_blocks = if A_K == 1 && B_K == 0 { 2 } else { 0 },
+)]
 pub fn gemm_simt<const A_K: u32, const B_K: u32>(
     a: &[f32],
     b: &[f32],
