@@ -28,10 +28,6 @@ pub fn library() -> Vec<Table> {
     use gemm::*;
     vec![
         Table {
-            name: "GEMM_SIMT",
-            kernels: Layout::ALL.map(simt::build_simt).to_vec(),
-        },
-        Table {
             name: "GEMM_MMA",
             kernels: tensor_core::MMA_SPECS.map(tensor_core::build_mma).to_vec(),
         },

@@ -1,8 +1,6 @@
-//! The casts written in `#[kernel]` against the builder-written kernel they replace, side by
-//! side in one process, each as a share of the device's copy bandwidth (the driver's
-//! device-to-device copy of 1 GiB, measured in the same run). Each pair is timed twice,
-//! alternating, so that clock drift shows as disagreement between the passes. Bytes: the
-//! source read and the destination written once.
+//! The casts, each as a share of the device's copy bandwidth (the driver's device-to-device
+//! copy of 1 GiB, measured in the same run), timed twice so that clock drift shows as
+//! disagreement between the passes. Bytes: the source read and the destination written once.
 //!
 //! ```text
 //! cargo run --release -p kernels --example bench_cast          # on a GPU
@@ -12,9 +10,9 @@
 
 mod common;
 
-use common::{row, Bench, Res};
+use common::{single_row, Bench, Res};
 use kernel_runtime::{Bf16, Buffer, F16};
-use kernels::cast::{cast, cast_builder, CastElem};
+use kernels::cast::{cast, CastElem};
 
 /// A deterministic pattern in [-4, 4) of any cast element type, never all zeros.
 fn filled<T: CastElem>(b: &Bench, n: usize, seed: u32) -> Res<Buffer<T>> {
@@ -28,7 +26,7 @@ fn name<T: CastElem>() -> String {
     format!("{:?}", T::SCALAR).to_lowercase()
 }
 
-/// One table row: the builder kernel and the `#[kernel]` one on the same buffers.
+/// One table row.
 fn compare<S: CastElem, D: CastElem>(b: &Bench, n: usize, shape: &str) -> Res {
     let pair = format!("{}→{}", name::<S>(), name::<D>());
     let label = format!("cast/{pair}/{shape}");
@@ -39,26 +37,13 @@ fn compare<S: CastElem, D: CastElem>(b: &Bench, n: usize, shape: &str) -> Res {
     let mut dst = Buffer::<D>::zeros(&b.stream, n)?;
     let bytes = (n * (std::mem::size_of::<S>() + std::mem::size_of::<D>())) as f64;
     let batch = batch();
-    let pct = |ms: f64| b.percent(bytes * batch as f64, ms);
-    let mut cells = Vec::new();
-    for _pass in 0..2 {
-        let mut run = |builder: bool| {
-            b.time(|s| {
-                for _ in 0..batch {
-                    if builder {
-                        cast_builder(s, &src, &mut dst)?;
-                    } else {
-                        cast(s, &src, &mut dst)?;
-                    }
-                }
-                Ok(())
-            })
-        };
-        let old = run(true)?;
-        let new = run(false)?;
-        cells.push((pct(old), pct(new)));
-    }
-    row(&format!("{pair:<10} | {shape:<12}"), &cells);
+    let pct = b.percent_twice(bytes * batch as f64, |s| {
+        for _ in 0..batch {
+            cast(s, &src, &mut dst)?;
+        }
+        Ok(())
+    })?;
+    single_row(&format!("{pair:<10} | {shape:<12}"), pct);
     Ok(())
 }
 
@@ -73,8 +58,8 @@ fn batch() -> usize {
 
 fn main() -> Res {
     let b = Bench::new()?;
-    println!("| cast | elements | builder % copy (2 passes) | #[kernel] % copy (2 passes) | mean diff (points) |");
-    println!("|---|---|---|---|---|");
+    println!("| cast | elements | % copy (2 passes) |");
+    println!("|---|---|---|");
     // A 1 GiB f32 copy (the copy reference's own size), a 16384 × 4096 activation in every
     // pair, and a length that ends in a partial tile.
     let (copy, n, odd) = if Bench::small() {

@@ -36,11 +36,10 @@ fn gpu_simt_f32_matches_reference_at_odd_and_mid_shapes() {
     }
 }
 
-/// The `#[kernel]` SIMT GEMM (what `gemm` runs) and the builder kernel it replaces, with each
-/// epilogue part: both match the reference (ptxas may fuse their epilogues' multiplies and
-/// adds differently, so bits are compared on the emulator only).
+/// The SIMT GEMM (what `gemm` runs for f32 with `Math::Fp32`) with each epilogue part: it
+/// matches the reference.
 #[test]
-fn gpu_simt_kernel_and_builder_match_the_reference_with_every_epilogue() {
+fn gpu_simt_matches_the_reference_with_every_epilogue() {
     let Some(stream) = gpu() else { return };
     let target = stream.device().target();
     for layout in Layout::ALL {
@@ -51,7 +50,6 @@ fn gpu_simt_kernel_and_builder_match_the_reference_with_every_epilogue() {
                 .expect("plan");
             let seed = 300 + i as u64;
             check_plan::<f32, f32>(&stream, &shape, epi, &plan, F32_TOL, seed);
-            check_plan::<f32, f32>(&stream, &shape, epi, &plan.builder(), F32_TOL, seed);
         }
     }
 }
@@ -272,7 +270,6 @@ fn gpu_every_gemm_kernel_matches_reference_at_small_shapes() {
             };
             let p = plan(Dtype::F32, Dtype::F32, Math::Fp32, target);
             check_plan::<f32, f32>(&stream, shape, epi, &p, F32_TOL, seed);
-            check_plan::<f32, f32>(&stream, shape, epi, &p.builder(), F32_TOL, seed);
             for on in [sm80, target] {
                 let p = plan(Dtype::Bf16, Dtype::F32, Math::Fp32, on);
                 check_plan::<Bf16, f32>(&stream, shape, epi, &p, F32_OUT_16_IN, seed);

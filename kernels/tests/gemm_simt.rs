@@ -178,11 +178,11 @@ fn k_zero_gives_the_epilogue_of_an_empty_sum() {
     check::<f32, f32>(&stream, &shape, epi, Math::Fp32, F32_TOL, 11);
 }
 
-/// The `#[kernel]` SIMT GEMM and the builder kernel it replaces, at shapes that miss every
-/// tile edge, in each layout with each epilogue part: both match the reference, bit for bit
-/// each other (the same products in the same order, the same epilogue arithmetic).
+/// The SIMT GEMM at shapes that miss every tile edge, in each layout with each epilogue part,
+/// with leading dimensions that rule out 16-byte loads on every other case: it matches the
+/// reference.
 #[test]
-fn kernel_and_builder_simt_agree_with_the_reference_in_every_layout_and_epilogue() {
+fn simt_matches_the_reference_in_every_layout_and_epilogue_at_ragged_shapes() {
     let stream = emulator();
     for layout in Layout::ALL {
         for (i, epi) in epilogue_cases().into_iter().enumerate() {
@@ -199,13 +199,8 @@ fn kernel_and_builder_simt_agree_with_the_reference_in_every_layout_and_epilogue
                     (ar * shape.lda, br * shape.ldb, m * shape.ldc);
             }
             let plan = select(Dtype::F32, Dtype::F32, Math::Fp32, &shape, Target::Sm80).unwrap();
-            let builder = plan.builder();
             assert!(plan.kernel.kernel().name.starts_with("gemm_simt__"));
-            assert!(builder.kernel.kernel().name.starts_with("gemm_simt_f32_"));
-            let seed = 200 + i as u64;
-            let ours = check_plan::<f32, f32>(&stream, &shape, epi, &plan, F32_TOL, seed);
-            let theirs = check_plan::<f32, f32>(&stream, &shape, epi, &builder, F32_TOL, seed);
-            assert!(ours == theirs, "{shape:?} {epi:?}: the two kernels differ");
+            check_plan::<f32, f32>(&stream, &shape, epi, &plan, F32_TOL, 200 + i as u64);
         }
     }
 }

@@ -1,5 +1,5 @@
-//! The GEMM kernels, written with the builder until the language has the Hopper set: SIMT
-//! fp32, `mma.sync` (bf16, f16, TF32), `wgmma` fed by `cp.async` and `wgmma` fed by TMA (with its
+//! The GEMM kernels, written with the builder until the language has the Hopper set:
+//! `mma.sync` (bf16, f16, TF32), `wgmma` fed by `cp.async` and `wgmma` fed by TMA (with its
 //! split-k form). Each `*_SPECS` table is the order of its kernels in [`crate::library`], and
 //! so the index the `kernels` crate selects by.
 
@@ -9,9 +9,7 @@ pub mod epilogue;
 pub mod layout;
 pub mod matrix;
 pub mod params;
-pub mod simt;
 pub mod tensor_core;
-pub mod tile_load;
 pub mod tma;
 pub mod transpose_load;
 pub mod wgmma;

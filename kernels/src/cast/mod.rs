@@ -7,14 +7,10 @@ pub mod reference;
 
 pub use element::Element;
 
-use crate::codegen::map::{map_kernel, map_launch, step_elems, MapSig};
-use crate::codegen::tensor::Format;
-use crate::codegen::{kernel_refs, kernel_table};
+use crate::codegen::kernel_refs;
 use crate::{check_len, Error, OpKernel};
-use kernel_dsl::ir::Kernel;
-use kernel_dsl::ScalarType;
 use kernel_runtime::{
-    Bf16, Buffer, BufferView, BufferViewMut, DeviceElem, KernelArg, LaunchConfig, Stream, F16,
+    Bf16, Buffer, BufferView, BufferViewMut, DeviceElem, LaunchConfig, Stream, F16,
 };
 
 mod sealed {
@@ -35,54 +31,10 @@ impl CastElem for f32 {}
 impl CastElem for Bf16 {}
 impl CastElem for F16 {}
 
-const FORMATS: [Format; 3] = [Format::F32, Format::Bf16, Format::F16];
-
-/// Every (source, destination) pair, in [`pair_index`] order.
-const PAIRS: [(Format, Format); 9] = {
-    let mut out = [(Format::F32, Format::F32); 9];
-    let mut i = 0;
-    while i < 9 {
-        out[i] = (FORMATS[i / 3], FORMATS[i % 3]);
-        i += 1;
-    }
-    out
-};
-
-fn pair_index(src: Format, dst: Format) -> usize {
-    let pos = |f| match f {
-        Format::F32 => 0,
-        Format::Bf16 => 1,
-        Format::F16 => 2,
-    };
-    pos(src) * 3 + pos(dst)
-}
-
-fn format_of(t: ScalarType) -> Format {
-    match t {
-        ScalarType::Bf16 => Format::Bf16,
-        ScalarType::F16 => Format::F16,
-        _ => Format::F32,
-    }
-}
-
-fn cast_kernel((src, dst): (Format, Format)) -> Kernel {
-    let sig = MapSig {
-        name: format!("cast_{}_to_{}", src.suffix(), dst.suffix()),
-        inputs: &[("src", src)],
-        outputs: &[("dst", dst)],
-        scalars: &[],
-    };
-    map_kernel(&sig, |_, x, _| vec![x[0]])
-}
-
 static CASTS: [OpKernel; 9] = OpKernel::instances(convert_kernel::CAST_INSTANCES);
-kernel_table!(static CASTS_BUILDER = cast_kernel, PAIRS, [0 1 2 3 4 5 6 7 8]);
 
 /// Every specialization this module ships.
-pub static KERNELS: &[&OpKernel] = kernel_refs![
-    CASTS[0 1 2 3 4 5 6 7 8],
-    CASTS_BUILDER[0 1 2 3 4 5 6 7 8],
-];
+pub static KERNELS: &[&OpKernel] = kernel_refs![CASTS[0 1 2 3 4 5 6 7 8]];
 
 /// Converts `src` into `dst` element by element (same length). Narrowing rounds to nearest
 /// even; NaN stays NaN, ±∞ stays ±∞, and values beyond the target's range become ±∞.
@@ -104,30 +56,6 @@ pub fn cast<S: CastElem, D: CastElem>(
     dst: &mut Buffer<D>,
 ) -> Result<(), Error> {
     launch_cast::<S, D>(stream, "cast", "convert", src.view(), dst.view_mut())
-}
-
-/// The builder-written kernel that [`cast`] replaces, kept only until the two have been
-/// measured side by side (`bench_cast`).
-#[doc(hidden)]
-pub fn cast_builder<S: CastElem, D: CastElem>(
-    stream: &Stream,
-    src: &Buffer<S>,
-    dst: &mut Buffer<D>,
-) -> Result<(), Error> {
-    let formats = [format_of(S::SCALAR), format_of(D::SCALAR)];
-    let n = check_cast("cast", "convert", src.len(), dst.len())?;
-    if n == 0 {
-        return Ok(());
-    }
-    let [sf, df] = formats;
-    let cfg = map_launch(n, step_elems(formats));
-    let args = [
-        KernelArg::from(src),
-        KernelArg::from(&mut *dst),
-        KernelArg::from(n),
-    ];
-    stream.launch(CASTS_BUILDER[pair_index(sf, df)].artifacts(), cfg, &args)?;
-    Ok(())
 }
 
 /// Copies `src` into `dst` (both of element type `T`, same length) where either may be a

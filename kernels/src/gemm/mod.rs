@@ -40,7 +40,6 @@ mod built {
 }
 
 static SIMT: [OpKernel; 3] = OpKernel::instances(simt_kernel::GEMM_SIMT_INSTANCES);
-static SIMT_BUILDER: [OpKernel; 3] = OpKernel::embedded(&built::GEMM_SIMT);
 static MMA: [OpKernel; 15] = OpKernel::instances(mma_kernel::GEMM_MMA_INSTANCES);
 static MMA_BUILDER: [OpKernel; 15] = OpKernel::embedded(&built::GEMM_MMA);
 static WGMMA: [OpKernel; 12] = OpKernel::embedded(&built::GEMM_WGMMA);
@@ -51,7 +50,6 @@ static SPLIT_REDUCE: [OpKernel; 4] =
 /// Every specialization this module ships.
 pub static KERNELS: &[&OpKernel] = kernel_refs![
     SIMT[0 1 2],
-    SIMT_BUILDER[0 1 2],
     MMA[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14],
     MMA_BUILDER[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14],
     WGMMA[0 1 2 3 4 5 6 7 8 9 10 11],

@@ -3,11 +3,11 @@
 //! launch shape.
 
 use super::layout::GemmShape;
-use super::{MMA, MMA_BUILDER, SIMT, SIMT_BUILDER, WGMMA, WGMMA_TMA};
+use super::simt_kernel::{SIMT_THREADS, SIMT_TILE};
+use super::{MMA, MMA_BUILDER, SIMT, WGMMA, WGMMA_TMA};
 use crate::{Error, OpKernel};
 use kernel_dsl::Target;
 use kernel_runtime::LaunchConfig;
-use kernels_gen::gemm::simt::{SIMT_THREADS, SIMT_TILE};
 use kernels_gen::gemm::tensor_core::{
     mma_shared_bytes, mma_spec_index, MmaSpec, MMA_THREADS, MMA_TILE_M, MMA_TILE_N,
 };
@@ -64,22 +64,17 @@ pub(crate) enum Launch {
 
 impl Plan {
     /// The same plan with the builder-written kernel its `#[kernel]` kernel replaces (the
-    /// fp32 SIMT and `mma.sync` GEMMs), kept only until the two have been measured side by side
+    /// `mma.sync` GEMMs), kept only until the two have been measured side by side
     /// (`bench_gemm`); plans of other kernels come back unchanged.
     #[doc(hidden)]
     pub fn builder(self) -> Plan {
         match self.launch {
-            Launch::Simt(layout) => Plan {
-                kernel: &SIMT_BUILDER[layout_index(layout)],
-                launch: Launch::Builder,
-                ..self
-            },
             Launch::Mma(index) => Plan {
                 kernel: &MMA_BUILDER[index],
                 launch: Launch::Builder,
                 ..self
             },
-            Launch::Builder => self,
+            Launch::Simt(_) | Launch::Builder => self,
         }
     }
 }

@@ -14,6 +14,11 @@
 
 use kernel_macros::{device, kernel};
 
+/// Threads of a block: the kernel's `block` below.
+pub(crate) const SIMT_THREADS: u32 = 256;
+/// Rows and columns of C a block computes.
+pub(crate) const SIMT_TILE: u32 = 128;
+
 /// Whether element `j` of this thread's run of an operand's slab is inside the matrix: the
 /// run starts at row `mn` (of m or n) and `gk`, and goes along k where `k_contiguous`.
 #[device(crate = crate::lang)]
@@ -269,6 +274,22 @@ pub fn gemm_simt<const A_K: u32, const B_K: u32>(
                     );
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kernel_dsl::BlockContract;
+
+    /// The host plans launches with `SIMT_THREADS`; the kernel refuses any other block.
+    #[test]
+    fn the_launch_plan_uses_the_kernels_block() {
+        for k in super::GEMM_SIMT_INSTANCES {
+            assert_eq!(
+                k.meta.block,
+                BlockContract::Exactly([super::SIMT_THREADS, 1, 1])
+            );
         }
     }
 }

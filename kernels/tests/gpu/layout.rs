@@ -7,7 +7,7 @@ use kernels::cast::Element;
 use kernels::layout::{
     heads_from_interleaved, heads_from_interleaved_builder, interleaved_from_heads,
     interleaved_from_heads_builder, kv_cache_append, kv_cache_append_builder, transpose,
-    transpose_builder, PagedLayout,
+    PagedLayout,
 };
 
 fn layout_at<T: Element>(s: &Stream, builder: bool) {
@@ -42,15 +42,15 @@ fn layout_at<T: Element>(s: &Stream, builder: bool) {
         );
     }
 
-    // Odd sides (one element a lane) and even ones (bf16 pairs).
+    // Odd sides (one element a lane) and even ones (bf16 pairs); the transpose has no builder
+    // kernel left.
     for (rows, cols) in [(1000, 3001), (4096, 1026)] {
+        if builder {
+            break;
+        }
         let (m, ms) = upload::<T>(s, &rng.vec(rows * cols, -1.0, 1.0));
         let mut mt = poisoned::<T>(s, rows * cols);
-        if builder {
-            transpose_builder(s, &m, &mut mt, rows, cols).unwrap();
-        } else {
-            transpose(s, &m, &mut mt, rows, cols).unwrap();
-        }
+        transpose(s, &m, &mut mt, rows, cols).unwrap();
         let want: Vec<f64> = kernels::layout::reference::swap_outer(&ms, rows, cols, 1)
             .into_iter()
             .map(f64::from)
