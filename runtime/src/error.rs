@@ -25,6 +25,15 @@ pub enum Error {
         target: Target,
         embedded: Vec<Target>,
     },
+    #[error("kernel `{kernel}` cannot run on this {device} device: it uses `{instruction}`, which needs {need}; run it on a GPU that has it, or on the CPU with `Device::emulator()`")]
+    BeyondDevice {
+        kernel: String,
+        device: Target,
+        /// The first instruction the device lacks.
+        instruction: String,
+        /// What that instruction needs, from the instruction catalog.
+        need: String,
+    },
     #[error("kernel `{kernel}` could not be emitted for {target}: {source}")]
     Emit {
         kernel: String,
