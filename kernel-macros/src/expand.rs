@@ -31,6 +31,7 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
             return out;
         }
     };
+    crate::known::note_kernel(&func.sig.ident.to_string());
     run(attr, func, Devices::new())
 }
 
@@ -88,6 +89,7 @@ fn device_impl(attr: TokenStream, imp: syn::ItemImpl) -> TokenStream {
             continue;
         };
         let name = op_method_name(&ty, &m.sig.ident.to_string());
+        crate::known::note_device(&name);
         let mut func = syn::ItemFn {
             attrs: Vec::new(),
             vis: syn::Visibility::Inherited,
@@ -127,6 +129,7 @@ pub fn device(attr: TokenStream, item: TokenStream) -> TokenStream {
         Err(d) => return d.to_compile_error(),
     };
     let name = &func.sig.ident;
+    crate::known::note_device(&name.to_string());
     let stub = stub(
         &func,
         &format!("`{name}` is a #[device] function: it runs inside kernels only"),
@@ -194,6 +197,9 @@ fn run(attr_tokens: TokenStream, func: syn::ItemFn, devices: Devices) -> TokenSt
         }
     }
     if let Some(missing) = unresolved_call(&func, &devices, &ops) {
+        if let Some(d) = not_a_helper(&missing.0, missing.1) {
+            return with_stub(&func, d);
+        }
         // Ask the helper's macro to hand its tokens back (see the module docs).
         let mac = format_ident!("{}", missing.0, span = missing.1);
         let ds = devices.values();
@@ -352,6 +358,32 @@ fn unresolved_call(
     }
     missing.sort_by(|a, b| a.0.cmp(&b.0));
     missing.into_iter().next()
+}
+
+/// The error for a called `name` that no `#[device]` function expanded so far has (where the
+/// order of expansion is known: see `known.rs`), instead of rustc's for a missing macro.
+fn not_a_helper(name: &str, at: proc_macro2::Span) -> Option<Diag> {
+    if name.starts_with("__device__") || !crate::known::trusted() {
+        return None;
+    }
+    let message = match crate::known::callee(name) {
+        crate::known::Callee::Device => return None,
+        crate::known::Callee::Kernel => format!(
+            "`{name}` is a kernel, and a kernel cannot call another kernel: move the code they share into a `#[device] fn` defined above both, and call it from each"
+        ),
+        crate::known::Callee::Unknown(near) => {
+            let hint = match &near[..] {
+                [] => format!("define it as `#[device] fn {name}(..)` above this kernel, or call an intrinsic from `ptxkit::prelude`"),
+                [one] => format!("did you mean `{one}`?"),
+                [first @ .., last] => format!(
+                    "did you mean {} or `{last}`?",
+                    first.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+                ),
+            };
+            format!("unknown function `{name}`: kernels call intrinsics and `#[device]` functions defined above them; {hint}")
+        }
+    };
+    Some(Diag::new(at, message))
 }
 
 /// The function's signature with a body that never runs.

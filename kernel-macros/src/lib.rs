@@ -97,6 +97,7 @@ mod dispatch;
 mod dsl_type;
 mod expand;
 mod instance;
+mod known;
 mod lower;
 mod targets;
 
