@@ -12,6 +12,7 @@
 use crate::attr::{self, KernelAttr};
 use crate::codegen::{self, Built};
 use crate::diag::{DResult, Diag};
+use crate::instance::Resolved;
 use crate::lower::{self, Devices};
 use crate::{cubin, instance, targets};
 use proc_macro2::TokenStream;
@@ -222,80 +223,107 @@ fn build(attr: &KernelAttr, func: &syn::ItemFn, devices: &Devices) -> DResult<Ve
     };
     let mut out = Vec::new();
     for inst in instance::resolve(func, &attr.instances)? {
-        let t0 = Instant::now();
-        let block = match &attr.block {
-            Some(dims) => {
-                let mut shape = [1u32; 3];
-                for (k, e) in dims.iter().enumerate() {
-                    let v = instance::eval(e, &inst.spec)?;
-                    if !(1..=1024).contains(&v) {
-                        return Err(Diag::new(
-                            syn::spanned::Spanned::span(e),
-                            format!("a block dimension of {v} is not possible: 1 to 1024"),
-                        ));
-                    }
-                    shape[k] = v as u32;
-                }
-                Some(shape)
-            }
-            None => None,
+        let named = Resolved {
+            spec: Default::default(),
+            entry: inst.entry.clone(),
+            label: inst.label.clone(),
         };
-        let max_threads = match &attr.max_threads {
-            Some(e) if attr.block.is_some() => {
-                return Err(Diag::new(crate::diag::range(e), "give either `block` (an exact shape) or `max_threads` (an upper bound), not both"));
-            }
-            Some(e) => {
+        let built = build_instance(attr, func, devices, inst, (&announced, &ptxas), timing);
+        out.push(built.map_err(|d| named.note(d))?);
+    }
+    Ok(out)
+}
+
+/// Lowers, emits and assembles one instance. Errors of the per-target emission carry the
+/// instance's note already; the caller adds it to the others.
+fn build_instance(
+    attr: &KernelAttr,
+    func: &syn::ItemFn,
+    devices: &Devices,
+    inst: Resolved,
+    (announced, ptxas): (&[kernel_dsl::Target], &Option<std::path::PathBuf>),
+    timing: bool,
+) -> DResult<Built> {
+    let t0 = Instant::now();
+    let block = match &attr.block {
+        Some(dims) => {
+            let mut shape = [1u32; 3];
+            for (k, e) in dims.iter().enumerate() {
                 let v = instance::eval(e, &inst.spec)?;
                 if !(1..=1024).contains(&v) {
                     return Err(Diag::new(
-                        crate::diag::range(e),
-                        format!("`max_threads = {v}` is not possible: 1 to 1024"),
+                        syn::spanned::Spanned::span(e),
+                        format!("a block dimension of {v} is not possible: 1 to 1024"),
                     ));
                 }
-                Some(v as u32)
+                shape[k] = v as u32;
             }
-            None => None,
-        };
-        let (maxnreg, min_blocks) = register_bounds(attr, &inst.spec)?;
-        let mut lowered = lower::lower_kernel(func, &inst.entry, &inst.spec, block, devices)?;
-        let perf = &mut lowered.kernel.perf;
-        if let Some(n) = max_threads {
-            perf.maxntid = Some([n, 1, 1]);
+            Some(shape)
         }
-        perf.maxnreg = maxnreg;
-        perf.minnctapersm = min_blocks;
-        let t1 = Instant::now();
-        let emitted = targets::emit_all(&lowered, crate::diag::range(&func.sig.ident));
-        let t2 = Instant::now();
-        let mut cubins = Vec::new();
-        if let Some(ptxas) = &ptxas {
-            for e in &emitted {
-                if let (true, Ok(ptx)) = (announced.contains(&e.target), &e.ptx) {
-                    if let Some(bin) = cubin::assemble(ptxas, ptx, e.target, &inst.entry) {
-                        cubins.push((e.target, bin));
-                    }
+        None => None,
+    };
+    let max_threads = match &attr.max_threads {
+        Some(e) if attr.block.is_some() => {
+            return Err(Diag::new(
+                crate::diag::range(e),
+                "give either `block` (an exact shape) or `max_threads` (an upper bound), not both",
+            ));
+        }
+        Some(e) => {
+            let v = instance::eval(e, &inst.spec)?;
+            if !(1..=1024).contains(&v) {
+                return Err(Diag::new(
+                    crate::diag::range(e),
+                    format!("`max_threads = {v}` is not possible: 1 to 1024"),
+                ));
+            }
+            Some(v as u32)
+        }
+        None => None,
+    };
+    let (maxnreg, min_blocks) = register_bounds(attr, &inst.spec)?;
+    let mut lowered = lower::lower_kernel(func, &inst.entry, &inst.spec, block, devices)?;
+    let perf = &mut lowered.kernel.perf;
+    if let Some(n) = max_threads {
+        perf.maxntid = Some([n, 1, 1]);
+    }
+    perf.maxnreg = maxnreg;
+    perf.minnctapersm = min_blocks;
+    let t1 = Instant::now();
+    let mut emitted = targets::emit_all(&lowered, crate::diag::range(&func.sig.ident));
+    for e in &mut emitted {
+        if let Err(d) = &mut e.ptx {
+            *d = inst.note(d.clone());
+        }
+    }
+    let t2 = Instant::now();
+    let mut cubins = Vec::new();
+    if let Some(ptxas) = &ptxas {
+        for e in &emitted {
+            if let (true, Ok(ptx)) = (announced.contains(&e.target), &e.ptx) {
+                if let Some(bin) = cubin::assemble(ptxas, ptx, e.target, &inst.entry) {
+                    cubins.push((e.target, bin));
                 }
             }
         }
-        if timing {
-            eprintln!(
-                "ptxkit-macro-timing kernel={} lower_us={} emit_all_us={} targets={} per_target_us={:.1}",
-                inst.entry,
-                (t1 - t0).as_micros(),
-                (t2 - t1).as_micros(),
-                emitted.len(),
-                (t2 - t1).as_micros() as f64 / emitted.len() as f64
-            );
-        }
-        out.push(Built {
-            entry: inst.entry,
-            spec: inst.spec,
-            lowered,
-            emitted,
-            cubins,
-        });
     }
-    Ok(out)
+    if timing {
+        eprintln!(
+            "ptxkit-macro-timing kernel={} lower_us={} emit_all_us={} targets={} per_target_us={:.1}",
+            inst.entry,
+            (t1 - t0).as_micros(),
+            (t2 - t1).as_micros(),
+            emitted.len(),
+            (t2 - t1).as_micros() as f64 / emitted.len() as f64
+        );
+    }
+    Ok(Built {
+        entry: inst.entry,
+        spec: inst.spec,
+        lowered,
+        emitted,
+        cubins,
+    })
 }
 
 /// The macro to ask for the first called helper that is neither an intrinsic nor known yet
