@@ -121,6 +121,14 @@ pub fn device(attr: TokenStream, item: TokenStream) -> TokenStream {
     if let Ok(imp) = syn::parse2::<syn::ItemImpl>(item.clone()) {
         return device_impl(attr, imp);
     }
+    if let Ok(c) = syn::parse2::<syn::ItemConst>(item.clone()) {
+        // A module-level constant kernels may name: the host keeps the item as written.
+        if let Err(d) = device_crate(attr, crate::diag::range(&c.ident)) {
+            return d.to_compile_error();
+        }
+        crate::known::note_const(&c);
+        return quote!(#c);
+    }
     let func: syn::ItemFn = match syn::parse2(item) {
         Ok(f) => f,
         Err(e) => return e.to_compile_error(),

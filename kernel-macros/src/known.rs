@@ -1,4 +1,5 @@
-//! The `#[device]` functions and `#[kernel]`s this compilation has expanded so far. rustc
+//! The `#[device]` functions, `#[device] const` items and `#[kernel]`s this compilation has
+//! expanded so far. A kernel names a module-level constant through this list. rustc
 //! expands a crate's items in source order, and a helper must be defined before the kernels
 //! that call it (see `expand.rs`), so a called name that is not here is no helper: the kernel
 //! reports "unknown function" with the nearest names, or says that kernels cannot call
@@ -7,17 +8,20 @@
 //! rust-analyzer expands macros one at a time, in no set order, so there the list is not
 //! trusted and calls are resolved through the helpers' macros as always.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
 struct Seen {
     devices: BTreeSet<String>,
     kernels: BTreeSet<String>,
+    /// `#[device] const` items by name, as source text (tokens cannot cross expansions).
+    consts: BTreeMap<String, String>,
 }
 
 static SEEN: Mutex<Seen> = Mutex::new(Seen {
     devices: BTreeSet::new(),
     kernels: BTreeSet::new(),
+    consts: BTreeMap::new(),
 });
 
 fn with<T>(f: impl FnOnce(&mut Seen) -> T) -> T {
@@ -29,6 +33,18 @@ fn with<T>(f: impl FnOnce(&mut Seen) -> T) -> T {
 /// Records a `#[device]` function (or an op type's method, by its device name).
 pub fn note_device(name: &str) {
     with(|s| s.devices.insert(name.to_string()));
+}
+
+/// Records a module-level `#[device] const`, which kernels defined below it may name.
+pub fn note_const(item: &syn::ItemConst) {
+    let text = quote::ToTokens::to_token_stream(item).to_string();
+    with(|s| s.consts.insert(item.ident.to_string(), text));
+}
+
+/// The `#[device] const` item named `name`, if one was expanded before.
+pub fn module_const(name: &str) -> Option<syn::ItemConst> {
+    let text = with(|s| s.consts.get(name).cloned())?;
+    syn::parse_str(&text).ok()
 }
 
 /// Records a `#[kernel]`.
