@@ -67,6 +67,9 @@ pub struct KernelMeta {
     pub static_shared_bytes: u32,
     /// Whether the kernel reads `extern .shared` memory sized at launch.
     pub uses_dynamic_shared: bool,
+    /// The fewest bytes of dynamic shared memory its declarations show it indexes (0 where
+    /// they show nothing): a launch giving fewer is refused.
+    pub min_dynamic_shared_bytes: u32,
 }
 
 /// A module's PTX as embedded: text, or deflated text (what a build embeds: PTX is wordy
@@ -238,6 +241,7 @@ impl KernelMeta {
             block: kernel.perf.block_contract(),
             static_shared_bytes: kernel.static_shared_bytes(),
             uses_dynamic_shared: kernel.dynamic_shared.is_some(),
+            min_dynamic_shared_bytes: kernel.dynamic_shared_min_bytes,
         }
     }
 }

@@ -184,6 +184,7 @@ impl KernelBuilder {
                 regs: Vec::new(),
                 shared: Vec::new(),
                 dynamic_shared: None,
+                dynamic_shared_min_bytes: 0,
                 perf: PerfDirectives::default(),
                 body: Vec::new(),
             },
@@ -377,6 +378,22 @@ impl KernelBuilder {
         name
     }
 
+    /// Records that the kernel indexes at least `bytes` of dynamic shared memory, so a launch
+    /// giving fewer is refused; the largest of several calls holds.
+    ///
+    /// ```
+    /// use kernel_dsl::builder::KernelBuilder;
+    /// let mut b = KernelBuilder::new("k");
+    /// b.raw_dynamic_shared("dyn_smem");
+    /// b.dynamic_shared_at_least(1024);
+    /// b.dynamic_shared_at_least(16);
+    /// assert_eq!(b.finish().dynamic_shared_min_bytes, 1024);
+    /// ```
+    pub fn dynamic_shared_at_least(&mut self, bytes: u32) {
+        let k = &mut self.kernel;
+        k.dynamic_shared_min_bytes = k.dynamic_shared_min_bytes.max(bytes);
+    }
+
     pub fn comment(&mut self, text: impl Into<String>) {
         self.push(Stmt::Comment(text.into()));
     }
@@ -498,6 +515,7 @@ impl KernelBuilder {
     /// The dynamic shared array, sized at launch.
     pub fn dynamic_shared<T: DType>(&mut self, name: &str) -> SharedArray<T> {
         let name = self.raw_dynamic_shared(name);
+        self.dynamic_shared_at_least(T::TY.bytes());
         SharedArray {
             name,
             _ty: PhantomData,

@@ -37,6 +37,30 @@ impl Requirement {
         }
     }
 
+    /// What a kernel holding forms of both `self` and `other` needs: the higher minimums, the
+    /// lower maximum, arch-specific if either is.
+    ///
+    /// ```
+    /// use kernel_dsl::catalog::requirement;
+    /// use kernel_dsl::op::Op;
+    /// use kernel_dsl::ScalarType;
+    /// let regs = requirement(&Op::Setmaxnreg { increase: true, count: 240 });
+    /// let wgmma = requirement(&Op::Wgmma { n: 64, ab: ScalarType::Bf16 });
+    /// assert_eq!(regs.to_string(), "sm_90a or a newer `a` target (PTX ISA 8.0)");
+    /// assert_eq!(regs.and(wgmma).to_string(), "sm_90a (PTX ISA 8.0)");
+    /// ```
+    pub fn and(self, other: Requirement) -> Requirement {
+        Requirement {
+            min_sm: self.min_sm.max(other.min_sm),
+            min_isa: self.min_isa.max(other.min_isa),
+            arch_specific: self.arch_specific || other.arch_specific,
+            max_sm: match (self.max_sm, other.max_sm) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            },
+        }
+    }
+
     /// Whether `target` can run this form.
     pub fn admits(&self, target: Target) -> bool {
         target.sm() >= self.min_sm
@@ -526,6 +550,22 @@ pub fn requirement(op: &Op) -> Requirement {
     entry(form(op)).requirement
 }
 
+/// What a whole kernel needs: the [`Requirement::and`] of its instructions' requirements, so
+/// a kernel mixing `setmaxnreg` (any `a` target from sm_90a) with `wgmma` (sm_90a only) needs
+/// exactly sm_90a.
+///
+/// ```
+/// use kernel_dsl::{catalog::kernel_requirement, samples, Target};
+/// let need = kernel_requirement(&samples::mma_bf16_16x8x16());
+/// assert_eq!(need.min_sm, 80);
+/// assert!(!need.admits(Target::Sm75));
+/// ```
+pub fn kernel_requirement(kernel: &crate::ir::Kernel) -> Requirement {
+    let mut need = Requirement::new(0, (0, 0));
+    kernel.for_each_inst(&mut |inst| need = need.and(requirement(&inst.op)));
+    need
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -565,6 +605,24 @@ mod tests {
         assert!(!w.admits(Target::Sm90));
         assert!(!w.admits(Target::Sm100a));
         assert_eq!(w.to_string(), "sm_90a (PTX ISA 8.0)");
+    }
+
+    #[test]
+    fn a_kernel_with_wgmma_needs_exactly_sm90a_whatever_else_it_holds() {
+        let k = crate::samples::wgmma_bf16_64x8x16();
+        assert_eq!(kernel_requirement(&k).to_string(), "sm_90a (PTX ISA 8.0)");
+        let regs = requirement(&Op::Setmaxnreg {
+            increase: true,
+            count: 240,
+        });
+        let wgmma = requirement(&Op::Wgmma {
+            n: 64,
+            ab: ScalarType::Bf16,
+        });
+        for need in [regs.and(wgmma), wgmma.and(regs)] {
+            assert_eq!(need.to_string(), "sm_90a (PTX ISA 8.0)");
+            assert!(need.admits(Target::Sm90a) && !need.admits(Target::Sm100a));
+        }
     }
 
     #[test]

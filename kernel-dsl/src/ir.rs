@@ -249,6 +249,11 @@ pub struct Kernel {
     pub shared: Vec<SharedArray>,
     /// The name of the `extern .shared` array if the kernel uses dynamic shared memory.
     pub dynamic_shared: Option<String>,
+    /// The fewest bytes of dynamic shared memory the kernel's declarations show it indexes
+    /// (one element of each `dynamic_shared::<T>()`, or the `N` of `dynamic_shared::<T, N>()`):
+    /// a launch giving fewer is refused before anything runs.
+    #[serde(default)]
+    pub dynamic_shared_min_bytes: u32,
     pub perf: PerfDirectives,
     pub body: Vec<Stmt>,
 }

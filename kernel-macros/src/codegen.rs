@@ -90,6 +90,7 @@ fn artifacts(
     let block = block_tokens(&k.perf, dsl);
     let smem = k.static_shared_bytes();
     let dynamic = k.dynamic_shared.is_some();
+    let min_dynamic = k.dynamic_shared_min_bytes;
     let ptx = targets::ptx_entries(&b.emitted, dsl);
     let cubins = b.cubins.iter().map(|(t, bytes)| {
         let cfg = targets::cfg_for(*t);
@@ -111,6 +112,7 @@ fn artifacts(
                 block: #block,
                 static_shared_bytes: #smem,
                 uses_dynamic_shared: #dynamic,
+                min_dynamic_shared_bytes: #min_dynamic,
             },
             ptx: ::std::borrow::Cow::Borrowed(&[#ptx]),
             cubins: ::std::borrow::Cow::Borrowed(&[#(#cubins)*]),

@@ -12,6 +12,7 @@
 use crate::attr::{self, KernelAttr};
 use crate::codegen::{self, Built};
 use crate::diag::{DResult, Diag};
+use crate::instance::Resolved;
 use crate::lower::{self, Devices};
 use crate::{cubin, instance, targets};
 use proc_macro2::TokenStream;
@@ -31,6 +32,7 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
             return out;
         }
     };
+    crate::known::note_kernel(&func.sig.ident.to_string());
     run(attr, func, Devices::new())
 }
 
@@ -88,6 +90,7 @@ fn device_impl(attr: TokenStream, imp: syn::ItemImpl) -> TokenStream {
             continue;
         };
         let name = op_method_name(&ty, &m.sig.ident.to_string());
+        crate::known::note_device(&name);
         let mut func = syn::ItemFn {
             attrs: Vec::new(),
             vis: syn::Visibility::Inherited,
@@ -118,6 +121,14 @@ pub fn device(attr: TokenStream, item: TokenStream) -> TokenStream {
     if let Ok(imp) = syn::parse2::<syn::ItemImpl>(item.clone()) {
         return device_impl(attr, imp);
     }
+    if let Ok(c) = syn::parse2::<syn::ItemConst>(item.clone()) {
+        // A module-level constant kernels may name: the host keeps the item as written.
+        if let Err(d) = device_crate(attr, crate::diag::range(&c.ident)) {
+            return d.to_compile_error();
+        }
+        crate::known::note_const(&c);
+        return quote!(#c);
+    }
     let func: syn::ItemFn = match syn::parse2(item) {
         Ok(f) => f,
         Err(e) => return e.to_compile_error(),
@@ -127,6 +138,7 @@ pub fn device(attr: TokenStream, item: TokenStream) -> TokenStream {
         Err(d) => return d.to_compile_error(),
     };
     let name = &func.sig.ident;
+    crate::known::note_device(&name.to_string());
     let stub = stub(
         &func,
         &format!("`{name}` is a #[device] function: it runs inside kernels only"),
@@ -194,6 +206,9 @@ fn run(attr_tokens: TokenStream, func: syn::ItemFn, devices: Devices) -> TokenSt
         }
     }
     if let Some(missing) = unresolved_call(&func, &devices, &ops) {
+        if let Some(d) = not_a_helper(&missing.0, missing.1) {
+            return with_stub(&func, d);
+        }
         // Ask the helper's macro to hand its tokens back (see the module docs).
         let mac = format_ident!("{}", missing.0, span = missing.1);
         let ds = devices.values();
@@ -216,80 +231,107 @@ fn build(attr: &KernelAttr, func: &syn::ItemFn, devices: &Devices) -> DResult<Ve
     };
     let mut out = Vec::new();
     for inst in instance::resolve(func, &attr.instances)? {
-        let t0 = Instant::now();
-        let block = match &attr.block {
-            Some(dims) => {
-                let mut shape = [1u32; 3];
-                for (k, e) in dims.iter().enumerate() {
-                    let v = instance::eval(e, &inst.spec)?;
-                    if !(1..=1024).contains(&v) {
-                        return Err(Diag::new(
-                            syn::spanned::Spanned::span(e),
-                            format!("a block dimension of {v} is not possible: 1 to 1024"),
-                        ));
-                    }
-                    shape[k] = v as u32;
-                }
-                Some(shape)
-            }
-            None => None,
+        let named = Resolved {
+            spec: Default::default(),
+            entry: inst.entry.clone(),
+            label: inst.label.clone(),
         };
-        let max_threads = match &attr.max_threads {
-            Some(e) if attr.block.is_some() => {
-                return Err(Diag::new(crate::diag::range(e), "give either `block` (an exact shape) or `max_threads` (an upper bound), not both"));
-            }
-            Some(e) => {
+        let built = build_instance(attr, func, devices, inst, (&announced, &ptxas), timing);
+        out.push(built.map_err(|d| named.note(d))?);
+    }
+    Ok(out)
+}
+
+/// Lowers, emits and assembles one instance. Errors of the per-target emission carry the
+/// instance's note already; the caller adds it to the others.
+fn build_instance(
+    attr: &KernelAttr,
+    func: &syn::ItemFn,
+    devices: &Devices,
+    inst: Resolved,
+    (announced, ptxas): (&[kernel_dsl::Target], &Option<std::path::PathBuf>),
+    timing: bool,
+) -> DResult<Built> {
+    let t0 = Instant::now();
+    let block = match &attr.block {
+        Some(dims) => {
+            let mut shape = [1u32; 3];
+            for (k, e) in dims.iter().enumerate() {
                 let v = instance::eval(e, &inst.spec)?;
                 if !(1..=1024).contains(&v) {
                     return Err(Diag::new(
-                        crate::diag::range(e),
-                        format!("`max_threads = {v}` is not possible: 1 to 1024"),
+                        syn::spanned::Spanned::span(e),
+                        format!("a block dimension of {v} is not possible: 1 to 1024"),
                     ));
                 }
-                Some(v as u32)
+                shape[k] = v as u32;
             }
-            None => None,
-        };
-        let (maxnreg, min_blocks) = register_bounds(attr, &inst.spec)?;
-        let mut lowered = lower::lower_kernel(func, &inst.entry, &inst.spec, block, devices)?;
-        let perf = &mut lowered.kernel.perf;
-        if let Some(n) = max_threads {
-            perf.maxntid = Some([n, 1, 1]);
+            Some(shape)
         }
-        perf.maxnreg = maxnreg;
-        perf.minnctapersm = min_blocks;
-        let t1 = Instant::now();
-        let emitted = targets::emit_all(&lowered, crate::diag::range(&func.sig.ident));
-        let t2 = Instant::now();
-        let mut cubins = Vec::new();
-        if let Some(ptxas) = &ptxas {
-            for e in &emitted {
-                if let (true, Ok(ptx)) = (announced.contains(&e.target), &e.ptx) {
-                    if let Some(bin) = cubin::assemble(ptxas, ptx, e.target, &inst.entry) {
-                        cubins.push((e.target, bin));
-                    }
+        None => None,
+    };
+    let max_threads = match &attr.max_threads {
+        Some(e) if attr.block.is_some() => {
+            return Err(Diag::new(
+                crate::diag::range(e),
+                "give either `block` (an exact shape) or `max_threads` (an upper bound), not both",
+            ));
+        }
+        Some(e) => {
+            let v = instance::eval(e, &inst.spec)?;
+            if !(1..=1024).contains(&v) {
+                return Err(Diag::new(
+                    crate::diag::range(e),
+                    format!("`max_threads = {v}` is not possible: 1 to 1024"),
+                ));
+            }
+            Some(v as u32)
+        }
+        None => None,
+    };
+    let (maxnreg, min_blocks) = register_bounds(attr, &inst.spec)?;
+    let mut lowered = lower::lower_kernel(func, &inst.entry, &inst.spec, block, devices)?;
+    let perf = &mut lowered.kernel.perf;
+    if let Some(n) = max_threads {
+        perf.maxntid = Some([n, 1, 1]);
+    }
+    perf.maxnreg = maxnreg;
+    perf.minnctapersm = min_blocks;
+    let t1 = Instant::now();
+    let mut emitted = targets::emit_all(&lowered, crate::diag::range(&func.sig.ident));
+    for e in &mut emitted {
+        if let Err(d) = &mut e.ptx {
+            *d = inst.note(d.clone());
+        }
+    }
+    let t2 = Instant::now();
+    let mut cubins = Vec::new();
+    if let Some(ptxas) = &ptxas {
+        for e in &emitted {
+            if let (true, Ok(ptx)) = (announced.contains(&e.target), &e.ptx) {
+                if let Some(bin) = cubin::assemble(ptxas, ptx, e.target, &inst.entry) {
+                    cubins.push((e.target, bin));
                 }
             }
         }
-        if timing {
-            eprintln!(
-                "ptxkit-macro-timing kernel={} lower_us={} emit_all_us={} targets={} per_target_us={:.1}",
-                inst.entry,
-                (t1 - t0).as_micros(),
-                (t2 - t1).as_micros(),
-                emitted.len(),
-                (t2 - t1).as_micros() as f64 / emitted.len() as f64
-            );
-        }
-        out.push(Built {
-            entry: inst.entry,
-            spec: inst.spec,
-            lowered,
-            emitted,
-            cubins,
-        });
     }
-    Ok(out)
+    if timing {
+        eprintln!(
+            "ptxkit-macro-timing kernel={} lower_us={} emit_all_us={} targets={} per_target_us={:.1}",
+            inst.entry,
+            (t1 - t0).as_micros(),
+            (t2 - t1).as_micros(),
+            emitted.len(),
+            (t2 - t1).as_micros() as f64 / emitted.len() as f64
+        );
+    }
+    Ok(Built {
+        entry: inst.entry,
+        spec: inst.spec,
+        lowered,
+        emitted,
+        cubins,
+    })
 }
 
 /// The macro to ask for the first called helper that is neither an intrinsic nor known yet
@@ -352,6 +394,32 @@ fn unresolved_call(
     }
     missing.sort_by(|a, b| a.0.cmp(&b.0));
     missing.into_iter().next()
+}
+
+/// The error for a called `name` that no `#[device]` function expanded so far has (where the
+/// order of expansion is known: see `known.rs`), instead of rustc's for a missing macro.
+fn not_a_helper(name: &str, at: proc_macro2::Span) -> Option<Diag> {
+    if name.starts_with("__device__") || !crate::known::trusted() {
+        return None;
+    }
+    let message = match crate::known::callee(name) {
+        crate::known::Callee::Device => return None,
+        crate::known::Callee::Kernel => format!(
+            "`{name}` is a kernel, and a kernel cannot call another kernel: move the code they share into a `#[device] fn` defined above both, and call it from each"
+        ),
+        crate::known::Callee::Unknown(near) => {
+            let hint = match &near[..] {
+                [] => format!("define it as `#[device] fn {name}(..)` above this kernel, or call an intrinsic from `ptxkit::prelude`"),
+                [one] => format!("did you mean `{one}`?"),
+                [first @ .., last] => format!(
+                    "did you mean {} or `{last}`?",
+                    first.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+                ),
+            };
+            format!("unknown function `{name}`: kernels call intrinsics and `#[device]` functions defined above them; {hint}")
+        }
+    };
+    Some(Diag::new(at, message))
 }
 
 /// The function's signature with a body that never runs.

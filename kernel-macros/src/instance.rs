@@ -13,6 +13,23 @@ pub struct Resolved {
     pub spec: Specialization,
     /// The entry name: the function's name, plus `__` and the arguments for generic kernels.
     pub entry: String,
+    /// What each generic parameter stands for (`T = bf16, W = 8`); `None` for a kernel that
+    /// is not generic.
+    pub label: Option<String>,
+}
+
+impl Resolved {
+    /// `d` with a note naming this instance, so an error that only some instances have says
+    /// which one.
+    pub fn note(&self, mut d: crate::diag::Diag) -> crate::diag::Diag {
+        if let Some(label) = &self.label {
+            d.message = format!(
+                "{}\n  note: in the instance `{label}` (entry `{}`)",
+                d.message, self.entry
+            );
+        }
+        d
+    }
 }
 
 /// Resolves the instances of `func` (one, unnamed, for a non-generic kernel).
@@ -22,6 +39,7 @@ pub fn resolve(func: &syn::ItemFn, instances: &[Instance]) -> DResult<Vec<Resolv
         return Ok(vec![Resolved {
             spec: Specialization::default(),
             entry: base,
+            label: None,
         }]);
     }
     instances
@@ -59,23 +77,27 @@ pub fn op_type_name(t: &syn::Type) -> DResult<String> {
 fn resolve_one(func: &syn::ItemFn, base: &str, inst: &Instance) -> DResult<Resolved> {
     let mut spec = Specialization::default();
     let mut parts = Vec::new();
+    let mut label = Vec::new();
     for (param, arg) in func.sig.generics.params.iter().zip(&inst.args) {
         match (param, arg) {
             (GenericParam::Type(tp), GenericArgument::Type(t)) if is_op_param(tp) => {
                 let name = op_type_name(t)?;
                 parts.push(name.to_lowercase());
+                label.push(format!("{} = {name}", tp.ident));
                 spec.ops.insert(tp.ident.to_string(), name);
             }
             (GenericParam::Type(tp), GenericArgument::Type(t)) => {
                 let ty = scalar_of(t, &BTreeMap::new())?;
                 spec.types.insert(tp.ident.to_string(), ty);
                 parts.push(rust_name(ty).to_string());
+                label.push(format!("{} = {}", tp.ident, rust_name(ty)));
             }
             (GenericParam::Const(cp), GenericArgument::Const(e)) => {
                 let ty = scalar_of(&cp.ty, &BTreeMap::new())?;
                 let v = literal_int(e)?;
                 spec.consts.insert(cp.ident.to_string(), (v, ty));
                 parts.push(v.to_string());
+                label.push(format!("{} = {v}", cp.ident));
             }
             (GenericParam::Const(cp), GenericArgument::Type(syn::Type::Path(p))) => {
                 // `<f32, N>` where N names a constant is ambiguous to the parser; only
@@ -117,6 +139,7 @@ fn resolve_one(func: &syn::ItemFn, base: &str, inst: &Instance) -> DResult<Resol
     Ok(Resolved {
         spec,
         entry: format!("{base}__{}", parts.join("_")),
+        label: Some(label.join(", ")),
     })
 }
 

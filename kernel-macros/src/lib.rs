@@ -34,7 +34,8 @@
 //! the intrinsics `kernel_dsl::intrinsics` lowers generically, `methods.rs` method syntax,
 //! `value.rs` typed values), `targets.rs` (per-target emission and capability
 //! errors), `cubin.rs` (ptxas), `codegen.rs` (generated items), `diag.rs` (errors with spans),
-//! `dsl_type.rs` (Rust types to PTX types).
+//! `dsl_type.rs` (Rust types to PTX types), `known.rs` (the helpers, `#[device] const`s and
+//! kernels expanded so far).
 //!
 //! # Targets: cargo features, no build script
 //!
@@ -97,6 +98,7 @@ mod dispatch;
 mod dsl_type;
 mod expand;
 mod instance;
+mod known;
 mod lower;
 mod targets;
 

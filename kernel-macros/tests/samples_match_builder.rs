@@ -49,6 +49,7 @@ fn builder_artifacts(kernel: kernel_dsl::ir::Kernel) -> &'static KernelArtifacts
             block: kernel.perf.block_contract(),
             static_shared_bytes: kernel.static_shared_bytes(),
             uses_dynamic_shared: kernel.dynamic_shared.is_some(),
+            min_dynamic_shared_bytes: kernel.dynamic_shared_min_bytes,
         },
         ptx: Cow::Owned(vec![(target, kernel_dsl::Ptx::Text(ptx))]),
         cubins: Cow::Borrowed(&[]),

@@ -156,6 +156,19 @@ pub enum Error {
         lanes: u32,
     },
 
+    #[error("lane {lane} shuffles from lane {from}, which {} ({site}): a GPU returns an undefined value\n  help: keep every source lane inside the member mask ({members:#010x}): narrow the lane offset or the `c` clamp operand, or widen the mask to the lanes the shuffle reads", if *.present { "is not in the member mask" } else { "the block's last, partial warp does not have" })]
+    ShuffleSource {
+        site: Site,
+        /// The reading lane.
+        lane: u32,
+        /// The lane it reads.
+        from: u32,
+        /// The lanes taking part in the shuffle.
+        members: u32,
+        /// Whether the source lane exists (false: the block's last warp is partial).
+        present: bool,
+    },
+
     #[error("{waiting} threads spin at an mbarrier wait that no thread will complete ({site}); {detail}\n  help: check the barrier's arrival count and expected transaction bytes, and that every producer arrives")]
     SpinDeadlock {
         site: Site,

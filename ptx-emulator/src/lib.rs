@@ -59,7 +59,9 @@
 //! a warp collective whose member mask names an exited lane, or a lane the block's last, partial
 //! warp does not have (a full mask in a block of 48 threads; [`Error::PartialWarpMask`]): both
 //! are undefined behaviour on a GPU. The legacy forms without `.sync` name no mask and run over
-//! the lanes present. A pointer argument given as a view of part of a buffer ([`ViewArg`])
+//! the lanes present. A shuffle whose source lane (within its clamp) is outside the member mask,
+//! or absent from a partial warp, reads an undefined value on a GPU and is an
+//! [`Error::ShuffleSource`] here. A pointer argument given as a view of part of a buffer ([`ViewArg`])
 //! bounds that buffer to the view for the launch, so a kernel handed `y[0..8]` cannot write
 //! `y[8..16]` unreported ([`Error::ViewOutOfBounds`]). A launch that runs past its step budget
 //! ([`Emulator::with_step_budget`], the [`STEP_BUDGET_ENV`] variable, else

@@ -498,6 +498,79 @@ fn shuffle_whose_mask_names_only_present_lanes_works_in_a_partial_warp() {
 }
 
 #[test]
+fn shuffle_reading_a_lane_absent_from_a_partial_warp_is_an_error() {
+    let mut mem = GlobalMemory::new();
+    let out = poisoned_f32(&mut mem, 48);
+    // The second warp names its 16 lanes, but the first butterfly step reads lanes 16-31.
+    let err = launch(
+        &ptx(PARTIAL_WARP_SUM),
+        "warp_sum",
+        LaunchConfig::linear(1, 48),
+        &[
+            ArgValue::Ptr(out),
+            ArgValue::U32(u32::MAX),
+            ArgValue::U32(0xffff),
+        ],
+        &mut mem,
+    )
+    .unwrap_err();
+    match &err {
+        Error::ShuffleSource {
+            site,
+            lane,
+            from,
+            members,
+            present,
+        } => {
+            assert_eq!(site.kernel, "warp_sum");
+            assert_eq!(site.thread, [32, 0, 0]);
+            assert!(site.instruction.contains("shfl.sync.bfly"), "{site}");
+            assert_eq!((*lane, *from, *members, *present), (0, 16, 0xffff, false));
+        }
+        other => panic!("expected a shuffle-source error, got {other:?}"),
+    }
+    let text = err.to_string();
+    for needle in ["warp_sum", "thread (32, 0, 0)", "lane 16", "partial warp"] {
+        assert!(text.contains(needle), "`{needle}` missing from: {text}");
+    }
+    // The second warp stopped before its store.
+    assert_eq!(mem.read_f32(out, 48).unwrap()[32..], [POISON_F32; 16]);
+}
+
+#[test]
+fn shuffle_reading_a_lane_outside_its_member_mask_is_an_error() {
+    let mut mem = GlobalMemory::new();
+    let out = poisoned_f32(&mut mem, 32);
+    // A full warp whose shuffles name only lanes 0-15, while the first step reads lanes 16-31.
+    let err = launch(
+        &ptx(PARTIAL_WARP_SUM),
+        "warp_sum",
+        LaunchConfig::linear(1, 32),
+        &[
+            ArgValue::Ptr(out),
+            ArgValue::U32(0xffff),
+            ArgValue::U32(0xffff),
+        ],
+        &mut mem,
+    )
+    .unwrap_err();
+    match &err {
+        Error::ShuffleSource {
+            site,
+            lane,
+            from,
+            present,
+            ..
+        } => {
+            assert_eq!(site.thread, [0, 0, 0]);
+            assert_eq!((*lane, *from, *present), (0, 16, true));
+        }
+        other => panic!("expected a shuffle-source error, got {other:?}"),
+    }
+    assert!(err.to_string().contains("not in the member mask"), "{err}");
+}
+
+#[test]
 fn votes_reductions_and_warp_syncs_over_missing_lanes_are_errors() {
     for (name, body) in [
         ("vote", "vote.sync.ballot.b32 	%r2, %p1, 0xffffffff;"),

@@ -41,6 +41,7 @@ fn vector_add_meta() -> KernelMeta {
         block: BlockContract::Any,
         static_shared_bytes: 0,
         uses_dynamic_shared: false,
+        min_dynamic_shared_bytes: 0,
     }
 }
 

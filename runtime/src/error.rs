@@ -25,6 +25,15 @@ pub enum Error {
         target: Target,
         embedded: Vec<Target>,
     },
+    #[error("kernel `{kernel}` cannot run on this {device} device: it uses `{instruction}`, which needs {need}; run it on a GPU that has it, or on the CPU with `Device::emulator()`")]
+    BeyondDevice {
+        kernel: String,
+        device: Target,
+        /// The first instruction the device lacks.
+        instruction: String,
+        /// What that instruction needs, from the instruction catalog.
+        need: String,
+    },
     #[error("kernel `{kernel}` could not be emitted for {target}: {source}")]
     Emit {
         kernel: String,
@@ -120,6 +129,12 @@ pub enum Error {
     DynamicSharedNotDeclared { kernel: String, bytes: u32 },
     #[error("kernel `{kernel}` uses dynamic shared memory (`dynamic_shared`, an `.extern .shared` array), but the launch gives it 0 bytes: set `LaunchConfig::dynamic_shared_bytes` (`cfg.with_dynamic_shared(bytes)`) to the bytes the kernel indexes")]
     DynamicSharedMissing { kernel: String },
+    #[error("kernel `{kernel}` indexes at least {min} bytes of dynamic shared memory (its `dynamic_shared` declarations say so), but the launch gives it {bytes}: set `LaunchConfig::dynamic_shared_bytes` to {min} or more")]
+    DynamicSharedTooSmall {
+        kernel: String,
+        bytes: u32,
+        min: u32,
+    },
     #[error("kernel `{kernel}` has {count} parameters; the launcher handles at most {max}: pack parameters into a buffer")]
     TooManyParams {
         kernel: String,

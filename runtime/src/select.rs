@@ -91,11 +91,28 @@ pub(crate) fn select(
             );
             ptx_module(kernel, target, Cow::Owned(ptx), ModuleOrigin::Emitted)
         }
-        Err(source) => Err(Error::Emit {
+        Err(source) => Err(beyond_device(kernel, device, source)),
+    }
+}
+
+/// An emission error as the launch reports it: an instruction the device lacks is the
+/// device's shortfall (the crate's features have nothing to do with it), anything else an
+/// emission failure.
+fn beyond_device(kernel: &str, device: Target, source: kernel_dsl::Error) -> Error {
+    match source {
+        kernel_dsl::Error::BeyondTarget {
+            instruction, need, ..
+        } => Error::BeyondDevice {
+            kernel: kernel.to_string(),
+            device,
+            instruction,
+            need,
+        },
+        source => Error::Emit {
             kernel: kernel.to_string(),
             target: device,
             source,
-        }),
+        },
     }
 }
 
@@ -138,6 +155,14 @@ fn ptx_module(
 }
 
 fn no_module(artifacts: &KernelArtifacts, device: Target) -> Error {
+    // Where the IR is at hand, a kernel the device cannot run says so instead of asking for a
+    // feature that would not help.
+    if let Some(Ok(ir)) = artifacts.kernel() {
+        if let Err(e @ kernel_dsl::Error::BeyondTarget { .. }) = kernel_dsl::emit::emit(&ir, device)
+        {
+            return beyond_device(&artifacts.meta.entry, device, e);
+        }
+    }
     let mut embedded = artifacts.embedded_targets();
     embedded.extend(artifacts.cubins.iter().map(|(t, _)| *t));
     embedded.sort();
@@ -269,13 +294,39 @@ mod tests {
         assert!(
             matches!(
                 err,
-                Error::Emit {
-                    target: Target::Sm80,
+                Error::BeyondDevice {
+                    device: Target::Sm80,
                     ..
                 }
             ),
             "{err}"
         );
+    }
+
+    fn emit_mma_bf16(target: Target) -> std::result::Result<String, kernel_dsl::Error> {
+        kernel_dsl::emit::emit(&kernel_dsl::samples::mma_bf16_16x8x16(), target)
+    }
+
+    #[test]
+    fn a_bf16_kernel_on_an_sm70_device_names_the_sm_it_needs_not_a_feature() {
+        let a = artifacts_with(&[], &[], Some(emit_mma_bf16));
+        let err = select(a, Target::Sm70, true).unwrap_err();
+        match &err {
+            Error::BeyondDevice {
+                device,
+                instruction,
+                need,
+                ..
+            } => {
+                assert_eq!(*device, Target::Sm70);
+                assert!(instruction.contains("bf16"), "{instruction}");
+                assert!(need.starts_with("sm_80 or newer"), "{need}");
+            }
+            other => panic!("expected BeyondDevice, got {other}"),
+        }
+        let msg = err.to_string();
+        assert!(!msg.contains("feature"), "{msg}");
+        assert!(msg.contains("sm_70 device"), "{msg}");
     }
 
     #[test]

@@ -39,6 +39,7 @@ pub(crate) fn vector_add_meta() -> KernelMeta {
         block: BlockContract::AtMost(1024),
         static_shared_bytes: 0,
         uses_dynamic_shared: false,
+        min_dynamic_shared_bytes: 0,
     }
 }
 
@@ -54,6 +55,7 @@ pub(crate) fn axpy_meta() -> KernelMeta {
         block: BlockContract::Any,
         static_shared_bytes: 0,
         uses_dynamic_shared: false,
+        min_dynamic_shared_bytes: 0,
     }
 }
 
@@ -67,6 +69,7 @@ pub(crate) fn reverse_meta() -> KernelMeta {
         block: BlockContract::Any,
         static_shared_bytes: 1024,
         uses_dynamic_shared: true,
+        min_dynamic_shared_bytes: 4,
     }
 }
 

@@ -145,5 +145,14 @@ fn check_shape(meta: &KernelMeta, cfg: &LaunchConfig, props: &DeviceProps) -> Re
     if meta.uses_dynamic_shared && cfg.dynamic_shared_bytes == 0 {
         return Err(Error::DynamicSharedMissing { kernel: kernel() });
     }
+    // Fewer bytes than the declarations show the kernel indexes: on a GPU the excess accesses
+    // land outside the block's shared memory, unreported.
+    if meta.uses_dynamic_shared && cfg.dynamic_shared_bytes < meta.min_dynamic_shared_bytes {
+        return Err(Error::DynamicSharedTooSmall {
+            kernel: kernel(),
+            bytes: cfg.dynamic_shared_bytes,
+            min: meta.min_dynamic_shared_bytes,
+        });
+    }
     Ok(())
 }

@@ -429,7 +429,8 @@ impl Lowerer<'_> {
         }
     }
 
-    /// `shared_array::<T, N>()` or `dynamic_shared::<T>()`.
+    /// `shared_array::<T, N>()`, or `dynamic_shared::<T>()` / `dynamic_shared::<T, N>()` (a
+    /// kernel that indexes at least `N` elements: launches giving fewer bytes are refused).
     fn shared_decl(
         &mut self,
         c: &ExprCall,
@@ -448,12 +449,16 @@ impl Lowerer<'_> {
             );
         };
         let args: Vec<_> = ab.args.iter().collect();
-        let want_len = if dynamic { 1 } else { 2 };
-        if args.len() != want_len {
+        let fits = if dynamic {
+            matches!(args.len(), 1 | 2)
+        } else {
+            args.len() == 2
+        };
+        if !fits {
             return err(
                 crate::diag::range(&ab),
                 if dynamic {
-                    "`dynamic_shared` takes one type argument: `dynamic_shared::<f32>()`"
+                    "`dynamic_shared` takes a type and, optionally, the fewest elements the kernel indexes: `dynamic_shared::<f32>()` or `dynamic_shared::<f32, 256>()`"
                 } else {
                     "`shared_array` takes a type and a length: `shared_array::<f32, 256>()`"
                 },
@@ -467,7 +472,21 @@ impl Lowerer<'_> {
         };
         let elem = scalar_of(t, &self.spec.types)?;
         if dynamic {
+            let min_len = match args.get(1) {
+                Some(n) => {
+                    let len = self.const_generic_arg(n)?;
+                    if len <= 0 || len > (1 << 20) {
+                        return err(
+                            crate::diag::range(n),
+                            format!("dynamic shared memory of at least {len} elements is not possible: give a count from 1 to 1048576"),
+                        );
+                    }
+                    len as u32
+                }
+                None => 1,
+            };
             let symbol = self.b.raw_dynamic_shared("dyn_smem");
+            self.b.dynamic_shared_at_least(min_len * elem.bytes());
             return Ok(Value::Shared(SharedRef {
                 symbol,
                 elem,

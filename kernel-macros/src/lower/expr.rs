@@ -295,13 +295,23 @@ impl Lowerer<'_> {
         if let Some(b) = self.lookup(&name) {
             return Ok(b.value.clone());
         }
+        if let Some(c) = crate::known::module_const(&name) {
+            // A `#[device] const`: bound where first named, as a `const` inside the kernel is.
+            let (ty, value) = (&c.ty, &c.expr);
+            let binding: syn::Stmt =
+                syn::parse_quote_spanned!(ident.span()=> let #ident: #ty = #value;);
+            self.stmt(&binding)?;
+            if let Some(b) = self.lookup(&name) {
+                return Ok(b.value.clone());
+            }
+        }
         if let Some(&(v, ty)) = self.spec.consts.get(&name) {
             return Ok(Value::Scalar(Scalar {
                 op: Operand::Imm(Imm::Int(v)),
                 ty,
             }));
         }
-        err(crate::diag::range(&ident), format!("cannot find `{name}` in this kernel: kernels see their parameters, their `let` bindings and const generic parameters"))
+        err(crate::diag::range(&ident), format!("cannot find `{name}` in this kernel: kernels see their parameters, their `let` bindings, `const` items declared inside them or above them marked `#[device]`, and const generic parameters (a module-level `const` is visible once marked `#[device]`)"))
     }
 
     /// `f32::MAX`, `u32::MAX` and friends.

@@ -7,6 +7,7 @@
 //! needs and lowering restarts with it (a handful of passes at most, each microseconds).
 
 mod calls;
+pub(crate) use calls::MATH_UNARY;
 mod casts;
 mod chain;
 mod expr;

@@ -26,7 +26,14 @@ impl Lowerer<'_> {
         match s {
             syn::Stmt::Local(l) => self.local(l),
             syn::Stmt::Expr(e, _) => self.stmt_expr(e),
-            syn::Stmt::Item(i) => err(crate::diag::range(&i), "items (fn, struct, use...) cannot be declared inside a kernel: move them outside, and mark helper functions `#[device]`"),
+            // A `const` of a kernel type is an immutable binding whose value is known here.
+            syn::Stmt::Item(syn::Item::Const(c)) if c.generics.params.is_empty() => {
+                let (name, ty, value) = (&c.ident, &c.ty, &c.expr);
+                let binding: syn::Stmt =
+                    syn::parse_quote_spanned!(name.span()=> let #name: #ty = #value;);
+                self.stmt(&binding)
+            }
+            syn::Stmt::Item(i) => err(crate::diag::range(&i), "items (fn, struct, use...) cannot be declared inside a kernel: declare helper functions outside it, marked `#[device]`; constants are `const` items inside the kernel or const generic parameters"),
             syn::Stmt::Macro(m) => err(crate::diag::range(&m), format!(
                 "macros such as `{}!` are not available in kernels",
                 m.mac.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default()

@@ -1,7 +1,7 @@
 use kernel_macros::kernel;
 
-// A call to a name that is neither an intrinsic nor a `#[device]` helper in scope: the macro
-// asks for the helper's macro, which does not exist, and rustc points at the call.
+// A call to a name that is neither an intrinsic nor a `#[device]` helper defined above: an
+// unknown function, reported at the call.
 #[kernel]
 pub fn act(x: &[f32], y: &mut [f32]) {
     let i = thread_idx().x;

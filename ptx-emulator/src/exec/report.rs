@@ -243,6 +243,18 @@ pub(crate) fn fault_error(ctx: &Ctx<'_>, shape: &CtaShape, t: usize, fault: Faul
             detail: format!(" ({what})"),
         },
         FaultKind::TensorCopy(detail) => Error::TensorCopy { site, detail },
+        FaultKind::ShuffleSource {
+            lane,
+            source,
+            members,
+            present,
+        } => Error::ShuffleSource {
+            site,
+            lane,
+            from: source,
+            members,
+            present,
+        },
         FaultKind::Limit => Error::StepBudget {
             site,
             budget: ctx.budget,

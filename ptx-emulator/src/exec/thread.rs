@@ -41,6 +41,14 @@ pub(crate) enum FaultKind {
     Unsupported(&'static str),
     /// A `cp.async.bulk.tensor` whose tensor map or destination is unusable.
     TensorCopy(String),
+    /// A shuffle whose source lane is not among the lanes taking part: outside the member
+    /// mask, or absent from a partial warp.
+    ShuffleSource {
+        lane: u32,
+        source: u32,
+        members: u32,
+        present: bool,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

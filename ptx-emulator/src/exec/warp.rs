@@ -71,8 +71,23 @@ pub(crate) fn execute(
                         (j, j <= max_lane as isize)
                     }
                 };
-                let src = if valid && j >= 0 && exists(j as usize) {
-                    warp_base + j as usize
+                // A lane in range must read a lane that takes part: a GPU returns an
+                // undefined value for one outside the member mask or absent from the warp.
+                let src = if valid && j >= 0 {
+                    let source = warp_base + j as usize;
+                    if !lanes.contains(&source) {
+                        let members = lanes.iter().fold(0u32, |m, &u| m | 1 << (u - warp_base));
+                        return Err((
+                            t,
+                            FaultKind::ShuffleSource {
+                                lane: lane as u32,
+                                source: j as u32,
+                                members,
+                                present: exists(j as usize),
+                            },
+                        ));
+                    }
+                    source
                 } else {
                     t
                 };

@@ -375,6 +375,7 @@ fn an_endless_loop_on_the_emulator_stops_at_the_devices_step_budget() {
         block: kernel_dsl::BlockContract::Any,
         static_shared_bytes: 0,
         uses_dynamic_shared: false,
+        min_dynamic_shared_bytes: 0,
     };
     let spin = artifacts_for(meta, &[(Target::Sm80, SPIN_SM80)], &[], None);
     let err = stream

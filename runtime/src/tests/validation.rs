@@ -419,3 +419,30 @@ fn a_kernel_using_dynamic_shared_memory_launched_without_any_is_refused() {
     );
     assert_nothing_loaded(&s);
 }
+
+#[test]
+fn dynamic_shared_memory_smaller_than_the_kernel_declares_is_refused_with_both_sizes() {
+    let mut s = setup();
+    let mut meta = reverse_meta();
+    meta.min_dynamic_shared_bytes = 256;
+    let rev = artifacts_for(meta, &[(Target::Sm80, VECTOR_ADD_SM80)], &[], None);
+    let args = [(&s.x).into(), (&mut s.y).into()];
+    let err = s
+        .stream
+        .launch(
+            rev,
+            LaunchConfig::linear(2, 32).with_dynamic_shared(128),
+            &args,
+        )
+        .unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            Error::DynamicSharedTooSmall { kernel, bytes: 128, min: 256 } if kernel == "reverse_in_block"
+        ),
+        "{err}"
+    );
+    let msg = err.to_string();
+    assert!(msg.contains("256") && msg.contains("128"), "{msg}");
+    assert_nothing_loaded(&s);
+}

@@ -52,6 +52,7 @@ pub const fn meta(entry: &'static str, params: &'static [ParamMeta], dynamic: bo
         block: BlockContract::AtMost(1024),
         static_shared_bytes: 0,
         uses_dynamic_shared: dynamic,
+        min_dynamic_shared_bytes: 0,
     }
 }
 

@@ -21,7 +21,10 @@ pub fn run(args: &EmitArgs) -> Result<(), CliError> {
         for &t in &args.targets {
             let ptx = match emit::emit(k, t) {
                 Ok(p) => p,
-                Err(DslError::BeyondTarget { need, .. }) => {
+                Err(DslError::BeyondTarget { .. }) => {
+                    // The whole kernel's need, not the first instruction's: `setmaxnreg` alone
+                    // runs on any `a` target, but beside `wgmma` only sm_90a will do.
+                    let need = ptxkit::dsl::catalog::kernel_requirement(k);
                     println!("{:<22} {:<8} refused: needs {need}", k.name, t.name());
                     continue;
                 }
