@@ -72,14 +72,15 @@ impl Sweep {
         let outcome = catch_unwind(AssertUnwindSafe(|| f(self)));
         let what = format!("{op} at {size}");
         match outcome {
-            Ok(Ok(())) if size > 1 => self
-                .failures
-                .push(format!("{what}: accepted a size its {LEN}-element buffers cannot hold")),
+            Ok(Ok(())) if size > 1 => self.failures.push(format!(
+                "{what}: accepted a size its {LEN}-element buffers cannot hold"
+            )),
             Ok(Ok(())) => {}
             Ok(Err(e)) => {
                 let text = e.to_string();
                 if text.is_empty() {
-                    self.failures.push(format!("{what}: an error with no message"));
+                    self.failures
+                        .push(format!("{what}: an error with no message"));
                 }
             }
             Err(payload) => {
@@ -99,20 +100,39 @@ fn by_length(s: &mut Sweep) {
     for len in [0usize, 1] {
         let host = vec![0.25f32; len];
         let buf = |s: &Sweep| Buffer::from_host(&s.stream, &host).unwrap();
-        s.case("add", len, |s| elementwise::add(&s.stream, &buf(s), &buf(s), &mut buf(s)));
-        s.case("mul", len, |s| elementwise::mul(&s.stream, &buf(s), &buf(s), &mut buf(s)));
-        s.case("scale", len, |s| elementwise::scale(&s.stream, &buf(s), 2.0, &mut buf(s)));
-        s.case("silu", len, |s| elementwise::silu(&s.stream, &buf(s), &mut buf(s)));
+        s.case("add", len, |s| {
+            elementwise::add(&s.stream, &buf(s), &buf(s), &mut buf(s))
+        });
+        s.case("mul", len, |s| {
+            elementwise::mul(&s.stream, &buf(s), &buf(s), &mut buf(s))
+        });
+        s.case("scale", len, |s| {
+            elementwise::scale(&s.stream, &buf(s), 2.0, &mut buf(s))
+        });
+        s.case("silu", len, |s| {
+            elementwise::silu(&s.stream, &buf(s), &mut buf(s))
+        });
         s.case("silu_backward", len, |s| {
             elementwise::silu_backward(&s.stream, &buf(s), &buf(s), &mut buf(s))
         });
-        s.case("gelu_tanh", len, |s| elementwise::gelu_tanh(&s.stream, &buf(s), &mut buf(s)));
+        s.case("gelu_tanh", len, |s| {
+            elementwise::gelu_tanh(&s.stream, &buf(s), &mut buf(s))
+        });
         s.case("gelu_tanh_backward", len, |s| {
             elementwise::gelu_tanh_backward(&s.stream, &buf(s), &buf(s), &mut buf(s))
         });
-        s.case("swiglu", len, |s| elementwise::swiglu(&s.stream, &buf(s), &buf(s), &mut buf(s)));
+        s.case("swiglu", len, |s| {
+            elementwise::swiglu(&s.stream, &buf(s), &buf(s), &mut buf(s))
+        });
         s.case("swiglu_backward", len, |s| {
-            elementwise::swiglu_backward(&s.stream, &buf(s), &buf(s), &buf(s), &mut buf(s), &mut buf(s))
+            elementwise::swiglu_backward(
+                &s.stream,
+                &buf(s),
+                &buf(s),
+                &buf(s),
+                &mut buf(s),
+                &mut buf(s),
+            )
         });
         s.case("cast", len, |s| {
             let mut dst: Buffer<Bf16> =
@@ -138,44 +158,144 @@ fn rowwise(s: &mut Sweep) {
         for (rows, cols, tag) in [(size, 1, "rows"), (1, size, "cols"), (size, size, "both")] {
             let op = |name: &str| format!("{name} ({tag})");
             s.case(&op("rms_norm"), size, |s| {
-                norm::rms_norm(&s.stream, &s.f32s(), &s.f32s(), &mut s.f32s(), rows, cols, 1e-5)
+                norm::rms_norm(
+                    &s.stream,
+                    &s.f32s(),
+                    &s.f32s(),
+                    &mut s.f32s(),
+                    rows,
+                    cols,
+                    1e-5,
+                )
             });
             s.case(&op("add_rms_norm"), size, |s| {
-                norm::add_rms_norm(&s.stream, &s.f32s(), &s.f32s(), &s.f32s(), &mut s.f32s(), &mut s.f32s(), rows, cols, 1e-5)
+                norm::add_rms_norm(
+                    &s.stream,
+                    &s.f32s(),
+                    &s.f32s(),
+                    &s.f32s(),
+                    &mut s.f32s(),
+                    &mut s.f32s(),
+                    rows,
+                    cols,
+                    1e-5,
+                )
             });
             s.case(&op("rms_norm_heads"), size, |s| {
-                norm::rms_norm_heads(&s.stream, &s.f32s(), &s.f32s(), &mut s.f32s(), rows, cols, cols, 1e-5)
+                norm::rms_norm_heads(
+                    &s.stream,
+                    &s.f32s(),
+                    &s.f32s(),
+                    &mut s.f32s(),
+                    rows,
+                    cols,
+                    cols,
+                    1e-5,
+                )
             });
             s.case(&op("layer_norm"), size, |s| {
-                norm::layer_norm(&s.stream, &s.f32s(), &s.f32s(), &s.f32s(), &mut s.f32s(), rows, cols, 1e-5)
+                norm::layer_norm(
+                    &s.stream,
+                    &s.f32s(),
+                    &s.f32s(),
+                    &s.f32s(),
+                    &mut s.f32s(),
+                    rows,
+                    cols,
+                    1e-5,
+                )
             });
             s.case(&op("rms_norm_backward"), size, |s| {
                 let _ = norm::rms_norm_backward_workspace(rows, cols);
-                norm::rms_norm_backward(&s.stream, &s.f32s(), &s.f32s(), &s.f32s(), &mut s.f32s(), &mut s.f32s(), &mut s.f32s(), rows, cols, 1e-5)
+                norm::rms_norm_backward(
+                    &s.stream,
+                    &s.f32s(),
+                    &s.f32s(),
+                    &s.f32s(),
+                    &mut s.f32s(),
+                    &mut s.f32s(),
+                    &mut s.f32s(),
+                    rows,
+                    cols,
+                    1e-5,
+                )
             });
             s.case(&op("layer_norm_backward"), size, |s| {
                 let _ = norm::layer_norm_backward_workspace(rows, cols);
-                norm::layer_norm_backward(&s.stream, &s.f32s(), &s.f32s(), &s.f32s(), &mut s.f32s(), &mut s.f32s(), &mut s.f32s(), &mut s.f32s(), rows, cols, 1e-5)
+                norm::layer_norm_backward(
+                    &s.stream,
+                    &s.f32s(),
+                    &s.f32s(),
+                    &s.f32s(),
+                    &mut s.f32s(),
+                    &mut s.f32s(),
+                    &mut s.f32s(),
+                    &mut s.f32s(),
+                    rows,
+                    cols,
+                    1e-5,
+                )
             });
             s.case(&op("softmax"), size, |s| {
-                softmax::softmax(&s.stream, &s.f32s(), &mut s.f32s(), rows, cols, 1.0, softmax::Mask::None)
+                softmax::softmax(
+                    &s.stream,
+                    &s.f32s(),
+                    &mut s.f32s(),
+                    rows,
+                    cols,
+                    1.0,
+                    softmax::Mask::None,
+                )
             });
             s.case(&op("softmax causal"), size, |s| {
-                softmax::softmax(&s.stream, &s.f32s(), &mut s.f32s(), rows, cols, 1.0, softmax::Mask::Causal { queries: rows })
+                softmax::softmax(
+                    &s.stream,
+                    &s.f32s(),
+                    &mut s.f32s(),
+                    rows,
+                    cols,
+                    1.0,
+                    softmax::Mask::Causal { queries: rows },
+                )
             });
             s.case(&op("softmax_backward"), size, |s| {
-                softmax::softmax_backward(&s.stream, &s.f32s(), &s.f32s(), &mut s.f32s(), rows, cols, 1.0)
+                softmax::softmax_backward(
+                    &s.stream,
+                    &s.f32s(),
+                    &s.f32s(),
+                    &mut s.f32s(),
+                    rows,
+                    cols,
+                    1.0,
+                )
             });
             s.case(&op("transpose"), size, |s| {
                 layout::transpose(&s.stream, &s.f32s(), &mut s.f32s(), rows, cols)
             });
             s.case(&op("argmax"), size, |s| {
                 let _ = argmax::argmax_workspace(rows, cols);
-                argmax::argmax(&s.stream, &s.f32s(), &mut s.u32s(), &mut s.u32s(), rows, cols)
+                argmax::argmax(
+                    &s.stream,
+                    &s.f32s(),
+                    &mut s.u32s(),
+                    &mut s.u32s(),
+                    rows,
+                    cols,
+                )
             });
             s.case(&op("cross_entropy"), size, |s| {
                 let (mut rl, mut l) = (s.f32s(), s.f32s());
-                cross_entropy::cross_entropy(&s.stream, &s.f32s(), &s.i32s(), &mut s.f32s(), &mut rl, &mut l, rows, cols, -100)
+                cross_entropy::cross_entropy(
+                    &s.stream,
+                    &s.f32s(),
+                    &s.i32s(),
+                    &mut s.f32s(),
+                    &mut rl,
+                    &mut l,
+                    rows,
+                    cols,
+                    -100,
+                )
             });
         }
     }
@@ -185,14 +305,41 @@ fn rowwise(s: &mut Sweep) {
 /// which rope needs even), then all three.
 fn per_head(s: &mut Sweep) {
     for size in SIZES {
-        for (t, h, d, tag) in [(size, 1, 2, "tokens"), (1, size, 2, "heads"), (1, 1, size, "head_dim"), (size, size, size, "all")] {
+        for (t, h, d, tag) in [
+            (size, 1, 2, "tokens"),
+            (1, size, 2, "heads"),
+            (1, 1, size, "head_dim"),
+            (size, size, size, "all"),
+        ] {
             let op = |name: &str| format!("{name} ({tag})");
-            let spec = Rope { layout: RopeLayout::NeoX, theta: 10000.0, rotary_dim: d.min(2) };
+            let spec = Rope {
+                layout: RopeLayout::NeoX,
+                theta: 10000.0,
+                rotary_dim: d.min(2),
+            };
             s.case(&op("rope"), size, |s| {
-                kernels::rope::rope(&s.stream, &s.f32s(), &s.u32s(), &mut s.f32s(), t, h, d, spec)
+                kernels::rope::rope(
+                    &s.stream,
+                    &s.f32s(),
+                    &s.u32s(),
+                    &mut s.f32s(),
+                    t,
+                    h,
+                    d,
+                    spec,
+                )
             });
             s.case(&op("rope_backward"), size, |s| {
-                kernels::rope::rope_backward(&s.stream, &s.f32s(), &s.u32s(), &mut s.f32s(), t, h, d, spec)
+                kernels::rope::rope_backward(
+                    &s.stream,
+                    &s.f32s(),
+                    &s.u32s(),
+                    &mut s.f32s(),
+                    t,
+                    h,
+                    d,
+                    spec,
+                )
             });
             s.case(&op("heads_from_interleaved"), size, |s| {
                 layout::heads_from_interleaved(&s.stream, &s.f32s(), &mut s.f32s(), t, h, d)
@@ -204,12 +351,35 @@ fn per_head(s: &mut Sweep) {
                 embedding::embedding(&s.stream, &s.f32s(), &s.u32s(), &mut s.f32s(), t, h, d)
             });
             s.case(&op("embedding_backward"), size, |s| {
-                embedding::embedding_backward(&s.stream, &s.f32s(), &s.u32s(), &mut s.f32s(), t, h, d)
+                embedding::embedding_backward(
+                    &s.stream,
+                    &s.f32s(),
+                    &s.u32s(),
+                    &mut s.f32s(),
+                    t,
+                    h,
+                    d,
+                )
             });
-            let paged = PagedLayout { num_blocks: h, block_size: d, width: d, seqs: t, blocks_per_seq: h };
+            let paged = PagedLayout {
+                num_blocks: h,
+                block_size: d,
+                width: d,
+                seqs: t,
+                blocks_per_seq: h,
+            };
             s.case(&op("kv_cache_append"), size, |s| {
                 let _ = paged.cache_len();
-                layout::kv_cache_append(&s.stream, &s.f32s(), &s.u32s(), &s.u32s(), &s.u32s(), &mut s.f32s(), t, paged)
+                layout::kv_cache_append(
+                    &s.stream,
+                    &s.f32s(),
+                    &s.u32s(),
+                    &s.u32s(),
+                    &s.u32s(),
+                    &mut s.f32s(),
+                    t,
+                    paged,
+                )
             });
         }
     }
@@ -229,24 +399,70 @@ fn gemms(s: &mut Sweep) {
             s.case(&op("GemmShape + gemm"), size, |s| {
                 let shape = GemmShape::batched(Layout::Nn, b, m, n, k);
                 let _ = shape.flops();
-                gemm::gemm(&s.stream, &shape, &s.f32s(), &s.f32s(), &mut s.f32s(), &Epilogue::default(), Math::Fp32)
+                gemm::gemm(
+                    &s.stream,
+                    &shape,
+                    &s.f32s(),
+                    &s.f32s(),
+                    &mut s.f32s(),
+                    &Epilogue::default(),
+                    Math::Fp32,
+                )
             });
             s.case(&op("gemm tf32"), size, |s| {
                 let shape = GemmShape::batched(Layout::Nt, b, m, n, k);
-                gemm::gemm(&s.stream, &shape, &s.f32s(), &s.f32s(), &mut s.f32s(), &Epilogue::default(), Math::Tf32)
+                gemm::gemm(
+                    &s.stream,
+                    &shape,
+                    &s.f32s(),
+                    &s.f32s(),
+                    &mut s.f32s(),
+                    &Epilogue::default(),
+                    Math::Tf32,
+                )
             });
             s.case(&op("gemm bf16"), size, |s| {
                 let shape = GemmShape::batched(Layout::Tn, b, m, n, k);
-                gemm::gemm(&s.stream, &shape, &s.bf16s(), &s.bf16s(), &mut s.f32s(), &Epilogue::default(), Math::Fp32)
+                gemm::gemm(
+                    &s.stream,
+                    &shape,
+                    &s.bf16s(),
+                    &s.bf16s(),
+                    &mut s.f32s(),
+                    &Epilogue::default(),
+                    Math::Fp32,
+                )
             });
             s.case(&op("gemm_split_k"), size, |s| {
                 let shape = GemmShape::batched(Layout::Nn, b, m, n, k);
-                gemm::gemm_split_k(&s.stream, &shape, &s.f32s(), &s.f32s(), &mut s.f32s(), &Epilogue::default(), 2)
+                gemm::gemm_split_k(
+                    &s.stream,
+                    &shape,
+                    &s.f32s(),
+                    &s.f32s(),
+                    &mut s.f32s(),
+                    &Epilogue::default(),
+                    2,
+                )
             });
             s.case(&op("select + gemm_with_plan"), size, |s| {
                 let shape = GemmShape::batched(Layout::Nn, b, m, n, k);
-                let plan = gemm::select(gemm::Dtype::F32, gemm::Dtype::F32, Math::Fp32, &shape, kernel_dsl_target())?;
-                gemm::gemm_with_plan(&s.stream, &plan, &shape, &s.f32s(), &s.f32s(), &mut s.f32s(), &Epilogue::default())
+                let plan = gemm::select(
+                    gemm::Dtype::F32,
+                    gemm::Dtype::F32,
+                    Math::Fp32,
+                    &shape,
+                    kernel_dsl_target(),
+                )?;
+                gemm::gemm_with_plan(
+                    &s.stream,
+                    &plan,
+                    &shape,
+                    &s.f32s(),
+                    &s.f32s(),
+                    &mut s.f32s(),
+                    &Epilogue::default(),
+                )
             });
             if b == 1 {
                 s.case(&op("matmul"), size, |s| {
@@ -256,7 +472,15 @@ fn gemms(s: &mut Sweep) {
         }
         s.case("gemm_split_k (splits)", size, |s| {
             let shape = GemmShape::new(Layout::Nn, 1, 1, 1);
-            gemm::gemm_split_k(&s.stream, &shape, &s.f32s(), &s.f32s(), &mut s.f32s(), &Epilogue::default(), size)
+            gemm::gemm_split_k(
+                &s.stream,
+                &shape,
+                &s.f32s(),
+                &s.f32s(),
+                &mut s.f32s(),
+                &Epilogue::default(),
+                size,
+            )
         });
     }
 }
@@ -277,28 +501,89 @@ fn attention_ops(s: &mut Sweep) {
             (size, size, size, size, size, size, "all"),
         ] {
             let op = |name: &str| format!("{name} ({tag})");
-            let heads = Heads { q: hq, kv: hkv, dim };
-            let attn = Attention { heads, mask: attention::Mask::Causal, scale: 0.125 };
+            let heads = Heads {
+                q: hq,
+                kv: hkv,
+                dim,
+            };
+            let attn = Attention {
+                heads,
+                mask: attention::Mask::Causal,
+                scale: 0.125,
+            };
             s.case(&op("flash_forward"), size, |s| {
                 let cu = s.u32s();
-                let batch = Batch { cu_seqlens: &cu, seqs, tokens, max_len };
-                attention::flash_forward(&s.stream, &s.bf16s(), &s.bf16s(), &s.bf16s(), batch, attn, &mut s.bf16s(), &mut s.f32s())
+                let batch = Batch {
+                    cu_seqlens: &cu,
+                    seqs,
+                    tokens,
+                    max_len,
+                };
+                attention::flash_forward(
+                    &s.stream,
+                    &s.bf16s(),
+                    &s.bf16s(),
+                    &s.bf16s(),
+                    batch,
+                    attn,
+                    &mut s.bf16s(),
+                    &mut s.f32s(),
+                )
             });
             s.case(&op("flash_backward"), size, |s| {
                 let _ = attention::flash_backward_workspace(tokens, heads)?;
                 let cu = s.u32s();
-                let batch = Batch { cu_seqlens: &cu, seqs, tokens, max_len };
+                let batch = Batch {
+                    cu_seqlens: &cu,
+                    seqs,
+                    tokens,
+                    max_len,
+                };
                 attention::flash_backward(
-                    &s.stream, &s.bf16s(), &s.bf16s(), &s.bf16s(), &s.bf16s(), &s.bf16s(), &s.f32s(), batch, attn,
-                    &mut s.bf16s(), &mut s.bf16s(), &mut s.bf16s(), &mut s.f32s(),
+                    &s.stream,
+                    &s.bf16s(),
+                    &s.bf16s(),
+                    &s.bf16s(),
+                    &s.bf16s(),
+                    &s.bf16s(),
+                    &s.f32s(),
+                    batch,
+                    attn,
+                    &mut s.bf16s(),
+                    &mut s.bf16s(),
+                    &mut s.bf16s(),
+                    &mut s.f32s(),
                 )
             });
-            let decode = Decode { heads, scale: 0.125, new: tokens, max_len, splits: seqs.min(4).max(1) };
-            let paged = PagedLayout { num_blocks: tokens, block_size: max_len, width: hkv.saturating_mul(dim), seqs, blocks_per_seq: tokens };
+            let decode = Decode {
+                heads,
+                scale: 0.125,
+                new: tokens,
+                max_len,
+                splits: seqs.min(4).max(1),
+            };
+            let paged = PagedLayout {
+                num_blocks: tokens,
+                block_size: max_len,
+                width: hkv.saturating_mul(dim),
+                seqs,
+                blocks_per_seq: tokens,
+            };
             s.case(&op("paged_decode"), size, |s| {
                 let _ = attention::decode_splits(seqs, heads, max_len, 132);
                 let _ = attention::paged_decode_workspace(seqs, decode)?;
-                attention::paged_decode(&s.stream, &s.bf16s(), &s.bf16s(), &s.bf16s(), &s.u32s(), &s.u32s(), paged, decode, &mut s.f32s(), &mut s.bf16s())
+                attention::paged_decode(
+                    &s.stream,
+                    &s.bf16s(),
+                    &s.bf16s(),
+                    &s.bf16s(),
+                    &s.u32s(),
+                    &s.u32s(),
+                    paged,
+                    decode,
+                    &mut s.f32s(),
+                    &mut s.bf16s(),
+                )
             });
         }
     }
@@ -306,18 +591,34 @@ fn attention_ops(s: &mut Sweep) {
 
 fn optimizer(s: &mut Sweep) {
     for size in SIZES {
-        s.case("ParamLayout::new", size, |_| ParamLayout::new(&[size, size]).map(|_| ()));
+        s.case("ParamLayout::new", size, |_| {
+            ParamLayout::new(&[size, size]).map(|_| ())
+        });
         s.case("AdamW::new + step", size, |s| {
             let opt = AdamW::new(&s.stream, &[size], &[true])?;
             let (mut p, g, mut m, mut v) = (s.f32s(), s.f32s(), s.f32s(), s.f32s());
-            let state = AdamWState { params: &mut p, grads: &g, m: &mut m, v: &mut v, bf16_copy: None, clip: None };
+            let state = AdamWState {
+                params: &mut p,
+                grads: &g,
+                m: &mut m,
+                v: &mut v,
+                bf16_copy: None,
+                clip: None,
+            };
             opt.step(&s.stream, 1, &AdamWConfig::default(), state)
         });
         s.case("AdamW::step_on_device", size, |s| {
             let opt = AdamW::new(&s.stream, &[size, 1], &[true, false])?;
             let mut step = DeviceStep::new(&s.stream)?;
             let (mut p, g, mut m, mut v) = (s.f32s(), s.f32s(), s.f32s(), s.f32s());
-            let state = AdamWState { params: &mut p, grads: &g, m: &mut m, v: &mut v, bf16_copy: None, clip: None };
+            let state = AdamWState {
+                params: &mut p,
+                grads: &g,
+                m: &mut m,
+                v: &mut v,
+                bf16_copy: None,
+                clip: None,
+            };
             opt.step_on_device(&s.stream, &mut step, &AdamWConfig::default(), state)
         });
     }
@@ -328,7 +629,12 @@ fn helpers(s: &mut Sweep) {
     for size in SIZES {
         for kv in [0, 1, size] {
             s.helper("Heads::group", size, |_| {
-                let _ = Heads { q: size, kv, dim: size }.group();
+                let _ = Heads {
+                    q: size,
+                    kv,
+                    dim: size,
+                }
+                .group();
             });
         }
         s.helper("softmax::Mask::limit", size, |_| {
@@ -338,8 +644,18 @@ fn helpers(s: &mut Sweep) {
             }
         });
         s.case("Rope::check", size, |_| {
-            Rope { layout: RopeLayout::Interleaved, theta: 1.0, rotary_dim: size }.check(size)?;
-            Rope { layout: RopeLayout::NeoX, theta: 1.0, rotary_dim: 2 }.check(size)
+            Rope {
+                layout: RopeLayout::Interleaved,
+                theta: 1.0,
+                rotary_dim: size,
+            }
+            .check(size)?;
+            Rope {
+                layout: RopeLayout::NeoX,
+                theta: 1.0,
+                rotary_dim: 2,
+            }
+            .check(size)
         });
         s.helper("GemmShape::is_empty", size, |_| {
             let shape = GemmShape::batched(Layout::Tn, size, size, size, size);
@@ -347,7 +663,12 @@ fn helpers(s: &mut Sweep) {
         });
         s.case("ParamLayout copy_in/copy_out", size, |s| {
             let layout = ParamLayout::new(&[1, 2])?;
-            let _ = (layout.offset(size), layout.len(size), layout.range(size), layout.total());
+            let _ = (
+                layout.offset(size),
+                layout.len(size),
+                layout.range(size),
+                layout.total(),
+            );
             layout.copy_in(&s.stream, &s.f32s(), &mut s.f32s(), size)?;
             layout.copy_out(&s.stream, &s.f32s(), size, &mut s.f32s())
         });

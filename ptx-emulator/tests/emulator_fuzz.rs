@@ -44,11 +44,37 @@ fn p(rng: &mut Rng) -> String {
     format!("%p{}", rng.below(P))
 }
 fn imm(rng: &mut Rng) -> String {
-    let choices = ["0", "1", "2", "3", "7", "31", "32", "33", "63", "-1", "255", "0x7FFFFFFF", "0x80000000", "4294967295"];
+    let choices = [
+        "0",
+        "1",
+        "2",
+        "3",
+        "7",
+        "31",
+        "32",
+        "33",
+        "63",
+        "-1",
+        "255",
+        "0x7FFFFFFF",
+        "0x80000000",
+        "4294967295",
+    ];
     rng.pick(&choices).to_string()
 }
 fn fimm(rng: &mut Rng) -> String {
-    let choices = ["0f00000000", "0f3F800000", "0fBF800000", "0f7F800000", "0fFF800000", "0f7FC00000", "0f00000001", "0f4F000000", "0fCF000000", "0f3DCCCCCD"];
+    let choices = [
+        "0f00000000",
+        "0f3F800000",
+        "0fBF800000",
+        "0f7F800000",
+        "0fFF800000",
+        "0f7FC00000",
+        "0f00000001",
+        "0f4F000000",
+        "0fCF000000",
+        "0f3DCCCCCD",
+    ];
     rng.pick(&choices).to_string()
 }
 fn r_or_imm(rng: &mut Rng) -> String {
@@ -83,35 +109,123 @@ fn shared_address(rng: &mut Rng, out: &mut String) -> &'static str {
 fn instruction(rng: &mut Rng, labels: usize, out: &mut String) {
     let line = match rng.below(24) {
         0 => {
-            let op = rng.pick(&["add.s32", "sub.s32", "mul.lo.s32", "mul.hi.u32", "mul.hi.s32", "and.b32", "or.b32", "xor.b32", "min.u32", "max.s32", "div.u32", "div.s32", "rem.u32", "rem.s32", "shl.b32", "shr.u32", "shr.s32"]);
+            let op = rng.pick(&[
+                "add.s32",
+                "sub.s32",
+                "mul.lo.s32",
+                "mul.hi.u32",
+                "mul.hi.s32",
+                "and.b32",
+                "or.b32",
+                "xor.b32",
+                "min.u32",
+                "max.s32",
+                "div.u32",
+                "div.s32",
+                "rem.u32",
+                "rem.s32",
+                "shl.b32",
+                "shr.u32",
+                "shr.s32",
+            ]);
             format!("{op} \t{}, {}, {};", rw(rng), r(rng), r_or_imm(rng))
         }
         1 => {
-            let op = rng.pick(&["not.b32", "neg.s32", "abs.s32", "popc.b32", "clz.b32", "brev.b32", "mov.b32"]);
+            let op = rng.pick(&[
+                "not.b32", "neg.s32", "abs.s32", "popc.b32", "clz.b32", "brev.b32", "mov.b32",
+            ]);
             format!("{op} \t{}, {};", rw(rng), r(rng))
         }
-        2 => format!("mad.lo.s32 \t{}, {}, {}, {};", rw(rng), r(rng), r_or_imm(rng), r(rng)),
-        3 => format!("bfe.u32 \t{}, {}, {}, {};", rw(rng), r(rng), r_or_imm(rng), r_or_imm(rng)),
-        4 => format!("bfi.b32 \t{}, {}, {}, {}, {};", rw(rng), r(rng), r(rng), r_or_imm(rng), r_or_imm(rng)),
-        5 => format!("prmt.b32 \t{}, {}, {}, {};", rw(rng), r(rng), r(rng), r_or_imm(rng)),
+        2 => format!(
+            "mad.lo.s32 \t{}, {}, {}, {};",
+            rw(rng),
+            r(rng),
+            r_or_imm(rng),
+            r(rng)
+        ),
+        3 => format!(
+            "bfe.u32 \t{}, {}, {}, {};",
+            rw(rng),
+            r(rng),
+            r_or_imm(rng),
+            r_or_imm(rng)
+        ),
+        4 => format!(
+            "bfi.b32 \t{}, {}, {}, {}, {};",
+            rw(rng),
+            r(rng),
+            r(rng),
+            r_or_imm(rng),
+            r_or_imm(rng)
+        ),
+        5 => format!(
+            "prmt.b32 \t{}, {}, {}, {};",
+            rw(rng),
+            r(rng),
+            r(rng),
+            r_or_imm(rng)
+        ),
         6 => {
             let cmp = rng.pick(&["eq", "ne", "lt", "le", "gt", "ge"]);
             let ty = rng.pick(&["u32", "s32"]);
-            format!("setp.{cmp}.{ty} \t{}, {}, {};", p(rng), r(rng), r_or_imm(rng))
+            format!(
+                "setp.{cmp}.{ty} \t{}, {}, {};",
+                p(rng),
+                r(rng),
+                r_or_imm(rng)
+            )
         }
-        7 => format!("selp.b32 \t{}, {}, {}, {};", rw(rng), r(rng), r_or_imm(rng), p(rng)),
+        7 => format!(
+            "selp.b32 \t{}, {}, {}, {};",
+            rw(rng),
+            r(rng),
+            r_or_imm(rng),
+            p(rng)
+        ),
         8 => {
-            let op = rng.pick(&["add.f32", "sub.f32", "mul.f32", "min.f32", "max.f32", "div.rn.f32", "div.approx.f32", "div.full.f32", "add.rz.ftz.f32", "mul.rm.sat.f32"]);
+            let op = rng.pick(&[
+                "add.f32",
+                "sub.f32",
+                "mul.f32",
+                "min.f32",
+                "max.f32",
+                "div.rn.f32",
+                "div.approx.f32",
+                "div.full.f32",
+                "add.rz.ftz.f32",
+                "mul.rm.sat.f32",
+            ]);
             format!("{op} \t{}, {}, {};", f(rng), f(rng), f(rng))
         }
         9 => {
-            let op = rng.pick(&["sqrt.rn.f32", "sqrt.approx.f32", "rcp.rn.f32", "rcp.approx.ftz.f32", "ex2.approx.f32", "lg2.approx.f32", "sin.approx.f32", "cos.approx.f32", "rsqrt.approx.f32", "abs.f32", "neg.f32", "tanh.approx.f32"]);
+            let op = rng.pick(&[
+                "sqrt.rn.f32",
+                "sqrt.approx.f32",
+                "rcp.rn.f32",
+                "rcp.approx.ftz.f32",
+                "ex2.approx.f32",
+                "lg2.approx.f32",
+                "sin.approx.f32",
+                "cos.approx.f32",
+                "rsqrt.approx.f32",
+                "abs.f32",
+                "neg.f32",
+                "tanh.approx.f32",
+            ]);
             format!("{op} \t{}, {};", f(rng), f(rng))
         }
-        10 => format!("fma.rn.f32 \t{}, {}, {}, {};", f(rng), f(rng), f(rng), f(rng)),
+        10 => format!(
+            "fma.rn.f32 \t{}, {}, {}, {};",
+            f(rng),
+            f(rng),
+            f(rng),
+            f(rng)
+        ),
         11 => format!("mov.f32 \t{}, {};", f(rng), fimm(rng)),
         12 => {
-            let cmp = rng.pick(&["eq", "ne", "lt", "le", "gt", "ge", "equ", "neu", "num", "nan"]);
+            let cmp = rng.pick(&[
+                "eq", "ne", "lt", "le", "gt", "ge", "equ", "neu", "num", "nan",
+            ]);
             format!("setp.{cmp}.f32 \t{}, {}, {};", p(rng), f(rng), f(rng))
         }
         13 => {
@@ -119,7 +233,12 @@ fn instruction(rng: &mut Rng, labels: usize, out: &mut String) {
             format!("{op} \t{}, {};", f(rng), r(rng))
         }
         14 => {
-            let op = rng.pick(&["cvt.rzi.s32.f32", "cvt.rni.u32.f32", "cvt.rmi.sat.s32.f32", "mov.b32"]);
+            let op = rng.pick(&[
+                "cvt.rzi.s32.f32",
+                "cvt.rni.u32.f32",
+                "cvt.rmi.sat.s32.f32",
+                "mov.b32",
+            ]);
             format!("{op} \t{}, {};", rw(rng), f(rng))
         }
         15 => {
@@ -150,13 +269,22 @@ fn instruction(rng: &mut Rng, labels: usize, out: &mut String) {
         }
         18 => {
             let mode = rng.pick(&["bfly", "up", "down", "idx"]);
-            format!("shfl.sync.{mode}.b32 \t{}, {}, {}, 31, -1;", rw(rng), r(rng), r_or_imm(rng))
+            format!(
+                "shfl.sync.{mode}.b32 \t{}, {}, {}, 31, -1;",
+                rw(rng),
+                r(rng),
+                r_or_imm(rng)
+            )
         }
         19 => format!("vote.sync.ballot.b32 \t{}, {}, -1;", rw(rng), p(rng)),
         20 => "bar.sync \t0;".to_string(),
         21 if labels > 0 => {
             let target = rng.below(labels);
-            let guard = if rng.one_in(4) { String::new() } else { format!("@{}{} ", if rng.one_in(2) { "!" } else { "" }, p(rng)) };
+            let guard = if rng.one_in(4) {
+                String::new()
+            } else {
+                format!("@{}{} ", if rng.one_in(2) { "!" } else { "" }, p(rng))
+            };
             format!("{guard}bra \t$L{target};")
         }
         22 => format!("@{} ret;", p(rng)),
@@ -234,7 +362,9 @@ fn run_kernel(text: &str, loaded: &mut usize) -> Result<(), String> {
             ));
         }
         if let Err(e @ Error::Unsupported { .. }) = outcome {
-            return Err(format!("an instruction the generator uses is unsupported: {e}"));
+            return Err(format!(
+                "an instruction the generator uses is unsupported: {e}"
+            ));
         }
     }
     Ok(())
@@ -245,7 +375,9 @@ fn the_emulator_never_panics_or_hangs_on_generated_ptx() {
     let mut runner = Runner::new("ptx-emulator");
     let mut loaded = 0;
     for (name, text) in support::corpus(env!("CARGO_MANIFEST_DIR"), "ptx-emulator") {
-        runner.run(format!("corpus {name}"), &text, || run_kernel(&text, &mut loaded));
+        runner.run(format!("corpus {name}"), &text, || {
+            run_kernel(&text, &mut loaded)
+        });
     }
     let seed = support::seed(0x454D_554C_4154);
     let mut rng = Rng::new(seed);
@@ -253,7 +385,9 @@ fn the_emulator_never_panics_or_hangs_on_generated_ptx() {
     let before = loaded;
     for case in 0..cases {
         let text = kernel(&mut rng);
-        runner.run(format!("seed {seed} case {case}"), &text, || run_kernel(&text, &mut loaded));
+        runner.run(format!("seed {seed} case {case}"), &text, || {
+            run_kernel(&text, &mut loaded)
+        });
     }
     // A generator whose kernels do not load tests only the parser.
     assert!(
