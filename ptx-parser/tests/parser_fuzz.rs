@@ -164,7 +164,10 @@ fn mutate(rng: &mut Rng, text: &mut String) {
             let end = boundary(text, at + 1 + rng.below(40));
             text.replace_range(at..end, "");
         }
-        1 | 2 => text.insert_str(at, *rng.pick(VOCAB)),
+        1 | 2 => {
+            let piece = *rng.pick(VOCAB);
+            text.insert_str(at, piece);
+        }
         3 => {
             let end = boundary(text, at + 1 + rng.below(300));
             let copy = text[at..end].to_string();
@@ -189,7 +192,8 @@ fn mutate(rng: &mut Rng, text: &mut String) {
             if let Some(pos) = text[at..].find(|c: char| c.is_ascii_digit()) {
                 let p = at + pos;
                 let digits = ["0", "9", "99999999999", "4294967296", "-"];
-                text.replace_range(p..p + 1, *rng.pick(&digits));
+                let digit = *rng.pick(&digits);
+                text.replace_range(p..p + 1, digit);
             }
         }
     }
@@ -203,7 +207,8 @@ fn arbitrary_text(rng: &mut Rng) -> String {
     }
     let mut text = String::new();
     for _ in 0..rng.below(120) {
-        text.push_str(*rng.pick(VOCAB));
+        let piece = *rng.pick(VOCAB);
+        text.push_str(piece);
         if rng.one_in(2) {
             text.push(' ');
         }
