@@ -560,7 +560,7 @@ fn attention_ops(s: &mut Sweep) {
                 scale: 0.125,
                 new: tokens,
                 max_len,
-                splits: seqs.min(4).max(1),
+                splits: seqs.clamp(1, 4),
             };
             let paged = PagedLayout {
                 num_blocks: tokens,
