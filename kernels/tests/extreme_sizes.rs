@@ -685,7 +685,11 @@ fn every_op_answers_extreme_sizes_with_an_error_or_a_result_and_never_panics() {
     attention_ops(&mut s);
     optimizer(&mut s);
     helpers(&mut s);
-    eprintln!("extreme sizes: {} calls, {} failed", s.ran, s.failures.len());
+    eprintln!(
+        "extreme sizes: {} calls, {} failed",
+        s.ran,
+        s.failures.len()
+    );
     assert!(s.ran > 400, "the sweep ran only {} cases", s.ran);
     assert!(
         s.failures.is_empty(),
