@@ -97,6 +97,8 @@ mod diag;
 mod dispatch;
 mod dsl_type;
 mod expand;
+#[cfg(test)]
+mod front_end_fuzz;
 mod instance;
 mod known;
 mod lower;

@@ -32,7 +32,8 @@ impl Split {
         let wanted = TARGET_CTAS.div_ceil(rows.max(1));
         let most = nchunks.div_ceil(MIN_CHUNKS_PER_CTA);
         let splits = wanted.min(most).max(1);
-        let seg = nchunks.div_ceil(splits);
+        // At least one chunk a segment, so an empty row (which the op refuses) still splits.
+        let seg = nchunks.div_ceil(splits).max(1);
         // Rounding the segment up can leave the last split empty; drop it.
         let splits = nchunks.div_ceil(seg).max(1);
         Split { splits, seg }

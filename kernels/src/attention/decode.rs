@@ -96,8 +96,8 @@ pub fn paged_decode_workspace(seqs: usize, decode: Decode) -> Result<usize, Erro
 /// assert_eq!(decode_splits(1, heads, 100, 132), 1);
 /// ```
 pub fn decode_splits(seqs: usize, heads: Heads, max_len: usize, sms: usize) -> usize {
-    let blocks = seqs.max(1) * heads.kv.max(1);
-    let wanted = (2 * sms.max(1)).div_ceil(blocks);
+    let blocks = seqs.max(1).saturating_mul(heads.kv.max(1));
+    let wanted = sms.max(1).saturating_mul(2).div_ceil(blocks);
     wanted.min(max_len / MIN_SPLIT_LEN).max(1)
 }
 
@@ -154,7 +154,7 @@ fn check(
             "block_size is 0; a cache block holds at least one token",
         ));
     }
-    if layout.width != h.kv * h.dim {
+    if h.kv.checked_mul(h.dim) != Some(layout.width) {
         return Err(Error::Unsupported {
             op: OP,
             detail: format!(
@@ -162,7 +162,7 @@ fn check(
                 layout.width,
                 h.kv,
                 h.dim,
-                h.kv * h.dim
+                h.kv as u128 * h.dim as u128
             ),
         });
     }

@@ -51,9 +51,15 @@ pub struct Heads {
 }
 
 impl Heads {
-    /// Query heads that share one kv head.
+    /// Query heads that share one kv head (0 for no kv heads, which the ops refuse).
+    ///
+    /// ```
+    /// use kernels::attention::Heads;
+    /// assert_eq!(Heads { q: 32, kv: 8, dim: 128 }.group(), 4);
+    /// assert_eq!(Heads { q: 32, kv: 0, dim: 128 }.group(), 0);
+    /// ```
     pub fn group(&self) -> usize {
-        self.q / self.kv
+        self.q.checked_div(self.kv).unwrap_or(0)
     }
 }
 

@@ -48,9 +48,12 @@ pub struct PagedLayout {
 }
 
 impl PagedLayout {
-    /// Elements of the cache buffer.
+    /// Elements of the cache buffer (saturating at `usize::MAX`, which no buffer holds, so the
+    /// ops refuse a layout that large with an error).
     pub fn cache_len(&self) -> usize {
-        self.num_blocks * self.block_size * self.width
+        self.num_blocks
+            .saturating_mul(self.block_size)
+            .saturating_mul(self.width)
     }
 }
 

@@ -14,23 +14,25 @@ use crate::rowwise::problem::RowProblem;
 use crate::{Error, Storage};
 use kernel_runtime::{Buffer, BufferView, BufferViewMut, KernelArg, LaunchConfig, Stream};
 
-/// Workspace elements [`rms_norm_backward`] needs for a `rows × cols` problem.
+/// Workspace elements [`rms_norm_backward`] needs for a `rows × cols` problem (saturating at
+/// `usize::MAX`, which no buffer holds, so the op refuses such sizes with an error).
 ///
 /// ```
 /// assert_eq!(kernels::norm::rms_norm_backward_workspace(3, 10), 30);
 /// assert_eq!(kernels::norm::rms_norm_backward_workspace(1 << 20, 10), 512 * 10);
 /// ```
 pub fn rms_norm_backward_workspace(rows: usize, cols: usize) -> usize {
-    parts(rows) * cols
+    parts(rows).saturating_mul(cols)
 }
 
-/// Workspace elements [`layer_norm_backward`] needs for a `rows × cols` problem.
+/// Workspace elements [`layer_norm_backward`] needs for a `rows × cols` problem (saturating,
+/// as [`rms_norm_backward_workspace`] does).
 ///
 /// ```
 /// assert_eq!(kernels::norm::layer_norm_backward_workspace(3, 10), 60);
 /// ```
 pub fn layer_norm_backward_workspace(rows: usize, cols: usize) -> usize {
-    2 * parts(rows) * cols
+    parts(rows).saturating_mul(cols).saturating_mul(2)
 }
 
 fn parts(rows: usize) -> usize {
