@@ -1,6 +1,9 @@
 //! Builds `tests/downstream` (a crate that depends on ptxkit by path, as a user's does) with
 //! `--features sm_89,sm_121`, then checks that exactly those two targets are embedded, in its own
-//! kernels and in the op library's, and that ptxas accepts every embedded module for its target.
+//! kernels and in the op library's, that the emulator runs the highest of them, and that ptxas
+//! accepts every embedded module for its target. A copy that declares only the two features it
+//! enables builds without a warning, and rustc's errors in it name ptxkit's types by paths the
+//! crate can write.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -61,6 +64,10 @@ fn a_downstream_crate_embeds_exactly_its_enabled_targets_and_ptxas_accepts_them(
         "{launched}"
     );
 
+    // The emulator runs the highest target the crate built, so its embedded PTX runs.
+    let emulated = run(Command::new(&bin).arg("emulator-target"));
+    assert_eq!(emulated.trim(), "sm_121");
+
     let targets = run(Command::new(&bin).arg("targets"));
     assert_eq!(targets.lines().collect::<Vec<_>>(), ["sm_89", "sm_121"]);
 
@@ -119,6 +126,73 @@ fn a_downstream_crate_embeds_exactly_its_enabled_targets_and_ptxas_accepts_them(
         .count();
     assert_eq!(cubins, 6, "{modules:?}");
     let _ = std::fs::remove_dir_all(&dump);
+}
+
+/// A copy of the fixture (as the package `downstream-subset`, so that its binary does not
+/// replace the fixture's) whose `[features]` declare only `features`, each forwarded to ptxkit.
+fn fixture_declaring(features: &[&str], dir: &Path) {
+    let fixture = root().join("tests/downstream");
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir.join("src")).expect("fixture copy");
+    for f in ["build.rs", "Cargo.lock", "src/main.rs", "src/kernels.rs"] {
+        std::fs::copy(fixture.join(f), dir.join(f)).expect("copy the fixture");
+    }
+    let declared: String = features
+        .iter()
+        .map(|f| format!("{f} = [\"ptxkit/{f}\"]\n"))
+        .collect();
+    let manifest = format!(
+        "[package]\nname = \"downstream-subset\"\nversion = \"0.1.0\"\nedition = \"2021\"\npublish = false\n\n\
+         [dependencies]\nptxkit = {{ path = {:?}, default-features = false }}\n\n[features]\n{declared}",
+        root().display().to_string()
+    );
+    std::fs::write(dir.join("Cargo.toml"), manifest).expect("write the manifest");
+}
+
+#[test]
+fn a_crate_declaring_only_the_features_it_uses_builds_without_warnings_and_errors_name_writable_paths(
+) {
+    // Its bf16 instance of `silu_rows` cannot be built for sm_70 or sm_75, so the expansion
+    // holds target errors for features this crate does not declare, as well as PTX entries.
+    let dir = std::env::temp_dir().join(format!("ptxkit-downstream-subset-{}", std::process::id()));
+    fixture_declaring(&["sm_89", "sm_121"], &dir);
+    // The same target directory and features as the test above, so ptxkit is built once.
+    let mut build = Command::new(env!("CARGO"));
+    build
+        .args(["build", "--features", "sm_89,sm_121", "--manifest-path"])
+        .arg(dir.join("Cargo.toml"))
+        .arg("--target-dir")
+        .arg(root().join("target/downstream"))
+        .env_remove("PTXKIT_TARGETS");
+    match ptxas() {
+        Some(p) => build.env("PTXKIT_PTXAS", p),
+        None => build.env_remove("PTXKIT_PTXAS"),
+    };
+    let out = build.output().expect("run cargo");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("warning"), "{stderr}");
+
+    // rustc's errors name ptxkit's types by paths the user can write.
+    std::fs::write(
+        dir.join("src/main.rs"),
+        "struct Buffer;\n\
+         fn take(_: Buffer) {}\n\
+         fn main() {\n\
+             let stream = ptxkit::runtime::Device::emulator().stream().unwrap();\n\
+             take(ptxkit::runtime::Buffer::<f32>::zeros(&stream, 4).unwrap());\n\
+         }\n",
+    )
+    .expect("write the probe");
+    let out = build.output().expect("run cargo");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("`ptxkit::runtime::Buffer<f32>`"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("ptxkit::kernel_runtime"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn target_of(p: &Path) -> String {

@@ -9,7 +9,8 @@ use crate::target::Target;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Where the project's own install script puts ptxas 12.9 (relative to the workspace root).
+/// Where the project's own install script puts ptxas 12.9 (relative to the workspace root;
+/// [`Ptxas::find`] looks for it under the current directory and its parents).
 pub const PROJECT_PTXAS: &str = ".tools/ptxas-12.9/nvidia/cuda_nvcc/bin/ptxas";
 
 /// A located ptxas binary.
@@ -40,8 +41,17 @@ pub struct Assembled {
 }
 
 impl Ptxas {
-    /// Finds ptxas: `$PTXKIT_PTXAS`, then `$CUDA_HOME/bin/ptxas`, then `PATH`, then the
-    /// project's `.tools` install.
+    /// Finds ptxas when called, from the environment of the running program:
+    /// `$PTXKIT_PTXAS`, then `$CUDA_HOME/bin/ptxas`, then `PATH`, then [`PROJECT_PTXAS`]
+    /// under the current directory or any of its parents. Nothing is fixed at build time, so
+    /// a binary copied to another machine looks there.
+    ///
+    /// ```
+    /// // Finds nothing only where none of those places has one.
+    /// if let Some(p) = kernel_dsl::ptxas::Ptxas::find() {
+    ///     assert!(p.path.is_file());
+    /// }
+    /// ```
     pub fn find() -> Option<Ptxas> {
         let mut candidates: Vec<PathBuf> = Vec::new();
         if let Some(p) = std::env::var_os("PTXKIT_PTXAS") {
@@ -53,8 +63,9 @@ impl Ptxas {
         if let Some(path) = std::env::var_os("PATH") {
             candidates.extend(std::env::split_paths(&path).map(|d| d.join("ptxas")));
         }
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        candidates.push(root.join(PROJECT_PTXAS));
+        if let Ok(dir) = std::env::current_dir() {
+            candidates.extend(dir.ancestors().map(|d| d.join(PROJECT_PTXAS)));
+        }
         candidates
             .into_iter()
             .find(|p| p.is_file())

@@ -124,7 +124,17 @@ impl<M: Clone, K> ModuleCache<M, K> {
                 })
             }
             None => {
+                let _load = tracing::debug_span!(
+                    target: "ptxkit::load",
+                    "load",
+                    kernel = entry,
+                    target = %selected.target,
+                    origin = ?selected.origin,
+                    hash = format_args!("{:016x}", selected.key.content_hash),
+                )
+                .entered();
                 let module = loader.load_module(&selected, entry)?;
+                tracing::debug!(target: "ptxkit::load", "module loaded");
                 state.modules.insert(selected.key, module.clone());
                 module
             }

@@ -19,8 +19,47 @@ pub(crate) struct DeviceId(u64);
 
 static NEXT_DEVICE: AtomicU64 = AtomicU64::new(1);
 
-/// The target `Device::emulator()` runs kernels as.
-pub const EMULATOR_DEFAULT_TARGET: Target = Target::Sm80;
+/// The target [`Device::emulator`] runs kernels as: the highest `sm_*` feature enabled on this
+/// crate, which `ptxkit` forwards from a crate's own features (so a crate built with
+/// `--features sm_89,sm_121` runs its embedded sm_121 PTX), else sm_80, the target a build
+/// with no feature embeds. [`Device::emulator_for`] picks any other.
+///
+/// ```
+/// let t = kernel_runtime::EMULATOR_DEFAULT_TARGET;
+/// // This doc test is built without `sm_*` features.
+/// assert_eq!(t, kernel_dsl::Target::DEFAULT_BUILD);
+/// ```
+pub const EMULATOR_DEFAULT_TARGET: Target = highest_enabled_target();
+
+/// The highest target whose feature is enabled, by SM number (an `a` target above its plain
+/// one), else [`Target::DEFAULT_BUILD`].
+const fn highest_enabled_target() -> Target {
+    if cfg!(feature = "sm_121") {
+        Target::Sm121
+    } else if cfg!(feature = "sm_120") {
+        Target::Sm120
+    } else if cfg!(feature = "sm_100a") {
+        Target::Sm100a
+    } else if cfg!(feature = "sm_100") {
+        Target::Sm100
+    } else if cfg!(feature = "sm_90a") {
+        Target::Sm90a
+    } else if cfg!(feature = "sm_90") {
+        Target::Sm90
+    } else if cfg!(feature = "sm_89") {
+        Target::Sm89
+    } else if cfg!(feature = "sm_86") {
+        Target::Sm86
+    } else if cfg!(feature = "sm_80") {
+        Target::Sm80
+    } else if cfg!(feature = "sm_75") {
+        Target::Sm75
+    } else if cfg!(feature = "sm_70") {
+        Target::Sm70
+    } else {
+        Target::DEFAULT_BUILD
+    }
+}
 
 /// A device kernels run on: a CUDA GPU or the CPU emulator. Cloning is cheap and shares the
 /// module cache.
@@ -74,7 +113,8 @@ impl Device {
         Ok(Device::from_parts(props, Backend::Cuda { ctx, cache }))
     }
 
-    /// The CPU emulator, running kernels as [`EMULATOR_DEFAULT_TARGET`].
+    /// The CPU emulator, running kernels as [`EMULATOR_DEFAULT_TARGET`]: the highest target
+    /// the build enabled, so that the embedded PTX runs (the device's name says which).
     ///
     /// ```
     /// let device = kernel_runtime::Device::emulator();
@@ -108,6 +148,7 @@ impl Device {
     }
 
     pub(crate) fn emulator_with_engine(target: Target, engine: Box<dyn Engine>) -> Device {
+        tracing::debug!(target: "ptxkit::load", "CPU emulator running kernels as {target}");
         let name = format!("ptxkit CPU emulator ({target})");
         let props = DeviceProps::nominal(DeviceKind::Emulator, name, target);
         let cache = ModuleCache::new(target, false);
@@ -129,7 +170,7 @@ impl Device {
     pub fn best() -> Device {
         match Device::cuda(0) {
             Ok(device) => {
-                log::info!(
+                tracing::info!(
                     "using CUDA device 0: {} ({})",
                     device.props().name,
                     device.target()
@@ -137,7 +178,7 @@ impl Device {
                 device
             }
             Err(e) => {
-                log::info!("no usable CUDA device ({e}); using the CPU emulator");
+                tracing::info!("no usable CUDA device ({e}); using the CPU emulator");
                 Device::emulator()
             }
         }

@@ -69,9 +69,14 @@ pub(crate) fn select(
     let Some(emit) = artifacts.emit else {
         return Err(no_module(artifacts, device));
     };
-    match emit(device) {
+    let emitted = {
+        let _emit = tracing::debug_span!(target: "ptxkit::emit", "emit", kernel, target = %device)
+            .entered();
+        emit(device)
+    };
+    match emitted {
         Ok(ptx) => {
-            log::warn!(
+            tracing::warn!(
                 "kernel `{kernel}`: emitting PTX for {device}, which the build did not embed; enable the `{}` feature to build it in",
                 device.feature()
             );
@@ -80,12 +85,15 @@ pub(crate) fn select(
         // A kernel that needs an arch-specific instruction can only exist as the `a` variant.
         Err(kernel_dsl::Error::BeyondTarget { .. }) if variant.is_some() => {
             let target = variant.unwrap_or(device);
+            let _emit =
+                tracing::debug_span!(target: "ptxkit::emit", "emit", kernel, target = %target)
+                    .entered();
             let ptx = emit(target).map_err(|source| Error::Emit {
                 kernel: kernel.to_string(),
                 target,
                 source,
             })?;
-            log::warn!(
+            tracing::warn!(
                 "kernel `{kernel}`: emitting PTX for {target}, which the build did not embed; enable the `{}` feature to build it in",
                 target.feature()
             );
@@ -130,7 +138,7 @@ fn check_cubin(kernel: &str, target: Target, cubin: &[u8]) -> Result<()> {
             Err(refuse(format!("was built for {actual}")))
         }
         None => {
-            log::warn!("kernel `{kernel}`: cannot read the target of its {target} cubin (unknown ELF ABI); loading it as {target}");
+            tracing::warn!("kernel `{kernel}`: cannot read the target of its {target} cubin (unknown ELF ABI); loading it as {target}");
             Ok(())
         }
     }

@@ -124,6 +124,15 @@ impl Stream {
         args: &[KernelArg<'_>],
     ) -> Result<()> {
         let meta = &artifacts.meta;
+        let _launch = tracing::debug_span!(
+            target: "ptxkit::launch",
+            "launch",
+            kernel = %meta.entry,
+            grid = ?cfg.grid,
+            block = ?cfg.block,
+            dynamic_shared = cfg.dynamic_shared_bytes,
+        )
+        .entered();
         let dev = &self.device.inner;
         validate(meta, &cfg, args, &dev.props, dev.id)?;
         if args.len() > MAX_PARAMS {
@@ -178,6 +187,7 @@ impl Stream {
                     args: emu_args,
                 };
                 if capturing {
+                    tracing::trace!(target: "ptxkit::launch", "recorded into the graph");
                     self.log().ops.push(op);
                 } else {
                     self.run_emulated(&op)?;

@@ -4,12 +4,13 @@
 use super::check::{compare_with_reference, Check};
 use super::config::TrainConfig;
 use super::error::TrainError;
+use super::observer::{Lines, Observer, Progress};
 use super::trainer::{Launch, Trainer};
+use super::verdict::judge_loss;
+#[cfg(doc)]
+use super::verdict::LOSS_FALL;
 use kernel_runtime::Device;
 use std::time::Instant;
-
-/// The loss must end below this fraction of the first step's.
-pub const LOSS_FALL: f64 = 0.75;
 
 /// What a successful run measured.
 #[derive(Clone, Debug)]
@@ -27,8 +28,8 @@ pub struct Summary {
 
 /// Trains `cfg` on `device`, reporting through `log` as it goes (one line per call): the
 /// setup, every reference comparison, and the loss every `cfg.log_every` steps. Fails when a
-/// comparison misses its tolerance, when the loss is not finite, or when it did not fall
-/// below [`LOSS_FALL`] times the first step's.
+/// comparison misses its tolerance, when the loss is not finite, or when it did not fall as
+/// [`judge_loss`] requires (below the first loss; below [`LOSS_FALL`] of it for a long run).
 ///
 /// ```
 /// use ptxkit::train::{run, Launch, TrainConfig};
@@ -44,33 +45,49 @@ pub fn run(
     launch: Launch,
     log: &mut dyn FnMut(&str),
 ) -> Result<Summary, TrainError> {
+    run_observed(device, cfg, launch, &mut Lines(log))
+}
+
+/// [`run`], reporting its lines and its progress (the pre-warm, then each step) to
+/// `observer`; the example is on [`Observer`].
+pub fn run_observed(
+    device: &Device,
+    cfg: &TrainConfig,
+    launch: Launch,
+    observer: &mut dyn Observer,
+) -> Result<Summary, TrainError> {
     cfg.validate()?;
     let s = cfg.shape;
     let params: usize = super::Tensor::ALL.iter().map(|t| t.len(&s)).sum();
-    log(&format!(
+    observer.line(&format!(
         "block: {s}; {params} parameters; AdamW lr {:e}, weight decay {}, clip at norm {}",
         cfg.adamw.lr, cfg.adamw.weight_decay, cfg.max_norm
     ));
+    observer.progress(Progress::Prewarm);
     let mut trainer = Trainer::new(device, cfg, launch)?;
     match trainer.graph_launches() {
-        Some(n) => log(&format!(
+        Some(n) => observer.line(&format!(
             "step: {n} launches, captured once as a graph and replayed every step"
         )),
-        None => log("step: launched directly every step"),
+        None => observer.line("step: launched directly every step"),
     }
 
     let check_steps = cfg.check_steps.min(cfg.steps);
-    log(&format!(
+    observer.line(&format!(
         "first {check_steps} steps against the CPU f64 reference:"
     ));
-    log(&format!(
+    observer.line(&format!(
         "{:>5}  {:<22} {:>16} {:>16} {:>10} {:>9}",
         "step", "quantity", "device", "reference", "rel error", "tolerance"
     ));
     let checks = compare_with_reference(&mut trainer, check_steps)?;
+    observer.progress(Progress::Steps {
+        done: check_steps,
+        total: cfg.steps,
+    });
     let mut losses = Vec::new();
     for c in &checks {
-        log(&format!(
+        observer.line(&format!(
             "{:>5}  {:<22} {:>16.9} {:>16.9} {:>10.2e} {:>9.0e}{}",
             c.step,
             c.quantity,
@@ -88,20 +105,24 @@ pub fn run(
         return Err(bad.to_error());
     }
 
-    log("training:");
+    observer.line("training:");
     for &(step, loss) in &losses {
-        log(&format!("step {step:>5}  loss {loss:.6}"));
+        observer.line(&format!("step {step:>5}  loss {loss:.6}"));
     }
     let start = Instant::now();
     while trainer.steps_done() < cfg.steps {
         trainer.step()?;
         let step = trainer.steps_done();
+        observer.progress(Progress::Steps {
+            done: step,
+            total: cfg.steps,
+        });
         if step % cfg.log_every == 0 || step == cfg.steps {
             let loss = trainer.loss()? as f64;
             if !loss.is_finite() {
                 return Err(TrainError::NonFiniteLoss { step, loss });
             }
-            log(&format!("step {step:>5}  loss {loss:.6}"));
+            observer.line(&format!("step {step:>5}  loss {loss:.6}"));
             losses.push((step, loss));
         }
     }
@@ -109,29 +130,21 @@ pub fn run(
     let seconds = start.elapsed().as_secs_f64();
     let timed_steps = cfg.steps - check_steps;
     if timed_steps > 0 {
-        log(&format!(
+        observer.line(&format!(
             "{timed_steps} steps in {seconds:.3} s ({:.3} ms/step, loss read back every {} steps)",
             seconds * 1e3 / timed_steps as f64,
             cfg.log_every
         ));
     }
 
-    let (first, (step, last)) = match (losses.first(), losses.last()) {
-        (Some(&(_, first)), Some(&last)) => (first, last),
+    let (first, last) = match (losses.first(), losses.last()) {
+        (Some(&first), Some(&last)) => (first, last),
         _ => return Err(TrainError::Config("no loss was read back".into())),
     };
-    let bound = first * LOSS_FALL;
-    // `last < bound` is false for a NaN loss too.
-    if last.partial_cmp(&bound) != Some(std::cmp::Ordering::Less) {
-        return Err(TrainError::LossDidNotFall {
-            first,
-            last,
-            step,
-            bound,
-        });
-    }
-    log(&format!(
-        "loss fell from {first:.6} to {last:.6} in {step} steps"
+    judge_loss(first, last)?;
+    let ((first_step, first), (step, last)) = (first, last);
+    observer.line(&format!(
+        "loss fell from {first:.6} at step {first_step} to {last:.6} at step {step}"
     ));
     Ok(Summary {
         checks,

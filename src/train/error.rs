@@ -19,12 +19,21 @@ pub enum TrainError {
         rel_error: f64,
         tolerance: f64,
     },
-    #[error("the loss did not fall: {first:.6} at step 1, {last:.6} at step {step}; it must end below {bound:.6}")]
+    #[error("the loss did not fall: {first:.6} at step {first_step}, {last:.6} at step {step}")]
     LossDidNotFall {
         first: f64,
+        first_step: u32,
+        last: f64,
+        step: u32,
+    },
+    #[error("the loss fell from {first:.6} at step {first_step} to {last:.6} at step {step}, but a run of {min_steps} or more steps must end below {bound:.6}; lower the learning rate or train longer")]
+    LossFellTooLittle {
+        first: f64,
+        first_step: u32,
         last: f64,
         step: u32,
         bound: f64,
+        min_steps: u32,
     },
     #[error("the loss is {loss} at step {step}: training diverged")]
     NonFiniteLoss { step: u32, loss: f64 },

@@ -11,7 +11,8 @@
 //! `problem.rs` (inputs, targets, initial weights), `params.rs` (the trained tensors and the
 //! optimizer's flat layout), `device_model.rs` (the step on the device), `trainer.rs`
 //! (pre-warm, capture, replay), `reference.rs` with `linalg.rs` (the same step on the CPU in
-//! f64), `check.rs` (the comparison), `driver.rs` (a whole run). `ptxkit train` prints one.
+//! f64), `check.rs` (the comparison), `driver.rs` (a whole run, reported to an
+//! `observer.rs`), `verdict.rs` (whether the loss fell enough). `ptxkit train` prints one.
 
 mod check;
 mod config;
@@ -19,16 +20,20 @@ mod device_model;
 mod driver;
 mod error;
 pub mod linalg;
+mod observer;
 mod params;
 mod problem;
 mod reference;
 mod trainer;
+mod verdict;
 
 pub use check::{compare_with_reference, Check, LOSS_TOLERANCE, WEIGHT_TOLERANCE};
 pub use config::{Shape, TrainConfig};
-pub use driver::{run, Summary, LOSS_FALL};
+pub use driver::{run, run_observed, Summary};
 pub use error::TrainError;
+pub use observer::{Observer, Progress};
 pub use params::Tensor;
 pub use problem::Problem;
 pub use reference::{RefStep, Reference};
 pub use trainer::{Launch, Trainer};
+pub use verdict::{judge_loss, FULL_FALL_STEPS, LOSS_FALL};

@@ -93,6 +93,24 @@ impl CudaModule {
         kernel: &str,
         target: Target,
     ) -> Result<CudaModule> {
+        // A PTX image is JIT-compiled by the driver here; a cubin is loaded as it is.
+        let _span = match image {
+            ModuleImage::Cubin(bytes) => tracing::debug_span!(
+                target: "ptxkit::load",
+                "cubin",
+                kernel,
+                target = %target,
+                bytes = bytes.len()
+            ),
+            ModuleImage::Ptx(text) => tracing::debug_span!(
+                target: "ptxkit::jit",
+                "jit",
+                kernel,
+                target = %target,
+                bytes = text.len()
+            ),
+        }
+        .entered();
         ctx.bind_to_thread()
             .map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
         let ptx_text;

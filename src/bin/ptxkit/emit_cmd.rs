@@ -1,5 +1,6 @@
 use crate::args::EmitArgs;
 use crate::error::CliError;
+use crate::progress::Progress;
 use ptxkit::dsl::ptxas::Ptxas;
 use ptxkit::dsl::{emit, ir::Kernel, Error as DslError};
 
@@ -12,24 +13,37 @@ pub fn run(args: &EmitArgs) -> Result<(), CliError> {
         source,
     })?;
     let ptxas = Ptxas::find();
-    println!(
+    let progress = Progress::new();
+    progress.start(
+        "emit",
+        (kernels.len() * args.targets.len()) as u64,
+        "modules",
+    );
+    progress.line(&format!(
         "{:<22} {:<8} {:<7} {:>5} {:>7} {:>7} {:>7}  file",
         "kernel", "target", "isa", "regs", "spill", "smem", "stack"
-    );
+    ));
     let mut written = 0;
+    let mut done = 0;
     for k in &kernels {
         for &t in &args.targets {
+            progress.set(done, Some(&format!("emit {}@{}", k.name, t.name())));
+            done += 1;
             let ptx = match emit::emit(k, t) {
                 Ok(p) => p,
                 Err(DslError::BeyondTarget { .. }) => {
                     // The whole kernel's need, not the first instruction's: `setmaxnreg` alone
                     // runs on any `a` target, but beside `wgmma` only sm_90a will do.
                     let need = ptxkit::dsl::catalog::kernel_requirement(k);
-                    println!("{:<22} {:<8} refused: needs {need}", k.name, t.name());
+                    progress.line(&format!(
+                        "{:<22} {:<8} refused: needs {need}",
+                        k.name,
+                        t.name()
+                    ));
                     continue;
                 }
                 Err(e) => {
-                    println!("{:<22} {:<8} error: {e}", k.name, t.name());
+                    progress.line(&format!("{:<22} {:<8} error: {e}", k.name, t.name()));
                     continue;
                 }
             };
@@ -64,15 +78,16 @@ pub fn run(args: &EmitArgs) -> Result<(), CliError> {
                 },
                 None => format!("{:>5} {:>7} {:>7} {:>7}", "-", "-", "-", "-"),
             };
-            println!(
+            progress.line(&format!(
                 "{:<22} {:<8} {:<7} {resources}  {}",
                 k.name,
                 t.name(),
                 isa,
                 path.display()
-            );
+            ));
         }
     }
+    progress.finish();
     match &ptxas {
         Some(p) => println!("\nresources from {} ({})", p.path.display(), p.version().unwrap_or_default()),
         None => println!("\nptxas not found: run `bash scripts/install-ptxas.sh` (ptxas 12.9 from PyPI, no GPU needed) or set PTXKIT_PTXAS to fill the resource columns"),

@@ -1,11 +1,8 @@
 use ptxkit::dsl::Target;
 
+/// Why a command failed. [`CliError::exit_code`] maps it to the documented exit status.
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
-    #[error("{0}")]
-    Usage(String),
-    #[error("{0}")]
-    Target(#[from] ptxkit::dsl::target::TargetParseError),
     #[error("no kernel named `{0}`; `ptxkit emit` without --kernels lists every available kernel")]
     UnknownKernel(String),
     #[error("could not write {path}: {source}")]
@@ -21,4 +18,14 @@ pub enum CliError {
     SamplesFailed(usize),
     #[error("no kernel could be emitted for {0:?}: every one needs a different target")]
     NothingEmitted(Vec<Target>),
+}
+
+impl CliError {
+    /// 2 for what the user typed (as for clap's own usage errors), 1 for work that failed.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            CliError::UnknownKernel(_) => 2,
+            _ => 1,
+        }
+    }
 }

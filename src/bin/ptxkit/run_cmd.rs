@@ -1,10 +1,11 @@
+use crate::args::DeviceChoice;
 use crate::error::CliError;
 use ptxkit::runtime::Device;
 use ptxkit::selfcheck::{self, Scale};
 
 /// Runs every sample on the chosen device (the GPU if one is present, else the CPU emulator)
 /// against its CPU reference and prints a table. Fails if any sample misses its tolerance.
-pub fn run(device_choice: Option<&str>) -> Result<(), CliError> {
+pub fn run(device_choice: DeviceChoice) -> Result<(), CliError> {
     let device = pick_device(device_choice)?;
     print_device(&device);
     let results = selfcheck::run_all(&device, Scale::for_device(&device), 2026)?;
@@ -35,14 +36,11 @@ pub fn run(device_choice: Option<&str>) -> Result<(), CliError> {
 
 /// The device `--device` names: `best` (the default: the GPU if one is present, else the CPU
 /// emulator), `cuda` (an error where there is no GPU) or `emulator`.
-pub fn pick_device(choice: Option<&str>) -> Result<Device, CliError> {
+pub fn pick_device(choice: DeviceChoice) -> Result<Device, CliError> {
     match choice {
-        None | Some("best") => Ok(Device::best()),
-        Some("emulator") => Ok(Device::emulator()),
-        Some("cuda") => Ok(Device::cuda(0)?),
-        Some(other) => Err(CliError::Usage(format!(
-            "unknown device `{other}`: use best, cuda or emulator"
-        ))),
+        DeviceChoice::Best => Ok(Device::best()),
+        DeviceChoice::Emulator => Ok(Device::emulator()),
+        DeviceChoice::Cuda => Ok(Device::cuda(0)?),
     }
 }
 

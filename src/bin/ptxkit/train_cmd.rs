@@ -1,50 +1,15 @@
+use crate::args::TrainArgs;
 use crate::error::CliError;
-use ptxkit::train::{self, Launch, TrainConfig};
+use crate::progress::Progress;
+use ptxkit::train::{self, Launch, Observer, Progress as TrainProgress, TrainConfig};
 use std::time::Instant;
-
-/// Arguments of `ptxkit train`.
-pub struct TrainArgs {
-    pub device: Option<String>,
-    pub steps: Option<u32>,
-    pub log_every: Option<u32>,
-}
-
-impl TrainArgs {
-    pub fn parse(args: &[String]) -> Result<TrainArgs, CliError> {
-        let mut parsed = TrainArgs {
-            device: None,
-            steps: None,
-            log_every: None,
-        };
-        let mut it = args.iter();
-        while let Some(flag) = it.next() {
-            let value = it
-                .next()
-                .ok_or_else(|| CliError::Usage(format!("`{flag}` needs a value")))?;
-            let count = || {
-                value.parse::<u32>().ok().filter(|&n| n > 0).ok_or_else(|| {
-                    CliError::Usage(format!(
-                        "`{flag}` takes a whole number of steps of at least 1, not `{value}`"
-                    ))
-                })
-            };
-            match flag.as_str() {
-                "--device" => parsed.device = Some(value.clone()),
-                "--steps" => parsed.steps = Some(count()?),
-                "--log-every" => parsed.log_every = Some(count()?),
-                other => return Err(CliError::Usage(format!("unknown option `{other}`"))),
-            }
-        }
-        Ok(parsed)
-    }
-}
 
 /// Trains the block on the chosen device (the GPU if one is present, else the CPU emulator):
 /// checks the first steps against the CPU f64 reference, prints the falling loss, and fails
 /// if the device and the reference disagree or the loss did not fall.
 pub fn run(args: &TrainArgs) -> Result<(), CliError> {
     let started = Instant::now();
-    let device = crate::run_cmd::pick_device(args.device.as_deref())?;
+    let device = crate::run_cmd::pick_device(args.device)?;
     crate::run_cmd::print_device(&device);
     let mut cfg = TrainConfig::for_device(&device);
     if let Some(steps) = args.steps {
@@ -53,7 +18,41 @@ pub fn run(args: &TrainArgs) -> Result<(), CliError> {
     if let Some(every) = args.log_every {
         cfg.log_every = every;
     }
-    train::run(&device, &cfg, Launch::Graph, &mut |line| println!("{line}"))?;
+    let mut report = Report {
+        progress: Progress::new(),
+        stepping: false,
+    };
+    let result = train::run_observed(&device, &cfg, Launch::Graph, &mut report);
+    report.progress.finish();
+    result?;
     println!("total {:.2} s", started.elapsed().as_secs_f64());
     Ok(())
+}
+
+/// Shows a training run's lines, and its progress on the bar.
+struct Report {
+    progress: Progress,
+    /// Whether the bar counts steps yet (it spins during the pre-warm).
+    stepping: bool,
+}
+
+impl Observer for Report {
+    fn line(&mut self, line: &str) {
+        self.progress.line(line);
+    }
+
+    fn progress(&mut self, progress: TrainProgress) {
+        match progress {
+            TrainProgress::Prewarm => self
+                .progress
+                .spin("pre-warm: loading every kernel of the step"),
+            TrainProgress::Steps { done, total } => {
+                if !self.stepping {
+                    self.stepping = true;
+                    self.progress.start("training", u64::from(total), "steps");
+                }
+                self.progress.set(u64::from(done), None);
+            }
+        }
+    }
 }

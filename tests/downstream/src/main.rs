@@ -1,6 +1,7 @@
 //! `downstream targets` prints the targets embedded in this build, one per line;
 //! `downstream dump DIR` writes every embedded module to `DIR/<entry>@<target>.ptx`;
 //! `downstream launch cuda|emulator` runs `saxpy` through its typed launcher and checks it;
+//! `downstream emulator-target` prints the target `Device::emulator()` runs kernels as;
 //! `downstream library-targets` prints, for the op library's kernels built at build time
 //! (`#[kernel]` instances and the `kernels-gen` GEMMs), the targets with embedded PTX and then
 //! those with embedded cubins (`cubin sm_89`), one per line.
@@ -64,6 +65,7 @@ fn main() -> std::io::Result<()> {
                 }
             }
         }
+        Some("emulator-target") => println!("{}", Device::emulator().target()),
         Some("launch") => {
             let device = match args.get(2).map(String::as_str) {
                 Some("cuda") => match Device::cuda(0) {
