@@ -224,3 +224,16 @@ fn attention_backward_instances_assemble_without_spills() {
     }
     assert_eq!(check(&ptxas, &backward, |_| Some(255)), 18 * 4, "backward");
 }
+
+/// NF4: 256-thread blocks; the quantizer, decoder and input gradient stream (64 registers,
+/// four blocks an SM), the GEMV holds 16 rows' sums and 32 decoded weights (128).
+#[test]
+fn nf4_instances_assemble_without_spills() {
+    let Some(ptxas) = ptxas() else { return };
+    let most = |e: &str| Some(if e.starts_with("nf4_gemv") { 128 } else { 64 });
+    assert_eq!(
+        check(&ptxas, kernels::quant::nf4::KERNELS, most),
+        4 * 2 * 4,
+        "nf4"
+    );
+}
