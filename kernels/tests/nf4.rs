@@ -10,7 +10,7 @@ use kernels::cast::Element;
 use kernels::gemm::GemmElement;
 use kernels::quant::nf4::reference::{matmul_nn, matmul_nt, round_trip_bound, Nf4Host};
 use kernels::quant::nf4::{
-    lora_backward, matmul, matmul_input_grad, matmul_lora, Lora, Nf4Weight, BLOCK,
+    lora_backward, matmul, matmul_gate_up, matmul_input_grad, matmul_lora, Lora, Nf4Weight, BLOCK,
 };
 use kernels::Error;
 
@@ -369,4 +369,46 @@ fn bad_shapes_are_errors_before_anything_runs() {
         matmul_input_grad(&s, &dy, &q, &mut dx, 1),
         Err(Error::Length { buffer: "dx", .. })
     ));
+}
+
+fn gate_up_matches_the_reference<T: Element>() {
+    let s = emulator();
+    let (n, k) = (11, 192);
+    let (g, u) = (weight(n, k, 30), weight(n, k, 31));
+    let (qg, hg) = quantized::<f32>(&s, &g, n, k);
+    let (qu, hu) = quantized::<f32>(&s, &u, n, k);
+    let gd: Vec<f64> = hg.dequantize().iter().map(|&v| v as f64).collect();
+    let ud: Vec<f64> = hu.dequantize().iter().map(|&v| v as f64).collect();
+    for (m, silu) in [(1, false), (3, false), (16, false), (3, true), (17, true)] {
+        let (x, xd) = upload::<T>(&s, &Rng::new(60 + m as u64).vec(m * k, -1.0, 1.0));
+        let outputs = if silu { 1 } else { 2 };
+        let mut y = poisoned::<T>(&s, outputs * m * n);
+        matmul_gate_up(&s, &x, &qg, &qu, &mut y, m, silu).unwrap();
+        let got = download(&s, &y);
+        let (gy, uy) = (matmul_nt(&xd, &gd, m, n, k), matmul_nt(&xd, &ud, m, n, k));
+        let xabs: Vec<f64> = xd.iter().map(|v| v.abs()).collect();
+        let gabs: Vec<f64> = gd.iter().map(|v| v.abs()).collect();
+        let uabs: Vec<f64> = ud.iter().map(|v| v.abs()).collect();
+        let (gm, um) = (
+            matmul_nt(&xabs, &gabs, m, n, k),
+            matmul_nt(&xabs, &uabs, m, n, k),
+        );
+        for i in 0..m * n {
+            if silu {
+                let sg = gy[i] / (1.0 + (-gy[i]).exp());
+                let want = sg * uy[i];
+                let mag = (gm[i] * uy[i].abs() + um[i] * sg.abs()) * 2.0;
+                assert!(close::<T>(got[i], want, mag), "m = {m}, silu, {i}");
+            } else {
+                assert!(close::<T>(got[i], gy[i], gm[i]), "m = {m}, gate {i}");
+                assert!(close::<T>(got[m * n + i], uy[i], um[i]), "m = {m}, up {i}");
+            }
+        }
+    }
+}
+
+#[test]
+fn fused_gate_up_matches_the_f64_reference() {
+    gate_up_matches_the_reference::<f32>();
+    gate_up_matches_the_reference::<Bf16>();
 }

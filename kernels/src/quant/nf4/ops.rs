@@ -1,5 +1,6 @@
 //! The products through an NF4 weight: check every buffer, then launch.
 
+use super::gate_up_kernel::{self, nf4_gate_up};
 use super::gemv_kernel::{self, nf4_gemv, MAX_M, ROWS_PER_BLOCK};
 use super::input_grad_kernel::{self, nf4_input_grad};
 use super::mma_kernel::{self, nf4_mma};
@@ -340,6 +341,112 @@ fn check_u32(op: &'static str, name: &str, len: usize) -> Result<(), Error> {
             op,
             detail: format!("`{name}` spans {len} elements, above 2^32; split it by rows"),
         });
+    }
+    Ok(())
+}
+
+/// The gate and up projections of a gated MLP in one pass over `x` (`m × K`): `gate` and `up`
+/// are NF4 weights of the same `N × K` shape. `silu = false` writes `y` (`2·m × N`) as the
+/// `m × N` gate product followed by the `m × N` up product; `silu = true` writes
+/// `y = silu(x·gateᵀ) ⊙ (x·upᵀ)` (`m × N`), 16 rows of `x` at a time, each weight byte read
+/// once per 16 rows. Without silu, `m` is at most 16. Both weights must keep f32 absmax
+/// values (not double-quantized).
+///
+/// ```
+/// use kernel_runtime::{Buffer, Device};
+/// use kernels::quant::nf4::{matmul_gate_up, Nf4Weight};
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator().stream()?;
+/// let q = |v: f32| Nf4Weight::quantize(&stream, &Buffer::from_host(&stream, &vec![v; 64])?, 1, 64);
+/// let (gate, up) = (q(0.0625)?, q(0.5)?);
+/// let x = Buffer::from_host(&stream, &vec![1.0f32; 64])?;
+/// let mut y = Buffer::<f32>::zeros(&stream, 2)?;
+/// matmul_gate_up(&stream, &x, &gate, &up, &mut y, 1, false)?;
+/// assert_eq!(y.to_host(&stream)?, vec![4.0, 32.0]);
+/// # Ok(()) }
+/// ```
+pub fn matmul_gate_up<T: Element>(
+    stream: &Stream,
+    x: &Buffer<T>,
+    gate: &Nf4Weight,
+    up: &Nf4Weight,
+    y: &mut Buffer<T>,
+    m: usize,
+    silu: bool,
+) -> Result<(), Error> {
+    const OP: &str = "nf4_matmul_gate_up";
+    let (n, k) = (gate.rows(), gate.cols());
+    if (up.rows(), up.cols()) != (n, k) {
+        return Err(Error::Unsupported {
+            op: OP,
+            detail: format!(
+                "gate is {n} × {k} but up is {} × {}; pass weights of one shape",
+                up.rows(),
+                up.cols()
+            ),
+        });
+    }
+    let (Some(ga), Some(ua)) = (gate.plain_absmax(), up.plain_absmax()) else {
+        return Err(Error::Unsupported {
+            op: OP,
+            detail: "the fused gate and up read f32 absmax values; quantize the weights without double quantization".into(),
+        });
+    };
+    let outputs = if silu { 1 } else { 2 };
+    check_len(OP, "x", x.len(), m * k, || format!("m × K = {m} × {k}"))?;
+    check_len(OP, "y", y.len(), outputs * m * n, || {
+        format!("{outputs} × m × N = {outputs} × {m} × {n}")
+    })?;
+    check_u32(OP, "x", m * k)?;
+    check_u32(OP, "y", outputs * m * n)?;
+    if m == 0 || n == 0 || k == 0 {
+        return Ok(());
+    }
+    if !silu && m > MAX_M {
+        return Err(Error::Unsupported {
+            op: OP,
+            detail: format!(
+                "the two outputs are fused for up to {MAX_M} rows; call it per {MAX_M} rows, or `matmul` once per weight"
+            ),
+        });
+    }
+    let grid = (n as u32).div_ceil(gate_up_kernel::COLS_PER_BLOCK);
+    let cfg = LaunchConfig::linear(grid, gate_up_kernel::THREADS);
+    if !silu {
+        nf4_gate_up::<T>(
+            stream,
+            cfg,
+            0,
+            x,
+            gate.codes(),
+            ga,
+            up.codes(),
+            ua,
+            y,
+            m as u32,
+            n as u32,
+            k as u32,
+        )?;
+        return Ok(());
+    }
+    for m0 in (0..m).step_by(MAX_M) {
+        let rows = (m - m0).min(MAX_M);
+        let xs = x.slice(m0 * k..(m0 + rows) * k)?;
+        let mut ys = y.slice_mut(m0 * n..(m0 + rows) * n)?;
+        nf4_gate_up::<T>(
+            stream,
+            cfg,
+            1,
+            &xs,
+            gate.codes(),
+            ga,
+            up.codes(),
+            ua,
+            &mut ys,
+            rows as u32,
+            n as u32,
+            k as u32,
+        )?;
     }
     Ok(())
 }

@@ -264,6 +264,14 @@ impl Nf4Weight {
             }
     }
 
+    /// The f32 absmax values, where they are not double-quantized.
+    pub(crate) fn plain_absmax(&self) -> Option<&Buffer<f32>> {
+        match &self.scales {
+            Scales::Plain(a) => Some(a),
+            Scales::Double { .. } => None,
+        }
+    }
+
     pub(crate) fn codes(&self) -> &Buffer<u32> {
         &self.codes
     }
