@@ -363,7 +363,7 @@ fn bad_shapes_are_errors_before_anything_runs() {
         download(&s, &y).iter().all(|v| v.is_nan()),
         "nothing written"
     );
-    let dy = Buffer::from_host(&s, &vec![1.0f32; 2]).unwrap();
+    let dy = Buffer::from_host(&s, &[1.0f32; 2]).unwrap();
     let mut dx = poisoned::<f32>(&s, 65);
     assert!(matches!(
         matmul_input_grad(&s, &dy, &q, &mut dx, 1),

@@ -235,7 +235,7 @@ pub fn lora_backward<T: Element + GemmElement>(
 ) -> Result<(), Error> {
     const OP: &str = "nf4_lora_backward";
     let r = lora.rank;
-    let k = if r == 0 { 0 } else { lora.a.len() / r };
+    let k = lora.a.len().checked_div(r).unwrap_or(0);
     check_len(OP, "u", u.len(), m * r, || format!("m × rank = {m} × {r}"))?;
     check_len(OP, "da", da.len(), r * k, || {
         format!("rank × K = {r} × {k}")
@@ -330,7 +330,7 @@ fn launch_mma<T: Element>(
         n,
         kred,
         cols,
-        (kred % 8 == 0) as u32,
+        kred.is_multiple_of(8) as u32,
     )?;
     Ok(())
 }

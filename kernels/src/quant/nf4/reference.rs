@@ -35,7 +35,8 @@ pub enum HostScales {
     /// Double quantization: absmax of block `b` is `code[q[b]] · scale[b / 256] + offset`.
     Double {
         q: Vec<u8>,
-        code: [f32; 256],
+        /// The 256 values of [`dynamic_code`].
+        code: Vec<f32>,
         scale: Vec<f32>,
         offset: f32,
     },
@@ -47,7 +48,7 @@ impl Nf4Host {
     /// has absmax 0 and every code 0.
     pub fn quantize(w: &[f32], rows: usize, cols: usize) -> Nf4Host {
         assert_eq!(w.len(), rows * cols, "weight length");
-        assert_eq!(cols % BLOCK, 0, "cols must be a multiple of 64");
+        assert!(cols.is_multiple_of(BLOCK), "cols must be a multiple of 64");
         let mut codes = Vec::with_capacity(w.len() / 2);
         let mut absmax = Vec::with_capacity(w.len() / BLOCK);
         for block in w.chunks(BLOCK) {
@@ -78,7 +79,7 @@ impl Nf4Host {
         Nf4Host {
             scales: HostScales::Double {
                 q,
-                code,
+                code: code.to_vec(),
                 scale,
                 offset,
             },
@@ -103,7 +104,7 @@ impl Nf4Host {
     /// The code of element `i` (row-major).
     pub fn code(&self, i: usize) -> u8 {
         let byte = self.codes[i / 2];
-        if i % 2 == 0 {
+        if i.is_multiple_of(2) {
             byte >> 4
         } else {
             byte & 15

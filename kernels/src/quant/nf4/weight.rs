@@ -123,6 +123,9 @@ impl Nf4Weight {
                 check_len("nf4_from_host", "q", q.len(), blocks, || {
                     "one byte per block of 64".into()
                 })?;
+                check_len("nf4_from_host", "code", code.len(), 256, || {
+                    "the 256 values of the dynamic code".into()
+                })?;
                 let groups = blocks.div_ceil(DOUBLE_BLOCK);
                 check_len("nf4_from_host", "scale", scale.len(), groups, || {
                     "one per 256 blocks".into()
@@ -155,16 +158,12 @@ impl Nf4Weight {
                 code,
                 scale,
                 offset,
-            } => {
-                let mut c = [0.0; 256];
-                c.copy_from_slice(&code.to_host(stream)?);
-                HostScales::Double {
-                    q: unpack_words(&q.to_host(stream)?, blocks),
-                    code: c,
-                    scale: scale.to_host(stream)?[..blocks.div_ceil(DOUBLE_BLOCK)].to_vec(),
-                    offset: *offset,
-                }
-            }
+            } => HostScales::Double {
+                q: unpack_words(&q.to_host(stream)?, blocks),
+                code: code.to_host(stream)?,
+                scale: scale.to_host(stream)?[..blocks.div_ceil(DOUBLE_BLOCK)].to_vec(),
+                offset: *offset,
+            },
         };
         Ok(Nf4Host {
             rows: self.rows,
@@ -311,7 +310,7 @@ impl Nf4Weight {
 /// Checks `cols % 64 == 0` and that the element count fits the kernels' u32 indices;
 /// returns the code words.
 pub(crate) fn check_shape(op: &'static str, rows: usize, cols: usize) -> Result<u32, Error> {
-    if cols % BLOCK != 0 {
+    if !cols.is_multiple_of(BLOCK) {
         return Err(Error::Unsupported {
             op,
             detail: format!(
