@@ -1,6 +1,6 @@
 //! The fused gate and up projections for up to 16 rows of `x`: one pass over `x` feeds two
-//! NF4 weights of the same shape, a warp per output column of both, each lane 8 bytes of
-//! each weight's codes (16 weights, within one block) a step; optionally `silu(gate) ⊙ up`.
+//! NF4 weights of the same shape, a warp per output column of both, each lane a code word of
+//! each weight (8 weights) a step, which keeps 32 sums and 16 weights in registers; optionally `silu(gate) ⊙ up`.
 
 use kernel_macros::kernel;
 
@@ -37,27 +37,25 @@ pub fn nf4_gate_up<T: Dtype, const ACT: u32>(
         let row_words = k >> 3;
         let mut accg = [0.0f32; 16];
         let mut accu = [0.0f32; 16];
-        let mut w0 = lane * 2;
+        let mut w0 = lane;
         while w0 < row_words {
             let gw = row * row_words + w0;
-            let qg = gcodes.load_vec::<2>(gw);
-            let qu = ucodes.load_vec::<2>(gw);
+            let qg = gcodes[gw];
+            let qu = ucodes[gw];
             let sg = ga[gw >> 3];
             let su = ua[gw >> 3];
-            let mut wg = [0.0f32; 16];
-            let mut wu = [0.0f32; 16];
-            for j in 0..2 {
-                for e in 0..8 {
-                    wg[j * 8 + e] = table[word_code(qg[j], e)];
-                    wu[j * 8 + e] = table[word_code(qu[j], e)];
-                }
+            let mut wg = [0.0f32; 8];
+            let mut wu = [0.0f32; 8];
+            for e in 0..8 {
+                wg[e] = table[word_code(qg, e)];
+                wu[e] = table[word_code(qu, e)];
             }
             let kk = w0 * 8;
             for i in 0..16 {
                 if i < m {
                     let mut dg = 0.0f32;
                     let mut du = 0.0f32;
-                    for h in 0..(16 / T::VEC) {
+                    for h in 0..(8 / T::VEC) {
                         let xv = x.load_vec::<{ T::VEC }>(i * k + kk + h * T::VEC);
                         for e in 0..T::VEC {
                             let xe = xv[e] as f32;
@@ -69,7 +67,7 @@ pub fn nf4_gate_up<T: Dtype, const ACT: u32>(
                     accu[i] = fma(du, su, accu[i]);
                 }
             }
-            w0 += 64;
+            w0 += 32;
         }
         for i in 0..16 {
             if i < m {
