@@ -224,3 +224,24 @@ fn attention_backward_instances_assemble_without_spills() {
     }
     assert_eq!(check(&ptxas, &backward, |_| Some(255)), 18 * 4, "backward");
 }
+
+/// NF4: 256-thread blocks; the quantizer, decoder and SIMT input gradient stream (64
+/// registers, four blocks an SM); the GEMV and the fused gate and up hold 16 rows' sums and
+/// their decoded weights, and the tensor-core kernel a 64×32 warp tile, as the library GEMM does (128, two an SM).
+#[test]
+fn nf4_instances_assemble_without_spills() {
+    let Some(ptxas) = ptxas() else { return };
+    let most = |e: &str| {
+        let holds_rows = ["nf4_gemv", "nf4_gate_up", "nf4_mma"];
+        Some(if holds_rows.iter().any(|p| e.starts_with(p)) {
+            128
+        } else {
+            64
+        })
+    };
+    assert_eq!(
+        check(&ptxas, kernels::quant::nf4::KERNELS, most),
+        (4 * 2 + 4 + 4) * 4,
+        "nf4"
+    );
+}

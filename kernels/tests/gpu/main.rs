@@ -20,6 +20,7 @@ mod cross_entropy;
 mod elementwise;
 mod embedding;
 mod layout;
+mod nf4;
 mod norm;
 mod optim;
 mod rope;

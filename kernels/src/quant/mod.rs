@@ -1,0 +1,12 @@
+//! Quantized weight formats and the GEMMs that read them without writing the weight out.
+//!
+//! ## NF4 ([`nf4`])
+//!
+//! The 4-bit NormalFloat format of QLoRA, byte for byte as bitsandbytes stores it: 16 code
+//! values, two codes per byte with the first element in the high nibble, an f32 absmax per
+//! block of 64 weights, and optionally the absmax values themselves quantized to 8 bits in
+//! blocks of 256 (double quantization). [`nf4::Nf4Weight`] holds a frozen `[N, K]` weight on
+//! the device; [`nf4::matmul`] is `y = x·Wᵀ` with the dequantization fused, and
+//! [`nf4::matmul_input_grad`] is the input gradient `dx = dy·W` through the same weight.
+
+pub mod nf4;

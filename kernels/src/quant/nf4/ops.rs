@@ -1,0 +1,452 @@
+//! The products through an NF4 weight: check every buffer, then launch.
+
+use super::gate_up_kernel::{self, nf4_gate_up};
+use super::gemv_kernel::{self, nf4_gemv, MAX_M, ROWS_PER_BLOCK};
+use super::input_grad_kernel::{self, nf4_input_grad};
+use super::mma_kernel::{self, nf4_mma};
+use super::Nf4Weight;
+use crate::cast::Element;
+use crate::gemm::{gemm, Epilogue, GemmElement, GemmShape, Layout, Math};
+use crate::{check_len, Error, Storage};
+use kernel_runtime::{Buffer, LaunchConfig, Stream};
+
+/// `y = x·Wᵀ` for `x` of `m × K` and the NF4 weight `W` of `N × K`: `y` is `m × N`, in
+/// `x`'s type, accumulated in f32. W is decoded on chip and never written out. Up to 16 rows
+/// of bf16 `x` (any number of f32 rows, 16 at a time) go through the kernel that reads each
+/// weight byte once for all of them; more bf16 rows go through the tensor-core kernel, which
+/// decodes tiles of W into shared memory as bf16.
+///
+/// ```
+/// use kernel_runtime::{Buffer, Device};
+/// use kernels::quant::nf4::{matmul, Nf4Weight};
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator().stream()?;
+/// let w = Buffer::from_host(&stream, &vec![0.5f32; 2 * 64])?; // every weight is its absmax
+/// let q = Nf4Weight::quantize(&stream, &w, 2, 64)?;
+/// let x = Buffer::from_host(&stream, &vec![1.0f32; 64])?;
+/// let mut y = Buffer::<f32>::zeros(&stream, 2)?;
+/// matmul(&stream, &x, &q, &mut y, 1)?;
+/// assert_eq!(y.to_host(&stream)?, vec![32.0, 32.0]);
+/// # Ok(()) }
+/// ```
+pub fn matmul<T: Element>(
+    stream: &Stream,
+    x: &Buffer<T>,
+    w: &Nf4Weight,
+    y: &mut Buffer<T>,
+    m: usize,
+) -> Result<(), Error> {
+    const OP: &str = "nf4_matmul";
+    let (n, k) = (w.rows(), w.cols());
+    check_len(OP, "x", x.len(), m * k, || format!("m × K = {m} × {k}"))?;
+    check_len(OP, "y", y.len(), m * n, || format!("m × N = {m} × {n}"))?;
+    check_u32(OP, "x", m * k)?;
+    check_u32(OP, "y", m * n)?;
+    if m == 0 || n == 0 || k == 0 {
+        return Ok(());
+    }
+    let s = w.scale_args();
+    if T::STORAGE == Storage::Bf16 && m > MAX_M {
+        return launch_mma(stream, x, w, y, m, 1);
+    }
+    let grid = (n as u32).div_ceil(ROWS_PER_BLOCK);
+    let cfg = LaunchConfig::linear(grid, gemv_kernel::THREADS);
+    for m0 in (0..m).step_by(MAX_M) {
+        let rows = (m - m0).min(MAX_M);
+        let xs = x.slice(m0 * k..(m0 + rows) * k)?;
+        let mut ys = y.slice_mut(m0 * n..(m0 + rows) * n)?;
+        nf4_gemv::<T>(
+            stream,
+            cfg,
+            &xs,
+            w.codes(),
+            s.absmax,
+            s.qabs,
+            s.code2,
+            s.scale2,
+            s.offset,
+            s.double,
+            &mut ys,
+            rows as u32,
+            n as u32,
+            k as u32,
+        )?;
+    }
+    Ok(())
+}
+
+/// The input gradient of [`matmul`]: `dx = dy·W` for `dy` of `m × N`, `dx` of `m × K`, through
+/// the frozen NF4 weight without writing it out: more than 16 bf16 rows through the
+/// tensor-core kernel (W's tiles decoded into shared memory and read transposed), others by a
+/// thread per 8 columns of `dx`.
+///
+/// ```
+/// use kernel_runtime::{Buffer, Device};
+/// use kernels::quant::nf4::{matmul_input_grad, Nf4Weight};
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator().stream()?;
+/// let w = Buffer::from_host(&stream, &vec![-0.25f32; 2 * 64])?;
+/// let q = Nf4Weight::quantize(&stream, &w, 2, 64)?;
+/// let dy = Buffer::from_host(&stream, &[1.0f32, 3.0])?;
+/// let mut dx = Buffer::<f32>::zeros(&stream, 64)?;
+/// matmul_input_grad(&stream, &dy, &q, &mut dx, 1)?;
+/// assert!(dx.to_host(&stream)?.iter().all(|&v| v == -1.0));
+/// # Ok(()) }
+/// ```
+pub fn matmul_input_grad<T: Element>(
+    stream: &Stream,
+    dy: &Buffer<T>,
+    w: &Nf4Weight,
+    dx: &mut Buffer<T>,
+    m: usize,
+) -> Result<(), Error> {
+    const OP: &str = "nf4_matmul_input_grad";
+    let (n, k) = (w.rows(), w.cols());
+    check_len(OP, "dy", dy.len(), m * n, || format!("m × N = {m} × {n}"))?;
+    check_len(OP, "dx", dx.len(), m * k, || format!("m × K = {m} × {k}"))?;
+    check_u32(OP, "dy", m * n)?;
+    check_u32(OP, "dx", m * k)?;
+    if m == 0 || k == 0 {
+        return Ok(());
+    }
+    if m > u16::MAX as usize {
+        return Err(Error::Unsupported {
+            op: OP,
+            detail: format!("{m} rows exceed the grid's 65535; split dy by rows"),
+        });
+    }
+    if T::STORAGE == Storage::Bf16 && m > MAX_M {
+        return launch_mma(stream, dy, w, dx, m, 0);
+    }
+    let s = w.scale_args();
+    let cols = (k / 8) as u32;
+    let cfg = LaunchConfig {
+        grid: [cols.div_ceil(input_grad_kernel::THREADS), m as u32, 1],
+        block: [input_grad_kernel::THREADS, 1, 1],
+        dynamic_shared_bytes: 0,
+    };
+    nf4_input_grad::<T>(
+        stream,
+        cfg,
+        dy,
+        w.codes(),
+        s.absmax,
+        s.qabs,
+        s.code2,
+        s.scale2,
+        s.offset,
+        s.double,
+        dx,
+        n as u32,
+        k as u32,
+    )?;
+    Ok(())
+}
+
+/// A LoRA adapter on a frozen NF4 weight: `y = x·Wᵀ + scale·(x·Aᵀ)·Bᵀ`, with `A` of
+/// `rank × K` and `B` of `N × rank`, in the activations' type.
+pub struct Lora<'a, T: GemmElement> {
+    pub a: &'a Buffer<T>,
+    pub b: &'a Buffer<T>,
+    pub rank: usize,
+    pub scale: f32,
+}
+
+/// The LoRA-adapted forward: [`matmul`], then `t = x·Aᵀ` into the `m × rank` workspace `t`
+/// and `y += scale · t·Bᵀ`, both with [`gemm`](crate::gemm::gemm). `t` is kept for the
+/// backward ([`lora_backward`]).
+///
+/// ```
+/// use kernel_runtime::{Buffer, Device};
+/// use kernels::quant::nf4::{matmul_lora, Lora, Nf4Weight};
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator().stream()?;
+/// let q = Nf4Weight::quantize(&stream, &Buffer::from_host(&stream, &vec![0.5f32; 64])?, 1, 64)?;
+/// let a = Buffer::from_host(&stream, &vec![1.0f32; 64])?; // rank 1
+/// let b = Buffer::from_host(&stream, &[2.0f32])?;
+/// let x = Buffer::from_host(&stream, &vec![1.0f32; 64])?;
+/// let (mut y, mut t) = (Buffer::<f32>::zeros(&stream, 1)?, Buffer::<f32>::zeros(&stream, 1)?);
+/// let lora = Lora { a: &a, b: &b, rank: 1, scale: 0.25 };
+/// matmul_lora(&stream, &x, &q, &lora, &mut t, &mut y, 1)?;
+/// assert_eq!(y.to_host(&stream)?, vec![32.0 + 0.25 * 64.0 * 2.0]);
+/// # Ok(()) }
+/// ```
+pub fn matmul_lora<T: Element + GemmElement>(
+    stream: &Stream,
+    x: &Buffer<T>,
+    w: &Nf4Weight,
+    lora: &Lora<'_, T>,
+    t: &mut Buffer<T>,
+    y: &mut Buffer<T>,
+    m: usize,
+) -> Result<(), Error> {
+    const OP: &str = "nf4_matmul_lora";
+    let (n, k, r) = (w.rows(), w.cols(), lora.rank);
+    check_len(OP, "a", lora.a.len(), r * k, || {
+        format!("rank × K = {r} × {k}")
+    })?;
+    check_len(OP, "b", lora.b.len(), n * r, || {
+        format!("N × rank = {n} × {r}")
+    })?;
+    check_len(OP, "t", t.len(), m * r, || format!("m × rank = {m} × {r}"))?;
+    matmul(stream, x, w, y, m)?;
+    if m == 0 || n == 0 || r == 0 {
+        return Ok(());
+    }
+    let math = Math::Fp32;
+    gemm(
+        stream,
+        &GemmShape::new(Layout::Nt, m, r, k),
+        x,
+        lora.a,
+        t,
+        &Epilogue::default(),
+        math,
+    )?;
+    gemm(
+        stream,
+        &GemmShape::new(Layout::Nt, m, n, r),
+        t,
+        lora.b,
+        y,
+        &Epilogue::default().scaled(lora.scale, 1.0),
+        math,
+    )?;
+    Ok(())
+}
+
+/// The adapter gradients of [`matmul_lora`] given `dy` (`m × N`), `x`, and `t = x·Aᵀ` from the
+/// forward: `dB = scale · dyᵀ·t` (`N × rank`), `u = scale · dy·B` (`m × rank`, a workspace)
+/// and `dA = uᵀ·x` (`rank × K`). The input gradient adds `u·A` to [`matmul_input_grad`]'s
+/// `dx`, which this does too (`dx` must hold `dy·W`).
+#[allow(clippy::too_many_arguments)]
+pub fn lora_backward<T: Element + GemmElement>(
+    stream: &Stream,
+    dy: &Buffer<T>,
+    x: &Buffer<T>,
+    t: &Buffer<T>,
+    lora: &Lora<'_, T>,
+    u: &mut Buffer<T>,
+    da: &mut Buffer<T>,
+    db: &mut Buffer<T>,
+    dx: &mut Buffer<T>,
+    m: usize,
+    n: usize,
+) -> Result<(), Error> {
+    const OP: &str = "nf4_lora_backward";
+    let r = lora.rank;
+    let k = lora.a.len().checked_div(r).unwrap_or(0);
+    check_len(OP, "u", u.len(), m * r, || format!("m × rank = {m} × {r}"))?;
+    check_len(OP, "da", da.len(), r * k, || {
+        format!("rank × K = {r} × {k}")
+    })?;
+    check_len(OP, "db", db.len(), n * r, || {
+        format!("N × rank = {n} × {r}")
+    })?;
+    check_len(OP, "dx", dx.len(), m * k, || format!("m × K = {m} × {k}"))?;
+    if m == 0 || r == 0 {
+        return Ok(());
+    }
+    let math = Math::Fp32;
+    let scaled = Epilogue::default().scaled(lora.scale, 0.0);
+    // dB = s·dyᵀ·t: (N × m)·(m × r).
+    gemm(
+        stream,
+        &GemmShape::new(Layout::Tn, n, r, m),
+        dy,
+        t,
+        db,
+        &scaled,
+        math,
+    )?;
+    // u = s·dy·B: (m × N)·(N × r).
+    gemm(
+        stream,
+        &GemmShape::new(Layout::Nn, m, r, n),
+        dy,
+        lora.b,
+        u,
+        &scaled,
+        math,
+    )?;
+    // dA = uᵀ·x: (r × m)·(m × K).
+    let plain = Epilogue::default();
+    gemm(
+        stream,
+        &GemmShape::new(Layout::Tn, r, k, m),
+        u,
+        x,
+        da,
+        &plain,
+        math,
+    )?;
+    // dx += u·A: (m × r)·(r × K).
+    let acc = Epilogue::default().scaled(1.0, 1.0);
+    gemm(
+        stream,
+        &GemmShape::new(Layout::Nn, m, k, r),
+        u,
+        lora.a,
+        dx,
+        &acc,
+        math,
+    )?;
+    Ok(())
+}
+
+/// `c = a·Wᵀ` (`b_k = 1`) or `c = a·W` (`b_k = 0`) on the tensor cores, for bf16 `a` of `m`
+/// rows; the caller has checked the buffers.
+fn launch_mma<T: Element>(
+    stream: &Stream,
+    a: &Buffer<T>,
+    w: &Nf4Weight,
+    c: &mut Buffer<T>,
+    m: usize,
+    b_k: u32,
+) -> Result<(), Error> {
+    let (rows, cols) = (w.rows() as u32, w.cols() as u32);
+    let (n, kred) = if b_k == 1 { (rows, cols) } else { (cols, rows) };
+    let s = w.scale_args();
+    let tile = mma_kernel::TILE;
+    let cfg = LaunchConfig {
+        grid: [n.div_ceil(tile), (m as u32).div_ceil(tile), 1],
+        block: [mma_kernel::THREADS, 1, 1],
+        dynamic_shared_bytes: mma_kernel::shared_bytes(b_k),
+    };
+    nf4_mma::<T>(
+        stream,
+        cfg,
+        b_k,
+        &a.view(),
+        w.codes(),
+        s.absmax,
+        s.qabs,
+        s.code2,
+        s.scale2,
+        s.offset,
+        s.double,
+        c,
+        m as u32,
+        n,
+        kred,
+        cols,
+        kred.is_multiple_of(8) as u32,
+    )?;
+    Ok(())
+}
+
+fn check_u32(op: &'static str, name: &str, len: usize) -> Result<(), Error> {
+    if len > u32::MAX as usize {
+        return Err(Error::Unsupported {
+            op,
+            detail: format!("`{name}` spans {len} elements, above 2^32; split it by rows"),
+        });
+    }
+    Ok(())
+}
+
+/// The gate and up projections of a gated MLP in one pass over `x` (`m × K`): `gate` and `up`
+/// are NF4 weights of the same `N × K` shape. `silu = false` writes `y` (`2·m × N`) as the
+/// `m × N` gate product followed by the `m × N` up product; `silu = true` writes
+/// `y = silu(x·gateᵀ) ⊙ (x·upᵀ)` (`m × N`), 16 rows of `x` at a time, each weight byte read
+/// once per 16 rows. Without silu, `m` is at most 16. Both weights must keep f32 absmax
+/// values (not double-quantized).
+///
+/// ```
+/// use kernel_runtime::{Buffer, Device};
+/// use kernels::quant::nf4::{matmul_gate_up, Nf4Weight};
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator().stream()?;
+/// let q = |v: f32| Nf4Weight::quantize(&stream, &Buffer::from_host(&stream, &vec![v; 64])?, 1, 64);
+/// let (gate, up) = (q(0.0625)?, q(0.5)?);
+/// let x = Buffer::from_host(&stream, &vec![1.0f32; 64])?;
+/// let mut y = Buffer::<f32>::zeros(&stream, 2)?;
+/// matmul_gate_up(&stream, &x, &gate, &up, &mut y, 1, false)?;
+/// assert_eq!(y.to_host(&stream)?, vec![4.0, 32.0]);
+/// # Ok(()) }
+/// ```
+pub fn matmul_gate_up<T: Element>(
+    stream: &Stream,
+    x: &Buffer<T>,
+    gate: &Nf4Weight,
+    up: &Nf4Weight,
+    y: &mut Buffer<T>,
+    m: usize,
+    silu: bool,
+) -> Result<(), Error> {
+    const OP: &str = "nf4_matmul_gate_up";
+    let (n, k) = (gate.rows(), gate.cols());
+    if (up.rows(), up.cols()) != (n, k) {
+        return Err(Error::Unsupported {
+            op: OP,
+            detail: format!(
+                "gate is {n} × {k} but up is {} × {}; pass weights of one shape",
+                up.rows(),
+                up.cols()
+            ),
+        });
+    }
+    let (Some(ga), Some(ua)) = (gate.plain_absmax(), up.plain_absmax()) else {
+        return Err(Error::Unsupported {
+            op: OP,
+            detail: "the fused gate and up read f32 absmax values; quantize the weights without double quantization".into(),
+        });
+    };
+    let outputs = if silu { 1 } else { 2 };
+    check_len(OP, "x", x.len(), m * k, || format!("m × K = {m} × {k}"))?;
+    check_len(OP, "y", y.len(), outputs * m * n, || {
+        format!("{outputs} × m × N = {outputs} × {m} × {n}")
+    })?;
+    check_u32(OP, "x", m * k)?;
+    check_u32(OP, "y", outputs * m * n)?;
+    if m == 0 || n == 0 || k == 0 {
+        return Ok(());
+    }
+    if !silu && m > MAX_M {
+        return Err(Error::Unsupported {
+            op: OP,
+            detail: format!(
+                "the two outputs are fused for up to {MAX_M} rows; call it per {MAX_M} rows, or `matmul` once per weight"
+            ),
+        });
+    }
+    let grid = (n as u32).div_ceil(gate_up_kernel::COLS_PER_BLOCK);
+    let cfg = LaunchConfig::linear(grid, gate_up_kernel::THREADS);
+    if !silu {
+        nf4_gate_up::<T>(
+            stream,
+            cfg,
+            0,
+            x,
+            gate.codes(),
+            ga,
+            up.codes(),
+            ua,
+            y,
+            m as u32,
+            n as u32,
+            k as u32,
+        )?;
+        return Ok(());
+    }
+    for m0 in (0..m).step_by(MAX_M) {
+        let rows = (m - m0).min(MAX_M);
+        let xs = x.slice(m0 * k..(m0 + rows) * k)?;
+        let mut ys = y.slice_mut(m0 * n..(m0 + rows) * n)?;
+        nf4_gate_up::<T>(
+            stream,
+            cfg,
+            1,
+            &xs,
+            gate.codes(),
+            ga,
+            up.codes(),
+            ua,
+            &mut ys,
+            rows as u32,
+            n as u32,
+            k as u32,
+        )?;
+    }
+    Ok(())
+}
