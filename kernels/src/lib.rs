@@ -29,6 +29,7 @@ pub mod gemm;
 pub mod layout;
 pub mod norm;
 pub mod optim;
+pub mod quant;
 pub mod rope;
 pub mod softmax;
 
@@ -53,6 +54,7 @@ pub fn all_kernels() -> Vec<&'static OpKernel> {
         argmax::KERNELS,
         gemm::KERNELS,
         attention::KERNELS,
+        quant::gguf::KERNELS,
     ]
     .concat()
 }
