@@ -76,7 +76,11 @@ fn weights(rng: &mut Rng, n: usize) -> Vec<f32> {
 }
 
 fn relative_rms_error(x: &[f32], y: &[f32]) -> f64 {
-    let e: f64 = x.iter().zip(y).map(|(&a, &b)| (a as f64 - b as f64).powi(2)).sum();
+    let e: f64 = x
+        .iter()
+        .zip(y)
+        .map(|(&a, &b)| (a as f64 - b as f64).powi(2))
+        .sum();
     let r: f64 = x.iter().map(|&a| (a as f64).powi(2)).sum();
     (e / r).sqrt()
 }
@@ -105,7 +109,10 @@ fn quantize_then_dequantize_stays_within_each_formats_error() {
         // Each weight within its sub-block's range: no code decodes far outside.
         let y = q.dequantize();
         let span = w.iter().fold(0.0f32, |a, v| a.max(v.abs()));
-        assert!(y.iter().all(|v| v.abs() <= 1.1 * span), "{format}: a weight past the range");
+        assert!(
+            y.iter().all(|v| v.abs() <= 1.1 * span),
+            "{format}: a weight past the range"
+        );
     }
 }
 
@@ -118,7 +125,10 @@ fn assert_product(what: &str, got: &[f32], want: &[f64], magnitude: &[f64], stor
     for (i, ((&g, &w), &mag)) in got.iter().zip(want).zip(magnitude).enumerate() {
         let err = (g as f64 - w).abs();
         let bound = 2e-5 * mag + out_tol * w.abs() + 1e-30;
-        assert!(err <= bound, "{what}: y[{i}] = {g}, expected {w} (error {err:e} > {bound:e})");
+        assert!(
+            err <= bound,
+            "{what}: y[{i}] = {g}, expected {w} (error {err:e} > {bound:e})"
+        );
     }
 }
 
@@ -143,10 +153,19 @@ fn gemv_at<T: Element>(s: &Stream, format: GgufFormat, m: usize, n: usize, k: us
     let (gamma, gh) = upload::<T>(s, &rng.vec(k, 0.5, 1.5));
     let eps = 1e-5;
     gemv_rms_norm(s, &dev, &x, &gamma, eps, &mut y, m).unwrap();
-    let xn: Vec<f32> = rms_norm(&xh, &gh, eps, m, k).iter().map(|&v| v as f32).collect();
+    let xn: Vec<f32> = rms_norm(&xh, &gh, eps, m, k)
+        .iter()
+        .map(|&v| v as f32)
+        .collect();
     let want = matmul_nt(&xn, &wd, m, n, k);
     let mag = matmul_nt(&abs(&xn), &abs(&wd), m, n, k);
-    assert_product(&format!("{what} rms_norm"), &download(s, &y), &want, &mag, T::STORAGE);
+    assert_product(
+        &format!("{what} rms_norm"),
+        &download(s, &y),
+        &want,
+        &mag,
+        T::STORAGE,
+    );
 }
 
 #[test]
@@ -187,7 +206,13 @@ fn prefill_matches_the_f64_reference() {
         prefill(&s, &dev, &x, &mut y, m, &mut ws).unwrap();
         let want = matmul_nt(&xh, &wd, m, n, k);
         let mag = matmul_nt(&abs(&xh), &abs(&wd), m, n, k);
-        assert_product(&format!("prefill {format}"), &download(&s, &y), &want, &mag, Storage::F32);
+        assert_product(
+            &format!("prefill {format}"),
+            &download(&s, &y),
+            &want,
+            &mag,
+            Storage::F32,
+        );
     }
 }
 
@@ -204,9 +229,22 @@ fn bad_shapes_are_errors_before_launch() {
     let short = Buffer::from_host(&s, &[1.0f32; 255]).unwrap();
     let err = gemv(&s, &dev, &short, &mut y, 1).unwrap_err();
     assert!(matches!(err, Error::Length { buffer: "x", .. }), "{err}");
-    assert_eq!(y.to_host(&s).unwrap(), vec![7.0f32; 34], "nothing written on error");
+    assert_eq!(
+        y.to_host(&s).unwrap(),
+        vec![7.0f32; 34],
+        "nothing written on error"
+    );
     let err = GgufMatrix::quantize(GgufFormat::Q6K, 1, 100, &[0.0; 100]).unwrap_err();
     assert!(err.to_string().contains("multiple of 256"), "{err}");
     let err = GgufMatrix::from_bytes(GgufFormat::Q8_0, 1, 32, vec![0; 33]).unwrap_err();
-    assert!(matches!(err, Error::Length { buffer: "bytes", .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            Error::Length {
+                buffer: "bytes",
+                ..
+            }
+        ),
+        "{err}"
+    );
 }

@@ -35,11 +35,18 @@ fn bits<T: Element>(s: &Stream, b: &Buffer<T>) -> Vec<u32> {
 }
 
 fn check(what: &str, got: &[f32], want: &[f64], mag: &[f64], storage: Storage) {
-    let out_tol = if storage == Storage::Bf16 { 1.0 / 256.0 } else { 0.0 };
+    let out_tol = if storage == Storage::Bf16 {
+        1.0 / 256.0
+    } else {
+        0.0
+    };
     for (i, ((&g, &w), &m)) in got.iter().zip(want).zip(mag).enumerate() {
         let err = (g as f64 - w).abs();
         let bound = 2e-5 * m + out_tol * w.abs() + 1e-30;
-        assert!(err <= bound, "{what}: y[{i}] = {g}, expected {w} (error {err:e} > {bound:e})");
+        assert!(
+            err <= bound,
+            "{what}: y[{i}] = {g}, expected {w} (error {err:e} > {bound:e})"
+        );
     }
 }
 
@@ -69,19 +76,42 @@ fn at_shape<T: Element>(s: &Stream, format: GgufFormat, n: usize, k: usize, ms: 
         gemv(s, &dev, &x, &mut y, m).unwrap();
         let want = matmul_nt(&xh, &wd, m, n, k);
         let mag = matmul_nt(&abs(&xh), &abs(&wd), m, n, k);
-        check(&format!("gemv {what}"), &download(s, &y), &want, &mag, T::STORAGE);
+        check(
+            &format!("gemv {what}"),
+            &download(s, &y),
+            &want,
+            &mag,
+            T::STORAGE,
+        );
         let first = bits(s, &y);
         gemv(s, &dev, &x, &mut y, m).unwrap();
-        assert_eq!(bits(s, &y), first, "gemv {what}: two runs are bit-identical");
+        assert_eq!(
+            bits(s, &y),
+            first,
+            "gemv {what}: two runs are bit-identical"
+        );
 
         gemv_rms_norm(s, &dev, &x, &gamma, 1e-5, &mut y, m).unwrap();
-        let xn: Vec<f32> = rms_norm(&xh, &gh, 1e-5, m, k).iter().map(|&v| v as f32).collect();
+        let xn: Vec<f32> = rms_norm(&xh, &gh, 1e-5, m, k)
+            .iter()
+            .map(|&v| v as f32)
+            .collect();
         let want = matmul_nt(&xn, &wd, m, n, k);
         let mag = matmul_nt(&abs(&xn), &abs(&wd), m, n, k);
-        check(&format!("gemv_rms_norm {what}"), &download(s, &y), &want, &mag, T::STORAGE);
+        check(
+            &format!("gemv_rms_norm {what}"),
+            &download(s, &y),
+            &want,
+            &mag,
+            T::STORAGE,
+        );
         let first = bits(s, &y);
         gemv_rms_norm(s, &dev, &x, &gamma, 1e-5, &mut y, m).unwrap();
-        assert_eq!(bits(s, &y), first, "gemv_rms_norm {what}: two runs are bit-identical");
+        assert_eq!(
+            bits(s, &y),
+            first,
+            "gemv_rms_norm {what}: two runs are bit-identical"
+        );
     }
 }
 
@@ -112,9 +142,19 @@ fn gguf_prefill_matches_reference_on_gpu() {
         let wb: Vec<f32> = wd.iter().map(|&v| Bf16::from_f32(v).to_f32()).collect();
         let want = matmul_nt(&xh, &wb, m, n, k);
         let mag = matmul_nt(&abs(&xh), &abs(&wb), m, n, k);
-        check(&format!("prefill {format}"), &download(&s, &y), &want, &mag, Storage::Bf16);
+        check(
+            &format!("prefill {format}"),
+            &download(&s, &y),
+            &want,
+            &mag,
+            Storage::Bf16,
+        );
         let first = bits(&s, &y);
         prefill(&s, &dev, &x, &mut y, m, &mut ws).unwrap();
-        assert_eq!(bits(&s, &y), first, "prefill {format}: two runs are bit-identical");
+        assert_eq!(
+            bits(&s, &y),
+            first,
+            "prefill {format}: two runs are bit-identical"
+        );
     }
 }

@@ -63,8 +63,16 @@ pub(crate) fn scale_min_k4(s0: u32, s1: u32, s2: u32, j: u32) -> [u32; 2] {
     let c = byte_of(s2, k);
     let low = j < 4;
     [
-        if low { a & 63 } else { (c & 15) | ((a >> 6) << 4) },
-        if low { b & 63 } else { (c >> 4) | ((b >> 6) << 4) },
+        if low {
+            a & 63
+        } else {
+            (c & 15) | ((a >> 6) << 4)
+        },
+        if low {
+            b & 63
+        } else {
+            (c >> 4) | ((b >> 6) << 4)
+        },
     ]
 }
 

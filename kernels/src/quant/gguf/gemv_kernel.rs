@@ -5,12 +5,13 @@
 //! accumulation in a fixed order, then a butterfly over the warp: reruns give the same bits.
 //!
 //! `NORM = 1` is the first projection of a block, `y = rmsnorm(x)·Wᵀ` with the norm weight
-//! `gamma`: the lanes sum `x²` over the same pass and `y = (Σ x·γ·w) / sqrt(mean(x²) + eps)`,
+//! `gamma`: the lanes sum `x²` over the same pass and `y = (Σ x·(γ·w)) / sqrt(mean(x²) + eps)`,
 //! so the normalized `x` is never written.
 
 use kernel_macros::kernel;
 
-/// Output rows per block (a warp each).
+/// Output rows per block (a warp each). At least four blocks an SM (128 registers), so that
+/// enough warps stay resident to keep weight loads in flight.
 pub(crate) const GEMV_ROWS_PER_BLOCK: u32 = 4;
 
 /// `w`: `n` rows of `row_bytes` bytes of format `F`; `x`: `m × k`; `gamma`: `k` (read only
@@ -18,7 +19,8 @@ pub(crate) const GEMV_ROWS_PER_BLOCK: u32 = 4;
 #[kernel(
     crate = crate::lang,
     instances(T in [f32, bf16], F in [0, 1, 2], MT in [1, 4, 16], NORM in [0, 1]),
-    block = 128
+    block = 128,
+    min_blocks = 4
 )]
 pub fn gguf_gemv<T: Dtype, const F: u32, const MT: u32, const NORM: u32>(
     w: &[u32],
@@ -41,17 +43,17 @@ pub fn gguf_gemv<T: Dtype, const F: u32, const MT: u32, const NORM: u32>(
         let mut c = lane;
         while c < chunks {
             let at = chunk_at(c);
-            let wv = decode_chunk(w, base + at[0], at[1]);
+            let mut wv = decode_chunk(w, base + at[0], at[1]);
             let first = chunk_first(c);
             // Runs of `rl` consecutive elements; a vector never straddles two.
             let rl = 32u32 >> F;
-            let mut g = [1.0f32; 32];
             if NORM == 1 {
+                // γ goes into the weights once, for every row of x.
                 for j in 0..(32 / T::VEC) {
                     let at = j * T::VEC;
                     let gv = gamma.load_vec::<{ T::VEC }>(first + 32 * (at / rl) + at % rl);
                     for e in 0..T::VEC {
-                        g[j * T::VEC + e] = gv[e] as f32;
+                        wv[j * T::VEC + e] = wv[j * T::VEC + e] * (gv[e] as f32);
                     }
                 }
             }
@@ -67,10 +69,8 @@ pub fn gguf_gemv<T: Dtype, const F: u32, const MT: u32, const NORM: u32>(
                             let xf = xv[e] as f32;
                             if NORM == 1 {
                                 q = fma(xf, xf, q);
-                                s = fma(xf * g[j * T::VEC + e], wv[j * T::VEC + e], s);
-                            } else {
-                                s = fma(xf, wv[j * T::VEC + e], s);
                             }
+                            s = fma(xf, wv[j * T::VEC + e], s);
                         }
                     }
                     acc[i] = s;

@@ -81,15 +81,12 @@ impl GgufMatrix {
         let mut bytes = vec![0u8; w.len() / n * size];
         for (x, out) in w.chunks_exact(n).zip(bytes.chunks_exact_mut(size)) {
             match format {
-                GgufFormat::Q8_0 => {
-                    BlockQ8_0::quantize(x.try_into().expect("32")).write(out.try_into().expect("34"))
-                }
-                GgufFormat::Q4K => {
-                    BlockQ4K::quantize(x.try_into().expect("256")).write(out.try_into().expect("144"))
-                }
-                GgufFormat::Q6K => {
-                    BlockQ6K::quantize(x.try_into().expect("256")).write(out.try_into().expect("210"))
-                }
+                GgufFormat::Q8_0 => BlockQ8_0::quantize(x.try_into().expect("32"))
+                    .write(out.try_into().expect("34")),
+                GgufFormat::Q4K => BlockQ4K::quantize(x.try_into().expect("256"))
+                    .write(out.try_into().expect("144")),
+                GgufFormat::Q6K => BlockQ6K::quantize(x.try_into().expect("256"))
+                    .write(out.try_into().expect("210")),
             }
         }
         Ok(GgufMatrix {

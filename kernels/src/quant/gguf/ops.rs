@@ -105,7 +105,7 @@ pub fn gemv<T: Element>(
 /// `y = rmsnorm(x)·Wᵀ`, the first projection of a block: [`gemv`] of
 /// `x · γ / sqrt(mean(x²) + eps)` (each row of `x` normalized over its `cols` elements,
 /// `gamma` the norm weight of `cols` elements), without writing the normalized `x`. The norm
-/// is applied in f32 as `y = (Σ x·γ·w) / sqrt(mean(x²) + eps)`.
+/// is applied in f32 as `y = (Σ x·(γ·w)) / sqrt(mean(x²) + eps)`.
 ///
 /// ```
 /// use kernel_runtime::{Buffer, Device};
@@ -129,7 +129,15 @@ pub fn gemv_rms_norm<T: Element>(
     y: &mut Buffer<T>,
     m: usize,
 ) -> Result<(), Error> {
-    launch_gemv("gguf::gemv_rms_norm", stream, w, x, Some((gamma, eps)), y, m)
+    launch_gemv(
+        "gguf::gemv_rms_norm",
+        stream,
+        w,
+        x,
+        Some((gamma, eps)),
+        y,
+        m,
+    )
 }
 
 fn launch_gemv<T: Element>(
@@ -240,9 +248,13 @@ pub fn prefill<T: Element + GemmElement>(
     check_len(OP, "y", y.len(), m * w.rows(), || {
         format!("m × rows = {m} × {}", w.rows())
     })?;
-    check_len(OP, "workspace", workspace.len(), prefill_workspace_len(w), || {
-        "from gguf::prefill_workspace_len".into()
-    })?;
+    check_len(
+        OP,
+        "workspace",
+        workspace.len(),
+        prefill_workspace_len(w),
+        || "from gguf::prefill_workspace_len".into(),
+    )?;
     if m == 0 || w.rows() == 0 {
         return Ok(());
     }

@@ -105,7 +105,11 @@ impl BlockQ4K {
             max_scale = max_scale.max(scale);
             max_min = max_min.max(min);
         }
-        let inv_scale = if max_scale > 0.0 { 63.0 / max_scale } else { 0.0 };
+        let inv_scale = if max_scale > 0.0 {
+            63.0 / max_scale
+        } else {
+            0.0
+        };
         let inv_min = if max_min > 0.0 { 63.0 / max_min } else { 0.0 };
         let mut packed = [0u8; 12];
         for j in 0..8 {

@@ -68,7 +68,11 @@ impl BlockQ6K {
         let d = self.d.to_f32();
         let mut y = [0.0f32; 256];
         for h in 0..2 {
-            let (ql, qh, sc) = (&self.ql[64 * h..], &self.qh[32 * h..], &self.scales[8 * h..]);
+            let (ql, qh, sc) = (
+                &self.ql[64 * h..],
+                &self.qh[32 * h..],
+                &self.scales[8 * h..],
+            );
             for l in 0..32 {
                 let s = l / 16;
                 let q1 = ((ql[l] & 0xF) | ((qh[l] & 3) << 4)) as i32 - 32;
@@ -129,7 +133,8 @@ impl BlockQ6K {
                 let q = [l[j + k], l[j + k + 32], l[j + k + 64], l[j + k + 96]];
                 ql[lo + k] = (q[0] & 0xF) | ((q[2] & 0xF) << 4);
                 ql[lo + k + 32] = (q[1] & 0xF) | ((q[3] & 0xF) << 4);
-                qh[hi + k] = (q[0] >> 4) | ((q[1] >> 4) << 2) | ((q[2] >> 4) << 4) | ((q[3] >> 4) << 6);
+                qh[hi + k] =
+                    (q[0] >> 4) | ((q[1] >> 4) << 2) | ((q[2] >> 4) << 4) | ((q[3] >> 4) << 6);
             }
         }
         BlockQ6K {
