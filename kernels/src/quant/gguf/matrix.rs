@@ -28,7 +28,7 @@ pub struct GgufMatrix {
 }
 
 fn check_shape(op: &'static str, format: GgufFormat, cols: usize) -> Result<(), Error> {
-    if cols % format.block_len() != 0 {
+    if !cols.is_multiple_of(format.block_len()) {
         return Err(Error::Unsupported {
             op,
             detail: format!(
