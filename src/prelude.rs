@@ -240,6 +240,10 @@ pub fn round_ties_even(x: f32) -> f32 {
 pub fn to_bits(x: f32) -> u32 {
     x.to_bits()
 }
+/// The f32 whose bits are `x` (`mov.b32`), as Rust's `f32::from_bits`.
+pub fn from_bits(x: u32) -> f32 {
+    f32::from_bits(x)
+}
 /// The bits of `x` in reverse order (`brev.b32`).
 pub fn brev(x: u32) -> u32 {
     x.reverse_bits()

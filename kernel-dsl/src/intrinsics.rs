@@ -264,6 +264,7 @@ pub const INTRINSICS: &[Intrinsic] = &[
     chain("round_ties_even", X_F32, Ty::Scalar(F32), "Rounds to the nearest integer, ties to even (`cvt.rni.f32.f32`), as Rust's `f32::round_ties_even`.", &[round_f32(CvtRounding::Rni)], true),
     // Bits and conversions.
     chain("to_bits", X_F32, Ty::Scalar(U32), "The bits of `x` (`mov.b32`), as Rust's `f32::to_bits`.", &[Op::Mov { ty: ScalarType::B32 }], true),
+    chain("from_bits", X_U32, Ty::Scalar(F32), "The f32 whose bits are `x` (`mov.b32`), as Rust's `f32::from_bits`.", &[Op::Mov { ty: ScalarType::B32 }], false),
     chain("brev", X_U32, Ty::Scalar(U32), "The bits of `x` in reverse order (`brev.b32`).", &[Op::Brev { ty: ScalarType::B32 }], false),
     chain("clz", X_U32, Ty::Scalar(U32), "The number of leading zero bits of `x`, 32 for 0 (`clz.b32`).", &[Op::Clz { ty: ScalarType::B32 }], false),
     chain("cvt_tf32", X_F32, Ty::Scalar(U32), "`x` rounded to tf32 (nearest, ties away), as the 32-bit word `mma_m16n8k8_tf32` takes (`cvt.rna.tf32.f32`, sm_80+).", &[Op::Cvt { dst: ScalarType::Tf32, src: F32, rnd: Some(CvtRounding::Rna), ftz: false, sat: false, relu: false }], false),

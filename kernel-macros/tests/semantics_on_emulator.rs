@@ -315,6 +315,26 @@ fn to_bits_is_rusts() -> Result<(), kernel_runtime::Error> {
     Ok(())
 }
 
+/// `from_bits` is Rust's `f32::from_bits`: the f32 a word's bits spell, NaN payloads kept.
+#[kernel(crate = crate::common::paths)]
+pub fn float_from_bits(x: &[u32], y: &mut [f32]) {
+    y[0] = from_bits(x[0]);
+    y[1] = from_bits(x[1]);
+    y[2] = from_bits(x[2]);
+}
+
+#[test]
+fn from_bits_is_rusts() -> Result<(), kernel_runtime::Error> {
+    let stream = Device::emulator().stream()?;
+    let xs = [(-1.5f32).to_bits(), 0x0000_0001, 0x7fa0_0001];
+    let x = Buffer::from_host(&stream, &xs)?;
+    let mut y = Buffer::from_host(&stream, &[0.0f32; 3])?;
+    float_from_bits(&stream, LaunchConfig::linear(1, 1), &x, &mut y)?;
+    let got: Vec<u32> = y.to_host(&stream)?.iter().map(|v| v.to_bits()).collect();
+    assert_eq!(got, xs);
+    Ok(())
+}
+
 /// `pack_bf16x2` and `pack_f16x2` round each f32 to nearest even and put `hi` in the upper
 /// half, as the tensor cores read a pair.
 #[kernel(crate = crate::common::paths)]

@@ -55,6 +55,7 @@ pub fn all_kernels() -> Vec<&'static OpKernel> {
         gemm::KERNELS,
         attention::KERNELS,
         quant::nf4::KERNELS,
+        quant::gguf::KERNELS,
     ]
     .concat()
 }

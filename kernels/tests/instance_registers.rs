@@ -245,3 +245,21 @@ fn nf4_instances_assemble_without_spills() {
         "nf4"
     );
 }
+
+/// The GGUF dequantize and GEMV kernels, 128-thread blocks: no spills; the GEMV asks for four
+/// blocks an SM (128 registers). Prints each entry's registers at sm_90.
+#[test]
+fn gguf_instances_assemble_without_spills() {
+    let Some(ptxas) = ptxas() else { return };
+    for k in kernels::quant::gguf::KERNELS {
+        let ptx = kernel_dsl::emit::emit(&k.kernel(), Target::Sm90).expect("emits");
+        for r in ptxas.assemble(&ptx).expect("assembles").reports {
+            println!("{} @ sm_90: {} registers", r.entry, r.registers);
+        }
+    }
+    assert_eq!(
+        check(&ptxas, kernels::quant::gguf::KERNELS, |_| Some(128)),
+        (6 + 36) * 4,
+        "gguf"
+    );
+}

@@ -19,6 +19,7 @@ mod clip;
 mod cross_entropy;
 mod elementwise;
 mod embedding;
+mod gguf;
 mod layout;
 mod nf4;
 mod norm;

@@ -1,0 +1,153 @@
+//! GGUF weights: the decode GEMV at M = 1 and M = 16 on Llama-3-8B's projections, for each
+//! format and activation type, as a share of the copy bandwidth over the quantized weight
+//! bytes (the driver's device-to-device copy, measured in the same run; activations and
+//! outputs are not counted), timed twice so that clock drift shows; then the prefill at
+//! M = 512 (dequantize to bf16, then the bf16 GEMM) against the bf16 GEMM alone on the
+//! already-dequantized weight.
+//!
+//! ```text
+//! cargo run --release -p kernels --example bench_gguf          # on a GPU
+//! BENCH_SMALL=1 cargo run -p kernels --example bench_gguf      # tiny shapes on the emulator
+//! BENCH_ONLY=gemv/q4_K BENCH_RUNS=1 ncu … bench_gguf           # some rows
+//! ```
+
+mod common;
+
+use common::{filled, single_row, Bench, Res};
+use kernel_runtime::{Bf16, Buffer, Stream};
+use kernels::cast::Element;
+use kernels::gemm::{gemm, Epilogue, GemmShape, Layout, Math};
+use kernels::quant::gguf::{
+    dequantize, gemv, prefill, prefill_workspace_len, GgufFormat, GgufMatrix, GgufWeights,
+};
+
+/// Llama-3-8B's projections, `rows × cols` (N × K): qkv, o, gate_up, down.
+const SHAPES: [(&str, usize, usize); 4] = [
+    ("qkv", 6144, 4096),
+    ("o", 4096, 4096),
+    ("gate_up", 28672, 4096),
+    ("down", 4096, 14336),
+];
+
+/// Launches per timed run, so that launch gaps do not hide the kernel's bandwidth.
+const LAUNCHES: usize = 20;
+
+/// Deterministic blocks with finite scales near 1 (the speed does not depend on the values).
+fn weights(s: &Stream, format: GgufFormat, rows: usize, cols: usize) -> Res<GgufWeights> {
+    let mut h = 0x9e37_79b9u32;
+    let mut bytes: Vec<u8> = (0..rows * format.row_bytes(cols))
+        .map(|_| {
+            h ^= h << 13;
+            h ^= h >> 17;
+            h ^= h << 5;
+            h as u8
+        })
+        .collect();
+    let halves: &[usize] = match format {
+        GgufFormat::Q8_0 => &[0],
+        GgufFormat::Q4K => &[0, 2],
+        GgufFormat::Q6K => &[208],
+    };
+    for (i, block) in bytes.chunks_exact_mut(format.block_bytes()).enumerate() {
+        for &at in halves {
+            // f16 exponent 10 (2^-5) with a varying mantissa.
+            let v = 10u16 << 10 | (i as u16 & 0x3ff);
+            block[at..at + 2].copy_from_slice(&v.to_le_bytes());
+        }
+    }
+    Ok(GgufMatrix::from_bytes(format, rows, cols, bytes)?.to_device(s)?)
+}
+
+fn skip(name: &str) -> bool {
+    std::env::var("BENCH_ONLY").is_ok_and(|only| !name.contains(&only))
+}
+
+fn gemv_row<T: Element>(b: &Bench, w: &GgufWeights, shape: &str, m: usize) -> Res {
+    let name = format!("gemv/{}/{}/{shape}/m{m}", w.format(), T::STORAGE.suffix());
+    if skip(&name) {
+        return Ok(());
+    }
+    let x = filled::<T>(&b.stream, m * w.cols(), 3)?;
+    let mut y = Buffer::<T>::zeros(&b.stream, m * w.rows())?;
+    let bytes = (w.quantized_bytes() * LAUNCHES) as f64;
+    let cells = b.percent_twice(bytes, |s| {
+        for _ in 0..LAUNCHES {
+            gemv(s, w, &x, &mut y, m)?;
+        }
+        Ok(())
+    })?;
+    let label = format!(
+        "{:<5} | {:<4} | {:<16} | {:>2}",
+        w.format().name(),
+        T::STORAGE.suffix(),
+        format!("{shape} {}x{}", w.rows(), w.cols()),
+        m
+    );
+    single_row(&label, cells);
+    Ok(())
+}
+
+fn prefill_row(b: &Bench, w: &GgufWeights, shape: &str, m: usize) -> Res {
+    let name = format!("prefill/{}/{shape}/m{m}", w.format());
+    if skip(&name) {
+        return Ok(());
+    }
+    let (n, k) = (w.rows(), w.cols());
+    let x = filled::<Bf16>(&b.stream, m * k, 4)?;
+    let mut y = Buffer::<Bf16>::zeros(&b.stream, m * n)?;
+    let mut ws = Buffer::<Bf16>::zeros(&b.stream, prefill_workspace_len(w))?;
+    let fused = b.time(|s| Ok(prefill(s, w, &x, &mut y, m, &mut ws)?))?;
+    let dequant = b.time(|s| Ok(dequantize(s, w, &mut ws)?))?;
+    let gemm_shape = GemmShape::new(Layout::Nt, m, n, k);
+    let alone = b.time(|s| {
+        Ok(gemm(
+            s,
+            &gemm_shape,
+            &x,
+            &ws,
+            &mut y,
+            &Epilogue::default(),
+            Math::Fp32,
+        )?)
+    })?;
+    println!(
+        "| {:<5} | {:<16} | {m:>4} | {fused:>8.3} | {dequant:>8.3} | {alone:>8.3} | {:>5.1} |",
+        w.format().name(),
+        format!("{shape} {n}x{k}"),
+        100.0 * alone / fused
+    );
+    Ok(())
+}
+
+fn main() -> Res {
+    let b = Bench::new()?;
+    let small = Bench::small();
+    let shapes: Vec<(&str, usize, usize)> = if small {
+        vec![("small", 40, 512)]
+    } else {
+        SHAPES.to_vec()
+    };
+    println!("\nGEMV, % of copy bandwidth over the quantized weight bytes (two passes)\n");
+    println!("| format | x | shape | M | % copy |");
+    println!("| --- | --- | --- | --- | --- |");
+    for format in GgufFormat::ALL {
+        for &(shape, n, k) in &shapes {
+            let w = weights(&b.stream, format, n, k)?;
+            for m in [1, 16] {
+                gemv_row::<Bf16>(&b, &w, shape, m)?;
+                gemv_row::<f32>(&b, &w, shape, m)?;
+            }
+        }
+    }
+    let m = if small { 64 } else { 512 };
+    println!("\nPrefill (dequantize to bf16 + bf16 GEMM) against the bf16 GEMM alone, ms\n");
+    println!("| format | shape | M | prefill | dequantize | GEMM alone | GEMM / prefill % |");
+    println!("| --- | --- | --- | --- | --- | --- | --- |");
+    for format in GgufFormat::ALL {
+        for &(shape, n, k) in &shapes {
+            let w = weights(&b.stream, format, n, k)?;
+            prefill_row(&b, &w, shape, m)?;
+        }
+    }
+    Ok(())
+}

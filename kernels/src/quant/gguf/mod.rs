@@ -1,0 +1,63 @@
+//! GGUF quantized weights for inference, as ggml defines them: [Q8_0](BlockQ8_0),
+//! [Q4_K](BlockQ4K) and [Q6_K](BlockQ6K), each block type documenting its byte layout.
+//!
+//! - A [`GgufMatrix`] holds a weight's bytes on the host: read from a file
+//!   ([`GgufMatrix::from_bytes`]) or made by the reference quantizers, and decoded by CPU
+//!   decoders written from the format definitions. [`GgufMatrix::to_device`] gives the
+//!   [`GgufWeights`] the ops take.
+//! - [`dequantize`] writes the weights as f32 or bf16, bit for bit what the CPU decoders give.
+//! - [`gemv`] is the decode product `y = x·Wᵀ` for 1 to 16 rows of `x`, reading each weight
+//!   byte once; [`gemv_rms_norm`] puts RMSNorm in front of it.
+//! - [`prefill`] (any number of rows) dequantizes into a bf16 or f32 workspace and runs the
+//!   library's GEMM on it.
+//!
+//! ```
+//! use kernel_runtime::{Buffer, Device};
+//! use kernels::quant::gguf::{gemv, GgufFormat, GgufMatrix};
+//! # fn main() -> Result<(), kernels::Error> {
+//! let stream = Device::emulator().stream()?;
+//! let (n, k) = (2, 256);
+//! let w: Vec<f32> = (0..n * k).map(|i| (i % 5) as f32 - 2.0).collect();
+//! let q = GgufMatrix::quantize(GgufFormat::Q8_0, n, k, &w)?;
+//! let weights = q.to_device(&stream)?;
+//! let x = Buffer::from_host(&stream, &vec![1.0f32; k])?;
+//! let mut y = Buffer::<f32>::zeros(&stream, n)?;
+//! gemv(&stream, &weights, &x, &mut y, 1)?;
+//! let want: Vec<f32> = w.chunks(k).map(|r| r.iter().sum()).collect();
+//! assert_eq!(y.to_host(&stream)?, want);
+//! # Ok(()) }
+//! ```
+
+// `#[device]` decoders, before the kernels that call them.
+#[macro_use]
+mod decode;
+mod dequantize_kernel;
+mod format;
+mod gemv_kernel;
+mod matrix;
+mod ops;
+mod q4_k;
+mod q6_k;
+mod q8_0;
+mod quantize;
+pub mod reference;
+
+pub use format::GgufFormat;
+pub use matrix::{GgufMatrix, GgufWeights};
+pub use ops::{dequantize, gemv, gemv_rms_norm, prefill, prefill_workspace_len, GEMV_MAX_ROWS};
+pub use q4_k::BlockQ4K;
+pub use q6_k::BlockQ6K;
+pub use q8_0::BlockQ8_0;
+
+use crate::codegen::kernel_refs;
+use crate::OpKernel;
+
+static DEQUANTIZE: [OpKernel; 6] =
+    OpKernel::instances(dequantize_kernel::GGUF_DEQUANTIZE_INSTANCES);
+static GEMV: [OpKernel; 36] = OpKernel::instances(gemv_kernel::GGUF_GEMV_INSTANCES);
+
+/// Every specialization this module ships.
+pub static KERNELS: &[&OpKernel] = kernel_refs![
+    DEQUANTIZE[0 1 2 3 4 5],
+    GEMV[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35],
+];
