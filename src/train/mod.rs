@@ -12,12 +12,22 @@
 //! optimizer's flat layout), `device_model.rs` (the step on the device), `trainer.rs`
 //! (pre-warm, capture, replay), `reference.rs` with `linalg.rs` (the same step on the CPU in
 //! f64), `check.rs` (the comparison), `driver.rs` (a whole run). `ptxkit train` prints one.
+//!
+//! Data parallelism: `grad_reduce.rs` averages the gradient over the ranks inside the step,
+//! `data_parallel.rs` runs one rank per GPU (`ptxkit train --gpus N`) and compares the ranks'
+//! weights bit for bit at the end.
+//!
+//! Data parallelism: `grad_reduce.rs` averages the gradient over the ranks inside the step,
+//! `data_parallel.rs` runs one rank per GPU (`ptxkit train --gpus N`) and compares the ranks'
+//! weights bit for bit at the end.
 
 mod check;
 mod config;
+mod data_parallel;
 mod device_model;
 mod driver;
 mod error;
+mod grad_reduce;
 pub mod linalg;
 mod params;
 mod problem;
@@ -26,8 +36,10 @@ mod trainer;
 
 pub use check::{compare_with_reference, Check, LOSS_TOLERANCE, WEIGHT_TOLERANCE};
 pub use config::{Shape, TrainConfig};
+pub use data_parallel::{run_data_parallel, ParallelSummary, RANK_TIMEOUT};
 pub use driver::{run, Summary, LOSS_FALL};
 pub use error::TrainError;
+pub use grad_reduce::BUCKET_ELEMS;
 pub use params::Tensor;
 pub use problem::Problem;
 pub use reference::{RefStep, Reference};

@@ -19,6 +19,10 @@ const USAGE: &str = "usage:
       clipping, AdamW) on the GPU, or on the CPU emulator where none is present: 300 steps at
       4096 tokens × hidden 512 on a GPU, 40 small steps on the emulator; checks the first 3
       steps against a CPU f64 reference and fails if they differ or the loss does not fall
+  ptxkit train --gpus N [--steps N] [--log-every K]
+      the same block data-parallel on CUDA devices 0..N (one thread each, 4096 tokens per GPU,
+      gradients averaged through NCCL inside the captured step); fails unless the loss falls
+      and every GPU ends with bit-identical weights
   ptxkit run [--device best|cuda|emulator]
       run every sample kernel on the GPU (or, where none is present, the CPU emulator)
       against its CPU reference and print the errors
