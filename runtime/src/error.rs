@@ -161,7 +161,7 @@ pub enum Error {
     #[error("the CPU emulator supports communicators of one rank, not {world}: run several ranks on CUDA devices")]
     EmulatorWorld { world: usize },
     #[error("`{op}` did not finish within {timeout_ms} ms, so the communicator was aborted: a peer rank has likely died or hung; check the other ranks' output")]
-    CollectiveTimeout { op: &'static str, timeout_ms: u128 },
+    CollectiveTimeout { op: &'static str, timeout_ms: u64 },
     #[error("the communicator was aborted after an earlier error or timeout: create a new one")]
     CommunicatorAborted,
     #[error("invalid NCCL unique id: {detail}; pass the id rank 0 wrote, unchanged")]

@@ -119,7 +119,7 @@ fn train_rank(
     while trainer.steps_done() < cfg.steps {
         trainer.step()?;
         let step = trainer.steps_done();
-        if step <= check_steps || step % cfg.log_every == 0 || step == cfg.steps {
+        if step <= check_steps || step.is_multiple_of(cfg.log_every) || step == cfg.steps {
             trainer.wait(RANK_TIMEOUT)?;
             let loss = trainer.loss()? as f64;
             if !loss.is_finite() {

@@ -87,7 +87,7 @@ impl Problem {
     /// ```
     pub fn shard(&self, rank: usize, world: usize) -> Result<Problem, TrainError> {
         let t = self.shape.tokens;
-        if world == 0 || rank >= world || t % world != 0 {
+        if world == 0 || rank >= world || !t.is_multiple_of(world) {
             return Err(TrainError::Config(format!(
                 "{t} tokens cannot be split into {world} equal shards (rank {rank}): use a token count divisible by the GPU count"
             )));

@@ -45,7 +45,7 @@ pub(crate) fn until_idle(comm: &NcclComm, stream: &Stream, timeout: Duration) ->
             comm.abort();
             return Err(Error::CollectiveTimeout {
                 op: "wait",
-                timeout_ms: timeout.as_millis(),
+                timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
             });
         }
         std::thread::sleep(POLL);

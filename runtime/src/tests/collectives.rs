@@ -31,7 +31,7 @@ fn every_collective_round_trips<T: CollectiveElem + PartialEq + std::fmt::Debug>
         );
 
         let send = Buffer::from_host(&stream, &host).unwrap();
-        let mut recv = Buffer::from_host(&stream, &vec![from(9.0); 12]).unwrap();
+        let mut recv = Buffer::from_host(&stream, &[from(9.0); 12]).unwrap();
         comm.reduce_scatter(&stream, &send, &mut recv, op).unwrap();
         assert_eq!(
             recv.to_host(&stream).unwrap(),
@@ -41,7 +41,7 @@ fn every_collective_round_trips<T: CollectiveElem + PartialEq + std::fmt::Debug>
     }
 
     let send = Buffer::from_host(&stream, &host).unwrap();
-    let mut recv = Buffer::from_host(&stream, &vec![from(9.0); 12]).unwrap();
+    let mut recv = Buffer::from_host(&stream, &[from(9.0); 12]).unwrap();
     comm.all_gather(&stream, &send, &mut recv).unwrap();
     assert_eq!(recv.to_host(&stream).unwrap(), host, "all_gather");
 
