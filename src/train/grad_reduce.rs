@@ -70,8 +70,8 @@ mod tests {
     #[test]
     fn tensors_merge_into_buckets_up_to_the_limit() {
         let ranges = [0..3, 4..8, 8..20, 20..21];
-        assert_eq!(buckets(ranges.into_iter(), 8), vec![0..8, 8..20, 20..21]);
-        assert_eq!(buckets(ranges.into_iter(), 100), vec![0..21]);
+        assert_eq!(buckets(ranges.iter().cloned(), 8), vec![0..8, 8..20, 20..21]);
+        assert_eq!(buckets(ranges.iter().cloned(), 100), vec![0..21]);
         assert!(buckets(std::iter::empty(), 8).is_empty());
     }
 }
