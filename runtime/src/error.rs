@@ -159,6 +159,28 @@ pub enum Error {
     DeviceMismatch { op: &'static str },
     #[error("event was never recorded: call `stream.record(&event)` before asking for its time")]
     EventNotRecorded,
+    #[error("the NCCL library could not be loaded (searched {searched}): install it with `pip install nvidia-nccl-cu12` and add its `nvidia/nccl/lib` folder to `LD_LIBRARY_PATH`, or install the distro package (`apt install libnccl2`)")]
+    NcclMissing { searched: String },
+    #[error("NCCL call `{call}` failed: {code}")]
+    Nccl { call: &'static str, code: String },
+    #[error("`{op}` on a communicator of {world} ranks needs {expected} elements in `{buffer}` but it has {got}")]
+    CollectiveLength {
+        op: &'static str,
+        buffer: &'static str,
+        world: usize,
+        expected: usize,
+        got: usize,
+    },
+    #[error("rank {rank} is outside a communicator of {world} ranks: use a rank below {world}")]
+    CollectiveRank { rank: usize, world: usize },
+    #[error("the CPU emulator supports communicators of one rank, not {world}: run several ranks on CUDA devices")]
+    EmulatorWorld { world: usize },
+    #[error("`{op}` did not finish within {timeout_ms} ms, so the communicator was aborted: a peer rank has likely died or hung; check the other ranks' output")]
+    CollectiveTimeout { op: &'static str, timeout_ms: u64 },
+    #[error("the communicator was aborted after an earlier error or timeout: create a new one")]
+    CommunicatorAborted,
+    #[error("invalid NCCL unique id: {detail}; pass the id rank 0 wrote, unchanged")]
+    InvalidUniqueId { detail: String },
     #[error("the CPU emulator failed while running kernel `{kernel}`: {detail}")]
     Emulator { kernel: String, detail: String },
     #[error("the CPU emulator could not load kernel `{kernel}`: {detail}")]

@@ -76,6 +76,7 @@
 mod arg;
 mod buffer;
 mod cache;
+mod collective;
 mod config;
 mod cubin;
 mod cuda;
@@ -99,6 +100,9 @@ mod tests;
 pub use arg::{BufferView, BufferViewMut, KernelArg, ScalarValue, SliceArg, SliceArgMut};
 pub use buffer::Buffer;
 pub use cache::ModuleInfo;
+pub use collective::{
+    nccl_available, CollectiveElem, Communicator, ReduceOp, UniqueId, NCCL_ID_ENV,
+};
 pub use config::LaunchConfig;
 pub use device::{Device, EMULATOR_DEFAULT_TARGET};
 pub use dtype::{Bf16, DeviceElem, F16};

@@ -317,6 +317,25 @@ impl Stream {
         event.wait_on(self)
     }
 
+    /// Called before a collective queues on this stream with `cores`: they must be of this
+    /// device, the first use on a foreign stream is ordered, and inside capture the graph keeps
+    /// them alive.
+    pub(crate) fn note_collective(&self, cores: &[&Arc<BufferCore>]) -> Result<()> {
+        let capturing = self.is_capturing();
+        for core in cores {
+            if core.device != self.device.inner.id {
+                return Err(Error::DeviceMismatch { op: "collective" });
+            }
+            core.note_use_on(self.id, capturing)?;
+        }
+        if capturing {
+            self.log()
+                .keepalive
+                .extend(cores.iter().map(|core| Arc::clone(core)));
+        }
+        Ok(())
+    }
+
     pub(crate) fn alloc_core(&self, bytes: usize) -> Result<BufferCore> {
         if self.is_capturing() {
             return Err(Error::NotAllowedDuringCapture { op: "allocate" });

@@ -3,6 +3,7 @@
 //! round trip, so it can be captured in a graph.
 
 use super::config::TrainConfig;
+use super::grad_reduce::GradReducer;
 use super::params::{self, Tensor};
 use super::problem::Problem;
 use kernel_runtime::{Buffer, Stream};
@@ -37,6 +38,8 @@ pub(crate) struct DeviceModel {
     pub dx: Buffer<f32>,
     clip_workspace: Buffer<f32>,
     norm_workspace: Buffer<f32>,
+    /// Averages the gradient and loss over the ranks of a data-parallel run.
+    pub reducer: Option<GradReducer>,
 }
 
 /// Forward activations and their gradients.
@@ -108,6 +111,7 @@ impl DeviceModel {
             clip_workspace: zeros(clip::WORKSPACE_LEN as usize)?,
             norm_workspace: zeros(norm::rms_norm_backward_workspace(t, d))?,
             opt,
+            reducer: None,
         })
     }
 
@@ -132,6 +136,9 @@ impl DeviceModel {
         self.backward(stream)?;
         for (i, g) in self.weight_grads.iter().enumerate() {
             layout.copy_in(stream, g, &mut self.grads, i)?;
+        }
+        if let Some(reducer) = &self.reducer {
+            reducer.reduce(stream, &mut self.grads, &mut self.loss)?;
         }
         clip::grad_norm(
             stream,

@@ -35,6 +35,8 @@ pub enum TrainError {
         bound: f64,
         min_steps: u32,
     },
+    #[error("rank {rank}'s weights differ from rank 0's at flat index {index}: the ranks must make identical updates; check that every rank ran the same steps with the same all-reduced gradients")]
+    RanksDiverged { rank: usize, index: usize },
     #[error("the loss is {loss} at step {step}: training diverged")]
     NonFiniteLoss { step: u32, loss: f64 },
 }

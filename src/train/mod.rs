@@ -13,12 +13,18 @@
 //! (pre-warm, capture, replay), `reference.rs` with `linalg.rs` (the same step on the CPU in
 //! f64), `check.rs` (the comparison), `driver.rs` (a whole run, reported to an
 //! `observer.rs`), `verdict.rs` (whether the loss fell enough). `ptxkit train` prints one.
+//!
+//! Data parallelism: `grad_reduce.rs` averages the gradient over the ranks inside the step,
+//! `data_parallel.rs` runs one rank per GPU (`ptxkit train --gpus N`) and compares the ranks'
+//! weights bit for bit at the end.
 
 mod check;
 mod config;
+mod data_parallel;
 mod device_model;
 mod driver;
 mod error;
+mod grad_reduce;
 pub mod linalg;
 mod observer;
 mod params;
@@ -29,8 +35,10 @@ mod verdict;
 
 pub use check::{compare_with_reference, Check, LOSS_TOLERANCE, WEIGHT_TOLERANCE};
 pub use config::{Shape, TrainConfig};
+pub use data_parallel::{run_data_parallel, ParallelSummary, RANK_TIMEOUT};
 pub use driver::{run, run_observed, Summary};
 pub use error::TrainError;
+pub use grad_reduce::BUCKET_ELEMS;
 pub use observer::{Observer, Progress};
 pub use params::Tensor;
 pub use problem::Problem;

@@ -2,6 +2,7 @@
 //! input belongs to, and the initial weights.
 
 use super::config::Shape;
+use super::error::TrainError;
 use super::linalg::matmul_nt;
 use super::params::Tensor;
 use crate::selfcheck::SeededRng;
@@ -69,5 +70,39 @@ impl Problem {
             targets,
             init,
         }
+    }
+}
+
+impl Problem {
+    /// Rank `rank`'s shard of `world` equal shards, for data parallelism: its rows of `x` and
+    /// `targets` (a shape of `tokens / world` rows), the same initial weights.
+    ///
+    /// ```
+    /// use ptxkit::train::{Problem, Shape};
+    /// let p = Problem::new(Shape::SMALL, 7);
+    /// let half = p.shard(1, 2).unwrap();
+    /// assert_eq!(half.shape.tokens, 8);
+    /// assert_eq!(half.targets, p.targets[8..]);
+    /// assert!(p.shard(0, 3).is_err()); // 16 rows do not split in three
+    /// ```
+    pub fn shard(&self, rank: usize, world: usize) -> Result<Problem, TrainError> {
+        let t = self.shape.tokens;
+        if world == 0 || rank >= world || !t.is_multiple_of(world) {
+            return Err(TrainError::Config(format!(
+                "{t} tokens cannot be split into {world} equal shards (rank {rank}): use a token count divisible by the GPU count"
+            )));
+        }
+        let rows = t / world;
+        let d = self.shape.hidden;
+        let first = rank * rows;
+        Ok(Problem {
+            shape: Shape {
+                tokens: rows,
+                ..self.shape
+            },
+            x: self.x[first * d..(first + rows) * d].to_vec(),
+            targets: self.targets[first..first + rows].to_vec(),
+            init: self.init.clone(),
+        })
     }
 }

@@ -4,9 +4,10 @@
 use super::config::TrainConfig;
 use super::device_model::DeviceModel;
 use super::error::TrainError;
+use super::grad_reduce::GradReducer;
 use super::params;
 use super::problem::Problem;
-use kernel_runtime::{Device, Graph, Stream};
+use kernel_runtime::{Communicator, Device, Graph, Stream};
 
 /// How each step reaches the device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,8 +47,50 @@ impl Trainer {
     pub fn new(device: &Device, cfg: &TrainConfig, launch: Launch) -> Result<Trainer, TrainError> {
         cfg.validate()?;
         let problem = Problem::new(cfg.shape, cfg.seed);
+        Trainer::build(device, cfg, problem, launch, None)
+    }
+
+    /// One rank of a data-parallel run over `comm`: the problem of `cfg` (its `tokens` are the
+    /// global batch) is split into `comm.world()` equal shards and this rank trains on shard
+    /// `comm.rank()`; each step averages the gradients (and the loss) over the ranks inside the
+    /// step, so clipping sees the global norm and every rank makes the same update. Every rank
+    /// must call this at the same time (the pre-warm step runs the collectives).
+    ///
+    /// ```
+    /// use ptxkit::train::{Launch, Trainer, TrainConfig};
+    /// # fn main() -> Result<(), ptxkit::train::TrainError> {
+    /// let device = kernel_runtime::Device::emulator();
+    /// let comm = kernel_runtime::Communicator::single(&device)?;
+    /// let mut trainer = Trainer::for_rank(comm, &TrainConfig::small(), Launch::Graph)?;
+    /// trainer.step()?;
+    /// assert!(trainer.loss()?.is_finite());
+    /// # Ok(()) }
+    /// ```
+    pub fn for_rank(
+        comm: Communicator,
+        cfg: &TrainConfig,
+        launch: Launch,
+    ) -> Result<Trainer, TrainError> {
+        cfg.validate()?;
+        let problem = Problem::new(cfg.shape, cfg.seed).shard(comm.rank(), comm.world())?;
+        let shard_cfg = TrainConfig {
+            shape: problem.shape,
+            ..*cfg
+        };
+        let device = comm.device().clone();
+        Trainer::build(&device, &shard_cfg, problem, launch, Some(comm))
+    }
+
+    fn build(
+        device: &Device,
+        cfg: &TrainConfig,
+        problem: Problem,
+        launch: Launch,
+        comm: Option<Communicator>,
+    ) -> Result<Trainer, TrainError> {
         let stream = device.stream()?;
         let mut model = DeviceModel::new(&stream, cfg, &problem)?;
+        model.reducer = comm.map(|c| GradReducer::new(c, model.opt.layout()));
         model.record_step(&stream)?;
         model.reset(&stream, &problem)?;
         stream.synchronize()?;
@@ -64,6 +107,16 @@ impl Trainer {
             graph,
             steps_done: 0,
         })
+    }
+
+    /// Waits for the queued steps, at most `timeout` where the trainer is a rank of a
+    /// data-parallel run (a dead or hung peer aborts the communicator and is an error, never a
+    /// hang); without one, as [`Trainer::synchronize`].
+    pub fn wait(&self, timeout: std::time::Duration) -> Result<(), TrainError> {
+        match &self.model.reducer {
+            Some(reducer) => Ok(reducer.comm().wait(&self.stream, timeout)?),
+            None => self.synchronize(),
+        }
     }
 
     /// What is trained.

@@ -16,6 +16,7 @@ mod attention_decode;
 mod attention_forward;
 mod cast;
 mod clip;
+mod collectives;
 mod cross_entropy;
 mod elementwise;
 mod embedding;

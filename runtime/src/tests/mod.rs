@@ -1,6 +1,7 @@
 //! Unit tests of the runtime's behaviour through its public API, on an emulator device backed by
 //! the mock engine.
 
+mod collectives;
 mod emulated_launch;
 mod graphs;
 mod no_driver;

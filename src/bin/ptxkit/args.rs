@@ -72,6 +72,10 @@ pub struct TrainArgs {
     /// Read the loss back and print it every K steps.
     #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..))]
     pub log_every: Option<u32>,
+    /// Train data-parallel on CUDA devices 0..N, one thread each, with the GPU preset's batch
+    /// on every GPU and the gradients averaged through NCCL inside the captured step.
+    #[arg(long, value_name = "N", conflicts_with = "device", value_parser = clap::value_parser!(u32).range(1..))]
+    pub gpus: Option<u32>,
 }
 
 /// Arguments of `ptxkit run`.

@@ -8,6 +8,9 @@ use std::time::Instant;
 /// checks the first steps against the CPU f64 reference, prints the falling loss, and fails
 /// if the device and the reference disagree or the loss did not fall.
 pub fn run(args: &TrainArgs) -> Result<(), CliError> {
+    if let Some(gpus) = args.gpus {
+        return run_data_parallel(args, gpus as usize);
+    }
     let started = Instant::now();
     let device = crate::run_cmd::pick_device(args.device)?;
     crate::run_cmd::print_device(&device);
@@ -55,4 +58,30 @@ impl Observer for Report {
             }
         }
     }
+}
+
+/// `--gpus N`: the GPU preset with each GPU given the preset's batch (the global batch grows
+/// with N), trained data-parallel on CUDA devices `0..N`.
+fn run_data_parallel(args: &TrainArgs, gpus: usize) -> Result<(), CliError> {
+    let started = Instant::now();
+    let devices = (0..gpus)
+        .map(ptxkit::runtime::Device::cuda)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(train::TrainError::from)?;
+    for device in &devices {
+        crate::run_cmd::print_device(device);
+    }
+    let mut cfg = TrainConfig::large();
+    cfg.shape.tokens *= gpus;
+    if let Some(steps) = args.steps {
+        cfg.steps = steps;
+    }
+    if let Some(every) = args.log_every {
+        cfg.log_every = every;
+    }
+    train::run_data_parallel(&devices, &cfg, Launch::Graph, &mut |line| {
+        println!("{line}")
+    })?;
+    println!("total {:.2} s", started.elapsed().as_secs_f64());
+    Ok(())
 }
