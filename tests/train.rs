@@ -191,11 +191,20 @@ fn the_train_command_rejects_bad_arguments_with_exit_2() {
     for (args, message) in [
         (
             &["train", "--steps", "0"][..],
-            "`--steps` takes a whole number",
+            "invalid value '0' for '--steps <N>'",
         ),
-        (&["train", "--steps"][..], "`--steps` needs a value"),
-        (&["train", "--device", "tpu"][..], "unknown device `tpu`"),
-        (&["train", "--batch", "4"][..], "unknown option `--batch`"),
+        (
+            &["train", "--steps"][..],
+            "a value is required for '--steps <N>'",
+        ),
+        (
+            &["train", "--device", "tpu"][..],
+            "invalid value 'tpu' for '--device",
+        ),
+        (
+            &["train", "--batch", "4"][..],
+            "unexpected argument '--batch'",
+        ),
     ] {
         let out = ptxkit(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");

@@ -14,10 +14,23 @@ use std::sync::OnceLock;
 /// ```
 pub fn nccl_available() -> Result<()> {
     static PRESENT: OnceLock<bool> = OnceLock::new();
-    // SAFETY: probing dlopens libnccl by its usual names; loading it runs only the library's
-    // own initialisers, as the first NCCL call would.
-    let present = *PRESENT.get_or_init(|| unsafe { cudarc::nccl::sys::is_culib_present() });
+    let present = *PRESENT.get_or_init(|| {
+        connect_at_init();
+        // SAFETY: probing dlopens libnccl by its usual names; loading it runs only the
+        // library's own initialisers, as the first NCCL call would.
+        unsafe { cudarc::nccl::sys::is_culib_present() }
+    });
     probe_result(present, &cudarc::get_lib_name_candidates("nccl"))
+}
+
+/// NCCL connects its peers lazily, on the first collective of each kind; inside a stream
+/// capture that first call cannot allocate or connect and fails (`ncclInternalError`). Our
+/// communicators connect when they are made instead, unless the user set the variable.
+fn connect_at_init() {
+    const VAR: &str = "NCCL_RUNTIME_CONNECT";
+    if std::env::var_os(VAR).is_none() {
+        std::env::set_var(VAR, "0");
+    }
 }
 
 /// The probe's verdict: `Ok` where the library loaded, else the error listing the names tried.
