@@ -13,10 +13,13 @@ use kernel_runtime::{Buffer, Stream};
 /// ```
 /// use kernels::quant::gguf::{GgufFormat, GgufMatrix};
 /// # fn main() -> Result<(), kernels::Error> {
-/// let w: Vec<f32> = (0..2 * 256).map(|i| (i % 7) as f32 - 3.0).collect();
+/// // Each block of 32 holds 127, so its scale is 1 and its integers survive Q8_0 exactly.
+/// let w: Vec<f32> = (0..2 * 256)
+///     .map(|i| if i % 32 == 0 { 127.0 } else { (i % 7) as f32 - 3.0 })
+///     .collect();
 /// let q = GgufMatrix::quantize(GgufFormat::Q8_0, 2, 256, &w)?;
 /// assert_eq!(q.bytes().len(), 2 * 8 * 34);
-/// assert_eq!(q.dequantize(), w); // small integers survive Q8_0 exactly
+/// assert_eq!(q.dequantize(), w);
 /// # Ok(()) }
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]

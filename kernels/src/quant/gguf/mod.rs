@@ -17,7 +17,10 @@
 //! # fn main() -> Result<(), kernels::Error> {
 //! let stream = Device::emulator().stream()?;
 //! let (n, k) = (2, 256);
-//! let w: Vec<f32> = (0..n * k).map(|i| (i % 5) as f32 - 2.0).collect();
+//! // Each block of 32 holds 127, so its scale is 1 and Q8_0 keeps its integers exactly.
+//! let w: Vec<f32> = (0..n * k)
+//!     .map(|i| if i % 32 == 0 { 127.0 } else { (i % 5) as f32 - 2.0 })
+//!     .collect();
 //! let q = GgufMatrix::quantize(GgufFormat::Q8_0, n, k, &w)?;
 //! let weights = q.to_device(&stream)?;
 //! let x = Buffer::from_host(&stream, &vec![1.0f32; k])?;

@@ -112,12 +112,13 @@ pub fn gemv<T: Element>(
 /// use kernels::quant::gguf::{gemv_rms_norm, GgufFormat, GgufMatrix};
 /// # fn main() -> Result<(), kernels::Error> {
 /// let stream = Device::emulator().stream()?;
-/// let weights = GgufMatrix::quantize(GgufFormat::Q8_0, 1, 32, &[1.0f32; 32])?.to_device(&stream)?;
+/// // A block of 127s has scale 1: Q8_0 stores it exactly.
+/// let weights = GgufMatrix::quantize(GgufFormat::Q8_0, 1, 32, &[127.0f32; 32])?.to_device(&stream)?;
 /// let x = Buffer::from_host(&stream, &[3.0f32; 32])?; // normalizes to all ones
 /// let gamma = Buffer::from_host(&stream, &[0.5f32; 32])?;
 /// let mut y = Buffer::<f32>::zeros(&stream, 1)?;
 /// gemv_rms_norm(&stream, &weights, &x, &gamma, 0.0, &mut y, 1)?;
-/// assert!((y.to_host(&stream)?[0] - 16.0).abs() < 1e-4);
+/// assert!((y.to_host(&stream)?[0] - 32.0 * 0.5 * 127.0).abs() < 1e-3);
 /// # Ok(()) }
 /// ```
 pub fn gemv_rms_norm<T: Element>(
@@ -224,12 +225,13 @@ pub fn prefill_workspace_len(w: &GgufWeights) -> usize {
 /// use kernels::quant::gguf::{prefill, prefill_workspace_len, GgufFormat, GgufMatrix};
 /// # fn main() -> Result<(), kernels::Error> {
 /// let stream = Device::emulator().stream()?;
-/// let w = GgufMatrix::quantize(GgufFormat::Q8_0, 2, 32, &[1.0; 64])?.to_device(&stream)?;
+/// // Blocks of 127s have scale 1: Q8_0 stores them exactly.
+/// let w = GgufMatrix::quantize(GgufFormat::Q8_0, 2, 32, &[127.0; 64])?.to_device(&stream)?;
 /// let x = Buffer::from_host(&stream, &[0.5f32; 3 * 32])?;
 /// let mut ws = Buffer::<f32>::zeros(&stream, prefill_workspace_len(&w))?;
 /// let mut y = Buffer::<f32>::zeros(&stream, 3 * 2)?;
 /// prefill(&stream, &w, &x, &mut y, 3, &mut ws)?;
-/// assert_eq!(y.to_host(&stream)?, vec![16.0; 6]);
+/// assert_eq!(y.to_host(&stream)?, vec![32.0 * 0.5 * 127.0; 6]);
 /// # Ok(()) }
 /// ```
 pub fn prefill<T: Element + GemmElement>(
