@@ -39,8 +39,7 @@ fn compare(
     bytes: usize,
     mut run: impl FnMut(&Stream, bool) -> Result<(), Error>,
 ) -> Res {
-    let name = format!("{op}/{dtype}/{shape}");
-    if std::env::var("BENCH_ONLY").is_ok_and(|only| !name.contains(&only)) {
+    if !selected(op, dtype, shape) {
         return Ok(());
     }
     let batch = batch();
@@ -61,6 +60,36 @@ fn compare(
     }
     row(&format!("{op:<15} | {dtype:<4} | {shape:<16}"), &cells);
     Ok(())
+}
+
+/// Times `run` twice and prints one row with an empty builder column, for an op whose builder
+/// kernel is deleted; `bytes` is what one launch moves.
+fn single(
+    b: &Bench,
+    op: &str,
+    dtype: &str,
+    shape: &str,
+    bytes: usize,
+    mut run: impl FnMut(&Stream) -> Result<(), Error>,
+) -> Res {
+    if !selected(op, dtype, shape) {
+        return Ok(());
+    }
+    let batch = batch();
+    let pct = b.percent_twice((bytes * batch) as f64, |s| {
+        for _ in 0..batch {
+            run(s)?;
+        }
+        Ok(())
+    })?;
+    single_row(&format!("{op:<15} | {dtype:<4} | {shape:<16} | - "), pct);
+    Ok(())
+}
+
+/// Whether `BENCH_ONLY` (when set) picks this row.
+fn selected(op: &str, dtype: &str, shape: &str) -> bool {
+    let name = format!("{op}/{dtype}/{shape}");
+    !std::env::var("BENCH_ONLY").is_ok_and(|only| !name.contains(&only))
 }
 
 fn bench<T: Element>(b: &Bench) -> Res {
@@ -114,21 +143,9 @@ fn bench<T: Element>(b: &Bench) -> Res {
     let m = filled::<T>(s, rows * cols, 8)?;
     let mut mt = Buffer::<T>::zeros(s, rows * cols)?;
     let shape = format!("{rows}x{cols}");
-    let name = format!("transpose/{dt}/{shape}");
-    if !std::env::var("BENCH_ONLY").is_ok_and(|only| !name.contains(&only)) {
-        // No builder kernel left to compare with: its column is empty.
-        let batch = batch();
-        let pct = b.percent_twice((2 * rows * cols * e * batch) as f64, |s| {
-            for _ in 0..batch {
-                layout::transpose(s, &m, &mut mt, rows, cols)?;
-            }
-            Ok(())
-        })?;
-        single_row(
-            &format!("{:<15} | {dt:<4} | {shape:<16} | - ", "transpose"),
-            pct,
-        );
-    }
+    single(b, "transpose", dt, &shape, 2 * rows * cols * e, |s| {
+        layout::transpose(s, &m, &mut mt, rows, cols)
+    })?;
     drop((m, mt));
 
     let (kv_heads, block_size) = (8, 16);
