@@ -5,7 +5,7 @@
 //! fuzzers run under plain `cargo test` on stable: no nightly, no `cargo fuzz`.
 //!
 //! - `PTXKIT_FUZZ_CASES=N` runs N generated cases instead of the target's default (run longer
-//!   locally: `PTXKIT_FUZZ_CASES=100000 cargo test -p ptx-parser --test parser_fuzz --release`).
+//!   locally: `PTXKIT_FUZZ_CASES=100000 cargo test -p ptx-parser --test fuzz --release`).
 //! - `PTXKIT_FUZZ_SEED=S` starts the generator elsewhere; every failure prints the seed and the
 //!   case index that reproduce it, and the input itself, to be added to `fuzz/corpus/<target>/`.
 

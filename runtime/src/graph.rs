@@ -2,7 +2,6 @@
 //! same device addresses, so new contents copied into its buffers are seen on replay; a new
 //! shape needs a new capture.
 
-use crate::buffer::BufferCore;
 use crate::config::LaunchConfig;
 
 use crate::emulator::{EmuArg, ModuleId, SharedEngine};
@@ -13,6 +12,9 @@ use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::Arc;
+
+/// Something a graph keeps alive while it can be replayed (a buffer, a communicator).
+pub(crate) type KeptAlive = Arc<dyn std::any::Any + Send + Sync>;
 
 /// One recorded emulator launch.
 pub(crate) struct EmuOp {
@@ -34,8 +36,10 @@ pub(crate) struct EmuOp {
 /// ```
 pub struct Graph {
     inner: Inner,
-    /// Buffers the graph reads or writes, kept alive as long as it can be replayed.
-    _keepalive: Vec<Arc<BufferCore>>,
+    /// Buffers the graph reads or writes and communicators its collectives use, kept alive as
+    /// long as it can be replayed. Declared after `inner`, so they outlive the driver's graph:
+    /// NCCL tears a communicator down only once no graph holds its captured collectives.
+    _keepalive: Vec<KeptAlive>,
     launches: usize,
 }
 
@@ -52,7 +56,7 @@ impl Graph {
     pub(crate) fn cuda(
         graph: Option<CudaGraph>,
         launches: usize,
-        keepalive: Vec<Arc<BufferCore>>,
+        keepalive: Vec<KeptAlive>,
     ) -> Graph {
         Graph {
             inner: Inner::Cuda(graph),
@@ -64,7 +68,7 @@ impl Graph {
     pub(crate) fn emulated(
         engine: SharedEngine,
         ops: Vec<EmuOp>,
-        keepalive: Vec<Arc<BufferCore>>,
+        keepalive: Vec<KeptAlive>,
     ) -> Graph {
         let launches = ops.len();
         Graph {

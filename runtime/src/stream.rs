@@ -9,7 +9,7 @@ use crate::device::{Backend, Device, KernelRef};
 use crate::emulator::{EmuArg, EmuMemory, EmuView};
 use crate::error::{Error, Result};
 use crate::event::Event;
-use crate::graph::{EmuOp, Graph};
+use crate::graph::{EmuOp, Graph, KeptAlive};
 use crate::validate::validate;
 use cudarc::driver::sys::CUstreamCaptureMode;
 use cudarc::driver::{result as cu, CudaStream, DevicePtr};
@@ -44,7 +44,7 @@ pub struct Stream {
 
 #[derive(Default)]
 struct CaptureLog {
-    keepalive: Vec<Arc<BufferCore>>,
+    keepalive: Vec<KeptAlive>,
     ops: Vec<EmuOp>,
     launches: usize,
 }
@@ -197,8 +197,11 @@ impl Stream {
         if capturing {
             let mut log = self.log();
             log.launches += 1;
-            log.keepalive
-                .extend(args.iter().filter_map(KernelArg::core).cloned());
+            log.keepalive.extend(
+                args.iter()
+                    .filter_map(KernelArg::core)
+                    .map(|core| Arc::clone(core) as KeptAlive),
+            );
         }
         Ok(())
     }
@@ -317,10 +320,14 @@ impl Stream {
         event.wait_on(self)
     }
 
-    /// Called before a collective queues on this stream with `cores`: they must be of this
-    /// device, the first use on a foreign stream is ordered, and inside capture the graph keeps
-    /// them alive.
-    pub(crate) fn note_collective(&self, cores: &[&Arc<BufferCore>]) -> Result<()> {
+    /// Called before a collective of `comm` queues on this stream with `cores`: they must be of
+    /// this device, the first use on a foreign stream is ordered, and inside capture the graph
+    /// keeps them and the communicator alive.
+    pub(crate) fn note_collective(
+        &self,
+        cores: &[&Arc<BufferCore>],
+        comm: Option<KeptAlive>,
+    ) -> Result<()> {
         let capturing = self.is_capturing();
         for core in cores {
             if core.device != self.device.inner.id {
@@ -329,9 +336,10 @@ impl Stream {
             core.note_use_on(self.id, capturing)?;
         }
         if capturing {
-            self.log()
-                .keepalive
-                .extend(cores.iter().map(|core| Arc::clone(core)));
+            let mut log = self.log();
+            log.keepalive
+                .extend(cores.iter().map(|core| Arc::clone(core) as KeptAlive));
+            log.keepalive.extend(comm);
         }
         Ok(())
     }

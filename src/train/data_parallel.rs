@@ -114,11 +114,14 @@ fn train_rank(
     let check_steps = cfg.check_steps.min(cfg.steps);
     let mut losses = Vec::new();
     let mut start = Instant::now();
+    let rank = trainer.rank();
     while trainer.steps_done() < cfg.steps {
         trainer.step()?;
         let step = trainer.steps_done();
+        tracing::trace!(target: "ptxkit::train", rank, step, "step queued");
         if step <= check_steps || step.is_multiple_of(cfg.log_every) || step == cfg.steps {
             trainer.wait(RANK_TIMEOUT)?;
+            tracing::debug!(target: "ptxkit::train", rank, step, "step done");
             let loss = trainer.loss()? as f64;
             if !loss.is_finite() {
                 return Err(TrainError::NonFiniteLoss { step, loss });

@@ -54,7 +54,8 @@ impl Trainer {
     /// global batch) is split into `comm.world()` equal shards and this rank trains on shard
     /// `comm.rank()`; each step averages the gradients (and the loss) over the ranks inside the
     /// step, so clipping sees the global norm and every rank makes the same update. Every rank
-    /// must call this at the same time (the pre-warm step runs the collectives).
+    /// must call this at the same time: in one process, the ranks meet
+    /// ([`Communicator::rendezvous`]) once every buffer and graph exists, before any collective.
     ///
     /// ```
     /// use ptxkit::train::{Launch, Trainer, TrainConfig};
@@ -88,17 +89,30 @@ impl Trainer {
         launch: Launch,
         comm: Option<Communicator>,
     ) -> Result<Trainer, TrainError> {
+        let rank = comm.as_ref().map(Communicator::rank);
+        let _build = tracing::debug_span!(target: "ptxkit::train", "build", ?rank).entered();
         let stream = device.stream()?;
         let mut model = DeviceModel::new(&stream, cfg, &problem)?;
-        model.reducer = comm.map(|c| GradReducer::new(c, model.opt.layout()));
+        tracing::debug!(target: "ptxkit::train", "buffers made");
+        // The pre-warm step runs without collectives: a peer rank may still be allocating or
+        // loading modules, which can wait on this GPU's work (see `Communicator::rendezvous`).
         model.record_step(&stream)?;
         model.reset(&stream, &problem)?;
         stream.synchronize()?;
+        tracing::debug!(target: "ptxkit::train", "pre-warm step done");
         device.seal();
+        model.reducer = comm.map(|c| GradReducer::new(c, model.opt.layout()));
         let graph = match launch {
             Launch::Graph => Some(capture(&stream, &mut model)?),
             Launch::Direct => None,
         };
+        tracing::debug!(target: "ptxkit::train", "step captured");
+        if let Some(reducer) = &model.reducer {
+            reducer
+                .comm()
+                .rendezvous(super::data_parallel::RANK_TIMEOUT)?;
+            tracing::debug!(target: "ptxkit::train", "peers met");
+        }
         Ok(Trainer {
             cfg: *cfg,
             problem,
@@ -117,6 +131,11 @@ impl Trainer {
             Some(reducer) => Ok(reducer.comm().wait(&self.stream, timeout)?),
             None => self.synchronize(),
         }
+    }
+
+    /// This trainer's rank in its data-parallel run (0 where it trains alone).
+    pub fn rank(&self) -> usize {
+        self.model.reducer.as_ref().map_or(0, |r| r.comm().rank())
     }
 
     /// What is trained.

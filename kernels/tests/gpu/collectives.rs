@@ -138,6 +138,32 @@ fn gpu_all_reduce_replays_from_a_captured_graph() {
     });
 }
 
+#[test]
+fn gpu_a_graph_keeps_its_communicator_alive_after_the_communicator_is_dropped() {
+    let Some(devices) = two_gpus() else { return };
+    let comms = Communicator::per_device(&devices).unwrap();
+    std::thread::scope(|scope| {
+        for comm in comms {
+            scope.spawn(move || {
+                let s = comm.device().stream().unwrap();
+                let mut x = Buffer::from_host(&s, &vec![1.0f32; 1024]).unwrap();
+                let graph = s
+                    .capture(|st| comm.all_reduce(st, &mut x, ReduceOp::Sum))
+                    .unwrap();
+                graph.replay().unwrap();
+                comm.wait(&s, TIMEOUT).unwrap();
+                // The graph still holds the communicator: it replays, and dropping the graph
+                // afterwards tears the communicator down without waiting on itself.
+                drop(comm);
+                graph.replay().unwrap();
+                s.synchronize().unwrap();
+                assert_eq!(x.to_host(&s).unwrap(), vec![4.0f32; 1024]);
+                drop(graph);
+            });
+        }
+    });
+}
+
 const ROLE_ENV: &str = "PTXKIT_COLLECTIVE_RANK";
 const DETECTED: &str = "peer failure detected:";
 const HELPER: &str = "collectives::gpu_rank_process_for_the_killed_rank_test";

@@ -5,6 +5,7 @@ use super::elem::CollectiveElem;
 use super::library::nccl_available;
 use super::nccl_comm::{Call, NcclComm};
 use super::reduce_op::ReduceOp;
+use super::rendezvous::Rendezvous;
 use super::shape;
 use super::unique_id::UniqueId;
 use super::wait;
@@ -14,6 +15,7 @@ use crate::error::{Error, Result};
 use crate::stream::Stream;
 use std::ffi::c_void;
 use std::ops::Range;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// One rank of a communicator: NCCL on CUDA devices; on the emulator, a communicator of one
@@ -40,12 +42,15 @@ pub struct Communicator {
     rank: usize,
     world: usize,
     backend: CommBackend,
+    /// The host meeting point shared by the ranks of one [`Communicator::per_device`] group.
+    group: Option<Arc<Rendezvous>>,
 }
 
 enum CommBackend {
     /// A single emulator rank.
     Identity,
-    Nccl(NcclComm),
+    /// Shared with every graph that captured one of its collectives.
+    Nccl(Arc<NcclComm>),
 }
 
 impl Communicator {
@@ -87,7 +92,8 @@ impl Communicator {
                     device: device.clone(),
                     rank,
                     world,
-                    backend: CommBackend::Nccl(comm),
+                    backend: CommBackend::Nccl(Arc::new(comm)),
+                    group: None,
                 })
             }
         }
@@ -96,6 +102,11 @@ impl Communicator {
     /// One communicator per device, rank `i` on `devices[i]`, for one thread per GPU in one
     /// process: move each into its own thread. Devices must all be CUDA devices, or a single
     /// emulator.
+    ///
+    /// In one process, allocating or freeing device memory, loading modules or instantiating a
+    /// graph on one GPU can wait for its peers' work, and a collective waiting for that thread's
+    /// rank then never finishes. So each rank makes every buffer and graph it needs first, then
+    /// calls [`Communicator::rendezvous`], and only then queues collectives.
     ///
     /// ```
     /// let device = kernel_runtime::Device::emulator();
@@ -119,6 +130,7 @@ impl Communicator {
         }
         nccl_available()?;
         let comms = NcclComm::init_all(&ctxs)?;
+        let group = Arc::new(Rendezvous::new(world));
         Ok(devices
             .iter()
             .zip(comms)
@@ -127,7 +139,8 @@ impl Communicator {
                 device: device.clone(),
                 rank,
                 world,
-                backend: CommBackend::Nccl(comm),
+                backend: CommBackend::Nccl(Arc::new(comm)),
+                group: Some(group.clone()),
             })
             .collect())
     }
@@ -138,6 +151,7 @@ impl Communicator {
             rank: 0,
             world: 1,
             backend: CommBackend::Identity,
+            group: None,
         }
     }
 
@@ -203,13 +217,16 @@ impl Communicator {
     ) -> Result<()> {
         self.check_stream(stream, "all_reduce")?;
         shape::range_inside(&range, buf.len())?;
-        stream.note_collective(&[&buf.core])?;
+        stream.note_collective(&[&buf.core], self.kept_alive())?;
         match &self.backend {
             // The sum and the average over one rank are the rank's own values.
             CommBackend::Identity => Ok(()),
             CommBackend::Nccl(comm) => {
                 let at = address::<T>(buf, range.start);
-                comm.all_reduce(call::<T>(stream, at, at, range.len())?, op.nccl())
+                let _call = tracing::debug_span!(target: "ptxkit::collective", "all_reduce", rank = self.rank, count = range.len()).entered();
+                comm.all_reduce(call::<T>(stream, at, at, range.len())?, op.nccl())?;
+                tracing::debug!(target: "ptxkit::collective", "queued");
+                Ok(())
             }
         }
     }
@@ -241,7 +258,7 @@ impl Communicator {
         match &self.backend {
             CommBackend::Identity => recv.copy_from(stream, send),
             CommBackend::Nccl(comm) => {
-                stream.note_collective(&[&send.core, &recv.core])?;
+                stream.note_collective(&[&send.core, &recv.core], self.kept_alive())?;
                 let c = call::<T>(stream, address(send, 0), address(recv, 0), recv.len())?;
                 comm.reduce_scatter(c, op.nccl())
             }
@@ -273,7 +290,7 @@ impl Communicator {
         match &self.backend {
             CommBackend::Identity => recv.copy_from(stream, send),
             CommBackend::Nccl(comm) => {
-                stream.note_collective(&[&send.core, &recv.core])?;
+                stream.note_collective(&[&send.core, &recv.core], self.kept_alive())?;
                 let c = call::<T>(stream, address(send, 0), address(recv, 0), send.len())?;
                 comm.all_gather(c)
             }
@@ -301,7 +318,7 @@ impl Communicator {
     ) -> Result<()> {
         self.check_stream(stream, "broadcast")?;
         shape::rank_inside(root, self.world)?;
-        stream.note_collective(&[&buf.core])?;
+        stream.note_collective(&[&buf.core], self.kept_alive())?;
         match &self.backend {
             CommBackend::Identity => Ok(()),
             CommBackend::Nccl(comm) => {
@@ -329,6 +346,23 @@ impl Communicator {
         }
     }
 
+    /// Blocks until every rank of this process's [`Communicator::per_device`] group has called
+    /// it, at most `timeout` (then the group is broken and every rank's call fails, rather than
+    /// waiting for a rank that died). Call it after making every buffer and graph and before the
+    /// first collective. Ranks in their own processes ([`Communicator::join`]) and single ranks
+    /// return at once.
+    ///
+    /// ```
+    /// let comm = kernel_runtime::Communicator::single(&kernel_runtime::Device::emulator()).unwrap();
+    /// comm.rendezvous(std::time::Duration::from_secs(1)).unwrap();
+    /// ```
+    pub fn rendezvous(&self, timeout: Duration) -> Result<()> {
+        match &self.group {
+            Some(group) => group.meet(timeout),
+            None => Ok(()),
+        }
+    }
+
     /// Aborts the communicator (its running collectives stop; later calls are
     /// [`Error::CommunicatorAborted`]). Nothing to do on the emulator.
     ///
@@ -338,6 +372,14 @@ impl Communicator {
     pub fn abort(&self) {
         if let CommBackend::Nccl(comm) = &self.backend {
             comm.abort();
+        }
+    }
+
+    /// What a graph capturing one of this communicator's collectives must keep alive.
+    fn kept_alive(&self) -> Option<crate::graph::KeptAlive> {
+        match &self.backend {
+            CommBackend::Identity => None,
+            CommBackend::Nccl(comm) => Some(Arc::clone(comm) as crate::graph::KeptAlive),
         }
     }
 

@@ -5,13 +5,15 @@
 //! The files: `library.rs` (finding libnccl, a typed error where it is missing),
 //! `unique_id.rs` (the rendezvous id and how it travels), `elem.rs` and `reduce_op.rs` (what
 //! may be reduced, and how), `shape.rs` (operand checks), `nccl_comm.rs` (the FFI),
-//! `wait.rs` (waiting with a deadline), `communicator.rs` (the public type).
+//! `wait.rs` (waiting with a deadline), `rendezvous.rs` (the host meeting point of one
+//! process's ranks), `communicator.rs` (the public type).
 
 mod communicator;
 mod elem;
 mod library;
 mod nccl_comm;
 mod reduce_op;
+mod rendezvous;
 mod shape;
 mod unique_id;
 mod wait;
