@@ -136,9 +136,13 @@ impl Ptxas {
         let input = dir.join("module.ptx");
         let output = dir.join("module.cubin");
         std::fs::write(&input, ptx).map_err(|e| self.io(e))?;
-        let out = Command::new(&self.path)
-            .arg(format!("-arch={}", target.name()))
-            .arg("-v")
+        let mut command = Command::new(&self.path);
+        command.arg(format!("-arch={}", target.name())).arg("-v");
+        if crate::source_map::has_line_info(ptx) {
+            // Keeps the `.loc` table in the cubin for compute-sanitizer and Nsight Compute.
+            command.arg("-lineinfo");
+        }
+        let out = command
             .arg(&input)
             .arg("-o")
             .arg(&output)

@@ -11,6 +11,9 @@ pub struct Site {
     pub thread: [u32; 3],
     /// The instruction as PTX text.
     pub instruction: String,
+    /// The Rust source line the instruction came from (`src/kernels.rs:14:9`, then the
+    /// expression's text where known), where the PTX carries line info.
+    pub source: Option<String>,
 }
 
 impl std::fmt::Display for Site {
@@ -21,7 +24,11 @@ impl std::fmt::Display for Site {
             f,
             "kernel `{}`, block ({bx}, {by}, {bz}), thread ({tx}, {ty}, {tz}), at `{}`",
             self.kernel, self.instruction
-        )
+        )?;
+        match &self.source {
+            Some(source) => write!(f, " from {source}"),
+            None => Ok(()),
+        }
     }
 }
 
@@ -132,11 +139,13 @@ pub enum Error {
         other: [u32; 3],
     },
 
-    #[error("`bar.sync` divergence in kernel `{kernel}`, block ({}, {}, {}): {waiting} threads wait at `{instruction}` for {expected}, but {detail}\n  help: make every thread of the CTA reach the barrier (no early `ret` or divergent branch around it)", block[0], block[1], block[2])]
+    #[error("`bar.sync` divergence in kernel `{kernel}`, block ({}, {}, {}): {waiting} threads wait at `{instruction}`{origin} for {expected}, but {detail}\n  help: make every thread of the CTA reach the barrier (no early `ret` or divergent branch around it)", block[0], block[1], block[2])]
     BarrierDivergence {
         kernel: String,
         block: [u32; 3],
         instruction: String,
+        /// ` (from src/kernels.rs:14:9, …)` where the PTX carries line info, else empty.
+        origin: String,
         waiting: u32,
         expected: u32,
         detail: String,

@@ -36,6 +36,7 @@ impl CtaShape {
                 .get(pc as usize)
                 .cloned()
                 .unwrap_or_default(),
+            source: ctx.kernel.source.get(pc as usize).cloned().flatten(),
         }
     }
 }
@@ -102,6 +103,10 @@ pub(crate) fn deadlock(ctx: &Ctx<'_>, regs: &[u64], threads: &[Thread], shape: &
             kernel: ctx.kernel.name.clone(),
             block: shape.block,
             instruction: ctx.kernel.text[threads[first].pc as usize].clone(),
+            origin: match ctx.kernel.source.get(threads[first].pc as usize) {
+                Some(Some(s)) => format!(" (from {s})"),
+                _ => String::new(),
+            },
             waiting,
             expected,
             detail: parts.join("; "),
