@@ -25,6 +25,7 @@ pub use target::{IsaVersion, Target, TargetLimits};
 pub use types::{RegClass, ScalarType, StateSpace, TypeClass, VecWidth};
 pub mod builder;
 pub mod catalog;
+pub mod cubin_sections;
 pub mod dtype;
 pub mod embed;
 pub mod emit;

@@ -8,6 +8,7 @@
 use crate::ir::Kernel;
 use crate::source_map::SourceLoc;
 use crate::target::IsaVersion;
+use std::collections::BTreeSet;
 use std::fmt::Write;
 
 /// The first PTX ISA whose `.loc` takes `function_name` and `inlined_at`.
@@ -111,12 +112,14 @@ impl<'a> ModuleLines<'a> {
                 files: files.clone(),
                 site_labels: self.site_labels[index].clone(),
                 inlined_at: self.inlined_at,
+                printed: BTreeSet::new(),
             },
             _ => KernelLines {
                 kernel: None,
                 files: Vec::new(),
                 site_labels: Vec::new(),
                 inlined_at: false,
+                printed: BTreeSet::new(),
             },
         }
     }
@@ -128,21 +131,32 @@ pub(crate) struct KernelLines<'a> {
     files: Vec<u32>,
     site_labels: Vec<u32>,
     inlined_at: bool,
+    /// The (file, line, column) of every `.loc` printed so far: ptxas takes an `inlined_at`
+    /// only to a place an earlier `.loc` named.
+    printed: BTreeSet<(u32, u32, u32)>,
 }
 
 impl KernelLines<'_> {
     /// Prints the `.loc` for `loc`; false where line info is off or `loc` names no file.
-    pub(crate) fn print_loc(&self, loc: SourceLoc, out: &mut String) -> bool {
+    pub(crate) fn print_loc(&mut self, loc: SourceLoc, out: &mut String) -> bool {
         let Some(kernel) = self.kernel else {
             return false;
         };
-        let Some(file) = self.files.get(loc.file as usize) else {
+        let Some(&file) = self.files.get(loc.file as usize) else {
             return false;
         };
-        let _ = write!(out, "\t.loc\t{file} {} {}", loc.line, loc.col);
         let site = loc
             .inlined
             .and_then(|s| Some((kernel.source.sites.get(s as usize)?, s)));
+        if let (true, Some((site, _))) = (self.inlined_at, site) {
+            let call = &site.call;
+            let named = self.files.get(call.file as usize).copied();
+            if named.is_some_and(|f| !self.printed.contains(&(f, call.line, call.col))) {
+                self.print_loc(*call, out);
+            }
+        }
+        self.printed.insert((file, loc.line, loc.col));
+        let _ = write!(out, "\t.loc\t{file} {} {}", loc.line, loc.col);
         if let (true, Some((site, s))) = (self.inlined_at, site) {
             if let Some(call_file) = self.files.get(site.call.file as usize) {
                 let _ = write!(
