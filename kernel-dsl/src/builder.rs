@@ -48,8 +48,8 @@ use crate::op::{
     ApproxFn, AtomOp, Cmp, CvtRounding, DivMode, MatrixCount, MmaShape, MulMode, Op, ReduxOp,
     Rounding, ShflMode, VoteMode,
 };
-use crate::types::{ScalarType, StateSpace, VecWidth};
 use crate::source_map::{SourceLoc, SourceMap};
+use crate::types::{ScalarType, StateSpace, VecWidth};
 use std::marker::PhantomData;
 
 /// A typed virtual register.

@@ -23,8 +23,9 @@ pub fn text_sections(cubin: &[u8]) -> Result<Vec<(String, Vec<u8>)>, Error> {
     let u32_at = |o: usize| -> Option<u64> {
         Some(u32::from_le_bytes(cubin.get(o..o + 4)?.try_into().ok()?) as u64)
     };
-    let u64_at =
-        |o: usize| -> Option<u64> { Some(u64::from_le_bytes(cubin.get(o..o + 8)?.try_into().ok()?)) };
+    let u64_at = |o: usize| -> Option<u64> {
+        Some(u64::from_le_bytes(cubin.get(o..o + 8)?.try_into().ok()?))
+    };
     let header = || -> Option<(usize, usize, usize, usize)> {
         Some((
             u64_at(0x28)? as usize,
@@ -47,10 +48,16 @@ pub fn text_sections(cubin: &[u8]) -> Result<Vec<(String, Vec<u8>)>, Error> {
     let (_, _, names_at, _) = section(names_index).ok_or_else(|| bad("no section names"))?;
     let mut out = Vec::new();
     for i in 0..count {
-        let (name_off, kind, offset, size) = section(i).ok_or_else(|| bad("short section table"))?;
+        let (name_off, kind, offset, size) =
+            section(i).ok_or_else(|| bad("short section table"))?;
         let name_start = names_at + name_off;
-        let tail = cubin.get(name_start..).ok_or_else(|| bad("section name outside the file"))?;
-        let end = tail.iter().position(|&b| b == 0).ok_or_else(|| bad("unterminated name"))?;
+        let tail = cubin
+            .get(name_start..)
+            .ok_or_else(|| bad("section name outside the file"))?;
+        let end = tail
+            .iter()
+            .position(|&b| b == 0)
+            .ok_or_else(|| bad("unterminated name"))?;
         let name = String::from_utf8_lossy(&tail[..end]).into_owned();
         // Type 8 (NOBITS) occupies no bytes in the file.
         if !name.starts_with(".text") || kind == 8 {

@@ -94,11 +94,7 @@ impl<'a> ModuleLines<'a> {
         }
         out.push_str("\n\t.section\t.debug_str\n\t{\n");
         for (i, name) in self.functions.iter().enumerate() {
-            let bytes: Vec<String> = name
-                .bytes()
-                .chain([0])
-                .map(|b| b.to_string())
-                .collect();
+            let bytes: Vec<String> = name.bytes().chain([0]).map(|b| b.to_string()).collect();
             let _ = writeln!(out, "{}:\n.b8 {}", label(i as u32), bytes.join(","));
         }
         out.push_str("\t}\n");

@@ -54,12 +54,7 @@ pub fn assemble(ptxas: &Path, ptx: &str, target: Target, entry: &str) -> Option<
         // Keeps the `.loc` table in the cubin for compute-sanitizer and Nsight Compute.
         command.arg("-lineinfo");
     }
-    let status = command
-        .arg(&src)
-        .arg("-o")
-        .arg(&out)
-        .output()
-        .ok()?;
+    let status = command.arg(&src).arg("-o").arg(&out).output().ok()?;
     let bytes = if status.status.success() {
         std::fs::read(&out).ok()
     } else {

@@ -11,11 +11,11 @@
 
 use crate::attr::{self, KernelAttr};
 use crate::codegen::{self, Built, Cubin};
-use kernel_dsl::source_map::LineInfo;
 use crate::diag::{DResult, Diag};
 use crate::instance::Resolved;
 use crate::lower::{self, Devices};
 use crate::{cubin, instance, targets};
+use kernel_dsl::source_map::LineInfo;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 use std::collections::{BTreeMap, BTreeSet};
@@ -313,12 +313,20 @@ fn build_instance(
             if let (true, Ok(ptx)) = (announced.contains(&e.target), &e.ptx) {
                 let form = e.with_lines.as_ref().map(|_| LineInfo::Off);
                 if let Some(bin) = cubin::assemble(ptxas, ptx, e.target, &inst.entry) {
-                    cubins.push(Cubin { target: e.target, form, bytes: bin });
+                    cubins.push(Cubin {
+                        target: e.target,
+                        form,
+                        bytes: bin,
+                    });
                 }
                 if let Some(lined) = &e.with_lines {
                     if let Some(bin) = cubin::assemble(ptxas, lined, e.target, &inst.entry) {
                         let form = Some(LineInfo::On);
-                        cubins.push(Cubin { target: e.target, form, bytes: bin });
+                        cubins.push(Cubin {
+                            target: e.target,
+                            form,
+                            bytes: bin,
+                        });
                     }
                 }
             }

@@ -33,7 +33,9 @@ pub fn planted_out_of_bounds(y: &mut [f32], n: u32) {
 }
 
 fn ir(k: &KernelArtifacts) -> Kernel {
-    k.kernel().expect("#[kernel] embeds its IR").expect("the IR unpacks")
+    k.kernel()
+        .expect("#[kernel] embeds its IR")
+        .expect("the IR unpacks")
 }
 
 #[test]
@@ -54,11 +56,17 @@ fn paths_are_relative_to_the_crate_root() {
 fn device_code_is_marked_inlined_only_where_the_isa_has_inlined_at() {
     let k = ir(&SCALE_BY_TWO);
     let new = emit::emit_with(&k, Target::Sm89, LineInfo::On).unwrap();
-    assert!(new.contains("inlined_at") && new.contains(".section\t.debug_str"), "{new}");
+    assert!(
+        new.contains("inlined_at") && new.contains(".section\t.debug_str"),
+        "{new}"
+    );
     // sm_80's PTX ISA 7.0 predates `inlined_at`: the helper's lines stand alone.
     let old = emit::emit_with(&k, Target::Sm80, LineInfo::On).unwrap();
     assert!(old.contains(".loc\t1 "), "{old}");
-    assert!(!old.contains("inlined_at") && !old.contains(".debug_str"), "{old}");
+    assert!(
+        !old.contains("inlined_at") && !old.contains(".debug_str"),
+        "{old}"
+    );
 }
 
 #[test]
@@ -96,6 +104,22 @@ fn the_emulator_reports_a_planted_out_of_bounds_store_at_its_rust_line() {
 }
 
 #[test]
+fn a_kernel_with_inlined_lines_runs_on_the_emulator() {
+    use kernel_runtime::{Buffer, Device, LaunchConfig};
+    let stream = Device::emulator_for(Target::Sm90).stream().unwrap();
+    let x: Vec<f32> = (0..70).map(|k| k as f32 - 20.5).collect();
+    let dx = Buffer::from_host(&stream, &x).unwrap();
+    let mut y = Buffer::from_host(&stream, &[-7.0f32; 70]).unwrap();
+    scale_by_two(&stream, LaunchConfig::linear(2, 64), &dx, &mut y, 70).unwrap();
+    let want: Vec<f32> = x.iter().map(|v| v * 2.0).collect();
+    assert_eq!(y.to_host(&stream).unwrap(), want);
+    // In a debug build the module the emulator ran has `inlined_at` and `.debug_str`.
+    let ptx = (SCALE_BY_TWO.emit.expect("an emit function"))(Target::Sm90).unwrap();
+    let lines = ptx.contains("inlined_at") && ptx.contains(".debug_str");
+    assert_eq!(lines, cfg!(debug_assertions), "{ptx}");
+}
+
+#[test]
 fn line_info_changes_neither_the_sass_nor_the_resources() {
     let Some(ptxas) = kernel_dsl::ptxas::Ptxas::find() else {
         eprintln!("skipping: ptxas not found (set PTXKIT_PTXAS)");
@@ -113,7 +137,11 @@ fn line_info_changes_neither_the_sass_nor_the_resources() {
     ];
     for k in kernels {
         let kernel = ir(k);
-        assert!(!kernel.source.is_empty(), "{} recorded no lines", kernel.name);
+        assert!(
+            !kernel.source.is_empty(),
+            "{} recorded no lines",
+            kernel.name
+        );
         for t in [Target::Sm80, Target::Sm90] {
             let diff = ptxas.line_info_difference(&kernel, t).unwrap();
             assert_eq!(diff, None, "{} on {t}", kernel.name);

@@ -25,7 +25,12 @@ fn line_info_leaves_the_library_kernels_sass_and_registers_unchanged() {
         if kernel.source.is_empty() {
             continue;
         }
-        let family = kernel.name.split("__").next().unwrap_or_default().to_string();
+        let family = kernel
+            .name
+            .split("__")
+            .next()
+            .unwrap_or_default()
+            .to_string();
         if !families.insert(family) && !every {
             continue;
         }

@@ -40,7 +40,13 @@ pub fn locate(map: &mut SourceMap, span: SpanRange, inlined: Option<u32>) -> Opt
     }
     let file = files.get(&path)?;
     let text = same_file(&span)
-        .then(|| excerpt(&file.lines, (start.line, start.column), (end.line, end.column)))
+        .then(|| {
+            excerpt(
+                &file.lines,
+                (start.line, start.column),
+                (end.line, end.column),
+            )
+        })
         .flatten();
     Some(SourceLoc {
         file: map.file(&file.name),
