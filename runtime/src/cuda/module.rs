@@ -174,7 +174,7 @@ fn jit_options(image: &ModuleImage, log: &mut [u8]) -> (Vec<CUjit_option>, Vec<*
     if let ModuleImage::Ptx(text) = image {
         if kernel_dsl::source_map::has_line_info(text) {
             options.push(CUjit_option::CU_JIT_GENERATE_LINE_INFO);
-            values.push(1usize as *mut c_void);
+            values.push(std::ptr::without_provenance_mut(1));
         }
     }
     (options, values)
