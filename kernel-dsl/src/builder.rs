@@ -48,6 +48,7 @@ use crate::op::{
     ApproxFn, AtomOp, Cmp, CvtRounding, DivMode, MatrixCount, MmaShape, MulMode, Op, ReduxOp,
     Rounding, ShflMode, VoteMode,
 };
+use crate::source_map::{SourceLoc, SourceMap};
 use crate::types::{ScalarType, StateSpace, VecWidth};
 use std::marker::PhantomData;
 
@@ -173,6 +174,8 @@ pub struct KernelBuilder {
     /// Counts structure changes (each `open_*` and `close`), so that a generator can tell
     /// whether two instructions are in one straight-line run.
     region: u64,
+    /// The source location given to instructions pushed from now on.
+    loc: Option<SourceLoc>,
 }
 
 impl KernelBuilder {
@@ -187,9 +190,11 @@ impl KernelBuilder {
                 dynamic_shared_min_bytes: 0,
                 perf: PerfDirectives::default(),
                 body: Vec::new(),
+                source: SourceMap::default(),
             },
             frames: vec![Frame::Block(Vec::new())],
             region: 0,
+            loc: None,
         }
     }
 
@@ -219,9 +224,24 @@ impl KernelBuilder {
         Reg { id, ty }
     }
 
-    /// Appends a statement to the innermost open block.
-    pub fn push(&mut self, stmt: Stmt) {
+    /// Appends a statement to the innermost open block; an instruction without a location
+    /// takes the one set by [`KernelBuilder::set_loc`].
+    pub fn push(&mut self, mut stmt: Stmt) {
+        if let Stmt::Inst(i) = &mut stmt {
+            i.loc = i.loc.or(self.loc);
+        }
         self.current().push(stmt);
+    }
+
+    /// Sets the source location of the instructions pushed next (`None`: no location).
+    pub fn set_loc(&mut self, loc: Option<SourceLoc>) {
+        self.loc = loc;
+    }
+
+    /// The kernel's source map, where a generator interns the files, inline sites and texts
+    /// its locations point to.
+    pub fn source_map(&mut self) -> &mut SourceMap {
+        &mut self.kernel.source
     }
 
     /// Appends an unguarded instruction.
@@ -231,6 +251,7 @@ impl KernelBuilder {
             guard: None,
             dsts,
             srcs,
+            loc: None,
         }));
     }
 
@@ -241,6 +262,7 @@ impl KernelBuilder {
             guard: Some(guard),
             dsts,
             srcs,
+            loc: None,
         }));
     }
 

@@ -4,6 +4,7 @@
 
 use crate::artifact::BlockContract;
 use crate::op::Op;
+use crate::source_map::{SourceLoc, SourceMap};
 use crate::types::{ScalarType, StateSpace};
 use serde::{Deserialize, Serialize};
 
@@ -153,6 +154,9 @@ pub struct Inst {
     pub guard: Option<Guard>,
     pub dsts: Vec<Operand>,
     pub srcs: Vec<Operand>,
+    /// Where in the kernel's Rust source the instruction came from (`#[kernel]` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loc: Option<SourceLoc>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -256,6 +260,9 @@ pub struct Kernel {
     pub dynamic_shared_min_bytes: u32,
     pub perf: PerfDirectives,
     pub body: Vec<Stmt>,
+    /// What the instructions' source locations point into; empty for builder kernels.
+    #[serde(default, skip_serializing_if = "SourceMap::is_empty")]
+    pub source: SourceMap,
 }
 
 impl Kernel {

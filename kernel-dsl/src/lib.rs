@@ -5,7 +5,8 @@
 //! machines; [`catalog`] records what each instruction form needs from a target; [`intrinsics`]
 //! lists the `#[kernel]` language's intrinsics and the instructions they lower to; [`ir`] holds
 //! kernels as typed virtual registers and structured control flow; [`builder`] writes IR;
-//! [`verify`] checks it; [`emit`] prints PTX for one target; [`parity`] checks PTX text
+//! [`source_map`] records where
+//! `#[kernel]` instructions came from in Rust; [`verify`] checks it; [`emit`] prints PTX for one target; [`parity`] checks PTX text
 //! against a device; [`artifact`] is what a compiled kernel hands the runtime.
 
 pub mod artifact;
@@ -24,12 +25,15 @@ pub use target::{IsaVersion, Target, TargetLimits};
 pub use types::{RegClass, ScalarType, StateSpace, TypeClass, VecWidth};
 pub mod builder;
 pub mod catalog;
+pub mod cubin_sections;
 pub mod dtype;
 pub mod embed;
 pub mod emit;
 pub mod intrinsics;
 pub mod ir;
+mod line_directives;
 pub mod op;
 pub mod ptxas;
 pub mod samples;
+pub mod source_map;
 pub mod verify;

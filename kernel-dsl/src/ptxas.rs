@@ -124,6 +124,51 @@ impl Ptxas {
         Ok(cubin)
     }
 
+    /// What turning line info on changes in `kernel`'s machine code for `target`: `None`
+    /// where the SASS of every entry and ptxas's resource report are the same with `.loc`
+    /// (and `-lineinfo`) as without, else what differs.
+    ///
+    /// ```no_run
+    /// use kernel_dsl::{ptxas::Ptxas, samples, Target};
+    /// let ptxas = Ptxas::find().expect("ptxas");
+    /// let k = samples::vector_add();
+    /// assert_eq!(ptxas.line_info_difference(&k, Target::Sm90).unwrap(), None);
+    /// ```
+    pub fn line_info_difference(
+        &self,
+        kernel: &crate::ir::Kernel,
+        target: Target,
+    ) -> Result<Option<String>, Error> {
+        use crate::source_map::LineInfo;
+        let with = crate::emit::emit_with(kernel, target, LineInfo::On)?;
+        let without = crate::emit::emit_with(kernel, target, LineInfo::Off)?;
+        let (a, b) = (self.assemble(&with)?, self.assemble(&without)?);
+        if a.reports != b.reports {
+            return Ok(Some(format!(
+                "resources differ: {:?} with line info, {:?} without",
+                a.reports, b.reports
+            )));
+        }
+        let (ta, tb) = (
+            crate::cubin_sections::text_sections(&a.cubin)?,
+            crate::cubin_sections::text_sections(&b.cubin)?,
+        );
+        if ta != tb {
+            let names = |t: &[(String, Vec<u8>)]| {
+                t.iter()
+                    .map(|(n, b)| format!("{n} ({} bytes)", b.len()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            return Ok(Some(format!(
+                "SASS differs: {} with line info, {} without",
+                names(&ta),
+                names(&tb)
+            )));
+        }
+        Ok(None)
+    }
+
     /// Runs ptxas on `ptx`: its target, whether ptxas succeeded, the cubin and the log.
     fn run(&self, ptx: &str) -> Result<(Target, bool, Vec<u8>, String), Error> {
         let target = read_ptx_header(ptx)?.target;
@@ -136,9 +181,13 @@ impl Ptxas {
         let input = dir.join("module.ptx");
         let output = dir.join("module.cubin");
         std::fs::write(&input, ptx).map_err(|e| self.io(e))?;
-        let out = Command::new(&self.path)
-            .arg(format!("-arch={}", target.name()))
-            .arg("-v")
+        let mut command = Command::new(&self.path);
+        command.arg(format!("-arch={}", target.name())).arg("-v");
+        if crate::source_map::has_line_info(ptx) {
+            // Keeps the `.loc` table in the cubin for compute-sanitizer and Nsight Compute.
+            command.arg("-lineinfo");
+        }
+        let out = command
             .arg(&input)
             .arg("-o")
             .arg(&output)

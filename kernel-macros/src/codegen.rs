@@ -8,6 +8,7 @@ use crate::dsl_type::{host_scalar, variant_tokens};
 use crate::lower::Lowered;
 use crate::targets::{self, Emitted};
 use kernel_dsl::ir::{ParamType, PerfDirectives};
+use kernel_dsl::source_map::LineInfo;
 use kernel_dsl::BlockContract;
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
@@ -20,7 +21,15 @@ pub struct Built {
     pub spec: crate::lower::Specialization,
     pub lowered: Lowered,
     pub emitted: Vec<Emitted>,
-    pub cubins: Vec<(kernel_dsl::Target, Vec<u8>)>,
+    pub cubins: Vec<Cubin>,
+}
+
+/// A cubin assembled at build time.
+pub struct Cubin {
+    pub target: kernel_dsl::Target,
+    /// Which line-info form it was assembled from, where both were emitted.
+    pub form: Option<kernel_dsl::source_map::LineInfo>,
+    pub bytes: Vec<u8>,
 }
 
 /// Everything generated for one kernel function.
@@ -92,12 +101,18 @@ fn artifacts(
     let dynamic = k.dynamic_shared.is_some();
     let min_dynamic = k.dynamic_shared_min_bytes;
     let ptx = targets::ptx_entries(&b.emitted, dsl);
-    let cubins = b.cubins.iter().map(|(t, bytes)| {
-        let cfg = targets::cfg_for(*t);
-        let tt = targets::target_tokens(*t, dsl);
-        let lit = proc_macro2::Literal::byte_string(bytes);
-        quote!(#cfg (#tt, #lit),)
+    let cubins = b.cubins.iter().map(|c| {
+        let cfg = targets::cfg_for(c.target);
+        let form = match c.form {
+            None => TokenStream::new(),
+            Some(LineInfo::On) => crate::line_info::cfg_on(),
+            Some(LineInfo::Off) => crate::line_info::cfg_off(),
+        };
+        let tt = targets::target_tokens(c.target, dsl);
+        let lit = proc_macro2::Literal::byte_string(&c.bytes);
+        quote!(#cfg #form (#tt, #lit),)
     });
+    let line_info = crate::line_info::Mode::current().runtime_choice(dsl);
     let ir = proc_macro2::Literal::byte_string(&k.to_packed());
     let vis = &func.vis;
     let doc = format!("Artifacts of the kernel `{entry}`: metadata, PTX for each enabled target, cubins where ptxas was found, and its IR.");
@@ -121,7 +136,7 @@ fn artifacts(
                     // The IR is embedded once, in the static's `ir`.
                     let ir = #static_name.ir.unwrap_or_default();
                     let kernel = #dsl::ir::Kernel::from_packed(ir)?;
-                    #dsl::emit::emit(&kernel, target)
+                    #dsl::emit::emit_with(&kernel, target, #line_info)
                 }
                 emit_for
             }),

@@ -48,13 +48,13 @@ pub fn assemble(ptxas: &Path, ptx: &str, target: Target, entry: &str) -> Option<
     let src = dir.join("k.ptx");
     let out = dir.join("k.cubin");
     std::fs::write(&src, ptx).ok()?;
-    let status = Command::new(ptxas)
-        .arg(format!("-arch={}", target.name()))
-        .arg(&src)
-        .arg("-o")
-        .arg(&out)
-        .output()
-        .ok()?;
+    let mut command = Command::new(ptxas);
+    command.arg(format!("-arch={}", target.name()));
+    if kernel_dsl::source_map::has_line_info(ptx) {
+        // Keeps the `.loc` table in the cubin for compute-sanitizer and Nsight Compute.
+        command.arg("-lineinfo");
+    }
+    let status = command.arg(&src).arg("-o").arg(&out).output().ok()?;
     let bytes = if status.status.success() {
         std::fs::read(&out).ok()
     } else {

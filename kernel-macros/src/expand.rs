@@ -10,11 +10,12 @@
 //! kernels that call it, in the same module or an enclosing one (macro_rules scoping).
 
 use crate::attr::{self, KernelAttr};
-use crate::codegen::{self, Built};
+use crate::codegen::{self, Built, Cubin};
 use crate::diag::{DResult, Diag};
 use crate::instance::Resolved;
 use crate::lower::{self, Devices};
 use crate::{cubin, instance, targets};
+use kernel_dsl::source_map::LineInfo;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 use std::collections::{BTreeMap, BTreeSet};
@@ -298,7 +299,8 @@ fn build_instance(
     perf.maxnreg = maxnreg;
     perf.minnctapersm = min_blocks;
     let t1 = Instant::now();
-    let mut emitted = targets::emit_all(&lowered, crate::diag::range(&func.sig.ident));
+    let mode = crate::line_info::Mode::current();
+    let mut emitted = targets::emit_all(&lowered, crate::diag::range(&func.sig.ident), mode);
     for e in &mut emitted {
         if let Err(d) = &mut e.ptx {
             *d = inst.note(d.clone());
@@ -309,8 +311,23 @@ fn build_instance(
     if let Some(ptxas) = &ptxas {
         for e in &emitted {
             if let (true, Ok(ptx)) = (announced.contains(&e.target), &e.ptx) {
+                let form = e.with_lines.as_ref().map(|_| LineInfo::Off);
                 if let Some(bin) = cubin::assemble(ptxas, ptx, e.target, &inst.entry) {
-                    cubins.push((e.target, bin));
+                    cubins.push(Cubin {
+                        target: e.target,
+                        form,
+                        bytes: bin,
+                    });
+                }
+                if let Some(lined) = &e.with_lines {
+                    if let Some(bin) = cubin::assemble(ptxas, lined, e.target, &inst.entry) {
+                        let form = Some(LineInfo::On);
+                        cubins.push(Cubin {
+                            target: e.target,
+                            form,
+                            bytes: bin,
+                        });
+                    }
                 }
             }
         }

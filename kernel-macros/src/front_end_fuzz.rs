@@ -409,7 +409,11 @@ fn check(src: &str, ptxas: Option<&Path>, dir: &Path, tally: &mut Tally) -> Resu
         Err(_) => return Ok(()),
     };
     tally.lowered += 1;
-    let emitted = crate::targets::emit_all(&lowered, crate::diag::range(&func.sig.ident));
+    let emitted = crate::targets::emit_all(
+        &lowered,
+        crate::diag::range(&func.sig.ident),
+        crate::line_info::Mode::current(),
+    );
     let default = emitted
         .iter()
         .find(|e| e.target == crate::targets::DEFAULT_TARGET)

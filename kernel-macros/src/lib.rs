@@ -101,6 +101,7 @@ mod expand;
 mod front_end_fuzz;
 mod instance;
 mod known;
+mod line_info;
 mod lower;
 mod targets;
 

@@ -4,7 +4,9 @@
 //! the crate builds for [`DEFAULT_TARGET`].
 
 use crate::diag::Diag;
+use crate::line_info::{self, Mode};
 use crate::lower::Lowered;
+use kernel_dsl::source_map::LineInfo;
 use kernel_dsl::{catalog, emit, Target};
 use proc_macro2::{Span, TokenStream};
 use quote::quote;
@@ -15,16 +17,28 @@ pub const DEFAULT_TARGET: Target = Target::DEFAULT_BUILD;
 /// The outcome of emitting one kernel for one target.
 pub struct Emitted {
     pub target: Target,
+    /// The PTX in the line-info form of [`Mode::primary`], or why there is none.
     pub ptx: Result<String, Diag>,
+    /// In [`Mode::ByProfile`], the PTX with line info, which the crate takes instead of `ptx`
+    /// where [`line_info::cfg_on`] holds.
+    pub with_lines: Option<String>,
 }
 
-/// Emits `lowered` for every target.
-pub fn emit_all(lowered: &Lowered, fallback: crate::diag::SpanRange) -> Vec<Emitted> {
+/// Emits `lowered` for every target, in the line-info forms `mode` asks for.
+pub fn emit_all(lowered: &Lowered, fallback: crate::diag::SpanRange, mode: Mode) -> Vec<Emitted> {
     Target::ALL
         .iter()
-        .map(|&t| Emitted {
-            target: t,
-            ptx: emit_one(lowered, t, fallback),
+        .map(|&t| {
+            let ptx = emit_one(lowered, t, fallback, mode.primary());
+            let with_lines = match (mode, &ptx) {
+                (Mode::ByProfile, Ok(_)) => emit_one(lowered, t, fallback, LineInfo::On).ok(),
+                _ => None,
+            };
+            Emitted {
+                target: t,
+                ptx,
+                with_lines,
+            }
         })
         .collect()
 }
@@ -33,6 +47,7 @@ fn emit_one(
     lowered: &Lowered,
     target: Target,
     fallback: crate::diag::SpanRange,
+    line_info: LineInfo,
 ) -> Result<String, Diag> {
     // Capability first, against the spans the lowering recorded, so the error names the
     // user's line rather than the kernel as a whole.
@@ -48,7 +63,7 @@ fn emit_one(
             ));
         }
     }
-    emit::emit(&lowered.kernel, target).map_err(|e| {
+    emit::emit_with(&lowered.kernel, target, line_info).map_err(|e| {
         let text = e.to_string();
         // The verifier names the barrier but not its place; the first `bar.sync` is where a
         // kernel with one barrier (the usual case) went wrong.
@@ -83,14 +98,25 @@ pub fn target_tokens(t: Target, dsl: &TokenStream) -> TokenStream {
     quote!(#dsl::Target::#v)
 }
 
-/// The array elements `(Target, "ptx")` for the targets that emitted, each behind its cfg.
+/// The array elements `(Target, "ptx")` for the targets that emitted, each behind its cfg
+/// (and, where both line-info forms were emitted, behind the cfg that picks its form).
 pub fn ptx_entries(emitted: &[Emitted], dsl: &TokenStream) -> TokenStream {
     let entries = emitted.iter().filter_map(|e| {
         let ptx = e.ptx.as_ref().ok()?;
         let cfg = cfg_for(e.target);
         let t = target_tokens(e.target, dsl);
-        let bytes = proc_macro2::Literal::byte_string(&kernel_dsl::artifact::deflate(ptx));
-        Some(quote!(#cfg (#t, #dsl::Ptx::Deflated(#bytes)),))
+        let entry = |text: &str, form: TokenStream| {
+            let bytes = proc_macro2::Literal::byte_string(&kernel_dsl::artifact::deflate(text));
+            quote!(#cfg #form (#t, #dsl::Ptx::Deflated(#bytes)),)
+        };
+        Some(match &e.with_lines {
+            None => entry(ptx, TokenStream::new()),
+            Some(lined) => {
+                let mut both = entry(ptx, line_info::cfg_off());
+                both.extend(entry(lined, line_info::cfg_on()));
+                both
+            }
+        })
     });
     quote!(#(#entries)*)
 }

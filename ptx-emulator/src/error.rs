@@ -11,6 +11,34 @@ pub struct Site {
     pub thread: [u32; 3],
     /// The instruction as PTX text.
     pub instruction: String,
+    /// The Rust source line the instruction came from, where the PTX carries line info.
+    pub source: Option<Box<SourceLine>>,
+}
+
+/// Where in Rust an instruction came from: `src/kernels.rs:14:9`, then the expression's text
+/// where the PTX gave it (`src/kernels.rs:14:9, `y[i]``). Boxed in [`Site`], which every
+/// error carries, to keep errors small.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceLine(pub String);
+
+impl SourceLine {
+    /// The line as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// ` (from src/kernels.rs:14:9)` for a known line, else nothing.
+fn from_line(line: &Option<Box<SourceLine>>) -> String {
+    line.as_ref()
+        .map(|l| format!(" (from {l})"))
+        .unwrap_or_default()
+}
+
+impl std::fmt::Display for SourceLine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
 }
 
 impl std::fmt::Display for Site {
@@ -21,7 +49,11 @@ impl std::fmt::Display for Site {
             f,
             "kernel `{}`, block ({bx}, {by}, {bz}), thread ({tx}, {ty}, {tz}), at `{}`",
             self.kernel, self.instruction
-        )
+        )?;
+        match &self.source {
+            Some(source) => write!(f, " from {source}"),
+            None => Ok(()),
+        }
     }
 }
 
@@ -71,7 +103,7 @@ pub enum Error {
 
     #[error("out-of-bounds {access} of {size} bytes at global address {address:#x} ({site}); {nearest}\n  help: check the index arithmetic and the bounds guard of this access")]
     GlobalOutOfBounds {
-        site: Site,
+        site: Box<Site>,
         access: Access,
         address: u64,
         size: u32,
@@ -80,7 +112,7 @@ pub enum Error {
 
     #[error("out-of-bounds {access} of {size} bytes at global address {address:#x} ({site}): outside {view}\n  help: a kernel given a view of a buffer may touch only the view's range; check the index arithmetic and bounds guard, or pass a view (or the buffer) that covers the access")]
     ViewOutOfBounds {
-        site: Site,
+        site: Box<Site>,
         access: Access,
         address: u64,
         size: u32,
@@ -90,7 +122,7 @@ pub enum Error {
 
     #[error("out-of-bounds {access} of {size} bytes at shared address {address:#x} ({site}); the CTA has {shared_bytes} bytes of shared memory{symbol}\n  help: check the index arithmetic, or pass more dynamic shared memory")]
     SharedOutOfBounds {
-        site: Site,
+        site: Box<Site>,
         access: Access,
         address: u64,
         size: u32,
@@ -100,7 +132,7 @@ pub enum Error {
 
     #[error("out-of-bounds {access} of {size} bytes at local address {address:#x} ({site}); each thread has {local_bytes} bytes of local memory")]
     LocalOutOfBounds {
-        site: Site,
+        site: Box<Site>,
         access: Access,
         address: u64,
         size: u32,
@@ -109,7 +141,7 @@ pub enum Error {
 
     #[error("misaligned {access} of {size} bytes at address {address:#x} ({site})\n  help: accesses must be aligned to their size")]
     Misaligned {
-        site: Site,
+        site: Box<Site>,
         access: Access,
         address: u64,
         size: u32,
@@ -117,14 +149,14 @@ pub enum Error {
 
     #[error("read of shared memory at {address:#x}{symbol} that no thread wrote in this launch ({site})\n  help: a missing store, a missing `bar.sync`, or a missing `cp.async.wait_group` before this load")]
     UninitializedShared {
-        site: Site,
+        site: Box<Site>,
         address: u64,
         symbol: String,
     },
 
     #[error("shared-memory race: {access} of {address:#x}{symbol} ({site}) reads a byte thread ({}, {}, {}) of another warp stored since the last barrier\n  help: put a `bar.sync` between the store and this load", other[0], other[1], other[2])]
     SharedRace {
-        site: Site,
+        site: Box<Site>,
         access: Access,
         address: u64,
         symbol: String,
@@ -132,22 +164,24 @@ pub enum Error {
         other: [u32; 3],
     },
 
-    #[error("`bar.sync` divergence in kernel `{kernel}`, block ({}, {}, {}): {waiting} threads wait at `{instruction}` for {expected}, but {detail}\n  help: make every thread of the CTA reach the barrier (no early `ret` or divergent branch around it)", block[0], block[1], block[2])]
+    #[error("`bar.sync` divergence in kernel `{kernel}`, block ({}, {}, {}): {waiting} threads wait at `{instruction}`{} for {expected}, but {detail}\n  help: make every thread of the CTA reach the barrier (no early `ret` or divergent branch around it)", block[0], block[1], block[2], from_line(.origin))]
     BarrierDivergence {
         kernel: String,
         block: [u32; 3],
         instruction: String,
+        /// The Rust line of the barrier, where the PTX carries line info.
+        origin: Option<Box<SourceLine>>,
         waiting: u32,
         expected: u32,
         detail: String,
     },
 
     #[error("warp-collective divergence ({site}): {detail}\n  help: every lane in the member mask must execute the same collective instruction")]
-    CollectiveDivergence { site: Site, detail: String },
+    CollectiveDivergence { site: Box<Site>, detail: String },
 
     #[error("member mask {mask:#010x} names {} of warp {warp}, which the block does not have ({site}): the block's last warp has only {lanes} lanes, and a GPU leaves a warp collective over missing lanes undefined\n  help: use a member mask of the lanes present ({:#010x}), or a block size that is a multiple of 32", missing_lanes(*.mask, *.lanes), present_lanes(*.lanes))]
     PartialWarpMask {
-        site: Site,
+        site: Box<Site>,
         /// Index of the warp in the block.
         warp: u32,
         /// The member mask as the instruction gave it.
@@ -158,7 +192,7 @@ pub enum Error {
 
     #[error("lane {lane} shuffles from lane {from}, which {} ({site}): a GPU returns an undefined value\n  help: keep every source lane inside the member mask ({members:#010x}): narrow the lane offset or the `c` clamp operand, or widen the mask to the lanes the shuffle reads", if *.present { "is not in the member mask" } else { "the block's last, partial warp does not have" })]
     ShuffleSource {
-        site: Site,
+        site: Box<Site>,
         /// The reading lane.
         lane: u32,
         /// The lane it reads.
@@ -171,19 +205,19 @@ pub enum Error {
 
     #[error("{waiting} threads spin at an mbarrier wait that no thread will complete ({site}); {detail}\n  help: check the barrier's arrival count and expected transaction bytes, and that every producer arrives")]
     SpinDeadlock {
-        site: Site,
+        site: Box<Site>,
         waiting: u32,
         detail: String,
     },
 
     #[error("`cp.async.bulk.tensor` cannot run ({site}): {detail}\n  help: pass a map built with TensorMap::encode (ArgValue::from(map)) whose check() passes, and a 128-byte-aligned shared destination")]
-    TensorCopy { site: Site, detail: String },
+    TensorCopy { site: Box<Site>, detail: String },
 
     #[error("`trap` executed ({site})")]
-    Trap { site: Site },
+    Trap { site: Box<Site> },
 
     #[error("kernel `{}` ran past its step budget of {budget} instructions in one launch, summed over all its threads; stopped at {site}. It probably loops forever\n  help: if the kernel is just long, raise the budget: Emulator::with_step_budget, the runtime's EmulatorOptions::step_budget, or the PTXKIT_EMULATOR_STEP_BUDGET environment variable (a count of instructions)", .site.kernel)]
-    StepBudget { site: Site, budget: u64 },
+    StepBudget { site: Box<Site>, budget: u64 },
 
     #[error("PTXKIT_EMULATOR_STEP_BUDGET is `{value}`, which is not a count of instructions\n  help: set it to a positive whole number such as 50000000000 (underscores allowed), or unset it for the default")]
     StepBudgetVariable { value: String },

@@ -91,7 +91,7 @@ pub mod numerics;
 mod program;
 mod tensor_map;
 
-pub use error::{Access, Error, Nearest, Site, ViewBounds};
+pub use error::{Access, Error, Nearest, Site, SourceLine, ViewBounds};
 pub use memory::GlobalMemory;
 pub use module::{
     ArgValue, Emulator, LaunchConfig, LaunchStats, Module, ViewArg, DEFAULT_STEP_BUDGET,

@@ -791,6 +791,8 @@ pub(crate) struct Kernel {
     pub code: Vec<Inst>,
     /// The PTX text of each instruction, for error messages.
     pub text: Vec<String>,
+    /// The Rust source location of each instruction, where its `.loc` named one.
+    pub source: Vec<Option<String>>,
     pub collectives: Vec<Collective>,
     /// Slots per thread: declared registers first, then constants and special registers.
     pub slots: u32,

@@ -78,6 +78,55 @@ fn out_of_bounds_store_names_thread_address_and_buffer() {
     assert_eq!(mem.read_u32(out + 4, 3).unwrap(), vec![0, 1, 2]);
 }
 
+/// [`SHIFTED_STORE`] with the line directives `#[kernel]` writes for it.
+const SHIFTED_STORE_WITH_LINES: &str = r#"
+.file	1 "src/kernels.rs"
+
+.visible .entry shifted(.param .u64 out, .param .u32 shift)
+{
+	.reg .b32 	%r<5>;
+	.reg .b64 	%rd<4>;
+
+	.loc	1 12 5 // let i = thread_idx().x + shift;
+	ld.param.u64 	%rd1, [out];
+	ld.param.u32 	%r1, [shift];
+	mov.u32 	%r2, %tid.x;
+	add.s32 	%r3, %r2, %r1;
+	.loc	1 14 9 // out[i] = thread_idx().x;
+	mul.wide.u32 	%rd2, %r3, 4;
+	add.s64 	%rd3, %rd1, %rd2;
+	st.global.u32 	[%rd3], %r2;
+	ret;
+}
+"#;
+
+#[test]
+fn out_of_bounds_store_names_the_rust_line_of_its_loc() {
+    let mut mem = GlobalMemory::new();
+    let out = poisoned_u32(&mut mem, 64);
+    let err = launch(
+        &ptx(SHIFTED_STORE_WITH_LINES),
+        "shifted",
+        LaunchConfig::linear(1, 64),
+        &[ArgValue::Ptr(out), ArgValue::U32(1)],
+        &mut mem,
+    )
+    .unwrap_err();
+    let Error::GlobalOutOfBounds { site, .. } = &err else {
+        panic!("expected an out-of-bounds store, got {err:?}");
+    };
+    assert_eq!(site.instruction, "st.global.u32 [%rd3], %r2;");
+    assert_eq!(
+        site.source.as_ref().map(|s| s.as_str()),
+        Some("src/kernels.rs:14:9, `out[i] = thread_idx().x;`")
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains("at `st.global.u32 [%rd3], %r2;` from src/kernels.rs:14:9"),
+        "{text}"
+    );
+}
+
 #[test]
 fn in_bounds_shift_runs_cleanly() {
     let mut mem = GlobalMemory::new();
@@ -195,11 +244,13 @@ fn barrier_skipped_by_exited_threads_is_a_divergence_error() {
             kernel,
             block,
             instruction,
+            origin,
             waiting,
             expected,
             detail,
         } => {
             assert_eq!(kernel, "early_exit");
+            assert_eq!(*origin, None, "hand-written PTX carries no line info");
             assert_eq!(*block, [0, 0, 0]);
             assert_eq!(instruction, "bar.sync 0;");
             assert_eq!((*waiting, *expected), (40, 64));

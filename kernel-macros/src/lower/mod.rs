@@ -11,6 +11,7 @@ pub(crate) use calls::MATH_UNARY;
 mod casts;
 mod chain;
 mod expr;
+mod location;
 mod methods;
 mod operators;
 mod places;
@@ -67,6 +68,10 @@ pub struct Lowerer<'a> {
     pub(crate) let_name: Option<String>,
     /// Device functions being inlined, innermost last (recursion is an error).
     inlining: Vec<String>,
+    /// Whether instructions record their source locations (see `line_info.rs`).
+    records_lines: bool,
+    /// The source map's inline site of each function in `inlining`, where it has one.
+    sites: Vec<Option<u32>>,
     /// Where a device function's `return` jumps: (result register, loop depth marker).
     pub(crate) returns: Vec<Option<Reg>>,
     /// bf16 registers that hold `cvt.rn.bf16.f32` of an f32 register, with the builder region
@@ -115,6 +120,8 @@ fn lower_once(
         symbols: Default::default(),
         let_name: None,
         inlining: Vec::new(),
+        records_lines: crate::line_info::Mode::current().records_lines(),
+        sites: Vec::new(),
         returns: Vec::new(),
         narrowed: HashMap::new(),
     };
@@ -348,11 +355,30 @@ impl<'a> Lowerer<'a> {
             );
         }
         self.inlining.push(name.to_string());
+        let site = match self.records_lines {
+            true => {
+                let parent = self.sites.last().copied().flatten();
+                location::locate(self.b.source_map(), span, parent)
+                    .map(|call| self.b.source_map().site(name, call))
+            }
+            false => None,
+        };
+        self.sites.push(site);
         Ok(())
     }
 
     pub(crate) fn leave_device(&mut self) {
         self.inlining.pop();
+        self.sites.pop();
+    }
+
+    /// Gives the instructions pushed next the location of the tokens being lowered.
+    pub(crate) fn mark_loc(&mut self) {
+        if self.records_lines {
+            let site = self.sites.last().copied().flatten();
+            let loc = location::locate(self.b.source_map(), self.span, site);
+            self.b.set_loc(loc);
+        }
     }
 
     /// Runs `f` in a fresh scope that sees only globals (for inlined device functions).
@@ -386,6 +412,7 @@ impl<'a> Lowerer<'a> {
             }
         }
         self.op_spans.push((op, self.span));
+        self.mark_loc();
         self.b.inst(op, dsts, srcs);
     }
 

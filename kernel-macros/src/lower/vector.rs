@@ -204,6 +204,7 @@ impl Lowerer<'_> {
         match pred {
             Some(p) => {
                 self.op_spans.push((op, self.span));
+                self.mark_loc();
                 self.b.inst_guarded(
                     Guard {
                         pred: p,

@@ -22,6 +22,7 @@ mod elementwise;
 mod embedding;
 mod gguf;
 mod layout;
+mod line_info;
 mod nf4;
 mod norm;
 mod optim;

@@ -10,6 +10,7 @@ mod convert;
 mod memory;
 mod moves;
 mod operands;
+mod source_lines;
 mod special;
 mod suffix;
 mod tensor_copy;
@@ -60,6 +61,7 @@ pub(crate) fn decode_kernel(module: &Module, func: &Function) -> Result<Kernel, 
     // then every device function with a body, each in its own register and label scope, laid
     // out one after another in one code array.
     let mut units: Vec<(String, Gathered)> = Vec::new();
+    frame.files = source_lines::Files::of(module);
     let mut gathered = Gathered::default();
     gather(&mut frame, body, &mut gathered)?;
     let mut next_pc = gathered.instructions.len() as u32 + 1;
@@ -138,6 +140,7 @@ pub(crate) fn decode_kernel(module: &Module, func: &Function) -> Result<Kernel, 
     let total: usize = units.iter().map(|(_, u)| u.instructions.len() + 1).sum();
     let mut code = Vec::with_capacity(total);
     let mut text = Vec::with_capacity(total);
+    let mut source = Vec::with_capacity(total);
     let mut collectives = Vec::new();
     let mut calls = Vec::new();
     for (name, unit) in &units {
@@ -147,7 +150,8 @@ pub(crate) fn decode_kernel(module: &Module, func: &Function) -> Result<Kernel, 
             format!("{name}::")
         };
         frame.function = name.clone();
-        for inst in &unit.instructions {
+        for (inst, loc) in unit.instructions.iter().zip(&unit.sources) {
+            source.push(loc.clone());
             frame.text = text::instruction_text(inst);
             frame.opcode = inst.opcode.as_str().to_string();
             let (guard, negate) = match &inst.guard {
@@ -164,6 +168,7 @@ pub(crate) fn decode_kernel(module: &Module, func: &Function) -> Result<Kernel, 
             negate: false,
             op: crate::program::Op::Ret,
         });
+        source.push(None);
         text.push(if name.is_empty() {
             "ret; (end of kernel)".to_string()
         } else {
@@ -175,6 +180,7 @@ pub(crate) fn decode_kernel(module: &Module, func: &Function) -> Result<Kernel, 
         name: func.name.clone(),
         code,
         text,
+        source,
         collectives,
         slots: frame.next,
         registers,
@@ -199,15 +205,26 @@ struct Gathered<'a> {
     /// Index of the unit's first instruction in the kernel's code.
     start: u32,
     instructions: Vec<&'a Instruction>,
+    /// Each instruction's Rust source location, from the `.loc` before it.
+    sources: Vec<Option<String>>,
+    /// The location the last `.loc` named.
+    loc: Option<String>,
     vars: Vec<&'a VarDecl>,
     params: Vec<Param>,
     returns: Vec<Param>,
 }
 
 fn gather<'a>(frame: &mut Frame, block: &'a Block, out: &mut Gathered<'a>) -> Result<(), Error> {
-    for st in &block.statements {
+    for (k, st) in block.statements.iter().enumerate() {
         match &st.kind {
-            StatementKind::Instruction(i) => out.instructions.push(i),
+            StatementKind::Instruction(i) => {
+                out.instructions.push(i);
+                out.sources.push(out.loc.clone());
+            }
+            StatementKind::Directive(d) if d.name == "loc" => {
+                let next = block.statements.get(k + 1).and_then(|s| s.leading.clone());
+                out.loc = frame.files.describe(&d.body, &next);
+            }
             StatementKind::Label(name) => {
                 frame
                     .labels

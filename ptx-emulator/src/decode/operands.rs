@@ -47,6 +47,8 @@ pub(crate) struct Frame {
     /// The instruction being decoded, as text, for errors.
     pub text: String,
     pub opcode: String,
+    /// The module's `.file` table.
+    pub files: super::source_lines::Files,
     pub regs: HashMap<String, Slot>,
     pub next: u32,
     consts: HashMap<u64, Slot>,
@@ -83,6 +85,7 @@ impl Frame {
             kernel: kernel.to_string(),
             text: String::new(),
             opcode: String::new(),
+            files: Default::default(),
             regs: HashMap::new(),
             next: 0,
             consts: HashMap::new(),

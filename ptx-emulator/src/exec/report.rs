@@ -25,8 +25,9 @@ impl CtaShape {
         format!("({x}, {y}, {z})")
     }
 
-    pub(crate) fn site(&self, ctx: &Ctx<'_>, t: usize, pc: u32) -> Site {
-        Site {
+    /// Boxed: every error carries one, and errors travel through every decode result.
+    pub(crate) fn site(&self, ctx: &Ctx<'_>, t: usize, pc: u32) -> Box<Site> {
+        Box::new(Site {
             kernel: ctx.kernel.name.clone(),
             block: self.block,
             thread: self.tid(t),
@@ -36,7 +37,14 @@ impl CtaShape {
                 .get(pc as usize)
                 .cloned()
                 .unwrap_or_default(),
-        }
+            source: ctx
+                .kernel
+                .source
+                .get(pc as usize)
+                .cloned()
+                .flatten()
+                .map(|s| Box::new(crate::error::SourceLine(s))),
+        })
     }
 }
 
@@ -102,6 +110,13 @@ pub(crate) fn deadlock(ctx: &Ctx<'_>, regs: &[u64], threads: &[Thread], shape: &
             kernel: ctx.kernel.name.clone(),
             block: shape.block,
             instruction: ctx.kernel.text[threads[first].pc as usize].clone(),
+            origin: ctx
+                .kernel
+                .source
+                .get(threads[first].pc as usize)
+                .cloned()
+                .flatten()
+                .map(|s| Box::new(crate::error::SourceLine(s))),
             waiting,
             expected,
             detail: parts.join("; "),

@@ -127,12 +127,7 @@ impl CudaModule {
             }
         };
         let mut log = vec![0u8; LOG_BYTES];
-        let mut options = [
-            CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
-            CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-        ];
-        // The size option's value is passed in the pointer itself, as the driver API specifies.
-        let mut values: [*mut c_void; 2] = [log.as_mut_ptr().cast(), LOG_BYTES as *mut c_void];
+        let (mut options, mut values) = jit_options(image, &mut log);
         let mut module: sys::CUmodule = std::ptr::null_mut();
         // SAFETY: `data` points to a NUL-terminated PTX string or a cubin image that outlives the
         // call; the option arrays have the length passed; the log buffer has LOG_BYTES bytes.
@@ -164,6 +159,25 @@ impl CudaModule {
             module,
         })
     }
+}
+
+/// The JIT options of a load: the error log always, and for PTX that carries `.loc`
+/// directives, `CU_JIT_GENERATE_LINE_INFO`, so compute-sanitizer and Nsight Compute show the
+/// kernel's Rust lines (a cubin carries them already where ptxas was given `-lineinfo`).
+fn jit_options(image: &ModuleImage, log: &mut [u8]) -> (Vec<CUjit_option>, Vec<*mut c_void>) {
+    let mut options = vec![
+        CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
+        CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+    ];
+    // An option's value is passed in the pointer itself, as the driver API specifies.
+    let mut values: Vec<*mut c_void> = vec![log.as_mut_ptr().cast(), log.len() as *mut c_void];
+    if let ModuleImage::Ptx(text) = image {
+        if kernel_dsl::source_map::has_line_info(text) {
+            options.push(CUjit_option::CU_JIT_GENERATE_LINE_INFO);
+            values.push(std::ptr::without_provenance_mut(1));
+        }
+    }
+    (options, values)
 }
 
 impl CudaKernel {
