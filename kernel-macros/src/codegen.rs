@@ -20,7 +20,8 @@ pub struct Built {
     pub spec: crate::lower::Specialization,
     pub lowered: Lowered,
     pub emitted: Vec<Emitted>,
-    pub cubins: Vec<(kernel_dsl::Target, Vec<u8>)>,
+    /// (enabling target, module target, cubin).
+    pub cubins: Vec<(kernel_dsl::Target, kernel_dsl::Target, Vec<u8>)>,
 }
 
 /// Everything generated for one kernel function.
@@ -34,7 +35,7 @@ pub fn generate(func: &syn::ItemFn, attr: &KernelAttr, built: &[Built]) -> DResu
         let static_name = format_ident!("{}", b.entry.to_uppercase(), span = func.sig.ident.span());
         out.extend(targets::target_errors(&b.emitted));
         out.extend(artifacts(func, b, &static_name, &dsl));
-        out.extend(launcher(func, b, &static_name, &rt)?);
+        out.extend(launcher(func, b, &static_name, &dsl, &rt)?);
         statics.push(static_name);
     }
     if !attr.instances.is_empty() {
@@ -92,9 +93,9 @@ fn artifacts(
     let dynamic = k.dynamic_shared.is_some();
     let min_dynamic = k.dynamic_shared_min_bytes;
     let ptx = targets::ptx_entries(&b.emitted, dsl);
-    let cubins = b.cubins.iter().map(|(t, bytes)| {
-        let cfg = targets::cfg_for(*t);
-        let tt = targets::target_tokens(*t, dsl);
+    let cubins = b.cubins.iter().map(|(t, m, bytes)| {
+        let cfg = targets::pair_cfg(*t, *m);
+        let tt = targets::target_tokens(*m, dsl);
         let lit = proc_macro2::Literal::byte_string(bytes);
         quote!(#cfg (#tt, #lit),)
     });
@@ -134,6 +135,7 @@ fn launcher(
     func: &syn::ItemFn,
     b: &Built,
     static_name: &syn::Ident,
+    dsl: &TokenStream,
     rt: &TokenStream,
 ) -> DResult<TokenStream> {
     let name = format_ident!("{}", b.entry, span = func.sig.ident.span());
@@ -149,7 +151,11 @@ fn launcher(
         if p.name == "stream" || p.name == "cfg" {
             return err(pt.pat.span(), format!("the launcher takes `stream` and `cfg` first, so a kernel parameter cannot be named `{}`: rename it", p.name));
         }
-        let (arg, to_arg) = host_param(pt, &ident, p.ty, rt)?;
+        let map = match crate::dsl_type::param_type(&pt.ty, &b.spec.types)? {
+            crate::dsl_type::ParamTy::TensorMap { elem, rank } => Some((elem, rank)),
+            _ => None,
+        };
+        let (arg, to_arg) = host_param(pt, &ident, p.ty, map.map(|m| (m, b.entry.as_str(), dsl)), rt)?;
         args.push(arg);
         conv.push(to_arg);
     }
@@ -171,11 +177,13 @@ fn launcher(
 
 /// A launcher's argument for one kernel parameter of a concrete type, and the expression that
 /// turns it into a `KernelArg`: `bool` and scalars by value, `&[T]` and `&mut [T]` as
-/// [`slice_param`] takes them.
+/// [`slice_param`] takes them, a tensor map as `&TensorMap`, checked against the element type
+/// and rank the kernel declares (`map`, where the instance is known) before anything launches.
 pub(crate) fn host_param(
     pt: &syn::PatType,
     ident: &syn::Ident,
     ty: ParamType,
+    map: Option<((kernel_dsl::ScalarType, u32), &str, &TokenStream)>,
     rt: &TokenStream,
 ) -> DResult<(TokenStream, TokenStream)> {
     let is_bool = matches!(&*pt.ty, syn::Type::Path(tp) if tp.path.is_ident("bool"));
@@ -197,9 +205,16 @@ pub(crate) fn host_param(
             slice_param(ident, &t, mutable, span, rt)
         }
         ParamType::TensorMap => {
-            return err(
-                span,
-                "a `#[kernel]` parameter cannot be a tensor map: write the kernel with the builder (`KernelBuilder::param_tensor_map`)",
+            let arg = quote_spanned!(span=> #ident: &#rt::TensorMap);
+            let Some(((elem, rank), entry, dsl)) = map else {
+                return Ok((arg, quote!(#rt::KernelArg::from(#ident))));
+            };
+            let v = variant_tokens(elem);
+            let name = ident.to_string();
+            let rank = rank as usize;
+            (
+                arg,
+                quote!(#rt::KernelArg::from(#ident.expect_param(#entry, #name, #dsl::ScalarType::#v, #rank)?)),
             )
         }
     })

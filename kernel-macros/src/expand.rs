@@ -298,7 +298,7 @@ fn build_instance(
     perf.maxnreg = maxnreg;
     perf.minnctapersm = min_blocks;
     let t1 = Instant::now();
-    let mut emitted = targets::emit_all(&lowered, crate::diag::range(&func.sig.ident));
+    let mut emitted = targets::emit_all(&lowered, crate::diag::range(&func.sig.ident), attr.needs);
     for e in &mut emitted {
         if let Err(d) = &mut e.ptx {
             *d = inst.note(d.clone());
@@ -309,8 +309,8 @@ fn build_instance(
     if let Some(ptxas) = &ptxas {
         for e in &emitted {
             if let (true, Ok(ptx)) = (announced.contains(&e.target), &e.ptx) {
-                if let Some(bin) = cubin::assemble(ptxas, ptx, e.target, &inst.entry) {
-                    cubins.push((e.target, bin));
+                if let Some(bin) = cubin::assemble(ptxas, ptx, e.module, &inst.entry) {
+                    cubins.push((e.target, e.module, bin));
                 }
             }
         }

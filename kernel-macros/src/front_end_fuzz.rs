@@ -409,7 +409,7 @@ fn check(src: &str, ptxas: Option<&Path>, dir: &Path, tally: &mut Tally) -> Resu
         Err(_) => return Ok(()),
     };
     tally.lowered += 1;
-    let emitted = crate::targets::emit_all(&lowered, crate::diag::range(&func.sig.ident));
+    let emitted = crate::targets::emit_all(&lowered, crate::diag::range(&func.sig.ident), None);
     let default = emitted
         .iter()
         .find(|e| e.target == crate::targets::DEFAULT_TARGET)

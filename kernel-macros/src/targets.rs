@@ -12,21 +12,48 @@ use quote::quote;
 /// The target a crate builds for when it enables no `sm_*` feature.
 pub const DEFAULT_TARGET: Target = Target::DEFAULT_BUILD;
 
-/// The outcome of emitting one kernel for one target.
+/// The outcome of emitting one kernel for one enabled target.
 pub struct Emitted {
+    /// The target whose feature enables this outcome.
     pub target: Target,
+    /// The target the module is for: `target`, or its `a` variant for a kernel that
+    /// `needs` it.
+    pub module: Target,
     pub ptx: Result<String, Diag>,
 }
 
-/// Emits `lowered` for every target.
-pub fn emit_all(lowered: &Lowered, fallback: crate::diag::SpanRange) -> Vec<Emitted> {
+/// Emits `lowered` for every target, or, for a kernel that `needs` a target, for the targets
+/// that can run it ([`module_for`]); the others are left out, with no error.
+pub fn emit_all(
+    lowered: &Lowered,
+    fallback: crate::diag::SpanRange,
+    needs: Option<Target>,
+) -> Vec<Emitted> {
     Target::ALL
         .iter()
-        .map(|&t| Emitted {
-            target: t,
-            ptx: emit_one(lowered, t, fallback),
+        .filter_map(|&t| {
+            let module = match needs {
+                Some(n) => module_for(t, n)?,
+                None => t,
+            };
+            Some(Emitted {
+                target: t,
+                module,
+                ptx: emit_one(lowered, module, fallback),
+            })
         })
         .collect()
+}
+
+/// The module an enabled `target` builds for a kernel that needs `needs`: an `a` target is
+/// built where it or its SM's plain target is enabled (the runtime loads the `a` module on
+/// that device); a plain one wherever the SM is at least its own.
+pub fn module_for(target: Target, needs: Target) -> Option<Target> {
+    if needs.is_arch_specific() {
+        (target == needs || target.arch_specific_variant() == Some(needs)).then_some(needs)
+    } else {
+        (target.sm() >= needs.sm()).then_some(target)
+    }
 }
 
 fn emit_one(
@@ -77,6 +104,21 @@ pub fn cfg_for(target: Target) -> TokenStream {
     }
 }
 
+/// The cfg of an emitted module: its target's, and for an `a` module built on behalf of the
+/// plain target, only where the `a` target is not enabled itself (which embeds it once).
+pub fn module_cfg(e: &Emitted) -> TokenStream {
+    pair_cfg(e.target, e.module)
+}
+
+/// [`module_cfg`] for a module of `module` enabled by `target`.
+pub fn pair_cfg(target: Target, module: Target) -> TokenStream {
+    if module == target {
+        return cfg_for(target);
+    }
+    let (plain, module) = (target.feature(), module.feature());
+    quote!(#[cfg(all(feature = #plain, not(feature = #module)))])
+}
+
 /// The `Target::SmXX` path under `dsl`.
 pub fn target_tokens(t: Target, dsl: &TokenStream) -> TokenStream {
     let v = syn::Ident::new(&format!("{t:?}"), Span::call_site());
@@ -87,8 +129,8 @@ pub fn target_tokens(t: Target, dsl: &TokenStream) -> TokenStream {
 pub fn ptx_entries(emitted: &[Emitted], dsl: &TokenStream) -> TokenStream {
     let entries = emitted.iter().filter_map(|e| {
         let ptx = e.ptx.as_ref().ok()?;
-        let cfg = cfg_for(e.target);
-        let t = target_tokens(e.target, dsl);
+        let cfg = module_cfg(e);
+        let t = target_tokens(e.module, dsl);
         let bytes = proc_macro2::Literal::byte_string(&kernel_dsl::artifact::deflate(ptx));
         Some(quote!(#cfg (#t, #dsl::Ptx::Deflated(#bytes)),))
     });
@@ -110,7 +152,7 @@ pub fn target_errors(emitted: &[Emitted]) -> TokenStream {
             }
             d.to_compile_error()
         };
-        let explicit = with_help(format!("remove the `{feature}` feature, or give this kernel a variant for {t}"));
+        let explicit = with_help(format!("remove the `{feature}` feature, give this kernel a variant for {t}, or build it only where it runs: `#[kernel(needs = ...)]`"));
         let mut out = quote!(#[cfg(feature = #feature)] #explicit);
         if t == DEFAULT_TARGET {
             let all = Target::ALL.iter().map(|t| t.feature());
