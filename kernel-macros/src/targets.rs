@@ -20,6 +20,8 @@ pub struct Emitted {
     /// `needs` it.
     pub module: Target,
     pub ptx: Result<String, Diag>,
+    /// For a capability error: the lowest target that runs the offending instruction.
+    pub lowest: Option<Target>,
 }
 
 /// Emits `lowered` for every target, or, for a kernel that `needs` a target, for the targets
@@ -36,10 +38,15 @@ pub fn emit_all(
                 Some(n) => module_for(t, n)?,
                 None => t,
             };
+            let (ptx, lowest) = match emit_one(lowered, module, fallback) {
+                Ok(ptx) => (Ok(ptx), None),
+                Err((d, lowest)) => (Err(d), lowest),
+            };
             Some(Emitted {
                 target: t,
                 module,
-                ptx: emit_one(lowered, module, fallback),
+                ptx,
+                lowest,
             })
         })
         .collect()
@@ -60,18 +67,22 @@ fn emit_one(
     lowered: &Lowered,
     target: Target,
     fallback: crate::diag::SpanRange,
-) -> Result<String, Diag> {
+) -> Result<String, (Diag, Option<Target>)> {
     // Capability first, against the spans the lowering recorded, so the error names the
     // user's line rather than the kernel as a whole.
     for (op, span) in &lowered.op_spans {
         let req = catalog::requirement(op);
         if !req.admits(target) {
-            return Err(Diag::new(
-                *span,
-                format!(
-                    "`{}` needs {req}, but this crate builds for {target}",
-                    op.mnemonic()
+            let lowest = Target::ALL.into_iter().find(|t| req.admits(*t));
+            return Err((
+                Diag::new(
+                    *span,
+                    format!(
+                        "`{}` needs {req}, but this crate builds for {target}",
+                        op.mnemonic()
+                    ),
                 ),
+                lowest,
             ));
         }
     }
@@ -89,7 +100,7 @@ fn emit_one(
         } else {
             fallback
         };
-        Diag::new(span, text)
+        (Diag::new(span, text), None)
     })
 }
 
@@ -152,12 +163,17 @@ pub fn target_errors(emitted: &[Emitted]) -> TokenStream {
             }
             d.to_compile_error()
         };
-        let explicit = with_help(format!("remove the `{feature}` feature, give this kernel a variant for {t}, or build it only where it runs: `#[kernel(needs = ...)]`"));
+        // An instruction only newer targets have: the kernel may say so and be left out here.
+        let needs = match e.lowest {
+            Some(l) => format!(", or build this kernel only for the targets that run it: `#[kernel(needs = {l})]`"),
+            None => String::new(),
+        };
+        let explicit = with_help(format!("remove the `{feature}` feature, or give this kernel a variant for {t}{needs}"));
         let mut out = quote!(#[cfg(feature = #feature)] #explicit);
         if t == DEFAULT_TARGET {
             let all = Target::ALL.iter().map(|t| t.feature());
             let default = with_help(format!(
-                "this crate enables no `sm_*` feature, so it builds for {t}, the default: enable the targets you need, e.g. `--features sm_90`"
+                "this crate enables no `sm_*` feature, so it builds for {t}, the default: enable the targets you need, e.g. `--features sm_90`{needs}"
             ));
             out.extend(quote!(#[cfg(not(any(#(feature = #all),*)))] #default));
         }
