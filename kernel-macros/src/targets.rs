@@ -190,3 +190,25 @@ pub fn target_errors(emitted: &[Emitted]) -> TokenStream {
         const _: () = { #(#errs)* };
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::module_for;
+    use kernel_dsl::Target::*;
+
+    #[test]
+    fn a_kernel_that_needs_an_a_target_builds_it_for_that_sm_only() {
+        let built: Vec<_> = kernel_dsl::Target::ALL
+            .iter()
+            .filter_map(|&t| module_for(t, Sm90a).map(|m| (t, m)))
+            .collect();
+        assert_eq!(built, [(Sm90, Sm90a), (Sm90a, Sm90a)]);
+    }
+
+    #[test]
+    fn a_kernel_that_needs_a_plain_target_builds_for_every_target_at_or_above_it() {
+        assert_eq!(module_for(Sm89, Sm90), None);
+        assert_eq!(module_for(Sm90, Sm90), Some(Sm90));
+        assert_eq!(module_for(Sm120, Sm90), Some(Sm120));
+    }
+}

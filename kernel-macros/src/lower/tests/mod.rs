@@ -206,7 +206,7 @@ fn an_instruction_above_a_target_is_an_error_for_that_target_only() {
             y[i] = x[i].tanh();
         }
     });
-    let emitted = crate::targets::emit_all(&l, proc_macro2::Span::call_site().into());
+    let emitted = crate::targets::emit_all(&l, proc_macro2::Span::call_site().into(), None);
     for e in &emitted {
         match (e.target, &e.ptx) {
             (Target::Sm70, Err(d)) => assert!(
@@ -295,7 +295,7 @@ fn barriers_under_thread_dependent_branches_are_rejected_by_the_verifier() {
             y[0] = 1.0;
         }
     });
-    let emitted = crate::targets::emit_all(&l, proc_macro2::Span::call_site().into());
+    let emitted = crate::targets::emit_all(&l, proc_macro2::Span::call_site().into(), None);
     assert!(
         emitted.iter().all(|e| e
             .ptx
