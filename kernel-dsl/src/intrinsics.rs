@@ -132,10 +132,7 @@ const MMA: &[Param] = &[
     p("acc", Ty::Array(F32, 4)),
 ];
 
-const BARRIER: &[Param] = &[
-    p("bars", Ty::Mbarriers),
-    p("index", Ty::Scalar(U32)),
-];
+const BARRIER: &[Param] = &[p("bars", Ty::Mbarriers), p("index", Ty::Scalar(U32))];
 const WGMMA: &[Param] = &[
     p("acc", Ty::Generic),
     p("a", Ty::Scalar(ScalarType::U64)),

@@ -155,7 +155,13 @@ fn launcher(
             crate::dsl_type::ParamTy::TensorMap { elem, rank } => Some((elem, rank)),
             _ => None,
         };
-        let (arg, to_arg) = host_param(pt, &ident, p.ty, map.map(|m| (m, b.entry.as_str(), dsl)), rt)?;
+        let (arg, to_arg) = host_param(
+            pt,
+            &ident,
+            p.ty,
+            map.map(|m| (m, b.entry.as_str(), dsl)),
+            rt,
+        )?;
         args.push(arg);
         conv.push(to_arg);
     }

@@ -53,10 +53,16 @@ pub fn variant_tokens(t: ScalarType) -> TokenStream {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ParamTy {
     Scalar(ScalarType),
-    Slice { elem: ScalarType, mutable: bool },
+    Slice {
+        elem: ScalarType,
+        mutable: bool,
+    },
     /// `&TensorMap<T, RANK>`: a tensor map over elements of `T` with `RANK` dimensions (1 to
     /// 5), which the bulk tensor copy reads.
-    TensorMap { elem: ScalarType, rank: u32 },
+    TensorMap {
+        elem: ScalarType,
+        rank: u32,
+    },
 }
 
 const SUPPORTED: &str = "u32, i32, u64, i64, f32, f64, f16, bf16, bool";
@@ -92,7 +98,10 @@ pub fn param_type(ty: &syn::Type, generics: &BTreeMap<String, ScalarType>) -> DR
         syn::Type::Reference(r) => {
             if let Some(t) = tensor_map_type(&r.elem, generics)? {
                 if r.mutability.is_some() {
-                    return err(crate::diag::range(&ty), "a tensor map is read-only in a kernel: write `&TensorMap<T, RANK>`");
+                    return err(
+                        crate::diag::range(&ty),
+                        "a tensor map is read-only in a kernel: write `&TensorMap<T, RANK>`",
+                    );
                 }
                 return Ok(t);
             }

@@ -135,7 +135,10 @@ impl Lowerer<'_> {
             "wgmma_wait_group" => {
                 let n = self.const_eval(args[0])?;
                 if !(0..=7).contains(&n) {
-                    return err(range(&args[0]), format!("`wgmma_wait_group` leaves 0 to 7 groups in flight, not {n}"));
+                    return err(
+                        range(&args[0]),
+                        format!("`wgmma_wait_group` leaves 0 to 7 groups in flight, not {n}"),
+                    );
                 }
                 self.span = span;
                 self.inst(Op::WgmmaWait, vec![], vec![imm(n)]);
@@ -363,7 +366,10 @@ impl Lowerer<'_> {
         let swizzle = self.const_eval(args[4])?;
         for (e, v, what) in [(args[2], leading, "leading"), (args[3], stride, "stride")] {
             if v < 0 || v % 16 != 0 || v >= 1 << 18 {
-                return err(range(&e), format!("the {what} byte offset is a multiple of 16 below 2^18, not {v}"));
+                return err(
+                    range(&e),
+                    format!("the {what} byte offset is a multiple of 16 below 2^18, not {v}"),
+                );
             }
         }
         let mode: u64 = match swizzle {
