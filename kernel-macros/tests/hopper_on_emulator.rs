@@ -41,7 +41,7 @@ pub fn wgmma_tile_64x64(a: &TensorMap<bf16, 2>, b: &TensorMap<bf16, 2>, c: &mut 
         }
         while !mbarrier_try_wait_parity(bars, 0, phase) {}
         wgmma_fence();
-        for ks in 0..4 {
+        for ks in [0, 1, 2, 3] {
             // One k16 step is 32 bytes along the swizzled row; 8-row groups are 1024 apart.
             let da = wgmma_desc(smem, at + ks * 16, 16, 1024, 128);
             let db = wgmma_desc(smem, at + 64 * 64 + ks * 16, 16, 1024, 128);

@@ -62,7 +62,7 @@ pub fn gemm_tma_wgmma_bf16_nt(
         let st = at + stage * (192 * 64);
         while !mbarrier_try_wait_parity(full, stage, (s / 4) % 2) {}
         wgmma_fence();
-        for ks in 0..4 {
+        for ks in [0, 1, 2, 3] {
             // One k16 step is 32 bytes along the swizzled row; 8-row groups are 1024 apart.
             let da = wgmma_desc(smem, st + ks * 16, 16, 1024, 128);
             let db = wgmma_desc(smem, st + 64 * 64 + ks * 16, 16, 1024, 128);
