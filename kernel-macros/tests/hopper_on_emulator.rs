@@ -168,3 +168,69 @@ fn the_accumulator_stays_in_registers_across_the_k_loop() {
     );
     assert!(!out.log.contains("warning"), "{}", out.log);
 }
+
+/// Two warpgroups: each thread records its warpgroup, the groups trade registers, and warp 0
+/// stores four 8×8 matrices with `stmatrix` and loads them back with `ldmatrix`; inside
+/// `griddepcontrol`'s wait and early launch, which a lone grid passes through.
+#[kernel(crate = crate::common::paths, block = 256, needs = sm_90a)]
+pub fn warpgroup_roles(out: &mut [u32]) {
+    griddep_wait();
+    let t = thread_idx().x;
+    let wg = warpgroup_idx();
+    if wg == 0 {
+        setmaxnreg_inc(232);
+    } else {
+        setmaxnreg_dec(40);
+    }
+    let tile = shared_array::<u32, 128>();
+    if t < 32 {
+        // Lane l names row l % 8 of matrix l / 8, four words a row, rows one after another.
+        stmatrix_x4(
+            tile,
+            4 * t,
+            [4 * t + 1, 4 * t + 2, 4 * t + 3, 4 * t + 65536],
+        );
+    }
+    sync_threads();
+    if t < 32 {
+        let back = ldmatrix_x4(tile, 4 * t);
+        for j in 0..4 {
+            out[256 + 4 * t + j] = back[j];
+        }
+    }
+    if t < 128 {
+        out[384 + t] = tile[t];
+    }
+    out[t] = wg;
+    griddep_launch_dependents();
+}
+
+#[test]
+fn warpgroup_index_register_trade_and_stmatrix_run_on_the_emulator() -> Result<(), Error> {
+    let stream = Device::emulator_for(Target::Sm90a).stream()?;
+    let mut out = Buffer::from_host(&stream, &[u32::MAX; 512])?;
+    warpgroup_roles(&stream, LaunchConfig::linear(1, 256), &mut out)?;
+    let out = out.to_host(&stream)?;
+    for t in 0..256u32 {
+        assert_eq!(out[t as usize], t / 128, "warpgroup of thread {t}");
+    }
+    let value = |l: u32, j: u32| [4 * l + 1, 4 * l + 2, 4 * l + 3, 4 * l + 65536][j as usize];
+    for l in 0..32u32 {
+        for j in 0..4u32 {
+            // `ldmatrix` undoes `stmatrix`: each lane gets its own registers back.
+            assert_eq!(
+                out[(256 + 4 * l + j) as usize],
+                value(l, j),
+                "lane {l} reg {j}"
+            );
+            // Matrix j's row r holds lanes 4r..4r+3's register j: word 32j + l.
+            assert_eq!(
+                out[(384 + 32 * j + l) as usize],
+                value(l, j),
+                "tile word {}",
+                32 * j + l
+            );
+        }
+    }
+    Ok(())
+}

@@ -145,7 +145,9 @@ fn ours_tma(b: &Bench, shape: &GemmShape, target: Target) -> Res<(f64, Option<f6
 fn row(b: &Bench, kind: Kind, label: &str, shape: &GemmShape) -> Res {
     let device = b.device.target();
     // The TMA GEMM runs on sm_90 only, and takes NT problems with 16-byte rows.
-    if kind == Kind::TmaBf16 && (device.sm() != 90 || shape.layout != Layout::Nt || shape.k % 8 != 0) {
+    if kind == Kind::TmaBf16
+        && (device.sm() != 90 || shape.layout != Layout::Nt || shape.k % 8 != 0)
+    {
         return Ok(());
     }
     let (ms, builder) = match kind {
@@ -241,7 +243,13 @@ fn main() -> Res {
     println!("|------|-------------|----|-----------------------|----------|---------|------------|--------------|-----------|---------|-------------|");
     // BENCH_KINDS=bf16,mma (say) runs only those rows.
     let only = std::env::var("BENCH_KINDS").ok();
-    let kinds = [Kind::Fp32, Kind::Tf32, Kind::Bf16, Kind::MmaBf16, Kind::TmaBf16];
+    let kinds = [
+        Kind::Fp32,
+        Kind::Tf32,
+        Kind::Bf16,
+        Kind::MmaBf16,
+        Kind::TmaBf16,
+    ];
     for kind in kinds.into_iter().filter(|k| {
         only.as_deref()
             .is_none_or(|o| o.split(',').any(|w| w == k.name()))

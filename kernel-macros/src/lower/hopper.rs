@@ -316,9 +316,10 @@ impl Lowerer<'_> {
             );
         }
         let coords = match self.expr(args[3], Some(ScalarType::U32))? {
-            Value::Array { elems, elem } if matches!(elem, ScalarType::U32 | ScalarType::S32) => {
-                elems
-            }
+            Value::Array {
+                elems,
+                elem: ScalarType::U32 | ScalarType::S32,
+            } => elems,
             other => {
                 return err(
                     range(&args[3]),
