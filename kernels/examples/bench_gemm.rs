@@ -146,7 +146,7 @@ fn row(b: &Bench, kind: Kind, label: &str, shape: &GemmShape) -> Res {
     let device = b.device.target();
     // The TMA GEMM runs on sm_90 only, and takes NT problems with 16-byte rows.
     if kind == Kind::TmaBf16
-        && (device.sm() != 90 || shape.layout != Layout::Nt || shape.k % 8 != 0)
+        && (device.sm() != 90 || shape.layout != Layout::Nt || !shape.k.is_multiple_of(8))
     {
         return Ok(());
     }

@@ -27,9 +27,9 @@ fn tma_wgmma_gemm_matches_the_reference_over_several_rounds_of_its_stages() {
 #[test]
 fn tma_wgmma_gemm_refuses_buffers_of_the_wrong_length_before_launch() {
     let s = hopper();
-    let a = Buffer::from_host(&s, &vec![Bf16::from_f32(1.0); 4 * 16]).unwrap();
-    let b = Buffer::from_host(&s, &vec![Bf16::from_f32(1.0); 3 * 16]).unwrap();
-    let mut c = Buffer::from_host(&s, &vec![f32::NAN; 4 * 4]).unwrap();
+    let a = Buffer::from_host(&s, &[Bf16::from_f32(1.0); 4 * 16]).unwrap();
+    let b = Buffer::from_host(&s, &[Bf16::from_f32(1.0); 3 * 16]).unwrap();
+    let mut c = Buffer::from_host(&s, &[f32::NAN; 4 * 4]).unwrap();
     let e = kernels::gemm::tma_wgmma_bf16_nt(&s, &a, &b, &mut c, 4, 4, 16).unwrap_err();
     assert!(e.to_string().contains("`b` holds 48 elements"), "{e}");
     assert!(c.to_host(&s).unwrap().iter().all(|v| v.is_nan()));

@@ -34,7 +34,7 @@ pub fn tma_wgmma_bf16_nt(
     n: u32,
     k: u32,
 ) -> Result<(), Error> {
-    if m == 0 || n == 0 || k == 0 || k % 8 != 0 {
+    if m == 0 || n == 0 || k == 0 || !k.is_multiple_of(8) {
         return Err(Error::Unsupported {
             op: OP,
             detail: format!("m, n and k must be positive and k a multiple of 8 (16-byte rows for the copy engine), not {m} × {n} × {k}: pad k with zeros"),
