@@ -343,6 +343,123 @@ pub fn cp_async_wait(pending: u32) {
     device_only("cp_async_wait")
 }
 
+/// A kernel's view of a tensor map parameter, `&TensorMap<T, RANK>`: a tensor of `T` in
+/// `RANK` dimensions (1 to 5) that [`tma_load`] copies boxes of. The launcher takes the
+/// runtime's `TensorMap` there, checked to have that element type and rank before it launches.
+pub struct TensorMap<T, const RANK: usize>(std::marker::PhantomData<T>);
+
+/// Orders this thread's shared-memory writes before later reads by the async proxy
+/// (`wgmma` operands, bulk copies, mbarrier setup seen by TMA; `fence.proxy.async`, sm_90+).
+pub fn fence_proxy_async() {
+    device_only("fence_proxy_async")
+}
+/// Makes `bars[index]`, a `u64` of a shared array, an mbarrier whose phase completes after
+/// `count` arrivals and every announced byte (`mbarrier.init`, sm_80+).
+pub fn mbarrier_init(bars: &mut [u64], index: u32, count: u32) {
+    device_only("mbarrier_init")
+}
+/// Arrives once on the mbarrier `bars[index]` (`mbarrier.arrive`, sm_80+).
+pub fn mbarrier_arrive(bars: &mut [u64], index: u32) {
+    device_only("mbarrier_arrive")
+}
+/// Arrives on `bars[index]` and announces `bytes` that bulk copies will complete on it
+/// (`mbarrier.arrive.expect_tx`, sm_90+).
+pub fn mbarrier_arrive_expect_tx(bars: &mut [u64], index: u32, bytes: u32) {
+    device_only("mbarrier_arrive_expect_tx")
+}
+/// Whether the phase of `bars[index]` with parity `parity` has completed, after a bounded
+/// wait (`mbarrier.try_wait.parity`, sm_90+): `while !mbarrier_try_wait_parity(..) {}`.
+pub fn mbarrier_try_wait_parity(bars: &mut [u64], index: u32, parity: u32) -> bool {
+    device_only("mbarrier_try_wait_parity")
+}
+/// Copies the box of `map` at `coords` (innermost first) to `dst[dst_index..]` in shared
+/// memory, its bytes completing on the mbarrier `bars[bar]` (`cp.async.bulk.tensor`, sm_90+).
+pub fn tma_load<T, const RANK: usize>(
+    dst: &mut [T],
+    dst_index: u32,
+    map: &TensorMap<T, RANK>,
+    coords: [u32; RANK],
+    bars: &mut [u64],
+    bar: u32,
+) {
+    device_only("tma_load")
+}
+/// The `wgmma` matrix descriptor of the operand at `tile[index..]` in shared memory, with its
+/// leading and stride byte offsets and swizzle span (0, 32, 64 or 128 bytes).
+pub fn wgmma_desc<T>(
+    tile: &[T],
+    index: u32,
+    leading_bytes: u32,
+    stride_bytes: u32,
+    swizzle_bytes: u32,
+) -> u64 {
+    device_only("wgmma_desc")
+}
+/// The first index of the shared array `tile` whose address is a multiple of `align_bytes`.
+pub fn align_index<T>(tile: &[T], align_bytes: u32) -> u32 {
+    device_only("align_index")
+}
+/// Orders register accesses to `wgmma` accumulators before the next `wgmma` (sm_90a).
+pub fn wgmma_fence() {
+    device_only("wgmma_fence")
+}
+/// Closes the current group of `wgmma`s (`wgmma.commit_group`, sm_90a).
+pub fn wgmma_commit_group() {
+    device_only("wgmma_commit_group")
+}
+/// Waits until at most `pending` committed `wgmma` groups are in flight (sm_90a).
+pub fn wgmma_wait_group(pending: u32) {
+    device_only("wgmma_wait_group")
+}
+/// `acc += a × b` over one warpgroup's 64×N×16 bf16 tile, `acc` a `[f32; N / 2]`, the operands
+/// by descriptor (`wgmma.mma_async`, sm_90a); `accumulate = false` starts from zero.
+pub fn wgmma_bf16<const H: usize>(
+    acc: &mut [f32; H],
+    a: u64,
+    b: u64,
+    accumulate: bool,
+    a_mn_major: bool,
+    b_mn_major: bool,
+) {
+    device_only("wgmma_bf16")
+}
+/// [`wgmma_bf16`] for f16 operands.
+pub fn wgmma_f16<const H: usize>(
+    acc: &mut [f32; H],
+    a: u64,
+    b: u64,
+    accumulate: bool,
+    a_mn_major: bool,
+    b_mn_major: bool,
+) {
+    device_only("wgmma_f16")
+}
+/// Raises this warpgroup's registers per thread to `count` (`setmaxnreg.inc`, sm_90a).
+pub fn setmaxnreg_inc(count: u32) {
+    device_only("setmaxnreg_inc")
+}
+/// Lowers this warpgroup's registers per thread to `count` (`setmaxnreg.dec`, sm_90a).
+pub fn setmaxnreg_dec(count: u32) {
+    device_only("setmaxnreg_dec")
+}
+/// The thread's warpgroup in its block (`thread_idx().x / 128`).
+pub fn warpgroup_idx() -> u32 {
+    device_only("warpgroup_idx")
+}
+/// Stores four 8×8 b16 matrices to shared memory, the inverse of [`ldmatrix_x4`] (sm_90+).
+pub fn stmatrix_x4<T>(tile: &mut [T], index: u32, v: [u32; 4]) {
+    device_only("stmatrix_x4")
+}
+/// Waits until the grids this one depends on have completed (`griddepcontrol.wait`, sm_90+).
+pub fn griddep_wait() {
+    device_only("griddep_wait")
+}
+/// Lets the dependent grid launch before this one ends (`griddepcontrol.launch_dependents`,
+/// sm_90+).
+pub fn griddep_launch_dependents() {
+    device_only("griddep_launch_dependents")
+}
+
 /// Operations on kernel buffers beyond indexing.
 pub trait KernelSlice<T> {
     /// Four consecutive 32-bit elements in one 16-byte load; `i` a multiple of 4.

@@ -7,8 +7,8 @@
 
 use crate::catalog::{requirement, Requirement};
 use crate::op::{
-    ApproxFn, CacheOp, CvtRounding, MatrixCount, MmaShape, Op, ReduxOp, Rounding, Scope, ShflMode,
-    VoteMode,
+    ApproxFn, CacheOp, CvtRounding, GridDepControl, MatrixCount, MbarrierOp, MmaShape, Op, ReduxOp,
+    Rounding, Scope, ShflMode, VoteMode,
 };
 use crate::types::ScalarType;
 
@@ -30,6 +30,12 @@ pub enum Ty {
     },
     /// A `u32` that must be a compile-time constant.
     ConstU32,
+    /// A `bool` that must be a compile-time constant.
+    ConstBool,
+    /// A `&TensorMap<T, RANK>` kernel parameter.
+    TensorMap,
+    /// A shared array of `u64` mbarriers, `&mut [u64]`.
+    Mbarriers,
     /// A shared array declared by the call (`shared_array::<T, N>()`).
     Shared,
 }
@@ -125,6 +131,22 @@ const MMA: &[Param] = &[
     p("b", Ty::Array(U32, 2)),
     p("acc", Ty::Array(F32, 4)),
 ];
+
+const BARRIER: &[Param] = &[p("bars", Ty::Mbarriers), p("index", Ty::Scalar(U32))];
+const WGMMA: &[Param] = &[
+    p("acc", Ty::Generic),
+    p("a", Ty::Scalar(ScalarType::U64)),
+    p("b", Ty::Scalar(ScalarType::U64)),
+    p("accumulate", Ty::Scalar(ScalarType::Pred)),
+    p("a_mn_major", Ty::ConstBool),
+    p("b_mn_major", Ty::ConstBool),
+];
+const fn mbarrier(op: MbarrierOp) -> Op {
+    Op::Mbarrier { op }
+}
+const fn wgmma(ab: ScalarType) -> Op {
+    Op::Wgmma { n: 64, ab }
+}
 
 const fn approx(func: ApproxFn, ftz: bool) -> Op {
     Op::Approx { func, ty: F32, ftz }
@@ -284,6 +306,26 @@ pub const INTRINSICS: &[Intrinsic] = &[
     special("cp_async_16_or", &[p("dst", Ty::Slice { mutable: true }), p("dst_index", Ty::Scalar(U32)), p("src", Ty::Slice { mutable: false }), p("src_index", Ty::Scalar(U32)), p("ok", Ty::Scalar(ScalarType::Pred))], Ty::Unit, "`cp_async_16` where `ok`; elsewhere it reads nothing and zero-fills the 16 bytes (`cp.async.cg` with a source size of 0, sm_80+): the edge of a tile.", &[Op::CpAsync { cache: CacheOp::Cg, bytes: 16, zero_fill: true }]),
     special("cp_async_commit", &[], Ty::Unit, "Closes the current group of async copies.", &[Op::CpAsyncCommit]),
     special("cp_async_wait", &[p("pending", Ty::ConstU32)], Ty::Unit, "Waits until at most `pending` committed groups are in flight.", &[Op::CpAsyncWait]),
+    // Hopper: mbarriers, the bulk tensor copy (TMA), wgmma, register reallocation.
+    chain("fence_proxy_async", &[], Ty::Unit, "Orders this thread's shared-memory writes before later reads by the async proxy: `wgmma` operands, bulk copies, mbarrier setup seen by TMA (`fence.proxy.async.shared::cta`, sm_90+).", &[Op::FenceProxyAsync], false),
+    special("mbarrier_init", &[p("bars", Ty::Mbarriers), p("index", Ty::Scalar(U32)), p("count", Ty::Scalar(U32))], Ty::Unit, "Makes `bars[index]` (a `u64` in shared memory) an mbarrier whose phase completes after `count` arrivals and every announced byte (`mbarrier.init`, sm_80+).", &[mbarrier(MbarrierOp::Init)]),
+    special("mbarrier_arrive", BARRIER, Ty::Unit, "Arrives once on the mbarrier `bars[index]` (`mbarrier.arrive`, sm_80+).", &[mbarrier(MbarrierOp::Arrive)]),
+    special("mbarrier_arrive_expect_tx", &[p("bars", Ty::Mbarriers), p("index", Ty::Scalar(U32)), p("bytes", Ty::Scalar(U32))], Ty::Unit, "Arrives on `bars[index]` and announces `bytes` that bulk copies will complete on it (`mbarrier.arrive.expect_tx`, sm_90+).", &[mbarrier(MbarrierOp::ArriveExpectTx)]),
+    special("mbarrier_try_wait_parity", &[p("bars", Ty::Mbarriers), p("index", Ty::Scalar(U32)), p("parity", Ty::Scalar(U32))], Ty::Scalar(ScalarType::Pred), "Whether the phase of `bars[index]` with parity `parity` (0 or 1) has completed, after a bounded wait (`mbarrier.try_wait.parity`, sm_90+); loop until it holds.", &[mbarrier(MbarrierOp::TryWaitParity)]),
+    special("tma_load", &[p("dst", Ty::Slice { mutable: true }), p("dst_index", Ty::Scalar(U32)), p("map", Ty::TensorMap), p("coords", Ty::Generic), p("bars", Ty::Mbarriers), p("bar", Ty::Scalar(U32))], Ty::Unit, "Copies the box of `map` at `coords` (`[u32; RANK]`, innermost first) to shared memory at `dst[dst_index..]`, its bytes completing on the mbarrier `bars[bar]` (`cp.async.bulk.tensor`, sm_90+).", &[Op::CpAsyncBulkTensor { dims: 2 }]),
+    special("wgmma_desc", &[p("tile", Ty::Slice { mutable: false }), p("index", Ty::Scalar(U32)), p("leading_bytes", Ty::ConstU32), p("stride_bytes", Ty::ConstU32), p("swizzle_bytes", Ty::ConstU32)], Ty::Scalar(ScalarType::U64), "The `wgmma` matrix descriptor of the operand at `tile[index..]` in shared memory: leading and stride byte offsets, swizzle span 0, 32, 64 or 128 bytes.", &[Op::Shr { ty: ScalarType::U64 }]),
+    special("align_index", &[p("tile", Ty::Slice { mutable: false }), p("align_bytes", Ty::ConstU32)], Ty::Scalar(U32), "The first index of the shared array `tile` whose address is a multiple of `align_bytes` (a power of two): where a swizzled tile may start in dynamic shared memory.", &[Op::Add { ty: U32, rnd: None, ftz: false, sat: false }]),
+    special("wgmma_fence", &[], Ty::Unit, "Orders register accesses to `wgmma` accumulators before the next `wgmma` (`wgmma.fence`, sm_90a).", &[Op::WgmmaFence]),
+    special("wgmma_commit_group", &[], Ty::Unit, "Closes the current group of `wgmma`s (`wgmma.commit_group`, sm_90a).", &[Op::WgmmaCommit]),
+    special("wgmma_wait_group", &[p("pending", Ty::ConstU32)], Ty::Unit, "Waits until at most `pending` committed `wgmma` groups are in flight (`wgmma.wait_group`, sm_90a).", &[Op::WgmmaWait]),
+    special("wgmma_bf16", WGMMA, Ty::Unit, "`acc += a × b` over one warpgroup's 64×N×16 bf16 tile, N = 2 × the length of `acc` (`[f32; N / 2]`, N a multiple of 8 up to 256), operands by descriptor (`wgmma.mma_async`, sm_90a).", &[wgmma(ScalarType::Bf16)]),
+    special("wgmma_f16", WGMMA, Ty::Unit, "`wgmma_bf16` for f16 operands.", &[wgmma(ScalarType::F16)]),
+    special("setmaxnreg_inc", &[p("count", Ty::ConstU32)], Ty::Unit, "Raises this warpgroup's registers per thread to `count` (24 to 256, a multiple of 8; `setmaxnreg.inc`, sm_90a).", &[Op::Setmaxnreg { increase: true, count: 240 }]),
+    special("setmaxnreg_dec", &[p("count", Ty::ConstU32)], Ty::Unit, "Lowers this warpgroup's registers per thread to `count` (`setmaxnreg.dec`, sm_90a).", &[Op::Setmaxnreg { increase: false, count: 40 }]),
+    special("warpgroup_idx", &[], Ty::Scalar(U32), "The thread's warpgroup in its block (`thread_idx().x / 128`).", &[MOV_U32]),
+    special("stmatrix_x4", &[p("tile", Ty::Slice { mutable: true }), p("index", Ty::Scalar(U32)), p("v", Ty::Array(U32, 4))], Ty::Unit, "Stores four 8×8 b16 matrices to shared memory, the inverse of `ldmatrix_x4` (`stmatrix`, sm_90+).", &[Op::Stmatrix { count: MatrixCount::X4, trans: false }]),
+    chain("griddep_wait", &[], Ty::Unit, "Waits until the grids this one depends on have completed and flushed their memory (`griddepcontrol.wait`, sm_90+).", &[Op::GridDep { kind: GridDepControl::Wait }], false),
+    chain("griddep_launch_dependents", &[], Ty::Unit, "Lets the dependent grid launch before this one ends (`griddepcontrol.launch_dependents`, sm_90+).", &[Op::GridDep { kind: GridDepControl::LaunchDependents }], false),
 ];
 
 #[cfg(test)]

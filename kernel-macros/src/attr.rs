@@ -12,6 +12,10 @@
 //! - `min_blocks = 2`: ptxas keeps registers low enough for this many blocks per SM
 //!   (`.minnctapersm`); needs `block` or `max_threads`, since the bound counts threads; like
 //!   `maxnreg`, it may depend on the instance, and 0 sets no bound for that instance;
+//! - `needs = sm_90a`: the kernel is built only for the enabled targets that can run it: that
+//!   target itself, or its SM's plain target (sm_90 builds the sm_90a module, as the runtime
+//!   loads on such a device); other enabled targets get no module and no error, and the
+//!   runtime emits it from the IR where a device asks for it;
 //! - `crate = some::path`: where the generated code finds ptxkit's items (default `::ptxkit`).
 
 use crate::diag::{err, DResult};
@@ -47,6 +51,8 @@ pub struct KernelAttr {
     pub maxnreg: Option<Expr>,
     /// `min_blocks = N`: at least N resident blocks per SM (`.minnctapersm N`).
     pub min_blocks: Option<Expr>,
+    /// `needs = sm_90a`: build only for the enabled targets that can run that target's code.
+    pub needs: Option<kernel_dsl::Target>,
     pub krate: Option<syn::Path>,
 }
 
@@ -59,6 +65,7 @@ impl KernelAttr {
             || self.max_threads.is_some()
             || self.maxnreg.is_some()
             || self.min_blocks.is_some()
+            || self.needs.is_some()
     }
 
     /// The path prefix generated code uses for ptxkit's items.
@@ -166,10 +173,19 @@ impl Parse for KernelAttr {
                         input.parse::<Token![=]>()?;
                         attr.min_blocks = Some(input.parse()?);
                     }
+                    "needs" => {
+                        input.parse::<Token![=]>()?;
+                        let t: syn::Ident = input.parse()?;
+                        attr.needs = Some(t.to_string().parse().map_err(
+                            |e: kernel_dsl::target::TargetParseError| {
+                                syn::Error::new(t.span(), e.to_string())
+                            },
+                        )?);
+                    }
                     other => {
                         return Err(syn::Error::new(
                             key.span(),
-                            format!("unknown `#[kernel]` argument `{other}`: expected `instances(...)`, `block = ...`, `max_threads = ...`, `maxnreg = ...`, `min_blocks = ...` or `crate = path`"),
+                            format!("unknown `#[kernel]` argument `{other}`: expected `instances(...)`, `block = ...`, `max_threads = ...`, `maxnreg = ...`, `min_blocks = ...`, `needs = sm_90a` or `crate = path`"),
                         ))
                     }
                 }

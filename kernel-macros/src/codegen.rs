@@ -26,7 +26,10 @@ pub struct Built {
 
 /// A cubin assembled at build time.
 pub struct Cubin {
+    /// The target whose feature enables it.
     pub target: kernel_dsl::Target,
+    /// The target the module is for: `target`, or its `a` variant for a kernel that needs it.
+    pub module: kernel_dsl::Target,
     /// Which line-info form it was assembled from, where both were emitted.
     pub form: Option<kernel_dsl::source_map::LineInfo>,
     pub bytes: Vec<u8>,
@@ -43,7 +46,7 @@ pub fn generate(func: &syn::ItemFn, attr: &KernelAttr, built: &[Built]) -> DResu
         let static_name = format_ident!("{}", b.entry.to_uppercase(), span = func.sig.ident.span());
         out.extend(targets::target_errors(&b.emitted));
         out.extend(artifacts(func, b, &static_name, &dsl));
-        out.extend(launcher(func, b, &static_name, &rt)?);
+        out.extend(launcher(func, b, &static_name, &dsl, &rt)?);
         statics.push(static_name);
     }
     if !attr.instances.is_empty() {
@@ -102,13 +105,13 @@ fn artifacts(
     let min_dynamic = k.dynamic_shared_min_bytes;
     let ptx = targets::ptx_entries(&b.emitted, dsl);
     let cubins = b.cubins.iter().map(|c| {
-        let cfg = targets::cfg_for(c.target);
+        let cfg = targets::pair_cfg(c.target, c.module);
         let form = match c.form {
             None => TokenStream::new(),
             Some(LineInfo::On) => crate::line_info::cfg_on(),
             Some(LineInfo::Off) => crate::line_info::cfg_off(),
         };
-        let tt = targets::target_tokens(c.target, dsl);
+        let tt = targets::target_tokens(c.module, dsl);
         let lit = proc_macro2::Literal::byte_string(&c.bytes);
         quote!(#cfg #form (#tt, #lit),)
     });
@@ -149,6 +152,7 @@ fn launcher(
     func: &syn::ItemFn,
     b: &Built,
     static_name: &syn::Ident,
+    dsl: &TokenStream,
     rt: &TokenStream,
 ) -> DResult<TokenStream> {
     let name = format_ident!("{}", b.entry, span = func.sig.ident.span());
@@ -164,7 +168,17 @@ fn launcher(
         if p.name == "stream" || p.name == "cfg" {
             return err(pt.pat.span(), format!("the launcher takes `stream` and `cfg` first, so a kernel parameter cannot be named `{}`: rename it", p.name));
         }
-        let (arg, to_arg) = host_param(pt, &ident, p.ty, rt)?;
+        let map = match crate::dsl_type::param_type(&pt.ty, &b.spec.types)? {
+            crate::dsl_type::ParamTy::TensorMap { elem, rank } => Some((elem, rank)),
+            _ => None,
+        };
+        let (arg, to_arg) = host_param(
+            pt,
+            &ident,
+            p.ty,
+            map.map(|m| (m, b.entry.as_str(), dsl)),
+            rt,
+        )?;
         args.push(arg);
         conv.push(to_arg);
     }
@@ -186,11 +200,13 @@ fn launcher(
 
 /// A launcher's argument for one kernel parameter of a concrete type, and the expression that
 /// turns it into a `KernelArg`: `bool` and scalars by value, `&[T]` and `&mut [T]` as
-/// [`slice_param`] takes them.
+/// [`slice_param`] takes them, a tensor map as `&TensorMap`, checked against the element type
+/// and rank the kernel declares (`map`, where the instance is known) before anything launches.
 pub(crate) fn host_param(
     pt: &syn::PatType,
     ident: &syn::Ident,
     ty: ParamType,
+    map: Option<((kernel_dsl::ScalarType, u32), &str, &TokenStream)>,
     rt: &TokenStream,
 ) -> DResult<(TokenStream, TokenStream)> {
     let is_bool = matches!(&*pt.ty, syn::Type::Path(tp) if tp.path.is_ident("bool"));
@@ -212,9 +228,16 @@ pub(crate) fn host_param(
             slice_param(ident, &t, mutable, span, rt)
         }
         ParamType::TensorMap => {
-            return err(
-                span,
-                "a `#[kernel]` parameter cannot be a tensor map: write the kernel with the builder (`KernelBuilder::param_tensor_map`)",
+            let arg = quote_spanned!(span=> #ident: &#rt::TensorMap);
+            let Some(((elem, rank), entry, dsl)) = map else {
+                return Ok((arg, quote!(#rt::KernelArg::from(#ident))));
+            };
+            let v = variant_tokens(elem);
+            let name = ident.to_string();
+            let rank = rank as usize;
+            (
+                arg,
+                quote!(#rt::KernelArg::from(#ident.expect_param(#entry, #name, #dsl::ScalarType::#v, #rank)?)),
             )
         }
     })

@@ -101,7 +101,7 @@ pub fn generic_launcher(
             conv.push(quote!(#rt::KernelArg::Scalar(<#t as #rt::DeviceElem>::to_scalar(#ident))));
             continue;
         }
-        let (arg, to_arg) = crate::codegen::host_param(pt, &ident, p.ty, rt)?;
+        let (arg, to_arg) = crate::codegen::host_param(pt, &ident, p.ty, None, rt)?;
         args.push(arg);
         conv.push(to_arg);
     }

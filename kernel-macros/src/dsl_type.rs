@@ -53,7 +53,16 @@ pub fn variant_tokens(t: ScalarType) -> TokenStream {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ParamTy {
     Scalar(ScalarType),
-    Slice { elem: ScalarType, mutable: bool },
+    Slice {
+        elem: ScalarType,
+        mutable: bool,
+    },
+    /// `&TensorMap<T, RANK>`: a tensor map over elements of `T` with `RANK` dimensions (1 to
+    /// 5), which the bulk tensor copy reads.
+    TensorMap {
+        elem: ScalarType,
+        rank: u32,
+    },
 }
 
 const SUPPORTED: &str = "u32, i32, u64, i64, f32, f64, f16, bf16, bool";
@@ -87,6 +96,15 @@ pub fn scalar_of(ty: &syn::Type, generics: &BTreeMap<String, ScalarType>) -> DRe
 pub fn param_type(ty: &syn::Type, generics: &BTreeMap<String, ScalarType>) -> DResult<ParamTy> {
     match ty {
         syn::Type::Reference(r) => {
+            if let Some(t) = tensor_map_type(&r.elem, generics)? {
+                if r.mutability.is_some() {
+                    return err(
+                        crate::diag::range(&ty),
+                        "a tensor map is read-only in a kernel: write `&TensorMap<T, RANK>`",
+                    );
+                }
+                return Ok(t);
+            }
             let syn::Type::Slice(s) = &*r.elem else {
                 return err(
                     crate::diag::range(&ty),
@@ -107,6 +125,46 @@ pub fn param_type(ty: &syn::Type, generics: &BTreeMap<String, ScalarType>) -> DR
             "a kernel cannot take an array or slice by value: take it as `&[T]` or `&mut [T]`",
         ),
         _ => Ok(ParamTy::Scalar(scalar_of(ty, generics)?)),
+    }
+}
+
+/// `TensorMap<T, RANK>`, if `ty` names one.
+fn tensor_map_type(
+    ty: &syn::Type,
+    generics: &BTreeMap<String, ScalarType>,
+) -> DResult<Option<ParamTy>> {
+    let syn::Type::Path(p) = ty else {
+        return Ok(None);
+    };
+    let Some(last) = p.path.segments.last() else {
+        return Ok(None);
+    };
+    if last.ident != "TensorMap" {
+        return Ok(None);
+    }
+    let usage = "a tensor map names its element type and rank: `&TensorMap<bf16, 2>`";
+    let syn::PathArguments::AngleBracketed(ab) = &last.arguments else {
+        return err(crate::diag::range(&ty), usage);
+    };
+    let args: Vec<_> = ab.args.iter().collect();
+    let [syn::GenericArgument::Type(elem), rank] = args.as_slice() else {
+        return err(crate::diag::range(&ab), usage);
+    };
+    let elem = scalar_of(elem, generics)?;
+    let rank = match rank {
+        syn::GenericArgument::Const(syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Int(i),
+            ..
+        })) => i.base10_parse::<u32>().ok(),
+        syn::GenericArgument::Type(syn::Type::Path(_)) => None,
+        _ => None,
+    };
+    match rank {
+        Some(r @ 1..=5) => Ok(Some(ParamTy::TensorMap { elem, rank: r })),
+        _ => err(
+            crate::diag::range(&args[1]),
+            "a tensor map's rank is a literal from 1 to 5: `&TensorMap<bf16, 2>`",
+        ),
     }
 }
 

@@ -300,7 +300,12 @@ fn build_instance(
     perf.minnctapersm = min_blocks;
     let t1 = Instant::now();
     let mode = crate::line_info::Mode::current();
-    let mut emitted = targets::emit_all(&lowered, crate::diag::range(&func.sig.ident), mode);
+    let mut emitted = targets::emit_all(
+        &lowered,
+        crate::diag::range(&func.sig.ident),
+        attr.needs,
+        mode,
+    );
     for e in &mut emitted {
         if let Err(d) = &mut e.ptx {
             *d = inst.note(d.clone());
@@ -312,18 +317,20 @@ fn build_instance(
         for e in &emitted {
             if let (true, Ok(ptx)) = (announced.contains(&e.target), &e.ptx) {
                 let form = e.with_lines.as_ref().map(|_| LineInfo::Off);
-                if let Some(bin) = cubin::assemble(ptxas, ptx, e.target, &inst.entry) {
+                if let Some(bin) = cubin::assemble(ptxas, ptx, e.module, &inst.entry) {
                     cubins.push(Cubin {
                         target: e.target,
+                        module: e.module,
                         form,
                         bytes: bin,
                     });
                 }
                 if let Some(lined) = &e.with_lines {
-                    if let Some(bin) = cubin::assemble(ptxas, lined, e.target, &inst.entry) {
+                    if let Some(bin) = cubin::assemble(ptxas, lined, e.module, &inst.entry) {
                         let form = Some(LineInfo::On);
                         cubins.push(Cubin {
                             target: e.target,
+                            module: e.module,
                             form,
                             bytes: bin,
                         });

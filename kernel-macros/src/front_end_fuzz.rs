@@ -412,6 +412,7 @@ fn check(src: &str, ptxas: Option<&Path>, dir: &Path, tally: &mut Tally) -> Resu
     let emitted = crate::targets::emit_all(
         &lowered,
         crate::diag::range(&func.sig.ident),
+        None,
         crate::line_info::Mode::current(),
     );
     let default = emitted

@@ -14,33 +14,66 @@ use quote::quote;
 /// The target a crate builds for when it enables no `sm_*` feature.
 pub const DEFAULT_TARGET: Target = Target::DEFAULT_BUILD;
 
-/// The outcome of emitting one kernel for one target.
+/// The outcome of emitting one kernel for one enabled target.
 pub struct Emitted {
+    /// The target whose feature enables this outcome.
     pub target: Target,
+    /// The target the module is for: `target`, or its `a` variant for a kernel that
+    /// `needs` it.
+    pub module: Target,
     /// The PTX in the line-info form of [`Mode::primary`], or why there is none.
     pub ptx: Result<String, Diag>,
     /// In [`Mode::ByProfile`], the PTX with line info, which the crate takes instead of `ptx`
     /// where [`line_info::cfg_on`] holds.
     pub with_lines: Option<String>,
+    /// For a capability error: the lowest target that runs the offending instruction.
+    pub lowest: Option<Target>,
 }
 
-/// Emits `lowered` for every target, in the line-info forms `mode` asks for.
-pub fn emit_all(lowered: &Lowered, fallback: crate::diag::SpanRange, mode: Mode) -> Vec<Emitted> {
+/// Emits `lowered` for every target, or, for a kernel that `needs` a target, for the targets
+/// that can run it ([`module_for`]); the others are left out, with no error. Each is emitted in
+/// the line-info forms `mode` asks for.
+pub fn emit_all(
+    lowered: &Lowered,
+    fallback: crate::diag::SpanRange,
+    needs: Option<Target>,
+    mode: Mode,
+) -> Vec<Emitted> {
     Target::ALL
         .iter()
-        .map(|&t| {
-            let ptx = emit_one(lowered, t, fallback, mode.primary());
+        .filter_map(|&t| {
+            let module = match needs {
+                Some(n) => module_for(t, n)?,
+                None => t,
+            };
+            let (ptx, lowest) = match emit_one(lowered, module, fallback, mode.primary()) {
+                Ok(ptx) => (Ok(ptx), None),
+                Err((d, lowest)) => (Err(d), lowest),
+            };
             let with_lines = match (mode, &ptx) {
-                (Mode::ByProfile, Ok(_)) => emit_one(lowered, t, fallback, LineInfo::On).ok(),
+                (Mode::ByProfile, Ok(_)) => emit_one(lowered, module, fallback, LineInfo::On).ok(),
                 _ => None,
             };
-            Emitted {
+            Some(Emitted {
                 target: t,
+                module,
                 ptx,
                 with_lines,
-            }
+                lowest,
+            })
         })
         .collect()
+}
+
+/// The module an enabled `target` builds for a kernel that needs `needs`: an `a` target is
+/// built where it or its SM's plain target is enabled (the runtime loads the `a` module on
+/// that device); a plain one wherever the SM is at least its own.
+pub fn module_for(target: Target, needs: Target) -> Option<Target> {
+    if needs.is_arch_specific() {
+        (target == needs || target.arch_specific_variant() == Some(needs)).then_some(needs)
+    } else {
+        (target.sm() >= needs.sm()).then_some(target)
+    }
 }
 
 fn emit_one(
@@ -48,18 +81,22 @@ fn emit_one(
     target: Target,
     fallback: crate::diag::SpanRange,
     line_info: LineInfo,
-) -> Result<String, Diag> {
+) -> Result<String, (Diag, Option<Target>)> {
     // Capability first, against the spans the lowering recorded, so the error names the
     // user's line rather than the kernel as a whole.
     for (op, span) in &lowered.op_spans {
         let req = catalog::requirement(op);
         if !req.admits(target) {
-            return Err(Diag::new(
-                *span,
-                format!(
-                    "`{}` needs {req}, but this crate builds for {target}",
-                    op.mnemonic()
+            let lowest = Target::ALL.into_iter().find(|t| req.admits(*t));
+            return Err((
+                Diag::new(
+                    *span,
+                    format!(
+                        "`{}` needs {req}, but this crate builds for {target}",
+                        op.mnemonic()
+                    ),
                 ),
+                lowest,
             ));
         }
     }
@@ -77,7 +114,7 @@ fn emit_one(
         } else {
             fallback
         };
-        Diag::new(span, text)
+        (Diag::new(span, text), None)
     })
 }
 
@@ -92,6 +129,21 @@ pub fn cfg_for(target: Target) -> TokenStream {
     }
 }
 
+/// The cfg of an emitted module: its target's, and for an `a` module built on behalf of the
+/// plain target, only where the `a` target is not enabled itself (which embeds it once).
+pub fn module_cfg(e: &Emitted) -> TokenStream {
+    pair_cfg(e.target, e.module)
+}
+
+/// [`module_cfg`] for a module of `module` enabled by `target`.
+pub fn pair_cfg(target: Target, module: Target) -> TokenStream {
+    if module == target {
+        return cfg_for(target);
+    }
+    let (plain, module) = (target.feature(), module.feature());
+    quote!(#[cfg(all(feature = #plain, not(feature = #module)))])
+}
+
 /// The `Target::SmXX` path under `dsl`.
 pub fn target_tokens(t: Target, dsl: &TokenStream) -> TokenStream {
     let v = syn::Ident::new(&format!("{t:?}"), Span::call_site());
@@ -103,8 +155,8 @@ pub fn target_tokens(t: Target, dsl: &TokenStream) -> TokenStream {
 pub fn ptx_entries(emitted: &[Emitted], dsl: &TokenStream) -> TokenStream {
     let entries = emitted.iter().filter_map(|e| {
         let ptx = e.ptx.as_ref().ok()?;
-        let cfg = cfg_for(e.target);
-        let t = target_tokens(e.target, dsl);
+        let cfg = module_cfg(e);
+        let t = target_tokens(e.module, dsl);
         let entry = |text: &str, form: TokenStream| {
             let bytes = proc_macro2::Literal::byte_string(&kernel_dsl::artifact::deflate(text));
             quote!(#cfg #form (#t, #dsl::Ptx::Deflated(#bytes)),)
@@ -136,12 +188,17 @@ pub fn target_errors(emitted: &[Emitted]) -> TokenStream {
             }
             d.to_compile_error()
         };
-        let explicit = with_help(format!("remove the `{feature}` feature, or give this kernel a variant for {t}"));
+        // An instruction only newer targets have: the kernel may say so and be left out here.
+        let needs = match e.lowest {
+            Some(l) => format!(", or build this kernel only for the targets that run it: `#[kernel(needs = {l})]`"),
+            None => String::new(),
+        };
+        let explicit = with_help(format!("remove the `{feature}` feature, or give this kernel a variant for {t}{needs}"));
         let mut out = quote!(#[cfg(feature = #feature)] #explicit);
         if t == DEFAULT_TARGET {
             let all = Target::ALL.iter().map(|t| t.feature());
             let default = with_help(format!(
-                "this crate enables no `sm_*` feature, so it builds for {t}, the default: enable the targets you need, e.g. `--features sm_90`"
+                "this crate enables no `sm_*` feature, so it builds for {t}, the default: enable the targets you need, e.g. `--features sm_90`{needs}"
             ));
             out.extend(quote!(#[cfg(not(any(#(feature = #all),*)))] #default));
         }
@@ -156,5 +213,27 @@ pub fn target_errors(emitted: &[Emitted]) -> TokenStream {
     quote! {
         #[allow(unexpected_cfgs)]
         const _: () = { #(#errs)* };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::module_for;
+    use kernel_dsl::Target::*;
+
+    #[test]
+    fn a_kernel_that_needs_an_a_target_builds_it_for_that_sm_only() {
+        let built: Vec<_> = kernel_dsl::Target::ALL
+            .iter()
+            .filter_map(|&t| module_for(t, Sm90a).map(|m| (t, m)))
+            .collect();
+        assert_eq!(built, [(Sm90, Sm90a), (Sm90a, Sm90a)]);
+    }
+
+    #[test]
+    fn a_kernel_that_needs_a_plain_target_builds_for_every_target_at_or_above_it() {
+        assert_eq!(module_for(Sm89, Sm90), None);
+        assert_eq!(module_for(Sm90, Sm90), Some(Sm90));
+        assert_eq!(module_for(Sm120, Sm90), Some(Sm120));
     }
 }

@@ -5,7 +5,9 @@
 //! cuBLAS's default math mode, which never uses TF32. Where our kernel is a `#[kernel]` port
 //! (the fp32 SIMT GEMM, and the `mma.sync` GEMM of the `mma` rows and of TF32 on Hopper), the
 //! builder kernel it replaces is timed beside it in the same run (`builder ms`, and
-//! `ours/builder`: builder time over ours, above 1.0 the port is faster).
+//! `ours/builder`: builder time over ours, above 1.0 the port is faster). The `tma` rows time
+//! the `#[kernel]` Hopper GEMM (`tma_wgmma_bf16_nt`, bf16 NT into f32) beside the builder TMA
+//! kernel that `gemm` picks for the same problem; their cuBLAS column is the bf16 one.
 //!
 //! ```text
 //! cargo run --release -p kernels --example bench_gemm            # on a GPU
@@ -18,7 +20,9 @@
 
 use kernel_dsl::Target;
 use kernel_runtime::{Bf16, Buffer, Device, Stream};
-use kernels::gemm::{gemm_with_plan, select, Epilogue, GemmElement, GemmShape, Layout, Math};
+use kernels::gemm::{
+    gemm_with_plan, select, tma_wgmma_bf16_nt, Epilogue, GemmElement, GemmShape, Layout, Math,
+};
 use std::error::Error;
 
 type Res<T = ()> = Result<T, Box<dyn Error>>;
@@ -32,6 +36,9 @@ enum Kind {
     /// bf16 through the sm_80 `mma.sync` kernel, whatever the device (on Hopper, `gemm` itself
     /// picks `wgmma`).
     MmaBf16,
+    /// bf16 NT with f32 output through the `#[kernel]` TMA + `wgmma` GEMM
+    /// (`tma_wgmma_bf16_nt`), beside the builder TMA kernel `gemm` picks for it on Hopper.
+    TmaBf16,
 }
 
 impl Kind {
@@ -41,6 +48,7 @@ impl Kind {
             Kind::Tf32 => "tf32",
             Kind::Bf16 => "bf16",
             Kind::MmaBf16 => "mma",
+            Kind::TmaBf16 => "tma",
         }
     }
 }
@@ -122,9 +130,28 @@ fn ours<T: GemmElement, O: GemmElement>(
     Ok((ms, Some(old)))
 }
 
+/// The `#[kernel]` TMA GEMM (bf16 NT, f32 out), then the builder kernel `gemm` picks for the
+/// same problem on `target`: milliseconds of each.
+fn ours_tma(b: &Bench, shape: &GemmShape, target: Target) -> Res<(f64, Option<f64>)> {
+    let (a, bb, mut c) = operands::<Bf16, f32>(b, shape)?;
+    let (m, n, k) = (shape.m as u32, shape.n as u32, shape.k as u32);
+    let ms = b.time(|s| Ok(tma_wgmma_bf16_nt(s, &a, &bb, &mut c, m, n, k)?))?;
+    let epi = Epilogue::default();
+    let plan = select(Bf16::DTYPE, f32::DTYPE, Math::Fp32, shape, target)?;
+    let old = b.time(|s| Ok(gemm_with_plan(s, &plan, shape, &a, &bb, &mut c, &epi)?))?;
+    Ok((ms, Some(old)))
+}
+
 fn row(b: &Bench, kind: Kind, label: &str, shape: &GemmShape) -> Res {
     let device = b.device.target();
+    // The TMA GEMM runs on sm_90 only, and takes NT problems with 16-byte rows.
+    if kind == Kind::TmaBf16
+        && (device.sm() != 90 || shape.layout != Layout::Nt || !shape.k.is_multiple_of(8))
+    {
+        return Ok(());
+    }
     let (ms, builder) = match kind {
+        Kind::TmaBf16 => ours_tma(b, shape, device)?,
         Kind::Fp32 => ours::<f32, f32>(b, shape, Math::Fp32, device)?,
         Kind::Tf32 => ours::<f32, f32>(b, shape, Math::Tf32, device)?,
         Kind::Bf16 => ours::<Bf16, Bf16>(b, shape, Math::Fp32, device)?,
@@ -216,7 +243,13 @@ fn main() -> Res {
     println!("|------|-------------|----|-----------------------|----------|---------|------------|--------------|-----------|---------|-------------|");
     // BENCH_KINDS=bf16,mma (say) runs only those rows.
     let only = std::env::var("BENCH_KINDS").ok();
-    let kinds = [Kind::Fp32, Kind::Tf32, Kind::Bf16, Kind::MmaBf16];
+    let kinds = [
+        Kind::Fp32,
+        Kind::Tf32,
+        Kind::Bf16,
+        Kind::MmaBf16,
+        Kind::TmaBf16,
+    ];
     for kind in kinds.into_iter().filter(|k| {
         only.as_deref()
             .is_none_or(|o| o.split(',').any(|w| w == k.name()))
@@ -280,7 +313,7 @@ mod blas {
                     sys::cudaDataType_t::CUDA_R_32F,
                     sys::cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32,
                 ),
-                Kind::Bf16 | Kind::MmaBf16 => (
+                Kind::Bf16 | Kind::MmaBf16 | Kind::TmaBf16 => (
                     2,
                     sys::cudaDataType_t::CUDA_R_16BF,
                     sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,

@@ -468,6 +468,19 @@ fn gemms(s: &mut Sweep) {
                 s.case(&op("matmul"), size, |s| {
                     gemm::matmul(&s.stream, &s.f32s(), &s.f32s(), &mut s.f32s(), m, n, k)
                 });
+                // Its sizes are u32: a larger claim is the largest it can be told.
+                let dim = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
+                s.case(&op("tma_wgmma_bf16_nt"), size, |s| {
+                    gemm::tma_wgmma_bf16_nt(
+                        &s.stream,
+                        &s.bf16s(),
+                        &s.bf16s(),
+                        &mut s.f32s(),
+                        dim(m),
+                        dim(n),
+                        dim(k),
+                    )
+                });
             }
         }
         s.case("gemm_split_k (splits)", size, |s| {

@@ -183,6 +183,27 @@ fn gemm_instances_assemble_without_spills() {
     assert_eq!(check(&ptxas, &ported("gemm_mma__"), most), 15 * 4, "mma");
 }
 
+/// The `#[kernel]` Hopper GEMM, sm_90a only: its 64 accumulators stay in registers across the
+/// k loop (no spills, no stack), within the 255 a thread may hold.
+#[test]
+fn tma_wgmma_gemm_keeps_its_accumulator_in_registers() {
+    let Some(ptxas) = ptxas() else { return };
+    let k = kernels::gemm::KERNELS
+        .iter()
+        .find(|k| k.kernel().name == "gemm_tma_wgmma_bf16_nt")
+        .expect("the TMA GEMM is listed");
+    let ptx = kernel_dsl::emit::emit(&k.kernel(), Target::Sm90a).expect("emits for sm_90a");
+    let assembled = ptxas.assemble(&ptx).expect("ptxas accepts it");
+    let r = &assembled.reports[0];
+    assert_eq!(
+        (r.spill_stores, r.spill_loads, r.stack_bytes),
+        (0, 0, 0),
+        "{}",
+        assembled.log
+    );
+    assert!(r.registers <= 255, "{} registers", r.registers);
+}
+
 /// Paged decode: 256-thread blocks, two an SM where a block holds four query rows (128
 /// registers), one where it holds eight; the combine streams at 64.
 #[test]

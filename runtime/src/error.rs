@@ -17,6 +17,15 @@ pub enum Error {
     },
     #[error("invalid tensor map: {detail}")]
     TensorMap { detail: String },
+    #[error("kernel `{kernel}` takes `{param}` as a tensor map of {want_elem} in {want_rank} dimensions, but was given one of {elem} in {rank}: encode the map over a buffer of that type with that many extents")]
+    TensorMapParam {
+        kernel: String,
+        param: String,
+        want_elem: kernel_dsl::ScalarType,
+        want_rank: usize,
+        elem: kernel_dsl::ScalarType,
+        rank: usize,
+    },
     #[error("CUDA driver call `{call}` failed: {code}")]
     Driver { call: &'static str, code: String },
     #[error("kernel `{kernel}` has no module for {target} (it was built for {}) and cannot emit one: enable the `{}` feature", list_targets(.embedded), .target.feature())]

@@ -171,6 +171,8 @@ impl TensorTiling {
 pub struct TensorMap {
     bytes: Box<MapBytes>,
     box_bytes: u32,
+    elem: ScalarType,
+    rank: usize,
     pub(crate) core: Arc<BufferCore>,
 }
 
@@ -193,7 +195,55 @@ impl TensorMap {
         Ok(TensorMap {
             bytes: Box::new(MapBytes(bytes)),
             box_bytes: tiling.box_bytes(elem_bytes as u32),
+            elem,
+            rank: tiling.dims.len(),
             core: view.core.clone(),
+        })
+    }
+
+    /// The element type of the tensor the map describes.
+    pub fn elem(&self) -> ScalarType {
+        self.elem
+    }
+
+    /// How many dimensions the map has (1 to [`TENSOR_MAP_MAX_RANK`]).
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// This map, if it describes `elem` values in `rank` dimensions as the `#[kernel]`
+    /// parameter `param` of `kernel` declares (`&TensorMap<T, RANK>`); the generated launcher
+    /// calls it before launching.
+    ///
+    /// ```
+    /// use kernel_dsl::ScalarType;
+    /// use kernel_runtime::{Buffer, Device, TensorMap, TensorSwizzle, TensorTiling};
+    /// # fn main() -> Result<(), kernel_runtime::Error> {
+    /// let stream = Device::emulator().stream()?;
+    /// let a = Buffer::<f32>::zeros(&stream, 64 * 32)?;
+    /// let map = TensorMap::tiled(a.view(), &TensorTiling::matrix(64, 32, 32, 16, 32, TensorSwizzle::None))?;
+    /// assert!(map.expect_param("k", "a", ScalarType::F32, 2).is_ok());
+    /// assert!(map.expect_param("k", "a", ScalarType::Bf16, 2).is_err());
+    /// assert!(map.expect_param("k", "a", ScalarType::F32, 3).is_err());
+    /// # Ok(()) }
+    /// ```
+    pub fn expect_param(
+        &self,
+        kernel: &str,
+        param: &str,
+        elem: ScalarType,
+        rank: usize,
+    ) -> Result<&TensorMap> {
+        if self.elem == elem && self.rank == rank {
+            return Ok(self);
+        }
+        Err(Error::TensorMapParam {
+            kernel: kernel.into(),
+            param: param.into(),
+            want_elem: elem,
+            want_rank: rank,
+            elem: self.elem,
+            rank: self.rank,
         })
     }
 

@@ -42,6 +42,9 @@ fn spelled(ty: Ty) -> Option<String> {
         Ty::Slice { mutable: false } => Some("&[T]".into()),
         Ty::Slice { mutable: true } => Some("&mut[T]".into()),
         Ty::ConstU32 => Some("u32".into()),
+        Ty::ConstBool => Some("bool".into()),
+        Ty::TensorMap => Some("&TensorMap<T,RANK>".into()),
+        Ty::Mbarriers => Some("&mut[u64]".into()),
         Ty::Unit | Ty::Generic | Ty::Shared => None,
     }
 }

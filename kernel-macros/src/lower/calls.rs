@@ -351,6 +351,7 @@ impl Lowerer<'_> {
                 self.inst(Op::CpAsyncWait, vec![], vec![Operand::Imm(Imm::Int(n))]);
                 unit
             }
+            n if super::hopper::HOPPER.contains(&n) => self.hopper_call(n, c),
             other => err(
                 crate::diag::range(&c),
                 format!("`{other}` is not implemented"),
@@ -619,6 +620,10 @@ impl Lowerer<'_> {
                         {
                             v.clone()
                         }
+                        (
+                            Value::TensorMap { elem, rank, .. },
+                            crate::dsl_type::ParamTy::TensorMap { elem: e, rank: r },
+                        ) if *elem == e && *rank == r => v.clone(),
                         _ => {
                             return err(
                                 crate::diag::range(&arg),

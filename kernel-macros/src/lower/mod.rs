@@ -11,6 +11,7 @@ pub(crate) use calls::MATH_UNARY;
 mod casts;
 mod chain;
 mod expr;
+mod hopper;
 mod location;
 mod methods;
 mod operators;
@@ -231,6 +232,37 @@ impl<'a> Lowerer<'a> {
                     Binding {
                         value: Value::Scalar(Scalar::reg(value)),
                         mutable,
+                        flex: None,
+                    },
+                );
+            }
+            ParamTy::TensorMap { elem, rank } => {
+                let sym = self.b.raw_param(&name, ParamType::TensorMap);
+                let param = self.b.reg(ScalarType::U64);
+                self.inst(
+                    Op::Mov {
+                        ty: ScalarType::U64,
+                    },
+                    vec![param.into()],
+                    vec![Operand::Symbol(sym)],
+                );
+                // The copy engine takes a generic address; `mov` gives the parameter-space
+                // one. The map stays in the parameter space: a copy elsewhere would need a
+                // proxy fence before the copy engine could read it.
+                let addr = self.b.reg(ScalarType::U64);
+                self.inst(
+                    Op::Cvta {
+                        space: StateSpace::Param,
+                        to_generic: true,
+                    },
+                    vec![addr.into()],
+                    vec![param.into()],
+                );
+                self.bind(
+                    &name,
+                    Binding {
+                        value: Value::TensorMap { addr, elem, rank },
+                        mutable: false,
                         flex: None,
                     },
                 );

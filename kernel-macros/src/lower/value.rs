@@ -62,6 +62,13 @@ pub enum Value {
     FloatLit(f64),
     Slice(SliceRef),
     Shared(SharedRef),
+    /// A `&TensorMap<T, RANK>` parameter: the generic address of its 128 bytes in the
+    /// parameter space, which the bulk tensor copy reads.
+    TensorMap {
+        addr: Reg,
+        elem: ScalarType,
+        rank: u32,
+    },
     /// A fixed-size local array kept in registers, one per element.
     Array {
         elems: Vec<Reg>,
@@ -92,6 +99,10 @@ impl Value {
                 format!("`[{}; {}]`", crate::dsl_type::rust_name(*elem), elems.len())
             }
             Value::Tuple(parts) => format!("a tuple of {} fields", parts.len()),
+            Value::TensorMap { elem, rank, .. } => format!(
+                "`&TensorMap<{}, {rank}>`",
+                crate::dsl_type::rust_name(*elem)
+            ),
             Value::Dim3(_) => "a `Dim3`".into(),
             Value::Unit => "`()`".into(),
         }

@@ -7,7 +7,8 @@
 //! The fp32 SIMT and `mma.sync` kernels and the split-k reduce are `#[kernel]` source
 //! (`simt_kernel.rs`, `mma_kernel.rs`, `split_reduce_kernel.rs`); the Hopper ones are written
 //! with the builder in `kernels-gen` and built by this crate's build script for the enabled
-//! targets. [`select`] picks the kernel; [`gemm`] checks, selects and launches; [`reference`]
+//! targets; [`tma_wgmma_bf16_nt`] is the first Hopper GEMM ported to `#[kernel]`
+//! (`tma_wgmma_kernel.rs`), launched on its own until it matches the builder's. [`select`] picks the kernel; [`gemm`] checks, selects and launches; [`reference`]
 //! is the f64 CPU reference the tests compare with.
 
 mod element;
@@ -23,6 +24,8 @@ mod select;
 mod simt_kernel;
 mod split_k;
 mod split_reduce_kernel;
+mod tma_wgmma;
+mod tma_wgmma_kernel;
 
 pub use element::GemmElement;
 pub use epilogue::{Activation, Epilogue};
@@ -30,6 +33,7 @@ pub use kernels_gen::gemm::{Dtype, Layout};
 pub use layout::GemmShape;
 pub use ops::{gemm, gemm_split_k, gemm_with_plan, matmul};
 pub use select::{select, Math, Plan};
+pub use tma_wgmma::tma_wgmma_bf16_nt;
 
 use crate::codegen::kernel_refs;
 use crate::OpKernel;
@@ -44,6 +48,9 @@ static MMA: [OpKernel; 15] = OpKernel::instances(mma_kernel::GEMM_MMA_INSTANCES)
 static MMA_BUILDER: [OpKernel; 15] = OpKernel::embedded(&built::GEMM_MMA);
 static WGMMA: [OpKernel; 12] = OpKernel::embedded(&built::GEMM_WGMMA);
 static WGMMA_TMA: [OpKernel; 18] = OpKernel::embedded(&built::GEMM_WGMMA_TMA);
+static TMA_WGMMA: [OpKernel; 1] = [OpKernel::language(
+    &tma_wgmma_kernel::GEMM_TMA_WGMMA_BF16_NT,
+)];
 static SPLIT_REDUCE: [OpKernel; 4] =
     OpKernel::instances(split_reduce_kernel::GEMM_SPLITK_REDUCE_INSTANCES);
 
@@ -55,4 +62,5 @@ pub static KERNELS: &[&OpKernel] = kernel_refs![
     WGMMA[0 1 2 3 4 5 6 7 8 9 10 11],
     WGMMA_TMA[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17],
     SPLIT_REDUCE[0 1 2 3],
+    TMA_WGMMA[0],
 ];

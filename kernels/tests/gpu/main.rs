@@ -10,6 +10,8 @@ mod common_flash_forward;
 mod common_rowwise;
 #[path = "../common_tensor/mod.rs"]
 mod common_tensor;
+#[path = "../common_tma_wgmma/mod.rs"]
+mod common_tma_wgmma;
 
 mod attention_backward;
 mod attention_decode;
@@ -20,6 +22,7 @@ mod collectives;
 mod cross_entropy;
 mod elementwise;
 mod embedding;
+mod gemm_tma_wgmma;
 mod gguf;
 mod layout;
 mod line_info;

@@ -209,6 +209,7 @@ fn an_instruction_above_a_target_is_an_error_for_that_target_only() {
     let emitted = crate::targets::emit_all(
         &l,
         proc_macro2::Span::call_site().into(),
+        None,
         crate::line_info::Mode::current(),
     );
     for e in &emitted {
@@ -302,6 +303,7 @@ fn barriers_under_thread_dependent_branches_are_rejected_by_the_verifier() {
     let emitted = crate::targets::emit_all(
         &l,
         proc_macro2::Span::call_site().into(),
+        None,
         crate::line_info::Mode::current(),
     );
     assert!(

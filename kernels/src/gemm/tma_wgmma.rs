@@ -1,0 +1,66 @@
+//! The host op of the `#[kernel]` Hopper GEMM ([`tma_wgmma_kernel`](super::tma_wgmma_kernel)):
+//! checks the buffers, encodes the two tensor maps and launches one block per 64×128 tile.
+
+use super::tma_wgmma_kernel::{gemm_tma_wgmma_bf16_nt, BK, SHARED_BYTES, THREADS, TILE_M, TILE_N};
+use crate::{check_len, Error};
+use kernel_runtime::{Bf16, Buffer, LaunchConfig, Stream, TensorMap, TensorSwizzle, TensorTiling};
+
+const OP: &str = "tma_wgmma_bf16_nt";
+
+/// `c = a · bᵀ` for bf16 `a` (`m × k`) and `b` (`n × k`), both row-major, into f32 `c`
+/// (`m × n`), on the tensor cores of an sm_90a device (or the emulator for sm_90a). `k` must be
+/// a multiple of 8, so that each row starts 16-byte aligned as the copy engine needs.
+///
+/// ```
+/// use kernel_runtime::{Bf16, Buffer, Device};
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator_for(kernel_dsl::Target::Sm90a).stream()?;
+/// let (m, n, k) = (3, 5, 8);
+/// let a = Buffer::from_host(&stream, &vec![Bf16::from_f32(1.0); m * k])?;
+/// let b = Buffer::from_host(&stream, &vec![Bf16::from_f32(0.5); n * k])?;
+/// let mut c = Buffer::<f32>::zeros(&stream, m * n)?;
+/// kernels::gemm::tma_wgmma_bf16_nt(&stream, &a, &b, &mut c, m as u32, n as u32, k as u32)?;
+/// assert_eq!(c.to_host(&stream)?, vec![4.0; m * n]);
+/// // A k that leaves rows unaligned is refused before anything launches.
+/// assert!(kernels::gemm::tma_wgmma_bf16_nt(&stream, &a, &b, &mut c, m as u32, n as u32, 7).is_err());
+/// # Ok(()) }
+/// ```
+pub fn tma_wgmma_bf16_nt(
+    stream: &Stream,
+    a: &Buffer<Bf16>,
+    b: &Buffer<Bf16>,
+    c: &mut Buffer<f32>,
+    m: u32,
+    n: u32,
+    k: u32,
+) -> Result<(), Error> {
+    if m == 0 || n == 0 || k == 0 || !k.is_multiple_of(8) {
+        return Err(Error::Unsupported {
+            op: OP,
+            detail: format!("m, n and k must be positive and k a multiple of 8 (16-byte rows for the copy engine), not {m} × {n} × {k}: pad k with zeros"),
+        });
+    }
+    let (mu, nu, ku) = (m as usize, n as usize, k as usize);
+    check_len(OP, "a", a.len(), mu * ku, || format!("m × k = {m} × {k}"))?;
+    check_len(OP, "b", b.len(), nu * ku, || format!("n × k = {n} × {k}"))?;
+    check_len(OP, "c", c.len(), mu * nu, || format!("m × n = {m} × {n}"))?;
+    let map = |buf: &Buffer<Bf16>, rows: u32, tile: u32| {
+        let tiling = TensorTiling::matrix(
+            rows as u64,
+            k as u64,
+            k as u64,
+            tile,
+            BK,
+            TensorSwizzle::B128,
+        );
+        TensorMap::tiled(buf.view(), &tiling)
+    };
+    let (map_a, map_b) = (map(a, m, TILE_M)?, map(b, n, TILE_N)?);
+    let cfg = LaunchConfig {
+        grid: [n.div_ceil(TILE_N), m.div_ceil(TILE_M), 1],
+        block: [THREADS, 1, 1],
+        dynamic_shared_bytes: SHARED_BYTES,
+    };
+    gemm_tma_wgmma_bf16_nt(stream, cfg, &map_a, &map_b, c, m, n, k)?;
+    Ok(())
+}
