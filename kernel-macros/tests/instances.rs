@@ -141,6 +141,27 @@ fn a_cross_product_builds_every_combination_with_dependent_constants() {
     );
 }
 
+/// `U` follows from `W` (one value per instance): a chosen axis adds no combinations.
+#[kernel(
+    crate = crate::common::paths,
+    instances(W in [1, 4], U in [if W == 1 { 8 } else { 2 }])
+)]
+pub fn unrolled_copy<const W: u32, const U: u32>(x: &[f32], y: &mut [f32]) {
+    let base = thread_idx().x * (W * U);
+    for u in 0..U {
+        y.store_vec::<W>(base + u * W, x.load_vec::<W>(base + u * W));
+    }
+}
+
+#[test]
+fn an_axis_may_choose_its_value_from_the_axes_before_it() {
+    let entries: Vec<_> = UNROLLED_COPY_INSTANCES
+        .iter()
+        .map(|k| k.meta.entry.to_string())
+        .collect();
+    assert_eq!(entries, ["unrolled_copy__1_8", "unrolled_copy__4_2"]);
+}
+
 #[test]
 fn the_generic_launcher_picks_the_instance_from_the_type_and_constants(
 ) -> Result<(), kernel_runtime::Error> {

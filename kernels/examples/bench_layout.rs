@@ -1,5 +1,5 @@
-//! The layout moves and the paged KV-cache append written in `#[kernel]` against the
-//! builder-written kernels they replace, side by side in one process, each as a share of the
+//! The layout moves and the paged KV-cache append written in `#[kernel]`, the axis swap beside
+//! the builder-written kernel it replaces, side by side in one process, each as a share of the
 //! device's copy bandwidth (the driver's device-to-device copy of 1 GiB, measured in the same
 //! run). Each pair is timed twice, alternating, so that clock drift shows as disagreement
 //! between the passes. Bytes: every element read once and written once; the append also reads
@@ -170,13 +170,9 @@ fn bench<T: Element>(b: &Bench) -> Res {
     let mut cache = Buffer::<T>::zeros(s, paged.cache_len())?;
     let shape = format!("{tokens}x{width} b{block_size}");
     let bytes = 2 * tokens * width * e + tokens * 8;
-    compare(b, "kv_cache_append", dt, &shape, bytes, |s, builder| {
+    single(b, "kv_cache_append", dt, &shape, bytes, |s| {
         let (p, t) = (&positions, &table);
-        if builder {
-            layout::kv_cache_append_builder(s, &new, &seq_ids, p, t, &mut cache, tokens, paged)
-        } else {
-            layout::kv_cache_append(s, &new, &seq_ids, p, t, &mut cache, tokens, paged)
-        }
+        layout::kv_cache_append(s, &new, &seq_ids, p, t, &mut cache, tokens, paged)
     })?;
     Ok(())
 }

@@ -26,8 +26,17 @@ pub(crate) fn order_key(v: f32) -> u32 {
 }
 
 /// `logits: rows × cols`; `index: rows`; `workspace`: see the module. Launched with one block
-/// of 256 threads per segment (`splits` per row, `seg` chunks each).
-#[kernel(crate = crate::lang, instances(T in [f32, bf16], W in [1, T::VEC]), block = 256)]
+/// of 256 threads per segment (`splits` per row, `seg` chunks each). Held to 32 registers, so
+/// that eight blocks fit an SM of 2048 threads and the plan's 1024 blocks run in one wave on a
+/// 132-SM GPU; at ptxas's unbounded 34 (allocated as 40) six fit, and the last third of the
+/// blocks ran as a second wave. (`min_blocks = 8` would say the same on sm_90, but ptxas
+/// rejects it where an SM holds fewer than 2048 threads.)
+#[kernel(
+    crate = crate::lang,
+    instances(T in [f32, bf16], W in [1, T::VEC]),
+    block = 256,
+    maxnreg = 32
+)]
 pub fn argmax<T: Dtype, const W: u32>(
     logits: &[T],
     index: &mut [u32],

@@ -3,40 +3,31 @@
 //! not fit), with an ignore index and the mean over the rows that are not ignored. No atomics:
 //! a single-CTA kernel counts the rows before, another averages the per-row losses after.
 
-mod fused_kernel;
 mod loss_kernel;
 mod reference;
-mod tally_kernels;
 
 pub use reference::{reference, Reference};
 
 use crate::cast::Element;
-use crate::codegen::kernel_table;
 use crate::codegen::rows::HELD_ELEMS;
 use crate::codegen::tensor::Access;
 use crate::rowwise::problem::RowProblem;
-use crate::rowwise::shape::RowPlan;
-use crate::rowwise::spec::{wide_row_held_chunks, RowSpec};
 use crate::{check_len, Error, OpKernel, Storage};
-use kernel_runtime::{Buffer, KernelArg, LaunchConfig, Stream};
-use tally_kernels::TALLY_THREADS;
+use kernel_runtime::{Buffer, LaunchConfig, Stream};
+
+/// Threads of the single block of the counting and averaging kernels (their `block = 256`).
+const TALLY_THREADS: u32 = 256;
 
 /// The most threads a row's block takes: 1024 for f32 in 16-byte chunks (within 64
-/// registers), so that one block fills an SM and each SM streams one row; 256 for bf16 in
-/// 16-byte chunks, whose ptxas allocation lands just above 64 registers, where a 512-thread
-/// block would leave room for one block an SM and 256 threads leave room for three; otherwise
-/// 512 (within 128 registers; `tests/instance_registers.rs` checks them).
+/// registers), so that one block fills an SM and each SM streams one row; 512 for bf16 in
+/// 16-byte chunks, held to 56 registers so that two blocks fit an SM; otherwise 512 (within 128
+/// registers; `tests/instance_registers.rs` checks them).
 fn row_threads(storage: Storage, access: Access) -> u32 {
     match (storage, access) {
         (Storage::F32, Access::Vector) => 1024,
-        (Storage::Bf16, Access::Vector) => 256,
         _ => 512,
     }
 }
-
-kernel_table!(static FUSED = fused_kernel::cross_entropy_fused, RowSpec::ALL, [0 1 2 3 4 5 6 7]);
-static COUNT: OpKernel = OpKernel::new(tally_kernels::count_targets);
-static MEAN: OpKernel = OpKernel::new(tally_kernels::mean_loss);
 
 static CROSS_ENTROPY: [OpKernel; 8] = OpKernel::instances(loss_kernel::CROSS_ENTROPY_INSTANCES);
 static CROSS_ENTROPY_COUNT: OpKernel = OpKernel::language(&loss_kernel::CROSS_ENTROPY_COUNT);
@@ -54,16 +45,6 @@ pub static KERNELS: &[&OpKernel] = &[
     &CROSS_ENTROPY[7],
     &CROSS_ENTROPY_COUNT,
     &CROSS_ENTROPY_MEAN,
-    &FUSED[0],
-    &FUSED[1],
-    &FUSED[2],
-    &FUSED[3],
-    &FUSED[4],
-    &FUSED[5],
-    &FUSED[6],
-    &FUSED[7],
-    &COUNT,
-    &MEAN,
 ];
 
 /// Softmax cross-entropy of `rows × vocab` `logits` against `targets` (one class index per
@@ -145,59 +126,5 @@ pub fn cross_entropy<T: Element>(
         )?;
     }
     loss_kernel::cross_entropy_mean(stream, single, row_loss, loss, p.rows)?;
-    Ok(())
-}
-
-/// The builder-written kernels that [`cross_entropy`] replaces, kept only until the two have
-/// been measured side by side (`bench_cross_entropy`).
-#[doc(hidden)]
-#[allow(clippy::too_many_arguments)]
-pub fn cross_entropy_builder<T: Element>(
-    stream: &Stream,
-    logits: &Buffer<T>,
-    targets: &Buffer<i32>,
-    dlogits: &mut Buffer<T>,
-    row_loss: &mut Buffer<f32>,
-    loss: &mut Buffer<f32>,
-    rows: usize,
-    vocab: usize,
-    ignore_index: i32,
-) -> Result<(), Error> {
-    const OP: &str = "cross_entropy";
-    let p = RowPlan::holding(OP, T::STORAGE, rows, vocab, None, wide_row_held_chunks)?;
-    p.check_matrix(OP, "logits", logits.len())?;
-    p.check_matrix(OP, "dlogits", dlogits.len())?;
-    p.check_per_row(OP, "targets", targets.len())?;
-    p.check_per_row(OP, "row_loss", row_loss.len())?;
-    check_len(OP, "loss", loss.len(), 2, || {
-        "the mean loss and the count of rows not ignored".into()
-    })?;
-    let single = LaunchConfig::linear(1, TALLY_THREADS);
-    let count_args = [
-        KernelArg::from(targets),
-        KernelArg::from(&mut *loss),
-        KernelArg::from(p.rows),
-        KernelArg::from(ignore_index),
-    ];
-    stream.launch(COUNT.artifacts(), single, &count_args)?;
-    if rows > 0 {
-        let args = [
-            KernelArg::from(logits),
-            KernelArg::from(targets),
-            KernelArg::from(&*loss),
-            KernelArg::from(&mut *dlogits),
-            KernelArg::from(&mut *row_loss),
-            KernelArg::from(p.rows),
-            KernelArg::from(p.cols),
-            KernelArg::from(ignore_index),
-        ];
-        stream.launch(FUSED[p.spec.index()].artifacts(), p.launch.cfg, &args)?;
-    }
-    let mean_args = [
-        KernelArg::from(&*row_loss),
-        KernelArg::from(&mut *loss),
-        KernelArg::from(p.rows),
-    ];
-    stream.launch(MEAN.artifacts(), single, &mean_args)?;
     Ok(())
 }

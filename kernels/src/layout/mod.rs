@@ -11,8 +11,6 @@ mod swap_kernel;
 mod transpose;
 mod transpose_kernel;
 
-#[doc(hidden)]
-pub use paged::kv_cache_append_builder;
 pub use paged::{kv_cache_append, CacheElement, PagedLayout};
 pub use swap::{heads_from_interleaved, interleaved_from_heads};
 #[doc(hidden)]
@@ -27,7 +25,6 @@ static SWAP: [OpKernel; 4] = OpKernel::instances(swap_kernel::SWAP_OUTER_INSTANC
 static TRANSPOSE: [OpKernel; 3] = OpKernel::instances(transpose_kernel::TRANSPOSE_INSTANCES);
 static APPEND: [OpKernel; 12] = OpKernel::instances(paged_kernel::KV_CACHE_APPEND_INSTANCES);
 kernel_table!(static SWAP_BUILDER = swap::swap_outer, RowSpec::ALL, [0 1 2 3 4 5 6 7]);
-kernel_table!(static APPEND_BUILDER = paged::append, RowSpec::ALL, [0 1 2 3 4 5 6 7]);
 
 /// Every specialization this module ships.
 pub static KERNELS: &[&OpKernel] = kernel_refs![
@@ -35,5 +32,4 @@ pub static KERNELS: &[&OpKernel] = kernel_refs![
     TRANSPOSE[0 1 2],
     APPEND[0 1 2 3 4 5 6 7 8 9 10 11],
     SWAP_BUILDER[0 1 2 3 4 5 6 7],
-    APPEND_BUILDER[0 1 2 3 4 5 6 7],
 ];

@@ -8,22 +8,11 @@
 use super::paged_kernel;
 use crate::cast::Element;
 use crate::codegen::rows::Group;
-use crate::codegen::rows::{for_each_row, Row};
-use crate::codegen::tensor::tensor_param;
 use crate::codegen::tensor::Access;
-use crate::rowwise::bits::and_pred;
-use crate::rowwise::index::{chunks, element};
-use crate::rowwise::moves::{load_bits, store_bits};
 use crate::rowwise::shape::RowPlan;
-use crate::rowwise::spec::row_held_chunks;
-use crate::rowwise::spec::RowSpec;
 use crate::Storage;
 use crate::{check_len, Error};
-use kernel_dsl::builder::KernelBuilder;
-use kernel_dsl::dtype::U32;
-use kernel_dsl::ir::Kernel;
-use kernel_dsl::op::Cmp;
-use kernel_runtime::{Buffer, DeviceElem, KernelArg, Stream};
+use kernel_runtime::{Buffer, DeviceElem, Stream};
 
 /// The shape of a paged cache and its block table.
 ///
@@ -81,53 +70,6 @@ impl<T: Element> CacheElement for T {
 
 impl CacheElement for kernel_runtime::F16 {
     const STORAGE: Storage = Storage::Bf16;
-}
-
-/// Parameters: `new, seq_ids, positions, block_table, cache, tokens, width, block_size,
-/// num_blocks, seqs, blocks_per_seq`.
-pub(crate) fn append(spec: RowSpec) -> Kernel {
-    let storage = spec.storage;
-    let mut b = KernelBuilder::new(format!("kv_cache_append_{}", spec.suffix()));
-    let new = tensor_param(&mut b, "new", storage, false);
-    let seq_ids = b.param_slice::<U32>("seq_ids");
-    let positions = b.param_slice::<U32>("positions");
-    let table = b.param_slice::<U32>("block_table");
-    let cache = tensor_param(&mut b, "cache", storage, true);
-    let tokens = b.param::<U32>("tokens");
-    let width_p = b.param::<U32>("width");
-    let block_size = b.param::<U32>("block_size");
-    let num_blocks = b.param::<U32>("num_blocks");
-    let seqs = b.param::<U32>("seqs");
-    let per_seq = b.param::<U32>("blocks_per_seq");
-    let width = spec.access.width(storage);
-    let nchunks = chunks(&mut b, width_p, width);
-
-    for_each_row(&mut b, spec.group, tokens, |b, row: Row| {
-        let seq = b.ld_global(&seq_ids, row.row);
-        let pos = b.ld_global(&positions, row.row);
-        let logical = b.div(pos, block_size);
-        let slot = b.rem(pos, block_size);
-        let seq_ok = b.setp(Cmp::Lt, seq, seqs);
-        let logical_ok = b.setp(Cmp::Lt, logical, per_seq);
-        let in_table = and_pred(b, seq_ok, logical_ok);
-        b.if_(in_table, |b| {
-            let entry = b.mad(seq, per_seq, logical);
-            let block = b.ld_global(&table, entry);
-            let block_ok = b.setp(Cmp::Lt, block, num_blocks);
-            b.if_(block_ok, |b| {
-                let cache_row = b.mad(block, block_size, slot);
-                let dst = b.mul(cache_row, width_p);
-                let src = b.mul(row.row, width_p);
-                b.for_range(row.lane, nchunks, row.width, |b, c| {
-                    let s = element(b, src, c, width);
-                    let o = element(b, dst, c, width);
-                    let v = load_bits(b, &new, s, spec.access);
-                    store_bits(b, &cache, o, v);
-                });
-            });
-        });
-    });
-    b.finish()
 }
 
 /// Writes each of `tokens` rows of `new` (`tokens × width`) into the paged `cache`, at the slot
@@ -191,58 +133,6 @@ pub fn kv_cache_append<T: CacheElement>(
         layout.num_blocks as u32,
         layout.seqs as u32,
         layout.blocks_per_seq as u32,
-    )?;
-    Ok(())
-}
-
-/// The builder-written kernel that [`kv_cache_append`] replaces, kept only until the two have
-/// been measured side by side (`bench_layout`).
-#[doc(hidden)]
-#[allow(clippy::too_many_arguments)]
-pub fn kv_cache_append_builder<T: Element>(
-    stream: &Stream,
-    new: &Buffer<T>,
-    seq_ids: &Buffer<u32>,
-    positions: &Buffer<u32>,
-    block_table: &Buffer<u32>,
-    cache: &mut Buffer<T>,
-    tokens: usize,
-    layout: PagedLayout,
-) -> Result<(), Error> {
-    let lens = [
-        new.len(),
-        seq_ids.len(),
-        positions.len(),
-        block_table.len(),
-        cache.len(),
-    ];
-    let Some(p) = plan(
-        <T as Element>::STORAGE,
-        lens,
-        tokens,
-        layout,
-        row_held_chunks,
-    )?
-    else {
-        return Ok(());
-    };
-    let args = [
-        KernelArg::from(new),
-        KernelArg::from(seq_ids),
-        KernelArg::from(positions),
-        KernelArg::from(block_table),
-        KernelArg::from(&mut *cache),
-        KernelArg::from(p.rows),
-        KernelArg::from(p.cols),
-        KernelArg::from(layout.block_size as u32),
-        KernelArg::from(layout.num_blocks as u32),
-        KernelArg::from(layout.seqs as u32),
-        KernelArg::from(layout.blocks_per_seq as u32),
-    ];
-    stream.launch(
-        super::APPEND_BUILDER[p.spec.index()].artifacts(),
-        p.launch.cfg,
-        &args,
     )?;
     Ok(())
 }

@@ -15,8 +15,14 @@ pub(crate) const fn held_chunks(vector: u32, width: u32) -> u32 {
 }
 
 /// `new: tokens × width`, `seq_ids`, `positions`: one per token, `block_table: seqs ×
-/// blocks_per_seq`, `cache: num_blocks × block_size × width`.
-#[kernel(crate = crate::lang, instances(T in [f32, bf16, f16], W in [1, T::VEC], CTA in [0, 1]))]
+/// blocks_per_seq`, `cache: num_blocks × block_size × width`. The 16-byte instances are held
+/// to 32 registers (ptxas takes 40 unbounded, without spilling at 32): a row's block is often
+/// 64 threads, and at 32 registers an SM holds its 32 such blocks rather than 25.
+#[kernel(
+    crate = crate::lang,
+    instances(T in [f32, bf16, f16], W in [1, T::VEC], CTA in [0, 1]),
+    maxnreg = if W > 1 { 32 } else { 0 }
+)]
 pub fn kv_cache_append<T: Dtype, const W: u32, const CTA: u32>(
     new: &[T],
     seq_ids: &[u32],

@@ -231,7 +231,7 @@ impl Plan {
     fn launch(&self) -> LaunchConfig {
         let width = self.spec.access.width(self.spec.storage);
         let interleaved = self.spec.layout == RopeLayout::Interleaved;
-        let held = rotate_kernel::held_heads(interleaved);
+        let held = rotate_kernel::held_heads(interleaved, width == 1);
         let used = self.chunks + (self.head_dim - 2 * self.half) / width;
         let per_group = if interleaved && width == 1 {
             used.next_multiple_of(32)
@@ -258,11 +258,14 @@ fn launch<T: Element>(
     let Some(p) = Plan::new::<T>(op, lens, dims, rope)? else {
         return Ok(());
     };
+    let interleaved = p.spec.layout == RopeLayout::Interleaved;
+    let width = p.spec.access.width(T::STORAGE);
     rotate_kernel::rope::<T>(
         stream,
         p.launch(),
-        (p.spec.layout == RopeLayout::Interleaved) as u32,
-        p.spec.access.width(T::STORAGE),
+        interleaved as u32,
+        width,
+        rotate_kernel::held_heads(interleaved, width == 1),
         x,
         positions,
         y,

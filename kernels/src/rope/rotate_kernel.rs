@@ -14,17 +14,18 @@
 //! Instances: the element type `T`, the layout `INTERLEAVED` (0: NeoX, pair `(d[i],
 //! d[i + half])`; 1: pair `(d[2i], d[2i + 1])`) and the access width `W` (16 bytes where every
 //! chunk starts aligned, else one element; an interleaved chunk of one-element accesses is one
-//! pair).
+//! pair), and the heads a thread holds, `H`, which follows from the other two.
 
 use kernel_macros::{device, kernel};
 
-/// Heads a thread rotates with the sines and cosines it computes once: 4 for NeoX, which
-/// accesses each head twice, 8 for interleaved (the kernel's `4 + 4 * INTERLEAVED`). Holding 8
-/// in NeoX's one-element instances too measured slower on an H200 (head_dim 34: 66% of copy
-/// against 69%).
-pub(crate) const fn held_heads(interleaved: bool) -> u32 {
+/// Heads a thread rotates with the sines and cosines it computes once (the kernel's `H`): 8 for
+/// interleaved; 4 for NeoX in 16-byte chunks, which accesses each head twice; 2 for NeoX one
+/// element at a time (at head_dim 34 on an H100, faster than 4 or 1: BENCHMARKS.md).
+pub(crate) const fn held_heads(interleaved: bool, one_element: bool) -> u32 {
     if interleaved {
         8
+    } else if one_element {
+        2
     } else {
         4
     }
@@ -45,8 +46,16 @@ fn rotation(pos: f32, i: u32, exponent: f32, sign: f32) -> [f32; 2] {
 /// `chunks` = accesses per head's rotary part (NeoX: per half); `sign` is 1 forward, −1
 /// backward. Items: `tokens · ⌈heads / H⌉ · (chunks + (head_dim − 2·half) / W)`, `H` the
 /// held heads.
-#[kernel(crate = crate::lang, instances(T in [f32, bf16], INTERLEAVED in [0, 1], W in [1, T::VEC]))]
-pub fn rope<T: Dtype, const INTERLEAVED: u32, const W: u32>(
+#[kernel(
+    crate = crate::lang,
+    instances(
+        T in [f32, bf16],
+        INTERLEAVED in [0, 1],
+        W in [1, T::VEC],
+        H in [if INTERLEAVED == 1 { 8 } else if W == 1 { 2 } else { 4 }]
+    )
+)]
+pub fn rope<T: Dtype, const INTERLEAVED: u32, const W: u32, const H: u32>(
     x: &[T],
     positions: &[u32],
     y: &mut [T],
@@ -69,7 +78,7 @@ pub fn rope<T: Dtype, const INTERLEAVED: u32, const W: u32>(
         used
     };
     // Heads a thread holds (`held_heads`).
-    let groups = (heads + (4 + 4 * INTERLEAVED) - 1) / (4 + 4 * INTERLEAVED);
+    let groups = (heads + H - 1) / H;
     let per_token = groups * per_group;
     let items = tokens * per_token;
     let stride = block_dim().x * grid_dim().x;
@@ -80,11 +89,11 @@ pub fn rope<T: Dtype, const INTERLEAVED: u32, const W: u32>(
         let group = in_token / per_group;
         let c = in_token - group * per_group;
         // The group's first head, within the token and in the whole tensor.
-        let h0 = group * (4 + 4 * INTERLEAVED);
+        let h0 = group * H;
         let head0 = token * heads + h0;
         // Each held head's first element of the chunk, and whether the head exists.
-        let mut at = [0u32; 4 + 4 * INTERLEAVED];
-        let mut live = [false; 4 + 4 * INTERLEAVED];
+        let mut at = [0u32; H];
+        let mut live = [false; H];
         if c < chunks {
             if INTERLEAVED == 0 || W == 1 {
                 // Pairs `(d, d + partner)` for `d` in `d0 .. d0 + W`, rotation `i0 + k`.
@@ -96,9 +105,9 @@ pub fn rope<T: Dtype, const INTERLEAVED: u32, const W: u32>(
                     partner = 1;
                     i0 = c;
                 }
-                let mut a = [0.0 as T; (4 + 4 * INTERLEAVED) * W];
-                let mut b = [0.0 as T; (4 + 4 * INTERLEAVED) * W];
-                for h in 0..(4 + 4 * INTERLEAVED) {
+                let mut a = [0.0 as T; H * W];
+                let mut b = [0.0 as T; H * W];
+                for h in 0..H {
                     at[h] = (head0 + h) * head_dim + d0;
                     live[h] = h0 + h < heads;
                     let u = x.load_vec_or::<W>(at[h], live[h], 0.0 as T);
@@ -115,7 +124,7 @@ pub fn rope<T: Dtype, const INTERLEAVED: u32, const W: u32>(
                     cs[2 * k] = r[0];
                     cs[2 * k + 1] = r[1];
                 }
-                for h in 0..(4 + 4 * INTERLEAVED) {
+                for h in 0..H {
                     if live[h] {
                         let mut u = [0.0 as T; W];
                         let mut v = [0.0 as T; W];
@@ -163,8 +172,8 @@ pub fn rope<T: Dtype, const INTERLEAVED: u32, const W: u32>(
         } else if c < used {
             // Past the rotary dimensions: copied.
             let d = rot + (c - chunks) * W;
-            let mut a = [0.0 as T; (4 + 4 * INTERLEAVED) * W];
-            for h in 0..(4 + 4 * INTERLEAVED) {
+            let mut a = [0.0 as T; H * W];
+            for h in 0..H {
                 at[h] = (head0 + h) * head_dim + d;
                 live[h] = h0 + h < heads;
                 let u = x.load_vec_or::<W>(at[h], live[h], 0.0 as T);
@@ -172,7 +181,7 @@ pub fn rope<T: Dtype, const INTERLEAVED: u32, const W: u32>(
                     a[h * W + k] = u[k];
                 }
             }
-            for h in 0..(4 + 4 * INTERLEAVED) {
+            for h in 0..H {
                 if live[h] {
                     let mut u = [0.0 as T; W];
                     for k in 0..W {

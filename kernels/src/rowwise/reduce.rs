@@ -1,9 +1,9 @@
-//! Max and arg-max over a row's group of threads (a warp, or the whole CTA through one shared
-//! slot per warp). Both are exact and order-independent, so every thread of the group ends with
-//! the same bits on every run. No atomics.
+//! Arg-max over a row's group of threads (a warp, or the whole CTA through one shared slot per
+//! warp). Exact and order-independent, so every thread of the group ends with the same bits on
+//! every run. No atomics.
 
 use super::bits::{and_pred, or_pred};
-use crate::codegen::reduce::{warp_max, MAX_WARPS};
+use crate::codegen::reduce::MAX_WARPS;
 use crate::codegen::rows::Group;
 use kernel_dsl::builder::{KernelBuilder, SharedArray, Value};
 use kernel_dsl::dtype::{Pred, F32, U32};
@@ -35,42 +35,6 @@ fn warp_slots(b: &mut KernelBuilder) -> WarpSlots {
         warp,
         lane,
         has_slot,
-    }
-}
-
-/// Maximum over a group.
-pub(crate) enum GroupMax {
-    Warp,
-    Block(SharedArray<F32>),
-}
-
-impl GroupMax {
-    pub(crate) fn new(b: &mut KernelBuilder, group: Group) -> GroupMax {
-        match group {
-            Group::Warp => GroupMax::Warp,
-            Group::Block => GroupMax::Block(b.shared_array::<F32>("row_max", MAX_WARPS)),
-        }
-    }
-
-    /// The group's maximum of `v`, in every thread of the group. For a CTA group every thread
-    /// must reach it (two barriers; the second lets the scratch be reused at once).
-    pub(crate) fn max(&self, b: &mut KernelBuilder, v: Value<F32>) -> Value<F32> {
-        let partial = warp_max(b, v);
-        let GroupMax::Block(scratch) = self else {
-            return partial;
-        };
-        let s = warp_slots(b);
-        b.if_(s.is_lane0, |b| b.st_shared(scratch, s.warp, partial));
-        b.bar_sync();
-        let ninf = b.const_f32(f32::NEG_INFINITY);
-        let gathered = b.var(ninf);
-        b.if_(s.has_slot, |b| {
-            let v = b.ld_shared(scratch, s.lane);
-            b.assign(gathered, v);
-        });
-        let total = warp_max(b, gathered);
-        b.bar_sync();
-        total
     }
 }
 
@@ -136,8 +100,8 @@ impl GroupArgMax {
         }
     }
 
-    /// The group's best candidate, in every thread of the group (same barrier rules as
-    /// [`GroupMax::max`]).
+    /// The group's best candidate, in every thread of the group. For a CTA group every thread
+    /// must reach it (two barriers; the second lets the scratch be reused at once).
     pub(crate) fn argmax(&self, b: &mut KernelBuilder, c: Candidate) -> Candidate {
         let partial = warp_argmax(b, c);
         let GroupArgMax::Block { values, indices } = self else {

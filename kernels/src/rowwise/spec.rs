@@ -18,18 +18,6 @@ pub(crate) const fn row_held_chunks(storage: Storage, access: Access) -> u32 {
     }
 }
 
-/// Chunks per thread of the fused cross-entropy kernel: two 16-byte vectors (8 f32 or 16 bf16).
-/// Its rows (a vocabulary) are far wider than a CTA holds, so most of each row streams through
-/// the overflow loop anyway. Holding two instead of four raised its bandwidth on an H200 at
-/// 4096 × 151936 from 60% to 65% of copy (f32) and from 54% to 68% (bf16), while the same change
-/// cost softmax over 4096 columns 5 points (f32), so softmax keeps [`row_held_chunks`].
-pub(crate) const fn wide_row_held_chunks(storage: Storage, access: Access) -> u32 {
-    match access {
-        Access::Vector => 2,
-        Access::Scalar => held_chunks(storage, access),
-    }
-}
-
 /// Storage type × memory access × row group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct RowSpec {
