@@ -9,31 +9,9 @@ use kernel_dsl::Target;
 use std::path::PathBuf;
 
 fn main() {
-    let mut names: Vec<String> = std::env::vars()
-        .filter_map(|(k, _)| {
-            k.strip_prefix("CARGO_FEATURE_SM_")
-                .map(|s| format!("sm_{}", s.to_lowercase()))
-        })
-        .collect();
-    names.sort();
-    println!("cargo:rustc-env=PTXKIT_TARGETS={}", names.join(","));
-    println!("cargo:rerun-if-env-changed=PTXKIT_PTXAS");
+    let names = kernel_dsl::build_env::forward();
     println!("cargo:rerun-if-env-changed=CUDA_HOME");
     println!("cargo:rerun-if-changed=build.rs");
-    // Rust source lines in the PTX (`#[kernel]` reads this): on with the `line-info` feature
-    // or in a build with debug assertions; `PTXKIT_LINE_INFO=on|off` overrides both.
-    let line_info = match std::env::var("PTXKIT_LINE_INFO").as_deref().map(str::trim) {
-        Ok("on" | "1" | "true") => "on",
-        Ok("off" | "0" | "false") => "off",
-        _ if std::env::var_os("CARGO_FEATURE_LINE_INFO").is_some()
-            || std::env::var_os("CARGO_CFG_DEBUG_ASSERTIONS").is_some() =>
-        {
-            "on"
-        }
-        _ => "off",
-    };
-    println!("cargo:rustc-env=PTXKIT_LINE_INFO={line_info}");
-    println!("cargo:rerun-if-env-changed=PTXKIT_LINE_INFO");
 
     let mut targets: Vec<Target> = names.iter().filter_map(|n| n.parse().ok()).collect();
     if targets.is_empty() {

@@ -23,6 +23,7 @@ pub use error::Error;
 pub use parity::{check_ptx_parity, read_ptx_header, PtxHeader};
 pub use target::{IsaVersion, Target, TargetLimits};
 pub use types::{RegClass, ScalarType, StateSpace, TypeClass, VecWidth};
+pub mod build_env;
 pub mod builder;
 pub mod catalog;
 pub mod cubin_sections;
