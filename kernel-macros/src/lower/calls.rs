@@ -385,16 +385,7 @@ impl Lowerer<'_> {
                     ),
                 }
                 let d = self.b.reg(ScalarType::U32);
-                self.inst(
-                    Op::Add {
-                        ty: ScalarType::U32,
-                        rnd: None,
-                        ftz: false,
-                        sat: false,
-                    },
-                    vec![d.into()],
-                    vec![r.into(), Operand::Imm(Imm::Int(offset))],
-                );
+                self.add_imm(d, r, offset);
                 d
             }
             _ => self.b.reg(ScalarType::U32),

@@ -276,7 +276,8 @@ impl Lowerer<'_> {
         }
     }
 
-    fn add_imm(&mut self, d: Reg, a: Reg, k: i64) {
+    /// `d = a + k` in u32.
+    pub(super) fn add_imm(&mut self, d: Reg, a: Reg, k: i64) {
         self.inst(
             Op::Add {
                 ty: ScalarType::U32,
