@@ -87,5 +87,6 @@ pub fn available_kernels() -> Vec<kernel_dsl::ir::Kernel> {
         .collect()
 }
 
+pub mod model;
 pub mod selfcheck;
 pub mod train;
