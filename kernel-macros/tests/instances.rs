@@ -228,3 +228,28 @@ fn the_generic_launcher_picks_the_instance_from_the_type_and_constants(
     );
     Ok(())
 }
+
+/// Shifts of typed literals by const parameters fold: `1u32 << S` sizes a register array and
+/// bounds an unrolled loop whose variable indexes it, and `32u32 >> S` scales it.
+#[kernel(crate = crate::common::paths, instances(<1>, <3>))]
+pub fn shifted_sizes<const S: u32>(y: &mut [u32]) {
+    let mut a = [0u32; 1u32 << S];
+    for r in 0..(1u32 << S) {
+        a[r] = r * (32u32 >> S);
+    }
+    for r in 0..(1u32 << S) {
+        y[r] = a[r];
+    }
+}
+
+#[test]
+fn shifts_by_const_parameters_fold_into_sizes_bounds_and_indices(
+) -> Result<(), kernel_runtime::Error> {
+    let stream = Device::emulator().stream()?;
+    for (s, want) in [(1u32, vec![0u32, 16]), (3, (0..8).map(|r| r * 4).collect())] {
+        let mut y = Buffer::<u32>::zeros(&stream, want.len())?;
+        shifted_sizes(&stream, LaunchConfig::linear(1, 1), s, &mut y)?;
+        assert_eq!(y.to_host(&stream)?, want, "S = {s}");
+    }
+    Ok(())
+}

@@ -273,7 +273,7 @@ fn nf4_instances_assemble_without_spills() {
     };
     assert_eq!(
         check(&ptxas, kernels::quant::nf4::KERNELS, most),
-        (4 * 2 + 4 + 4) * 4,
+        (3 * 2 + 6 + 4 + 4) * 4,
         "nf4"
     );
 }

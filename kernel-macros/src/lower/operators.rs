@@ -412,6 +412,13 @@ impl Lowerer<'_> {
                 "a shift amount must be an integer",
             );
         }
+        if let (Some(v), Some(by)) = (x.const_int(), y.const_int()) {
+            // `32u32 >> F` in an instance: a constant, usable as an array length, a loop
+            // bound or a register-array index.
+            if let Some(folded) = fold_shift(b.op, v, by, x.ty) {
+                return Ok(Value::Scalar(folded));
+            }
+        }
         let amount = match (&y.op, y.ty) {
             (Operand::Imm(_), _) | (_, ScalarType::U32) => y.op.clone(),
             (_, ScalarType::S32) => {
@@ -587,6 +594,29 @@ pub(crate) fn fold_typed(op: BinOp, a: i64, c: i64, ty: ScalarType) -> Option<Sc
         _ => return None,
     };
     Some(scalar(wrap_int(v, ty), ty))
+}
+
+/// `a << c` or `a >> c` of type `ty` where the amount is below the type's width (past it, PTX
+/// clamps, and the instruction is left to say so).
+fn fold_shift(op: BinOp, a: i64, c: i64, ty: ScalarType) -> Option<Scalar> {
+    let width = match ty {
+        ScalarType::U32 | ScalarType::S32 => 32,
+        ScalarType::U64 | ScalarType::S64 => 64,
+        _ => return None,
+    };
+    if !(0..width).contains(&c) {
+        return None;
+    }
+    let v = match op {
+        BinOp::Shl(_) => a.wrapping_shl(c as u32),
+        BinOp::Shr(_) if is_signed(ty) => a >> c,
+        BinOp::Shr(_) => ((a as u64) >> c) as i64,
+        _ => return None,
+    };
+    Some(Scalar {
+        op: Operand::Imm(Imm::Int(wrap_int(v, ty))),
+        ty,
+    })
 }
 
 /// For `x / 2^k` and `x % 2^k` on an unsigned `x` (k ≥ 1): the shift or mask that computes it

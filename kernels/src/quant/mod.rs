@@ -7,7 +7,7 @@
 //! block of 64 weights, and optionally the absmax values themselves quantized to 8 bits in
 //! blocks of 256 (double quantization). [`nf4::Nf4Weight`] holds a frozen `[N, K]` weight on
 //! the device; [`nf4::matmul`] is `y = x·Wᵀ` with the dequantization fused, and
-//! //! [`nf4::matmul_input_grad`] is the input gradient `dx = dy·W` through the same weight.
+//! [`nf4::matmul_input_grad`] is the input gradient `dx = dy·W` through the same weight.
 //!
 //! ## GGUF ([`gguf`])
 //!
@@ -19,3 +19,14 @@
 
 pub mod gguf;
 pub mod nf4;
+
+/// Weight loads a lane of a decode GEMV has in flight before it decodes the first, for an
+/// instance of `mt` rows of `x`: at one row the GEMVs are bound by the weight bytes in flight,
+/// and with more rows the accumulators take the registers the loads would.
+pub(crate) fn loads_in_flight(mt: u32) -> u32 {
+    match mt {
+        1 => 4,
+        4 => 2,
+        _ => 1,
+    }
+}

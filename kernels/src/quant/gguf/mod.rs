@@ -31,9 +31,11 @@
 //! # Ok(()) }
 //! ```
 
-// `#[device]` decoders, before the kernels that call them.
+// `#[device]` decoders and dot products, before the kernels that call them.
 #[macro_use]
 mod decode;
+#[macro_use]
+mod dot;
 mod dequantize_kernel;
 mod format;
 mod gemv_kernel;

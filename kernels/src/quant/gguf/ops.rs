@@ -189,6 +189,7 @@ fn launch_gemv<T: Element>(
         w.format().code(),
         mt,
         with_norm,
+        crate::quant::loads_in_flight(mt),
         w.words(),
         x,
         gamma,

@@ -1,20 +1,41 @@
 //! `y = x·Wᵀ` for up to 16 rows of `x`, the dequantization fused: a warp per output column
 //! (row of W), each lane 16 bytes of codes (32 weights, one block's) a step, every row of `x`
-//! applied to each decoded weight before the next load.
+//! applied to each decoded weight before the next step. A lane loads the codes and scales of
+//! `U` steps before decoding the first: at one row of `x` the kernel is bound by how many
+//! weight bytes are in flight, not by the decode.
 
 use kernel_macros::kernel;
 
-/// Threads per block: 8 warps, a row of W each.
+/// Threads per block: 8 warps, a row of W each; two blocks an SM (128 registers), which also
+/// keeps ptxas from spilling the sixteen-row f32 instance when it is given no bound.
 pub(crate) const THREADS: u32 = 256;
 /// Rows of W per block.
 pub(crate) const ROWS_PER_BLOCK: u32 = 8;
 /// The most rows of `x` one launch applies.
 pub(crate) const MAX_M: usize = 16;
 
-/// `y[i, j] = Σ_p x[i, p] · W[j, p]` for `i < m ≤ 16`, `j < n`, W `n × k` in NF4 (`k` a
+/// The instance for `m` rows of `x`: the fewest accumulators that hold them.
+pub(crate) fn rows_instance(m: usize) -> u32 {
+    match m {
+        1 => 1,
+        2..=4 => 4,
+        _ => 16,
+    }
+}
+
+/// `y[i, j] = Σ_p x[i, p] · W[j, p]` for `i < m ≤ MT`, `j < n`, W `n × k` in NF4 (`k` a
 /// multiple of 64). Grid: `ceil(n / 8)` blocks of 256.
-#[kernel(crate = crate::lang, block = 256, instances(T in [f32, bf16]))]
-pub fn nf4_gemv<T: Dtype>(
+#[kernel(
+    crate = crate::lang,
+    block = 256,
+    min_blocks = 2,
+    instances(
+        T in [f32, bf16],
+        MT in [1, 4, 16],
+        U in [if MT == 1 { 4 } else if MT == 4 { 2 } else { 1 }]
+    )
+)]
+pub fn nf4_gemv<T: Dtype, const MT: u32, const U: u32>(
     x: &[T],
     codes: &[u32],
     absmax: &[f32],
@@ -38,34 +59,48 @@ pub fn nf4_gemv<T: Dtype>(
     let row = block_idx().x * 8 + (tid >> 5);
     if row < n {
         let row_words = k >> 3;
-        let mut acc = [0.0f32; 16];
+        let mut acc = [0.0f32; MT];
         let mut w0 = lane * 4;
         while w0 < row_words {
-            let gw = row * row_words + w0;
-            let q = codes.load_vec::<4>(gw);
-            let a = block_absmax(absmax, qabs, code2, scale2, offset, double, gw >> 3);
-            let mut wv = [0.0f32; 32];
-            for j in 0..4 {
-                for e in 0..8 {
-                    wv[j * 8 + e] = table[word_code(q[j], e)];
+            // Every load of the U steps first; past the row's end, a lane reloads its last
+            // step (in cache) and skips it below, so that no load is predicated.
+            let mut q = [0u32; 4 * U];
+            let mut a = [0.0f32; U];
+            for u in 0..U {
+                let gw = row * row_words + min(w0 + 128 * u, row_words - 4);
+                let v = codes.load_vec::<4>(gw);
+                for j in 0..4 {
+                    q[4 * u + j] = v[j];
                 }
+                a[u] = block_absmax(absmax, qabs, code2, scale2, offset, double, gw >> 3);
             }
-            let kk = w0 * 8;
-            for i in 0..16 {
-                if i < m {
-                    let mut s = 0.0f32;
-                    for h in 0..(32 / T::VEC) {
-                        let xv = x.load_vec::<{ T::VEC }>(i * k + kk + h * T::VEC);
-                        for e in 0..T::VEC {
-                            s = fma(xv[e] as f32, wv[h * T::VEC + e], s);
+            for u in 0..U {
+                let ww = w0 + 128 * u;
+                if ww < row_words {
+                    let mut wv = [0.0f32; 32];
+                    for j in 0..4 {
+                        for e in 0..8 {
+                            wv[j * 8 + e] = table[word_code(q[4 * u + j], e)];
                         }
                     }
-                    acc[i] = fma(s, a, acc[i]);
+                    let kk = ww * 8;
+                    for i in 0..MT {
+                        if i < m {
+                            let mut s = 0.0f32;
+                            for h in 0..(32 / T::VEC) {
+                                let xv = x.load_vec::<{ T::VEC }>(i * k + kk + h * T::VEC);
+                                for e in 0..T::VEC {
+                                    s = fma(xv[e] as f32, wv[h * T::VEC + e], s);
+                                }
+                            }
+                            acc[i] = fma(s, a[u], acc[i]);
+                        }
+                    }
                 }
             }
-            w0 += 128;
+            w0 += 128 * U;
         }
-        for i in 0..16 {
+        for i in 0..MT {
             if i < m {
                 let mut s = acc[i];
                 for d in [16, 8, 4, 2, 1] {

@@ -36,7 +36,7 @@ pub const DOUBLE_BLOCK: usize = 256;
 
 static QUANTIZE: [OpKernel; 2] = OpKernel::instances(quantize_kernel::NF4_QUANTIZE_INSTANCES);
 static DEQUANTIZE: [OpKernel; 2] = OpKernel::instances(dequantize_kernel::NF4_DEQUANTIZE_INSTANCES);
-static GEMV: [OpKernel; 2] = OpKernel::instances(gemv_kernel::NF4_GEMV_INSTANCES);
+static GEMV: [OpKernel; 6] = OpKernel::instances(gemv_kernel::NF4_GEMV_INSTANCES);
 static INPUT_GRAD: [OpKernel; 2] = OpKernel::instances(input_grad_kernel::NF4_INPUT_GRAD_INSTANCES);
 static GATE_UP: [OpKernel; 4] = OpKernel::instances(gate_up_kernel::NF4_GATE_UP_INSTANCES);
 static MMA: [OpKernel; 4] = OpKernel::instances(mma_kernel::NF4_MMA_INSTANCES);
@@ -45,7 +45,7 @@ static MMA: [OpKernel; 4] = OpKernel::instances(mma_kernel::NF4_MMA_INSTANCES);
 pub static KERNELS: &[&OpKernel] = kernel_refs![
     QUANTIZE[0 1],
     DEQUANTIZE[0 1],
-    GEMV[0 1],
+    GEMV[0 1 2 3 4 5],
     INPUT_GRAD[0 1],
     GATE_UP[0 1 2 3],
     MMA[0 1 2 3],

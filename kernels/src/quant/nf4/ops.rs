@@ -1,12 +1,13 @@
 //! The products through an NF4 weight: check every buffer, then launch.
 
 use super::gate_up_kernel::{self, nf4_gate_up};
-use super::gemv_kernel::{self, nf4_gemv, MAX_M, ROWS_PER_BLOCK};
+use super::gemv_kernel::{self, nf4_gemv, rows_instance, MAX_M, ROWS_PER_BLOCK};
 use super::input_grad_kernel::{self, nf4_input_grad};
 use super::mma_kernel::{self, nf4_mma};
 use super::Nf4Weight;
 use crate::cast::Element;
 use crate::gemm::{gemm, Epilogue, GemmElement, GemmShape, Layout, Math};
+use crate::quant::loads_in_flight;
 use crate::{check_len, Error, Storage};
 use kernel_runtime::{Buffer, LaunchConfig, Stream};
 
@@ -55,9 +56,12 @@ pub fn matmul<T: Element>(
         let rows = (m - m0).min(MAX_M);
         let xs = x.slice(m0 * k..(m0 + rows) * k)?;
         let mut ys = y.slice_mut(m0 * n..(m0 + rows) * n)?;
+        let mt = rows_instance(rows);
         nf4_gemv::<T>(
             stream,
             cfg,
+            mt,
+            loads_in_flight(mt),
             &xs,
             w.codes(),
             s.absmax,
