@@ -87,6 +87,7 @@ pub fn available_kernels() -> Vec<kernel_dsl::ir::Kernel> {
         .collect()
 }
 
+pub mod gguf;
 pub mod model;
 pub mod selfcheck;
 pub mod train;
