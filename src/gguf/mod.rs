@@ -27,6 +27,7 @@
 
 mod error;
 mod file;
+pub mod llama;
 pub mod read;
 mod types;
 mod value;
