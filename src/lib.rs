@@ -90,4 +90,5 @@ pub fn available_kernels() -> Vec<kernel_dsl::ir::Kernel> {
 pub mod gguf;
 pub mod model;
 pub mod selfcheck;
+pub mod serve;
 pub mod train;

@@ -125,10 +125,10 @@ fn read_config(path: &Path) -> Result<ModelConfig, LlamaError> {
     Ok(config)
 }
 
-/// Writes a checkpoint of `cfg` with seeded random weights to `dir`, for tests: normal-ish
-/// weights scaled by `1/sqrt(in_features)`, norms near 1.
-#[cfg(test)]
-pub(crate) fn write_random(dir: &Path, cfg: &ModelConfig, seed: u64) {
+/// Writes a checkpoint of `cfg` with seeded random weights to `dir`, for tests and examples:
+/// uniform weights of variance `1/in_features`, norms near 1.
+#[doc(hidden)]
+pub fn write_random(dir: &Path, cfg: &ModelConfig, seed: u64) -> Result<(), LlamaError> {
     let mut state = seed;
     let mut uniform = move || {
         state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
@@ -144,7 +144,7 @@ pub(crate) fn write_random(dir: &Path, cfg: &ModelConfig, seed: u64) {
         let scale = if w.is_vector() {
             0.1
         } else {
-            (3.0 / *shape.last().unwrap() as f64).sqrt()
+            (3.0 / shape[shape.len() - 1] as f64).sqrt()
         };
         let base = if matches!(
             w,
@@ -159,16 +159,19 @@ pub(crate) fn write_random(dir: &Path, cfg: &ModelConfig, seed: u64) {
             .collect();
         data.push((w.hf_name(), shape, values));
     }
-    let views: Vec<(String, safetensors::tensor::TensorView)> = data
-        .iter()
-        .map(|(name, shape, bytes)| {
-            let view =
-                safetensors::tensor::TensorView::new(safetensors::Dtype::F32, shape.clone(), bytes)
-                    .unwrap();
-            (name.clone(), view)
-        })
-        .collect();
-    safetensors::serialize_to_file(views, None, &dir.join("model.safetensors")).unwrap();
+    let path = dir.join("model.safetensors");
+    let st_error = |e: safetensors::SafeTensorError| LlamaError::Safetensors {
+        path: path.display().to_string(),
+        detail: e.to_string(),
+    };
+    let mut views = Vec::with_capacity(data.len());
+    for (name, shape, bytes) in &data {
+        let view =
+            safetensors::tensor::TensorView::new(safetensors::Dtype::F32, shape.clone(), bytes)
+                .map_err(st_error)?;
+        views.push((name.clone(), view));
+    }
+    safetensors::serialize_to_file(views, None, &path).map_err(st_error)?;
     let config = serde_json::json!({
         "model_type": "llama",
         "vocab_size": cfg.vocab,
@@ -184,5 +187,9 @@ pub(crate) fn write_random(dir: &Path, cfg: &ModelConfig, seed: u64) {
         "attention_bias": cfg.qkv_bias,
         "max_position_embeddings": cfg.max_seq,
     });
-    std::fs::write(dir.join("config.json"), config.to_string()).unwrap();
+    let path = dir.join("config.json");
+    std::fs::write(&path, config.to_string()).map_err(|source| LlamaError::Io {
+        path: path.display().to_string(),
+        source,
+    })
 }

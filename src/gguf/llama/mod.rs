@@ -19,8 +19,8 @@ mod metadata;
 mod mix;
 mod names;
 
-#[cfg(test)]
-pub(crate) use checkpoint::write_random;
+#[doc(hidden)]
+pub use checkpoint::write_random;
 pub use checkpoint::Checkpoint;
 pub use convert::{permute_for_rope, quantize, QuantizedTensor};
 pub use error::LlamaError;

@@ -17,7 +17,7 @@ pub(crate) const TEST_MODEL: ModelConfig = ModelConfig {
 
 fn quantized(cfg: &ModelConfig, qt: QuantType) -> (Checkpoint, Gguf) {
     let dir = tempfile::tempdir().unwrap();
-    write_random(dir.path(), cfg, 7);
+    write_random(dir.path(), cfg, 7).unwrap();
     let ckpt = Checkpoint::load(dir.path()).unwrap();
     let (w, _) = quantize(&ckpt, qt).unwrap();
     let file = Gguf::parse(w.to_bytes().unwrap()).unwrap();
@@ -142,7 +142,7 @@ fn permuted_rows_under_interleaved_rope_match_half_split_rope() {
 #[test]
 fn a_checkpoint_missing_a_tensor_or_with_a_wrong_shape_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    write_random(dir.path(), &ModelConfig::TINY, 1);
+    write_random(dir.path(), &ModelConfig::TINY, 1).unwrap();
     let cfg_path = dir.path().join("config.json");
     let text = std::fs::read_to_string(&cfg_path).unwrap();
     std::fs::write(
