@@ -101,6 +101,9 @@ pub struct Completion {
     /// The generated tokens (the end-of-sequence token included if it stopped there).
     pub tokens: Vec<u32>,
     pub finish: Finish,
+    /// The logits after the last prompt token, which the first token was chosen from
+    /// (`vocab` values): what a cross-check against another implementation compares.
+    pub prompt_logits: Vec<f32>,
 }
 
 /// Time and tokens, for tokens/s.
@@ -129,6 +132,7 @@ struct Running {
     id: usize,
     request: Request,
     generated: Vec<u32>,
+    prompt_logits: Vec<f32>,
     pages: Vec<u32>,
     /// Tokens whose keys and values are in the cache.
     cached: usize,
@@ -321,6 +325,7 @@ impl<'m> Engine<'m> {
                     id: r.id,
                     tokens: r.generated,
                     finish,
+                    prompt_logits: r.prompt_logits,
                 });
             } else {
                 i += 1;
@@ -344,6 +349,7 @@ impl<'m> Engine<'m> {
                 rng: Rng::new(request.seed),
                 request,
                 generated: Vec::new(),
+                prompt_logits: Vec::new(),
                 pages,
                 cached: 0,
             });
@@ -370,6 +376,7 @@ impl<'m> Engine<'m> {
         let mut out = Vec::with_capacity(joined.len());
         for (r, row) in joined.iter_mut().zip(logits.chunks_exact(vocab)) {
             r.cached = r.request.prompt.len();
+            r.prompt_logits = row.to_vec();
             let token = r.request.sampling.sample(row, &mut r.rng);
             r.generated.push(token);
             out.push((r.id, token));
@@ -409,7 +416,13 @@ impl<'m> Engine<'m> {
         let entry = match self.classes.entry(class) {
             std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
             std::collections::hash_map::Entry::Vacant(v) => v.insert(ClassStep {
-                step: DecodeStep::new(stream, model, class, self.blocks_per_seq)?,
+                step: DecodeStep::new(
+                    stream,
+                    model,
+                    class,
+                    self.blocks_per_seq,
+                    self.cfg.block_size,
+                )?,
                 graph: None,
             }),
         };

@@ -7,7 +7,10 @@ use super::kv_cache::PagedKvCache;
 use super::model::{Layer, ServeModel};
 use crate::model::ModelConfig;
 use kernel_runtime::{Bf16, Buffer, Stream};
-use kernels::attention::{flash_forward, paged_decode, Attention, Batch, Decode, Heads, Mask};
+use kernels::attention::{
+    decode_splits, flash_forward, paged_decode, paged_decode_workspace, Attention, Batch, Decode,
+    Heads, Mask,
+};
 use kernels::cast::cast;
 use kernels::elementwise::{add, swiglu};
 use kernels::embedding::embedding;
@@ -39,6 +42,17 @@ fn heads(cfg: &ModelConfig) -> Heads {
 
 fn scale(cfg: &ModelConfig) -> f32 {
     1.0 / (cfg.head_dim as f32).sqrt()
+}
+
+/// One new token a sequence, attending up to `max_len` cached positions.
+fn decode(cfg: &ModelConfig, max_len: usize, splits: usize) -> Decode {
+    Decode {
+        heads: heads(cfg),
+        scale: scale(cfg),
+        new: 1,
+        max_len,
+        splits,
+    }
 }
 
 /// The sequences a prefill covers, packed one after another.
@@ -266,16 +280,19 @@ pub(crate) struct DecodeStep {
     up: Buffer<f32>,
     act: Buffer<f32>,
     mlp: Buffer<f32>,
+    /// Ranges each sequence's cache is split into for paged attention.
+    splits: usize,
     workspace: Buffer<f32>,
 }
 
 impl DecodeStep {
-    /// Buffers for a batch of `b` rows (1 to 16).
+    /// Buffers for a batch of `b` rows (1 to 16) over a cache of pages of `block_size`.
     pub fn new(
         stream: &Stream,
         model: &ServeModel,
         b: usize,
         blocks_per_seq: usize,
+        block_size: usize,
     ) -> Result<DecodeStep, Error> {
         let cfg = model.config();
         let (hid, kvw, ffn) = (cfg.hidden, cfg.kv_width(), cfg.ffn);
@@ -298,6 +315,12 @@ impl DecodeStep {
             None
         };
         let seq_ids: Vec<u32> = (0..b as u32).collect();
+        // Split the cache so that the step's blocks fill the device at the longest context
+        // (the launch is fixed once captured).
+        let max_len = blocks_per_seq * block_size;
+        let sms = stream.device().props().sm_count as usize;
+        let splits = decode_splits(b, heads(cfg), max_len, sms);
+        let workspace_len = paged_decode_workspace(b, decode(cfg, max_len, splits))?;
         Ok(DecodeStep {
             b,
             blocks_per_seq,
@@ -326,7 +349,8 @@ impl DecodeStep {
             up: f32s(b * ffn)?,
             act: f32s(b * ffn)?,
             mlp: f32s(b * hid)?,
-            workspace: f32s(0)?,
+            splits,
+            workspace: f32s(workspace_len)?,
         })
     }
 
@@ -340,13 +364,7 @@ impl DecodeStep {
         let cfg = *model.config();
         let b = self.b;
         let layout = cache.layout(b, self.blocks_per_seq);
-        let decode = Decode {
-            heads: heads(&cfg),
-            scale: scale(&cfg),
-            new: 1,
-            max_len: self.blocks_per_seq * cache.block_size,
-            splits: 1,
-        };
+        let decode = decode(&cfg, self.blocks_per_seq * cache.block_size, self.splits);
         let spec = rope_spec(&cfg);
         embedding(
             stream,

@@ -19,8 +19,7 @@
 //! ```
 //! use ptxkit::serve::{Engine, EngineConfig, Request, Sampling, ServeModel};
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! # let dir = tempfile::tempdir()?;
-//! # let file = ptxkit::serve::tiny_model_file(dir.path())?;
+//! # let file = ptxkit::serve::tiny_model_file()?;
 //! // `file` is a tiny Q8_0 model: `ptxkit::gguf::Gguf::read("model.gguf")` for a real one.
 //! let stream = ptxkit::runtime::Device::emulator().stream()?;
 //! let model = ServeModel::load(&stream, &file)?;
@@ -54,11 +53,10 @@ pub use reference::ReferenceModel;
 pub use sampling::{Rng, Sampling};
 
 /// A tiny random Q8_0 model (the emulator-sized [`ModelConfig::TINY`](crate::model::ModelConfig::TINY)),
-/// quantized through a checkpoint written to `dir`, for the examples in these docs.
+/// for the examples in these docs.
 #[doc(hidden)]
-pub fn tiny_model_file(dir: &std::path::Path) -> Result<crate::gguf::Gguf, ServeError> {
-    crate::gguf::llama::write_random(dir, &crate::model::ModelConfig::TINY, 1)?;
-    let ckpt = crate::gguf::llama::Checkpoint::load(dir)?;
+pub fn tiny_model_file() -> Result<crate::gguf::Gguf, ServeError> {
+    let ckpt = crate::gguf::llama::Checkpoint::random(&crate::model::ModelConfig::TINY, 1);
     let (w, _) = crate::gguf::llama::quantize(&ckpt, crate::gguf::llama::QuantType::Q8_0)?;
     Ok(crate::gguf::Gguf::parse(w.to_bytes()?)?)
 }

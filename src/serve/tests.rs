@@ -4,7 +4,7 @@
 use super::forward::{prefill, PrefillBatch};
 use super::kv_cache::PagedKvCache;
 use super::*;
-use crate::gguf::llama::{quantize, write_random, Checkpoint, QuantType};
+use crate::gguf::llama::{quantize, Checkpoint, QuantType};
 use crate::gguf::Gguf;
 use crate::model::{tokenizer, ModelConfig};
 use kernel_runtime::{Device, Stream};
@@ -19,9 +19,7 @@ const TEST_MODEL: ModelConfig = ModelConfig {
 };
 
 fn files(cfg: &ModelConfig, qt: QuantType) -> (Checkpoint, Gguf) {
-    let dir = tempfile::tempdir().unwrap();
-    write_random(dir.path(), cfg, 11).unwrap();
-    let ckpt = Checkpoint::load(dir.path()).unwrap();
+    let ckpt = Checkpoint::random(cfg, 11);
     let (w, _) = quantize(&ckpt, qt).unwrap();
     (ckpt, Gguf::parse(w.to_bytes().unwrap()).unwrap())
 }

@@ -148,6 +148,10 @@ pub struct GenerateArgs {
     /// Keep generating past the end-of-sequence token.
     #[arg(long)]
     pub ignore_eos: bool,
+    /// Write the logits after each prompt's last token to FILE (vocab little-endian f32 per
+    /// prompt, in prompt order), for `scripts/crosscheck_gguf.py`.
+    #[arg(long, value_name = "FILE")]
+    pub logits_out: Option<PathBuf>,
     /// Which device runs the kernels.
     #[arg(long, value_enum, default_value_t)]
     pub device: DeviceChoice,

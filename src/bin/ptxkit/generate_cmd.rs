@@ -58,6 +58,16 @@ pub fn run(args: &GenerateArgs) -> Result<(), CliError> {
             c.finish
         );
     }
+    if let Some(path) = &args.logits_out {
+        let bytes: Vec<u8> = done
+            .iter()
+            .flat_map(|c| c.prompt_logits.iter().flat_map(|x| x.to_le_bytes()))
+            .collect();
+        std::fs::write(path, bytes).map_err(|source| CliError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+    }
     let s = engine.stats();
     println!(
         "prefill: {} tokens in {:.3} s ({:.1} tokens/s)",

@@ -125,40 +125,54 @@ fn read_config(path: &Path) -> Result<ModelConfig, LlamaError> {
     Ok(config)
 }
 
-/// Writes a checkpoint of `cfg` with seeded random weights to `dir`, for tests and examples:
-/// uniform weights of variance `1/in_features`, norms near 1.
+impl Checkpoint {
+    /// A checkpoint of `cfg` with seeded random weights, for tests, examples and benchmarks:
+    /// uniform weights of variance `1/in_features`, norms near 1, biases small.
+    #[doc(hidden)]
+    pub fn random(cfg: &ModelConfig, seed: u64) -> Checkpoint {
+        let mut state = seed;
+        let mut uniform = move || {
+            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+        };
+        let mut tensors = HashMap::new();
+        for w in Weight::all(cfg) {
+            let shape = w.shape(cfg);
+            let n: usize = shape.iter().product();
+            let scale = if w.is_vector() {
+                0.1
+            } else {
+                (3.0 / shape[shape.len() - 1] as f64).sqrt()
+            };
+            let base = match w {
+                Weight::AttnNorm(_) | Weight::FfnNorm(_) | Weight::OutputNorm => 1.0,
+                _ => 0.0,
+            };
+            let values = (0..n).map(|_| (base + scale * uniform()) as f32).collect();
+            tensors.insert(w.hf_name(), (shape, values));
+        }
+        Checkpoint {
+            config: *cfg,
+            tensors,
+        }
+    }
+}
+
+/// Writes [`Checkpoint::random`] to `dir` as `model.safetensors` and `config.json`.
 #[doc(hidden)]
 pub fn write_random(dir: &Path, cfg: &ModelConfig, seed: u64) -> Result<(), LlamaError> {
-    let mut state = seed;
-    let mut uniform = move || {
-        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-    };
-    let mut data: Vec<(String, Vec<usize>, Vec<u8>)> = Vec::new();
-    for w in Weight::all(cfg) {
-        let shape = w.shape(cfg);
-        let n: usize = shape.iter().product();
-        let scale = if w.is_vector() {
-            0.1
-        } else {
-            (3.0 / shape[shape.len() - 1] as f64).sqrt()
-        };
-        let base = if matches!(
-            w,
-            Weight::AttnNorm(_) | Weight::FfnNorm(_) | Weight::OutputNorm
-        ) {
-            1.0
-        } else {
-            0.0
-        };
-        let values: Vec<u8> = (0..n)
-            .flat_map(|_| ((base + scale * uniform()) as f32).to_le_bytes())
-            .collect();
-        data.push((w.hf_name(), shape, values));
-    }
+    let ckpt = Checkpoint::random(cfg, seed);
+    let data: Vec<(String, Vec<usize>, Vec<u8>)> = Weight::all(cfg)
+        .into_iter()
+        .map(|w| {
+            let (shape, values) = &ckpt.tensors[&w.hf_name()];
+            let bytes = values.iter().flat_map(|x| x.to_le_bytes()).collect();
+            (w.hf_name(), shape.clone(), bytes)
+        })
+        .collect();
     let path = dir.join("model.safetensors");
     let st_error = |e: safetensors::SafeTensorError| LlamaError::Safetensors {
         path: path.display().to_string(),
