@@ -9,7 +9,8 @@ use std::path::PathBuf;
 const EXIT_STATUS: &str = "Exit status:
   0  success
   1  the work failed: a sample missed its reference, training disagreed with the CPU
-     reference or its loss did not fall, a file could not be written, nothing could be emitted
+     reference or its loss did not fall, a file could not be read or written, nothing could
+     be emitted
   2  usage error: an unknown subcommand or flag, a missing or malformed value, an unknown
      kernel name
 
