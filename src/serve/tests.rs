@@ -212,3 +212,33 @@ fn bad_requests_are_refused_before_anything_runs() {
     ));
     assert!(engine.is_idle());
 }
+
+#[test]
+fn a_long_context_splits_decode_attention_and_still_follows_the_reference() {
+    let (_, file) = files(&ModelConfig::TINY, QuantType::Q8_0);
+    let s = stream();
+    let model = ServeModel::load(&s, &file).unwrap();
+    // 512 positions of one kv head on the emulator's one SM: two splits of the cache.
+    let heads = kernels::attention::Heads {
+        q: 2,
+        kv: 1,
+        dim: 64,
+    };
+    assert_eq!(s.device().props().sm_count, 1);
+    assert_eq!(kernels::attention::decode_splits(1, heads, 512, 1), 2);
+    let cfg = EngineConfig {
+        max_batch: 1,
+        block_size: 16,
+        num_blocks: 32,
+        max_context: 512,
+    };
+    let mut engine = Engine::new(&s, &model, cfg).unwrap();
+    engine
+        .submit(request(b"split", 3, Sampling::GREEDY, 0))
+        .unwrap();
+    let done = engine.run().unwrap();
+    let want = ReferenceModel::from_gguf(&file)
+        .unwrap()
+        .greedy(&tokenizer::encode(b"split"), 3);
+    assert_eq!(done[0].tokens, want);
+}
