@@ -39,6 +39,12 @@ impl TensorInfo {
     }
 
     /// `(rows, cols)` of a 1- or 2-dimensional tensor: `ne[1]` rows (1 for a vector) of `ne[0]`.
+    ///
+    /// ```
+    /// use ptxkit::gguf::{TensorInfo, TensorType};
+    /// let t = TensorInfo { name: "w".into(), shape: vec![256, 3], ty: TensorType::Q4K, offset: 0 };
+    /// assert_eq!((t.matrix(), t.bytes()), (Some((3, 256)), 3 * 144));
+    /// ```
     pub fn matrix(&self) -> Option<(usize, usize)> {
         let cols = usize::try_from(*self.shape.first()?).ok()?;
         let rows = match self.shape.len() {
@@ -76,6 +82,12 @@ pub struct Gguf {
 
 impl Gguf {
     /// Reads and checks the file at `path`.
+    ///
+    /// ```no_run
+    /// let file = ptxkit::gguf::Gguf::read("model.gguf".as_ref())?;
+    /// println!("{} tensors", file.tensors().len());
+    /// # Ok::<(), ptxkit::gguf::GgufError>(())
+    /// ```
     pub fn read(path: &Path) -> Result<Gguf, GgufError> {
         let bytes = std::fs::read(path).map_err(|source| GgufError::Io {
             path: path.display().to_string(),
@@ -112,6 +124,16 @@ impl Gguf {
     }
 
     /// The integer value of `key` (any integer type, non-negative).
+    ///
+    /// ```
+    /// use ptxkit::gguf::{Gguf, GgufError, GgufWriter, Value};
+    /// let mut w = GgufWriter::new();
+    /// w.set("llama.block_count", Value::U32(2))?;
+    /// let file = Gguf::parse(w.to_bytes()?)?;
+    /// assert_eq!(file.integer("llama.block_count")?, 2);
+    /// assert!(matches!(file.integer("nope"), Err(GgufError::MissingKey(_))));
+    /// # Ok::<(), GgufError>(())
+    /// ```
     pub fn integer(&self, key: &str) -> Result<u64, GgufError> {
         let v = self.require(key)?;
         v.as_u64()

@@ -304,6 +304,23 @@ impl<'m> Engine<'m> {
     /// One scheduling step: admits waiting requests that fit (prefilling them together, each
     /// getting its first token), then decodes one token for every running sequence that
     /// still needs one. Returns the `(id, token)` pairs generated.
+    ///
+    /// ```
+    /// use ptxkit::serve::{Engine, EngineConfig, Request, Sampling, ServeModel};
+    /// # fn main() -> Result<(), ptxkit::serve::ServeError> {
+    /// # let file = ptxkit::serve::tiny_model_file()?;
+    /// let stream = ptxkit::runtime::Device::emulator().stream()?;
+    /// let model = ServeModel::load(&stream, &file)?;
+    /// let mut engine = Engine::new(&stream, &model, EngineConfig::for_model(model.config()))?;
+    /// let prompt = ptxkit::model::tokenizer::encode(b"ab");
+    /// let r = Request { prompt, max_tokens: 2, sampling: Sampling::GREEDY, seed: 0, stop_at_eos: false };
+    /// let id = engine.submit(r)?;
+    /// // The prompt's prefill gives the first token, a decode step the second.
+    /// assert_eq!(engine.step()?.len(), 2);
+    /// assert!(engine.is_idle());
+    /// assert_eq!(engine.take_completed()[0].id, id);
+    /// # Ok(()) }
+    /// ```
     pub fn step(&mut self) -> Result<Vec<(usize, u32)>, ServeError> {
         let mut out = self.admit()?;
         self.retire();

@@ -36,6 +36,15 @@ impl ServeModel {
     /// Loads `file` onto `stream`'s device: checks it is a `llama` model with the byte-level
     /// vocabulary, that every tensor is present with its shape, and that each matrix is in a
     /// type the decode kernels read (Q8_0, Q4_K or Q6_K).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), ptxkit::serve::ServeError> {
+    /// let file = ptxkit::serve::tiny_model_file()?;
+    /// let stream = ptxkit::runtime::Device::emulator().stream()?;
+    /// let model = ptxkit::serve::ServeModel::load(&stream, &file)?;
+    /// assert_eq!(model.config(), &ptxkit::model::ModelConfig::TINY);
+    /// # Ok(()) }
+    /// ```
     pub fn load(stream: &Stream, file: &Gguf) -> Result<ServeModel, ServeError> {
         let config = llama::read_config(file)?;
         let matrix = |w: Weight| load_matrix(stream, file, &config, w);

@@ -18,6 +18,18 @@ pub struct Checkpoint {
 impl Checkpoint {
     /// Reads `dir/config.json` and `dir/model.safetensors`, checking every weight the config
     /// implies is present with its shape.
+    ///
+    /// ```
+    /// use ptxkit::gguf::llama::{write_random, Checkpoint, Weight};
+    /// use ptxkit::model::ModelConfig;
+    /// # fn main() -> Result<(), ptxkit::gguf::llama::LlamaError> {
+    /// let dir = tempfile::tempdir().unwrap();
+    /// write_random(dir.path(), &ModelConfig::TINY, 1)?;
+    /// let ckpt = Checkpoint::load(dir.path())?;
+    /// assert_eq!(ckpt.config, ModelConfig::TINY);
+    /// assert_eq!(ckpt.weight(Weight::OutputNorm).len(), 128);
+    /// # Ok(()) }
+    /// ```
     pub fn load(dir: &Path) -> Result<Checkpoint, LlamaError> {
         let config = read_config(&dir.join("config.json"))?;
         let path = dir.join("model.safetensors");

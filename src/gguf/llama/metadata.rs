@@ -13,6 +13,11 @@ const TOKEN_TYPE_UNUSED: i32 = 5;
 
 /// The vocabulary's token texts: llama.cpp's byte tokens `<0x00>`..`<0xFF>`, then the
 /// specials.
+///
+/// ```
+/// let t = ptxkit::gguf::llama::token_texts();
+/// assert_eq!((t[10].as_str(), t[256].as_str(), t.len()), ("<0x0A>", "<s>", 260));
+/// ```
 pub fn token_texts() -> Vec<String> {
     let mut t: Vec<String> = (0..256).map(|b| format!("<0x{b:02X}>")).collect();
     for s in [
@@ -27,6 +32,17 @@ pub fn token_texts() -> Vec<String> {
 }
 
 /// Sets every metadata key of a `llama` model of `cfg` quantized as `file_type`.
+///
+/// ```
+/// use ptxkit::gguf::{llama, Gguf, GgufWriter};
+/// use ptxkit::model::ModelConfig;
+/// # fn main() -> Result<(), llama::LlamaError> {
+/// let mut w = GgufWriter::new();
+/// llama::write_metadata(&mut w, &ModelConfig::TINY, 15)?;
+/// let file = Gguf::parse(w.to_bytes()?)?;
+/// assert_eq!(file.integer("llama.embedding_length")?, 128);
+/// # Ok(()) }
+/// ```
 pub fn write(w: &mut GgufWriter, cfg: &ModelConfig, file_type: u32) -> Result<(), LlamaError> {
     let u32v = |x: usize| Value::U32(x as u32);
     let kv: Vec<(&str, Value)> = vec![
@@ -96,6 +112,16 @@ pub fn write(w: &mut GgufWriter, cfg: &ModelConfig, file_type: u32) -> Result<()
 /// The model a `llama` GGUF file describes: its sizes from the `llama.*` keys, Qwen2-style
 /// biases when `blk.0.attn_q.bias` is present, a tied head when `output.weight` is absent.
 /// Refuses another architecture or a vocabulary other than the byte-level one.
+///
+/// ```
+/// use ptxkit::gguf::{llama, Gguf, GgufWriter, Value};
+/// # fn main() -> Result<(), llama::LlamaError> {
+/// let mut w = GgufWriter::new();
+/// w.set("general.architecture", Value::from("gpt2"))?;
+/// let e = llama::read_config(&Gguf::parse(w.to_bytes()?)?).unwrap_err();
+/// assert!(matches!(e, llama::LlamaError::Architecture(a) if a == "gpt2"));
+/// # Ok(()) }
+/// ```
 pub fn read(file: &Gguf) -> Result<ModelConfig, LlamaError> {
     let arch = file.string("general.architecture")?;
     if arch != "llama" {

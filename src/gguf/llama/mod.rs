@@ -24,7 +24,7 @@ pub use checkpoint::write_random;
 pub use checkpoint::Checkpoint;
 pub use convert::{permute_for_rope, quantize, QuantizedTensor};
 pub use error::LlamaError;
-pub use metadata::{read as read_config, token_texts};
+pub use metadata::{read as read_config, token_texts, write as write_metadata};
 pub use mix::{tensor_type, QuantType};
 pub use names::Weight;
 
