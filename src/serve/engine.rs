@@ -1,6 +1,8 @@
 //! Continuous batching: requests wait, join the running batch when it has room and the cache
 //! has their pages (prefilled together), decode one token a step with the others, and leave
-//! when done, giving their pages back. Each batch size class (1, 2, 4, 8, 16 rows) has its
+//! when done, giving their pages back. A request takes the pages of its whole length (prompt
+//! and `max_tokens`) when it joins, so a running sequence never waits for a page; requests
+//! join in the order submitted. Each batch size class (1, 2, 4, 8, 16 rows) has its
 //! own decode buffers and captured graph; a step pads the batch up to its class, so a graph
 //! is captured once per class and replayed with new contents after that.
 

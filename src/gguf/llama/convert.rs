@@ -51,6 +51,7 @@ pub struct QuantizedTensor {
 /// Builds the GGUF file of `ckpt` quantized as `qt`: the `llama` metadata and tokenizer keys,
 /// then every weight under llama.cpp's name with ggml's dimension order (`ne[0]` =
 /// in_features), norms and biases in F32, matrices in the types [`tensor_type`] picks.
+/// Weights are quantized on every core, and written in llama.cpp's order.
 pub fn quantize(
     ckpt: &Checkpoint,
     qt: QuantType,
@@ -58,55 +59,80 @@ pub fn quantize(
     let cfg = &ckpt.config;
     let mut w = GgufWriter::new();
     metadata::write(&mut w, cfg, qt.file_type())?;
-    let mut report = Vec::new();
-    for weight in Weight::all(cfg) {
-        let name = weight.gguf_name();
-        let shape = weight.shape(cfg);
-        let values = ckpt.weight(weight);
-        let heads = match weight {
-            Weight::AttnQ(_) | Weight::AttnQBias(_) => Some(cfg.heads_q),
-            Weight::AttnK(_) | Weight::AttnKBias(_) => Some(cfg.heads_kv),
-            _ => None,
-        };
-        let (rows, cols) = match shape[..] {
-            [n] => (n, 1),
-            [r, c] => (r, c),
-            _ => unreachable!("weights are vectors or matrices"),
-        };
-        let values = match heads {
-            Some(h) => permute_for_rope(values, rows, cols, h),
-            None => values.to_vec(),
-        };
-        let ty = tensor_type(
-            qt,
-            weight,
-            shape[shape.len() - 1],
-            cfg.layers,
-            cfg.tied_embeddings,
-        )
-        .ok_or_else(|| LlamaError::Unquantizable {
-            name: name.clone(),
-            cols: shape[shape.len() - 1],
-        })?;
-        let (ggml_shape, bytes) = match (ty.quant_format(), &shape[..]) {
-            (None, _) => (
-                shape.iter().rev().map(|&d| d as u64).collect::<Vec<_>>(),
-                values.iter().flat_map(|x| x.to_le_bytes()).collect(),
-            ),
-            (Some(format), &[rows, cols]) => (
-                vec![cols as u64, rows as u64],
-                GgufMatrix::quantize(format, rows, cols, &values)?
-                    .bytes()
-                    .to_vec(),
-            ),
-            (Some(_), _) => unreachable!("only matrices are quantized"),
-        };
+    let weights = Weight::all(cfg);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut encoded: Vec<Option<Result<Encoded, LlamaError>>> = Vec::new();
+    encoded.resize_with(weights.len(), || None);
+    let done = std::sync::Mutex::new(encoded);
+    std::thread::scope(|scope| {
+        for _ in 0..threads.min(weights.len()) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(&weight) = weights.get(i) else {
+                    break;
+                };
+                let e = encode(ckpt, qt, weight);
+                done.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(e);
+            });
+        }
+    });
+    let mut report = Vec::with_capacity(weights.len());
+    for e in done.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        let e = e.expect("every weight was encoded")?;
         report.push(QuantizedTensor {
-            name: name.clone(),
-            ty,
-            bytes: bytes.len(),
+            name: e.name.clone(),
+            ty: e.ty,
+            bytes: e.bytes.len(),
         });
-        w.add_tensor(&name, &ggml_shape, ty, bytes)?;
+        w.add_tensor(&e.name, &e.shape, e.ty, e.bytes)?;
     }
     Ok((w, report))
+}
+
+/// One weight as the file stores it.
+struct Encoded {
+    name: String,
+    shape: Vec<u64>,
+    ty: TensorType,
+    bytes: Vec<u8>,
+}
+
+/// Permutes (q and k), picks the type and quantizes one weight.
+fn encode(ckpt: &Checkpoint, qt: QuantType, weight: Weight) -> Result<Encoded, LlamaError> {
+    let cfg = &ckpt.config;
+    let name = weight.gguf_name();
+    let shape = weight.shape(cfg);
+    // A vector is one row of `len` for the permutation, and `[len]` in the file.
+    let (rows, cols) = (shape[0], shape.get(1).copied().unwrap_or(1));
+    let values = match weight {
+        Weight::AttnQ(_) | Weight::AttnQBias(_) => {
+            permute_for_rope(ckpt.weight(weight), rows, cols, cfg.heads_q)
+        }
+        Weight::AttnK(_) | Weight::AttnKBias(_) => {
+            permute_for_rope(ckpt.weight(weight), rows, cols, cfg.heads_kv)
+        }
+        _ => ckpt.weight(weight).to_vec(),
+    };
+    let in_features = shape[shape.len() - 1];
+    let ty =
+        tensor_type(qt, weight, in_features, cfg.layers, cfg.tied_embeddings).ok_or_else(|| {
+            LlamaError::Unquantizable {
+                name: name.clone(),
+                cols: in_features,
+            }
+        })?;
+    let file_shape: Vec<u64> = shape.iter().rev().map(|&d| d as u64).collect();
+    let bytes = match ty.quant_format() {
+        None => values.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        Some(format) => GgufMatrix::quantize(format, rows, cols, &values)?
+            .bytes()
+            .to_vec(),
+    };
+    Ok(Encoded {
+        name,
+        shape: file_shape,
+        ty,
+        bytes,
+    })
 }
