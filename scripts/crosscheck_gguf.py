@@ -4,6 +4,7 @@
 The GGUF file is parsed and dequantized here with numpy (Q8_0, Q4_K, Q6_K, F32, as ggml
 defines them; no `gguf` package needed), the q/k rows are permuted back from ggml's RoPE
 layout to Hugging Face's, and `LlamaForCausalLM` runs the dequantized weights in float64.
+(`--reference numpy` runs the same forward in numpy where torch is absent.)
 `ptxkit generate --logits-out` gives the device's logits after each prompt's last token;
 both must agree within the stated tolerance:
 
@@ -148,25 +149,22 @@ def unpermute(w, heads):
     return w.reshape(heads, d // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
-def hf_model(meta, t):
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-
+def hf_state_dict(meta, t):
+    """The dequantized tensors under Hugging Face names and layout, with the config's sizes."""
     hidden = meta["llama.embedding_length"]
     heads = meta["llama.attention.head_count"]
     kv = meta.get("llama.attention.head_count_kv", heads)
     layers = meta["llama.block_count"]
     tied = "output.weight" not in t
     bias = "blk.0.attn_q.bias" in t
-    cfg = LlamaConfig(
+    sizes = dict(
         vocab_size=len(meta["tokenizer.ggml.tokens"]), hidden_size=hidden,
         intermediate_size=meta["llama.feed_forward_length"], num_hidden_layers=layers,
         num_attention_heads=heads, num_key_value_heads=kv,
         head_dim=meta.get("llama.rope.dimension_count", hidden // heads),
         max_position_embeddings=meta["llama.context_length"],
         rms_norm_eps=meta["llama.attention.layer_norm_rms_epsilon"],
-        rope_theta=meta["llama.rope.freq_base"], tie_word_embeddings=tied, attention_bias=bias,
-        mlp_bias=False, attn_implementation="eager")
+        rope_theta=meta["llama.rope.freq_base"], tie_word_embeddings=tied, attention_bias=bias)
     sd = {"model.embed_tokens.weight": t["token_embd.weight"], "model.norm.weight": t["output_norm.weight"]}
     if not tied:
         sd["lm_head.weight"] = t["output.weight"]
@@ -185,12 +183,76 @@ def hf_model(meta, t):
         sd[p + "mlp.gate_proj.weight"] = t[b + "ffn_gate.weight"]
         sd[p + "mlp.up_proj.weight"] = t[b + "ffn_up.weight"]
         sd[p + "mlp.down_proj.weight"] = t[b + "ffn_down.weight"]
+    return sizes, sd
+
+
+def transformers_logits(meta, t):
+    """A function from token ids to the last position's logits, by LlamaForCausalLM (f64)."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    sizes, sd = hf_state_dict(meta, t)
+    tied = sizes["tie_word_embeddings"]
+    cfg = LlamaConfig(**sizes, mlp_bias=False, attn_implementation="eager")
     model = LlamaForCausalLM(cfg).double().eval()
     missing, unexpected = model.load_state_dict(
         {k: torch.from_numpy(np.ascontiguousarray(v)).double() for k, v in sd.items()}, strict=False)
     missing = [m for m in missing if not (tied and m == "lm_head.weight") and "rotary" not in m]
     assert not missing and not unexpected, (missing, unexpected)
-    return model
+
+    def run(ids):
+        with torch.no_grad():
+            return model(torch.tensor([ids])).logits[0, -1].numpy()
+    return run
+
+
+def numpy_logits(meta, t):
+    """The same Llama forward in numpy f64 on the Hugging Face state dict (half-split RoPE),
+    for machines without torch: it checks the file reading and weight mapping, not
+    transformers."""
+    c, sd = hf_state_dict(meta, t)
+    w = {k: np.asarray(v, np.float64) for k, v in sd.items()}
+    if c["tie_word_embeddings"]:
+        w["lm_head.weight"] = w["model.embed_tokens.weight"]
+    hq, hkv, d, eps = c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"], c["rms_norm_eps"]
+
+    def norm(x, g):
+        return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * g
+
+    def rope(x, pos):  # x: [T, heads, d]
+        inv = c["rope_theta"] ** (-np.arange(0, d, 2) / d)
+        ang = pos[:, None] * inv[None, :]
+        cos, sin = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]
+        a, b = x[..., :d // 2], x[..., d // 2:]
+        return np.concatenate([a * cos - b * sin, a * sin + b * cos], -1)
+
+    def run(ids):
+        x = w["model.embed_tokens.weight"][ids]
+        n_tok = len(ids)
+        pos = np.arange(n_tok, dtype=np.float64)
+        for i in range(c["num_hidden_layers"]):
+            p = f"model.layers.{i}."
+            h = norm(x, w[p + "input_layernorm.weight"])
+            proj = {}
+            for name in "qkv":
+                y = h @ w[p + f"self_attn.{name}_proj.weight"].T
+                if c["attention_bias"]:
+                    y = y + w[p + f"self_attn.{name}_proj.bias"]
+                proj[name] = y
+            q = rope(proj["q"].reshape(n_tok, hq, d), pos)
+            k = rope(proj["k"].reshape(n_tok, hkv, d), pos)
+            v = proj["v"].reshape(n_tok, hkv, d)
+            k, v = np.repeat(k, hq // hkv, 1), np.repeat(v, hq // hkv, 1)
+            s = np.einsum("thd,shd->hts", q, k) / np.sqrt(d)
+            s = s + np.triu(np.full((n_tok, n_tok), -np.inf), 1)
+            s = np.exp(s - s.max(-1, keepdims=True))
+            o = np.einsum("hts,shd->thd", s / s.sum(-1, keepdims=True), v).reshape(n_tok, hq * d)
+            x = x + o @ w[p + "self_attn.o_proj.weight"].T
+            h = norm(x, w[p + "post_attention_layernorm.weight"])
+            g, u = h @ w[p + "mlp.gate_proj.weight"].T, h @ w[p + "mlp.up_proj.weight"].T
+            x = x + (g / (1 + np.exp(-g)) * u) @ w[p + "mlp.down_proj.weight"].T
+        return norm(x, w["model.norm.weight"])[-1] @ w["lm_head.weight"].T
+    return run
 
 
 def main():
@@ -199,9 +261,9 @@ def main():
     ap.add_argument("--prompt", action="append", required=True, help="a prompt (repeatable)")
     ap.add_argument("--ptxkit", default="target/release/ptxkit", help="the ptxkit binary")
     ap.add_argument("--device", default="best", help="ptxkit's --device (best, cuda, emulator)")
+    ap.add_argument("--reference", default="transformers", choices=["transformers", "numpy"],
+                    help="transformers' LlamaForCausalLM, or the numpy forward where torch is absent")
     args = ap.parse_args()
-
-    import torch
 
     meta, tensors = read_gguf(args.model)
     vocab = len(meta["tokenizer.ggml.tokens"])
@@ -214,12 +276,11 @@ def main():
             cmd += ["--prompt", p]
         subprocess.run(cmd, check=True)
         device = np.fromfile(out, np.float32).reshape(len(args.prompt), vocab)
-    model = hf_model(meta, tensors)
+    reference = (transformers_logits if args.reference == "transformers" else numpy_logits)(meta, tensors)
     ok = True
     for i, prompt in enumerate(args.prompt):
         ids = [bos] + list(prompt.encode("utf-8"))  # ptxkit's byte-level tokenizer
-        with torch.no_grad():
-            want = model(torch.tensor([ids])).logits[0, -1].numpy()
+        want = reference(ids)
         err = float(np.abs(device[i].astype(np.float64) - want).max())
         scale = float(np.abs(want).max())
         same_top = int(device[i].argmax()) == int(want.argmax())
