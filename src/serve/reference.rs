@@ -55,7 +55,8 @@ impl ReferenceModel {
         &self.weights[&w]
     }
 
-    /// The logits after each token of `tokens` (`tokens.len()` rows of `vocab`).
+    /// The logits after each token of `tokens` (`tokens.len()` rows of `vocab`); every token
+    /// must be below `vocab` (this is a test reference, not a checked entry point).
     pub fn logits(&self, tokens: &[u32]) -> Vec<Vec<f64>> {
         let c = &self.cfg;
         let (h, d, t) = (c.hidden, c.head_dim, tokens.len());

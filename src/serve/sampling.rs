@@ -49,8 +49,12 @@ impl Sampling {
         Ok(())
     }
 
-    /// The token chosen from `logits` (NaN logits are never chosen unless all are NaN).
+    /// The token chosen from `logits` (NaN logits are never chosen unless all are NaN; no
+    /// logits at all give token 0).
     pub fn sample(&self, logits: &[f32], rng: &mut Rng) -> u32 {
+        if logits.is_empty() {
+            return 0;
+        }
         let argmax = || {
             let mut best = 0;
             for (i, &l) in logits.iter().enumerate() {

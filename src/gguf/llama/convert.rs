@@ -14,15 +14,20 @@ use kernels::quant::gguf::GgufMatrix;
 /// adjacent pairs `(2i, 2i + 1)`: new row `2i + half` of a head is old row
 /// `half · d/2 + i`. This is what llama.cpp's converter does for the `llama` architecture,
 /// so that its interleaved RoPE computes what `rotate_half` did. Biases permute the same way
-/// (`cols = 1`).
+/// (`cols = 1`). `None` unless `w` is `rows × cols` and `rows` is `heads` heads of an even
+/// size.
 ///
 /// ```
 /// use ptxkit::gguf::llama::permute_for_rope;
 /// // One head of 4 rows: [r0, r1, r2, r3] → [r0, r2, r1, r3].
 /// let w = [0.0, 1.0, 2.0, 3.0];
-/// assert_eq!(permute_for_rope(&w, 4, 1, 1), vec![0.0, 2.0, 1.0, 3.0]);
+/// assert_eq!(permute_for_rope(&w, 4, 1, 1), Some(vec![0.0, 2.0, 1.0, 3.0]));
+/// assert_eq!(permute_for_rope(&w, 4, 1, 3), None);
 /// ```
-pub fn permute_for_rope(w: &[f32], rows: usize, cols: usize, heads: usize) -> Vec<f32> {
+pub fn permute_for_rope(w: &[f32], rows: usize, cols: usize, heads: usize) -> Option<Vec<f32>> {
+    if heads == 0 || !rows.is_multiple_of(2 * heads) || rows.checked_mul(cols) != Some(w.len()) {
+        return None;
+    }
     let d = rows / heads;
     let mut out = vec![0.0; w.len()];
     for h in 0..heads {
@@ -34,7 +39,7 @@ pub fn permute_for_rope(w: &[f32], rows: usize, cols: usize, heads: usize) -> Ve
             }
         }
     }
-    out
+    Some(out)
 }
 
 /// What [`quantize`] chose for one tensor.
@@ -105,14 +110,19 @@ fn encode(ckpt: &Checkpoint, qt: QuantType, weight: Weight) -> Result<Encoded, L
     let shape = weight.shape(cfg);
     // A vector is one row of `len` for the permutation, and `[len]` in the file.
     let (rows, cols) = (shape[0], shape.get(1).copied().unwrap_or(1));
-    let values = match weight {
-        Weight::AttnQ(_) | Weight::AttnQBias(_) => {
-            permute_for_rope(ckpt.weight(weight), rows, cols, cfg.heads_q)
-        }
-        Weight::AttnK(_) | Weight::AttnKBias(_) => {
-            permute_for_rope(ckpt.weight(weight), rows, cols, cfg.heads_kv)
-        }
-        _ => ckpt.weight(weight).to_vec(),
+    let heads = match weight {
+        Weight::AttnQ(_) | Weight::AttnQBias(_) => Some(cfg.heads_q),
+        Weight::AttnK(_) | Weight::AttnKBias(_) => Some(cfg.heads_kv),
+        _ => None,
+    };
+    let values = match heads {
+        // A validated config's heads divide the rows into even head sizes.
+        Some(h) => permute_for_rope(ckpt.weight(weight), rows, cols, h).ok_or_else(|| {
+            LlamaError::Model(crate::model::ModelError::Config(format!(
+                "{name}: {rows} rows are not {h} heads of an even size"
+            )))
+        })?,
+        None => ckpt.weight(weight).to_vec(),
     };
     let in_features = shape[shape.len() - 1];
     let ty =

@@ -128,9 +128,16 @@ fn permuted_rows_under_interleaved_rope_match_half_split_rope() {
     };
     // Two heads of one token at position 5.
     let hf = reference::rope(&x, &[5], 2, d, neox);
-    let ggml = reference::rope(&permute_for_rope(&x, 2 * d, 1, 2), &[5], 2, d, inter);
+    let ggml = reference::rope(
+        &permute_for_rope(&x, 2 * d, 1, 2).unwrap(),
+        &[5],
+        2,
+        d,
+        inter,
+    );
     let hf32: Vec<f32> = hf.iter().map(|&v| v as f32).collect();
     let want: Vec<f64> = permute_for_rope(&hf32, 2 * d, 1, 2)
+        .unwrap()
         .iter()
         .map(|&v| v as f64)
         .collect();
