@@ -87,6 +87,8 @@ pub fn available_kernels() -> Vec<kernel_dsl::ir::Kernel> {
         .collect()
 }
 
+pub mod gguf;
 pub mod model;
 pub mod selfcheck;
+pub mod serve;
 pub mod train;

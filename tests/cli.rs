@@ -66,7 +66,16 @@ fn every_subcommand_has_help_that_names_its_options() {
     let cases: &[(&[&str], &[&str])] = &[
         (
             &["--help"],
-            &["train", "run", "emit", "catalog", "targets", "Exit status"],
+            &[
+                "train",
+                "run",
+                "emit",
+                "quantize",
+                "generate",
+                "catalog",
+                "targets",
+                "Exit status",
+            ],
         ),
         (&["help"], &["train", "emit"]),
         (
@@ -77,6 +86,20 @@ fn every_subcommand_has_help_that_names_its_options() {
         (
             &["emit", "--help"],
             &["--targets <TARGETS>", "--out <DIR>", "--kernels"],
+        ),
+        (
+            &["quantize", "--help"],
+            &["--checkpoint <DIR>", "--out <FILE>", "--type", "q4_k_m"],
+        ),
+        (
+            &["generate", "--help"],
+            &[
+                "--model <FILE>",
+                "--prompt <TEXT>",
+                "--max-tokens <N>",
+                "--top-p <P>",
+                "--seed",
+            ],
         ),
         (&["catalog", "--help"], &["instruction form"]),
         (&["targets", "--help"], &["minimum PTX ISA"]),

@@ -9,7 +9,8 @@ use std::path::PathBuf;
 const EXIT_STATUS: &str = "Exit status:
   0  success
   1  the work failed: a sample missed its reference, training disagreed with the CPU
-     reference or its loss did not fall, a file could not be written, nothing could be emitted
+     reference or its loss did not fall, a file could not be read or written, nothing could
+     be emitted
   2  usage error: an unknown subcommand or flag, a missing or malformed value, an unknown
      kernel name
 
@@ -42,6 +43,15 @@ pub enum Command {
     /// and shared memory from ptxas where it is installed (needs no GPU).
     #[command(after_help = EXIT_STATUS)]
     Emit(EmitArgs),
+    /// Quantize a training checkpoint (`model.safetensors` + `config.json`) into a GGUF
+    /// file of the `llama` architecture, with llama.cpp's tensor names and Q4_K_M mix.
+    #[command(after_help = EXIT_STATUS)]
+    Quantize(QuantizeArgs),
+    /// Generate text from a GGUF model: prefill with flash attention, decode over a paged KV
+    /// cache with continuous batching and graph-captured steps; prints each completion and
+    /// tokens/s.
+    #[command(after_help = EXIT_STATUS)]
+    Generate(GenerateArgs),
     /// Print what each instruction form needs from the target.
     Catalog,
     /// Print the targets, their minimum PTX ISA and limits.
@@ -76,6 +86,76 @@ pub struct TrainArgs {
     /// on every GPU and the gradients averaged through NCCL inside the captured step.
     #[arg(long, value_name = "N", conflicts_with = "device", value_parser = clap::value_parser!(u32).range(1..))]
     pub gpus: Option<u32>,
+}
+
+/// The GGUF file types `ptxkit quantize` writes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum QuantChoice {
+    /// llama.cpp's Q4_K_M: Q4_K, with Q6_K for the output head and half of the attn_v and
+    /// ffn_down layers.
+    #[default]
+    #[value(name = "q4_k_m")]
+    Q4KM,
+    /// Every weight Q8_0.
+    #[value(name = "q8_0")]
+    Q8_0,
+    /// Every weight Q6_K.
+    #[value(name = "q6_k")]
+    Q6K,
+}
+
+/// Arguments of `ptxkit quantize`.
+#[derive(Debug, Args)]
+pub struct QuantizeArgs {
+    /// The checkpoint directory: `model.safetensors` (F32, Hugging Face Llama names) and
+    /// `config.json`.
+    #[arg(long, value_name = "DIR")]
+    pub checkpoint: PathBuf,
+    /// The GGUF file to write.
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// The file type.
+    #[arg(long = "type", value_enum, default_value_t)]
+    pub quant: QuantChoice,
+}
+
+/// Arguments of `ptxkit generate`.
+#[derive(Debug, Args)]
+pub struct GenerateArgs {
+    /// The GGUF model (from `ptxkit quantize`).
+    #[arg(long, value_name = "FILE")]
+    pub model: PathBuf,
+    /// A prompt; repeat the flag for several, served together with continuous batching.
+    #[arg(long, required = true, value_name = "TEXT")]
+    pub prompt: Vec<String>,
+    /// Most tokens to generate per prompt.
+    #[arg(long, default_value_t = 32, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_tokens: u32,
+    /// Sampling temperature; 0 is greedy.
+    #[arg(long, default_value_t = 0.0, value_name = "T")]
+    pub temperature: f32,
+    /// Sample only from the K most likely tokens (0: all).
+    #[arg(long, default_value_t = 0, value_name = "K")]
+    pub top_k: u32,
+    /// Sample only from the most likely tokens whose probabilities add up to P.
+    #[arg(long, default_value_t = 1.0, value_name = "P")]
+    pub top_p: f32,
+    /// Seeds the sampling (prompt i uses seed + i), so a run repeats exactly.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Most sequences decoded together (1 to 16).
+    #[arg(long, default_value_t = 16, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=16))]
+    pub max_batch: u32,
+    /// Keep generating past the end-of-sequence token.
+    #[arg(long)]
+    pub ignore_eos: bool,
+    /// Write the logits after each prompt's last token to FILE (vocab little-endian f32 per
+    /// prompt, in prompt order), for `scripts/crosscheck_gguf.py`.
+    #[arg(long, value_name = "FILE")]
+    pub logits_out: Option<PathBuf>,
+    /// Which device runs the kernels.
+    #[arg(long, value_enum, default_value_t)]
+    pub device: DeviceChoice,
 }
 
 /// Arguments of `ptxkit run`.

@@ -14,6 +14,12 @@ pub enum CliError {
     Runtime(#[from] ptxkit::runtime::Error),
     #[error(transparent)]
     Train(#[from] ptxkit::train::TrainError),
+    #[error(transparent)]
+    Quantize(#[from] ptxkit::gguf::llama::LlamaError),
+    #[error(transparent)]
+    Gguf(#[from] ptxkit::gguf::GgufError),
+    #[error(transparent)]
+    Serve(#[from] ptxkit::serve::ServeError),
     #[error("{0} sample(s) did not match their CPU reference")]
     SamplesFailed(usize),
     #[error("no kernel could be emitted for {0:?}: every one needs a different target")]

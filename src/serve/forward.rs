@@ -1,0 +1,515 @@
+//! The decoder's forward on the device, as launches of the `kernels` ops: the prefill of
+//! newly joined sequences (packed, variable-length, flash attention, the GGUF prefill GEMM)
+//! and one decode step of a batch (the GGUF GEMV with RMSNorm fused in front, paged
+//! attention). Activations are f32; attention reads and writes bf16, as the KV cache holds it.
+
+use super::kv_cache::PagedKvCache;
+use super::model::{Layer, ServeModel};
+use crate::model::ModelConfig;
+use kernel_runtime::{Bf16, Buffer, Stream};
+use kernels::attention::{
+    decode_splits, flash_forward, paged_decode, paged_decode_workspace, Attention, Batch, Decode,
+    Heads, Mask,
+};
+use kernels::cast::cast;
+use kernels::elementwise::{add, swiglu};
+use kernels::embedding::embedding;
+use kernels::gemm::{gemm, Epilogue, GemmShape, Layout, Math};
+use kernels::layout::kv_cache_append;
+use kernels::norm::rms_norm;
+use kernels::quant::gguf::{dequantize, gemv, gemv_rms_norm, GgufWeights};
+use kernels::rope::{rope, Rope, RopeLayout};
+use kernels::Error;
+use std::collections::HashMap;
+
+/// ggml's RoPE for the `llama` architecture: adjacent pairs, which the converter's q/k row
+/// permutation makes equal to Hugging Face's half-split pairs.
+pub(crate) fn rope_spec(cfg: &ModelConfig) -> Rope {
+    Rope {
+        layout: RopeLayout::Interleaved,
+        theta: cfg.rope_theta,
+        rotary_dim: cfg.head_dim,
+    }
+}
+
+fn heads(cfg: &ModelConfig) -> Heads {
+    Heads {
+        q: cfg.heads_q,
+        kv: cfg.heads_kv,
+        dim: cfg.head_dim,
+    }
+}
+
+fn scale(cfg: &ModelConfig) -> f32 {
+    1.0 / (cfg.head_dim as f32).sqrt()
+}
+
+/// One new token a sequence, attending up to `max_len` cached positions.
+fn decode(cfg: &ModelConfig, max_len: usize, splits: usize) -> Decode {
+    Decode {
+        heads: heads(cfg),
+        scale: scale(cfg),
+        new: 1,
+        max_len,
+        splits,
+    }
+}
+
+/// The sequences a prefill covers, packed one after another.
+pub(crate) struct PrefillBatch {
+    /// Every sequence's tokens, concatenated.
+    pub tokens: Vec<u32>,
+    /// `seqs + 1` offsets into `tokens`.
+    pub cu_seqlens: Vec<u32>,
+    /// Each sequence's pages, `blocks_per_seq` entries a sequence (unused ones past the cache).
+    pub table: Vec<u32>,
+    pub blocks_per_seq: usize,
+}
+
+impl PrefillBatch {
+    fn seqs(&self) -> usize {
+        self.cu_seqlens.len() - 1
+    }
+}
+
+/// Dequantizes `w` into a workspace of its size and runs `y = x·Wᵀ (+ bias)` for `m` rows.
+fn project(
+    stream: &Stream,
+    workspaces: &mut HashMap<usize, Buffer<f32>>,
+    w: &GgufWeights,
+    x: &Buffer<f32>,
+    y: &mut Buffer<f32>,
+    m: usize,
+    bias: Option<&Buffer<f32>>,
+) -> Result<(), Error> {
+    let len = w.rows() * w.cols();
+    let ws = match workspaces.entry(len) {
+        std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+        std::collections::hash_map::Entry::Vacant(v) => v.insert(Buffer::zeros(stream, len)?),
+    };
+    dequantize(stream, w, ws)?;
+    let shape = GemmShape::new(Layout::Nt, m, w.rows(), w.cols());
+    let epilogue = Epilogue {
+        bias,
+        ..Epilogue::default()
+    };
+    gemm(stream, &shape, x, ws, y, &epilogue, Math::Fp32)
+}
+
+/// Runs the prefill of `batch` (at most the GEMV's 16 sequences): writes every token's keys
+/// and values into the cache and returns the logits of each sequence's last token
+/// (`seqs × vocab`).
+pub(crate) fn prefill(
+    stream: &Stream,
+    model: &ServeModel,
+    cache: &mut PagedKvCache,
+    batch: &PrefillBatch,
+) -> Result<Vec<f32>, Error> {
+    let cfg = model.config();
+    let (t, s) = (batch.tokens.len(), batch.seqs());
+    let (hid, qw, kvw, ffn) = (cfg.hidden, cfg.hidden, cfg.kv_width(), cfg.ffn);
+    let mut positions = Vec::with_capacity(t);
+    let mut seq_ids = Vec::with_capacity(t);
+    let mut last_rows = Vec::with_capacity(s);
+    let mut max_len = 0;
+    for (i, w) in batch.cu_seqlens.windows(2).enumerate() {
+        positions.extend(0..w[1] - w[0]);
+        seq_ids.extend(std::iter::repeat_n(i as u32, (w[1] - w[0]) as usize));
+        last_rows.push(w[1] - 1);
+        max_len = max_len.max((w[1] - w[0]) as usize);
+    }
+    let f32s = |n: usize| Buffer::<f32>::zeros(stream, n);
+    let bf16s = |n: usize| Buffer::<Bf16>::zeros(stream, n);
+    let ids = Buffer::from_host(stream, &batch.tokens)?;
+    let positions = Buffer::from_host(stream, &positions)?;
+    let seq_ids = Buffer::from_host(stream, &seq_ids)?;
+    let table = Buffer::from_host(stream, &batch.table)?;
+    let cu = Buffer::from_host(stream, &batch.cu_seqlens)?;
+    let last_rows = Buffer::from_host(stream, &last_rows)?;
+    let (mut x, mut h, mut n) = (f32s(t * hid)?, f32s(t * hid)?, f32s(t * hid)?);
+    let (mut q, mut q_rot, mut k, mut k_rot, mut v) = (
+        f32s(t * qw)?,
+        f32s(t * qw)?,
+        f32s(t * kvw)?,
+        f32s(t * kvw)?,
+        f32s(t * kvw)?,
+    );
+    let (mut qb, mut kb, mut vb, mut ob) = (
+        bf16s(t * qw)?,
+        bf16s(t * kvw)?,
+        bf16s(t * kvw)?,
+        bf16s(t * qw)?,
+    );
+    let (mut o, mut attn, mut mlp) = (f32s(t * qw)?, f32s(t * hid)?, f32s(t * hid)?);
+    let (mut gate, mut up, mut act) = (f32s(t * ffn)?, f32s(t * ffn)?, f32s(t * ffn)?);
+    let mut lse = f32s(cfg.heads_q * t)?;
+    let mut ws = HashMap::new();
+    let layout = cache.layout(s, batch.blocks_per_seq);
+    let rope_spec = rope_spec(cfg);
+    let attention = Attention {
+        heads: heads(cfg),
+        mask: Mask::Causal,
+        scale: scale(cfg),
+    };
+    let packed = Batch {
+        cu_seqlens: &cu,
+        seqs: s,
+        tokens: t,
+        max_len,
+    };
+    embedding(stream, &model.embed, &ids, &mut x, t, cfg.vocab, hid)?;
+    for (l, layer) in model.layers.iter().enumerate() {
+        let bias = |i: usize| layer.bias.as_ref().map(|b| &b[i]);
+        rms_norm(stream, &x, &layer.attn_norm, &mut n, t, hid, cfg.norm_eps)?;
+        project(stream, &mut ws, &layer.q, &n, &mut q, t, bias(0))?;
+        project(stream, &mut ws, &layer.k, &n, &mut k, t, bias(1))?;
+        project(stream, &mut ws, &layer.v, &n, &mut v, t, bias(2))?;
+        rope(
+            stream,
+            &q,
+            &positions,
+            &mut q_rot,
+            t,
+            cfg.heads_q,
+            cfg.head_dim,
+            rope_spec,
+        )?;
+        rope(
+            stream,
+            &k,
+            &positions,
+            &mut k_rot,
+            t,
+            cfg.heads_kv,
+            cfg.head_dim,
+            rope_spec,
+        )?;
+        cast(stream, &q_rot, &mut qb)?;
+        cast(stream, &k_rot, &mut kb)?;
+        cast(stream, &v, &mut vb)?;
+        kv_cache_append(
+            stream,
+            &kb,
+            &seq_ids,
+            &positions,
+            &table,
+            &mut cache.k[l],
+            t,
+            layout,
+        )?;
+        kv_cache_append(
+            stream,
+            &vb,
+            &seq_ids,
+            &positions,
+            &table,
+            &mut cache.v[l],
+            t,
+            layout,
+        )?;
+        flash_forward(stream, &qb, &kb, &vb, packed, attention, &mut ob, &mut lse)?;
+        cast(stream, &ob, &mut o)?;
+        project(stream, &mut ws, &layer.o, &o, &mut attn, t, None)?;
+        add(stream, &x, &attn, &mut h)?;
+        rms_norm(stream, &h, &layer.ffn_norm, &mut n, t, hid, cfg.norm_eps)?;
+        project(stream, &mut ws, &layer.gate, &n, &mut gate, t, None)?;
+        project(stream, &mut ws, &layer.up, &n, &mut up, t, None)?;
+        swiglu(stream, &gate, &up, &mut act)?;
+        project(stream, &mut ws, &layer.down, &act, &mut mlp, t, None)?;
+        add(stream, &h, &mlp, &mut x)?;
+    }
+    // The embedding gather picks each sequence's last row out of the `t × hidden` stream.
+    let mut last = f32s(s * hid)?;
+    embedding(stream, &x, &last_rows, &mut last, s, t, hid)?;
+    let mut logits = f32s(s * cfg.vocab)?;
+    head(stream, model, &last, &mut logits, s)?;
+    Ok(logits.to_host(stream)?)
+}
+
+/// `logits = rmsnorm(x)·Wᵀ` for `m` rows (at most the GEMV's 16).
+fn head(
+    stream: &Stream,
+    model: &ServeModel,
+    x: &Buffer<f32>,
+    logits: &mut Buffer<f32>,
+    m: usize,
+) -> Result<(), Error> {
+    let cfg = model.config();
+    gemv_rms_norm(
+        stream,
+        &model.output,
+        x,
+        &model.output_norm,
+        cfg.norm_eps,
+        logits,
+        m,
+    )
+}
+
+/// Everything one decode step of a batch of `b` rows reads and writes. The engine copies the
+/// step's inputs into `tokens`, `positions`, `seq_lens` and `table`, then runs (or replays)
+/// the step; rows past the live sequences are padding: length 0, table entries past the
+/// cache, so they append nothing and attend nothing.
+pub(crate) struct DecodeStep {
+    pub b: usize,
+    pub blocks_per_seq: usize,
+    pub tokens: Buffer<u32>,
+    pub positions: Buffer<u32>,
+    seq_ids: Buffer<u32>,
+    pub seq_lens: Buffer<u32>,
+    pub table: Buffer<u32>,
+    pub logits: Buffer<f32>,
+    x: Buffer<f32>,
+    h: Buffer<f32>,
+    q: Buffer<f32>,
+    q_rot: Buffer<f32>,
+    k: Buffer<f32>,
+    k_rot: Buffer<f32>,
+    v: Buffer<f32>,
+    /// Projections before their bias is added (Qwen2-style models only).
+    unbiased: Option<[Buffer<f32>; 3]>,
+    /// Each layer's q, k and v biases repeated for the `b` rows.
+    biases: Vec<[Buffer<f32>; 3]>,
+    qb: Buffer<Bf16>,
+    kb: Buffer<Bf16>,
+    vb: Buffer<Bf16>,
+    ob: Buffer<Bf16>,
+    o: Buffer<f32>,
+    attn: Buffer<f32>,
+    gate: Buffer<f32>,
+    up: Buffer<f32>,
+    act: Buffer<f32>,
+    mlp: Buffer<f32>,
+    /// Ranges each sequence's cache is split into for paged attention.
+    splits: usize,
+    workspace: Buffer<f32>,
+}
+
+impl DecodeStep {
+    /// Buffers for a batch of `b` rows (1 to 16) over a cache of pages of `block_size`.
+    pub fn new(
+        stream: &Stream,
+        model: &ServeModel,
+        b: usize,
+        blocks_per_seq: usize,
+        block_size: usize,
+    ) -> Result<DecodeStep, Error> {
+        let cfg = model.config();
+        let (hid, kvw, ffn) = (cfg.hidden, cfg.kv_width(), cfg.ffn);
+        let f32s = |n: usize| Buffer::<f32>::zeros(stream, n);
+        let bf16s = |n: usize| Buffer::<Bf16>::zeros(stream, n);
+        let mut biases = Vec::new();
+        for layer in &model.layers {
+            if let Some(bias) = &layer.bias {
+                let rep = |v: &Buffer<f32>| -> Result<Buffer<f32>, Error> {
+                    let host = v.to_host(stream)?;
+                    let rows: Vec<f32> = (0..b).flat_map(|_| host.iter().copied()).collect();
+                    Ok(Buffer::from_host(stream, &rows)?)
+                };
+                biases.push([rep(&bias[0])?, rep(&bias[1])?, rep(&bias[2])?]);
+            }
+        }
+        let unbiased = if cfg.qkv_bias {
+            Some([f32s(b * hid)?, f32s(b * kvw)?, f32s(b * kvw)?])
+        } else {
+            None
+        };
+        let seq_ids: Vec<u32> = (0..b as u32).collect();
+        // Split the cache so that the step's blocks fill the device at the longest context
+        // (the launch is fixed once captured).
+        let max_len = blocks_per_seq * block_size;
+        let sms = stream.device().props().sm_count as usize;
+        let splits = decode_splits(b, heads(cfg), max_len, sms);
+        let workspace_len = paged_decode_workspace(b, decode(cfg, max_len, splits))?;
+        Ok(DecodeStep {
+            b,
+            blocks_per_seq,
+            tokens: Buffer::zeros(stream, b)?,
+            positions: Buffer::zeros(stream, b)?,
+            seq_ids: Buffer::from_host(stream, &seq_ids)?,
+            seq_lens: Buffer::zeros(stream, b)?,
+            table: Buffer::zeros(stream, b * blocks_per_seq)?,
+            logits: f32s(b * cfg.vocab)?,
+            x: f32s(b * hid)?,
+            h: f32s(b * hid)?,
+            q: f32s(b * hid)?,
+            q_rot: f32s(b * hid)?,
+            k: f32s(b * kvw)?,
+            k_rot: f32s(b * kvw)?,
+            v: f32s(b * kvw)?,
+            unbiased,
+            biases,
+            qb: bf16s(b * hid)?,
+            kb: bf16s(b * kvw)?,
+            vb: bf16s(b * kvw)?,
+            ob: bf16s(b * hid)?,
+            o: f32s(b * hid)?,
+            attn: f32s(b * hid)?,
+            gate: f32s(b * ffn)?,
+            up: f32s(b * ffn)?,
+            act: f32s(b * ffn)?,
+            mlp: f32s(b * hid)?,
+            splits,
+            workspace: f32s(workspace_len)?,
+        })
+    }
+
+    /// Queues the step's launches on `stream`: no host copies, so it can be captured.
+    pub fn record(
+        &mut self,
+        stream: &Stream,
+        model: &ServeModel,
+        cache: &mut PagedKvCache,
+    ) -> Result<(), Error> {
+        let cfg = *model.config();
+        let b = self.b;
+        let layout = cache.layout(b, self.blocks_per_seq);
+        let decode = decode(&cfg, self.blocks_per_seq * cache.block_size, self.splits);
+        let spec = rope_spec(&cfg);
+        embedding(
+            stream,
+            &model.embed,
+            &self.tokens,
+            &mut self.x,
+            b,
+            cfg.vocab,
+            cfg.hidden,
+        )?;
+        for (l, layer) in model.layers.iter().enumerate() {
+            self.qkv(stream, &cfg, l, layer)?;
+            rope(
+                stream,
+                &self.q,
+                &self.positions,
+                &mut self.q_rot,
+                b,
+                cfg.heads_q,
+                cfg.head_dim,
+                spec,
+            )?;
+            rope(
+                stream,
+                &self.k,
+                &self.positions,
+                &mut self.k_rot,
+                b,
+                cfg.heads_kv,
+                cfg.head_dim,
+                spec,
+            )?;
+            cast(stream, &self.q_rot, &mut self.qb)?;
+            cast(stream, &self.k_rot, &mut self.kb)?;
+            cast(stream, &self.v, &mut self.vb)?;
+            let s = &*self;
+            kv_cache_append(
+                stream,
+                &s.kb,
+                &s.seq_ids,
+                &s.positions,
+                &s.table,
+                &mut cache.k[l],
+                b,
+                layout,
+            )?;
+            kv_cache_append(
+                stream,
+                &s.vb,
+                &s.seq_ids,
+                &s.positions,
+                &s.table,
+                &mut cache.v[l],
+                b,
+                layout,
+            )?;
+            paged_decode(
+                stream,
+                &self.qb,
+                &cache.k[l],
+                &cache.v[l],
+                &self.table,
+                &self.seq_lens,
+                layout,
+                decode,
+                &mut self.workspace,
+                &mut self.ob,
+            )?;
+            cast(stream, &self.ob, &mut self.o)?;
+            gemv(stream, &layer.o, &self.o, &mut self.attn, b)?;
+            add(stream, &self.x, &self.attn, &mut self.h)?;
+            let eps = cfg.norm_eps;
+            gemv_rms_norm(
+                stream,
+                &layer.gate,
+                &self.h,
+                &layer.ffn_norm,
+                eps,
+                &mut self.gate,
+                b,
+            )?;
+            gemv_rms_norm(
+                stream,
+                &layer.up,
+                &self.h,
+                &layer.ffn_norm,
+                eps,
+                &mut self.up,
+                b,
+            )?;
+            swiglu(stream, &self.gate, &self.up, &mut self.act)?;
+            gemv(stream, &layer.down, &self.act, &mut self.mlp, b)?;
+            add(stream, &self.h, &self.mlp, &mut self.x)?;
+        }
+        head(stream, model, &self.x, &mut self.logits, b)
+    }
+
+    /// The q, k and v projections of layer `l`, RMSNorm fused in front, biases added.
+    fn qkv(
+        &mut self,
+        stream: &Stream,
+        cfg: &ModelConfig,
+        l: usize,
+        layer: &Layer,
+    ) -> Result<(), Error> {
+        let (b, eps) = (self.b, cfg.norm_eps);
+        match &mut self.unbiased {
+            None => {
+                gemv_rms_norm(
+                    stream,
+                    &layer.q,
+                    &self.x,
+                    &layer.attn_norm,
+                    eps,
+                    &mut self.q,
+                    b,
+                )?;
+                gemv_rms_norm(
+                    stream,
+                    &layer.k,
+                    &self.x,
+                    &layer.attn_norm,
+                    eps,
+                    &mut self.k,
+                    b,
+                )?;
+                gemv_rms_norm(
+                    stream,
+                    &layer.v,
+                    &self.x,
+                    &layer.attn_norm,
+                    eps,
+                    &mut self.v,
+                    b,
+                )
+            }
+            Some([q, k, v]) => {
+                gemv_rms_norm(stream, &layer.q, &self.x, &layer.attn_norm, eps, q, b)?;
+                gemv_rms_norm(stream, &layer.k, &self.x, &layer.attn_norm, eps, k, b)?;
+                gemv_rms_norm(stream, &layer.v, &self.x, &layer.attn_norm, eps, v, b)?;
+                let bias = &self.biases[l];
+                add(stream, q, &bias[0], &mut self.q)?;
+                add(stream, k, &bias[1], &mut self.k)?;
+                add(stream, v, &bias[2], &mut self.v)
+            }
+        }
+    }
+}
