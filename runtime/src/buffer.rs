@@ -48,9 +48,20 @@ impl Drop for BufferCore {
 
 impl BufferCore {
     /// Called before a launch or copy on `stream`: the first use on a foreign stream waits for
-    /// the allocating stream, so the allocation (stream-ordered) has happened.
-    pub(crate) fn note_use_on(&self, stream: StreamId, capturing: bool) -> Result<()> {
+    /// the allocating stream, so the allocation (stream-ordered) has happened. Inside a capture
+    /// that wait cannot happen, so a first foreign use is allowed only on a stream forked from
+    /// the allocating one (`fork_origin`), which the fork already orders after the allocation.
+    pub(crate) fn note_use_on(
+        &self,
+        stream: StreamId,
+        capturing: bool,
+        fork_origin: Option<StreamId>,
+    ) -> Result<()> {
         if stream == self.home_stream || self.foreign_use.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        if capturing && fork_origin == Some(self.home_stream) {
+            self.foreign_use.store(true, Ordering::Release);
             return Ok(());
         }
         if capturing {

@@ -164,6 +164,10 @@ pub enum Error {
     },
     #[error("`{op}` cannot run while the stream is capturing a graph: do it before `capture` or after it returns")]
     NotAllowedDuringCapture { op: &'static str },
+    #[error("{streams} stream(s) forked into the capture still had work that was never joined back: call `join` on the capturing stream for each `fork` after the forked stream's last launch")]
+    UnjoinedFork { streams: usize },
+    #[error("a stream cannot fork or join itself: pass a second stream of the same device")]
+    ForkOfItself,
     #[error("`{op}` mixes objects of two devices: use streams, buffers, events and graphs of one device together")]
     DeviceMismatch { op: &'static str },
     #[error("event was never recorded: call `stream.record(&event)` before asking for its time")]

@@ -38,8 +38,17 @@ pub struct Stream {
     device: Device,
     pub(crate) id: StreamId,
     pub(crate) cuda: Option<Arc<CudaStream>>,
-    capturing: AtomicBool,
-    capture: Mutex<CaptureLog>,
+    capturing: Arc<AtomicBool>,
+    capture: Mutex<Capture>,
+}
+
+/// Where a capturing stream records: its own log when it began the capture, its origin's
+/// when it was forked into one ([`Stream::fork`]).
+#[derive(Default)]
+struct Capture {
+    log: Arc<Mutex<CaptureLog>>,
+    /// The stream that began the capture, for a forked stream.
+    origin: Option<StreamId>,
 }
 
 #[derive(Default)]
@@ -47,6 +56,16 @@ struct CaptureLog {
     keepalive: Vec<KeptAlive>,
     ops: Vec<EmuOp>,
     launches: usize,
+    /// Streams forked into this capture, each with whether it has work not yet joined back.
+    forks: Vec<Fork>,
+    /// The fork and join events: graph edges while capturing, dropped once it ends.
+    events: Vec<Event>,
+}
+
+struct Fork {
+    stream: StreamId,
+    capturing: Arc<AtomicBool>,
+    unjoined: bool,
 }
 
 impl Stream {
@@ -62,8 +81,8 @@ impl Stream {
             device: device.clone(),
             id: StreamId(NEXT_STREAM.fetch_add(1, Ordering::Relaxed)),
             cuda,
-            capturing: AtomicBool::new(false),
-            capture: Mutex::new(CaptureLog::default()),
+            capturing: Arc::new(AtomicBool::new(false)),
+            capture: Mutex::new(Capture::default()),
         })
     }
 
@@ -90,8 +109,25 @@ impl Stream {
         self.capturing.load(Ordering::Acquire)
     }
 
-    fn log(&self) -> MutexGuard<'_, CaptureLog> {
+    fn capture_state(&self) -> MutexGuard<'_, Capture> {
         self.capture.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The log this stream records into while capturing.
+    fn log(&self) -> Arc<Mutex<CaptureLog>> {
+        Arc::clone(&self.capture_state().log)
+    }
+
+    /// The stream that began the capture this stream was forked into.
+    fn fork_origin(&self) -> Option<StreamId> {
+        self.capture_state().origin
+    }
+
+    /// Notes captured work queued on this stream: a forked stream must be joined after it.
+    fn note_captured_work(&self, log: &mut CaptureLog) {
+        if let Some(fork) = log.forks.iter_mut().find(|f| f.stream == self.id) {
+            fork.unjoined = true;
+        }
     }
 
     /// Launches a kernel with arguments in parameter order, after checking them (count, kinds,
@@ -143,8 +179,9 @@ impl Stream {
             });
         }
         let capturing = self.is_capturing();
+        let origin = if capturing { self.fork_origin() } else { None };
         for core in args.iter().filter_map(KernelArg::core) {
-            core.note_use_on(self.id, capturing)?;
+            core.note_use_on(self.id, capturing, origin)?;
         }
         let miss = if capturing { Miss::Refuse } else { Miss::Load };
         match self.device.kernel(artifacts, miss)? {
@@ -188,20 +225,22 @@ impl Stream {
                 };
                 if capturing {
                     tracing::trace!(target: "ptxkit::launch", "recorded into the graph");
-                    self.log().ops.push(op);
+                    lock(&self.log()).ops.push(op);
                 } else {
                     self.run_emulated(&op)?;
                 }
             }
         }
         if capturing {
-            let mut log = self.log();
+            let log = self.log();
+            let mut log = lock(&log);
             log.launches += 1;
             log.keepalive.extend(
                 args.iter()
                     .filter_map(KernelArg::core)
                     .map(|core| Arc::clone(core) as KeptAlive),
             );
+            self.note_captured_work(&mut log);
         }
         Ok(())
     }
@@ -245,11 +284,22 @@ impl Stream {
                 .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
                 .map_err(|e| Error::driver("cuStreamBeginCapture", e))?;
         }
-        *self.log() = CaptureLog::default();
+        let log = Arc::new(Mutex::new(CaptureLog::default()));
+        *self.capture_state() = Capture {
+            log: Arc::clone(&log),
+            origin: None,
+        };
         self.capturing.store(true, Ordering::Release);
         let recorded = record(self);
         self.capturing.store(false, Ordering::Release);
-        let log = std::mem::take(&mut *self.log());
+        let log = std::mem::take(&mut *lock(&log));
+        // Every forked stream leaves the capture with it; one with work never joined back
+        // makes the capture fail (CUDA refuses to end it too).
+        let mut unjoined = 0;
+        for fork in &log.forks {
+            fork.capturing.store(false, Ordering::Release);
+            unjoined += usize::from(fork.unjoined);
+        }
         // Capture always ends, so a failed recording leaves the stream usable.
         let graph = match &self.cuda {
             Some(stream) => stream
@@ -263,8 +313,103 @@ impl Stream {
                 Backend::Cuda { .. } => Err(Error::DeviceMismatch { op: "capture" }),
             },
         };
+        drop(log.events);
         recorded?;
+        if unjoined > 0 {
+            return Err(Error::UnjoinedFork { streams: unjoined });
+        }
         graph
+    }
+
+    /// Makes `side`, another stream of this device, start after the work queued on this one so
+    /// far; inside [`Stream::capture`] it also brings `side` into the capture, so that what it
+    /// queues until [`Stream::join`] runs in the graph beside this stream's work (a gradient
+    /// all-reduce beside the rest of the backward, say). A buffer allocated on this stream may
+    /// be used on `side` from here on. Every fork inside a capture must be joined before the
+    /// capture ends, or the capture fails with [`Error::UnjoinedFork`].
+    ///
+    /// ```
+    /// # fn main() -> Result<(), kernel_runtime::Error> {
+    /// let device = kernel_runtime::Device::emulator();
+    /// let (main, side) = (device.stream()?, device.stream()?);
+    /// let graph = main.capture(|s| {
+    ///     s.fork(&side)?;
+    ///     // ... launches on `side` and on `s`, in any order ...
+    ///     s.join(&side)
+    /// })?;
+    /// graph.replay()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn fork(&self, side: &Stream) -> Result<()> {
+        if side.id == self.id {
+            return Err(Error::ForkOfItself);
+        }
+        if side.device.inner.id != self.device.inner.id {
+            return Err(Error::DeviceMismatch { op: "fork" });
+        }
+        let event = self.device.event()?;
+        event.record_on(self)?;
+        event.wait_on(side)?;
+        if !self.is_capturing() {
+            return Ok(());
+        }
+        let log = self.log();
+        let origin = self.fork_origin().unwrap_or(self.id);
+        let mut entry = lock(&log);
+        entry.events.push(event);
+        if side.is_capturing() {
+            // Already in this capture (forked before): the wait above orders it again.
+            return match entry.forks.iter().any(|f| f.stream == side.id) {
+                true => Ok(()),
+                false => Err(Error::NotAllowedDuringCapture {
+                    op: "fork of a stream that is capturing another graph",
+                }),
+            };
+        }
+        entry.forks.push(Fork {
+            stream: side.id,
+            capturing: Arc::clone(&side.capturing),
+            unjoined: false,
+        });
+        drop(entry);
+        *side.capture_state() = Capture {
+            log,
+            origin: Some(origin),
+        };
+        side.capturing.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// Makes the work queued on this stream from here on wait for everything queued on `side`
+    /// so far: the end of a [`Stream::fork`].
+    ///
+    /// ```
+    /// # fn main() -> Result<(), kernel_runtime::Error> {
+    /// let device = kernel_runtime::Device::emulator();
+    /// let (main, side) = (device.stream()?, device.stream()?);
+    /// main.fork(&side)?;
+    /// main.join(&side)?;
+    /// # Ok(()) }
+    /// ```
+    pub fn join(&self, side: &Stream) -> Result<()> {
+        if side.id == self.id {
+            return Err(Error::ForkOfItself);
+        }
+        if side.device.inner.id != self.device.inner.id {
+            return Err(Error::DeviceMismatch { op: "join" });
+        }
+        let event = self.device.event()?;
+        event.record_on(side)?;
+        event.wait_on(self)?;
+        if self.is_capturing() {
+            let log = self.log();
+            let mut log = lock(&log);
+            log.events.push(event);
+            if let Some(fork) = log.forks.iter_mut().find(|f| f.stream == side.id) {
+                fork.unjoined = false;
+            }
+        }
+        Ok(())
     }
 
     /// Waits until all work queued on this stream has finished.
@@ -329,17 +474,20 @@ impl Stream {
         comm: Option<KeptAlive>,
     ) -> Result<()> {
         let capturing = self.is_capturing();
+        let origin = if capturing { self.fork_origin() } else { None };
         for core in cores {
             if core.device != self.device.inner.id {
                 return Err(Error::DeviceMismatch { op: "collective" });
             }
-            core.note_use_on(self.id, capturing)?;
+            core.note_use_on(self.id, capturing, origin)?;
         }
         if capturing {
-            let mut log = self.log();
+            let log = self.log();
+            let mut log = lock(&log);
             log.keepalive
                 .extend(cores.iter().map(|core| Arc::clone(core) as KeptAlive));
             log.keepalive.extend(comm);
+            self.note_captured_work(&mut log);
         }
         Ok(())
     }
@@ -379,7 +527,7 @@ impl Stream {
         if core.device != self.device.inner.id {
             return Err(Error::DeviceMismatch { op });
         }
-        core.note_use_on(self.id, false)
+        core.note_use_on(self.id, false, None)
     }
 
     /// Stream-ordered copy of `data` to `offset` bytes into `core`.
@@ -489,6 +637,10 @@ impl Stream {
             _ => Err(Error::DeviceMismatch { op: "copy_to_host" }),
         }
     }
+}
+
+fn lock(log: &Mutex<CaptureLog>) -> MutexGuard<'_, CaptureLog> {
+    log.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 pub(crate) fn run_op(engine: &crate::emulator::SharedEngine, op: &EmuOp) -> Result<()> {

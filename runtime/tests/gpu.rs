@@ -430,3 +430,76 @@ fn gpu_a_failed_capture_ends_cleanly_and_leaves_the_stream_usable() {
     let c = dc.to_host(&stream).unwrap();
     assert!((0..n).all(|i| c[i] == a[i] + b[i]));
 }
+
+#[test]
+fn gpu_a_forked_stream_runs_inside_the_graph_and_joins_back() {
+    let Some(device) = gpu() else { return };
+    device.prewarm(&[&VECTOR_ADD, &AXPY]).unwrap();
+    let (main, side) = (device.stream().unwrap(), device.stream().unwrap());
+    let n = 1 << 20;
+    let nu = n as u32;
+    let cfg = LaunchConfig::for_elements(nu, 256);
+    let (a, b) = (random_f32s(8, n), random_f32s(9, n));
+    let da = Buffer::from_host(&main, &a).unwrap();
+    let db = Buffer::from_host(&main, &b).unwrap();
+    let mut dc = Buffer::from_host(&main, &vec![f32::NAN; n]).unwrap();
+    let mut dy = Buffer::from_host(&main, &b).unwrap();
+    let mut dz = Buffer::from_host(&main, &a).unwrap();
+    let graph = main
+        .capture(|s| {
+            s.launch(
+                &VECTOR_ADD,
+                cfg,
+                &[(&da).into(), (&db).into(), (&mut dc).into(), nu.into()],
+            )?;
+            // y = 0.5·c + y on the side stream, beside z = 2·a + z on the capturing one.
+            s.fork(&side)?;
+            side.launch(
+                &AXPY,
+                cfg,
+                &[0.5f32.into(), (&dc).into(), (&mut dy).into(), nu.into()],
+            )?;
+            s.launch(
+                &AXPY,
+                cfg,
+                &[2.0f32.into(), (&da).into(), (&mut dz).into(), nu.into()],
+            )?;
+            s.join(&side)?;
+            // After the join the capturing stream sees the side's result.
+            s.launch(
+                &AXPY,
+                cfg,
+                &[1.0f32.into(), (&dy).into(), (&mut dz).into(), nu.into()],
+            )
+        })
+        .unwrap();
+    assert_eq!(graph.launches(), 4);
+    graph.replay().unwrap();
+    let z = dz.to_host(&main).unwrap();
+    for i in 0..n {
+        let y = 0.5f32.mul_add(a[i] + b[i], b[i]);
+        assert_eq!(
+            z[i],
+            1.0f32.mul_add(y, 2.0f32.mul_add(a[i], a[i])),
+            "element {i}"
+        );
+    }
+    // A fork left unjoined is refused, and the driver's capture ends cleanly with it.
+    let err = main
+        .capture(|s| {
+            s.fork(&side)?;
+            side.launch(
+                &AXPY,
+                cfg,
+                &[0.5f32.into(), (&dc).into(), (&mut dy).into(), nu.into()],
+            )
+        })
+        .err()
+        .unwrap();
+    assert!(
+        matches!(err, Error::UnjoinedFork { .. } | Error::Driver { .. }),
+        "{err}"
+    );
+    main.synchronize().unwrap();
+    side.synchronize().unwrap();
+}

@@ -3,6 +3,7 @@
 
 mod collectives;
 mod emulated_launch;
+mod fork_join;
 mod graphs;
 mod no_driver;
 mod sealed;
