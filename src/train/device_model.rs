@@ -134,11 +134,8 @@ impl DeviceModel {
         }
         self.forward(stream)?;
         self.backward(stream)?;
-        for (i, g) in self.weight_grads.iter().enumerate() {
-            layout.copy_in(stream, g, &mut self.grads, i)?;
-        }
-        if let Some(reducer) = &self.reducer {
-            reducer.reduce(stream, &mut self.grads, &mut self.loss)?;
+        if let Some(reducer) = &mut self.reducer {
+            reducer.finish(stream, &mut self.grads, &mut self.loss)?;
         }
         clip::grad_norm(
             stream,
@@ -222,14 +219,26 @@ impl DeviceModel {
         )
     }
 
+    /// The backward; each weight's gradient goes into the flat `grads` as soon as it is
+    /// complete, and to the reducer, which may start averaging it while the rest runs.
     fn backward(&mut self, stream: &Stream) -> Result<(), Error> {
         let s = self.cfg.shape;
         let (t, d, f, c) = (s.tokens, s.hidden, s.ffn, s.classes);
         let w = &self.weights;
         let act = &mut self.act;
         let [d_gamma, d_gate, d_up, d_down, d_out] = &mut self.weight_grads;
+        let layout = self.opt.layout();
+        let (grads, reducer) = (&mut self.grads, &mut self.reducer);
+        let mut ready = |tensor: Tensor, g: &Buffer<f32>| -> Result<(), Error> {
+            layout.copy_in(stream, g, grads, tensor.index())?;
+            if let Some(r) = reducer {
+                r.tensor_ready(stream, grads, tensor.index())?;
+            }
+            Ok(())
+        };
         // Classifier: dW_out = dlogitsᵀ·h, dh = dlogits·W_out.
         linear(stream, Layout::Tn, (c, d, t), &act.dlogits, &act.h, d_out)?;
+        ready(Tensor::WOut, d_out)?;
         linear(
             stream,
             Layout::Nn,
@@ -240,6 +249,7 @@ impl DeviceModel {
         )?;
         // Down projection: dW_down = dhᵀ·a, da = dh·W_down.
         linear(stream, Layout::Tn, (d, f, t), &act.dh, &act.a, d_down)?;
+        ready(Tensor::WDown, d_down)?;
         linear(
             stream,
             Layout::Nn,
@@ -258,7 +268,9 @@ impl DeviceModel {
         )?;
         // Gate and up projections: dW = d(gate|up)ᵀ·n, dn = dgate·W_gate + dup·W_up.
         linear(stream, Layout::Tn, (f, d, t), &act.dgate, &act.n, d_gate)?;
+        ready(Tensor::WGate, d_gate)?;
         linear(stream, Layout::Tn, (f, d, t), &act.dup, &act.n, d_up)?;
+        ready(Tensor::WUp, d_up)?;
         linear(
             stream,
             Layout::Nn,
@@ -289,6 +301,7 @@ impl DeviceModel {
             d,
             self.cfg.norm_eps,
         )?;
+        ready(Tensor::Gamma, d_gamma)?;
         // The residual: the input's gradient is the block output's plus the norm path's.
         elementwise::add(stream, &act.dh, &act.dx_norm, &mut self.dx)
     }

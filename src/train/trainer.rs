@@ -101,7 +101,9 @@ impl Trainer {
         stream.synchronize()?;
         tracing::debug!(target: "ptxkit::train", "pre-warm step done");
         device.seal();
-        model.reducer = comm.map(|c| GradReducer::new(c, model.opt.layout()));
+        model.reducer = comm
+            .map(|c| GradReducer::new(c, model.opt.layout()).overlapped())
+            .transpose()?;
         let graph = match launch {
             Launch::Graph => Some(capture(&stream, &mut model)?),
             Launch::Direct => None,
