@@ -1,0 +1,96 @@
+//! The device's first decoder steps beside the CPU f64 reference.
+//!
+//! Tolerances, relative. The reference rounds to bf16 wherever the device does, so the
+//! differences left are f32 rounding (unit roundoff 6e-8, sums of at most a few hundred
+//! terms: about 1e-6) and the attention kernels' own bf16 rounding of the probabilities
+//! before they multiply V (and of dS in the backward), each up to 2⁻⁹ ≈ 2e-3 relative per
+//! element. Attention's output reaches the loss through `o_proj` and the residual stream, so
+//! the loss moves by a small fraction of that: [`DECODER_LOSS_TOLERANCE`]. Gradients of the
+//! tensors below the attention carry those roundings directly; summed over many elements
+//! they stay well under [`DECODER_GRAD_TOLERANCE`]. AdamW's first update is about `lr` times
+//! the sign of each gradient, but its second depends on the ratio of the two steps'
+//! gradients, so it carries their relative error (a few 1e-3) times the update's share of a
+//! weight's norm (`lr·√n / |W|`, about 0.1 for the tiny model's lr of 3e-3): a few 1e-4, hence
+//! [`DECODER_WEIGHT_TOLERANCE`]. A wrong gradient (a missing term, a transposed product, a
+//! wrong RoPE layout) moves these by 1e-2 or far more.
+
+use super::reference::DecoderReference;
+use super::trainer::DecoderTrainer;
+use crate::train::{Check, TrainError};
+
+/// Relative tolerance of the loss.
+pub const DECODER_LOSS_TOLERANCE: f64 = 1e-3;
+/// Relative tolerance of the gradients' norms (global, per tensor, the embedding output's).
+pub const DECODER_GRAD_TOLERANCE: f64 = 2e-2;
+/// Relative tolerance of the trained tensors' norms after each update.
+pub const DECODER_WEIGHT_TOLERANCE: f64 = 5e-4;
+
+/// Takes `steps` steps on `trainer` (which must not have stepped yet) and on the reference in
+/// lockstep; returns every comparison: per step the loss, the global gradient norm, the
+/// embedding output's gradient norm, each tensor's gradient norm and its norm after the
+/// update.
+pub fn compare_decoder_with_reference(
+    trainer: &mut DecoderTrainer,
+    steps: u32,
+) -> Result<Vec<Check>, TrainError> {
+    let mut reference = DecoderReference::new(trainer.config(), trainer.initial())?;
+    let mut checks = Vec::new();
+    for step in 1..=steps {
+        let batch = trainer.batch(trainer.steps_done() + 1);
+        trainer.step()?;
+        let want = reference.step(&batch);
+        let mut add = |quantity: String, device: f64, reference: f64, tolerance: f64| {
+            checks.push(Check {
+                step,
+                quantity,
+                device,
+                reference,
+                tolerance,
+            })
+        };
+        add(
+            "loss".into(),
+            trainer.loss()? as f64,
+            want.loss,
+            DECODER_LOSS_TOLERANCE,
+        );
+        let (grad_norm, _) = trainer.grad_norm_and_scale()?;
+        add(
+            "grad norm".into(),
+            grad_norm as f64,
+            want.grad_norm,
+            DECODER_GRAD_TOLERANCE,
+        );
+        add(
+            "embedding output grad norm".into(),
+            trainer.embedding_grad_norm()?,
+            want.embedding_grad_norm,
+            DECODER_GRAD_TOLERANCE,
+        );
+        let grads = trainer.gradients()?;
+        for (name, reference) in &want.grad_norms {
+            let device = grads.get(name).map_or(f64::NAN, |t| norm(&t.data));
+            add(
+                format!("|d {name}|"),
+                device,
+                *reference,
+                DECODER_GRAD_TOLERANCE,
+            );
+        }
+        let weights = trainer.trained()?;
+        for (name, reference) in reference.weight_norms() {
+            let device = weights.get(&name).map_or(f64::NAN, |t| norm(&t.data));
+            add(
+                format!("|{name}| after update"),
+                device,
+                reference,
+                DECODER_WEIGHT_TOLERANCE,
+            );
+        }
+    }
+    Ok(checks)
+}
+
+fn norm(v: &[f32]) -> f64 {
+    v.iter().map(|&x| x as f64 * x as f64).sum::<f64>().sqrt()
+}

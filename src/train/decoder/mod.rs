@@ -1,0 +1,41 @@
+//! Training a Llama/Qwen2-style decoder ([`crate::model`]) on a device with the op library
+//! only: fully in f32 master weights, or QLoRA (an NF4 base, frozen, with trained LoRA
+//! adapters). One step runs the forward (embedding, per layer RMSNorm, q/k/v projections,
+//! RoPE, causal flash attention in bf16, o projection, residual, RMSNorm, SwiGLU MLP,
+//! residual; final norm, LM head, fused cross-entropy against the next tokens), the backward
+//! of each, global-norm clipping and one AdamW launch, with no host round trip; it is
+//! captured once as a graph and replayed with each step's tokens copied in.
+//!
+//! The files, in the order a run meets them: `config.rs` (sizes and settings), `corpus.rs`
+//! (the text and each step's windows), `params.rs` (what is trained), `weights.rs` and
+//! `acts.rs` (the device buffers), `linear.rs` (a projection, dense or NF4 + LoRA),
+//! `forward.rs`, `backward.rs`, `device.rs` (the step), `trainer.rs` (pre-warm, capture,
+//! replay, checkpoints through `state.rs`), `reference.rs` (the same step on the CPU in f64),
+//! `check.rs` (the comparison), `driver.rs` (a whole run).
+
+mod acts;
+mod backward;
+mod check;
+mod config;
+mod corpus;
+mod device;
+mod driver;
+mod forward;
+mod linear;
+mod params;
+mod reference;
+mod state;
+mod trainer;
+mod weights;
+
+pub use check::{
+    compare_decoder_with_reference, DECODER_GRAD_TOLERANCE, DECODER_LOSS_TOLERANCE,
+    DECODER_WEIGHT_TOLERANCE,
+};
+pub use config::DecoderConfig;
+pub use corpus::{Corpus, TokenBatch};
+pub use driver::{run_decoder, DecoderSummary, RunOptions};
+pub use params::{trainable, Mode, ParamId};
+pub use reference::{DecoderRefStep, DecoderReference};
+pub use state::{ADAPTER, ADAPTER_CONFIG, OPTIMIZER};
+pub use trainer::DecoderTrainer;

@@ -1,0 +1,301 @@
+//! A decoder training run on one device: the model's buffers, a pre-warm step, each step's
+//! batch copied in and the step replayed from a graph captured once (or launched directly),
+//! and checkpoints.
+
+use super::config::DecoderConfig;
+use super::corpus::{Corpus, TokenBatch};
+use super::device::{flatten, DecoderDevice};
+use super::params::{trainable, Mode, ParamId};
+use super::state::{self, Moments};
+use crate::model::{init_weights, HostTensor, NamedTensors};
+use crate::selfcheck::SeededRng;
+use crate::train::trainer::capture_step;
+use crate::train::{Launch, TrainError};
+use kernel_runtime::{Device, Graph, Stream};
+use std::path::Path;
+
+/// The decoder being trained on a device.
+pub struct DecoderTrainer {
+    cfg: DecoderConfig,
+    corpus: Corpus,
+    stream: Stream,
+    model: DecoderDevice,
+    graph: Option<Graph>,
+    base: NamedTensors,
+    initial: NamedTensors,
+    steps_done: u32,
+}
+
+/// The starting adapters of a QLoRA run: `A` uniform with the scale of a fan-in init, `B`
+/// zero, so the adapted model starts equal to its base (as peft starts them).
+fn lora_init(cfg: &DecoderConfig) -> NamedTensors {
+    let mut rng = SeededRng::new(cfg.seed ^ 0x10AA);
+    let rank = cfg.mode.rank();
+    trainable(&cfg.model, cfg.mode)
+        .into_iter()
+        .map(|p| {
+            let shape = p.shape(&cfg.model, rank);
+            let n = shape.iter().product();
+            let data = match p {
+                ParamId::LoraA(..) => {
+                    let s = 1.0 / (shape[1] as f64).sqrt();
+                    (0..n).map(|_| (rng.next_f32() as f64 * s) as f32).collect()
+                }
+                _ => vec![0.0; n],
+            };
+            (p.name(), HostTensor::new(shape, data))
+        })
+        .collect()
+}
+
+impl DecoderTrainer {
+    /// A fresh run of `cfg` on `corpus`: seeded initial weights (and adapters with QLoRA),
+    /// every kernel pre-warmed by one step (then the state put back), `device` sealed, and
+    /// with [`Launch::Graph`] the step captured.
+    ///
+    /// ```
+    /// use ptxkit::train::decoder::{Corpus, DecoderConfig, DecoderTrainer};
+    /// use ptxkit::train::Launch;
+    /// # fn main() -> Result<(), ptxkit::train::TrainError> {
+    /// let device = kernel_runtime::Device::emulator();
+    /// let cfg = DecoderConfig { seqs: 1, ..DecoderConfig::tiny() };
+    /// let mut trainer = DecoderTrainer::new(&device, &cfg, Corpus::builtin(), Launch::Graph)?;
+    /// trainer.step()?;
+    /// let first = trainer.loss()?;
+    /// assert!((first - 260f32.ln()).abs() < 0.5); // about uniform over the vocabulary
+    /// # Ok(()) }
+    /// ```
+    pub fn new(
+        device: &Device,
+        cfg: &DecoderConfig,
+        corpus: Corpus,
+        launch: Launch,
+    ) -> Result<DecoderTrainer, TrainError> {
+        cfg.validate()?;
+        let base = init_weights(&cfg.model, cfg.seed);
+        let initial = match cfg.mode {
+            Mode::Full => base.clone(),
+            Mode::QLora { .. } => lora_init(cfg),
+        };
+        DecoderTrainer::build(device, cfg, corpus, launch, base, initial, None)
+    }
+
+    /// Continues the run checkpointed in `dir`: its model config, weights, adapters,
+    /// optimizer moments, step count and seed replace `cfg`'s, so the steps that follow are
+    /// the ones an uninterrupted run would have taken.
+    pub fn resume(
+        device: &Device,
+        cfg: &DecoderConfig,
+        corpus: Corpus,
+        launch: Launch,
+        dir: &Path,
+    ) -> Result<DecoderTrainer, TrainError> {
+        let r = state::load(dir, cfg.mode)?;
+        let cfg = DecoderConfig {
+            model: r.model,
+            seed: r.moments.seed,
+            ..*cfg
+        };
+        cfg.validate()?;
+        DecoderTrainer::build(
+            device,
+            &cfg,
+            corpus,
+            launch,
+            r.base,
+            r.trained,
+            Some(r.moments),
+        )
+    }
+
+    fn build(
+        device: &Device,
+        cfg: &DecoderConfig,
+        corpus: Corpus,
+        launch: Launch,
+        base: NamedTensors,
+        initial: NamedTensors,
+        moments: Option<Moments>,
+    ) -> Result<DecoderTrainer, TrainError> {
+        corpus.check(cfg.seq_len)?;
+        let stream = device.stream()?;
+        let mut model = DecoderDevice::new(&stream, cfg, &base, &initial)?;
+        // The pre-warm step loads every kernel; `restore` puts the state back.
+        model.record_step(&stream)?;
+        let mut trainer = DecoderTrainer {
+            cfg: *cfg,
+            corpus,
+            stream,
+            model,
+            graph: None,
+            base,
+            initial,
+            steps_done: 0,
+        };
+        trainer.restore(moments.as_ref())?;
+        trainer.stream.synchronize()?;
+        device.seal();
+        if launch == Launch::Graph {
+            let model = &mut trainer.model;
+            trainer.graph = Some(capture_step(&trainer.stream, |s| model.record_step(s))?);
+        }
+        Ok(trainer)
+    }
+
+    /// Puts the optimizer at the run's start: the initial tensors and, when resuming, the
+    /// saved moments and step; else zero moments at step 0.
+    fn restore(&mut self, moments: Option<&Moments>) -> Result<(), TrainError> {
+        let layout = self.model.opt.layout().clone();
+        let ids = self.model.weights.ids.clone();
+        let params = flatten(&layout, &ids, &self.initial);
+        let (m, v, step) = match moments {
+            Some(s) => (
+                flatten(&layout, &ids, &s.m),
+                flatten(&layout, &ids, &s.v),
+                s.step,
+            ),
+            None => (vec![0.0; params.len()], vec![0.0; params.len()], 0),
+        };
+        self.model.set_state(&self.stream, &params, &m, &v, step)?;
+        self.steps_done = step;
+        Ok(())
+    }
+
+    /// What is trained.
+    pub fn config(&self) -> &DecoderConfig {
+        &self.cfg
+    }
+
+    /// Every model tensor the run started from.
+    pub fn base(&self) -> &NamedTensors {
+        &self.base
+    }
+
+    /// The trained tensors' values at the run's start (or at the resumed step).
+    pub fn initial(&self) -> &NamedTensors {
+        &self.initial
+    }
+
+    /// The batch of step `step` (1-based).
+    pub fn batch(&self, step: u32) -> TokenBatch {
+        self.corpus
+            .batch(self.cfg.seed, step, self.cfg.seqs, self.cfg.seq_len)
+    }
+
+    /// Launches captured per step, with [`Launch::Graph`].
+    pub fn graph_launches(&self) -> Option<usize> {
+        self.graph.as_ref().map(Graph::launches)
+    }
+
+    /// Copies the next batch in and queues one step (nothing is read back).
+    pub fn step(&mut self) -> Result<(), TrainError> {
+        let b = self.batch(self.steps_done + 1);
+        self.model.set_batch(&self.stream, &b.ids, &b.targets)?;
+        match &self.graph {
+            Some(graph) => graph.replay()?,
+            None => self.model.record_step(&self.stream)?,
+        }
+        self.steps_done += 1;
+        Ok(())
+    }
+
+    /// Steps taken (counting those before a resume).
+    pub fn steps_done(&self) -> u32 {
+        self.steps_done
+    }
+
+    /// Waits for the queued steps.
+    pub fn synchronize(&self) -> Result<(), TrainError> {
+        Ok(self.stream.synchronize()?)
+    }
+
+    /// The last step's mean loss (from its forward, before its update).
+    pub fn loss(&self) -> Result<f32, TrainError> {
+        Ok(self.model.loss.to_host(&self.stream)?[0])
+    }
+
+    /// The last step's global gradient norm and clip scale.
+    pub fn grad_norm_and_scale(&self) -> Result<(f32, f32), TrainError> {
+        let v = self.model.norm_scale.to_host(&self.stream)?;
+        Ok((v[0], v[1]))
+    }
+
+    /// The trained tensors now, by name.
+    pub fn trained(&self) -> Result<NamedTensors, TrainError> {
+        let flat = self.model.params.to_host(&self.stream)?;
+        Ok(self.unflatten(&flat))
+    }
+
+    /// The last step's gradient of each trained tensor (before clipping), by name.
+    pub fn gradients(&self) -> Result<NamedTensors, TrainError> {
+        let flat = self.model.grads.to_host(&self.stream)?;
+        Ok(self.unflatten(&flat))
+    }
+
+    /// The L2 norm of the last step's gradient with respect to the embedding's output.
+    pub fn embedding_grad_norm(&self) -> Result<f64, TrainError> {
+        let g = self.model.embedding_grad().to_host(&self.stream)?;
+        Ok(g.iter().map(|&v| v as f64 * v as f64).sum::<f64>().sqrt())
+    }
+
+    /// The last step's logits, `tokens × vocab`.
+    pub fn logits(&self) -> Result<Vec<f32>, TrainError> {
+        Ok(self.model.logits().to_host(&self.stream)?)
+    }
+
+    /// The frozen f32 tensors as the device holds them now (QLoRA: the embedding, norms,
+    /// head and biases), by name.
+    pub fn frozen(&self) -> Result<NamedTensors, TrainError> {
+        let mut out = NamedTensors::new();
+        for (id, buf) in self.model.weights.frozen() {
+            let data = buf.to_host(&self.stream)?;
+            out.insert(id.name(), HostTensor::new(id.shape(&self.cfg.model), data));
+        }
+        Ok(out)
+    }
+
+    fn unflatten(&self, flat: &[f32]) -> NamedTensors {
+        let layout = self.model.opt.layout();
+        let rank = self.cfg.mode.rank();
+        self.model
+            .weights
+            .ids
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let range = layout.range(i).unwrap_or(0..0);
+                let t = HostTensor::new(p.shape(&self.cfg.model, rank), flat[range].to_vec());
+                (p.name(), t)
+            })
+            .collect()
+    }
+
+    /// Writes a checkpoint of the run as it stands into `dir` (see [`Checkpoint`]
+    /// (crate::model::Checkpoint) and the optimizer's `optimizer.safetensors`).
+    pub fn save(&self, dir: &Path) -> Result<(), TrainError> {
+        let m = self.model.m.to_host(&self.stream)?;
+        let v = self.model.v.to_host(&self.stream)?;
+        let moments = Moments {
+            m: self.unflatten(&m),
+            v: self.unflatten(&v),
+            step: self.steps_done,
+            seed: self.cfg.seed,
+        };
+        let trained = self.trained()?;
+        let base = match self.cfg.mode {
+            Mode::Full => &trained,
+            Mode::QLora { .. } => &self.base,
+        };
+        state::save(dir, &self.cfg, base, &trained, &moments)
+    }
+
+    /// The names of the model tensors whose frozen value differs from the run's start.
+    pub fn changed_frozen(&self) -> Result<Vec<String>, TrainError> {
+        let now = self.frozen()?;
+        Ok(now
+            .into_iter()
+            .filter(|(name, t)| self.base.get(name).map(|b| &b.data) != Some(&t.data))
+            .map(|(name, _)| name)
+            .collect())
+    }
+}
