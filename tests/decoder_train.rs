@@ -5,8 +5,7 @@
 use kernel_runtime::Device;
 use ptxkit::model::read_safetensors;
 use ptxkit::train::decoder::{
-    compare_decoder_with_reference, Corpus, DecoderConfig, DecoderTrainer, Mode, ADAPTER,
-    OPTIMIZER,
+    compare_decoder_with_reference, Corpus, DecoderConfig, DecoderTrainer, Mode, ADAPTER, OPTIMIZER,
 };
 use ptxkit::train::Launch;
 use std::path::PathBuf;
@@ -89,7 +88,10 @@ fn a_resumed_decoder_run_takes_the_same_steps_as_an_uninterrupted_one() {
     assert_eq!(resumed.steps_done(), 2);
     got.extend(losses(&mut resumed, 2));
     std::fs::remove_dir_all(&dir).unwrap();
-    assert_eq!(got, want, "loss bits per step, resumed after 2 vs uninterrupted");
+    assert_eq!(
+        got, want,
+        "loss bits per step, resumed after 2 vs uninterrupted"
+    );
 }
 
 #[test]

@@ -166,7 +166,9 @@ fn ptxkit(args: &[&str]) -> std::process::Output {
 
 #[test]
 fn the_train_command_prints_the_reference_check_and_the_falling_loss() {
-    let out = ptxkit(&["train", "--device", "emulator", "--steps", "12"]);
+    let out = ptxkit(&[
+        "train", "--model", "block", "--device", "emulator", "--steps", "12",
+    ]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -204,6 +206,22 @@ fn the_train_command_rejects_bad_arguments_with_exit_2() {
         (
             &["train", "--batch", "4"][..],
             "unexpected argument '--batch'",
+        ),
+        (
+            &["train", "--lora-rank", "4"][..],
+            "the following required arguments were not provided",
+        ),
+        (
+            &["train", "--model", "block", "--qlora"][..],
+            "--qlora applies to the decoder",
+        ),
+        (
+            &["train", "--gpus", "2"][..],
+            "--gpus trains the block data-parallel",
+        ),
+        (
+            &["train", "--model", "gpt"][..],
+            "invalid value 'gpt' for '--model",
         ),
     ] {
         let out = ptxkit(args);

@@ -51,8 +51,12 @@ pub struct DecoderSummary {
 /// # fn main() -> Result<(), ptxkit::train::TrainError> {
 /// let cfg = DecoderConfig { seqs: 1, steps: 3, check_steps: 1, ..DecoderConfig::tiny() };
 /// let device = kernel_runtime::Device::emulator();
-/// let mut lines = Vec::new();
-/// let summary = run_decoder(&device, &cfg, Corpus::builtin(), Launch::Graph, &RunOptions::default(), &mut |l: &str| lines.push(l.to_string()))?;
+/// struct Quiet;
+/// impl ptxkit::train::Observer for Quiet {
+///     fn line(&mut self, _line: &str) {}
+/// }
+/// let options = RunOptions::default();
+/// let summary = run_decoder(&device, &cfg, Corpus::builtin(), Launch::Graph, &options, &mut Quiet)?;
 /// assert!(summary.checks.iter().all(|c| c.passed()));
 /// # Ok(()) }
 /// ```
@@ -130,6 +134,10 @@ pub fn run_decoder(
         if let Some(bad) = checks.iter().find(|c| !c.passed()) {
             return Err(bad.to_error());
         }
+        observer.progress(Progress::Steps {
+            done: check_steps,
+            total: cfg.steps,
+        });
         checks
     } else {
         Vec::new()

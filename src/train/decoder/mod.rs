@@ -11,7 +11,8 @@
 //! `acts.rs` (the device buffers), `linear.rs` (a projection, dense or NF4 + LoRA),
 //! `forward.rs`, `backward.rs`, `device.rs` (the step), `trainer.rs` (pre-warm, capture,
 //! replay, checkpoints through `state.rs`), `reference.rs` (the same step on the CPU in f64),
-//! `check.rs` (the comparison), `driver.rs` (a whole run).
+//! `check.rs` (the comparison), `driver.rs` (a whole run), `dump.rs` (one step written out
+//! for the Hugging Face cross-check).
 
 mod acts;
 mod backward;
@@ -20,6 +21,7 @@ mod config;
 mod corpus;
 mod device;
 mod driver;
+mod dump;
 mod forward;
 mod linear;
 mod params;
@@ -35,6 +37,7 @@ pub use check::{
 pub use config::DecoderConfig;
 pub use corpus::{Corpus, TokenBatch};
 pub use driver::{run_decoder, DecoderSummary, RunOptions};
+pub use dump::{dump_step, STEP_FILE};
 pub use params::{trainable, Mode, ParamId};
 pub use reference::{DecoderRefStep, DecoderReference};
 pub use state::{ADAPTER, ADAPTER_CONFIG, OPTIMIZER};

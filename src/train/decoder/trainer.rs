@@ -23,6 +23,8 @@ pub struct DecoderTrainer {
     graph: Option<Graph>,
     base: NamedTensors,
     initial: NamedTensors,
+    /// With QLoRA, the base as its NF4 weights decoded when the run started.
+    decoded_start: Option<NamedTensors>,
     steps_done: u32,
 }
 
@@ -130,8 +132,12 @@ impl DecoderTrainer {
             graph: None,
             base,
             initial,
+            decoded_start: None,
             steps_done: 0,
         };
+        if cfg.mode != Mode::Full {
+            trainer.decoded_start = Some(trainer.decoded_base()?);
+        }
         trainer.restore(moments.as_ref())?;
         trainer.stream.synchronize()?;
         device.seal();
@@ -289,13 +295,46 @@ impl DecoderTrainer {
         state::save(dir, &self.cfg, base, &trained, &moments)
     }
 
-    /// The names of the model tensors whose frozen value differs from the run's start.
+    /// Every model tensor as the step sees it: with QLoRA the projections as their NF4
+    /// weights decode, else the tensors the run started from.
+    pub fn decoded_base(&self) -> Result<NamedTensors, TrainError> {
+        let mut out = self.base.clone();
+        for (name, t) in out.iter_mut() {
+            if let Some((layer, lt)) = crate::model::TensorId::all(&self.cfg.model)
+                .into_iter()
+                .find_map(|id| match id {
+                    crate::model::TensorId::Layer(l, lt) if id.name() == *name => Some((l, lt)),
+                    _ => None,
+                })
+            {
+                if let Some(w) = self.model.weights.nf4(layer, lt) {
+                    // Decoded on the host: the device is sealed, and the codes are exact.
+                    t.data = w.to_host(&self.stream)?.dequantize();
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The names of the frozen model tensors (f32 or NF4) whose value differs from the run's
+    /// start; empty for full fine-tuning, where nothing is frozen.
     pub fn changed_frozen(&self) -> Result<Vec<String>, TrainError> {
-        let now = self.frozen()?;
-        Ok(now
+        let mut changed: Vec<String> = self
+            .frozen()?
             .into_iter()
             .filter(|(name, t)| self.base.get(name).map(|b| &b.data) != Some(&t.data))
             .map(|(name, _)| name)
-            .collect())
+            .collect();
+        if let Some(start) = &self.decoded_start {
+            let now = self.decoded_base()?;
+            changed.extend(
+                now.into_iter()
+                    .filter(|(name, t)| start.get(name) != Some(t))
+                    .map(|(name, _)| name),
+            );
+        }
+        changed.sort();
+        changed.dedup();
+        Ok(changed)
     }
 }
