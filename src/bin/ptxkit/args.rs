@@ -103,6 +103,11 @@ pub struct TrainArgs {
     /// seed), taking the steps an uninterrupted run would have taken.
     #[arg(long, value_name = "DIR")]
     pub resume: Option<PathBuf>,
+    /// Start from the model checkpointed in DIR (by `--checkpoint`, or any Llama/Qwen2
+    /// safetensors checkpoint of a size the kernels take), with fresh optimizer state; with
+    /// --qlora it is the frozen base.
+    #[arg(long, value_name = "DIR", conflicts_with = "resume")]
+    pub base: Option<PathBuf>,
     /// QLoRA: quantize the decoder's projections to NF4 and freeze them (and the embedding,
     /// norms and head); train LoRA adapters on q, k, v, o, gate, up and down.
     #[arg(long)]

@@ -22,6 +22,7 @@ fn refuse_decoder_flags(args: &TrainArgs) -> Result<(), CliError> {
         ("--data", args.data.is_some()),
         ("--checkpoint", args.checkpoint.is_some()),
         ("--resume", args.resume.is_some()),
+        ("--base", args.base.is_some()),
         ("--qlora", args.qlora),
         ("--dump-step", args.dump_step.is_some()),
     ];
@@ -74,10 +75,10 @@ fn run_decoder(args: &TrainArgs) -> Result<(), CliError> {
         }
     };
     if let Some(dir) = &args.dump_step {
-        let loss =
-            decoder::dump_step(&device, &cfg, corpus, dir).map_err(train::TrainError::from)?;
+        let loss = decoder::dump_step(&device, &cfg, corpus, args.base.as_deref(), dir)
+            .map_err(train::TrainError::from)?;
         println!(
-            "step 1 (loss {loss:.6}) written to {}; run scripts/crosscheck_hf.py {}",
+            "one step (loss {loss:.6}) written to {}; run scripts/crosscheck_hf.py {}",
             dir.display(),
             dir.display()
         );
@@ -85,6 +86,7 @@ fn run_decoder(args: &TrainArgs) -> Result<(), CliError> {
     }
     let options = RunOptions {
         resume: args.resume.clone(),
+        base: args.base.clone(),
         checkpoint: args.checkpoint.clone(),
         checkpoint_every: args.checkpoint_every.unwrap_or(0),
     };

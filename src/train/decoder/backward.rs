@@ -61,7 +61,7 @@ pub(crate) fn backward(
             &acts.nf,
             dst,
             &plain,
-            Math::Fp32,
+            Math::Tf32,
         )?;
     }
     let shape = GemmShape::new(Layout::Nn, t, h, v);
@@ -72,7 +72,7 @@ pub(crate) fn backward(
         head(cfg, w)?,
         &mut s.dn,
         &plain,
-        Math::Fp32,
+        Math::Tf32,
     )?;
     norm::rms_norm_backward(
         stream,

@@ -1,18 +1,21 @@
 //! The device's first decoder steps beside the CPU f64 reference.
 //!
-//! Tolerances, relative. The reference rounds to bf16 wherever the device does, so the
-//! differences left are f32 rounding (unit roundoff 6e-8, sums of at most a few hundred
-//! terms: about 1e-6) and the attention kernels' own bf16 rounding of the probabilities
-//! before they multiply V (and of dS in the backward), each up to 2⁻⁹ ≈ 2e-3 relative per
-//! element. Attention's output reaches the loss through `o_proj` and the residual stream, so
-//! the loss moves by a small fraction of that: [`DECODER_LOSS_TOLERANCE`]. Gradients of the
-//! tensors below the attention carry those roundings directly; summed over many elements
-//! they stay well under [`DECODER_GRAD_TOLERANCE`]. AdamW's first update is about `lr` times
-//! the sign of each gradient, but its second depends on the ratio of the two steps'
-//! gradients, so it carries their relative error (a few 1e-3) times the update's share of a
-//! weight's norm (`lr·√n / |W|`, about 0.1 for the tiny model's lr of 3e-3): a few 1e-4, hence
-//! [`DECODER_WEIGHT_TOLERANCE`]. A wrong gradient (a missing term, a transposed product, a
-//! wrong RoPE layout) moves these by 1e-2 or far more.
+//! Tolerances, relative. The reference rounds wherever the device does (bf16 around
+//! attention, TF32 GEMM inputs), so the differences left are f32 accumulation (unit roundoff
+//! 6e-8 over sums of at most a few hundred terms: about 1e-6), roundings that fall on the
+//! other side of a boundary because the two sides' values differ in their last bits (each
+//! then moves an element by a bf16 or TF32 step, 2⁻⁸ or 2⁻¹⁰ relative), and the attention
+//! kernels' own bf16 rounding of the probabilities before they multiply V (and of dS in the
+//! backward). Attention reaches the loss only through `o_proj` and the residual stream, so
+//! the loss moves by a small fraction of that: [`DECODER_LOSS_TOLERANCE`]. The gradients
+//! carry those roundings directly, most of all the small q and k gradients (the scores are
+//! nearly uniform at the start, so dS is a difference of near-equal terms); summed over a
+//! tensor they stay under a few 1e-3: [`DECODER_GRAD_TOLERANCE`]. AdamW's first update is
+//! about `lr` times the sign of each gradient, but its second depends on the ratio of the two
+//! steps' gradients, so it carries their relative error (a few 1e-3) times the update's share
+//! of a weight's norm (`lr·√n / |W|`, about 0.1 for the tiny model's lr of 3e-3): a few 1e-4,
+//! hence [`DECODER_WEIGHT_TOLERANCE`]. A wrong gradient (a missing term, a transposed
+//! product, a wrong RoPE layout) moves these by 1e-2 or far more.
 
 use super::reference::DecoderReference;
 use super::trainer::DecoderTrainer;

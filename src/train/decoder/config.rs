@@ -42,14 +42,14 @@ impl DecoderConfig {
         }
     }
 
-    /// [`ModelConfig::TINY`], two sequences of 32 tokens, 10 steps: seconds on the emulator.
+    /// [`ModelConfig::TINY`], two sequences of 32 tokens, 8 steps: seconds on the emulator.
     pub fn tiny() -> DecoderConfig {
         DecoderConfig {
             model: ModelConfig::TINY,
             seqs: 2,
             seq_len: 32,
             mode: Mode::Full,
-            steps: 10,
+            steps: 8,
             seed: 2026,
             adamw: AdamWConfig {
                 lr: 3e-3,

@@ -18,6 +18,8 @@ use std::time::Instant;
 pub struct RunOptions {
     /// Continue the run checkpointed in this directory.
     pub resume: Option<PathBuf>,
+    /// Start from the model checkpointed in this directory (with fresh optimizer state).
+    pub base: Option<PathBuf>,
     /// Write checkpoints into this directory, every `checkpoint_every` steps and at the end.
     pub checkpoint: Option<PathBuf>,
     /// 0: only at the end.
@@ -70,9 +72,10 @@ pub fn run_decoder(
 ) -> Result<DecoderSummary, TrainError> {
     cfg.validate()?;
     observer.progress(Progress::Prewarm);
-    let mut trainer = match &options.resume {
-        Some(dir) => DecoderTrainer::resume(device, cfg, corpus, launch, dir)?,
-        None => DecoderTrainer::new(device, cfg, corpus, launch)?,
+    let mut trainer = match (&options.resume, &options.base) {
+        (Some(dir), _) => DecoderTrainer::resume(device, cfg, corpus, launch, dir)?,
+        (None, Some(dir)) => DecoderTrainer::from_base(device, cfg, corpus, launch, dir)?,
+        (None, None) => DecoderTrainer::new(device, cfg, corpus, launch)?,
     };
     let cfg = *trainer.config();
     let m = cfg.model;

@@ -13,10 +13,14 @@ use kernel_runtime::Device;
 use std::collections::HashMap;
 use std::path::Path;
 
+/// Steps a QLoRA run takes before the dumped one.
+pub const QLORA_WARM_STEPS: u32 = 2;
+
 /// The step file in a dump directory.
 pub const STEP_FILE: &str = "step.safetensors";
 
-/// Writes the first step of `cfg` on `corpus` into `dir` (created): with QLoRA the
+/// Writes the first step (with QLoRA the step after [`QLORA_WARM_STEPS`]) of `cfg` on `corpus` (from the model checkpointed in `base`, if
+/// given) into `dir` (created): with QLoRA the
 /// checkpoint's `model.safetensors` holds the base as the NF4 weights decode (what the
 /// adapters were trained over). Token ids and targets are stored as F32 (exact below 2²⁴).
 /// Returns the step's loss.
@@ -26,7 +30,7 @@ pub const STEP_FILE: &str = "step.safetensors";
 /// # fn main() -> Result<(), ptxkit::train::TrainError> {
 /// let dir = std::env::temp_dir().join(format!("ptxkit-doc-dump-{}", std::process::id()));
 /// let cfg = DecoderConfig { seqs: 1, ..DecoderConfig::tiny() };
-/// let loss = dump_step(&kernel_runtime::Device::emulator(), &cfg, Corpus::builtin(), &dir)?;
+/// let loss = dump_step(&kernel_runtime::Device::emulator(), &cfg, Corpus::builtin(), None, &dir)?;
 /// let step = ptxkit::model::read_safetensors(&dir.join(STEP_FILE))?;
 /// assert_eq!(step["loss"].data, vec![loss]);
 /// assert!(step.contains_key("grad.model.layers.0.self_attn.q_proj.weight"));
@@ -37,14 +41,25 @@ pub fn dump_step(
     device: &Device,
     cfg: &DecoderConfig,
     corpus: Corpus,
+    base: Option<&Path>,
     dir: &Path,
 ) -> Result<f32, TrainError> {
-    let mut trainer = DecoderTrainer::new(device, cfg, corpus, Launch::Direct)?;
+    let mut trainer = match base {
+        Some(from) => DecoderTrainer::from_base(device, cfg, corpus, Launch::Direct, from)?,
+        None => DecoderTrainer::new(device, cfg, corpus, Launch::Direct)?,
+    };
+    let cfg = *trainer.config();
+    if cfg.mode != Mode::Full {
+        // LoRA's B starts at zero, which zeroes A's gradient: step first so both are live.
+        for _ in 0..QLORA_WARM_STEPS {
+            trainer.step()?;
+        }
+    }
     trainer.save(dir)?;
     if let Mode::QLora { .. } = cfg.mode {
         Checkpoint::save(dir, &cfg.model, &trainer.decoded_base()?)?;
     }
-    let batch = trainer.batch(1);
+    let batch = trainer.batch(trainer.steps_done() + 1);
     trainer.step()?;
     let loss = trainer.loss()?;
     let (t, s, v) = (cfg.tokens(), cfg.seq_len, cfg.model.vocab);

@@ -236,7 +236,7 @@ pub(crate) fn forward(
         head(cfg, w)?,
         &mut acts.logits,
         &Epilogue::default(),
-        Math::Fp32,
+        Math::Tf32,
     )?;
     cross_entropy::cross_entropy(
         stream,

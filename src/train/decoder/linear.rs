@@ -1,5 +1,5 @@
-//! One projection of a decoder layer, forward and backward: a dense f32 GEMM against the
-//! trained weight, or (QLoRA) the frozen NF4 weight plus its trained LoRA adapter; q, k and v
+//! One projection of a decoder layer, forward and backward: a dense GEMM against the trained
+//! f32 weight (on TF32 tensor cores, as every GEMM of the decoder), or (QLoRA) the frozen NF4 weight plus its trained LoRA adapter; q, k and v
 //! add their bias when the model has one.
 
 use super::params::{Mode, ParamId};
@@ -81,7 +81,7 @@ impl Proj {
                 epi = epi.with_bias(b);
             }
             let shape = GemmShape::new(Layout::Nt, m, self.out, self.inp);
-            return gemm(stream, &shape, x, weight, y, &epi, Math::Fp32);
+            return gemm(stream, &shape, x, weight, y, &epi, Math::Tf32);
         }
         let (Some(base), Some(t)) = (w.nf4(self.layer, self.t), lora_t) else {
             return Err(missing(format!("the NF4 base of {}", self.id().name())));
@@ -97,7 +97,7 @@ impl Proj {
                 b,
                 y,
                 &Epilogue::default().scaled(1.0, 1.0),
-                Math::Fp32,
+                Math::Tf32,
             )?;
         }
         Ok(())
@@ -123,17 +123,17 @@ impl Proj {
         if let Some(weight) = w.f32(self.id()) {
             if let Some(i) = w.position(ParamId::Model(self.id())) {
                 let shape = GemmShape::new(Layout::Tn, self.out, self.inp, m);
-                gemm(stream, &shape, dy, x, &mut grads[i], &plain, Math::Fp32)?;
+                gemm(stream, &shape, dy, x, &mut grads[i], &plain, Math::Tf32)?;
             }
             if let Some(i) = bias_of(self.t)
                 .and_then(|b| w.position(ParamId::Model(TensorId::Layer(self.layer, b))))
             {
                 // dbias = 1ᵀ·dy: the column sums of dy.
                 let shape = GemmShape::new(Layout::Nn, 1, self.out, m);
-                gemm(stream, &shape, ones, dy, &mut grads[i], &plain, Math::Fp32)?;
+                gemm(stream, &shape, ones, dy, &mut grads[i], &plain, Math::Tf32)?;
             }
             let shape = GemmShape::new(Layout::Nn, m, self.inp, self.out);
-            return gemm(stream, &shape, dy, weight, dx, &plain, Math::Fp32);
+            return gemm(stream, &shape, dy, weight, dx, &plain, Math::Tf32);
         }
         let (Some(base), Some(t)) = (w.nf4(self.layer, self.t), lora_t) else {
             return Err(missing(format!("the NF4 base of {}", self.id().name())));

@@ -1,9 +1,10 @@
 //! The decoder's training step on the CPU in f64 (full fine-tuning): forward, backward,
 //! global-norm clipping and AdamW from the same f32 weights and batch as the device, built
-//! from the ops' own f64 references. Where the device rounds to bf16 (attention's inputs,
-//! output, output gradient and input gradients), the reference rounds the same values, so
-//! what remains between the two is f32 arithmetic and the attention kernels' internal bf16
-//! products.
+//! from the ops' own f64 references. Where the device rounds (attention's inputs, output,
+//! output gradient and input gradients to bf16; every GEMM's inputs to TF32, the top 19 bits
+//! of an f32, as the tensor cores read them), the reference rounds the same values, so what
+//! remains between the two is f32 arithmetic, roundings that land on the other side of a
+//! boundary, and the attention kernels' internal bf16 products.
 
 use super::acts::heads;
 use super::config::DecoderConfig;
@@ -54,6 +55,28 @@ fn narrow(v: &[f64]) -> Vec<f32> {
 
 fn bf16(v: &[f64]) -> Vec<f64> {
     v.iter().map(|&x| round_to(x, BF16)).collect()
+}
+
+/// `v` as the tensor cores read f32 GEMM inputs in TF32: the f32 value's top 19 bits.
+fn tf32(v: &[f64]) -> Vec<f64> {
+    v.iter()
+        .map(|&x| f32::from_bits((x as f32).to_bits() & 0xFFFF_E000) as f64)
+        .collect()
+}
+
+/// `a · bᵀ` with TF32 inputs, as the device's GEMMs.
+fn mm_nt(a: &[f64], b: &[f64], m: usize, n: usize, k: usize) -> Vec<f64> {
+    matmul_nt(&tf32(a), &tf32(b), m, n, k)
+}
+
+/// `a · b` with TF32 inputs.
+fn mm_nn(a: &[f64], b: &[f64], m: usize, n: usize, k: usize) -> Vec<f64> {
+    matmul_nn(&tf32(a), &tf32(b), m, n, k)
+}
+
+/// `aᵀ · b` with TF32 inputs.
+fn mm_tn(a: &[f64], b: &[f64], m: usize, n: usize, k: usize) -> Vec<f64> {
+    matmul_tn(&tf32(a), &tf32(b), m, n, k)
 }
 
 fn add(a: &[f64], b: &[f64]) -> Vec<f64> {
@@ -133,7 +156,7 @@ impl DecoderReference {
     /// `x·Wᵀ (+ bias)` for projection `t` of layer `l`.
     fn project(&self, l: usize, t: LayerTensor, x: &[f64], rows: usize) -> Vec<f64> {
         let shape = t.shape(&self.cfg.model);
-        let mut y = matmul_nt(x, self.lw(l, t), rows, shape[0], shape[1]);
+        let mut y = mm_nt(x, self.lw(l, t), rows, shape[0], shape[1]);
         let bias = match t {
             LayerTensor::Q => Some(LayerTensor::QBias),
             LayerTensor::K => Some(LayerTensor::KBias),
@@ -220,13 +243,13 @@ impl DecoderReference {
             });
         }
         let nf = rms_norm(&x, self.get(TensorId::FinalNorm), t, h, eps);
-        let logits = matmul_nt(&nf, self.get(head_id), t, v, h);
+        let logits = mm_nt(&nf, self.get(head_id), t, v, h);
         let (loss, dlogits) = cross_entropy(&logits, &batch.targets, t, v);
 
         // Backward.
         let mut grads: HashMap<TensorId, Vec<f64>> = HashMap::new();
-        let d_head = matmul_tn(&dlogits, &nf, v, h, t);
-        let dnf = matmul_nn(&dlogits, self.get(head_id), t, h, v);
+        let d_head = mm_tn(&dlogits, &nf, v, h, t);
+        let dnf = mm_nn(&dlogits, self.get(head_id), t, h, v);
         let (mut dx, dgf) = rms_norm_backward(&x, self.get(TensorId::FinalNorm), &dnf, t, h, eps);
         grads.insert(TensorId::FinalNorm, dgf);
         for l in (0..mc.layers).rev() {
@@ -235,32 +258,24 @@ impl DecoderReference {
                 grads.insert(TensorId::Layer(l, lt), val);
             };
             // MLP.
-            g(&mut grads, LayerTensor::Down, matmul_tn(&dx, &s.a, h, f, t));
-            let da = matmul_nn(&dx, self.lw(l, LayerTensor::Down), t, f, h);
+            g(&mut grads, LayerTensor::Down, mm_tn(&dx, &s.a, h, f, t));
+            let da = mm_nn(&dx, self.lw(l, LayerTensor::Down), t, f, h);
             let (dgate, dup): (Vec<f64>, Vec<f64>) = (0..t * f)
                 .map(|i| swiglu_backward(s.gate[i], s.up[i], da[i]))
                 .unzip();
-            g(
-                &mut grads,
-                LayerTensor::Gate,
-                matmul_tn(&dgate, &s.n2, f, h, t),
-            );
-            g(&mut grads, LayerTensor::Up, matmul_tn(&dup, &s.n2, f, h, t));
+            g(&mut grads, LayerTensor::Gate, mm_tn(&dgate, &s.n2, f, h, t));
+            g(&mut grads, LayerTensor::Up, mm_tn(&dup, &s.n2, f, h, t));
             let dn2 = add(
-                &matmul_nn(&dgate, self.lw(l, LayerTensor::Gate), t, h, f),
-                &matmul_nn(&dup, self.lw(l, LayerTensor::Up), t, h, f),
+                &mm_nn(&dgate, self.lw(l, LayerTensor::Gate), t, h, f),
+                &mm_nn(&dup, self.lw(l, LayerTensor::Up), t, h, f),
             );
             let (dxn, dg2) =
                 rms_norm_backward(&s.x_mid, self.lw(l, LayerTensor::PostNorm), &dn2, t, h, eps);
             g(&mut grads, LayerTensor::PostNorm, dg2);
             let dx_mid = add(&dx, &dxn);
             // Attention.
-            g(
-                &mut grads,
-                LayerTensor::O,
-                matmul_tn(&dx_mid, &s.o, h, q_w, t),
-            );
-            let d_o = bf16(&matmul_nn(&dx_mid, self.lw(l, LayerTensor::O), t, q_w, h));
+            g(&mut grads, LayerTensor::O, mm_tn(&dx_mid, &s.o, h, q_w, t));
+            let d_o = bf16(&mm_nn(&dx_mid, self.lw(l, LayerTensor::O), t, q_w, h));
             let back = attn::backward(&s.qb, &s.kb, &s.vb, &d_o, &cu, hd, Mask::Causal, scale);
             let (dqb, dkb, dv) = (bf16(&back.dq), bf16(&back.dk), bf16(&back.dv));
             let dq =
@@ -273,17 +288,17 @@ impl DecoderReference {
                 (LayerTensor::K, LayerTensor::KBias, &dk, kv_w),
                 (LayerTensor::V, LayerTensor::VBias, &dv, kv_w),
             ] {
-                g(&mut grads, lt, matmul_tn(dy, &s.n1, width, h, t));
+                g(&mut grads, lt, mm_tn(dy, &s.n1, width, h, t));
                 if mc.qkv_bias {
                     let mut db = vec![0.0; width];
-                    for row in dy.chunks(width) {
+                    for row in tf32(dy).chunks(width) {
                         for (d, r) in db.iter_mut().zip(row) {
                             *d += r;
                         }
                     }
                     g(&mut grads, bias, db);
                 }
-                dn1 = add(&dn1, &matmul_nn(dy, self.lw(l, lt), t, h, width));
+                dn1 = add(&dn1, &mm_nn(dy, self.lw(l, lt), t, h, width));
             }
             let (dxn, dg1) =
                 rms_norm_backward(&s.x, self.lw(l, LayerTensor::InputNorm), &dn1, t, h, eps);

@@ -82,6 +82,26 @@ impl DecoderTrainer {
         DecoderTrainer::build(device, cfg, corpus, launch, base, initial, None)
     }
 
+    /// A fresh run of `cfg` starting from the model checkpointed in `dir` (its config
+    /// replaces `cfg.model`): fine-tuning from there with fresh optimizer state, or with
+    /// QLoRA, that model quantized as the frozen base.
+    pub fn from_base(
+        device: &Device,
+        cfg: &DecoderConfig,
+        corpus: Corpus,
+        launch: Launch,
+        dir: &Path,
+    ) -> Result<DecoderTrainer, TrainError> {
+        let (model, base) = crate::model::Checkpoint::load(dir)?;
+        let cfg = DecoderConfig { model, ..*cfg };
+        cfg.validate()?;
+        let initial = match cfg.mode {
+            Mode::Full => base.clone(),
+            Mode::QLora { .. } => lora_init(&cfg),
+        };
+        DecoderTrainer::build(device, &cfg, corpus, launch, base, initial, None)
+    }
+
     /// Continues the run checkpointed in `dir`: its model config, weights, adapters,
     /// optimizer moments, step count and seed replace `cfg`'s, so the steps that follow are
     /// the ones an uninterrupted run would have taken.
