@@ -30,9 +30,9 @@ pub enum Command {
     /// GPU, or on the CPU emulator where none is present, with the whole step captured as
     /// one graph.
     ///
-    /// The decoder: 8 layers × hidden 512 on 16 × 512 tokens for 300 steps on a GPU, the
-    /// 2-layer tiny model on 2 × 32 tokens for 10 steps on the emulator; the first 2 steps
-    /// are checked against a CPU f64 reference. The run fails if they differ or the loss did
+    /// The decoder: 8 layers × hidden 512 on 8 × 512 tokens for 300 steps on a GPU (the first
+    /// checked against a CPU f64 reference), the 2-layer tiny model on 2 × 32 tokens for 8
+    /// steps on the emulator (the first 2 checked). The run fails if they differ or the loss did
     /// not fall.
     #[command(after_help = EXIT_STATUS)]
     Train(TrainArgs),
@@ -82,7 +82,7 @@ pub struct TrainArgs {
     /// What to train.
     #[arg(long, value_enum, default_value_t)]
     pub model: ModelChoice,
-    /// Steps to train (default: 300 on a GPU; 10 for the decoder and 40 for the block on the
+    /// Steps to train (default: 300 on a GPU; 8 for the decoder and 40 for the block on the
     /// emulator).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub steps: Option<u32>,

@@ -75,8 +75,7 @@ fn run_decoder(args: &TrainArgs) -> Result<(), CliError> {
         }
     };
     if let Some(dir) = &args.dump_step {
-        let loss = decoder::dump_step(&device, &cfg, corpus, args.base.as_deref(), dir)
-            .map_err(train::TrainError::from)?;
+        let loss = decoder::dump_step(&device, &cfg, corpus, args.base.as_deref(), dir)?;
         println!(
             "one step (loss {loss:.6}) written to {}; run scripts/crosscheck_hf.py {}",
             dir.display(),
