@@ -99,6 +99,7 @@ fn on_the_gpu_the_decoder_preset_trains_and_qlora_keeps_its_base() {
             alpha: 32.0,
         },
         steps: 60,
+        log_every: 10,
         ..cfg
     };
     // run_decoder fails if a frozen tensor changed or the loss did not fall.

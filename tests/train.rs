@@ -189,6 +189,23 @@ fn the_train_command_prints_the_reference_check_and_the_falling_loss() {
 }
 
 #[test]
+fn resuming_from_a_directory_without_a_checkpoint_fails_naming_the_file() {
+    let dir = std::env::temp_dir().join(format!("ptxkit-no-checkpoint-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = ptxkit(&[
+        "train",
+        "--device",
+        "emulator",
+        "--resume",
+        dir.to_str().unwrap(),
+    ]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("config.json"), "{err}");
+}
+
+#[test]
 fn the_train_command_rejects_bad_arguments_with_exit_2() {
     for (args, message) in [
         (

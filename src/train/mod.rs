@@ -48,4 +48,4 @@ pub use params::Tensor;
 pub use problem::Problem;
 pub use reference::{RefStep, Reference};
 pub use trainer::{Launch, Trainer};
-pub use verdict::{judge_loss, FULL_FALL_STEPS, LOSS_FALL};
+pub use verdict::{judge_fine_tune, judge_loss, FULL_FALL_STEPS, LOSS_FALL};

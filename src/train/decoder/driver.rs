@@ -7,7 +7,7 @@ use super::corpus::Corpus;
 use super::params::Mode;
 use super::trainer::DecoderTrainer;
 use crate::train::observer::{Observer, Progress};
-use crate::train::verdict::judge_loss;
+use crate::train::verdict::{judge_fine_tune, judge_loss};
 use crate::train::{Check, Launch, TrainError};
 use kernel_runtime::Device;
 use std::path::PathBuf;
@@ -43,8 +43,9 @@ pub struct DecoderSummary {
 }
 
 /// Trains the decoder of `cfg` on `corpus`, reporting to `observer` as it goes. Fails when a
-/// reference comparison misses its tolerance, when the loss is not finite, or when it did
-/// not fall as [`judge_loss`] requires. A resumed run skips the reference check (the
+/// reference comparison misses its tolerance, when the loss is not finite, when it did not
+/// fall as [`judge_loss`] requires (QLoRA: [`judge_fine_tune`]), or when a frozen tensor
+/// changed. A resumed run skips the reference check (the
 /// reference starts from fresh moments).
 ///
 /// ```
@@ -202,7 +203,10 @@ pub fn run_decoder(
         (Some(&first), Some(&last)) => (first, last),
         _ => return Err(TrainError::Config("no loss was read back".into())),
     };
-    judge_loss(first, last)?;
+    match cfg.mode {
+        Mode::Full => judge_loss(first, last)?,
+        Mode::QLora { .. } => judge_fine_tune(first, last)?,
+    }
     let ((first_step, first), (step, last)) = (first, last);
     observer.line(&format!(
         "loss fell from {first:.6} at step {first_step} to {last:.6} at step {step}"

@@ -37,7 +37,7 @@ pub use check::{
 pub use config::DecoderConfig;
 pub use corpus::{Corpus, TokenBatch};
 pub use driver::{run_decoder, DecoderSummary, RunOptions};
-pub use dump::{dump_step, STEP_FILE};
+pub use dump::{dump_step, QLORA_WARM_STEPS, STEP_FILE};
 pub use params::{trainable, Mode, ParamId};
 pub use reference::{DecoderRefStep, DecoderReference};
 pub use state::{ADAPTER, ADAPTER_CONFIG, OPTIMIZER};

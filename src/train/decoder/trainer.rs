@@ -296,8 +296,9 @@ impl DecoderTrainer {
             .collect()
     }
 
-    /// Writes a checkpoint of the run as it stands into `dir` (see [`Checkpoint`]
-    /// (crate::model::Checkpoint) and the optimizer's `optimizer.safetensors`).
+    /// Writes a checkpoint of the run as it stands into `dir`: the model as
+    /// [`Checkpoint`](crate::model::Checkpoint) writes it, with QLoRA the adapters in peft's
+    /// form, and the optimizer's moments, step and seed (`optimizer.safetensors`).
     pub fn save(&self, dir: &Path) -> Result<(), TrainError> {
         let m = self.model.m.to_host(&self.stream)?;
         let v = self.model.v.to_host(&self.stream)?;
