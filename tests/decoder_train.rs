@@ -70,6 +70,27 @@ fn decoder_first_step_matches_the_f64_reference_and_the_loss_falls() {
 }
 
 #[test]
+fn a_qwen2_style_decoder_with_qkv_biases_and_tied_embeddings_matches_the_reference() {
+    let device = Device::emulator();
+    let mut cfg = micro();
+    cfg.model.qkv_bias = true;
+    cfg.model.tied_embeddings = true;
+    let mut trainer = DecoderTrainer::new(&device, &cfg, Corpus::builtin(), Launch::Graph).unwrap();
+    let checks = compare_decoder_with_reference(&mut trainer, 2).unwrap();
+    if let Some(bad) = checks.iter().find(|c| !c.passed()) {
+        panic!("{}", bad.to_error());
+    }
+    for name in [
+        "|d model.layers.0.self_attn.k_proj.bias|",
+        "|d model.embed_tokens.weight|",
+    ] {
+        let c = checks.iter().find(|c| c.quantity == name).unwrap();
+        assert!(c.reference > 0.0, "{name} is zero");
+    }
+    assert!(!checks.iter().any(|c| c.quantity.contains("lm_head")));
+}
+
+#[test]
 fn a_resumed_decoder_run_takes_the_same_steps_as_an_uninterrupted_one() {
     let device = Device::emulator();
     let cfg = micro();

@@ -88,7 +88,8 @@ impl Proj {
         };
         matmul_lora(stream, x, base, &self.adapter(w)?, t, y, m)?;
         if let Some(b) = bias {
-            // y += 1·biasᵀ: a rank-one product adds the bias to every row.
+            // y += 1·biasᵀ: a rank-one product adds the bias to every row (in f32: the bias
+            // is added exactly, as the dense path's epilogue adds it).
             let shape = GemmShape::new(Layout::Nn, m, self.out, 1);
             gemm(
                 stream,
@@ -97,7 +98,7 @@ impl Proj {
                 b,
                 y,
                 &Epilogue::default().scaled(1.0, 1.0),
-                Math::Tf32,
+                Math::Fp32,
             )?;
         }
         Ok(())
@@ -128,9 +129,10 @@ impl Proj {
             if let Some(i) = bias_of(self.t)
                 .and_then(|b| w.position(ParamId::Model(TensorId::Layer(self.layer, b))))
             {
-                // dbias = 1ᵀ·dy: the column sums of dy.
+                // dbias = 1ᵀ·dy: the column sums of dy, in f32, since they cancel to values
+                // near AdamW's epsilon where TF32's rounding would swamp them.
                 let shape = GemmShape::new(Layout::Nn, 1, self.out, m);
-                gemm(stream, &shape, ones, dy, &mut grads[i], &plain, Math::Tf32)?;
+                gemm(stream, &shape, ones, dy, &mut grads[i], &plain, Math::Fp32)?;
             }
             let shape = GemmShape::new(Layout::Nn, m, self.inp, self.out);
             return gemm(stream, &shape, dy, weight, dx, &plain, Math::Tf32);

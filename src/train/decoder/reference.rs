@@ -291,7 +291,7 @@ impl DecoderReference {
                 g(&mut grads, lt, mm_tn(dy, &s.n1, width, h, t));
                 if mc.qkv_bias {
                     let mut db = vec![0.0; width];
-                    for row in tf32(dy).chunks(width) {
+                    for row in dy.chunks(width) {
                         for (d, r) in db.iter_mut().zip(row) {
                             *d += r;
                         }
