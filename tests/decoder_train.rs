@@ -116,6 +116,19 @@ fn a_resumed_decoder_run_takes_the_same_steps_as_an_uninterrupted_one() {
 }
 
 #[test]
+fn a_single_rank_of_a_data_parallel_run_takes_the_steps_of_a_plain_run() {
+    let cfg = micro();
+    let device = Device::emulator();
+    let mut plain = DecoderTrainer::new(&device, &cfg, Corpus::builtin(), Launch::Graph).unwrap();
+    let want = losses(&mut plain, 2);
+    let device = Device::emulator();
+    let comm = kernel_runtime::Communicator::single(&device).unwrap();
+    let mut rank = DecoderTrainer::for_rank(comm, &cfg, Corpus::builtin(), Launch::Graph).unwrap();
+    assert_eq!(losses(&mut rank, 2), want);
+    assert_eq!(rank.weight_bits().unwrap(), plain.weight_bits().unwrap());
+}
+
+#[test]
 fn qlora_trains_the_adapters_and_leaves_the_base_frozen() {
     let device = Device::emulator();
     let cfg = DecoderConfig {

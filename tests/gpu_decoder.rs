@@ -4,8 +4,8 @@
 
 use ptxkit::runtime::Device;
 use ptxkit::train::decoder::{
-    compare_decoder_with_reference, run_decoder, Corpus, DecoderConfig, DecoderTrainer, Mode,
-    RunOptions,
+    compare_decoder_with_reference, run_decoder, run_decoder_data_parallel, Corpus, DecoderConfig,
+    DecoderTrainer, Mode, RunOptions,
 };
 use ptxkit::train::{Launch, Observer};
 
@@ -110,6 +110,28 @@ fn on_the_gpu_the_decoder_preset_trains_and_qlora_keeps_its_base() {
         Launch::Graph,
         &RunOptions::default(),
         &mut Print,
+    )
+    .unwrap();
+}
+
+#[test]
+fn on_two_gpus_the_decoder_trains_data_parallel_with_identical_weights() {
+    let (Some(_), Ok(second)) = (gpu(), Device::cuda(1)) else {
+        println!("skipping: fewer than two GPUs");
+        return;
+    };
+    let devices = [Device::cuda(0).unwrap(), second];
+    let cfg = DecoderConfig {
+        steps: 40,
+        ..DecoderConfig::small()
+    };
+    // Fails if the ranks' weights differ at the end or the loss did not fall by a quarter.
+    run_decoder_data_parallel(
+        &devices,
+        &cfg,
+        &Corpus::builtin(),
+        Launch::Graph,
+        &mut |l| println!("{l}"),
     )
     .unwrap();
 }

@@ -233,8 +233,8 @@ fn the_train_command_rejects_bad_arguments_with_exit_2() {
             "--qlora applies to the decoder",
         ),
         (
-            &["train", "--gpus", "2"][..],
-            "--gpus trains the block data-parallel",
+            &["train", "--gpus", "2", "--resume", "x"][..],
+            "--resume is for a run on one device",
         ),
         (
             &["train", "--model", "gpt"][..],

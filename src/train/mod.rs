@@ -23,12 +23,12 @@
 
 mod check;
 mod config;
-mod data_parallel;
+pub(crate) mod data_parallel;
 pub mod decoder;
 mod device_model;
 mod driver;
 mod error;
-mod grad_reduce;
+pub(crate) mod grad_reduce;
 pub mod linalg;
 pub(crate) mod observer;
 mod params;

@@ -123,9 +123,8 @@ pub struct TrainArgs {
     /// (`step.safetensors`); then exit.
     #[arg(long, value_name = "DIR")]
     pub dump_step: Option<PathBuf>,
-    /// Train the block data-parallel on CUDA devices 0..N, one thread each, with the GPU
-    /// preset's batch on every GPU and the gradients averaged through NCCL inside the
-    /// captured step (--model block).
+    /// Train data-parallel on CUDA devices 0..N, one thread each, with the GPU preset's batch
+    /// on every GPU and the gradients averaged through NCCL inside the captured step.
     #[arg(long, value_name = "N", conflicts_with = "device", value_parser = clap::value_parser!(u32).range(1..))]
     pub gpus: Option<u32>,
 }

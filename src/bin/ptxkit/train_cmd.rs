@@ -35,14 +35,31 @@ fn refuse_decoder_flags(args: &TrainArgs) -> Result<(), CliError> {
 }
 
 fn run_decoder(args: &TrainArgs) -> Result<(), CliError> {
-    if args.gpus.is_some() {
-        return Err(CliError::Usage(
-            "--gpus trains the block data-parallel; add --model block".into(),
-        ));
-    }
     let started = Instant::now();
-    let device = crate::run_cmd::pick_device(args.device)?;
-    crate::run_cmd::print_device(&device);
+    let devices = match args.gpus {
+        Some(gpus) => {
+            let given = [
+                ("--checkpoint", args.checkpoint.is_some()),
+                ("--resume", args.resume.is_some()),
+                ("--base", args.base.is_some()),
+                ("--dump-step", args.dump_step.is_some()),
+            ];
+            if let Some((flag, _)) = given.iter().find(|(_, on)| *on) {
+                return Err(CliError::Usage(format!(
+                    "{flag} is for a run on one device; drop it or --gpus"
+                )));
+            }
+            (0..gpus as usize)
+                .map(ptxkit::runtime::Device::cuda)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(train::TrainError::from)?
+        }
+        None => vec![crate::run_cmd::pick_device(args.device)?],
+    };
+    for device in &devices {
+        crate::run_cmd::print_device(device);
+    }
+    let device = devices[0].clone();
     let mut cfg = DecoderConfig::for_device(&device);
     if let Some(steps) = args.steps {
         cfg.steps = steps;
@@ -81,6 +98,13 @@ fn run_decoder(args: &TrainArgs) -> Result<(), CliError> {
             dir.display(),
             dir.display()
         );
+        return Ok(());
+    }
+    if args.gpus.is_some() {
+        decoder::run_decoder_data_parallel(&devices, &cfg, &corpus, Launch::Graph, &mut |line| {
+            println!("{line}")
+        })?;
+        println!("total {:.2} s", started.elapsed().as_secs_f64());
         return Ok(());
     }
     let options = RunOptions {

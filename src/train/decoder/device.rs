@@ -11,6 +11,7 @@ use super::forward::forward;
 use super::params::{trainable, ParamId};
 use super::weights::{gradient_buffers, Weights};
 use crate::model::NamedTensors;
+use crate::train::grad_reduce::GradReducer;
 use kernel_runtime::{Buffer, Stream};
 use kernels::optim::{AdamW, AdamWState, DeviceStep, ParamLayout};
 use kernels::{clip, Error};
@@ -32,6 +33,8 @@ pub(crate) struct DecoderDevice {
     /// `[global grad norm, clip scale]`.
     pub norm_scale: Buffer<f32>,
     clip_workspace: Buffer<f32>,
+    /// Averages the gradient and loss over the ranks of a data-parallel run.
+    pub reducer: Option<GradReducer>,
 }
 
 /// The trained tensors of `init` (by name) placed in a flat buffer of `layout`, padding zero.
@@ -79,6 +82,7 @@ impl DecoderDevice {
             norm_scale: zeros(2)?,
             clip_workspace: zeros(clip::WORKSPACE_LEN as usize)?,
             opt,
+            reducer: None,
         })
     }
 
@@ -144,6 +148,9 @@ impl DecoderDevice {
         )?;
         for (i, g) in self.grads_per_tensor.iter().enumerate() {
             layout.copy_in(stream, g, &mut self.grads, i)?;
+        }
+        if let Some(reducer) = &self.reducer {
+            reducer.reduce(stream, &mut self.grads, &mut self.loss)?;
         }
         clip::grad_norm(
             stream,

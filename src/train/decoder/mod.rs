@@ -11,7 +11,8 @@
 //! `acts.rs` (the device buffers), `linear.rs` (a projection, dense or NF4 + LoRA),
 //! `forward.rs`, `backward.rs`, `device.rs` (the step), `trainer.rs` (pre-warm, capture,
 //! replay, checkpoints through `state.rs`), `reference.rs` (the same step on the CPU in f64),
-//! `check.rs` (the comparison), `driver.rs` (a whole run), `dump.rs` (one step written out
+//! `check.rs` (the comparison), `driver.rs` (a whole run), `data_parallel.rs` (one rank
+//! per GPU, the gradient averaged inside the step), `dump.rs` (one step written out
 //! for the Hugging Face cross-check).
 
 mod acts;
@@ -19,6 +20,7 @@ mod backward;
 mod check;
 mod config;
 mod corpus;
+mod data_parallel;
 mod device;
 mod driver;
 mod dump;
@@ -36,6 +38,7 @@ pub use check::{
 };
 pub use config::DecoderConfig;
 pub use corpus::{Corpus, TokenBatch};
+pub use data_parallel::run_decoder_data_parallel;
 pub use driver::{run_decoder, DecoderSummary, RunOptions};
 pub use dump::{dump_step, QLORA_WARM_STEPS, STEP_FILE};
 pub use params::{trainable, Mode, ParamId};

@@ -9,9 +9,11 @@ use super::params::{trainable, Mode, ParamId};
 use super::state::{self, Moments};
 use crate::model::{init_weights, HostTensor, NamedTensors};
 use crate::selfcheck::SeededRng;
+use crate::train::data_parallel::RANK_TIMEOUT;
+use crate::train::grad_reduce::GradReducer;
 use crate::train::trainer::capture_step;
 use crate::train::{Launch, TrainError};
-use kernel_runtime::{Device, Graph, Stream};
+use kernel_runtime::{Communicator, Device, Graph, Stream};
 use std::path::Path;
 
 /// The decoder being trained on a device.
@@ -25,6 +27,9 @@ pub struct DecoderTrainer {
     initial: NamedTensors,
     /// With QLoRA, the base as its NF4 weights decoded when the run started.
     decoded_start: Option<NamedTensors>,
+    /// This trainer's rank and the ranks of its data-parallel run (`(0, 1)` alone).
+    rank: usize,
+    world: usize,
     steps_done: u32,
 }
 
@@ -79,7 +84,50 @@ impl DecoderTrainer {
             Mode::Full => base.clone(),
             Mode::QLora { .. } => lora_init(cfg),
         };
-        DecoderTrainer::build(device, cfg, corpus, launch, base, initial, None)
+        DecoderTrainer::build(device, cfg, corpus, launch, base, initial, None, None)
+    }
+
+    /// One rank of a data-parallel run over `comm`: a fresh run of `cfg` whose every step's
+    /// batch is `comm.world()` times `cfg.seqs` windows, of which this rank trains the
+    /// `comm.rank()`-th `cfg.seqs`; each step averages the gradients and the loss over the
+    /// ranks inside the step, so every rank makes the same update. Every rank must call this
+    /// at the same time; they meet once every buffer and graph exists.
+    ///
+    /// ```
+    /// use ptxkit::train::decoder::{Corpus, DecoderConfig, DecoderTrainer};
+    /// use ptxkit::train::Launch;
+    /// # fn main() -> Result<(), ptxkit::train::TrainError> {
+    /// let device = kernel_runtime::Device::emulator();
+    /// let comm = kernel_runtime::Communicator::single(&device)?;
+    /// let cfg = DecoderConfig { seqs: 1, ..DecoderConfig::tiny() };
+    /// let mut t = DecoderTrainer::for_rank(comm, &cfg, Corpus::builtin(), Launch::Graph)?;
+    /// t.step()?;
+    /// assert!(t.loss()?.is_finite());
+    /// # Ok(()) }
+    /// ```
+    pub fn for_rank(
+        comm: Communicator,
+        cfg: &DecoderConfig,
+        corpus: Corpus,
+        launch: Launch,
+    ) -> Result<DecoderTrainer, TrainError> {
+        cfg.validate()?;
+        let base = init_weights(&cfg.model, cfg.seed);
+        let initial = match cfg.mode {
+            Mode::Full => base.clone(),
+            Mode::QLora { .. } => lora_init(cfg),
+        };
+        let device = comm.device().clone();
+        DecoderTrainer::build(
+            &device,
+            cfg,
+            corpus,
+            launch,
+            base,
+            initial,
+            None,
+            Some(comm),
+        )
     }
 
     /// A fresh run of `cfg` starting from the model checkpointed in `dir` (its config
@@ -99,7 +147,7 @@ impl DecoderTrainer {
             Mode::Full => base.clone(),
             Mode::QLora { .. } => lora_init(&cfg),
         };
-        DecoderTrainer::build(device, &cfg, corpus, launch, base, initial, None)
+        DecoderTrainer::build(device, &cfg, corpus, launch, base, initial, None, None)
     }
 
     /// Continues the run checkpointed in `dir`: its model config, weights, adapters,
@@ -127,9 +175,11 @@ impl DecoderTrainer {
             r.base,
             r.trained,
             Some(r.moments),
+            None,
         )
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn build(
         device: &Device,
         cfg: &DecoderConfig,
@@ -138,6 +188,7 @@ impl DecoderTrainer {
         base: NamedTensors,
         initial: NamedTensors,
         moments: Option<Moments>,
+        comm: Option<Communicator>,
     ) -> Result<DecoderTrainer, TrainError> {
         corpus.check(cfg.seq_len)?;
         let stream = device.stream()?;
@@ -153,6 +204,8 @@ impl DecoderTrainer {
             base,
             initial,
             decoded_start: None,
+            rank: comm.as_ref().map_or(0, Communicator::rank),
+            world: comm.as_ref().map_or(1, Communicator::world),
             steps_done: 0,
         };
         if cfg.mode != Mode::Full {
@@ -161,9 +214,15 @@ impl DecoderTrainer {
         trainer.restore(moments.as_ref())?;
         trainer.stream.synchronize()?;
         device.seal();
+        // The pre-warm step ran without collectives (a peer may still be loading modules);
+        // the reducer joins the step from here on.
+        trainer.model.reducer = comm.map(|c| GradReducer::new(c, trainer.model.opt.layout()));
         if launch == Launch::Graph {
             let model = &mut trainer.model;
             trainer.graph = Some(capture_step(&trainer.stream, |s| model.record_step(s))?);
+        }
+        if let Some(reducer) = &trainer.model.reducer {
+            reducer.comm().rendezvous(RANK_TIMEOUT)?;
         }
         Ok(trainer)
     }
@@ -202,10 +261,33 @@ impl DecoderTrainer {
         &self.initial
     }
 
-    /// The batch of step `step` (1-based).
+    /// This trainer's part of the batch of step `step` (1-based): the whole batch alone, its
+    /// rank's windows in a data-parallel run.
     pub fn batch(&self, step: u32) -> TokenBatch {
-        self.corpus
-            .batch(self.cfg.seed, step, self.cfg.seqs, self.cfg.seq_len)
+        let (seqs, len) = (self.cfg.seqs, self.cfg.seq_len);
+        let all = self
+            .corpus
+            .batch(self.cfg.seed, step, seqs * self.world, len);
+        let part = self.rank * seqs * len..(self.rank + 1) * seqs * len;
+        TokenBatch {
+            ids: all.ids[part.clone()].to_vec(),
+            targets: all.targets[part].to_vec(),
+        }
+    }
+
+    /// Waits for the queued steps, at most `timeout` where the trainer is a rank of a
+    /// data-parallel run (a dead or hung peer aborts the communicator and is an error).
+    pub fn wait(&self, timeout: std::time::Duration) -> Result<(), TrainError> {
+        match &self.model.reducer {
+            Some(reducer) => Ok(reducer.comm().wait(&self.stream, timeout)?),
+            None => self.synchronize(),
+        }
+    }
+
+    /// The flat trained tensors' bits (the optimizer's layout), to compare ranks.
+    pub fn weight_bits(&self) -> Result<Vec<u32>, TrainError> {
+        let flat = self.model.params.to_host(&self.stream)?;
+        Ok(flat.iter().map(|v| v.to_bits()).collect())
     }
 
     /// Launches captured per step, with [`Launch::Graph`].
