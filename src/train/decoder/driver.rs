@@ -161,7 +161,8 @@ pub fn run_decoder(
             done: step,
             total: cfg.steps,
         });
-        if step % cfg.log_every == 0 || step == cfg.steps {
+        let first_read = losses.is_empty();
+        if first_read || step % cfg.log_every == 0 || step == cfg.steps {
             let loss = trainer.loss()? as f64;
             if !loss.is_finite() {
                 return Err(TrainError::NonFiniteLoss { step, loss });
