@@ -16,10 +16,12 @@ targets, backpropagates, and compares. It prints a table and exits 1 on any mism
 
 Tolerances (relative). ptxkit keeps f32 master weights and computes in f32, except attention,
 which runs in bf16 (q, k, v, the output and its gradient rounded to bf16, 8 significant bits,
-about 4e-3 relative per rounding). The logits and the loss see attention only through o_proj
-and the residual stream: LOGITS (max |diff| / max |logit|) and LOSS. Gradients carry the bf16
-roundings directly; a tensor's relative L2 error sums many such elementwise errors: GRAD. A
-real mistake (a wrong layout, a missing term) gives errors of order 1.
+about 4e-3 relative per rounding), and its GEMMs read their f32 inputs as TF32 (the top 19
+bits, about 1e-3 relative). The logits and the loss see attention only through o_proj and the
+residual stream: LOGITS (max |diff| / max |logit|) and LOSS. Gradients carry the roundings
+directly, elementwise; the q and k gradients most (their dS is a difference of near-equal
+terms while the attention is nearly uniform), so a tensor's relative L2 error can reach a few
+1e-2: GRAD. A real mistake (a wrong layout, a missing term) gives errors of order 1.
 """
 
 import argparse
@@ -33,7 +35,7 @@ from safetensors.torch import load_file
 
 LOGITS = 5e-3
 LOSS = 1e-3
-GRAD = 3e-2
+GRAD = 5e-2
 
 
 def rel(a, b):
