@@ -19,11 +19,11 @@ pub const QLORA_WARM_STEPS: u32 = 2;
 /// The step file in a dump directory.
 pub const STEP_FILE: &str = "step.safetensors";
 
-/// Writes the first step (with QLoRA the step after [`QLORA_WARM_STEPS`]) of `cfg` on `corpus` (from the model checkpointed in `base`, if
-/// given) into `dir` (created): with QLoRA the
-/// checkpoint's `model.safetensors` holds the base as the NF4 weights decode (what the
-/// adapters were trained over). Token ids and targets are stored as F32 (exact below 2²⁴).
-/// Returns the step's loss.
+/// Writes the first step (with QLoRA the step after [`QLORA_WARM_STEPS`]) of `cfg` on `corpus`
+/// (from the model checkpointed in `base`, if given) into `dir` (created): with QLoRA the
+/// checkpoint's `model.safetensors` holds the base as the NF4 weights decode (what the adapters
+/// were trained over). Token ids and targets are stored as F32 (exact below 2²⁴). Returns the
+/// step's loss.
 ///
 /// ```
 /// use ptxkit::train::decoder::{dump_step, Corpus, DecoderConfig, STEP_FILE};

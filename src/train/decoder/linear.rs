@@ -1,6 +1,6 @@
 //! One projection of a decoder layer, forward and backward: a dense GEMM against the trained
-//! f32 weight (on TF32 tensor cores, as every GEMM of the decoder), or (QLoRA) the frozen NF4 weight plus its trained LoRA adapter; q, k and v
-//! add their bias when the model has one.
+//! f32 weight (on TF32 tensor cores, as every GEMM of the decoder), or (QLoRA) the frozen NF4
+//! weight plus its trained LoRA adapter; q, k and v add their bias when the model has one.
 
 use super::params::{Mode, ParamId};
 use super::weights::Weights;

@@ -34,7 +34,7 @@ mod weights;
 
 pub use check::{
     compare_decoder_with_reference, DECODER_GRAD_TOLERANCE, DECODER_LOSS_TOLERANCE,
-    DECODER_WEIGHT_TOLERANCE,
+    DECODER_SCORE_GRAD_TOLERANCE, DECODER_WEIGHT_TOLERANCE,
 };
 pub use config::DecoderConfig;
 pub use corpus::{Corpus, TokenBatch};

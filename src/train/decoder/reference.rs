@@ -134,6 +134,22 @@ impl DecoderReference {
         })
     }
 
+    /// Continues from the device's state: every weight and both moments from `weights`, `m`
+    /// and `v` (by name). Each compared step then starts from the same state on both sides,
+    /// instead of from states that drifted apart: AdamW's first update is about `lr` times the
+    /// sign of each gradient, so the sign of a near-zero gradient element, which rounding
+    /// decides, moves that weight by a full `lr`.
+    pub fn sync(&mut self, weights: &NamedTensors, m: &NamedTensors, v: &NamedTensors) {
+        for id in TensorId::all(&self.cfg.model) {
+            let name = id.name();
+            for (set, src) in [(&mut self.w, weights), (&mut self.m, m), (&mut self.v, v)] {
+                if let (Some(dst), Some(t)) = (set.get_mut(&id), src.get(&name)) {
+                    *dst = widen(&t.data);
+                }
+            }
+        }
+    }
+
     /// The L2 norm of each trained tensor now, by name.
     pub fn weight_norms(&self) -> Vec<(String, f64)> {
         self.ids

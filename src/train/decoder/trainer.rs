@@ -334,6 +334,13 @@ impl DecoderTrainer {
         Ok(self.unflatten(&flat))
     }
 
+    /// AdamW's first and second moments of each trained tensor now, by name.
+    pub fn moments(&self) -> Result<(NamedTensors, NamedTensors), TrainError> {
+        let m = self.model.m.to_host(&self.stream)?;
+        let v = self.model.v.to_host(&self.stream)?;
+        Ok((self.unflatten(&m), self.unflatten(&v)))
+    }
+
     /// The last step's gradient of each trained tensor (before clipping), by name.
     pub fn gradients(&self) -> Result<NamedTensors, TrainError> {
         let flat = self.model.grads.to_host(&self.stream)?;
