@@ -166,7 +166,9 @@ fn ptxkit(args: &[&str]) -> std::process::Output {
 
 #[test]
 fn the_train_command_prints_the_reference_check_and_the_falling_loss() {
-    let out = ptxkit(&["train", "--device", "emulator", "--steps", "12"]);
+    let out = ptxkit(&[
+        "train", "--model", "block", "--device", "emulator", "--steps", "12",
+    ]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -187,6 +189,23 @@ fn the_train_command_prints_the_reference_check_and_the_falling_loss() {
 }
 
 #[test]
+fn resuming_from_a_directory_without_a_checkpoint_fails_naming_the_file() {
+    let dir = std::env::temp_dir().join(format!("ptxkit-no-checkpoint-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = ptxkit(&[
+        "train",
+        "--device",
+        "emulator",
+        "--resume",
+        dir.to_str().unwrap(),
+    ]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("config.json"), "{err}");
+}
+
+#[test]
 fn the_train_command_rejects_bad_arguments_with_exit_2() {
     for (args, message) in [
         (
@@ -204,6 +223,22 @@ fn the_train_command_rejects_bad_arguments_with_exit_2() {
         (
             &["train", "--batch", "4"][..],
             "unexpected argument '--batch'",
+        ),
+        (
+            &["train", "--lora-rank", "4"][..],
+            "the following required arguments were not provided",
+        ),
+        (
+            &["train", "--model", "block", "--qlora"][..],
+            "--qlora applies to the decoder",
+        ),
+        (
+            &["train", "--gpus", "2", "--resume", "x"][..],
+            "--resume is for a run on one device",
+        ),
+        (
+            &["train", "--model", "gpt"][..],
+            "invalid value 'gpt' for '--model",
         ),
     ] {
         let out = ptxkit(args);

@@ -142,9 +142,7 @@ fn train_rank(
 
 /// Every rank's result, or the most telling error: a rank's own failure before the timeouts
 /// it caused in its peers.
-fn first_error(
-    results: Vec<Result<RankResult, TrainError>>,
-) -> Result<Vec<RankResult>, TrainError> {
+pub(crate) fn first_error<R>(results: Vec<Result<R, TrainError>>) -> Result<Vec<R>, TrainError> {
     let is_timeout = |e: &TrainError| {
         matches!(
             e,
@@ -168,7 +166,7 @@ fn first_error(
     }
 }
 
-fn first_difference(a: &[u32], b: &[u32]) -> Option<usize> {
+pub(crate) fn first_difference(a: &[u32], b: &[u32]) -> Option<usize> {
     if a.len() != b.len() {
         return Some(a.len().min(b.len()));
     }

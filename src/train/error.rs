@@ -8,6 +8,8 @@ pub enum TrainError {
     Kernels(#[from] kernels::Error),
     #[error(transparent)]
     Runtime(#[from] kernel_runtime::Error),
+    #[error(transparent)]
+    Model(#[from] crate::model::ModelError),
     #[error("invalid training setup: {0}")]
     Config(String),
     #[error("step {step}: the device's {quantity} is {got:.9e} but the CPU f64 reference gives {want:.9e} (relative error {rel_error:.2e}, tolerance {tolerance:.0e})")]
@@ -37,6 +39,8 @@ pub enum TrainError {
     },
     #[error("rank {rank}'s weights differ from rank 0's at flat index {index}: the ranks must make identical updates; check that every rank ran the same steps with the same all-reduced gradients")]
     RanksDiverged { rank: usize, index: usize },
+    #[error("{what} changed during QLoRA training, but the base must stay frozen")]
+    FrozenBaseChanged { what: String },
     #[error("the loss is {loss} at step {step}: training diverged")]
     NonFiniteLoss { step: u32, loss: f64 },
 }

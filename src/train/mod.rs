@@ -14,24 +14,28 @@
 //! f64), `check.rs` (the comparison), `driver.rs` (a whole run, reported to an
 //! `observer.rs`), `verdict.rs` (whether the loss fell enough). `ptxkit train` prints one.
 //!
+//! The decoder (`decoder/`, what `ptxkit train` trains by default) reuses the optimizer
+//! layout, clipping, AdamW, graph capture, observer and verdict of the block.
+//!
 //! Data parallelism: `grad_reduce.rs` averages the gradient over the ranks inside the step,
 //! `data_parallel.rs` runs one rank per GPU (`ptxkit train --gpus N`) and compares the ranks'
 //! weights bit for bit at the end.
 
 mod check;
 mod config;
-mod data_parallel;
+pub(crate) mod data_parallel;
+pub mod decoder;
 mod device_model;
 mod driver;
 mod error;
-mod grad_reduce;
+pub(crate) mod grad_reduce;
 pub mod linalg;
-mod observer;
+pub(crate) mod observer;
 mod params;
 mod problem;
 mod reference;
-mod trainer;
-mod verdict;
+pub(crate) mod trainer;
+pub(crate) mod verdict;
 
 pub use check::{compare_with_reference, Check, LOSS_TOLERANCE, WEIGHT_TOLERANCE};
 pub use config::{Shape, TrainConfig};
@@ -44,4 +48,4 @@ pub use params::Tensor;
 pub use problem::Problem;
 pub use reference::{RefStep, Reference};
 pub use trainer::{Launch, Trainer};
-pub use verdict::{judge_loss, FULL_FALL_STEPS, LOSS_FALL};
+pub use verdict::{judge_fine_tune, judge_loss, FULL_FALL_STEPS, LOSS_FALL};

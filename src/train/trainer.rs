@@ -105,7 +105,7 @@ impl Trainer {
             .map(|c| GradReducer::new(c, model.opt.layout()).overlapped())
             .transpose()?;
         let graph = match launch {
-            Launch::Graph => Some(capture(&stream, &mut model)?),
+            Launch::Graph => Some(capture_step(&stream, |s| model.record_step(s))?),
             Launch::Direct => None,
         };
         tracing::debug!(target: "ptxkit::train", "step captured");
@@ -210,12 +210,15 @@ impl Trainer {
     }
 }
 
-/// Captures one whole step. The capture callback can only fail with a runtime error, so an
-/// op's own refusal (impossible here: the pre-warm step ran the same ops on the same buffers)
-/// is kept aside and returned instead.
-fn capture(stream: &Stream, model: &mut DeviceModel) -> Result<Graph, TrainError> {
+/// Captures one whole step, queued by `record`. The capture callback can only fail with a
+/// runtime error, so an op's own refusal (impossible here: the pre-warm step ran the same ops
+/// on the same buffers) is kept aside and returned instead.
+pub(crate) fn capture_step(
+    stream: &Stream,
+    mut record: impl FnMut(&Stream) -> Result<(), kernels::Error>,
+) -> Result<Graph, TrainError> {
     let mut refused = None;
-    let graph = stream.capture(|s| match model.record_step(s) {
+    let graph = stream.capture(|s| match record(s) {
         Ok(()) => Ok(()),
         Err(kernels::Error::Runtime(e)) => Err(e),
         Err(other) => {

@@ -53,6 +53,28 @@ pub fn judge_loss(first: (u32, f64), last: (u32, f64)) -> Result<(), TrainError>
     Ok(())
 }
 
+/// Judges a fine-tuning run over a frozen base (QLoRA): only its last loss must be below its
+/// first, whatever its length, as adapters on a frozen model cannot be held to a fall by a
+/// quarter.
+///
+/// ```
+/// use ptxkit::train::judge_fine_tune;
+/// assert!(judge_fine_tune((1, 3.2), (300, 3.1)).is_ok());
+/// assert!(judge_fine_tune((1, 3.2), (300, 3.3)).is_err());
+/// ```
+pub fn judge_fine_tune(first: (u32, f64), last: (u32, f64)) -> Result<(), TrainError> {
+    let ((first_step, first_loss), (step, last_loss)) = (first, last);
+    if step > first_step && last_loss.partial_cmp(&first_loss) != Some(Ordering::Less) {
+        return Err(TrainError::LossDidNotFall {
+            first: first_loss,
+            first_step,
+            last: last_loss,
+            step,
+        });
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

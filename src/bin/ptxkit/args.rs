@@ -16,7 +16,7 @@ const EXIT_STATUS: &str = "Exit status:
 
 Logs: RUST_LOG=ptxkit=debug shows module loads, run-time PTX emission, JIT and launches.";
 
-/// A Rust toolchain for GPU kernels: train a transformer block, check the sample kernels, and
+/// A Rust toolchain for GPU kernels: train a decoder, check the sample kernels, and
 /// emit PTX for any SM target.
 #[derive(Debug, Parser)]
 #[command(name = "ptxkit", version, after_help = EXIT_STATUS)]
@@ -27,12 +27,14 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Train a transformer block (RMSNorm, SwiGLU MLP, residual, classifier, cross-entropy,
-    /// clipping, AdamW) on the GPU, or on the CPU emulator where none is present.
+    /// Train a Llama-style decoder (or, with --model block, one transformer block) on the
+    /// GPU, or on the CPU emulator where none is present, with the whole step captured as
+    /// one graph.
     ///
-    /// 300 steps at 4096 tokens × hidden 512 on a GPU, 40 small steps on the emulator. The
-    /// first 3 steps are checked against a CPU f64 reference; the run fails if they differ or
-    /// the loss did not fall.
+    /// The decoder: 8 layers × hidden 512 on 8 × 512 tokens for 300 steps on a GPU (the first
+    /// checked against a CPU f64 reference), the 2-layer tiny model on 2 × 32 tokens for 8
+    /// steps on the emulator (the first 2 checked). The run fails if they differ or the loss did
+    /// not fall.
     #[command(after_help = EXIT_STATUS)]
     Train(TrainArgs),
     /// Run every sample kernel on the GPU (or, where none is present, the CPU emulator)
@@ -70,18 +72,67 @@ pub enum DeviceChoice {
     Emulator,
 }
 
+/// What `ptxkit train` trains.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum ModelChoice {
+    /// A Llama-style decoder on byte-level tokens of a text (the repository's own docs by
+    /// default).
+    #[default]
+    Decoder,
+    /// One transformer MLP block on a synthetic classification task.
+    Block,
+}
+
 /// Arguments of `ptxkit train`.
 #[derive(Debug, Args)]
 pub struct TrainArgs {
     /// Which device runs the kernels.
     #[arg(long, value_enum, default_value_t)]
     pub device: DeviceChoice,
-    /// Steps to train (default: 300 on a GPU, 40 on the emulator).
+    /// What to train.
+    #[arg(long, value_enum, default_value_t)]
+    pub model: ModelChoice,
+    /// Steps to train (default: 300 on a GPU; 8 for the decoder and 40 for the block on the
+    /// emulator).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub steps: Option<u32>,
     /// Read the loss back and print it every K steps.
     #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..))]
     pub log_every: Option<u32>,
+    /// Train the decoder on this text file's bytes instead of the built-in docs.
+    #[arg(long, value_name = "FILE")]
+    pub data: Option<PathBuf>,
+    /// Write decoder checkpoints (model.safetensors, config.json, optimizer.safetensors; with
+    /// --qlora the adapters in peft's form) into DIR at the end of the run.
+    #[arg(long, value_name = "DIR")]
+    pub checkpoint: Option<PathBuf>,
+    /// Also write a checkpoint every K steps.
+    #[arg(long, value_name = "K", requires = "checkpoint", value_parser = clap::value_parser!(u32).range(1..))]
+    pub checkpoint_every: Option<u32>,
+    /// Continue the decoder run checkpointed in DIR (its weights, optimizer state, step and
+    /// seed), taking the steps an uninterrupted run would have taken.
+    #[arg(long, value_name = "DIR")]
+    pub resume: Option<PathBuf>,
+    /// Start from the model checkpointed in DIR (by `--checkpoint`, or any Llama/Qwen2
+    /// safetensors checkpoint of a size the kernels take), with fresh optimizer state; with
+    /// --qlora it is the frozen base.
+    #[arg(long, value_name = "DIR", conflicts_with = "resume")]
+    pub base: Option<PathBuf>,
+    /// QLoRA: quantize the decoder's projections to NF4 and freeze them (and the embedding,
+    /// norms and head); train LoRA adapters on q, k, v, o, gate, up and down.
+    #[arg(long)]
+    pub qlora: bool,
+    /// The adapters' rank.
+    #[arg(long, value_name = "R", requires = "qlora", value_parser = clap::value_parser!(u32).range(1..))]
+    pub lora_rank: Option<u32>,
+    /// The adapters' alpha (their output is scaled by alpha / rank).
+    #[arg(long, value_name = "A", requires = "qlora")]
+    pub lora_alpha: Option<f32>,
+    /// Write one decoder step for `scripts/crosscheck_hf.py` into DIR: the checkpoint the
+    /// step starts from, and the batch's tokens, logits, loss and gradients
+    /// (`step.safetensors`); then exit.
+    #[arg(long, value_name = "DIR")]
+    pub dump_step: Option<PathBuf>,
     /// Train data-parallel on CUDA devices 0..N, one thread each, with the GPU preset's batch
     /// on every GPU and the gradients averaged through NCCL inside the captured step.
     #[arg(long, value_name = "N", conflicts_with = "device", value_parser = clap::value_parser!(u32).range(1..))]

@@ -5,6 +5,13 @@ use ptxkit::dsl::Target;
 pub enum CliError {
     #[error("no kernel named `{0}`; `ptxkit emit` without --kernels lists every available kernel")]
     UnknownKernel(String),
+    #[error("{0}")]
+    Usage(String),
+    #[error("could not read {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("could not write {path}: {source}")]
     Io {
         path: String,
@@ -30,7 +37,7 @@ impl CliError {
     /// 2 for what the user typed (as for clap's own usage errors), 1 for work that failed.
     pub fn exit_code(&self) -> i32 {
         match self {
-            CliError::UnknownKernel(_) => 2,
+            CliError::UnknownKernel(_) | CliError::Usage(_) => 2,
             _ => 1,
         }
     }

@@ -1,13 +1,133 @@
-use crate::args::TrainArgs;
+use crate::args::{ModelChoice, TrainArgs};
 use crate::error::CliError;
 use crate::progress::Progress;
+use ptxkit::train::decoder::{self, Corpus, DecoderConfig, Mode, RunOptions};
 use ptxkit::train::{self, Launch, Observer, Progress as TrainProgress, TrainConfig};
 use std::time::Instant;
 
-/// Trains the block on the chosen device (the GPU if one is present, else the CPU emulator):
-/// checks the first steps against the CPU f64 reference, prints the falling loss, and fails
-/// if the device and the reference disagree or the loss did not fall.
+/// Trains on the chosen device (the GPU if one is present, else the CPU emulator): the
+/// decoder by default, or the block. Checks the first steps against the CPU f64 reference,
+/// prints the falling loss, and fails if the device and the reference disagree or the loss
+/// did not fall.
 pub fn run(args: &TrainArgs) -> Result<(), CliError> {
+    match args.model {
+        ModelChoice::Decoder => run_decoder(args),
+        ModelChoice::Block => run_block(args),
+    }
+}
+
+/// The decoder-only flags given with `--model block`, as a usage error.
+fn refuse_decoder_flags(args: &TrainArgs) -> Result<(), CliError> {
+    let given = [
+        ("--data", args.data.is_some()),
+        ("--checkpoint", args.checkpoint.is_some()),
+        ("--resume", args.resume.is_some()),
+        ("--base", args.base.is_some()),
+        ("--qlora", args.qlora),
+        ("--dump-step", args.dump_step.is_some()),
+    ];
+    match given.iter().find(|(_, on)| *on) {
+        Some((flag, _)) => Err(CliError::Usage(format!(
+            "{flag} applies to the decoder; drop it or --model block"
+        ))),
+        None => Ok(()),
+    }
+}
+
+fn run_decoder(args: &TrainArgs) -> Result<(), CliError> {
+    let started = Instant::now();
+    let devices = match args.gpus {
+        Some(gpus) => {
+            let given = [
+                ("--checkpoint", args.checkpoint.is_some()),
+                ("--resume", args.resume.is_some()),
+                ("--base", args.base.is_some()),
+                ("--dump-step", args.dump_step.is_some()),
+            ];
+            if let Some((flag, _)) = given.iter().find(|(_, on)| *on) {
+                return Err(CliError::Usage(format!(
+                    "{flag} is for a run on one device; drop it or --gpus"
+                )));
+            }
+            (0..gpus as usize)
+                .map(ptxkit::runtime::Device::cuda)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(train::TrainError::from)?
+        }
+        None => vec![crate::run_cmd::pick_device(args.device)?],
+    };
+    for device in &devices {
+        crate::run_cmd::print_device(device);
+    }
+    let device = devices[0].clone();
+    let mut cfg = DecoderConfig::for_device(&device);
+    if let Some(steps) = args.steps {
+        cfg.steps = steps;
+    }
+    if let Some(every) = args.log_every {
+        cfg.log_every = every;
+    }
+    if args.qlora {
+        cfg.mode = Mode::QLora {
+            rank: args.lora_rank.unwrap_or(8) as usize,
+            alpha: args.lora_alpha.unwrap_or(16.0),
+        };
+    }
+    let corpus = match &args.data {
+        Some(path) => {
+            let bytes = std::fs::read(path).map_err(|source| CliError::Read {
+                path: path.display().to_string(),
+                source,
+            })?;
+            println!("text: {} ({} bytes)", path.display(), bytes.len());
+            Corpus::from_bytes(&bytes)
+        }
+        None => {
+            let c = Corpus::builtin();
+            println!(
+                "text: the repository's README, ARCHITECTURE and docs ({} bytes)",
+                c.len()
+            );
+            c
+        }
+    };
+    if let Some(dir) = &args.dump_step {
+        let loss = decoder::dump_step(&device, &cfg, corpus, args.base.as_deref(), dir)?;
+        println!(
+            "one step (loss {loss:.6}) written to {}; run scripts/crosscheck_hf.py {}",
+            dir.display(),
+            dir.display()
+        );
+        return Ok(());
+    }
+    if args.gpus.is_some() {
+        decoder::run_decoder_data_parallel(&devices, &cfg, &corpus, Launch::Graph, &mut |line| {
+            println!("{line}")
+        })?;
+        println!("total {:.2} s", started.elapsed().as_secs_f64());
+        return Ok(());
+    }
+    let options = RunOptions {
+        resume: args.resume.clone(),
+        base: args.base.clone(),
+        checkpoint: args.checkpoint.clone(),
+        checkpoint_every: args.checkpoint_every.unwrap_or(0),
+    };
+    let mut report = Report {
+        progress: Progress::new(),
+        stepping: false,
+    };
+    let result = decoder::run_decoder(&device, &cfg, corpus, Launch::Graph, &options, &mut report);
+    report.progress.finish();
+    result?;
+    println!("total {:.2} s", started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// Trains the block: checks the first steps against the CPU f64 reference and prints the
+/// falling loss.
+fn run_block(args: &TrainArgs) -> Result<(), CliError> {
+    refuse_decoder_flags(args)?;
     if let Some(gpus) = args.gpus {
         return run_data_parallel(args, gpus as usize);
     }

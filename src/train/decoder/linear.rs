@@ -1,0 +1,165 @@
+//! One projection of a decoder layer, forward and backward: a dense GEMM against the trained
+//! f32 weight (on TF32 tensor cores, as every GEMM of the decoder), or (QLoRA) the frozen NF4
+//! weight plus its trained LoRA adapter; q, k and v add their bias when the model has one.
+
+use super::params::{Mode, ParamId};
+use super::weights::Weights;
+use crate::model::{LayerTensor, TensorId};
+use kernel_runtime::{Buffer, Stream};
+use kernels::gemm::{gemm, Epilogue, GemmShape, Layout, Math};
+use kernels::quant::nf4::{lora_backward, matmul_input_grad, matmul_lora, Lora};
+use kernels::Error;
+
+/// Which projection of which layer, and how it is trained.
+#[derive(Clone, Copy)]
+pub(crate) struct Proj {
+    pub layer: usize,
+    pub t: LayerTensor,
+    pub mode: Mode,
+    /// `[out, in]`.
+    pub out: usize,
+    pub inp: usize,
+}
+
+/// An internal invariant broken: a tensor the step needs was never made.
+pub(crate) fn missing(what: String) -> Error {
+    Error::Unsupported {
+        op: "decoder step",
+        detail: format!("{what} is missing from the model's buffers; this is a bug in ptxkit's decoder, please report it"),
+    }
+}
+
+fn bias_of(t: LayerTensor) -> Option<LayerTensor> {
+    match t {
+        LayerTensor::Q => Some(LayerTensor::QBias),
+        LayerTensor::K => Some(LayerTensor::KBias),
+        LayerTensor::V => Some(LayerTensor::VBias),
+        _ => None,
+    }
+}
+
+impl Proj {
+    fn id(&self) -> TensorId {
+        TensorId::Layer(self.layer, self.t)
+    }
+
+    fn bias<'w>(&self, w: &'w Weights) -> Option<&'w Buffer<f32>> {
+        bias_of(self.t).and_then(|b| w.f32(TensorId::Layer(self.layer, b)))
+    }
+
+    fn adapter<'w>(&self, w: &'w Weights) -> Result<Lora<'w, f32>, Error> {
+        let a = w.trained(ParamId::LoraA(self.layer, self.t));
+        let b = w.trained(ParamId::LoraB(self.layer, self.t));
+        let (Some(a), Some(b)) = (a, b) else {
+            return Err(missing(format!("the adapter of {}", self.id().name())));
+        };
+        Ok(Lora {
+            a,
+            b,
+            rank: self.mode.rank(),
+            scale: self.mode.lora_scale(),
+        })
+    }
+
+    /// `y = x·Wᵀ (+ bias)` for `m` rows; with QLoRA also `+ scale·(x·Aᵀ)·Bᵀ`, keeping
+    /// `x·Aᵀ` in `lora_t` for the backward.
+    #[allow(clippy::too_many_arguments)]
+    pub fn forward(
+        &self,
+        stream: &Stream,
+        w: &Weights,
+        x: &Buffer<f32>,
+        y: &mut Buffer<f32>,
+        lora_t: Option<&mut Buffer<f32>>,
+        ones: &Buffer<f32>,
+        m: usize,
+    ) -> Result<(), Error> {
+        let bias = self.bias(w);
+        if let Some(weight) = w.f32(self.id()) {
+            let mut epi = Epilogue::default();
+            if let Some(b) = bias {
+                epi = epi.with_bias(b);
+            }
+            let shape = GemmShape::new(Layout::Nt, m, self.out, self.inp);
+            return gemm(stream, &shape, x, weight, y, &epi, Math::Tf32);
+        }
+        let (Some(base), Some(t)) = (w.nf4(self.layer, self.t), lora_t) else {
+            return Err(missing(format!("the NF4 base of {}", self.id().name())));
+        };
+        matmul_lora(stream, x, base, &self.adapter(w)?, t, y, m)?;
+        if let Some(b) = bias {
+            // y += 1·biasᵀ: a rank-one product adds the bias to every row (in f32: the bias
+            // is added exactly, as the dense path's epilogue adds it).
+            let shape = GemmShape::new(Layout::Nn, m, self.out, 1);
+            gemm(
+                stream,
+                &shape,
+                ones,
+                b,
+                y,
+                &Epilogue::default().scaled(1.0, 1.0),
+                Math::Fp32,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Given `dy` (`m × out`) and the forward's `x`, writes `dx` (`m × in`) and the gradients
+    /// of whatever this projection trains into `grads` (flat-layout order).
+    #[allow(clippy::too_many_arguments)]
+    pub fn backward(
+        &self,
+        stream: &Stream,
+        w: &Weights,
+        grads: &mut [Buffer<f32>],
+        x: &Buffer<f32>,
+        dy: &Buffer<f32>,
+        dx: &mut Buffer<f32>,
+        lora_t: Option<&Buffer<f32>>,
+        u: &mut Buffer<f32>,
+        ones: &Buffer<f32>,
+        m: usize,
+    ) -> Result<(), Error> {
+        let plain = Epilogue::default();
+        if let Some(weight) = w.f32(self.id()) {
+            if let Some(i) = w.position(ParamId::Model(self.id())) {
+                let shape = GemmShape::new(Layout::Tn, self.out, self.inp, m);
+                gemm(stream, &shape, dy, x, &mut grads[i], &plain, Math::Tf32)?;
+            }
+            if let Some(i) = bias_of(self.t)
+                .and_then(|b| w.position(ParamId::Model(TensorId::Layer(self.layer, b))))
+            {
+                // dbias = 1ᵀ·dy: the column sums of dy, in f32, since they cancel to values
+                // near AdamW's epsilon where TF32's rounding would swamp them.
+                let shape = GemmShape::new(Layout::Nn, 1, self.out, m);
+                gemm(stream, &shape, ones, dy, &mut grads[i], &plain, Math::Fp32)?;
+            }
+            let shape = GemmShape::new(Layout::Nn, m, self.inp, self.out);
+            return gemm(stream, &shape, dy, weight, dx, &plain, Math::Tf32);
+        }
+        let (Some(base), Some(t)) = (w.nf4(self.layer, self.t), lora_t) else {
+            return Err(missing(format!("the NF4 base of {}", self.id().name())));
+        };
+        matmul_input_grad(stream, dy, base, dx, m)?;
+        let lora = self.adapter(w)?;
+        let (Some(ia), Some(ib)) = (
+            w.position(ParamId::LoraA(self.layer, self.t)),
+            w.position(ParamId::LoraB(self.layer, self.t)),
+        ) else {
+            return Err(missing(format!("the adapter of {}", self.id().name())));
+        };
+        let (da, db) = two_mut(grads, ia, ib);
+        lora_backward(stream, dy, x, t, &lora, u, da, db, dx, m, self.out)
+    }
+}
+
+/// Two distinct elements of a slice, mutably.
+fn two_mut<T>(v: &mut [T], i: usize, j: usize) -> (&mut T, &mut T) {
+    if i < j {
+        let (a, b) = v.split_at_mut(j);
+        (&mut a[i], &mut b[0])
+    } else {
+        let (a, b) = v.split_at_mut(i);
+        (&mut b[0], &mut a[j])
+    }
+}

@@ -1,0 +1,387 @@
+//! The decoder's training step on the CPU in f64 (full fine-tuning): forward, backward,
+//! global-norm clipping and AdamW from the same f32 weights and batch as the device, built
+//! from the ops' own f64 references. Where the device rounds (attention's inputs, output,
+//! output gradient and input gradients to bf16; every GEMM's inputs to TF32, the top 19 bits
+//! of an f32, as the tensor cores read them), the reference rounds the same values, so what
+//! remains between the two is f32 arithmetic, roundings that land on the other side of a
+//! boundary, and the attention kernels' internal bf16 products.
+
+use super::acts::heads;
+use super::config::DecoderConfig;
+use super::corpus::TokenBatch;
+use super::forward::rope_spec;
+use super::params::{trainable, Mode, ParamId};
+use crate::model::{LayerTensor, NamedTensors, TensorId};
+use crate::train::linalg::{matmul_nn, matmul_nt, matmul_tn};
+use crate::train::TrainError;
+use kernels::attention::{reference as attn, Mask};
+use kernels::cast::reference::{round_to, BF16};
+use kernels::elementwise::reference::{swiglu, swiglu_backward};
+use kernels::norm::reference::{rms_norm, rms_norm_backward};
+use kernels::optim::reference::adamw;
+use kernels::rope::reference as rope_ref;
+use std::collections::HashMap;
+
+/// What one reference step reports.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DecoderRefStep {
+    /// Mean cross-entropy of the step's forward (before its update).
+    pub loss: f64,
+    /// Global L2 norm of every gradient, before clipping.
+    pub grad_norm: f64,
+    /// The L2 norm of each trained tensor's gradient, by name.
+    pub grad_norms: Vec<(String, f64)>,
+    /// The L2 norm of the gradient of the embedding's output.
+    pub embedding_grad_norm: f64,
+}
+
+/// The trained state in f64.
+pub struct DecoderReference {
+    cfg: DecoderConfig,
+    ids: Vec<ParamId>,
+    w: HashMap<TensorId, Vec<f64>>,
+    m: HashMap<TensorId, Vec<f64>>,
+    v: HashMap<TensorId, Vec<f64>>,
+    step: u32,
+}
+
+fn widen(v: &[f32]) -> Vec<f64> {
+    v.iter().map(|&x| x as f64).collect()
+}
+
+fn narrow(v: &[f64]) -> Vec<f32> {
+    v.iter().map(|&x| x as f32).collect()
+}
+
+fn bf16(v: &[f64]) -> Vec<f64> {
+    v.iter().map(|&x| round_to(x, BF16)).collect()
+}
+
+/// `v` as the tensor cores read f32 GEMM inputs in TF32: the f32 value's top 19 bits.
+fn tf32(v: &[f64]) -> Vec<f64> {
+    v.iter()
+        .map(|&x| f32::from_bits((x as f32).to_bits() & 0xFFFF_E000) as f64)
+        .collect()
+}
+
+/// `a · bᵀ` with TF32 inputs, as the device's GEMMs.
+fn mm_nt(a: &[f64], b: &[f64], m: usize, n: usize, k: usize) -> Vec<f64> {
+    matmul_nt(&tf32(a), &tf32(b), m, n, k)
+}
+
+/// `a · b` with TF32 inputs.
+fn mm_nn(a: &[f64], b: &[f64], m: usize, n: usize, k: usize) -> Vec<f64> {
+    matmul_nn(&tf32(a), &tf32(b), m, n, k)
+}
+
+/// `aᵀ · b` with TF32 inputs.
+fn mm_tn(a: &[f64], b: &[f64], m: usize, n: usize, k: usize) -> Vec<f64> {
+    matmul_tn(&tf32(a), &tf32(b), m, n, k)
+}
+
+fn add(a: &[f64], b: &[f64]) -> Vec<f64> {
+    a.iter().zip(b).map(|(x, y)| x + y).collect()
+}
+
+fn norm(v: &[f64]) -> f64 {
+    v.iter().map(|x| x * x).sum::<f64>().sqrt()
+}
+
+/// What the forward keeps for the backward, per layer.
+struct LayerSaved {
+    x: Vec<f64>,
+    n1: Vec<f64>,
+    qb: Vec<f64>,
+    kb: Vec<f64>,
+    vb: Vec<f64>,
+    o: Vec<f64>,
+    x_mid: Vec<f64>,
+    n2: Vec<f64>,
+    gate: Vec<f64>,
+    up: Vec<f64>,
+    a: Vec<f64>,
+}
+
+impl DecoderReference {
+    /// Starts from `weights` (every model tensor by name) with zero moments. Only full
+    /// fine-tuning has a reference.
+    pub fn new(
+        cfg: &DecoderConfig,
+        weights: &NamedTensors,
+    ) -> Result<DecoderReference, TrainError> {
+        if cfg.mode != Mode::Full {
+            return Err(TrainError::Config(
+                "the CPU reference covers full fine-tuning only; run QLoRA with check_steps 0"
+                    .into(),
+            ));
+        }
+        let mut w = HashMap::new();
+        for id in TensorId::all(&cfg.model) {
+            let t = weights.get(&id.name()).ok_or_else(|| {
+                TrainError::Config(format!("the reference is missing `{}`", id.name()))
+            })?;
+            w.insert(id, widen(&t.data));
+        }
+        let zeros: HashMap<TensorId, Vec<f64>> =
+            w.iter().map(|(k, v)| (*k, vec![0.0; v.len()])).collect();
+        Ok(DecoderReference {
+            cfg: *cfg,
+            ids: trainable(&cfg.model, cfg.mode),
+            m: zeros.clone(),
+            v: zeros,
+            w,
+            step: 0,
+        })
+    }
+
+    /// Continues from the device's state: every weight and both moments from `weights`, `m`
+    /// and `v` (by name). Each compared step then starts from the same state on both sides,
+    /// instead of from states that drifted apart: AdamW's first update is about `lr` times the
+    /// sign of each gradient, so the sign of a near-zero gradient element, which rounding
+    /// decides, moves that weight by a full `lr`.
+    pub fn sync(&mut self, weights: &NamedTensors, m: &NamedTensors, v: &NamedTensors) {
+        for id in TensorId::all(&self.cfg.model) {
+            let name = id.name();
+            for (set, src) in [(&mut self.w, weights), (&mut self.m, m), (&mut self.v, v)] {
+                if let (Some(dst), Some(t)) = (set.get_mut(&id), src.get(&name)) {
+                    *dst = widen(&t.data);
+                }
+            }
+        }
+    }
+
+    /// The L2 norm of each trained tensor now, by name.
+    pub fn weight_norms(&self) -> Vec<(String, f64)> {
+        self.ids
+            .iter()
+            .filter_map(|p| match p {
+                ParamId::Model(id) => Some((id.name(), norm(&self.w[id]))),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn get(&self, id: TensorId) -> &[f64] {
+        &self.w[&id]
+    }
+
+    fn lw(&self, l: usize, t: LayerTensor) -> &[f64] {
+        self.get(TensorId::Layer(l, t))
+    }
+
+    /// `x·Wᵀ (+ bias)` for projection `t` of layer `l`.
+    fn project(&self, l: usize, t: LayerTensor, x: &[f64], rows: usize) -> Vec<f64> {
+        let shape = t.shape(&self.cfg.model);
+        let mut y = mm_nt(x, self.lw(l, t), rows, shape[0], shape[1]);
+        let bias = match t {
+            LayerTensor::Q => Some(LayerTensor::QBias),
+            LayerTensor::K => Some(LayerTensor::KBias),
+            LayerTensor::V => Some(LayerTensor::VBias),
+            _ => None,
+        };
+        if let Some(b) = bias.filter(|_| self.cfg.model.qkv_bias) {
+            let b = self.lw(l, b);
+            for row in y.chunks_mut(shape[0]) {
+                for (y, b) in row.iter_mut().zip(b) {
+                    *y += b;
+                }
+            }
+        }
+        y
+    }
+
+    /// One step on `batch`: forward and loss, backward, clipping, AdamW.
+    pub fn step(&mut self, batch: &TokenBatch) -> DecoderRefStep {
+        let cfg = self.cfg;
+        let mc = cfg.model;
+        let (t, h, v, f) = (cfg.tokens(), mc.hidden, mc.vocab, mc.ffn);
+        let (q_w, kv_w) = (mc.heads_q * mc.head_dim, mc.kv_width());
+        let eps = mc.norm_eps as f64;
+        let hd = heads(&cfg);
+        let scale = 1.0 / (mc.head_dim as f64).sqrt();
+        let positions: Vec<u32> = (0..t).map(|i| (i % cfg.seq_len) as u32).collect();
+        let cu: Vec<u32> = (0..=cfg.seqs).map(|s| (s * cfg.seq_len) as u32).collect();
+        let spec = rope_spec(&cfg);
+        let head_id = if mc.tied_embeddings {
+            TensorId::Embed
+        } else {
+            TensorId::LmHead
+        };
+
+        // Forward.
+        let embed = self.get(TensorId::Embed);
+        let mut x: Vec<f64> = batch
+            .ids
+            .iter()
+            .flat_map(|&id| embed[id as usize * h..][..h].iter().copied())
+            .collect();
+        let mut saved = Vec::new();
+        for l in 0..mc.layers {
+            let n1 = rms_norm(&x, self.lw(l, LayerTensor::InputNorm), t, h, eps);
+            let q = self.project(l, LayerTensor::Q, &n1, t);
+            let k = self.project(l, LayerTensor::K, &n1, t);
+            let vv = self.project(l, LayerTensor::V, &n1, t);
+            let qb = bf16(&rope_ref::rope(
+                &narrow(&q),
+                &positions,
+                mc.heads_q,
+                mc.head_dim,
+                spec,
+            ));
+            let kb = bf16(&rope_ref::rope(
+                &narrow(&k),
+                &positions,
+                mc.heads_kv,
+                mc.head_dim,
+                spec,
+            ));
+            let vb = bf16(&vv);
+            let fwd = attn::forward(&qb, &kb, &vb, &cu, hd, Mask::Causal, scale);
+            let o = bf16(&fwd.o);
+            let x_mid = add(&x, &self.project(l, LayerTensor::O, &o, t));
+            let n2 = rms_norm(&x_mid, self.lw(l, LayerTensor::PostNorm), t, h, eps);
+            let gate = self.project(l, LayerTensor::Gate, &n2, t);
+            let up = self.project(l, LayerTensor::Up, &n2, t);
+            let a: Vec<f64> = gate.iter().zip(&up).map(|(&g, &u)| swiglu(g, u)).collect();
+            let next = add(&x_mid, &self.project(l, LayerTensor::Down, &a, t));
+            saved.push(LayerSaved {
+                x: std::mem::replace(&mut x, next),
+                n1,
+                qb,
+                kb,
+                vb,
+                o,
+                x_mid,
+                n2,
+                gate,
+                up,
+                a,
+            });
+        }
+        let nf = rms_norm(&x, self.get(TensorId::FinalNorm), t, h, eps);
+        let logits = mm_nt(&nf, self.get(head_id), t, v, h);
+        let (loss, dlogits) = cross_entropy(&logits, &batch.targets, t, v);
+
+        // Backward.
+        let mut grads: HashMap<TensorId, Vec<f64>> = HashMap::new();
+        let d_head = mm_tn(&dlogits, &nf, v, h, t);
+        let dnf = mm_nn(&dlogits, self.get(head_id), t, h, v);
+        let (mut dx, dgf) = rms_norm_backward(&x, self.get(TensorId::FinalNorm), &dnf, t, h, eps);
+        grads.insert(TensorId::FinalNorm, dgf);
+        for l in (0..mc.layers).rev() {
+            let s = &saved[l];
+            let g = |grads: &mut HashMap<TensorId, Vec<f64>>, lt, val| {
+                grads.insert(TensorId::Layer(l, lt), val);
+            };
+            // MLP.
+            g(&mut grads, LayerTensor::Down, mm_tn(&dx, &s.a, h, f, t));
+            let da = mm_nn(&dx, self.lw(l, LayerTensor::Down), t, f, h);
+            let (dgate, dup): (Vec<f64>, Vec<f64>) = (0..t * f)
+                .map(|i| swiglu_backward(s.gate[i], s.up[i], da[i]))
+                .unzip();
+            g(&mut grads, LayerTensor::Gate, mm_tn(&dgate, &s.n2, f, h, t));
+            g(&mut grads, LayerTensor::Up, mm_tn(&dup, &s.n2, f, h, t));
+            let dn2 = add(
+                &mm_nn(&dgate, self.lw(l, LayerTensor::Gate), t, h, f),
+                &mm_nn(&dup, self.lw(l, LayerTensor::Up), t, h, f),
+            );
+            let (dxn, dg2) =
+                rms_norm_backward(&s.x_mid, self.lw(l, LayerTensor::PostNorm), &dn2, t, h, eps);
+            g(&mut grads, LayerTensor::PostNorm, dg2);
+            let dx_mid = add(&dx, &dxn);
+            // Attention.
+            g(&mut grads, LayerTensor::O, mm_tn(&dx_mid, &s.o, h, q_w, t));
+            let d_o = bf16(&mm_nn(&dx_mid, self.lw(l, LayerTensor::O), t, q_w, h));
+            let back = attn::backward(&s.qb, &s.kb, &s.vb, &d_o, &cu, hd, Mask::Causal, scale);
+            let (dqb, dkb, dv) = (bf16(&back.dq), bf16(&back.dk), bf16(&back.dv));
+            let dq =
+                rope_ref::rope_backward(&narrow(&dqb), &positions, mc.heads_q, mc.head_dim, spec);
+            let dk =
+                rope_ref::rope_backward(&narrow(&dkb), &positions, mc.heads_kv, mc.head_dim, spec);
+            let mut dn1 = vec![0.0; t * h];
+            for (lt, bias, dy, width) in [
+                (LayerTensor::Q, LayerTensor::QBias, &dq, q_w),
+                (LayerTensor::K, LayerTensor::KBias, &dk, kv_w),
+                (LayerTensor::V, LayerTensor::VBias, &dv, kv_w),
+            ] {
+                g(&mut grads, lt, mm_tn(dy, &s.n1, width, h, t));
+                if mc.qkv_bias {
+                    let mut db = vec![0.0; width];
+                    for row in dy.chunks(width) {
+                        for (d, r) in db.iter_mut().zip(row) {
+                            *d += r;
+                        }
+                    }
+                    g(&mut grads, bias, db);
+                }
+                dn1 = add(&dn1, &mm_nn(dy, self.lw(l, lt), t, h, width));
+            }
+            let (dxn, dg1) =
+                rms_norm_backward(&s.x, self.lw(l, LayerTensor::InputNorm), &dn1, t, h, eps);
+            g(&mut grads, LayerTensor::InputNorm, dg1);
+            dx = add(&dx_mid, &dxn);
+        }
+        let mut d_embed = vec![0.0; v * h];
+        for (i, &id) in batch.ids.iter().enumerate() {
+            for j in 0..h {
+                d_embed[id as usize * h + j] += dx[i * h + j];
+            }
+        }
+        if mc.tied_embeddings {
+            d_embed = add(&d_embed, &d_head);
+        } else {
+            grads.insert(TensorId::LmHead, d_head);
+        }
+        grads.insert(TensorId::Embed, d_embed);
+
+        // Clipping and AdamW, over the tensors in flat-layout order.
+        let order: Vec<TensorId> = TensorId::all(&mc);
+        let all: Vec<f64> = order
+            .iter()
+            .flat_map(|id| grads[id].iter().copied())
+            .collect();
+        let (grad_norm, clip) = kernels::clip::reference::norm_and_scale(&all, cfg.max_norm as f64);
+        self.step += 1;
+        for id in &order {
+            let (w, m, vv) = (self.w.get_mut(id), self.m.get_mut(id), self.v.get_mut(id));
+            let (Some(w), Some(m), Some(vv)) = (w, m, vv) else {
+                continue;
+            };
+            for (((p, m), v), &g) in w
+                .iter_mut()
+                .zip(m.iter_mut())
+                .zip(vv.iter_mut())
+                .zip(&grads[id])
+            {
+                (*p, *m, *v) = adamw(&cfg.adamw, self.step, id.decay(), *p, g * clip, *m, *v);
+            }
+        }
+        DecoderRefStep {
+            loss,
+            grad_norm,
+            grad_norms: order
+                .iter()
+                .map(|id| (id.name(), norm(&grads[id])))
+                .collect(),
+            embedding_grad_norm: norm(&dx),
+        }
+    }
+}
+
+/// Mean softmax cross-entropy over the rows and its gradient with respect to the logits.
+fn cross_entropy(logits: &[f64], targets: &[i32], rows: usize, cols: usize) -> (f64, Vec<f64>) {
+    let mut loss = 0.0;
+    let mut grad = vec![0.0; rows * cols];
+    for r in 0..rows {
+        let row = &logits[r * cols..(r + 1) * cols];
+        let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let lse = max + row.iter().map(|v| (v - max).exp()).sum::<f64>().ln();
+        let target = targets[r] as usize;
+        loss += lse - row[target];
+        for (j, v) in row.iter().enumerate() {
+            let hit = if j == target { 1.0 } else { 0.0 };
+            grad[r * cols + j] = ((v - lse).exp() - hit) / rows as f64;
+        }
+    }
+    (loss / rows as f64, grad)
+}
