@@ -1,10 +1,9 @@
-//! Reads a training checkpoint: a directory with a Hugging Face `config.json` and a
-//! `model.safetensors` of F32 tensors under Hugging Face Llama names.
+//! A training checkpoint in memory for quantization, read through [`crate::model::Checkpoint`]
+//! (a Hugging Face `config.json` and a `model.safetensors` under Hugging Face Llama names).
 
 use super::error::LlamaError;
 use super::names::Weight;
 use crate::model::ModelConfig;
-use serde_json::Value as Json;
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -31,44 +30,11 @@ impl Checkpoint {
     /// # Ok(()) }
     /// ```
     pub fn load(dir: &Path) -> Result<Checkpoint, LlamaError> {
-        let config = read_config(&dir.join("config.json"))?;
-        let path = dir.join("model.safetensors");
-        let bytes = std::fs::read(&path).map_err(|source| LlamaError::Io {
-            path: path.display().to_string(),
-            source,
-        })?;
-        let st =
-            safetensors::SafeTensors::deserialize(&bytes).map_err(|e| LlamaError::Safetensors {
-                path: path.display().to_string(),
-                detail: e.to_string(),
-            })?;
-        let mut tensors = HashMap::new();
-        for w in Weight::all(&config) {
-            let name = w.hf_name();
-            let view = st
-                .tensor(&name)
-                .map_err(|_| LlamaError::MissingTensor(name.clone()))?;
-            if view.dtype() != safetensors::Dtype::F32 {
-                return Err(LlamaError::Dtype {
-                    name,
-                    dtype: format!("{:?}", view.dtype()),
-                });
-            }
-            let expected = w.shape(&config);
-            if view.shape() != expected.as_slice() {
-                return Err(LlamaError::Shape {
-                    name,
-                    expected,
-                    found: view.shape().to_vec(),
-                });
-            }
-            let data = view
-                .data()
-                .chunks_exact(4)
-                .map(|b| f32::from_le_bytes(b.try_into().expect("4 bytes")))
-                .collect();
-            tensors.insert(name, (expected, data));
-        }
+        let (config, named) = crate::model::Checkpoint::load(dir)?;
+        let tensors = named
+            .into_iter()
+            .map(|(name, t)| (name, (t.shape, t.data)))
+            .collect();
         Ok(Checkpoint { config, tensors })
     }
 
@@ -76,65 +42,6 @@ impl Checkpoint {
     pub fn weight(&self, w: Weight) -> &[f32] {
         &self.tensors[&w.hf_name()].1
     }
-}
-
-fn read_config(path: &Path) -> Result<ModelConfig, LlamaError> {
-    let bad = |detail: String| LlamaError::Config {
-        path: path.display().to_string(),
-        detail,
-    };
-    let text = std::fs::read_to_string(path).map_err(|source| LlamaError::Io {
-        path: path.display().to_string(),
-        source,
-    })?;
-    let json: Json = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
-    let int = |key: &str| -> Result<Option<usize>, LlamaError> {
-        match json.get(key) {
-            None | Some(Json::Null) => Ok(None),
-            Some(v) => v
-                .as_u64()
-                .and_then(|n| usize::try_from(n).ok())
-                .map(Some)
-                .ok_or_else(|| bad(format!("{key} must be a non-negative integer"))),
-        }
-    };
-    let need = |key: &str| int(key)?.ok_or_else(|| bad(format!("{key} is missing")));
-    let float = |key: &str, default: f32| -> Result<f32, LlamaError> {
-        match json.get(key) {
-            None | Some(Json::Null) => Ok(default),
-            Some(v) => v
-                .as_f64()
-                .map(|x| x as f32)
-                .ok_or_else(|| bad(format!("{key} must be a number"))),
-        }
-    };
-    let flag = |key: &str, default: bool| -> Result<bool, LlamaError> {
-        match json.get(key) {
-            None | Some(Json::Null) => Ok(default),
-            Some(v) => v
-                .as_bool()
-                .ok_or_else(|| bad(format!("{key} must be true or false"))),
-        }
-    };
-    let hidden = need("hidden_size")?;
-    let heads_q = need("num_attention_heads")?;
-    let qwen2 = json.get("model_type").and_then(Json::as_str) == Some("qwen2");
-    let config = ModelConfig {
-        vocab: need("vocab_size")?,
-        hidden,
-        layers: need("num_hidden_layers")?,
-        heads_q,
-        heads_kv: int("num_key_value_heads")?.unwrap_or(heads_q),
-        head_dim: int("head_dim")?.unwrap_or(hidden / heads_q.max(1)),
-        ffn: need("intermediate_size")?,
-        rope_theta: float("rope_theta", 10_000.0)?,
-        norm_eps: float("rms_norm_eps", 1e-6)?,
-        tied_embeddings: flag("tie_word_embeddings", false)?,
-        qkv_bias: flag("attention_bias", qwen2)?,
-        max_seq: int("max_position_embeddings")?.unwrap_or(2048),
-    };
-    config.validate()?;
-    Ok(config)
 }
 
 impl Checkpoint {
@@ -177,45 +84,11 @@ impl Checkpoint {
 #[doc(hidden)]
 pub fn write_random(dir: &Path, cfg: &ModelConfig, seed: u64) -> Result<(), LlamaError> {
     let ckpt = Checkpoint::random(cfg, seed);
-    let data: Vec<(String, Vec<usize>, Vec<u8>)> = Weight::all(cfg)
+    let named: crate::model::NamedTensors = ckpt
+        .tensors
         .into_iter()
-        .map(|w| {
-            let (shape, values) = &ckpt.tensors[&w.hf_name()];
-            let bytes = values.iter().flat_map(|x| x.to_le_bytes()).collect();
-            (w.hf_name(), shape.clone(), bytes)
-        })
+        .map(|(name, (shape, data))| (name, crate::model::HostTensor { shape, data }))
         .collect();
-    let path = dir.join("model.safetensors");
-    let st_error = |e: safetensors::SafeTensorError| LlamaError::Safetensors {
-        path: path.display().to_string(),
-        detail: e.to_string(),
-    };
-    let mut views = Vec::with_capacity(data.len());
-    for (name, shape, bytes) in &data {
-        let view =
-            safetensors::tensor::TensorView::new(safetensors::Dtype::F32, shape.clone(), bytes)
-                .map_err(st_error)?;
-        views.push((name.clone(), view));
-    }
-    safetensors::serialize_to_file(views, None, &path).map_err(st_error)?;
-    let config = serde_json::json!({
-        "model_type": "llama",
-        "vocab_size": cfg.vocab,
-        "hidden_size": cfg.hidden,
-        "num_hidden_layers": cfg.layers,
-        "num_attention_heads": cfg.heads_q,
-        "num_key_value_heads": cfg.heads_kv,
-        "head_dim": cfg.head_dim,
-        "intermediate_size": cfg.ffn,
-        "rope_theta": cfg.rope_theta,
-        "rms_norm_eps": cfg.norm_eps,
-        "tie_word_embeddings": cfg.tied_embeddings,
-        "attention_bias": cfg.qkv_bias,
-        "max_position_embeddings": cfg.max_seq,
-    });
-    let path = dir.join("config.json");
-    std::fs::write(&path, config.to_string()).map_err(|source| LlamaError::Io {
-        path: path.display().to_string(),
-        source,
-    })
+    crate::model::Checkpoint::save(dir, cfg, &named)?;
+    Ok(())
 }

@@ -6,19 +6,6 @@ use crate::model::ModelError;
 /// A checkpoint that cannot be quantized, or a GGUF file that is not a model this crate runs.
 #[derive(Debug, thiserror::Error)]
 pub enum LlamaError {
-    #[error("could not read {path}: {source}")]
-    Io {
-        path: String,
-        source: std::io::Error,
-    },
-    #[error("{path} is not a readable config: {detail}; write a Hugging Face LlamaConfig-style config.json")]
-    Config { path: String, detail: String },
-    #[error("{path} is not a readable safetensors file: {detail}")]
-    Safetensors { path: String, detail: String },
-    #[error("the checkpoint has no tensor {0:?}; is it a Llama-style checkpoint with Hugging Face names?")]
-    MissingTensor(String),
-    #[error("checkpoint tensor {name:?} is {dtype}; only F32 checkpoints are read (save the checkpoint in f32)")]
-    Dtype { name: String, dtype: String },
     #[error(
         "checkpoint tensor {name:?} has shape {found:?}, but config.json implies {expected:?}"
     )]
