@@ -60,6 +60,9 @@ pub struct TrainConfig {
     pub check_steps: u32,
     /// The loss is read back (and printed) every this many steps.
     pub log_every: u32,
+    /// In a data-parallel run, average each gradient bucket on a second stream as soon as the
+    /// backward has finished it, rather than all of them after the backward.
+    pub overlap_reduce: bool,
 }
 
 impl TrainConfig {
@@ -92,6 +95,7 @@ impl TrainConfig {
             norm_eps: 1e-5,
             check_steps: 3,
             log_every: 4,
+            overlap_reduce: true,
         }
     }
 

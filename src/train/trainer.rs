@@ -102,7 +102,13 @@ impl Trainer {
         tracing::debug!(target: "ptxkit::train", "pre-warm step done");
         device.seal();
         model.reducer = comm
-            .map(|c| GradReducer::new(c, model.opt.layout()).overlapped())
+            .map(|c| {
+                let reducer = GradReducer::new(c, model.opt.layout());
+                match cfg.overlap_reduce {
+                    true => reducer.overlapped(),
+                    false => Ok(reducer),
+                }
+            })
             .transpose()?;
         let graph = match launch {
             Launch::Graph => Some(capture_step(&stream, |s| model.record_step(s))?),
