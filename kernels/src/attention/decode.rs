@@ -28,8 +28,8 @@ use kernel_runtime::{Buffer, LaunchConfig, Stream};
 const OP: &str = "paged_decode";
 /// Threads of a decode block (eight warps; fixed by the kernel).
 const BLOCK: u32 = 256;
-/// The kernel's pipeline: eight stages of 256 key and 256 value chunks of 16 bytes (seven
-/// in flight: enough bytes to cover memory latency with one block an SM).
+/// The kernel's pipeline: eight stages of 256 key and 256 value chunks of 16 bytes (four to
+/// eight in flight, two blocks an SM).
 const SHARED_BYTES: u32 = 8 * 512 * 16;
 /// Fewest positions a split should cover for the split to pay for its combine traffic.
 const MIN_SPLIT_LEN: usize = 256;
@@ -85,20 +85,27 @@ pub fn paged_decode_workspace(seqs: usize, decode: Decode) -> Result<usize, Erro
 }
 
 /// A split count for `seqs` sequences of up to `max_len` tokens on a device of `sms`
-/// multiprocessors: enough blocks to fill the device about twice, but no split shorter than
-/// a few hundred positions.
+/// multiprocessors. One block per SM already reads at about the device's bandwidth, and a
+/// split costs a combine pass, so sequences are split only where one split would leave more
+/// than half the SMs idle; then into as many splits as fit one wave of two blocks an SM (the
+/// kernel's occupancy), but none shorter than a few hundred positions.
 ///
 /// ```
 /// use kernels::attention::{decode_splits, Heads};
 /// let heads = Heads { q: 32, kv: 8, dim: 128 };
-/// assert!(decode_splits(1, heads, 8192, 132) > 1);
-/// assert_eq!(decode_splits(64, heads, 2048, 132), 1);
+/// assert_eq!(decode_splits(1, heads, 8192, 132), 32);
+/// assert_eq!(decode_splits(8, heads, 8192, 132), 4);
+/// assert_eq!(decode_splits(16, heads, 8192, 132), 1);
 /// assert_eq!(decode_splits(1, heads, 100, 132), 1);
 /// ```
 pub fn decode_splits(seqs: usize, heads: Heads, max_len: usize, sms: usize) -> usize {
     let blocks = seqs.max(1).saturating_mul(heads.kv.max(1));
-    let wanted = sms.max(1).saturating_mul(2).div_ceil(blocks);
-    wanted.min(max_len / MIN_SPLIT_LEN).max(1)
+    let slots = sms.max(1).saturating_mul(2);
+    if blocks.saturating_mul(2) > sms.max(1) {
+        return 1;
+    }
+    // A split beyond what one wave holds would start a second, mostly idle wave.
+    (slots / blocks).min(max_len / MIN_SPLIT_LEN).max(1)
 }
 
 fn unsupported(detail: &str) -> Error {
@@ -189,7 +196,7 @@ fn check(
     let in_range = fits(rows)
         && fits(layout.num_blocks.checked_mul(layout.block_size))
         && fits(layout.seqs.checked_mul(layout.blocks_per_seq))
-        && fits(d.max_len.checked_add(2 * span + 64))
+        && fits(d.max_len.checked_add(2 * span + 1024))
         && fits(Some(needed))
         && layout
             .num_blocks

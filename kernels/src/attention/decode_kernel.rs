@@ -6,12 +6,15 @@
 //! takes `256 / D` tokens a step and the block `2048 / D`). An eight-stage `cp.async` pipeline
 //! stages the keys and values of each step in shared memory; every lane reads back only the
 //! chunks it copied itself, so waiting on its own groups is enough and the loop has no barrier.
-//! The block-table entry of a lane's next token is loaded one step before its copy is issued,
-//! so the table read never stalls address generation, whatever the page size.
+//! The block-table entries of a lane's tokens are loaded one chunk of four steps before their
+//! copies are issued, so the table read never stalls address generation, whatever the page
+//! size.
 //!
-//! Scores are per-lane partial dots finished by `shfl_xor` within the token's lanes, in the
-//! base-2 domain (the query is scaled by `scale · log2 e`), with an online softmax per lane
-//! group. At the end the lane groups merge through shuffles, the warps through shared memory in
+//! The loop takes four steps at a time. Scores are per-lane partial dots of the four tokens,
+//! finished by a reduce-scatter of `shfl_xor`s within each token's lanes (half the
+//! shuffles of four separate reductions), in the base-2 domain (the query is scaled by
+//! `scale · log2 e`), with an online softmax per lane group that rescales once per four
+//! tokens. At the end the lane groups merge through shuffles, the warps through shared memory in
 //! a fixed order, and the block writes its normalized output and log-sum-exp (base 2) to the
 //! workspace, or straight to `o` when there is one split.
 
@@ -70,7 +73,14 @@ fn issue_step<T>(
 /// `span · block_idx().x ..` of it. Query row `rr` of a kv head is query token `rr / group`,
 /// head `kv · group + rr % group`. Dynamic shared memory: 64 KiB (eight stages of 256 key and
 /// 256 value chunks).
-#[kernel(crate = crate::lang, block = 256, instances(T in [bf16, f16], D in [64, 128, 256], R in [4, 8]))]
+// Two blocks an SM where the registers allow it, so that one block's wait for its next chunk
+// overlaps the other's arithmetic.
+#[kernel(
+    crate = crate::lang,
+    block = 256,
+    min_blocks = if R == 4 { 2 } else { 0 },
+    instances(T in [bf16, f16], D in [64, 128, 256], R in [4, 8])
+)]
 pub fn paged_decode<T: Dtype, const D: u32, const R: u32>(
     q: &[T],
     k_cache: &[T],
@@ -145,99 +155,149 @@ pub fn paged_decode<T: Dtype, const D: u32, const R: u32>(
     let mut l = [0.0f32; R];
     let mut acc = [0.0f32; 8 * R];
 
+    // A chunk is four steps: a lane group scores its four tokens for every row, takes one
+    // maximum and rescales its running sum and output once, then adds the values. The table
+    // entries of a chunk are loaded one chunk before its copies are issued.
     let table_row = s * blocks_per_seq;
-    let page = page_entry(
-        block_table,
-        table_row,
-        first + my_token,
-        end,
-        block_size,
-        page_shift,
-    );
-    let mut entry = page[0];
-    let mut slot = page[1];
-    for st in 0..7u32 {
-        let pos = first + st * step_tokens + my_token;
-        issue_step(
-            words, k_cache, v_cache, st, tid, entry, slot, block_size, num_blocks, width, head_at,
-        );
-        cp_async_commit();
-        let page = page_entry(
-            block_table,
-            table_row,
-            pos + step_tokens,
-            end,
-            block_size,
-            page_shift,
-        );
-        entry = page[0];
-        slot = page[1];
+    let mut entry = [0u32; 4];
+    let mut slot = [0u32; 4];
+    for c in 0..4u32 {
+        let pos = first + c * step_tokens + my_token;
+        let page = page_entry(block_table, table_row, pos, end, block_size, page_shift);
+        entry[c] = page[0];
+        slot[c] = page[1];
     }
-    let mut t = 0u32;
-    while t < steps {
-        cp_async_wait(6);
-        // Refill the stage read in the previous step, then fetch the table entry after it.
-        let ahead = first + (t + 7) * step_tokens + my_token;
+    for c in 0..4u32 {
         issue_step(
-            words,
-            k_cache,
-            v_cache,
-            (t + 7) & 7,
-            tid,
-            entry,
-            slot,
-            block_size,
-            num_blocks,
-            width,
+            words, k_cache, v_cache, c, tid, entry[c], slot[c], block_size, num_blocks, width,
             head_at,
         );
         cp_async_commit();
-        let page = page_entry(
-            block_table,
-            table_row,
-            ahead + step_tokens,
-            end,
-            block_size,
-            page_shift,
-        );
-        entry = page[0];
-        slot = page[1];
+    }
+    for c in 0..4u32 {
+        let pos = first + (4 + c) * step_tokens + my_token;
+        let page = page_entry(block_table, table_row, pos, end, block_size, page_shift);
+        entry[c] = page[0];
+        slot[c] = page[1];
+    }
 
-        let pos = first + t * step_tokens + my_token;
-        let at = ((t & 7) * 512 + tid) * 8;
-        let kx = elems.load_vec::<8>(at);
-        let vx = elems.load_vec::<8>(at + 2048);
-        let mut kf = [0.0f32; 8];
-        let mut vf = [0.0f32; 8];
-        for e in 0..8 {
-            kf[e] = kx[e] as f32;
-            vf[e] = vx[e] as f32;
+    // Which quarter of a token's lanes this lane is in: it finishes that token's score.
+    let top = D / 16;
+    let next = D / 32;
+    let hi = (lane & top) != 0;
+    let mid = (lane & next) != 0;
+    let chunks = (steps + 3) / 4;
+    let mut u = 0u32;
+    while u < chunks {
+        // Refill the stages the previous chunk read with the next chunk, then fetch the table
+        // entries of the chunk after it.
+        let base = u * 4;
+        for c in 0..4u32 {
+            issue_step(
+                words,
+                k_cache,
+                v_cache,
+                (base + 4 + c) & 7,
+                tid,
+                entry[c],
+                slot[c],
+                block_size,
+                num_blocks,
+                width,
+                head_at,
+            );
+            cp_async_commit();
         }
-        for r in 0..R {
-            let mut d = 0.0f32;
+        for c in 0..4u32 {
+            let pos = first + (base + 8 + c) * step_tokens + my_token;
+            let page = page_entry(block_table, table_row, pos, end, block_size, page_shift);
+            entry[c] = page[0];
+            slot[c] = page[1];
+        }
+        cp_async_wait(4);
+
+        // Partial dots of this lane's chunk with each row, for the chunk's four tokens.
+        let mut part = [0.0f32; 4 * R];
+        for c in 0..4u32 {
+            let kx = elems.load_vec::<8>((((base + c) & 7) * 512 + tid) * 8);
+            let mut kf = [0.0f32; 8];
             for e in 0..8 {
-                d = fma(qv[r * 8 + e], kf[e], d);
+                kf[e] = kx[e] as f32;
             }
+            for r in 0..R {
+                let mut d = 0.0f32;
+                for e in 0..8 {
+                    d = fma(qv[r * 8 + e], kf[e], d);
+                }
+                part[r * 4 + c] = d;
+            }
+        }
+
+        let pos = first + base * step_tokens + my_token;
+        let mut prob = [0.0f32; 4 * R];
+        for r in 0..R {
+            // Reduce-scatter: each exchange halves the values a lane carries, so a lane ends
+            // with the whole score of token `2·hi + mid`; shuffles back give it all four.
+            let d0 = part[r * 4];
+            let d1 = part[r * 4 + 1];
+            let d2 = part[r * 4 + 2];
+            let d3 = part[r * 4 + 3];
+            let a0 = if hi { d2 } else { d0 } + shfl_xor(if hi { d0 } else { d2 }, top);
+            let a1 = if hi { d3 } else { d1 } + shfl_xor(if hi { d1 } else { d3 }, top);
+            let mut v = if mid { a1 } else { a0 } + shfl_xor(if mid { a0 } else { a1 }, next);
             if D >= 256 {
-                d += shfl_xor(d, 16);
+                v += shfl_xor(v, 4);
             }
             if D >= 128 {
-                d += shfl_xor(d, 8);
+                v += shfl_xor(v, 2);
             }
-            d += shfl_xor(d, 4);
-            d += shfl_xor(d, 2);
-            d += shfl_xor(d, 1);
-            let sc = if pos < limit[r] { d } else { f32::NEG_INFINITY };
-            let mx = max(m[r], sc);
+            v += shfl_xor(v, 1);
+            let w = shfl_xor(v, next);
+            let e0 = if mid { w } else { v };
+            let e1 = if mid { v } else { w };
+            let f0 = shfl_xor(e0, top);
+            let f1 = shfl_xor(e1, top);
+            let mut sc = [0.0f32; 4];
+            sc[0] = if hi { f0 } else { e0 };
+            sc[1] = if hi { f1 } else { e1 };
+            sc[2] = if hi { e0 } else { f0 };
+            sc[3] = if hi { e1 } else { f1 };
+
+            let mut mx = m[r];
+            for c in 0..4u32 {
+                sc[c] = if pos + c * step_tokens < limit[r] {
+                    sc[c]
+                } else {
+                    f32::NEG_INFINITY
+                };
+                mx = max(mx, sc[c]);
+            }
             let corr = ex2_approx_ftz(m[r] - mx);
-            let p = ex2_approx_ftz(sc - mx);
-            l[r] = fma(l[r], corr, p);
+            let mut sum = 0.0f32;
+            for c in 0..4u32 {
+                let p = ex2_approx_ftz(sc[c] - mx);
+                prob[r * 4 + c] = p;
+                sum += p;
+            }
+            l[r] = fma(l[r], corr, sum);
             for e in 0..8 {
-                acc[r * 8 + e] = fma(acc[r * 8 + e], corr, p * vf[e]);
+                acc[r * 8 + e] *= corr;
             }
             m[r] = mx;
         }
-        t += 1;
+        for c in 0..4u32 {
+            let vx = elems.load_vec::<8>((((base + c) & 7) * 512 + tid) * 8 + 2048);
+            let mut vf = [0.0f32; 8];
+            for e in 0..8 {
+                vf[e] = vx[e] as f32;
+            }
+            for r in 0..R {
+                for e in 0..8 {
+                    acc[r * 8 + e] = fma(prob[r * 4 + c], vf[e], acc[r * 8 + e]);
+                }
+            }
+        }
+        u += 1;
     }
     cp_async_wait(0);
 
