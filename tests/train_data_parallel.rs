@@ -5,22 +5,30 @@
 use kernel_runtime::{Communicator, Device};
 use ptxkit::train::{run_data_parallel, Launch, TrainConfig, TrainError, Trainer};
 
+/// Both ways of averaging: after the backward, and bucket by bucket on a second stream forked
+/// into the captured step.
 #[test]
 fn one_rank_with_the_all_reduce_in_the_graph_matches_the_plain_step_bit_for_bit() {
-    let cfg = TrainConfig::small();
-    let mut plain = Trainer::new(&Device::emulator(), &cfg, Launch::Graph).unwrap();
-    let device = Device::emulator();
-    let comm = Communicator::single(&device).unwrap();
-    let mut rank = Trainer::for_rank(comm, &cfg, Launch::Graph).unwrap();
-    for _ in 0..3 {
-        plain.step().unwrap();
-        rank.step().unwrap();
-        assert_eq!(
-            plain.loss().unwrap().to_bits(),
-            rank.loss().unwrap().to_bits()
-        );
+    for overlap_reduce in [false, true] {
+        let cfg = TrainConfig {
+            overlap_reduce,
+            ..TrainConfig::small()
+        };
+        let mut plain = Trainer::new(&Device::emulator(), &cfg, Launch::Graph).unwrap();
+        let device = Device::emulator();
+        let comm = Communicator::single(&device).unwrap();
+        let mut rank = Trainer::for_rank(comm, &cfg, Launch::Graph).unwrap();
+        for _ in 0..3 {
+            plain.step().unwrap();
+            rank.step().unwrap();
+            assert_eq!(
+                plain.loss().unwrap().to_bits(),
+                rank.loss().unwrap().to_bits(),
+                "overlap {overlap_reduce}"
+            );
+        }
+        assert_eq!(plain.weight_bits().unwrap(), rank.weight_bits().unwrap());
     }
-    assert_eq!(plain.weight_bits().unwrap(), rank.weight_bits().unwrap());
 }
 
 #[test]

@@ -28,6 +28,9 @@ pub struct EngineConfig {
     pub num_blocks: usize,
     /// Longest sequence, prompt and generated tokens together.
     pub max_context: usize,
+    /// Ranges each sequence's cache is split into for decode attention; `None` chooses from
+    /// the device's SM count (`kernels::attention::decode_splits`).
+    pub decode_splits: Option<usize>,
 }
 
 impl EngineConfig {
@@ -46,6 +49,7 @@ impl EngineConfig {
             block_size,
             num_blocks: max_batch * cfg.max_seq.div_ceil(block_size),
             max_context: cfg.max_seq,
+            decode_splits: None,
         }
     }
 
@@ -441,6 +445,7 @@ impl<'m> Engine<'m> {
                     class,
                     self.blocks_per_seq,
                     self.cfg.block_size,
+                    self.cfg.decode_splits,
                 )?,
                 graph: None,
             }),

@@ -293,6 +293,7 @@ impl DecodeStep {
         b: usize,
         blocks_per_seq: usize,
         block_size: usize,
+        splits: Option<usize>,
     ) -> Result<DecodeStep, Error> {
         let cfg = model.config();
         let (hid, kvw, ffn) = (cfg.hidden, cfg.kv_width(), cfg.ffn);
@@ -319,7 +320,7 @@ impl DecodeStep {
         // (the launch is fixed once captured).
         let max_len = blocks_per_seq * block_size;
         let sms = stream.device().props().sm_count as usize;
-        let splits = decode_splits(b, heads(cfg), max_len, sms);
+        let splits = splits.unwrap_or_else(|| decode_splits(b, heads(cfg), max_len, sms));
         let workspace_len = paged_decode_workspace(b, decode(cfg, max_len, splits))?;
         Ok(DecodeStep {
             b,

@@ -61,7 +61,9 @@ pub struct TrainConfig {
     /// The loss is read back (and printed) every this many steps.
     pub log_every: u32,
     /// In a data-parallel run, average each gradient bucket on a second stream as soon as the
-    /// backward has finished it, rather than all of them after the backward.
+    /// backward has finished it, rather than all of them after the backward. Off by default:
+    /// on NVLink-connected GPUs the forked graph cost more than it hid (BENCHMARKS.md, "Several
+    /// GPUs").
     pub overlap_reduce: bool,
 }
 
@@ -95,7 +97,7 @@ impl TrainConfig {
             norm_eps: 1e-5,
             check_steps: 3,
             log_every: 4,
-            overlap_reduce: true,
+            overlap_reduce: false,
         }
     }
 

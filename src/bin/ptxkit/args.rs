@@ -137,10 +137,10 @@ pub struct TrainArgs {
     /// on every GPU and the gradients averaged through NCCL inside the captured step.
     #[arg(long, value_name = "N", conflicts_with = "device", value_parser = clap::value_parser!(u32).range(1..))]
     pub gpus: Option<u32>,
-    /// With `--model block --gpus`, average the gradient buckets after the backward instead of
-    /// beside it on a second stream (to measure what the overlap wins).
+    /// With `--model block --gpus`, average each gradient bucket on a second stream beside the
+    /// rest of the backward instead of all of them after it.
     #[arg(long, requires = "gpus")]
-    pub no_overlap: bool,
+    pub overlap: bool,
 }
 
 /// The GGUF file types `ptxkit quantize` writes.

@@ -36,9 +36,10 @@ fn refuse_decoder_flags(args: &TrainArgs) -> Result<(), CliError> {
 
 fn run_decoder(args: &TrainArgs) -> Result<(), CliError> {
     let started = Instant::now();
-    if args.no_overlap {
+    if args.overlap {
         return Err(CliError::Usage(
-            "--no-overlap is for --model block; the decoder averages its gradients after the backward".into(),
+            "--overlap is for --model block; the decoder averages its gradients after the backward"
+                .into(),
         ));
     }
     let devices = match args.gpus {
@@ -204,7 +205,7 @@ fn run_data_parallel(args: &TrainArgs, gpus: usize) -> Result<(), CliError> {
     if let Some(every) = args.log_every {
         cfg.log_every = every;
     }
-    cfg.overlap_reduce = !args.no_overlap;
+    cfg.overlap_reduce = args.overlap;
     train::run_data_parallel(&devices, &cfg, Launch::Graph, &mut |line| {
         println!("{line}")
     })?;
