@@ -2,10 +2,11 @@
 //! (whole tensors, merged up to a bucket size), and the loss with it, so that clipping sees the
 //! global norm and AdamW makes the same update on every rank.
 //!
-//! Either all at once after the backward ([`GradReducer::reduce`]), or overlapped with it: the
-//! backward reports each tensor's gradient as it completes ([`GradReducer::tensor_ready`]), and
-//! a bucket whose tensors are all done is averaged on a second stream forked into the step
-//! while the backward goes on, joined back before clipping ([`GradReducer::finish`]).
+//! The backward reports each tensor's gradient as it completes ([`GradReducer::tensor_ready`]);
+//! [`GradReducer::finish`] averages every bucket after the backward, or, with
+//! [`GradReducer::overlapped`], a bucket whose tensors are all done is averaged at once on a
+//! second stream forked into the step while the backward goes on, and `finish` joins it back
+//! before clipping.
 
 use kernel_runtime::{Buffer, Communicator, ReduceOp, Stream};
 use kernels::optim::ParamLayout;
@@ -62,22 +63,6 @@ impl GradReducer {
 
     pub fn comm(&self) -> &Communicator {
         &self.comm
-    }
-
-    /// Queues the average of `grads` (every bucket) and of the mean loss `loss[0]`.
-    pub fn reduce(
-        &self,
-        stream: &Stream,
-        grads: &mut Buffer<f32>,
-        loss: &mut Buffer<f32>,
-    ) -> Result<(), kernel_runtime::Error> {
-        for bucket in &self.buckets {
-            self.comm
-                .all_reduce_range(stream, grads, bucket.clone(), ReduceOp::Average)?;
-        }
-        // Every shard has the same number of rows, so the mean of the means is the mean.
-        self.comm
-            .all_reduce_range(stream, loss, 0..1, ReduceOp::Average)
     }
 
     /// Notes that the gradient of layout tensor `tensor` is complete in `grads` (nothing on

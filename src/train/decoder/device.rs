@@ -149,8 +149,8 @@ impl DecoderDevice {
         for (i, g) in self.grads_per_tensor.iter().enumerate() {
             layout.copy_in(stream, g, &mut self.grads, i)?;
         }
-        if let Some(reducer) = &self.reducer {
-            reducer.reduce(stream, &mut self.grads, &mut self.loss)?;
+        if let Some(reducer) = &mut self.reducer {
+            reducer.finish(stream, &mut self.grads, &mut self.loss)?;
         }
         clip::grad_norm(
             stream,
