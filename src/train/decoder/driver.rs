@@ -177,7 +177,7 @@ pub fn run_decoder(
         }
         if let Some(dir) = &options.checkpoint {
             let every = options.checkpoint_every;
-            if (every > 0 && step % every == 0) || step == cfg.steps {
+            if every > 0 && step % every == 0 && step != cfg.steps {
                 trainer.save(dir)?;
                 observer.line(&format!("checkpoint at step {step}: {}", dir.display()));
             }
@@ -192,6 +192,13 @@ pub fn run_decoder(
             "{timed_steps} steps in {seconds:.3} s ({:.3} ms/step, {tokens_per_second:.0} tokens/s)",
             seconds * 1e3 / f64::from(timed_steps),
         ));
+    }
+    // The last checkpoint is written after the timed loop, since the reference check may have
+    // taken every step of a short run.
+    if let Some(dir) = &options.checkpoint {
+        trainer.save(dir)?;
+        let step = trainer.steps_done();
+        observer.line(&format!("checkpoint at step {step}: {}", dir.display()));
     }
     if cfg.mode != Mode::Full {
         let changed = trainer.changed_frozen()?;
