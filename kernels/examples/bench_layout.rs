@@ -1,8 +1,6 @@
-//! The layout moves and the paged KV-cache append written in `#[kernel]`, the axis swap beside
-//! the builder-written kernel it replaces, side by side in one process, each as a share of the
+//! The layout moves and the paged KV-cache append written in `#[kernel]`, each as a share of the
 //! device's copy bandwidth (the driver's device-to-device copy of 1 GiB, measured in the same
-//! run). Each pair is timed twice, alternating, so that clock drift shows as disagreement
-//! between the passes. Bytes: every element read once and written once; the append also reads
+//! run). Each is timed twice, so that clock drift shows as disagreement between the passes. Bytes: every element read once and written once; the append also reads
 //! each token's sequence id and position.
 //!
 //! ```text
@@ -14,7 +12,7 @@
 
 mod common;
 
-use common::{filled, row, single_row, Bench, Res};
+use common::{filled, single_row, Bench, Res};
 use kernel_runtime::{Bf16, Buffer, Stream};
 use kernels::cast::Element;
 use kernels::layout::{self, PagedLayout};
@@ -29,41 +27,8 @@ fn batch() -> usize {
         .unwrap_or(1)
 }
 
-/// Times `run(stream, builder)` for the builder kernel and the `#[kernel]` one, twice each,
-/// alternating, and prints one table row; `bytes` is what one launch moves.
-fn compare(
-    b: &Bench,
-    op: &str,
-    dtype: &str,
-    shape: &str,
-    bytes: usize,
-    mut run: impl FnMut(&Stream, bool) -> Result<(), Error>,
-) -> Res {
-    if !selected(op, dtype, shape) {
-        return Ok(());
-    }
-    let batch = batch();
-    let pct = |ms: f64| b.percent((bytes * batch) as f64, ms);
-    let mut cells = Vec::new();
-    for _pass in 0..2 {
-        let mut timed = |builder: bool| {
-            b.time(|s| {
-                for _ in 0..batch {
-                    run(s, builder)?;
-                }
-                Ok(())
-            })
-        };
-        let old = timed(true)?;
-        let new = timed(false)?;
-        cells.push((pct(old), pct(new)));
-    }
-    row(&format!("{op:<15} | {dtype:<4} | {shape:<16}"), &cells);
-    Ok(())
-}
-
-/// Times `run` twice and prints one row with an empty builder column, for an op whose builder
-/// kernel is deleted; `bytes` is what one launch moves.
+/// Times `run` twice and prints one row (the builder column empty: every builder kernel of
+/// these ops is deleted); `bytes` is what one launch moves.
 fn single(
     b: &Bench,
     op: &str,
@@ -105,34 +70,12 @@ fn bench<T: Element>(b: &Bench) -> Res {
     let x = filled::<T>(s, n, 7)?;
     let mut y = Buffer::<T>::zeros(s, n)?;
     let shape = format!("{tokens}x{heads}x{head_dim}");
-    compare(
-        b,
-        "[S,H·D]→[H,S,D]",
-        dt,
-        &shape,
-        2 * n * e,
-        |s, builder| {
-            if builder {
-                layout::heads_from_interleaved_builder(s, &x, &mut y, tokens, heads, head_dim)
-            } else {
-                layout::heads_from_interleaved(s, &x, &mut y, tokens, heads, head_dim)
-            }
-        },
-    )?;
-    compare(
-        b,
-        "[H,S,D]→[S,H·D]",
-        dt,
-        &shape,
-        2 * n * e,
-        |s, builder| {
-            if builder {
-                layout::interleaved_from_heads_builder(s, &x, &mut y, tokens, heads, head_dim)
-            } else {
-                layout::interleaved_from_heads(s, &x, &mut y, tokens, heads, head_dim)
-            }
-        },
-    )?;
+    single(b, "[S,H·D]→[H,S,D]", dt, &shape, 2 * n * e, |s| {
+        layout::heads_from_interleaved(s, &x, &mut y, tokens, heads, head_dim)
+    })?;
+    single(b, "[H,S,D]→[S,H·D]", dt, &shape, 2 * n * e, |s| {
+        layout::interleaved_from_heads(s, &x, &mut y, tokens, heads, head_dim)
+    })?;
     drop((x, y));
 
     let (rows, cols) = if Bench::small() {

@@ -13,23 +13,18 @@ mod transpose_kernel;
 
 pub use paged::{kv_cache_append, CacheElement, PagedLayout};
 pub use swap::{heads_from_interleaved, interleaved_from_heads};
-#[doc(hidden)]
-pub use swap::{heads_from_interleaved_builder, interleaved_from_heads_builder};
 pub use transpose::transpose;
 
-use crate::codegen::{kernel_refs, kernel_table};
-use crate::rowwise::spec::RowSpec;
+use crate::codegen::kernel_refs;
 use crate::OpKernel;
 
 static SWAP: [OpKernel; 4] = OpKernel::instances(swap_kernel::SWAP_OUTER_INSTANCES);
 static TRANSPOSE: [OpKernel; 3] = OpKernel::instances(transpose_kernel::TRANSPOSE_INSTANCES);
 static APPEND: [OpKernel; 12] = OpKernel::instances(paged_kernel::KV_CACHE_APPEND_INSTANCES);
-kernel_table!(static SWAP_BUILDER = swap::swap_outer, RowSpec::ALL, [0 1 2 3 4 5 6 7]);
 
 /// Every specialization this module ships.
 pub static KERNELS: &[&OpKernel] = kernel_refs![
     SWAP[0 1 2 3],
     TRANSPOSE[0 1 2],
     APPEND[0 1 2 3 4 5 6 7 8 9 10 11],
-    SWAP_BUILDER[0 1 2 3 4 5 6 7],
 ];

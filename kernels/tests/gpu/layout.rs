@@ -1,35 +1,28 @@
-//! The layout moves and the paged KV-cache append on the GPU at real shapes: the `#[kernel]`
-//! ops and the builder kernels they replace, each against the reference.
+//! The layout moves and the paged KV-cache append on the GPU at real shapes, each against the
+//! reference.
 
 use crate::common_rowwise::{assert_close, download, gpu_stream, poisoned, upload, Rng};
 use kernel_runtime::{Bf16, Buffer, Stream};
 use kernels::cast::Element;
 use kernels::layout::{
-    heads_from_interleaved, heads_from_interleaved_builder, interleaved_from_heads,
-    interleaved_from_heads_builder, kv_cache_append, transpose, PagedLayout,
+    heads_from_interleaved, interleaved_from_heads, kv_cache_append, transpose, PagedLayout,
 };
 
-fn layout_at<T: Element>(s: &Stream, builder: bool) {
+fn layout_at<T: Element>(s: &Stream) {
     let mut rng = Rng::new(105);
-    let who = if builder { " (builder)" } else { "" };
     // Llama-like heads (16-byte chunks) and an odd head size (one element at a time).
     for (tokens, heads, d) in [(4096, 32, 128), (1000, 7, 34)] {
         let n = tokens * heads * d;
         let (x, xs) = upload::<T>(s, &rng.vec(n, -1.0, 1.0));
         let mut y = poisoned::<T>(s, n);
         let mut back = poisoned::<T>(s, n);
-        if builder {
-            heads_from_interleaved_builder(s, &x, &mut y, tokens, heads, d).unwrap();
-            interleaved_from_heads_builder(s, &y, &mut back, tokens, heads, d).unwrap();
-        } else {
-            heads_from_interleaved(s, &x, &mut y, tokens, heads, d).unwrap();
-            interleaved_from_heads(s, &y, &mut back, tokens, heads, d).unwrap();
-        }
+        heads_from_interleaved(s, &x, &mut y, tokens, heads, d).unwrap();
+        interleaved_from_heads(s, &y, &mut back, tokens, heads, d).unwrap();
         let want: Vec<f64> = kernels::layout::reference::swap_outer(&xs, tokens, heads, d)
             .into_iter()
             .map(f64::from)
             .collect();
-        let what = format!("[S,H·D]→[H,S,D] {tokens}×{heads}×{d}{who}");
+        let what = format!("[S,H·D]→[H,S,D] {tokens}×{heads}×{d}");
         assert_close(&what, &download(s, &y), &want, 0.0, 0.0);
         let xs: Vec<f64> = xs.into_iter().map(f64::from).collect();
         assert_close(
@@ -41,12 +34,8 @@ fn layout_at<T: Element>(s: &Stream, builder: bool) {
         );
     }
 
-    // Odd sides (one element a lane) and even ones (bf16 pairs); the transpose has no builder
-    // kernel left.
+    // Odd sides (one element a lane) and even ones (bf16 pairs).
     for (rows, cols) in [(1000, 3001), (4096, 1026)] {
-        if builder {
-            break;
-        }
         let (m, ms) = upload::<T>(s, &rng.vec(rows * cols, -1.0, 1.0));
         let mut mt = poisoned::<T>(s, rows * cols);
         transpose(s, &m, &mut mt, rows, cols).unwrap();
@@ -54,16 +43,12 @@ fn layout_at<T: Element>(s: &Stream, builder: bool) {
             .into_iter()
             .map(f64::from)
             .collect();
-        let what = format!("transpose {rows}×{cols}{who}");
+        let what = format!("transpose {rows}×{cols}");
         assert_close(&what, &download(s, &mt), &want, 0.0, 0.0);
     }
 
-    // A warp a row (1024) and a block a row (4099, one element at a time); the append has no
-    // builder kernel left.
+    // A warp a row (1024) and a block a row (4099, one element at a time).
     for width in [1024, 4099] {
-        if builder {
-            break;
-        }
         let layout = PagedLayout {
             num_blocks: 300,
             block_size: 16,
@@ -95,7 +80,7 @@ fn layout_at<T: Element>(s: &Stream, builder: bool) {
         .into_iter()
         .map(f64::from)
         .collect();
-        let what = format!("kv_cache_append width {width}{who}");
+        let what = format!("kv_cache_append width {width}");
         assert_close(&what, &download(s, &cache), &want, 0.0, 0.0);
     }
 }
@@ -103,8 +88,6 @@ fn layout_at<T: Element>(s: &Stream, builder: bool) {
 #[test]
 fn layouts_match_reference_on_gpu() {
     let Some(s) = gpu_stream() else { return };
-    for builder in [false, true] {
-        layout_at::<f32>(&s, builder);
-        layout_at::<Bf16>(&s, builder);
-    }
+    layout_at::<f32>(&s);
+    layout_at::<Bf16>(&s);
 }
