@@ -18,7 +18,7 @@ use kernels::gemm::{gemm, Epilogue, GemmShape, Layout, Math};
 use kernels::layout::kv_cache_append;
 use kernels::norm::rms_norm;
 use kernels::quant::gguf::{dequantize, gemv, gemv_rms_norm, GgufWeights};
-use kernels::rope::{rope, Rope, RopeLayout};
+use kernels::rope::{rope, rope_append, Rope, RopeLayout};
 use kernels::Error;
 use std::collections::HashMap;
 
@@ -262,17 +262,13 @@ pub(crate) struct DecodeStep {
     x: Buffer<f32>,
     h: Buffer<f32>,
     q: Buffer<f32>,
-    q_rot: Buffer<f32>,
     k: Buffer<f32>,
-    k_rot: Buffer<f32>,
     v: Buffer<f32>,
     /// Projections before their bias is added (Qwen2-style models only).
     unbiased: Option<[Buffer<f32>; 3]>,
     /// Each layer's q, k and v biases repeated for the `b` rows.
     biases: Vec<[Buffer<f32>; 3]>,
     qb: Buffer<Bf16>,
-    kb: Buffer<Bf16>,
-    vb: Buffer<Bf16>,
     ob: Buffer<Bf16>,
     o: Buffer<f32>,
     attn: Buffer<f32>,
@@ -334,15 +330,11 @@ impl DecodeStep {
             x: f32s(b * hid)?,
             h: f32s(b * hid)?,
             q: f32s(b * hid)?,
-            q_rot: f32s(b * hid)?,
             k: f32s(b * kvw)?,
-            k_rot: f32s(b * kvw)?,
             v: f32s(b * kvw)?,
             unbiased,
             biases,
             qb: bf16s(b * hid)?,
-            kb: bf16s(b * kvw)?,
-            vb: bf16s(b * kvw)?,
             ob: bf16s(b * hid)?,
             o: f32s(b * hid)?,
             attn: f32s(b * hid)?,
@@ -378,48 +370,18 @@ impl DecodeStep {
         )?;
         for (l, layer) in model.layers.iter().enumerate() {
             self.qkv(stream, &cfg, l, layer)?;
-            rope(
+            let (k_cache, v_cache) = (&mut cache.k[l], &mut cache.v[l]);
+            rope_append(
                 stream,
-                &self.q,
+                [&self.q, &self.k, &self.v],
                 &self.positions,
-                &mut self.q_rot,
+                &self.seq_ids,
+                &self.table,
+                &mut self.qb,
+                [k_cache, v_cache],
                 b,
-                cfg.heads_q,
-                cfg.head_dim,
+                heads(&cfg),
                 spec,
-            )?;
-            rope(
-                stream,
-                &self.k,
-                &self.positions,
-                &mut self.k_rot,
-                b,
-                cfg.heads_kv,
-                cfg.head_dim,
-                spec,
-            )?;
-            cast(stream, &self.q_rot, &mut self.qb)?;
-            cast(stream, &self.k_rot, &mut self.kb)?;
-            cast(stream, &self.v, &mut self.vb)?;
-            let s = &*self;
-            kv_cache_append(
-                stream,
-                &s.kb,
-                &s.seq_ids,
-                &s.positions,
-                &s.table,
-                &mut cache.k[l],
-                b,
-                layout,
-            )?;
-            kv_cache_append(
-                stream,
-                &s.vb,
-                &s.seq_ids,
-                &s.positions,
-                &s.table,
-                &mut cache.v[l],
-                b,
                 layout,
             )?;
             paged_decode(

@@ -13,9 +13,14 @@
 
 mod kernel;
 pub mod reference;
+// `rotate_kernel`'s `#[device]` helper comes first: `append_kernel` calls it.
+#[macro_use]
 mod rotate_kernel;
+mod append;
+mod append_kernel;
 mod spec;
 
+pub use append::rope_append;
 pub use spec::{Rope, RopeLayout};
 
 use crate::cast::Element;
@@ -26,11 +31,13 @@ use kernel_runtime::{Buffer, KernelArg, LaunchConfig, Stream};
 use spec::RopeSpec;
 
 static ROPE: [OpKernel; 8] = OpKernel::instances(rotate_kernel::ROPE_INSTANCES);
+static ROPE_APPEND: [OpKernel; 12] = OpKernel::instances(append_kernel::ROPE_APPEND_INSTANCES);
 kernel_table!(static ROPE_BUILDER = kernel::rope, RopeSpec::ALL, [0 1 2 3 4 5 6 7]);
 
 /// Every specialization this module ships.
 pub static KERNELS: &[&OpKernel] = kernel_refs![
     ROPE[0 1 2 3 4 5 6 7],
+    ROPE_APPEND[0 1 2 3 4 5 6 7 8 9 10 11],
     ROPE_BUILDER[0 1 2 3 4 5 6 7],
 ];
 

@@ -33,7 +33,7 @@ pub(crate) const fn held_heads(interleaved: bool, one_element: bool) -> u32 {
 
 /// `[cos, sign · sin]` of `pos · 2^(i · exponent)`.
 #[device(crate = crate::lang)]
-fn rotation(pos: f32, i: u32, exponent: f32, sign: f32) -> [f32; 2] {
+pub(crate) fn rotation(pos: f32, i: u32, exponent: f32, sign: f32) -> [f32; 2] {
     let angle = pos * ((i as f32) * exponent).exp2();
     // 1 / 2π, and 2π as f32 plus the rest of it.
     let k = (angle * 0.159_154_94).round_ties_even();
