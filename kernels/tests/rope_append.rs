@@ -206,9 +206,9 @@ fn rope_append_refuses_mismatched_sizes_before_launch() {
     let one = Buffer::<u32>::zeros(&s, 1).unwrap();
     let table = Buffer::<u32>::zeros(&s, 2).unwrap();
     let poison = Bf16::from_f32(9.0);
-    let mut q_out = Buffer::from_host(&s, &vec![poison; 8]).unwrap();
-    let mut kc = Buffer::from_host(&s, &vec![poison; 16]).unwrap();
-    let mut vc = Buffer::from_host(&s, &vec![poison; 16]).unwrap();
+    let mut q_out = Buffer::from_host(&s, &[poison; 8]).unwrap();
+    let mut kc = Buffer::from_host(&s, &[poison; 16]).unwrap();
+    let mut vc = Buffer::from_host(&s, &[poison; 16]).unwrap();
     let mut run = |layout: PagedLayout, heads: Heads, spec: Rope, k: &Buffer<f32>| {
         rope_append(
             &s,
