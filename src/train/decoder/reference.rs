@@ -2,12 +2,13 @@
 //! global-norm clipping and AdamW from the same f32 weights and batch as the device, built
 //! from the ops' own f64 references. Where the device rounds (attention's inputs, output,
 //! output gradient and input gradients to bf16; every GEMM's inputs to TF32, the top 19 bits
-//! of an f32, as the tensor cores read them), the reference rounds the same values, so what
-//! remains between the two is f32 arithmetic, roundings that land on the other side of a
-//! boundary, and the attention kernels' internal bf16 products.
+//! of an f32, as the tensor cores read them; in bf16 training the GEMMs' inputs, the weights'
+//! bf16 copies, and every activation the device stores in bf16), the reference rounds the
+//! same values, so what remains between the two is f32 arithmetic, roundings that land on the
+//! other side of a boundary, and the attention kernels' internal bf16 products.
 
 use super::acts::heads;
-use super::config::DecoderConfig;
+use super::config::{DecoderConfig, Precision};
 use super::corpus::TokenBatch;
 use super::forward::rope_spec;
 use super::params::{trainable, Mode, ParamId};
@@ -62,21 +63,6 @@ fn tf32(v: &[f64]) -> Vec<f64> {
     v.iter()
         .map(|&x| f32::from_bits((x as f32).to_bits() & 0xFFFF_E000) as f64)
         .collect()
-}
-
-/// `a · bᵀ` with TF32 inputs, as the device's GEMMs.
-fn mm_nt(a: &[f64], b: &[f64], m: usize, n: usize, k: usize) -> Vec<f64> {
-    matmul_nt(&tf32(a), &tf32(b), m, n, k)
-}
-
-/// `a · b` with TF32 inputs.
-fn mm_nn(a: &[f64], b: &[f64], m: usize, n: usize, k: usize) -> Vec<f64> {
-    matmul_nn(&tf32(a), &tf32(b), m, n, k)
-}
-
-/// `aᵀ · b` with TF32 inputs.
-fn mm_tn(a: &[f64], b: &[f64], m: usize, n: usize, k: usize) -> Vec<f64> {
-    matmul_tn(&tf32(a), &tf32(b), m, n, k)
 }
 
 fn add(a: &[f64], b: &[f64]) -> Vec<f64> {
@@ -161,6 +147,38 @@ impl DecoderReference {
             .collect()
     }
 
+    /// `v` as the GEMMs read it: TF32, or bf16 in bf16 training.
+    fn gemm_in(&self, v: &[f64]) -> Vec<f64> {
+        match self.cfg.precision {
+            Precision::Tf32 => tf32(v),
+            Precision::Bf16 => bf16(v),
+        }
+    }
+
+    /// `v` as the device stores an activation that feeds a GEMM: bf16 in bf16 training,
+    /// unrounded (f32) in TF32.
+    fn act(&self, v: Vec<f64>) -> Vec<f64> {
+        match self.cfg.precision {
+            Precision::Tf32 => v,
+            Precision::Bf16 => bf16(&v),
+        }
+    }
+
+    /// `a · bᵀ` with the GEMMs' input rounding.
+    fn mm_nt(&self, a: &[f64], b: &[f64], m: usize, n: usize, k: usize) -> Vec<f64> {
+        matmul_nt(&self.gemm_in(a), &self.gemm_in(b), m, n, k)
+    }
+
+    /// `a · b` with the GEMMs' input rounding.
+    fn mm_nn(&self, a: &[f64], b: &[f64], m: usize, n: usize, k: usize) -> Vec<f64> {
+        matmul_nn(&self.gemm_in(a), &self.gemm_in(b), m, n, k)
+    }
+
+    /// `aᵀ · b` with the GEMMs' input rounding.
+    fn mm_tn(&self, a: &[f64], b: &[f64], m: usize, n: usize, k: usize) -> Vec<f64> {
+        matmul_tn(&self.gemm_in(a), &self.gemm_in(b), m, n, k)
+    }
+
     fn get(&self, id: TensorId) -> &[f64] {
         &self.w[&id]
     }
@@ -169,10 +187,11 @@ impl DecoderReference {
         self.get(TensorId::Layer(l, t))
     }
 
-    /// `x·Wᵀ (+ bias)` for projection `t` of layer `l`.
+    /// `x·Wᵀ (+ bias)` for projection `t` of layer `l` (the bias in bf16 training is its
+    /// bf16 copy, added in f32 before the output is stored).
     fn project(&self, l: usize, t: LayerTensor, x: &[f64], rows: usize) -> Vec<f64> {
         let shape = t.shape(&self.cfg.model);
-        let mut y = mm_nt(x, self.lw(l, t), rows, shape[0], shape[1]);
+        let mut y = self.mm_nt(x, self.lw(l, t), rows, shape[0], shape[1]);
         let bias = match t {
             LayerTensor::Q => Some(LayerTensor::QBias),
             LayerTensor::K => Some(LayerTensor::KBias),
@@ -180,9 +199,12 @@ impl DecoderReference {
             _ => None,
         };
         if let Some(b) = bias.filter(|_| self.cfg.model.qkv_bias) {
-            let b = self.lw(l, b);
+            let b = match self.cfg.precision {
+                Precision::Tf32 => self.lw(l, b).to_vec(),
+                Precision::Bf16 => bf16(self.lw(l, b)),
+            };
             for row in y.chunks_mut(shape[0]) {
-                for (y, b) in row.iter_mut().zip(b) {
+                for (y, b) in row.iter_mut().zip(&b) {
                     *y += b;
                 }
             }
@@ -217,9 +239,9 @@ impl DecoderReference {
             .collect();
         let mut saved = Vec::new();
         for l in 0..mc.layers {
-            let n1 = rms_norm(&x, self.lw(l, LayerTensor::InputNorm), t, h, eps);
-            let q = self.project(l, LayerTensor::Q, &n1, t);
-            let k = self.project(l, LayerTensor::K, &n1, t);
+            let n1 = self.act(rms_norm(&x, self.lw(l, LayerTensor::InputNorm), t, h, eps));
+            let q = self.act(self.project(l, LayerTensor::Q, &n1, t));
+            let k = self.act(self.project(l, LayerTensor::K, &n1, t));
             let vv = self.project(l, LayerTensor::V, &n1, t);
             let qb = bf16(&rope_ref::rope(
                 &narrow(&q),
@@ -239,10 +261,10 @@ impl DecoderReference {
             let fwd = attn::forward(&qb, &kb, &vb, &cu, hd, Mask::Causal, scale);
             let o = bf16(&fwd.o);
             let x_mid = add(&x, &self.project(l, LayerTensor::O, &o, t));
-            let n2 = rms_norm(&x_mid, self.lw(l, LayerTensor::PostNorm), t, h, eps);
-            let gate = self.project(l, LayerTensor::Gate, &n2, t);
-            let up = self.project(l, LayerTensor::Up, &n2, t);
-            let a: Vec<f64> = gate.iter().zip(&up).map(|(&g, &u)| swiglu(g, u)).collect();
+            let n2 = self.act(rms_norm(&x_mid, self.lw(l, LayerTensor::PostNorm), t, h, eps));
+            let gate = self.act(self.project(l, LayerTensor::Gate, &n2, t));
+            let up = self.act(self.project(l, LayerTensor::Up, &n2, t));
+            let a = self.act(gate.iter().zip(&up).map(|(&g, &u)| swiglu(g, u)).collect());
             let next = add(&x_mid, &self.project(l, LayerTensor::Down, &a, t));
             saved.push(LayerSaved {
                 x: std::mem::replace(&mut x, next),
@@ -258,14 +280,15 @@ impl DecoderReference {
                 a,
             });
         }
-        let nf = rms_norm(&x, self.get(TensorId::FinalNorm), t, h, eps);
-        let logits = mm_nt(&nf, self.get(head_id), t, v, h);
+        let nf = self.act(rms_norm(&x, self.get(TensorId::FinalNorm), t, h, eps));
+        let logits = self.act(self.mm_nt(&nf, self.get(head_id), t, v, h));
         let (loss, dlogits) = cross_entropy(&logits, &batch.targets, t, v);
+        let dlogits = self.act(dlogits);
 
         // Backward.
         let mut grads: HashMap<TensorId, Vec<f64>> = HashMap::new();
-        let d_head = mm_tn(&dlogits, &nf, v, h, t);
-        let dnf = mm_nn(&dlogits, self.get(head_id), t, h, v);
+        let d_head = self.mm_tn(&dlogits, &nf, v, h, t);
+        let dnf = self.mm_nn(&dlogits, self.get(head_id), t, h, v);
         let (mut dx, dgf) = rms_norm_backward(&x, self.get(TensorId::FinalNorm), &dnf, t, h, eps);
         grads.insert(TensorId::FinalNorm, dgf);
         for l in (0..mc.layers).rev() {
@@ -274,37 +297,48 @@ impl DecoderReference {
                 grads.insert(TensorId::Layer(l, lt), val);
             };
             // MLP.
-            g(&mut grads, LayerTensor::Down, mm_tn(&dx, &s.a, h, f, t));
-            let da = mm_nn(&dx, self.lw(l, LayerTensor::Down), t, f, h);
+            g(&mut grads, LayerTensor::Down, self.mm_tn(&dx, &s.a, h, f, t));
+            let da = self.act(self.mm_nn(&dx, self.lw(l, LayerTensor::Down), t, f, h));
             let (dgate, dup): (Vec<f64>, Vec<f64>) = (0..t * f)
                 .map(|i| swiglu_backward(s.gate[i], s.up[i], da[i]))
                 .unzip();
-            g(&mut grads, LayerTensor::Gate, mm_tn(&dgate, &s.n2, f, h, t));
-            g(&mut grads, LayerTensor::Up, mm_tn(&dup, &s.n2, f, h, t));
+            let (dgate, dup) = (self.act(dgate), self.act(dup));
+            g(&mut grads, LayerTensor::Gate, self.mm_tn(&dgate, &s.n2, f, h, t));
+            g(&mut grads, LayerTensor::Up, self.mm_tn(&dup, &s.n2, f, h, t));
             let dn2 = add(
-                &mm_nn(&dgate, self.lw(l, LayerTensor::Gate), t, h, f),
-                &mm_nn(&dup, self.lw(l, LayerTensor::Up), t, h, f),
+                &self.mm_nn(&dgate, self.lw(l, LayerTensor::Gate), t, h, f),
+                &self.mm_nn(&dup, self.lw(l, LayerTensor::Up), t, h, f),
             );
             let (dxn, dg2) =
                 rms_norm_backward(&s.x_mid, self.lw(l, LayerTensor::PostNorm), &dn2, t, h, eps);
             g(&mut grads, LayerTensor::PostNorm, dg2);
             let dx_mid = add(&dx, &dxn);
             // Attention.
-            g(&mut grads, LayerTensor::O, mm_tn(&dx_mid, &s.o, h, q_w, t));
-            let d_o = bf16(&mm_nn(&dx_mid, self.lw(l, LayerTensor::O), t, q_w, h));
+            g(&mut grads, LayerTensor::O, self.mm_tn(&dx_mid, &s.o, h, q_w, t));
+            let d_o = bf16(&self.mm_nn(&dx_mid, self.lw(l, LayerTensor::O), t, q_w, h));
             let back = attn::backward(&s.qb, &s.kb, &s.vb, &d_o, &cu, hd, Mask::Causal, scale);
             let (dqb, dkb, dv) = (bf16(&back.dq), bf16(&back.dk), bf16(&back.dv));
-            let dq =
-                rope_ref::rope_backward(&narrow(&dqb), &positions, mc.heads_q, mc.head_dim, spec);
-            let dk =
-                rope_ref::rope_backward(&narrow(&dkb), &positions, mc.heads_kv, mc.head_dim, spec);
+            let dq = self.act(rope_ref::rope_backward(
+                &narrow(&dqb),
+                &positions,
+                mc.heads_q,
+                mc.head_dim,
+                spec,
+            ));
+            let dk = self.act(rope_ref::rope_backward(
+                &narrow(&dkb),
+                &positions,
+                mc.heads_kv,
+                mc.head_dim,
+                spec,
+            ));
             let mut dn1 = vec![0.0; t * h];
             for (lt, bias, dy, width) in [
                 (LayerTensor::Q, LayerTensor::QBias, &dq, q_w),
                 (LayerTensor::K, LayerTensor::KBias, &dk, kv_w),
                 (LayerTensor::V, LayerTensor::VBias, &dv, kv_w),
             ] {
-                g(&mut grads, lt, mm_tn(dy, &s.n1, width, h, t));
+                g(&mut grads, lt, self.mm_tn(dy, &s.n1, width, h, t));
                 if mc.qkv_bias {
                     let mut db = vec![0.0; width];
                     for row in dy.chunks(width) {
@@ -314,7 +348,7 @@ impl DecoderReference {
                     }
                     g(&mut grads, bias, db);
                 }
-                dn1 = add(&dn1, &mm_nn(dy, self.lw(l, lt), t, h, width));
+                dn1 = add(&dn1, &self.mm_nn(dy, self.lw(l, lt), t, h, width));
             }
             let (dxn, dg1) =
                 rms_norm_backward(&s.x, self.lw(l, LayerTensor::InputNorm), &dn1, t, h, eps);
