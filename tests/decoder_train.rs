@@ -11,9 +11,13 @@ use ptxkit::train::decoder::{
 use ptxkit::train::Launch;
 use std::path::PathBuf;
 
-/// Two windows of 32 tokens of [`ModelConfig::TINY`](ptxkit::model::ModelConfig::TINY).
+/// Two windows of 32 tokens of [`ModelConfig::TINY`](ptxkit::model::ModelConfig::TINY), in
+/// TF32 (the bf16 tests say so).
 fn tiny() -> DecoderConfig {
-    DecoderConfig::tiny()
+    DecoderConfig {
+        precision: Precision::Tf32,
+        ..DecoderConfig::tiny()
+    }
 }
 
 /// One layer of one 64-wide head: an eighth of [`tiny`]'s work, for the tests that only
@@ -253,6 +257,29 @@ fn a_resumed_bf16_decoder_run_takes_the_same_steps_as_an_uninterrupted_one() {
         "loss bits per step: direct launches, then resumed after 2, vs one graph-replayed run"
     );
     assert_eq!(resumed.weight_bits().unwrap(), whole.weight_bits().unwrap());
+}
+
+#[test]
+fn qlora_in_bf16_matches_the_bf16_rounded_f64_reference() {
+    let device = Device::emulator();
+    // At the tiny model's learning rate, which the weight tolerance's derivation assumes.
+    let mut cfg = DecoderConfig {
+        adamw: micro_bf16().adamw,
+        ..qlora(micro_bf16())
+    };
+    cfg.model.qkv_bias = true;
+    let mut trainer = DecoderTrainer::new(&device, &cfg, Corpus::builtin(), Launch::Graph).unwrap();
+    // B starts at zero, which zeroes A's gradient: the second step has both live.
+    let checks = compare_decoder_with_reference(&mut trainer, 2).unwrap();
+    if let Some(bad) = checks.iter().find(|c| !c.passed()) {
+        panic!("{}", bad.to_error());
+    }
+    let name = "|d base_model.model.model.layers.0.self_attn.k_proj.lora_A.weight|";
+    let c = checks
+        .iter()
+        .find(|c| c.step == 2 && c.quantity == name)
+        .unwrap();
+    assert!(c.reference > 0.0, "{name} is zero at step 2");
 }
 
 #[test]

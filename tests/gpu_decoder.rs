@@ -104,10 +104,15 @@ fn on_the_gpu_bf16_qlora_takes_fewer_launches_than_tf32_and_reruns_bit_identical
         ..DecoderConfig::small()
     };
     let launches = |cfg: &DecoderConfig| {
-        DecoderTrainer::new(&Device::cuda(0).unwrap(), cfg, Corpus::builtin(), Launch::Graph)
-            .unwrap()
-            .graph_launches()
-            .unwrap()
+        DecoderTrainer::new(
+            &Device::cuda(0).unwrap(),
+            cfg,
+            Corpus::builtin(),
+            Launch::Graph,
+        )
+        .unwrap()
+        .graph_launches()
+        .unwrap()
     };
     let (tf32, bf16) = (
         launches(&qlora(Precision::Tf32)),

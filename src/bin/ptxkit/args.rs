@@ -141,10 +141,9 @@ pub struct TrainArgs {
     /// norms and head); train LoRA adapters on q, k, v, o, gate, up and down.
     #[arg(long)]
     pub qlora: bool,
-    /// What the decoder's GEMMs compute in (default: bf16 on a GPU, tf32 on the emulator,
-    /// where the tiny model's reference check is tighter in tf32).
-    #[arg(long, value_enum)]
-    pub precision: Option<PrecisionChoice>,
+    /// What the decoder's GEMMs compute in.
+    #[arg(long, value_enum, default_value_t = PrecisionChoice::Bf16)]
+    pub precision: PrecisionChoice,
     /// The adapters' rank.
     #[arg(long, value_name = "R", requires = "qlora", value_parser = clap::value_parser!(u32).range(1..))]
     pub lora_rank: Option<u32>,

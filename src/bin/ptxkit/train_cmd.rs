@@ -25,7 +25,6 @@ fn refuse_decoder_flags(args: &TrainArgs) -> Result<(), CliError> {
         ("--base", args.base.is_some()),
         ("--qlora", args.qlora),
         ("--dump-step", args.dump_step.is_some()),
-        ("--precision", args.precision.is_some()),
     ];
     match given.iter().find(|(_, on)| *on) {
         Some((flag, _)) => Err(CliError::Usage(format!(
@@ -74,9 +73,7 @@ fn run_decoder(args: &TrainArgs) -> Result<(), CliError> {
     if let Some(every) = args.log_every {
         cfg.log_every = every;
     }
-    if let Some(precision) = args.precision {
-        cfg.precision = precision.into();
-    }
+    cfg.precision = args.precision.into();
     if args.qlora {
         cfg.mode = Mode::QLora {
             rank: args.lora_rank.unwrap_or(8) as usize,

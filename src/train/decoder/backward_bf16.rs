@@ -57,11 +57,27 @@ pub(crate) fn backward16(
             &mut grads.f32[i]
         };
         let shape = GemmShape::new(Layout::Tn, v, h, t);
-        gemm(stream, &shape, &acts.dlogits, &acts.nf, dst, &plain, Math::Fp32)?;
+        gemm(
+            stream,
+            &shape,
+            &acts.dlogits,
+            &acts.nf,
+            dst,
+            &plain,
+            Math::Fp32,
+        )?;
     }
     let shape = GemmShape::new(Layout::Nn, t, h, v);
     let head = head16(cfg, w)?;
-    gemm(stream, &shape, &acts.dlogits, head, &mut s.dn, &plain, Math::Fp32)?;
+    gemm(
+        stream,
+        &shape,
+        &acts.dlogits,
+        head,
+        &mut s.dn,
+        &plain,
+        Math::Fp32,
+    )?;
     norm::rms_norm_backward(
         stream,
         &acts.xs[m.layers],
@@ -194,8 +210,26 @@ fn layer_backward16(
         &mut s.attn_ws,
     )?;
     let (hd, spec) = (m.head_dim, rope_spec(cfg));
-    rope_backward(stream, &s.dqb, &inp.positions, &mut s.dq, t, m.heads_q, hd, spec)?;
-    rope_backward(stream, &s.dkb, &inp.positions, &mut s.dk, t, m.heads_kv, hd, spec)?;
+    rope_backward(
+        stream,
+        &s.dqb,
+        &inp.positions,
+        &mut s.dq,
+        t,
+        m.heads_q,
+        hd,
+        spec,
+    )?;
+    rope_backward(
+        stream,
+        &s.dkb,
+        &inp.positions,
+        &mut s.dk,
+        t,
+        m.heads_kv,
+        hd,
+        spec,
+    )?;
     let [dn0, dn1, dn2] = &mut s.dn_parts;
     for (x, dy, dx) in [
         (LayerTensor::Q, &s.dq, &mut *dn0),

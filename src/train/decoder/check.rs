@@ -24,8 +24,19 @@
 //! tokens that nearly cancels) has elements there, set by rounding. Their gradients' norms
 //! are compared like every other. A wrong gradient (a missing term, a transposed product, a
 //! wrong RoPE layout) moves these by order 1.
+//!
+//! In bf16 training the reference rounds every value the device stores in bf16 (the GEMMs'
+//! inputs, the weights' copies, the logits and their gradient), so the same three sources
+//! remain; only the boundary roundings change size. A value whose two sides differ by δ
+//! lands across a rounding boundary with probability about δ/step and then moves by a step:
+//! the mean shift is δ either way, but its spread over a tensor, √(δ·step), grows with the
+//! square root of the step, and bf16's step (2⁻⁸) is four times TF32's (2⁻¹⁰). Every
+//! tolerance is therefore twice its TF32 value: [`DECODER_BF16_LOSS_TOLERANCE`],
+//! [`DECODER_BF16_GRAD_TOLERANCE`], [`DECODER_BF16_SCORE_GRAD_TOLERANCE`],
+//! [`DECODER_BF16_WEIGHT_TOLERANCE`].
 
 use super::config::Precision;
+use super::params::Mode;
 use super::reference::DecoderReference;
 use super::trainer::DecoderTrainer;
 use crate::train::{Check, TrainError};
@@ -40,13 +51,13 @@ pub const DECODER_SCORE_GRAD_TOLERANCE: f64 = 6e-2;
 pub const DECODER_WEIGHT_TOLERANCE: f64 = 5e-4;
 
 /// Relative tolerance of the loss in bf16 training.
-pub const DECODER_BF16_LOSS_TOLERANCE: f64 = 4e-3;
+pub const DECODER_BF16_LOSS_TOLERANCE: f64 = 2e-3;
 /// Relative tolerance of the gradients' norms in bf16 training.
-pub const DECODER_BF16_GRAD_TOLERANCE: f64 = 8e-2;
+pub const DECODER_BF16_GRAD_TOLERANCE: f64 = 4e-2;
 /// Relative tolerance of the q and k projections' gradient norms in bf16 training.
-pub const DECODER_BF16_SCORE_GRAD_TOLERANCE: f64 = 0.24;
+pub const DECODER_BF16_SCORE_GRAD_TOLERANCE: f64 = 1.2e-1;
 /// Relative tolerance of the trained tensors' norms after each update in bf16 training.
-pub const DECODER_BF16_WEIGHT_TOLERANCE: f64 = 2e-3;
+pub const DECODER_BF16_WEIGHT_TOLERANCE: f64 = 1e-3;
 
 /// The loss, gradient, score-gradient and weight tolerances of `precision`.
 fn tolerances(precision: Precision) -> [f64; 4] {
@@ -66,16 +77,24 @@ fn tolerances(precision: Precision) -> [f64; 4] {
     }
 }
 
-/// Takes `steps` steps on `trainer` (which must not have stepped yet) and on the reference in
-/// lockstep, the reference starting each step after the first from the device's weights and
-/// moments (see [`DecoderReference::sync`]); returns every comparison: per step the loss, the
-/// global gradient norm, the embedding output's gradient norm, each tensor's gradient norm and
-/// (unless it started at zero) its norm after the update.
+/// Takes `steps` steps on `trainer` (which must not have stepped yet; with QLoRA, in bf16) and
+/// on the reference in lockstep, the reference starting each step after the first from the
+/// device's weights and moments (see [`DecoderReference::sync`]); returns every comparison:
+/// per step the loss, the global gradient norm, the embedding output's gradient norm, each
+/// trained tensor's gradient norm and (unless it started at zero) its norm after the update.
 pub fn compare_decoder_with_reference(
     trainer: &mut DecoderTrainer,
     steps: u32,
 ) -> Result<Vec<Check>, TrainError> {
-    let mut reference = DecoderReference::new(trainer.config(), trainer.initial())?;
+    let start = match trainer.config().mode {
+        Mode::Full => trainer.initial().clone(),
+        Mode::QLora { .. } => {
+            let mut all = trainer.decoded_base()?;
+            all.extend(trainer.initial().clone());
+            all
+        }
+    };
+    let mut reference = DecoderReference::new(trainer.config(), &start)?;
     let [loss_tol, grad_tol, score_tol, weight_tol] = tolerances(trainer.config().precision);
     let mut checks = Vec::new();
     for step in 1..=steps {
@@ -95,12 +114,7 @@ pub fn compare_decoder_with_reference(
                 tolerance,
             })
         };
-        add(
-            "loss".into(),
-            trainer.loss()? as f64,
-            want.loss,
-            loss_tol,
-        );
+        add("loss".into(), trainer.loss()? as f64, want.loss, loss_tol);
         let (grad_norm, _) = trainer.grad_norm_and_scale()?;
         add(
             "grad norm".into(),

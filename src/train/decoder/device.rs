@@ -88,7 +88,9 @@ impl DecoderDevice {
         let zeros = |n: usize| Buffer::<f32>::zeros(stream, n);
         let bf16 = cfg.precision == Precision::Bf16;
         let activations = match cfg.precision {
-            Precision::Tf32 => Activations::Tf32(Acts::new(stream, cfg)?, Scratch::new(stream, cfg)?),
+            Precision::Tf32 => {
+                Activations::Tf32(Acts::new(stream, cfg)?, Scratch::new(stream, cfg)?)
+            }
             Precision::Bf16 => {
                 Activations::Bf16(Acts16::new(stream, cfg)?, Scratch16::new(stream, cfg)?)
             }
@@ -166,7 +168,12 @@ impl DecoderDevice {
     pub fn logits(&self, stream: &Stream) -> Result<Vec<f32>, Error> {
         Ok(match &self.activations {
             Activations::Tf32(a, _) => a.logits.to_host(stream)?,
-            Activations::Bf16(a, _) => a.logits.to_host(stream)?.iter().map(|x| x.to_f32()).collect(),
+            Activations::Bf16(a, _) => a
+                .logits
+                .to_host(stream)?
+                .iter()
+                .map(|x| x.to_f32())
+                .collect(),
         })
     }
 
@@ -190,7 +197,15 @@ impl DecoderDevice {
         match &mut self.activations {
             Activations::Tf32(acts, s) => {
                 forward(stream, cfg, weights, inputs, acts, s, &mut self.loss)?;
-                backward(stream, cfg, weights, inputs, acts, s, &mut self.grads_per_tensor)?;
+                backward(
+                    stream,
+                    cfg,
+                    weights,
+                    inputs,
+                    acts,
+                    s,
+                    &mut self.grads_per_tensor,
+                )?;
             }
             Activations::Bf16(acts, s) => {
                 forward16(stream, cfg, weights, inputs, acts, s, &mut self.loss)?;

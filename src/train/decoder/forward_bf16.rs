@@ -81,11 +81,38 @@ pub(crate) fn forward16(
             (LayerTensor::V, &mut la.vb),
         ] {
             let t_buf = la.lora_t.get_mut(&lt);
-            p(lt).forward16(stream, w, &la.n1, Out::Bf16(y), t_buf, &s.ones, &mut s.wide, t)?;
+            p(lt).forward16(
+                stream,
+                w,
+                &la.n1,
+                Out::Bf16(y),
+                t_buf,
+                &s.ones,
+                &mut s.wide,
+                t,
+            )?;
         }
         let (hd, spec) = (m.head_dim, rope_spec(cfg));
-        rope(stream, &s.q, &inp.positions, &mut la.qb, t, m.heads_q, hd, spec)?;
-        rope(stream, &s.k, &inp.positions, &mut la.kb, t, m.heads_kv, hd, spec)?;
+        rope(
+            stream,
+            &s.q,
+            &inp.positions,
+            &mut la.qb,
+            t,
+            m.heads_q,
+            hd,
+            spec,
+        )?;
+        rope(
+            stream,
+            &s.k,
+            &inp.positions,
+            &mut la.kb,
+            t,
+            m.heads_kv,
+            hd,
+            spec,
+        )?;
         flash_forward(
             stream,
             &la.qb,
@@ -108,13 +135,31 @@ pub(crate) fn forward16(
         )?;
         elementwise::add(stream, x, &s.proj, &mut la.x_mid)?;
         let gamma = layer_w(l, LayerTensor::PostNorm)?;
-        norm16(stream, &la.x_mid, gamma, &mut s.normed, &mut la.n2, t, h, eps)?;
+        norm16(
+            stream,
+            &la.x_mid,
+            gamma,
+            &mut s.normed,
+            &mut la.n2,
+            t,
+            h,
+            eps,
+        )?;
         for (lt, y) in [
             (LayerTensor::Gate, &mut la.gate),
             (LayerTensor::Up, &mut la.up),
         ] {
             let t_buf = la.lora_t.get_mut(&lt);
-            p(lt).forward16(stream, w, &la.n2, Out::Bf16(y), t_buf, &s.ones, &mut s.wide, t)?;
+            p(lt).forward16(
+                stream,
+                w,
+                &la.n2,
+                Out::Bf16(y),
+                t_buf,
+                &s.ones,
+                &mut s.wide,
+                t,
+            )?;
         }
         elementwise::swiglu(stream, &la.gate, &la.up, &mut la.a)?;
         p(LayerTensor::Down).forward16(

@@ -120,7 +120,15 @@ impl Proj {
             {
                 // dbias = 1ᵀ·dy, the column sums of dy, accumulated in f32.
                 let shape = GemmShape::new(Layout::Nn, 1, self.out, m);
-                gemm(stream, &shape, ones, dy, &mut grads.f32[i], &plain, Math::Fp32)?;
+                gemm(
+                    stream,
+                    &shape,
+                    ones,
+                    dy,
+                    &mut grads.f32[i],
+                    &plain,
+                    Math::Fp32,
+                )?;
             }
             let shape = GemmShape::new(Layout::Nn, m, self.inp, self.out);
             return match dx {
