@@ -1,18 +1,23 @@
-//! The decoder trains on the emulator: its first step matches the CPU f64 reference, its loss
-//! falls, a resumed run continues the same trajectory, and QLoRA trains the adapters while
-//! the base stays frozen.
+//! The decoder trains on the emulator, in TF32 and in bf16: its first step matches the CPU f64
+//! reference, its loss falls, a resumed run continues the same trajectory, and QLoRA trains
+//! the adapters while the base stays frozen.
 
 use kernel_runtime::Device;
 use ptxkit::model::read_safetensors;
 use ptxkit::train::decoder::{
-    compare_decoder_with_reference, Corpus, DecoderConfig, DecoderTrainer, Mode, ADAPTER, OPTIMIZER,
+    compare_decoder_with_reference, Corpus, DecoderConfig, DecoderTrainer, Mode, Precision,
+    ADAPTER, OPTIMIZER,
 };
 use ptxkit::train::Launch;
 use std::path::PathBuf;
 
-/// Two windows of 32 tokens of [`ModelConfig::TINY`](ptxkit::model::ModelConfig::TINY).
+/// Two windows of 32 tokens of [`ModelConfig::TINY`](ptxkit::model::ModelConfig::TINY), in
+/// TF32 (the bf16 tests say so).
 fn tiny() -> DecoderConfig {
-    DecoderConfig::tiny()
+    DecoderConfig {
+        precision: Precision::Tf32,
+        ..DecoderConfig::tiny()
+    }
 }
 
 /// One layer of one 64-wide head: an eighth of [`tiny`]'s work, for the tests that only
@@ -162,4 +167,144 @@ fn qlora_trains_the_adapters_and_leaves_the_base_frozen() {
     assert_eq!(b.shape, vec![cfg.model.hidden, 4]);
     assert!(b.data.iter().any(|&x| x != 0.0), "lora_B never moved");
     assert_eq!(adapters.len(), cfg.model.layers * 7 * 2);
+}
+
+/// [`micro`] in bf16.
+fn micro_bf16() -> DecoderConfig {
+    DecoderConfig {
+        precision: Precision::Bf16,
+        ..micro()
+    }
+}
+
+fn qlora(cfg: DecoderConfig) -> DecoderConfig {
+    DecoderConfig {
+        mode: Mode::QLora {
+            rank: 4,
+            alpha: 8.0,
+        },
+        adamw: kernels::optim::AdamWConfig {
+            lr: 1e-2,
+            ..cfg.adamw
+        },
+        ..cfg
+    }
+}
+
+#[test]
+fn bf16_decoder_first_steps_match_the_bf16_rounded_f64_reference_and_the_loss_falls() {
+    let device = Device::emulator();
+    let cfg = DecoderConfig {
+        precision: Precision::Bf16,
+        ..tiny()
+    };
+    let mut trainer = DecoderTrainer::new(&device, &cfg, Corpus::builtin(), Launch::Graph).unwrap();
+    let checks = compare_decoder_with_reference(&mut trainer, 2).unwrap();
+    for c in &checks {
+        println!("{} {:<56} {:.2e}", c.step, c.quantity, c.rel_error());
+    }
+    if let Some(bad) = checks.iter().find(|c| !c.passed()) {
+        panic!("{}", bad.to_error());
+    }
+    let first = checks[0].device;
+    for _ in 0..2 {
+        trainer.step().unwrap();
+    }
+    let last = trainer.loss().unwrap() as f64;
+    assert!(
+        last < first - 0.3,
+        "the bf16 loss fell only from {first} to {last} in 4 steps"
+    );
+}
+
+#[test]
+fn a_qwen2_style_decoder_in_bf16_matches_the_reference() {
+    let device = Device::emulator();
+    let mut cfg = micro_bf16();
+    cfg.model.qkv_bias = true;
+    cfg.model.tied_embeddings = true;
+    let mut trainer = DecoderTrainer::new(&device, &cfg, Corpus::builtin(), Launch::Graph).unwrap();
+    let checks = compare_decoder_with_reference(&mut trainer, 2).unwrap();
+    if let Some(bad) = checks.iter().find(|c| !c.passed()) {
+        panic!("{}", bad.to_error());
+    }
+    let c = checks
+        .iter()
+        .find(|c| c.quantity == "|d model.layers.0.self_attn.k_proj.bias|")
+        .unwrap();
+    assert!(c.reference > 0.0, "the k bias's gradient is zero");
+}
+
+#[test]
+fn a_resumed_bf16_decoder_run_takes_the_same_steps_as_an_uninterrupted_one() {
+    let cfg = micro_bf16();
+    let device = Device::emulator();
+    let mut whole = DecoderTrainer::new(&device, &cfg, Corpus::builtin(), Launch::Graph).unwrap();
+    let want = losses(&mut whole, 4);
+
+    let dir = temp_dir("resume-bf16");
+    let device = Device::emulator();
+    let mut first = DecoderTrainer::new(&device, &cfg, Corpus::builtin(), Launch::Direct).unwrap();
+    let mut got = losses(&mut first, 2);
+    first.save(&dir).unwrap();
+    let device = Device::emulator();
+    let mut resumed =
+        DecoderTrainer::resume(&device, &cfg, Corpus::builtin(), Launch::Graph, &dir).unwrap();
+    got.extend(losses(&mut resumed, 2));
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(
+        got, want,
+        "loss bits per step: direct launches, then resumed after 2, vs one graph-replayed run"
+    );
+    assert_eq!(resumed.weight_bits().unwrap(), whole.weight_bits().unwrap());
+}
+
+#[test]
+fn qlora_in_bf16_matches_the_bf16_rounded_f64_reference() {
+    let device = Device::emulator();
+    // At the tiny model's learning rate, which the weight tolerance's derivation assumes.
+    let mut cfg = DecoderConfig {
+        adamw: micro_bf16().adamw,
+        ..qlora(micro_bf16())
+    };
+    cfg.model.qkv_bias = true;
+    let mut trainer = DecoderTrainer::new(&device, &cfg, Corpus::builtin(), Launch::Graph).unwrap();
+    // B starts at zero, which zeroes A's gradient: the second step has both live.
+    let checks = compare_decoder_with_reference(&mut trainer, 2).unwrap();
+    if let Some(bad) = checks.iter().find(|c| !c.passed()) {
+        panic!("{}", bad.to_error());
+    }
+    let name = "|d base_model.model.model.layers.0.self_attn.k_proj.lora_A.weight|";
+    let c = checks
+        .iter()
+        .find(|c| c.step == 2 && c.quantity == name)
+        .unwrap();
+    assert!(c.reference > 0.0, "{name} is zero at step 2");
+}
+
+#[test]
+fn qlora_in_bf16_trains_the_adapters_in_fewer_launches_and_leaves_the_base_frozen() {
+    let device = Device::emulator();
+    let tf32 = DecoderTrainer::new(&device, &qlora(micro()), Corpus::builtin(), Launch::Graph)
+        .unwrap()
+        .graph_launches()
+        .unwrap();
+    let cfg = qlora(micro_bf16());
+    let device = Device::emulator();
+    let mut trainer = DecoderTrainer::new(&device, &cfg, Corpus::builtin(), Launch::Graph).unwrap();
+    let bf16 = trainer.graph_launches().unwrap();
+    // The f32 NF4 products launch once per 16 rows; bf16's run on the tensor cores in one.
+    assert!(bf16 < tf32, "bf16 step: {bf16} launches, tf32: {tf32}");
+    let seen: Vec<f32> = losses(&mut trainer, 5)
+        .into_iter()
+        .map(f32::from_bits)
+        .collect();
+    assert!(
+        seen[4] < seen[0] - 0.05,
+        "the bf16 QLoRA loss did not fall: {seen:?}"
+    );
+    assert_eq!(trainer.changed_frozen().unwrap(), Vec::<String>::new());
+    let adapters = trainer.trained().unwrap();
+    let b = &adapters["base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight"];
+    assert!(b.data.iter().any(|&x| x != 0.0), "lora_B never moved");
 }

@@ -1,11 +1,12 @@
-//! The decoder on a real GPU: the first steps of the GPU-sized model match the CPU f64
-//! reference, graph replay gives the same bits as direct launches, the full preset's loss
-//! falls, and QLoRA trains with its base frozen. Skips with one line where no GPU is present.
+//! The decoder on a real GPU, in bf16 and in TF32: the first steps of the GPU-sized model
+//! match the CPU f64 reference, graph replay gives the same bits as direct launches, the full
+//! preset's loss falls (bf16), QLoRA trains with its base frozen, and bf16 QLoRA takes fewer
+//! launches a step than TF32's. Skips with one line where no GPU is present.
 
 use ptxkit::runtime::Device;
 use ptxkit::train::decoder::{
     compare_decoder_with_reference, run_decoder, run_decoder_data_parallel, Corpus, DecoderConfig,
-    DecoderTrainer, Mode, RunOptions,
+    DecoderTrainer, Mode, Precision, RunOptions,
 };
 use ptxkit::train::{Launch, Observer};
 
@@ -46,11 +47,15 @@ fn loss_bits(device: &Device, cfg: &DecoderConfig, launch: Launch, steps: u32) -
         .collect()
 }
 
-#[test]
-fn on_the_gpu_the_decoder_matches_its_reference_and_graph_replay_matches_direct_launches() {
-    let Some(device) = gpu() else { return };
-    let cfg = checked();
-    let mut trainer = DecoderTrainer::new(&device, &cfg, Corpus::builtin(), Launch::Graph).unwrap();
+/// The first steps of `cfg` against the reference, then graph replay against direct launches.
+fn matches_reference_and_direct_launches(cfg: &DecoderConfig) {
+    let device = Device::cuda(0).unwrap();
+    let mut trainer = DecoderTrainer::new(&device, cfg, Corpus::builtin(), Launch::Graph).unwrap();
+    println!(
+        "{}: {} launches a step",
+        cfg.precision,
+        trainer.graph_launches().unwrap()
+    );
     let checks = compare_decoder_with_reference(&mut trainer, 2).unwrap();
     for c in &checks {
         println!(
@@ -64,9 +69,61 @@ fn on_the_gpu_the_decoder_matches_its_reference_and_graph_replay_matches_direct_
         );
     }
     assert!(checks.iter().all(|c| c.passed()));
-    let graph = loss_bits(&Device::cuda(0).unwrap(), &cfg, Launch::Graph, 3);
-    let direct = loss_bits(&Device::cuda(0).unwrap(), &cfg, Launch::Direct, 3);
+    let graph = loss_bits(&Device::cuda(0).unwrap(), cfg, Launch::Graph, 3);
+    let direct = loss_bits(&Device::cuda(0).unwrap(), cfg, Launch::Direct, 3);
     assert_eq!(graph, direct, "graph replay and direct launches differ");
+}
+
+#[test]
+fn on_the_gpu_the_bf16_decoder_matches_its_reference_and_graph_replay_matches_direct_launches() {
+    let Some(_) = gpu() else { return };
+    matches_reference_and_direct_launches(&DecoderConfig {
+        precision: Precision::Bf16,
+        ..checked()
+    });
+}
+
+#[test]
+fn on_the_gpu_the_tf32_decoder_matches_its_reference_and_graph_replay_matches_direct_launches() {
+    let Some(_) = gpu() else { return };
+    matches_reference_and_direct_launches(&DecoderConfig {
+        precision: Precision::Tf32,
+        ..checked()
+    });
+}
+
+#[test]
+fn on_the_gpu_bf16_qlora_takes_fewer_launches_than_tf32_and_reruns_bit_identically() {
+    let Some(device) = gpu() else { return };
+    let qlora = |precision| DecoderConfig {
+        mode: Mode::QLora {
+            rank: 16,
+            alpha: 32.0,
+        },
+        precision,
+        ..DecoderConfig::small()
+    };
+    let launches = |cfg: &DecoderConfig| {
+        DecoderTrainer::new(
+            &Device::cuda(0).unwrap(),
+            cfg,
+            Corpus::builtin(),
+            Launch::Graph,
+        )
+        .unwrap()
+        .graph_launches()
+        .unwrap()
+    };
+    let (tf32, bf16) = (
+        launches(&qlora(Precision::Tf32)),
+        launches(&qlora(Precision::Bf16)),
+    );
+    println!("QLoRA step launches: tf32 {tf32}, bf16 {bf16}");
+    assert!(bf16 < tf32);
+    let cfg = qlora(Precision::Bf16);
+    let once = loss_bits(&device, &cfg, Launch::Graph, 3);
+    let again = loss_bits(&Device::cuda(0).unwrap(), &cfg, Launch::Graph, 3);
+    assert_eq!(once, again, "two bf16 QLoRA runs differ");
 }
 
 #[test]

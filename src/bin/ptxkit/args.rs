@@ -83,6 +83,25 @@ pub enum ModelChoice {
     Block,
 }
 
+/// What the decoder's GEMMs compute in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PrecisionChoice {
+    /// bf16 tensor cores on bf16 weight copies and activations, f32 master weights, AdamW
+    /// and residual stream (mixed precision, as autocast trains).
+    Bf16,
+    /// TF32 tensor cores on f32 weights and activations.
+    Tf32,
+}
+
+impl From<PrecisionChoice> for ptxkit::train::decoder::Precision {
+    fn from(c: PrecisionChoice) -> Self {
+        match c {
+            PrecisionChoice::Bf16 => ptxkit::train::decoder::Precision::Bf16,
+            PrecisionChoice::Tf32 => ptxkit::train::decoder::Precision::Tf32,
+        }
+    }
+}
+
 /// Arguments of `ptxkit train`.
 #[derive(Debug, Args)]
 pub struct TrainArgs {
@@ -122,6 +141,9 @@ pub struct TrainArgs {
     /// norms and head); train LoRA adapters on q, k, v, o, gate, up and down.
     #[arg(long)]
     pub qlora: bool,
+    /// What the decoder's GEMMs compute in.
+    #[arg(long, value_enum, default_value_t = PrecisionChoice::Bf16)]
+    pub precision: PrecisionChoice,
     /// The adapters' rank.
     #[arg(long, value_name = "R", requires = "qlora", value_parser = clap::value_parser!(u32).range(1..))]
     pub lora_rank: Option<u32>,

@@ -73,6 +73,7 @@ fn run_decoder(args: &TrainArgs) -> Result<(), CliError> {
     if let Some(every) = args.log_every {
         cfg.log_every = every;
     }
+    cfg.precision = args.precision.into();
     if args.qlora {
         cfg.mode = Mode::QLora {
             rank: args.lora_rank.unwrap_or(8) as usize,

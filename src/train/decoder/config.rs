@@ -6,6 +6,36 @@ use crate::train::TrainError;
 use kernel_runtime::{Device, DeviceKind};
 use kernels::optim::AdamWConfig;
 
+/// The number format the decoder's GEMMs compute in. Either way the optimizer keeps f32
+/// master weights and f32 moments, the residual stream, the norms and the loss are f32, and
+/// attention runs in bf16.
+///
+/// ```
+/// use ptxkit::train::decoder::Precision;
+/// assert_eq!(Precision::Bf16.to_string(), "bf16");
+/// assert_eq!(Precision::Tf32.to_string(), "tf32");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Precision {
+    /// Mixed precision as autocast trains: the GEMMs read bf16 copies of the weights (AdamW
+    /// writes them beside the f32 masters every step) and bf16 activations on bf16 tensor
+    /// cores, accumulating in f32; weight gradients are written in f32. With QLoRA the NF4
+    /// products, the adapters and their gradients are bf16.
+    Bf16,
+    /// Every GEMM reads the f32 weights and f32 activations, rounded to TF32 by the tensor
+    /// cores.
+    Tf32,
+}
+
+impl std::fmt::Display for Precision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Precision::Bf16 => "bf16",
+            Precision::Tf32 => "tf32",
+        })
+    }
+}
+
 /// Everything a decoder training run needs besides the device and the text.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct DecoderConfig {
@@ -14,6 +44,8 @@ pub struct DecoderConfig {
     pub seqs: usize,
     pub seq_len: usize,
     pub mode: Mode,
+    /// What the GEMMs compute in.
+    pub precision: Precision,
     /// Steps to train.
     pub steps: u32,
     /// Seeds the initial weights and the windows each step samples from the text.
@@ -42,13 +74,15 @@ impl DecoderConfig {
         }
     }
 
-    /// [`ModelConfig::TINY`], two sequences of 32 tokens, 8 steps: seconds on the emulator.
+    /// [`ModelConfig::TINY`], two sequences of 32 tokens, 8 steps, in bf16: seconds on the
+    /// emulator (which runs the bf16 step faster than the TF32 one).
     pub fn tiny() -> DecoderConfig {
         DecoderConfig {
             model: ModelConfig::TINY,
             seqs: 2,
             seq_len: 32,
             mode: Mode::Full,
+            precision: Precision::Bf16,
             steps: 8,
             seed: 2026,
             adamw: AdamWConfig {
@@ -62,7 +96,7 @@ impl DecoderConfig {
         }
     }
 
-    /// [`ModelConfig::SMALL`], 8 sequences of 512 tokens, 300 steps; one step checked
+    /// [`ModelConfig::SMALL`], 8 sequences of 512 tokens, 300 steps, in bf16; one step checked
     /// against the reference (the f64 reference of a 4096-token step takes the host seconds).
     pub fn small() -> DecoderConfig {
         DecoderConfig {

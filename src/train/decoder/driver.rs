@@ -2,7 +2,7 @@
 //! loss and throughput read back every few steps, checkpoints, and the verdict.
 
 use super::check::compare_decoder_with_reference;
-use super::config::DecoderConfig;
+use super::config::{DecoderConfig, Precision};
 use super::corpus::Corpus;
 use super::params::Mode;
 use super::trainer::DecoderTrainer;
@@ -95,6 +95,10 @@ pub fn run_decoder(
         "batch: {} windows of {} tokens per step; AdamW lr {:e}, weight decay {}, clip at norm {}",
         cfg.seqs, cfg.seq_len, cfg.adamw.lr, cfg.adamw.weight_decay, cfg.max_norm
     ));
+    observer.line(&match cfg.precision {
+        Precision::Bf16 => "precision: bf16 GEMMs on bf16 weight copies and activations; f32 master weights, AdamW, residual stream and loss".to_string(),
+        Precision::Tf32 => "precision: TF32 GEMMs on f32 weights and activations".to_string(),
+    });
     match trainer.graph_launches() {
         Some(n) => observer.line(&format!(
             "step: {n} launches, captured once as a graph and replayed every step"

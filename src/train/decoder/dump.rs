@@ -1,7 +1,9 @@
 //! One decoder step written out for an outside check (`scripts/crosscheck_hf.py` runs it
 //! through Hugging Face transformers): the checkpoint the step starts from, and
 //! `step.safetensors` with the batch's tokens and targets, the logits, the loss and the
-//! gradient of every trained tensor.
+//! gradient of every trained tensor, and in its metadata the mode and the precision. In bf16
+//! the checkpoint holds the f32 master weights (what the optimizer trains) and the logits are
+//! the bf16 ones, widened.
 
 use super::config::DecoderConfig;
 use super::corpus::Corpus;
@@ -85,13 +87,16 @@ pub fn dump_step(
     }
     let (norm, _) = trainer.grad_norm_and_scale()?;
     out.insert("grad_norm".into(), HostTensor::new(vec![1], vec![norm]));
-    let meta = HashMap::from([(
-        "mode".to_string(),
-        match cfg.mode {
-            Mode::Full => "full".to_string(),
-            Mode::QLora { rank, alpha } => format!("qlora rank {rank} alpha {alpha}"),
-        },
-    )]);
+    let meta = HashMap::from([
+        (
+            "mode".to_string(),
+            match cfg.mode {
+                Mode::Full => "full".to_string(),
+                Mode::QLora { rank, alpha } => format!("qlora rank {rank} alpha {alpha}"),
+            },
+        ),
+        ("precision".to_string(), cfg.precision.to_string()),
+    ]);
     write_safetensors(&dir.join(STEP_FILE), &out, Some(meta))?;
     Ok(loss)
 }

@@ -29,7 +29,7 @@ pub(crate) fn missing(what: String) -> Error {
     }
 }
 
-fn bias_of(t: LayerTensor) -> Option<LayerTensor> {
+pub(crate) fn bias_of(t: LayerTensor) -> Option<LayerTensor> {
     match t {
         LayerTensor::Q => Some(LayerTensor::QBias),
         LayerTensor::K => Some(LayerTensor::KBias),
@@ -39,7 +39,7 @@ fn bias_of(t: LayerTensor) -> Option<LayerTensor> {
 }
 
 impl Proj {
-    fn id(&self) -> TensorId {
+    pub(crate) fn id(&self) -> TensorId {
         TensorId::Layer(self.layer, self.t)
     }
 
@@ -154,7 +154,7 @@ impl Proj {
 }
 
 /// Two distinct elements of a slice, mutably.
-fn two_mut<T>(v: &mut [T], i: usize, j: usize) -> (&mut T, &mut T) {
+pub(crate) fn two_mut<T>(v: &mut [T], i: usize, j: usize) -> (&mut T, &mut T) {
     if i < j {
         let (a, b) = v.split_at_mut(j);
         (&mut a[i], &mut b[0])

@@ -2,12 +2,13 @@
 //! global-norm clipping and AdamW from the same f32 weights and batch as the device, built
 //! from the ops' own f64 references. Where the device rounds (attention's inputs, output,
 //! output gradient and input gradients to bf16; every GEMM's inputs to TF32, the top 19 bits
-//! of an f32, as the tensor cores read them), the reference rounds the same values, so what
-//! remains between the two is f32 arithmetic, roundings that land on the other side of a
-//! boundary, and the attention kernels' internal bf16 products.
+//! of an f32, as the tensor cores read them; in bf16 training the GEMMs' inputs, the weights'
+//! bf16 copies, and every activation the device stores in bf16), the reference rounds the
+//! same values, so what remains between the two is f32 arithmetic, roundings that land on the
+//! other side of a boundary, and the attention kernels' internal bf16 products.
 
 use super::acts::heads;
-use super::config::DecoderConfig;
+use super::config::{DecoderConfig, Precision};
 use super::corpus::TokenBatch;
 use super::forward::rope_spec;
 use super::params::{trainable, Mode, ParamId};
@@ -39,9 +40,11 @@ pub struct DecoderRefStep {
 pub struct DecoderReference {
     cfg: DecoderConfig,
     ids: Vec<ParamId>,
-    w: HashMap<TensorId, Vec<f64>>,
-    m: HashMap<TensorId, Vec<f64>>,
-    v: HashMap<TensorId, Vec<f64>>,
+    /// Every model tensor (with QLoRA the base as its NF4 weights decode) and adapter.
+    w: HashMap<ParamId, Vec<f64>>,
+    /// AdamW's moments of the trained tensors.
+    m: HashMap<ParamId, Vec<f64>>,
+    v: HashMap<ParamId, Vec<f64>>,
     step: u32,
 }
 
@@ -62,21 +65,6 @@ fn tf32(v: &[f64]) -> Vec<f64> {
     v.iter()
         .map(|&x| f32::from_bits((x as f32).to_bits() & 0xFFFF_E000) as f64)
         .collect()
-}
-
-/// `a · bᵀ` with TF32 inputs, as the device's GEMMs.
-fn mm_nt(a: &[f64], b: &[f64], m: usize, n: usize, k: usize) -> Vec<f64> {
-    matmul_nt(&tf32(a), &tf32(b), m, n, k)
-}
-
-/// `a · b` with TF32 inputs.
-fn mm_nn(a: &[f64], b: &[f64], m: usize, n: usize, k: usize) -> Vec<f64> {
-    matmul_nn(&tf32(a), &tf32(b), m, n, k)
-}
-
-/// `aᵀ · b` with TF32 inputs.
-fn mm_tn(a: &[f64], b: &[f64], m: usize, n: usize, k: usize) -> Vec<f64> {
-    matmul_tn(&tf32(a), &tf32(b), m, n, k)
 }
 
 fn add(a: &[f64], b: &[f64]) -> Vec<f64> {
@@ -100,33 +88,39 @@ struct LayerSaved {
     gate: Vec<f64>,
     up: Vec<f64>,
     a: Vec<f64>,
+    /// With QLoRA, `x·Aᵀ` of each projection.
+    lora_t: HashMap<LayerTensor, Vec<f64>>,
 }
 
 impl DecoderReference {
-    /// Starts from `weights` (every model tensor by name) with zero moments. Only full
-    /// fine-tuning has a reference.
+    /// Starts from `weights` (by name: every model tensor, with QLoRA the base as its NF4
+    /// weights decode, and the adapters) with zero moments. Full fine-tuning has a reference
+    /// in either precision, QLoRA in bf16 (where its NF4 products decode the weight to bf16
+    /// and round what they write, which the reference repeats).
     pub fn new(
         cfg: &DecoderConfig,
         weights: &NamedTensors,
     ) -> Result<DecoderReference, TrainError> {
-        if cfg.mode != Mode::Full {
+        if cfg.mode != Mode::Full && cfg.precision != Precision::Bf16 {
             return Err(TrainError::Config(
-                "the CPU reference covers full fine-tuning only; run QLoRA with check_steps 0"
+                "the CPU reference covers QLoRA in bf16 only; run QLoRA in tf32 with check_steps 0"
                     .into(),
             ));
         }
+        let ids = trainable(&cfg.model, cfg.mode);
+        let all = TensorId::all(&cfg.model).into_iter().map(ParamId::Model);
         let mut w = HashMap::new();
-        for id in TensorId::all(&cfg.model) {
-            let t = weights.get(&id.name()).ok_or_else(|| {
-                TrainError::Config(format!("the reference is missing `{}`", id.name()))
+        for p in all.chain(ids.iter().copied()) {
+            let t = weights.get(&p.name()).ok_or_else(|| {
+                TrainError::Config(format!("the reference is missing `{}`", p.name()))
             })?;
-            w.insert(id, widen(&t.data));
+            w.insert(p, widen(&t.data));
         }
-        let zeros: HashMap<TensorId, Vec<f64>> =
-            w.iter().map(|(k, v)| (*k, vec![0.0; v.len()])).collect();
+        let zeros: HashMap<ParamId, Vec<f64>> =
+            ids.iter().map(|p| (*p, vec![0.0; w[p].len()])).collect();
         Ok(DecoderReference {
             cfg: *cfg,
-            ids: trainable(&cfg.model, cfg.mode),
+            ids,
             m: zeros.clone(),
             v: zeros,
             w,
@@ -140,10 +134,10 @@ impl DecoderReference {
     /// sign of each gradient, so the sign of a near-zero gradient element, which rounding
     /// decides, moves that weight by a full `lr`.
     pub fn sync(&mut self, weights: &NamedTensors, m: &NamedTensors, v: &NamedTensors) {
-        for id in TensorId::all(&self.cfg.model) {
-            let name = id.name();
+        for p in &self.ids {
+            let name = p.name();
             for (set, src) in [(&mut self.w, weights), (&mut self.m, m), (&mut self.v, v)] {
-                if let (Some(dst), Some(t)) = (set.get_mut(&id), src.get(&name)) {
+                if let (Some(dst), Some(t)) = (set.get_mut(p), src.get(&name)) {
                     *dst = widen(&t.data);
                 }
             }
@@ -154,25 +148,83 @@ impl DecoderReference {
     pub fn weight_norms(&self) -> Vec<(String, f64)> {
         self.ids
             .iter()
-            .filter_map(|p| match p {
-                ParamId::Model(id) => Some((id.name(), norm(&self.w[id]))),
-                _ => None,
-            })
+            .map(|p| (p.name(), norm(&self.w[p])))
             .collect()
     }
 
+    /// `v` as the GEMMs read it: TF32, or bf16 in bf16 training.
+    fn gemm_in(&self, v: &[f64]) -> Vec<f64> {
+        match self.cfg.precision {
+            Precision::Tf32 => tf32(v),
+            Precision::Bf16 => bf16(v),
+        }
+    }
+
+    /// `v` as the device stores an activation that feeds a GEMM: bf16 in bf16 training,
+    /// unrounded (f32) in TF32.
+    fn act(&self, v: Vec<f64>) -> Vec<f64> {
+        match self.cfg.precision {
+            Precision::Tf32 => v,
+            Precision::Bf16 => bf16(&v),
+        }
+    }
+
+    /// `a · bᵀ` with the GEMMs' input rounding.
+    fn mm_nt(&self, a: &[f64], b: &[f64], m: usize, n: usize, k: usize) -> Vec<f64> {
+        matmul_nt(&self.gemm_in(a), &self.gemm_in(b), m, n, k)
+    }
+
+    /// `a · b` with the GEMMs' input rounding.
+    fn mm_nn(&self, a: &[f64], b: &[f64], m: usize, n: usize, k: usize) -> Vec<f64> {
+        matmul_nn(&self.gemm_in(a), &self.gemm_in(b), m, n, k)
+    }
+
+    /// `aᵀ · b` with the GEMMs' input rounding.
+    fn mm_tn(&self, a: &[f64], b: &[f64], m: usize, n: usize, k: usize) -> Vec<f64> {
+        matmul_tn(&self.gemm_in(a), &self.gemm_in(b), m, n, k)
+    }
+
     fn get(&self, id: TensorId) -> &[f64] {
-        &self.w[&id]
+        &self.w[&ParamId::Model(id)]
+    }
+
+    fn qlora(&self) -> bool {
+        self.cfg.mode != Mode::Full
+    }
+
+    /// The adapter of projection `t` of layer `l`: `A`, `B` and the scale.
+    fn adapter(&self, l: usize, t: LayerTensor) -> (&[f64], &[f64], f64) {
+        let a = &self.w[&ParamId::LoraA(l, t)];
+        let b = &self.w[&ParamId::LoraB(l, t)];
+        (a, b, self.cfg.mode.lora_scale() as f64)
     }
 
     fn lw(&self, l: usize, t: LayerTensor) -> &[f64] {
         self.get(TensorId::Layer(l, t))
     }
 
-    /// `x·Wᵀ (+ bias)` for projection `t` of layer `l`.
-    fn project(&self, l: usize, t: LayerTensor, x: &[f64], rows: usize) -> Vec<f64> {
+    /// `x·Wᵀ (+ bias)` for projection `t` of layer `l` (the bias in bf16 training is its
+    /// bf16 copy, added in f32 before the output is stored), and with QLoRA `x·Aᵀ` for the
+    /// backward: QLoRA's products write bf16, so `x·Wᵀ`, `x·Aᵀ`, the sum with
+    /// `scale·(x·Aᵀ)·Bᵀ` and the bias's sum are each rounded.
+    fn project(&self, l: usize, t: LayerTensor, x: &[f64], rows: usize) -> (Vec<f64>, Vec<f64>) {
         let shape = t.shape(&self.cfg.model);
-        let mut y = mm_nt(x, self.lw(l, t), rows, shape[0], shape[1]);
+        let mut y = self.mm_nt(x, self.lw(l, t), rows, shape[0], shape[1]);
+        let mut saved = Vec::new();
+        if self.qlora() {
+            let (a, b, scale) = self.adapter(l, t);
+            let r = self.cfg.mode.rank();
+            let base = bf16(&y);
+            saved = bf16(&self.mm_nt(x, a, rows, r, shape[1]));
+            let lora = self.mm_nt(&saved, b, rows, shape[0], r);
+            y = bf16(
+                &base
+                    .iter()
+                    .zip(&lora)
+                    .map(|(y, l)| y + scale * l)
+                    .collect::<Vec<_>>(),
+            );
+        }
         let bias = match t {
             LayerTensor::Q => Some(LayerTensor::QBias),
             LayerTensor::K => Some(LayerTensor::KBias),
@@ -180,14 +232,54 @@ impl DecoderReference {
             _ => None,
         };
         if let Some(b) = bias.filter(|_| self.cfg.model.qkv_bias) {
-            let b = self.lw(l, b);
+            let b = match self.cfg.precision {
+                Precision::Tf32 => self.lw(l, b).to_vec(),
+                Precision::Bf16 => bf16(self.lw(l, b)),
+            };
             for row in y.chunks_mut(shape[0]) {
-                for (y, b) in row.iter_mut().zip(b) {
+                for (y, b) in row.iter_mut().zip(&b) {
                     *y += b;
                 }
             }
+            if self.qlora() {
+                y = bf16(&y);
+            }
         }
-        y
+        (y, saved)
+    }
+
+    /// The backward of [`Self::project`] given `dy`: records the weight's gradient
+    /// (full) or the adapter's (QLoRA: `dB = s·dyᵀ·t`, `u = s·dy·B`, `dA = uᵀ·x`, each
+    /// rounded to bf16 as the device writes them) and returns `dy·W` (QLoRA: `+ u·A`,
+    /// rounded).
+    #[allow(clippy::too_many_arguments)]
+    fn project_back(
+        &self,
+        l: usize,
+        t: LayerTensor,
+        x: &[f64],
+        dy: &[f64],
+        saved: &[f64],
+        rows: usize,
+        grads: &mut HashMap<ParamId, Vec<f64>>,
+    ) -> Vec<f64> {
+        let shape = t.shape(&self.cfg.model);
+        let (out, inp) = (shape[0], shape[1]);
+        let dx = self.mm_nn(dy, self.lw(l, t), rows, inp, out);
+        if !self.qlora() {
+            let dw = self.mm_tn(dy, x, out, inp, rows);
+            grads.insert(ParamId::Model(TensorId::Layer(l, t)), dw);
+            return dx;
+        }
+        let (a, b, scale) = self.adapter(l, t);
+        let r = self.cfg.mode.rank();
+        let scaled = |v: Vec<f64>| bf16(&v.iter().map(|x| scale * x).collect::<Vec<_>>());
+        let db = scaled(self.mm_tn(dy, saved, out, r, rows));
+        let u = scaled(self.mm_nn(dy, b, rows, r, out));
+        let da = bf16(&self.mm_tn(&u, x, r, inp, rows));
+        grads.insert(ParamId::LoraA(l, t), da);
+        grads.insert(ParamId::LoraB(l, t), db);
+        bf16(&add(&bf16(&dx), &self.mm_nn(&u, a, rows, inp, r)))
     }
 
     /// One step on `batch`: forward and loss, backward, clipping, AdamW.
@@ -217,10 +309,16 @@ impl DecoderReference {
             .collect();
         let mut saved = Vec::new();
         for l in 0..mc.layers {
-            let n1 = rms_norm(&x, self.lw(l, LayerTensor::InputNorm), t, h, eps);
-            let q = self.project(l, LayerTensor::Q, &n1, t);
-            let k = self.project(l, LayerTensor::K, &n1, t);
-            let vv = self.project(l, LayerTensor::V, &n1, t);
+            let n1 = self.act(rms_norm(&x, self.lw(l, LayerTensor::InputNorm), t, h, eps));
+            let mut lora_t = HashMap::new();
+            let mut proj = |lt: LayerTensor, x: &[f64]| {
+                let (y, saved) = self.project(l, lt, x, t);
+                lora_t.insert(lt, saved);
+                y
+            };
+            let q = self.act(proj(LayerTensor::Q, &n1));
+            let k = self.act(proj(LayerTensor::K, &n1));
+            let vv = proj(LayerTensor::V, &n1);
             let qb = bf16(&rope_ref::rope(
                 &narrow(&q),
                 &positions,
@@ -238,12 +336,18 @@ impl DecoderReference {
             let vb = bf16(&vv);
             let fwd = attn::forward(&qb, &kb, &vb, &cu, hd, Mask::Causal, scale);
             let o = bf16(&fwd.o);
-            let x_mid = add(&x, &self.project(l, LayerTensor::O, &o, t));
-            let n2 = rms_norm(&x_mid, self.lw(l, LayerTensor::PostNorm), t, h, eps);
-            let gate = self.project(l, LayerTensor::Gate, &n2, t);
-            let up = self.project(l, LayerTensor::Up, &n2, t);
-            let a: Vec<f64> = gate.iter().zip(&up).map(|(&g, &u)| swiglu(g, u)).collect();
-            let next = add(&x_mid, &self.project(l, LayerTensor::Down, &a, t));
+            let x_mid = add(&x, &proj(LayerTensor::O, &o));
+            let n2 = self.act(rms_norm(
+                &x_mid,
+                self.lw(l, LayerTensor::PostNorm),
+                t,
+                h,
+                eps,
+            ));
+            let gate = self.act(proj(LayerTensor::Gate, &n2));
+            let up = self.act(proj(LayerTensor::Up, &n2));
+            let a = self.act(gate.iter().zip(&up).map(|(&g, &u)| swiglu(g, u)).collect());
+            let next = add(&x_mid, &proj(LayerTensor::Down, &a));
             saved.push(LayerSaved {
                 x: std::mem::replace(&mut x, next),
                 n1,
@@ -256,55 +360,67 @@ impl DecoderReference {
                 gate,
                 up,
                 a,
+                lora_t,
             });
         }
-        let nf = rms_norm(&x, self.get(TensorId::FinalNorm), t, h, eps);
-        let logits = mm_nt(&nf, self.get(head_id), t, v, h);
+        let nf = self.act(rms_norm(&x, self.get(TensorId::FinalNorm), t, h, eps));
+        let logits = self.act(self.mm_nt(&nf, self.get(head_id), t, v, h));
         let (loss, dlogits) = cross_entropy(&logits, &batch.targets, t, v);
+        let dlogits = self.act(dlogits);
 
         // Backward.
-        let mut grads: HashMap<TensorId, Vec<f64>> = HashMap::new();
-        let d_head = mm_tn(&dlogits, &nf, v, h, t);
-        let dnf = mm_nn(&dlogits, self.get(head_id), t, h, v);
+        let mut grads: HashMap<ParamId, Vec<f64>> = HashMap::new();
+        let d_head = self.mm_tn(&dlogits, &nf, v, h, t);
+        let dnf = self.mm_nn(&dlogits, self.get(head_id), t, h, v);
         let (mut dx, dgf) = rms_norm_backward(&x, self.get(TensorId::FinalNorm), &dnf, t, h, eps);
-        grads.insert(TensorId::FinalNorm, dgf);
+        grads.insert(ParamId::Model(TensorId::FinalNorm), dgf);
         for l in (0..mc.layers).rev() {
             let s = &saved[l];
-            let g = |grads: &mut HashMap<TensorId, Vec<f64>>, lt, val| {
-                grads.insert(TensorId::Layer(l, lt), val);
+            let g = |grads: &mut HashMap<ParamId, Vec<f64>>, lt, val| {
+                grads.insert(ParamId::Model(TensorId::Layer(l, lt)), val);
+            };
+            let proj_back = |lt: LayerTensor, x: &[f64], dy: &[f64], grads: &mut _| {
+                self.project_back(l, lt, x, dy, &s.lora_t[&lt], t, grads)
             };
             // MLP.
-            g(&mut grads, LayerTensor::Down, mm_tn(&dx, &s.a, h, f, t));
-            let da = mm_nn(&dx, self.lw(l, LayerTensor::Down), t, f, h);
+            let da = self.act(proj_back(LayerTensor::Down, &s.a, &dx, &mut grads));
             let (dgate, dup): (Vec<f64>, Vec<f64>) = (0..t * f)
                 .map(|i| swiglu_backward(s.gate[i], s.up[i], da[i]))
                 .unzip();
-            g(&mut grads, LayerTensor::Gate, mm_tn(&dgate, &s.n2, f, h, t));
-            g(&mut grads, LayerTensor::Up, mm_tn(&dup, &s.n2, f, h, t));
+            let (dgate, dup) = (self.act(dgate), self.act(dup));
             let dn2 = add(
-                &mm_nn(&dgate, self.lw(l, LayerTensor::Gate), t, h, f),
-                &mm_nn(&dup, self.lw(l, LayerTensor::Up), t, h, f),
+                &proj_back(LayerTensor::Gate, &s.n2, &dgate, &mut grads),
+                &proj_back(LayerTensor::Up, &s.n2, &dup, &mut grads),
             );
             let (dxn, dg2) =
                 rms_norm_backward(&s.x_mid, self.lw(l, LayerTensor::PostNorm), &dn2, t, h, eps);
             g(&mut grads, LayerTensor::PostNorm, dg2);
             let dx_mid = add(&dx, &dxn);
             // Attention.
-            g(&mut grads, LayerTensor::O, mm_tn(&dx_mid, &s.o, h, q_w, t));
-            let d_o = bf16(&mm_nn(&dx_mid, self.lw(l, LayerTensor::O), t, q_w, h));
+            let d_o = bf16(&proj_back(LayerTensor::O, &s.o, &dx_mid, &mut grads));
             let back = attn::backward(&s.qb, &s.kb, &s.vb, &d_o, &cu, hd, Mask::Causal, scale);
             let (dqb, dkb, dv) = (bf16(&back.dq), bf16(&back.dk), bf16(&back.dv));
-            let dq =
-                rope_ref::rope_backward(&narrow(&dqb), &positions, mc.heads_q, mc.head_dim, spec);
-            let dk =
-                rope_ref::rope_backward(&narrow(&dkb), &positions, mc.heads_kv, mc.head_dim, spec);
+            let dq = self.act(rope_ref::rope_backward(
+                &narrow(&dqb),
+                &positions,
+                mc.heads_q,
+                mc.head_dim,
+                spec,
+            ));
+            let dk = self.act(rope_ref::rope_backward(
+                &narrow(&dkb),
+                &positions,
+                mc.heads_kv,
+                mc.head_dim,
+                spec,
+            ));
             let mut dn1 = vec![0.0; t * h];
             for (lt, bias, dy, width) in [
                 (LayerTensor::Q, LayerTensor::QBias, &dq, q_w),
                 (LayerTensor::K, LayerTensor::KBias, &dk, kv_w),
                 (LayerTensor::V, LayerTensor::VBias, &dv, kv_w),
             ] {
-                g(&mut grads, lt, mm_tn(dy, &s.n1, width, h, t));
+                let dn = proj_back(lt, &s.n1, dy, &mut grads);
                 if mc.qkv_bias {
                     let mut db = vec![0.0; width];
                     for row in dy.chunks(width) {
@@ -314,7 +430,7 @@ impl DecoderReference {
                     }
                     g(&mut grads, bias, db);
                 }
-                dn1 = add(&dn1, &mm_nn(dy, self.lw(l, lt), t, h, width));
+                dn1 = add(&dn1, &dn);
             }
             let (dxn, dg1) =
                 rms_norm_backward(&s.x, self.lw(l, LayerTensor::InputNorm), &dn1, t, h, eps);
@@ -330,12 +446,12 @@ impl DecoderReference {
         if mc.tied_embeddings {
             d_embed = add(&d_embed, &d_head);
         } else {
-            grads.insert(TensorId::LmHead, d_head);
+            grads.insert(ParamId::Model(TensorId::LmHead), d_head);
         }
-        grads.insert(TensorId::Embed, d_embed);
+        grads.insert(ParamId::Model(TensorId::Embed), d_embed);
 
-        // Clipping and AdamW, over the tensors in flat-layout order.
-        let order: Vec<TensorId> = TensorId::all(&mc);
+        // Clipping and AdamW, over the trained tensors in flat-layout order.
+        let order = self.ids.clone();
         let all: Vec<f64> = order
             .iter()
             .flat_map(|id| grads[id].iter().copied())

@@ -355,7 +355,7 @@ impl DecoderTrainer {
 
     /// The last step's logits, `tokens × vocab`.
     pub fn logits(&self) -> Result<Vec<f32>, TrainError> {
-        Ok(self.model.logits().to_host(&self.stream)?)
+        Ok(self.model.logits(&self.stream)?)
     }
 
     /// The frozen f32 tensors as the device holds them now (QLoRA: the embedding, norms,
