@@ -253,6 +253,12 @@ fn run<T: GemmElement, O: GemmElement>(
         if splits > 1 && !stream.is_capturing() && partial_elems < 1 << 31 {
             if let Some(tma) = split_kernel(T::DTYPE, O::DTYPE, shape.layout) {
                 config.grid[0] = (config.grid[0] * splits as u32).min(per_batch);
+                // A capture of this call keeps whole tiles (above), so load that kernel too:
+                // a step pre-warmed outside a capture then finds it loaded when it is captured.
+                let device = stream.device();
+                if !device.is_sealed() {
+                    device.prewarm(&[plan.kernel.artifacts()])?;
+                }
                 let split = SplitLaunch {
                     tma,
                     splits,
