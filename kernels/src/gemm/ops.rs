@@ -27,6 +27,10 @@ use std::any::Any;
 /// dimension below its row width or an unsupported type combination is an error before
 /// anything runs.
 ///
+/// On Hopper a shape with too few tiles to fill the SMs is split along k (f32 partials added
+/// in a fixed order), except inside a graph capture and on a sealed device, which keep whole
+/// tiles: a sealed program gets the same bits from a graph and from direct launches.
+///
 /// ```
 /// use kernel_runtime::{Buffer, Device};
 /// use kernels::gemm::{gemm, Epilogue, GemmShape, Layout, Math};
@@ -249,16 +253,17 @@ fn run<T: GemmElement, O: GemmElement>(
             ));
         }
         // Split-k allocates its partials, which a graph capture cannot; such captures (and
-        // problems whose partials outgrow a 32-bit index) keep whole tiles.
-        if splits > 1 && !stream.is_capturing() && partial_elems < 1 << 31 {
+        // problems whose partials outgrow a 32-bit index) keep whole tiles. So does a sealed
+        // device, so that a program that has sealed its runtime computes the same bits in a
+        // graph and in direct launches.
+        let device = stream.device();
+        let whole_tiles = stream.is_capturing() || device.is_sealed();
+        if splits > 1 && !whole_tiles && partial_elems < 1 << 31 {
             if let Some(tma) = split_kernel(T::DTYPE, O::DTYPE, shape.layout) {
                 config.grid[0] = (config.grid[0] * splits as u32).min(per_batch);
                 // A capture of this call keeps whole tiles (above), so load that kernel too:
                 // a step pre-warmed outside a capture then finds it loaded when it is captured.
-                let device = stream.device();
-                if !device.is_sealed() {
-                    device.prewarm(&[plan.kernel.artifacts()])?;
-                }
+                device.prewarm(&[plan.kernel.artifacts()])?;
                 let split = SplitLaunch {
                     tma,
                     splits,
