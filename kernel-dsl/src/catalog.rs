@@ -93,6 +93,7 @@ pub enum Form {
     MinMaxNaN,
     Bits,
     BitField,
+    Dp4a,
     Compare,
     Cvt,
     CvtToBf16,
@@ -197,6 +198,11 @@ pub const CATALOG: &[Entry] = &[
         Form::BitField,
         BASE,
         "bfe.u32, bfi.b32, prmt.b32, popc.b64, clz.b32, brev.b32",
+    ),
+    row(
+        Form::Dp4a,
+        Requirement::new(61, (5, 0)),
+        "dp4a.s32.s32, dp4a.u32.s32, dp4a.u32.u32",
     ),
     row(Form::Compare, BASE, "setp.lt.f32, setp.hs.u64, selp.f32"),
     row(
@@ -464,6 +470,7 @@ pub fn form(op: &Op) -> Form {
         | Op::Popc { .. }
         | Op::Clz { .. }
         | Op::Brev { .. } => Form::BitField,
+        Op::Dp4a { .. } => Form::Dp4a,
         Op::Setp { .. } | Op::Selp { .. } => Form::Compare,
         Op::Cvt { dst, src, relu, .. } => {
             if relu {
