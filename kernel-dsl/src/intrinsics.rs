@@ -122,7 +122,11 @@ const DP4A_S32: &[Param] = &[
     p("b", Ty::Scalar(U32)),
     p("c", Ty::Scalar(ScalarType::S32)),
 ];
-const DP4A_U32: &[Param] = &[p("a", Ty::Scalar(U32)), p("b", Ty::Scalar(U32)), p("c", Ty::Scalar(U32))];
+const DP4A_U32: &[Param] = &[
+    p("a", Ty::Scalar(U32)),
+    p("b", Ty::Scalar(U32)),
+    p("c", Ty::Scalar(U32)),
+];
 const AB_F32: &[Param] = &[p("a", Ty::Scalar(F32)), p("b", Ty::Scalar(F32))];
 const SHFL: &[Param] = &[p("v", Ty::Generic), p("lane", Ty::Scalar(U32))];
 const PRED: &[Param] = &[p("p", Ty::Scalar(ScalarType::Pred))];

@@ -158,15 +158,31 @@ fn dp4a_model(a: u32, b: u32, c: i64, a_signed: bool, b_signed: bool) -> u32 {
             x as i64
         }
     };
-    let sum = (0..4).fold(c, |acc, k| acc + byte(a, k, a_signed) * byte(b, k, b_signed));
+    let sum = (0..4).fold(c, |acc, k| {
+        acc + byte(a, k, a_signed) * byte(b, k, b_signed)
+    });
     sum as u32
 }
 
 #[test]
 fn byte_dot_products_match_the_ptx_definition_of_dp4a() -> Result<(), Error> {
     let stream = Device::emulator().stream()?;
-    let mut a: Vec<u32> = vec![0, u32::MAX, 0x8080_8080, 0x7f7f_7f7f, 0x0f0f_0f0f, 0x8000_00ff];
-    let mut b: Vec<u32> = vec![0, u32::MAX, 0x8080_8080, 0x8080_8080, 0xff01_7f80, 0x7f00_0001];
+    let mut a: Vec<u32> = vec![
+        0,
+        u32::MAX,
+        0x8080_8080,
+        0x7f7f_7f7f,
+        0x0f0f_0f0f,
+        0x8000_00ff,
+    ];
+    let mut b: Vec<u32> = vec![
+        0,
+        u32::MAX,
+        0x8080_8080,
+        0x8080_8080,
+        0xff01_7f80,
+        0x7f00_0001,
+    ];
     let mut c: Vec<i32> = vec![0, 0, i32::MAX, i32::MIN, -7, 123];
     for k in 0..64u32 {
         a.push(k.wrapping_mul(2654435761));
@@ -180,14 +196,34 @@ fn byte_dot_products_match_the_ptx_definition_of_dp4a() -> Result<(), Error> {
         Buffer::from_host(&stream, &c)?,
     );
     let mut y = Buffer::from_host(&stream, &vec![0xDEAD_BEEF; 3 * a.len()])?;
-    byte_dot_products(&stream, LaunchConfig::for_elements(n, 32), &da, &db, &dc, &mut y, n)?;
+    byte_dot_products(
+        &stream,
+        LaunchConfig::for_elements(n, 32),
+        &da,
+        &db,
+        &dc,
+        &mut y,
+        n,
+    )?;
     let y = y.to_host(&stream)?;
     for i in 0..a.len() {
         let (x, w, acc) = (a[i], b[i], c[i]);
         let what = format!("a = {x:#x}, b = {w:#x}, c = {acc}");
-        assert_eq!(y[i * 3], dp4a_model(x, w, acc as i64, true, true), "dp4a_s8, {what}");
-        assert_eq!(y[i * 3 + 1], dp4a_model(x, w, acc as i64, false, true), "dp4a_u8_s8, {what}");
-        assert_eq!(y[i * 3 + 2], dp4a_model(x, w, acc as u32 as i64, false, false), "dp4a_u8, {what}");
+        assert_eq!(
+            y[i * 3],
+            dp4a_model(x, w, acc as i64, true, true),
+            "dp4a_s8, {what}"
+        );
+        assert_eq!(
+            y[i * 3 + 1],
+            dp4a_model(x, w, acc as i64, false, true),
+            "dp4a_u8_s8, {what}"
+        );
+        assert_eq!(
+            y[i * 3 + 2],
+            dp4a_model(x, w, acc as u32 as i64, false, false),
+            "dp4a_u8, {what}"
+        );
     }
     // -128 · -128 · 4 = 65536 on the int8 path, 128 · 128 · 4 on the u8 path.
     assert_eq!(y[2 * 3] as i32, i32::MAX.wrapping_add(65536));

@@ -20,8 +20,8 @@ use kernel_runtime::{Bf16, Buffer, Stream};
 use kernels::cast::Element;
 use kernels::gemm::{gemm, Epilogue, GemmShape, Layout, Math};
 use kernels::quant::gguf::{
-    dequantize, gemv, gemv_q8, prefill, prefill_workspace_len, quantize_activations,
-    GgufFormat, GgufMatrix, GgufWeights, QuantizedActivations,
+    dequantize, gemv, gemv_q8, prefill, prefill_workspace_len, quantize_activations, GgufFormat,
+    GgufMatrix, GgufWeights, QuantizedActivations,
 };
 
 /// Llama-3-8B's projections, `rows × cols` (N × K): qkv, o, gate_up, down.

@@ -161,7 +161,11 @@ pub(crate) fn piece_dot(
                 sum = dp4a_u8_s8(q[8 * r + 4 + j], x1[j], sum);
             }
             // Σ x·(a·u − b) = a·dx·Σ q·u − b·(dx·Σ q), the second factor stored per block.
-            acc = fma(s[2 * r] * ds[2 * r], sum as f32, fma(-s[2 * r + 1], ds[2 * r + 1], acc));
+            acc = fma(
+                s[2 * r] * ds[2 * r],
+                sum as f32,
+                fma(-s[2 * r + 1], ds[2 * r + 1], acc),
+            );
         }
     }
     if F == 2 {
