@@ -588,7 +588,16 @@ mod tests {
         for e in CATALOG {
             assert_eq!(entry(e.form).form, e.form);
         }
-        assert_eq!(seen.len(), 53);
+        assert_eq!(seen.len(), 54);
+    }
+
+    #[test]
+    fn dp4a_runs_on_every_supported_target() {
+        for (a_signed, b_signed) in [(true, true), (false, true), (false, false)] {
+            let r = requirement(&Op::Dp4a { a_signed, b_signed });
+            assert!(r.admits(Target::Sm70), "{r}");
+            assert_eq!(r.min_sm, 61);
+        }
     }
 
     #[test]
