@@ -252,6 +252,30 @@ pub fn brev(x: u32) -> u32 {
 pub fn clz(x: u32) -> u32 {
     x.leading_zeros()
 }
+/// `c` plus the dot product of the four bytes of `a` and of `b`, all read as int8
+/// (`dp4a.s32.s32`), wrapping as the instruction does.
+pub fn dp4a_s8(a: u32, b: u32, c: i32) -> i32 {
+    (0..4).fold(c, |acc, i| {
+        let (x, y) = ((a >> (8 * i)) as u8 as i8, (b >> (8 * i)) as u8 as i8);
+        acc.wrapping_add(x as i32 * y as i32)
+    })
+}
+/// `c` plus the dot product of the four bytes of `a`, read as u8, and of `b`, read as int8
+/// (`dp4a.u32.s32`), wrapping as the instruction does.
+pub fn dp4a_u8_s8(a: u32, b: u32, c: i32) -> i32 {
+    (0..4).fold(c, |acc, i| {
+        let (x, y) = ((a >> (8 * i)) as u8, (b >> (8 * i)) as u8 as i8);
+        acc.wrapping_add(x as i32 * y as i32)
+    })
+}
+/// `c` plus the dot product of the four bytes of `a` and of `b`, all read as u8
+/// (`dp4a.u32.u32`), wrapping as the instruction does.
+pub fn dp4a_u8(a: u32, b: u32, c: u32) -> u32 {
+    (0..4).fold(c, |acc, i| {
+        let (x, y) = ((a >> (8 * i)) as u8, (b >> (8 * i)) as u8);
+        acc.wrapping_add(x as u32 * y as u32)
+    })
+}
 /// `x` rounded to tf32 (10 mantissa bits, nearest, ties away from zero) as the 32-bit word
 /// [`mma_m16n8k8_tf32`] takes (`cvt.rna.tf32.f32`, sm_80+). Only the upper 19 bits are
 /// promised; the host stub clears the rest.

@@ -93,6 +93,7 @@ pub enum Form {
     MinMaxNaN,
     Bits,
     BitField,
+    Dp4a,
     Compare,
     Cvt,
     CvtToBf16,
@@ -197,6 +198,11 @@ pub const CATALOG: &[Entry] = &[
         Form::BitField,
         BASE,
         "bfe.u32, bfi.b32, prmt.b32, popc.b64, clz.b32, brev.b32",
+    ),
+    row(
+        Form::Dp4a,
+        Requirement::new(61, (5, 0)),
+        "dp4a.s32.s32, dp4a.u32.s32, dp4a.u32.u32",
     ),
     row(Form::Compare, BASE, "setp.lt.f32, setp.hs.u64, selp.f32"),
     row(
@@ -464,6 +470,7 @@ pub fn form(op: &Op) -> Form {
         | Op::Popc { .. }
         | Op::Clz { .. }
         | Op::Brev { .. } => Form::BitField,
+        Op::Dp4a { .. } => Form::Dp4a,
         Op::Setp { .. } | Op::Selp { .. } => Form::Compare,
         Op::Cvt { dst, src, relu, .. } => {
             if relu {
@@ -581,7 +588,16 @@ mod tests {
         for e in CATALOG {
             assert_eq!(entry(e.form).form, e.form);
         }
-        assert_eq!(seen.len(), 53);
+        assert_eq!(seen.len(), 54);
+    }
+
+    #[test]
+    fn dp4a_runs_on_every_supported_target() {
+        for (a_signed, b_signed) in [(true, true), (false, true), (false, false)] {
+            let r = requirement(&Op::Dp4a { a_signed, b_signed });
+            assert!(r.admits(Target::Sm70), "{r}");
+            assert_eq!(r.min_sm, 61);
+        }
     }
 
     #[test]

@@ -117,6 +117,16 @@ const fn p(name: &'static str, ty: Ty) -> Param {
 const X_F32: &[Param] = &[p("x", Ty::Scalar(F32))];
 const X_F64: &[Param] = &[p("x", Ty::Scalar(ScalarType::F64))];
 const X_U32: &[Param] = &[p("x", Ty::Scalar(U32))];
+const DP4A_S32: &[Param] = &[
+    p("a", Ty::Scalar(U32)),
+    p("b", Ty::Scalar(U32)),
+    p("c", Ty::Scalar(ScalarType::S32)),
+];
+const DP4A_U32: &[Param] = &[
+    p("a", Ty::Scalar(U32)),
+    p("b", Ty::Scalar(U32)),
+    p("c", Ty::Scalar(U32)),
+];
 const AB_F32: &[Param] = &[p("a", Ty::Scalar(F32)), p("b", Ty::Scalar(F32))];
 const SHFL: &[Param] = &[p("v", Ty::Generic), p("lane", Ty::Scalar(U32))];
 const PRED: &[Param] = &[p("p", Ty::Scalar(ScalarType::Pred))];
@@ -289,6 +299,9 @@ pub const INTRINSICS: &[Intrinsic] = &[
     chain("from_bits", X_U32, Ty::Scalar(F32), "The f32 whose bits are `x` (`mov.b32`), as Rust's `f32::from_bits`.", &[Op::Mov { ty: ScalarType::B32 }], false),
     chain("brev", X_U32, Ty::Scalar(U32), "The bits of `x` in reverse order (`brev.b32`).", &[Op::Brev { ty: ScalarType::B32 }], false),
     chain("clz", X_U32, Ty::Scalar(U32), "The number of leading zero bits of `x`, 32 for 0 (`clz.b32`).", &[Op::Clz { ty: ScalarType::B32 }], false),
+    chain("dp4a_s8", DP4A_S32, Ty::Scalar(ScalarType::S32), "`c` plus the dot product of the four bytes of `a` and of `b`, all read as int8 (`dp4a.s32.s32`).", &[Op::Dp4a { a_signed: true, b_signed: true }], false),
+    chain("dp4a_u8_s8", DP4A_S32, Ty::Scalar(ScalarType::S32), "`c` plus the dot product of the four bytes of `a`, read as u8, and of `b`, read as int8 (`dp4a.u32.s32`).", &[Op::Dp4a { a_signed: false, b_signed: true }], false),
+    chain("dp4a_u8", DP4A_U32, Ty::Scalar(U32), "`c` plus the dot product of the four bytes of `a` and of `b`, all read as u8, wrapping (`dp4a.u32.u32`).", &[Op::Dp4a { a_signed: false, b_signed: false }], false),
     chain("cvt_tf32", X_F32, Ty::Scalar(U32), "`x` rounded to tf32 (nearest, ties away), as the 32-bit word `mma_m16n8k8_tf32` takes (`cvt.rna.tf32.f32`, sm_80+).", &[Op::Cvt { dst: ScalarType::Tf32, src: F32, rnd: Some(CvtRounding::Rna), ftz: false, sat: false, relu: false }], false),
     special("pack_bf16x2", &[p("hi", Ty::Scalar(F32)), p("lo", Ty::Scalar(F32))], Ty::Scalar(U32), "Packs two f32 into one `bf16x2` word, `hi` in the upper half (sm_80+).", &[Op::Cvt { dst: ScalarType::Bf16x2, src: F32, rnd: Some(CvtRounding::Rn), ftz: false, sat: false, relu: false }, Op::Mov { ty: ScalarType::B32 }]),
     special("pack_f16x2", &[p("hi", Ty::Scalar(F32)), p("lo", Ty::Scalar(F32))], Ty::Scalar(U32), "Packs two f32 into one `f16x2` word, `hi` in the upper half (sm_80+).", &[Op::Cvt { dst: ScalarType::F16x2, src: F32, rnd: Some(CvtRounding::Rn), ftz: false, sat: false, relu: false }, Op::Mov { ty: ScalarType::B32 }]),

@@ -293,6 +293,13 @@ pub enum Op {
     Brev {
         ty: ScalarType,
     },
+    /// `dp4a.atype.btype d, a, b, c`: `c` plus the dot product of the four bytes of `a` and
+    /// of `b`, each byte read as signed where its flag says so. `c` and `d` are `.s32` when
+    /// either side is signed, `.u32` otherwise.
+    Dp4a {
+        a_signed: bool,
+        b_signed: bool,
+    },
     Setp {
         cmp: Cmp,
         ty: ScalarType,
@@ -626,6 +633,10 @@ impl Op {
             Op::Popc { ty } => format!("popc.{ty}"),
             Op::Clz { ty } => format!("clz.{ty}"),
             Op::Brev { ty } => format!("brev.{ty}"),
+            Op::Dp4a { a_signed, b_signed } => {
+                let side = |signed: bool| if signed { "s32" } else { "u32" };
+                format!("dp4a.{}.{}", side(a_signed), side(b_signed))
+            }
             Op::Setp { cmp, ty, ftz } => format!("setp.{}{}.{ty}", cmp.ptx(), flag(ftz, ".ftz")),
             Op::Selp { ty } => format!("selp.{ty}"),
             Op::Cvt { dst, src, rnd: r, ftz, sat, relu } => format!(

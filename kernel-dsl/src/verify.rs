@@ -205,6 +205,18 @@ impl Verifier<'_> {
                 expect(&i.dsts[0], ScalarType::U32, "destination")?;
                 expect(&i.srcs[0], ty, "source")?;
             }
+            Op::Dp4a { a_signed, b_signed } => {
+                arity(1, 3)?;
+                let acc = if a_signed || b_signed {
+                    ScalarType::S32
+                } else {
+                    ScalarType::U32
+                };
+                expect(&i.dsts[0], acc, "destination")?;
+                expect(&i.srcs[0], ScalarType::U32, "first source (four bytes)")?;
+                expect(&i.srcs[1], ScalarType::U32, "second source (four bytes)")?;
+                expect(&i.srcs[2], acc, "addend")?;
+            }
             Op::Shl { ty } | Op::Shr { ty } => {
                 arity(1, 2)?;
                 expect(&i.dsts[0], ty, "destination")?;

@@ -195,6 +195,14 @@ fn probe(form: Form) -> Kernel {
         ),
         Form::Bits => p.compute(Op::Xor { ty: T::B32 }, T::B32, &[T::B32, T::B32]),
         Form::BitField => p.compute(Op::Bfe { ty: T::U32 }, T::U32, &[T::U32, T::U32, T::U32]),
+        Form::Dp4a => p.compute(
+            Op::Dp4a {
+                a_signed: false,
+                b_signed: true,
+            },
+            T::S32,
+            &[T::U32, T::U32, T::S32],
+        ),
         Form::Compare => p.compute(
             Op::Setp {
                 cmp: Cmp::Lt,

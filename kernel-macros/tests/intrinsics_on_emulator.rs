@@ -147,6 +147,90 @@ fn sqrt_on_f64_is_rusts_f64_sqrt() -> Result<(), Error> {
     Ok(())
 }
 
+/// `c` plus the products of the bytes of `a` and `b`, signed where asked, in i64, wrapped
+/// to 32 bits as the PTX ISA defines `dp4a`.
+fn dp4a_model(a: u32, b: u32, c: i64, a_signed: bool, b_signed: bool) -> u32 {
+    let byte = |v: u32, k: u32, signed: bool| {
+        let x = (v >> (8 * k)) & 0xff;
+        if signed && x >= 128 {
+            x as i64 - 256
+        } else {
+            x as i64
+        }
+    };
+    let sum = (0..4).fold(c, |acc, k| {
+        acc + byte(a, k, a_signed) * byte(b, k, b_signed)
+    });
+    sum as u32
+}
+
+#[test]
+fn byte_dot_products_match_the_ptx_definition_of_dp4a() -> Result<(), Error> {
+    let stream = Device::emulator().stream()?;
+    let mut a: Vec<u32> = vec![
+        0,
+        u32::MAX,
+        0x8080_8080,
+        0x7f7f_7f7f,
+        0x0f0f_0f0f,
+        0x8000_00ff,
+    ];
+    let mut b: Vec<u32> = vec![
+        0,
+        u32::MAX,
+        0x8080_8080,
+        0x8080_8080,
+        0xff01_7f80,
+        0x7f00_0001,
+    ];
+    let mut c: Vec<i32> = vec![0, 0, i32::MAX, i32::MIN, -7, 123];
+    for k in 0..64u32 {
+        a.push(k.wrapping_mul(2654435761));
+        b.push(k.wrapping_mul(40503).rotate_left(k % 32) ^ 0x9e37_79b9);
+        c.push((k as i32 - 32).wrapping_mul(77_777_777));
+    }
+    let n = a.len() as u32;
+    let (da, db, dc) = (
+        Buffer::from_host(&stream, &a)?,
+        Buffer::from_host(&stream, &b)?,
+        Buffer::from_host(&stream, &c)?,
+    );
+    let mut y = Buffer::from_host(&stream, &vec![0xDEAD_BEEF; 3 * a.len()])?;
+    byte_dot_products(
+        &stream,
+        LaunchConfig::for_elements(n, 32),
+        &da,
+        &db,
+        &dc,
+        &mut y,
+        n,
+    )?;
+    let y = y.to_host(&stream)?;
+    for i in 0..a.len() {
+        let (x, w, acc) = (a[i], b[i], c[i]);
+        let what = format!("a = {x:#x}, b = {w:#x}, c = {acc}");
+        assert_eq!(
+            y[i * 3],
+            dp4a_model(x, w, acc as i64, true, true),
+            "dp4a_s8, {what}"
+        );
+        assert_eq!(
+            y[i * 3 + 1],
+            dp4a_model(x, w, acc as i64, false, true),
+            "dp4a_u8_s8, {what}"
+        );
+        assert_eq!(
+            y[i * 3 + 2],
+            dp4a_model(x, w, acc as u32 as i64, false, false),
+            "dp4a_u8, {what}"
+        );
+    }
+    // -128 · -128 · 4 = 65536 on the int8 path, 128 · 128 · 4 on the u8 path.
+    assert_eq!(y[2 * 3] as i32, i32::MAX.wrapping_add(65536));
+    assert_eq!(y[2 * 3 + 2], (i32::MAX as u32).wrapping_add(65536));
+    Ok(())
+}
+
 #[test]
 fn bit_intrinsics_and_tf32_rounding_match_rust() -> Result<(), Error> {
     let stream = Device::emulator().stream()?;

@@ -1,7 +1,9 @@
 //! GGUF weights: the decode GEMV at M = 1 and M = 16 on Llama-3-8B's projections, for each
 //! format and activation type, as a share of the copy bandwidth over the quantized weight
 //! bytes (the driver's device-to-device copy, measured in the same run; activations and
-//! outputs are not counted), timed twice so that clock drift shows; then the prefill at
+//! outputs are not counted), timed twice so that clock drift shows: the f32 route (`gemv`),
+//! the int8 route's GEMV alone (`gemv_q8` on activations quantized once) and with the
+//! activations' quantization in each launch pair; then the prefill at
 //! M = 512 (dequantize to bf16, then the bf16 GEMM) against the bf16 GEMM alone on the
 //! already-dequantized weight.
 //!
@@ -13,12 +15,13 @@
 
 mod common;
 
-use common::{filled, single_row, Bench, Res};
+use common::{filled, Bench, Res};
 use kernel_runtime::{Bf16, Buffer, Stream};
 use kernels::cast::Element;
 use kernels::gemm::{gemm, Epilogue, GemmShape, Layout, Math};
 use kernels::quant::gguf::{
-    dequantize, gemv, prefill, prefill_workspace_len, GgufFormat, GgufMatrix, GgufWeights,
+    dequantize, gemv, gemv_q8, prefill, prefill_workspace_len, quantize_activations, GgufFormat,
+    GgufMatrix, GgufWeights, QuantizedActivations,
 };
 
 /// Llama-3-8B's projections, `rows × cols` (N × K): qkv, o, gate_up, down.
@@ -69,21 +72,39 @@ fn gemv_row<T: Element>(b: &Bench, w: &GgufWeights, shape: &str, m: usize) -> Re
     }
     let x = filled::<T>(&b.stream, m * w.cols(), 3)?;
     let mut y = Buffer::<T>::zeros(&b.stream, m * w.rows())?;
+    let mut xq = QuantizedActivations::new(&b.stream, m, w.cols())?;
+    quantize_activations(&b.stream, &x, &mut xq, m)?;
     let bytes = (w.quantized_bytes() * LAUNCHES) as f64;
-    let cells = b.percent_twice(bytes, |s| {
+    let f32_route = b.percent_twice(bytes, |s| {
         for _ in 0..LAUNCHES {
             gemv(s, w, &x, &mut y, m)?;
         }
         Ok(())
     })?;
-    let label = format!(
-        "{:<5} | {:<4} | {:<16} | {:>2}",
+    let int8 = b.percent_twice(bytes, |s| {
+        for _ in 0..LAUNCHES {
+            gemv_q8(s, w, &xq, &mut y, m)?;
+        }
+        Ok(())
+    })?;
+    let with_quantize = b.percent_twice(bytes, |s| {
+        for _ in 0..LAUNCHES {
+            quantize_activations(s, &x, &mut xq, m)?;
+            gemv_q8(s, w, &xq, &mut y, m)?;
+        }
+        Ok(())
+    })?;
+    let pair = |[a, b]: [f64; 2]| format!("{a:>5.1} / {b:>5.1}");
+    println!(
+        "| {:<5} | {:<4} | {:<16} | {:>2} | {} | {} | {} |",
         w.format().name(),
         T::STORAGE.suffix(),
         format!("{shape} {}x{}", w.rows(), w.cols()),
-        m
+        m,
+        pair(f32_route),
+        pair(int8),
+        pair(with_quantize)
     );
-    single_row(&label, cells);
     Ok(())
 }
 
@@ -128,8 +149,8 @@ fn main() -> Res {
         SHAPES.to_vec()
     };
     println!("\nGEMV, % of copy bandwidth over the quantized weight bytes (two passes)\n");
-    println!("| format | x | shape | M | % copy |");
-    println!("| --- | --- | --- | --- | --- |");
+    println!("| format | x, y | shape | M | gemv | gemv_q8 | quantize + gemv_q8 |");
+    println!("| --- | --- | --- | --- | --- | --- | --- |");
     for format in GgufFormat::ALL {
         for &(shape, n, k) in &shapes {
             let w = weights(&b.stream, format, n, k)?;

@@ -129,5 +129,8 @@ fn host_stubs_of_the_ieee_intrinsics_compute_their_results() {
     assert_eq!(ex2_approx_ftz(-130.0), 0.0);
     assert_eq!(ex2_approx_ftz(3.0), 8.0);
     assert_eq!((brev(1), clz(0), clz(1)), (0x8000_0000, 32, 31));
+    assert_eq!(dp4a_s8(0x0000_02ff, 0x0000_0303, 10), 10 - 3 + 6);
+    assert_eq!(dp4a_u8_s8(0x0000_02ff, 0x0000_03ff, 0), -255 + 6);
+    assert_eq!(dp4a_u8(0xff, 0xff, 1), 255 * 255 + 1);
     assert_eq!(cvt_tf32(f32::from_bits(0x3F80_1000)), 0x3F80_2000);
 }

@@ -83,6 +83,9 @@ fn the_new_intrinsics_print_the_instructions_they_promise() {
     assert_eq!(mnemonics("round_ties_even"), ["cvt.rni.f32.f32"]);
     assert_eq!(mnemonics("brev"), ["brev.b32"]);
     assert_eq!(mnemonics("clz"), ["clz.b32"]);
+    assert_eq!(mnemonics("dp4a_s8"), ["dp4a.s32.s32"]);
+    assert_eq!(mnemonics("dp4a_u8_s8"), ["dp4a.u32.s32"]);
+    assert_eq!(mnemonics("dp4a_u8"), ["dp4a.u32.u32"]);
     assert_eq!(mnemonics("fence_cta"), ["fence.acq_rel.cta"]);
     assert_eq!(mnemonics("fence_gpu"), ["fence.acq_rel.gpu"]);
     assert_eq!(mnemonics("fence_sys"), ["fence.acq_rel.sys"]);

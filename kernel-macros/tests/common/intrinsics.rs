@@ -57,6 +57,18 @@ pub fn bit_intrinsics(x: &[u32], f: &[f32], y: &mut [u32], n: u32) {
     }
 }
 
+/// `dp4a_s8`, `dp4a_u8_s8` and `dp4a_u8` of `a[i]`, `b[i]` and `c[i]`, three words per
+/// element.
+#[kernel(crate = crate::common::paths)]
+pub fn byte_dot_products(a: &[u32], b: &[u32], c: &[i32], y: &mut [u32], n: u32) {
+    let i = block_idx().x * block_dim().x + thread_idx().x;
+    if i < n {
+        y[i * 3] = dp4a_s8(a[i], b[i], c[i]) as u32;
+        y[i * 3 + 1] = dp4a_u8_s8(a[i], b[i], c[i]) as u32;
+        y[i * 3 + 2] = dp4a_u8(a[i], b[i], c[i] as u32);
+    }
+}
+
 /// Each thread copies 16 bytes of `x` and of `h` into shared memory with `cp_async_16`, then
 /// reads them back with `load_vec` (one `ld.shared` each) and writes them out reversed.
 #[kernel(crate = crate::common::paths, block = 32)]

@@ -24,6 +24,7 @@ mod elementwise;
 mod embedding;
 mod gemm_tma_wgmma;
 mod gguf;
+mod gguf_q8;
 mod layout;
 mod line_info;
 mod nf4;

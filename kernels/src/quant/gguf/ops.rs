@@ -21,7 +21,7 @@ fn check_u32(op: &'static str, what: &str, v: usize) -> Result<u32, Error> {
 }
 
 /// `rows × cols` and the bytes of the weights, checked to fit the kernels' indexing.
-fn sizes(op: &'static str, w: &GgufWeights) -> Result<(u32, u32, u32), Error> {
+pub(super) fn sizes(op: &'static str, w: &GgufWeights) -> Result<(u32, u32, u32), Error> {
     check_u32(op, "the weight's bytes", w.quantized_bytes())?;
     check_u32(op, "rows × cols", w.rows() * w.cols())?;
     Ok((

@@ -1,0 +1,201 @@
+//! The host entry points of the int8 route: quantize the activations (optionally behind
+//! RMSNorm), then the `dp4a` GEMV. Every buffer is checked before anything launches.
+
+use super::activations::QuantizedActivations;
+use super::gemv_q8_kernel::{self, GEMV_Q8_ROWS_PER_BLOCK};
+use super::ops::GEMV_MAX_ROWS;
+use super::quantize_activations_kernel::{self, QUANTIZE_THREADS};
+use super::GgufWeights;
+use crate::cast::Element;
+use crate::{check_len, Error};
+use kernel_runtime::{Buffer, LaunchConfig, Stream};
+
+/// Quantizes the `m` rows of `x` (`m × xq.cols()`) into the first `m` rows of `xq`, as
+/// [`QuantizedActivations`] defines; `m ≤ xq.rows()`.
+///
+/// ```
+/// use kernel_runtime::{Buffer, Device};
+/// use kernels::quant::gguf::{quantize_activations, reference, QuantizedActivations};
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator().stream()?;
+/// let x: Vec<f32> = (0..2 * 256).map(|i| ((i * 7) % 19) as f32 - 9.0).collect();
+/// let mut xq = QuantizedActivations::new(&stream, 2, 256)?;
+/// quantize_activations(&stream, &Buffer::from_host(&stream, &x)?, &mut xq, 2)?;
+/// assert_eq!(xq.to_host(&stream)?, reference::quantize_activations(&x, 2, 256));
+/// # Ok(()) }
+/// ```
+pub fn quantize_activations<T: Element>(
+    stream: &Stream,
+    x: &Buffer<T>,
+    xq: &mut QuantizedActivations,
+    m: usize,
+) -> Result<(), Error> {
+    launch_quantize("gguf::quantize_activations", stream, x, None, xq, m)
+}
+
+/// [`quantize_activations`] of `rmsnorm(x)`: each row `x · rstd · γ` in f32, with
+/// `rstd = 1 / sqrt(mean(x²) + eps)` over its `cols` elements and `gamma` the norm weight of
+/// `cols` elements; the normalized `x` is never written. The first projection of a block on
+/// the int8 route (the f32 route's is [`gemv_rms_norm`](super::gemv_rms_norm)).
+///
+/// ```
+/// use kernel_runtime::{Buffer, Device};
+/// use kernels::quant::gguf::{quantize_activations_rms_norm, reference, QuantizedActivations};
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator().stream()?;
+/// let x: Vec<f32> = (0..256).map(|i| (i % 13) as f32 - 6.0).collect();
+/// let gamma: Vec<f32> = (0..256).map(|i| 0.5 + (i % 3) as f32 * 0.25).collect();
+/// let mut xq = QuantizedActivations::new(&stream, 1, 256)?;
+/// let (dx, dg) = (Buffer::from_host(&stream, &x)?, Buffer::from_host(&stream, &gamma)?);
+/// quantize_activations_rms_norm(&stream, &dx, &dg, 1e-5, &mut xq, 1)?;
+/// let want = reference::quantize_activations_rms_norm(&x, &gamma, 1e-5, 1, 256);
+/// assert_eq!(xq.to_host(&stream)?, want);
+/// # Ok(()) }
+/// ```
+pub fn quantize_activations_rms_norm<T: Element>(
+    stream: &Stream,
+    x: &Buffer<T>,
+    gamma: &Buffer<T>,
+    eps: f32,
+    xq: &mut QuantizedActivations,
+    m: usize,
+) -> Result<(), Error> {
+    launch_quantize(
+        "gguf::quantize_activations_rms_norm",
+        stream,
+        x,
+        Some((gamma, eps)),
+        xq,
+        m,
+    )
+}
+
+fn launch_quantize<T: Element>(
+    op: &'static str,
+    stream: &Stream,
+    x: &Buffer<T>,
+    norm: Option<(&Buffer<T>, f32)>,
+    xq: &mut QuantizedActivations,
+    m: usize,
+) -> Result<(), Error> {
+    let k = xq.cols();
+    if m > xq.rows() {
+        return Err(Error::Unsupported {
+            op,
+            detail: format!(
+                "m = {m} rows, but the workspace holds {}; make it with QuantizedActivations::new for at least {m} rows",
+                xq.rows()
+            ),
+        });
+    }
+    check_len(op, "x", x.len(), m * k, || format!("m × cols = {m} × {k}"))?;
+    if let Some((gamma, _)) = norm {
+        check_len(op, "gamma", gamma.len(), k, || {
+            "one per column of the activations".into()
+        })?;
+    }
+    if m == 0 || k == 0 {
+        return Ok(());
+    }
+    let (gamma, eps, with_norm) = match norm {
+        Some((g, eps)) => (g, eps, 1),
+        None => (x, 0.0, 0),
+    };
+    let (values, scales) = xq.values_mut();
+    quantize_activations_kernel::gguf_quantize_activations::<T>(
+        stream,
+        LaunchConfig::linear(m as u32, QUANTIZE_THREADS),
+        with_norm,
+        x,
+        gamma,
+        values,
+        scales,
+        k as u32,
+        eps,
+    )?;
+    Ok(())
+}
+
+/// `y = x·Wᵀ` for the `m` rows of `x` held int8 in `xq` (from [`quantize_activations`]), `W`
+/// the `rows × cols` weights of `w`, `y` `m × rows` as f32 or bf16. Integer `dp4a` dot
+/// products over each run of 32 (16 for Q6_K) weights, exact, then the scales in f32; so `y`
+/// is the product of the dequantized weights with the dequantized int8 `x`, up to f32
+/// rounding of the scale products. `m` is 1 to [`GEMV_MAX_ROWS`] (0 does nothing) and at
+/// most `xq.rows()`; every weight byte is read once for all `m` rows; reruns give the same
+/// bits.
+///
+/// ```
+/// use kernel_runtime::{Buffer, Device};
+/// use kernels::quant::gguf::{gemv_q8, quantize_activations, GgufFormat, GgufMatrix, QuantizedActivations};
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator().stream()?;
+/// // Blocks of 127s have scale 1: Q8_0 stores them exactly, and so does the int8 x of 1s.
+/// let w = GgufMatrix::quantize(GgufFormat::Q8_0, 3, 256, &[127.0; 3 * 256])?.to_device(&stream)?;
+/// let mut xq = QuantizedActivations::new(&stream, 1, 256)?;
+/// quantize_activations(&stream, &Buffer::from_host(&stream, &[1.0f32; 256])?, &mut xq, 1)?;
+/// let mut y = Buffer::<f32>::zeros(&stream, 3)?;
+/// gemv_q8(&stream, &w, &xq, &mut y, 1)?;
+/// assert_eq!(y.to_host(&stream)?, vec![256.0 * 127.0; 3]);
+/// # Ok(()) }
+/// ```
+pub fn gemv_q8<T: Element>(
+    stream: &Stream,
+    w: &GgufWeights,
+    xq: &QuantizedActivations,
+    y: &mut Buffer<T>,
+    m: usize,
+) -> Result<(), Error> {
+    const OP: &str = "gguf::gemv_q8";
+    let (n, k, row_bytes) = super::ops::sizes(OP, w)?;
+    if xq.cols() != w.cols() {
+        return Err(Error::Unsupported {
+            op: OP,
+            detail: format!(
+                "the activations have {} columns but the weight {}; quantize rows of the weight's cols",
+                xq.cols(),
+                w.cols()
+            ),
+        });
+    }
+    if m > GEMV_MAX_ROWS || m > xq.rows() {
+        return Err(Error::Unsupported {
+            op: OP,
+            detail: format!(
+                "m = {m} rows of x, but the GEMV takes at most {GEMV_MAX_ROWS} and the activations hold {}; call gguf::prefill for more",
+                xq.rows()
+            ),
+        });
+    }
+    check_len(OP, "y", y.len(), m * w.rows(), || {
+        format!("m × rows = {m} × {}", w.rows())
+    })?;
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    let mt = match m {
+        1 => 1,
+        2..=4 => 4,
+        _ => 16,
+    };
+    let (values, scales) = xq.values();
+    let cfg = LaunchConfig::linear(
+        n.div_ceil(GEMV_Q8_ROWS_PER_BLOCK),
+        32 * GEMV_Q8_ROWS_PER_BLOCK,
+    );
+    gemv_q8_kernel::gguf_gemv_q8::<T>(
+        stream,
+        cfg,
+        w.format().code(),
+        mt,
+        crate::quant::loads_in_flight(mt),
+        w.words(),
+        values,
+        scales,
+        y,
+        m as u32,
+        n,
+        k,
+        row_bytes,
+    )?;
+    Ok(())
+}
