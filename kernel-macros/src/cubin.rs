@@ -2,9 +2,11 @@
 //!
 //! A proc-macro cannot see the crate's cargo features, so cubins are built only for the
 //! targets listed in `PTXKIT_TARGETS` (comma-separated, e.g. `sm_89,sm_121`), which the
-//! crate's build script sets from its `CARGO_FEATURE_SM_*` variables; ptxas is looked up in
-//! `PTXKIT_PTXAS`, then `CUDA_HOME/bin/ptxas`, then `PATH`. Without either, no cubins are
-//! embedded and the runtime loads PTX.
+//! crate's build script sets from its `CARGO_FEATURE_SM_*` variables; ptxas is looked up as
+//! [`Ptxas::find`](kernel_dsl::ptxas::Ptxas::find) does for the build scripts (`PTXKIT_PTXAS`,
+//! `CUDA_HOME/bin/ptxas`, `PATH`, then the project's `.tools` copy above the current
+//! directory), so the `#[kernel]` kernels and the `kernels-gen` ones get cubins alike. Without
+//! any of them, no cubins are embedded and the runtime loads PTX.
 
 use kernel_dsl::Target;
 use std::path::{Path, PathBuf};
@@ -20,22 +22,9 @@ pub fn announced_targets() -> Vec<Target> {
         .collect()
 }
 
-/// Where ptxas is, if anywhere.
+/// Where ptxas is, if anywhere: the one lookup of the build scripts.
 pub fn find_ptxas() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("PTXKIT_PTXAS").map(PathBuf::from) {
-        return p.is_file().then_some(p);
-    }
-    if let Some(home) = std::env::var_os("CUDA_HOME") {
-        let p = Path::new(&home).join("bin").join("ptxas");
-        if p.is_file() {
-            return Some(p);
-        }
-    }
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join("ptxas"))
-            .find(|p| p.is_file())
-    })
+    kernel_dsl::ptxas::Ptxas::find().map(|p| p.path)
 }
 
 /// Assembles `ptx` for `target`; `None` if ptxas fails (the runtime then loads the PTX).
