@@ -1,8 +1,7 @@
-//! RoPE written in `#[kernel]` against the builder-written kernel it replaces, side by side in
-//! one process, each as a share of the device's copy bandwidth (the driver's device-to-device
-//! copy of 1 GiB, measured in the same run). Each pair is timed twice, alternating, so that
-//! clock drift shows as disagreement between the passes. Bytes: `x` read and `y` written once,
-//! plus the positions.
+//! RoPE forward and backward as a share of the device's copy bandwidth (the driver's
+//! device-to-device copy of 1 GiB, measured in the same run), timed twice so that clock drift
+//! shows as disagreement between the passes. Bytes: `x` read and `y` written once, plus the
+//! positions.
 //!
 //! ```text
 //! cargo run --release -p kernels --example bench_rope          # on a GPU
@@ -12,13 +11,13 @@
 
 mod common;
 
-use common::{filled, row, Bench, Res};
+use common::{filled, single_row, Bench, Res};
 use kernel_runtime::{Bf16, Buffer};
 use kernels::cast::Element;
 use kernels::rope::{self, Rope, RopeLayout};
 
-/// One table row: the builder kernel and the `#[kernel]` one on the same buffers.
-fn compare<T: Element>(
+/// One table row.
+fn measure<T: Element>(
     b: &Bench,
     backward: bool,
     layout: RopeLayout,
@@ -44,28 +43,21 @@ fn compare<T: Element>(
     let batch = batch();
     let pct = |ms: f64| b.percent(bytes * batch as f64, ms);
     let dims = (tokens, heads, head_dim);
-    let mut cells = Vec::new();
-    for _pass in 0..2 {
-        let mut run = |builder: bool| {
-            b.time(|s| {
-                for _ in 0..batch {
-                    let (t, h, d) = dims;
-                    let p = &positions;
-                    match (backward, builder) {
-                        (false, true) => rope::rope_builder(s, &x, p, &mut y, t, h, d, spec)?,
-                        (false, false) => rope::rope(s, &x, p, &mut y, t, h, d, spec)?,
-                        (true, true) => {
-                            rope::rope_backward_builder(s, &x, p, &mut y, t, h, d, spec)?
-                        }
-                        (true, false) => rope::rope_backward(s, &x, p, &mut y, t, h, d, spec)?,
-                    }
+    let mut cells = [0.0; 2];
+    for cell in &mut cells {
+        let ms = b.time(|s| {
+            for _ in 0..batch {
+                let (t, h, d) = dims;
+                let p = &positions;
+                if backward {
+                    rope::rope_backward(s, &x, p, &mut y, t, h, d, spec)?;
+                } else {
+                    rope::rope(s, &x, p, &mut y, t, h, d, spec)?;
                 }
-                Ok(())
-            })
-        };
-        let old = run(true)?;
-        let new = run(false)?;
-        cells.push((pct(old), pct(new)));
+            }
+            Ok(())
+        })?;
+        *cell = pct(ms);
     }
     let label = format!(
         "{:<13} | {:<4} | {:<11} | {:<16}",
@@ -74,7 +66,7 @@ fn compare<T: Element>(
         format!("{layout:?}"),
         shape
     );
-    row(&label, &cells);
+    single_row(&label, cells);
     Ok(())
 }
 
@@ -89,8 +81,8 @@ fn batch() -> usize {
 
 fn main() -> Res {
     let b = Bench::new()?;
-    println!("| op | dtype | layout | tokens x heads x head_dim / rotary | builder % copy (2 passes) | #[kernel] % copy (2 passes) | mean diff (points) |");
-    println!("|---|---|---|---|---|---|---|");
+    println!("| op | dtype | layout | tokens x heads x head_dim / rotary | % copy (2 passes) |");
+    println!("|---|---|---|---|---|");
     // The k2 suite's shape (Llama-like: 32 heads of 128, all rotated), a partial rotary one
     // (half of each head passes through), and an odd head size (one element per access).
     let shapes: &[[usize; 4]] = if Bench::small() {
@@ -104,11 +96,11 @@ fn main() -> Res {
     };
     for &shape in shapes {
         for layout in [RopeLayout::NeoX, RopeLayout::Interleaved] {
-            compare::<f32>(&b, false, layout, shape)?;
-            compare::<Bf16>(&b, false, layout, shape)?;
+            measure::<f32>(&b, false, layout, shape)?;
+            measure::<Bf16>(&b, false, layout, shape)?;
         }
-        compare::<f32>(&b, true, RopeLayout::NeoX, shape)?;
-        compare::<Bf16>(&b, true, RopeLayout::NeoX, shape)?;
+        measure::<f32>(&b, true, RopeLayout::NeoX, shape)?;
+        measure::<Bf16>(&b, true, RopeLayout::NeoX, shape)?;
     }
     Ok(())
 }

@@ -115,7 +115,7 @@ fn rope_and_embedding_instances_assemble_without_spills() {
     let most = |_: &str| Some(128);
     assert_eq!(
         check(&ptxas, kernels::rope::KERNELS, most),
-        (8 + 12) * 4,
+        (8 + 8 + 12) * 4,
         "rope"
     );
     assert_eq!(

@@ -5,9 +5,7 @@ mod common_rowwise;
 use common_rowwise::{assert_close, bits, download, poisoned, stream, tol, upload, Rng};
 use kernel_runtime::{Bf16, Buffer};
 use kernels::cast::Element;
-use kernels::rope::{
-    reference, rope, rope_backward, rope_backward_builder, rope_builder, Rope, RopeLayout,
-};
+use kernels::rope::{reference, rope, rope_backward, Rope, RopeLayout};
 use kernels::Error;
 
 /// (tokens, heads, head_dim, rotary_dim).
@@ -19,6 +17,8 @@ const SHAPES: &[(usize, usize, usize, usize)] = &[
     (3, 2, 64, 32),
     (1, 5, 128, 128),
     (2, 1, 34, 34),
+    (4, 4, 34, 34),
+    (2, 8, 34, 30),
 ];
 
 fn layouts() -> [RopeLayout; 2] {
@@ -74,13 +74,15 @@ fn bf16_rope_backward_matches_reference() {
     matches_reference::<Bf16>(true);
 }
 
-/// The `#[kernel]` rope computes with the same instructions in the same order as the builder
-/// kernel it replaces, so the two agree bit for bit.
-fn matches_builder<T: Element>() {
+/// Token rows of one-element accesses go through shared memory when they fit and through the
+/// per-item kernel when they do not; both rotate with the same instructions, so the same heads
+/// come out bit for bit either way. The split into 8 tokens of 32 heads repeats each position.
+fn staged_and_per_item_kernels_agree<T: Element>() {
     let s = stream();
     let mut rng = Rng::new(46);
+    let (tokens, heads, head_dim, split) = (2, 256, 34, 8);
     for layout in layouts() {
-        for &(tokens, heads, head_dim, rotary_dim) in SHAPES.iter().chain(&[(5, 9, 128, 64)]) {
+        for rotary_dim in [34, 30] {
             let spec = Rope {
                 layout,
                 theta: 10000.0,
@@ -89,25 +91,26 @@ fn matches_builder<T: Element>() {
             let n = tokens * heads * head_dim;
             let (x, _) = upload::<T>(&s, &rng.vec(n, -2.0, 2.0));
             let pos: Vec<u32> = (0..tokens).map(|_| rng.below(5000)).collect();
-            let positions = Buffer::from_host(&s, &pos).unwrap();
+            let each: Vec<u32> = pos.iter().flat_map(|&p| [p; 8]).collect();
+            let (wide, narrow) = (
+                Buffer::from_host(&s, &pos).unwrap(),
+                Buffer::from_host(&s, &each).unwrap(),
+            );
             for backward in [false, true] {
-                let (mut new, mut old) = (poisoned::<T>(&s, n), poisoned::<T>(&s, n));
+                let (mut whole, mut parts) = (poisoned::<T>(&s, n), poisoned::<T>(&s, n));
+                let (t, h) = (tokens * split, heads / split);
                 if backward {
-                    rope_backward(&s, &x, &positions, &mut new, tokens, heads, head_dim, spec)
+                    rope_backward(&s, &x, &wide, &mut whole, tokens, heads, head_dim, spec)
                         .unwrap();
-                    rope_backward_builder(
-                        &s, &x, &positions, &mut old, tokens, heads, head_dim, spec,
-                    )
-                    .unwrap();
+                    rope_backward(&s, &x, &narrow, &mut parts, t, h, head_dim, spec).unwrap();
                 } else {
-                    rope(&s, &x, &positions, &mut new, tokens, heads, head_dim, spec).unwrap();
-                    rope_builder(&s, &x, &positions, &mut old, tokens, heads, head_dim, spec)
-                        .unwrap();
+                    rope(&s, &x, &wide, &mut whole, tokens, heads, head_dim, spec).unwrap();
+                    rope(&s, &x, &narrow, &mut parts, t, h, head_dim, spec).unwrap();
                 }
                 assert_eq!(
-                    bits(&s, &new),
-                    bits(&s, &old),
-                    "{layout:?} {tokens}×{heads}×{head_dim} rot {rotary_dim} backward {backward}"
+                    bits(&s, &whole),
+                    bits(&s, &parts),
+                    "{layout:?} rot {rotary_dim} backward {backward}"
                 );
             }
         }
@@ -115,13 +118,13 @@ fn matches_builder<T: Element>() {
 }
 
 #[test]
-fn f32_rope_matches_the_builder_kernel_bit_for_bit() {
-    matches_builder::<f32>();
+fn f32_staged_and_per_item_kernels_agree_bit_for_bit() {
+    staged_and_per_item_kernels_agree::<f32>();
 }
 
 #[test]
-fn bf16_rope_matches_the_builder_kernel_bit_for_bit() {
-    matches_builder::<Bf16>();
+fn bf16_staged_and_per_item_kernels_agree_bit_for_bit() {
+    staged_and_per_item_kernels_agree::<Bf16>();
 }
 
 #[test]

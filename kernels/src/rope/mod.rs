@@ -11,40 +11,44 @@
 //! error: a few times the rounding of the f32 product that f32 reference implementations
 //! (Hugging Face, vLLM's cos/sin cache) already have.
 
-mod kernel;
 pub mod reference;
-// `rotate_kernel`'s `#[device]` helper comes first: `append_kernel` calls it.
+// `rotate_kernel`'s `#[device]` helper comes first: `append_kernel` and `staged_kernel` call
+// it.
 #[macro_use]
 mod rotate_kernel;
 mod append;
 mod append_kernel;
 mod spec;
+mod staged_kernel;
 
 pub use append::rope_append;
 pub use spec::{Rope, RopeLayout};
 
 use crate::cast::Element;
+use crate::codegen::kernel_refs;
 use crate::codegen::tensor::Access;
-use crate::codegen::{kernel_refs, kernel_table};
 use crate::{check_len, Error, OpKernel};
-use kernel_runtime::{Buffer, KernelArg, LaunchConfig, Stream};
+use kernel_runtime::{Buffer, LaunchConfig, Stream};
 use spec::RopeSpec;
 
 static ROPE: [OpKernel; 8] = OpKernel::instances(rotate_kernel::ROPE_INSTANCES);
 static ROPE_APPEND: [OpKernel; 12] = OpKernel::instances(append_kernel::ROPE_APPEND_INSTANCES);
-kernel_table!(static ROPE_BUILDER = kernel::rope, RopeSpec::ALL, [0 1 2 3 4 5 6 7]);
+static ROPE_STAGED: [OpKernel; 8] = OpKernel::instances(staged_kernel::ROPE_STAGED_INSTANCES);
 
 /// Every specialization this module ships.
 pub static KERNELS: &[&OpKernel] = kernel_refs![
     ROPE[0 1 2 3 4 5 6 7],
     ROPE_APPEND[0 1 2 3 4 5 6 7 8 9 10 11],
-    ROPE_BUILDER[0 1 2 3 4 5 6 7],
+    ROPE_STAGED[0 1 2 3 4 5 6 7],
 ];
 
 /// Threads per CTA.
 const THREADS: u32 = 128;
-/// The builder kernel's grid strides over tokens beyond this many CTAs.
+/// The staged kernel's grid strides over tokens beyond this many CTAs.
 const MAX_CTAS: u32 = 1 << 16;
+/// The largest token row (bytes) the staged kernel holds in shared memory; wider rows of
+/// one-element accesses go through the per-item kernel.
+const MAX_STAGED_ROW_BYTES: usize = 16 << 10;
 
 /// Applies RoPE to `x` (`tokens × heads × head_dim`), writing `y`; token `t` rotates by
 /// `positions[t]`.
@@ -124,42 +128,6 @@ pub fn rope_backward<T: Element>(
         spec,
         -1.0,
     )
-}
-
-/// The builder-written kernel that [`rope`] replaces, kept only until the two have been
-/// measured side by side (`bench_rope`).
-#[doc(hidden)]
-#[allow(clippy::too_many_arguments)]
-pub fn rope_builder<T: Element>(
-    stream: &Stream,
-    x: &Buffer<T>,
-    positions: &Buffer<u32>,
-    y: &mut Buffer<T>,
-    tokens: usize,
-    heads: usize,
-    head_dim: usize,
-    spec: Rope,
-) -> Result<(), Error> {
-    let dims = [tokens, heads, head_dim];
-    launch_builder("rope", stream, x, positions, y, dims, spec, 1.0)
-}
-
-/// The builder-written kernel that [`rope_backward`] replaces, kept only until the two have
-/// been measured side by side (`bench_rope`).
-#[doc(hidden)]
-#[allow(clippy::too_many_arguments)]
-pub fn rope_backward_builder<T: Element>(
-    stream: &Stream,
-    dy: &Buffer<T>,
-    positions: &Buffer<u32>,
-    dx: &mut Buffer<T>,
-    tokens: usize,
-    heads: usize,
-    head_dim: usize,
-    spec: Rope,
-) -> Result<(), Error> {
-    let dims = [tokens, heads, head_dim];
-    launch_builder("rope_backward", stream, dy, positions, dx, dims, spec, -1.0)
 }
 
 /// A checked RoPE call: sizes as the kernels take them, and the access they use.
@@ -267,6 +235,35 @@ fn launch<T: Element>(
     };
     let interleaved = p.spec.layout == RopeLayout::Interleaved;
     let width = p.spec.access.width(T::STORAGE);
+    let row_elems = p.heads as usize * p.head_dim as usize;
+    let row_bytes = row_elems * T::STORAGE.bytes();
+    if width == 1 && row_bytes <= MAX_STAGED_ROW_BYTES {
+        // Rows of whole 16-byte accesses when every token row starts aligned.
+        let vec = Access::Vector.width(T::STORAGE);
+        let v = if row_elems.is_multiple_of(vec as usize) {
+            vec
+        } else {
+            1
+        };
+        let cfg = LaunchConfig::linear(p.tokens.min(MAX_CTAS), THREADS)
+            .with_dynamic_shared(row_bytes as u32);
+        staged_kernel::rope_staged::<T>(
+            stream,
+            cfg,
+            interleaved as u32,
+            v,
+            x,
+            positions,
+            y,
+            p.tokens,
+            p.heads,
+            p.head_dim,
+            p.half,
+            p.exponent,
+            sign,
+        )?;
+        return Ok(());
+    }
     rotate_kernel::rope::<T>(
         stream,
         p.launch(),
@@ -284,42 +281,5 @@ fn launch<T: Element>(
         p.exponent,
         sign,
     )?;
-    Ok(())
-}
-
-#[allow(clippy::too_many_arguments)]
-fn launch_builder<T: Element>(
-    op: &'static str,
-    stream: &Stream,
-    x: &Buffer<T>,
-    positions: &Buffer<u32>,
-    y: &mut Buffer<T>,
-    dims: [usize; 3],
-    rope: Rope,
-    sign: f32,
-) -> Result<(), Error> {
-    let lens = [x.len(), positions.len(), y.len()];
-    let Some(p) = Plan::new::<T>(op, lens, dims, rope)? else {
-        return Ok(());
-    };
-    let bx = p.chunks.next_power_of_two().min(THREADS);
-    let cfg = LaunchConfig {
-        grid: [p.tokens.min(MAX_CTAS), 1, 1],
-        block: [bx, THREADS / bx, 1],
-        dynamic_shared_bytes: 0,
-    };
-    let args = [
-        KernelArg::from(x),
-        KernelArg::from(positions),
-        KernelArg::from(&mut *y),
-        KernelArg::from(p.tokens),
-        KernelArg::from(p.heads),
-        KernelArg::from(p.head_dim),
-        KernelArg::from(p.half),
-        KernelArg::from(p.chunks),
-        KernelArg::from(p.exponent),
-        KernelArg::from(sign),
-    ];
-    stream.launch(ROPE_BUILDER[p.spec.index()].artifacts(), cfg, &args)?;
     Ok(())
 }

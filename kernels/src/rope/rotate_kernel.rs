@@ -20,7 +20,8 @@ use kernel_macros::{device, kernel};
 
 /// Heads a thread rotates with the sines and cosines it computes once (the kernel's `H`): 8 for
 /// interleaved; 4 for NeoX in 16-byte chunks, which accesses each head twice; 2 for NeoX one
-/// element at a time (at head_dim 34 on an H100, faster than 4 or 1: BENCHMARKS.md).
+/// element at a time (measured faster than 4 or 1 at head_dim 34; such rows now go through
+/// `staged_kernel` unless a token row exceeds its shared-memory budget).
 pub(crate) const fn held_heads(interleaved: bool, one_element: bool) -> u32 {
     if interleaved {
         8

@@ -75,43 +75,7 @@ pub(crate) struct RopeSpec {
     pub access: Access,
 }
 
-const fn spec(storage: Storage, layout: RopeLayout, access: Access) -> RopeSpec {
-    RopeSpec {
-        storage,
-        layout,
-        access,
-    }
-}
-
 impl RopeSpec {
-    /// Every specialization, in [`RopeSpec::index`] order.
-    pub(crate) const ALL: [RopeSpec; 8] = [
-        spec(Storage::F32, RopeLayout::NeoX, Access::Scalar),
-        spec(Storage::F32, RopeLayout::NeoX, Access::Vector),
-        spec(Storage::F32, RopeLayout::Interleaved, Access::Scalar),
-        spec(Storage::F32, RopeLayout::Interleaved, Access::Vector),
-        spec(Storage::Bf16, RopeLayout::NeoX, Access::Scalar),
-        spec(Storage::Bf16, RopeLayout::NeoX, Access::Vector),
-        spec(Storage::Bf16, RopeLayout::Interleaved, Access::Scalar),
-        spec(Storage::Bf16, RopeLayout::Interleaved, Access::Vector),
-    ];
-
-    pub(crate) fn index(self) -> usize {
-        let s = match self.storage {
-            Storage::F32 => 0,
-            Storage::Bf16 => 4,
-        };
-        let l = match self.layout {
-            RopeLayout::NeoX => 0,
-            RopeLayout::Interleaved => 2,
-        };
-        let a = match self.access {
-            Access::Scalar => 0,
-            Access::Vector => 1,
-        };
-        s + l + a
-    }
-
     /// Elements one access moves along a head: a 16-byte vector, one element (NeoX) or one
     /// pair (interleaved, as two element accesses).
     pub(crate) fn elems(self) -> u32 {
@@ -119,26 +83,6 @@ impl RopeSpec {
             (Access::Vector, _) => self.access.width(self.storage),
             (Access::Scalar, RopeLayout::NeoX) => 1,
             (Access::Scalar, RopeLayout::Interleaved) => 2,
-        }
-    }
-
-    pub(crate) fn suffix(self) -> String {
-        let layout = match self.layout {
-            RopeLayout::NeoX => "neox",
-            RopeLayout::Interleaved => "interleaved",
-        };
-        format!("{}_{layout}_{}", self.storage.suffix(), self.access.tag())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::RopeSpec;
-
-    #[test]
-    fn index_is_the_position_in_all() {
-        for (i, s) in RopeSpec::ALL.iter().enumerate() {
-            assert_eq!(s.index(), i);
         }
     }
 }
