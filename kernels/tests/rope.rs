@@ -19,6 +19,7 @@ const SHAPES: &[(usize, usize, usize, usize)] = &[
     (2, 1, 34, 34),
     (4, 4, 34, 34),
     (2, 8, 34, 30),
+    (2, 2, 262, 262),
 ];
 
 fn layouts() -> [RopeLayout; 2] {

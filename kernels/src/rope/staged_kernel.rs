@@ -37,7 +37,6 @@ pub fn rope_staged<T: Dtype, const INTERLEAVED: u32, const V: u32>(
     let t = thread_idx().x;
     let row_elems = heads * head_dim;
     let accesses = row_elems / V;
-    let pairs = heads * half;
     let mut token = block_idx().x;
     while token < tokens {
         let base = token * row_elems;
@@ -65,23 +64,31 @@ pub fn rope_staged<T: Dtype, const INTERLEAVED: u32, const V: u32>(
         }
         sync_threads();
         let pos = positions[token] as f32;
-        let mut p = t;
-        while p < pairs {
-            let h = p / half;
-            let i = p - h * half;
-            // NeoX pairs `(d[i], d[i + half])`; interleaved `(d[2i], d[2i + 1])`.
-            let mut a = h * head_dim + i;
-            let mut b = a + half;
-            if INTERLEAVED == 1 {
-                a = h * head_dim + 2 * i;
-                b = a + 1;
+        // Thread `t` takes rotation `i` (one sine and cosine) for every `groups`-th head from
+        // head `g`; with half ≥ THREADS each thread takes every THREADS-th rotation instead.
+        let groups = max(THREADS / half, 1);
+        let g = t / half;
+        let mut i = t - g * half;
+        if g < groups {
+            while i < half {
+                let cs = rotation(pos, i, exponent, sign);
+                let mut h = g;
+                while h < heads {
+                    // NeoX pairs `(d[i], d[i + half])`; interleaved `(d[2i], d[2i + 1])`.
+                    let mut a = h * head_dim + i;
+                    let mut b = a + half;
+                    if INTERLEAVED == 1 {
+                        a = h * head_dim + 2 * i;
+                        b = a + 1;
+                    }
+                    let x0 = row[a] as f32;
+                    let x1 = row[b] as f32;
+                    row[a] = x0.mul_add(cs[0], -(x1 * cs[1])) as T;
+                    row[b] = x1.mul_add(cs[0], x0 * cs[1]) as T;
+                    h += groups;
+                }
+                i += THREADS;
             }
-            let cs = rotation(pos, i, exponent, sign);
-            let x0 = row[a] as f32;
-            let x1 = row[b] as f32;
-            row[a] = x0.mul_add(cs[0], -(x1 * cs[1])) as T;
-            row[b] = x1.mul_add(cs[0], x0 * cs[1]) as T;
-            p += THREADS;
         }
         sync_threads();
         let mut j = t;
