@@ -14,11 +14,11 @@ mod common;
 
 use common::{filled, row, Bench, Res};
 use kernel_runtime::{Bf16, Buffer};
-use kernels::cast::Element;
 use kernels::rope::{self, Rope, RopeLayout};
+use kernels::Float;
 
 /// One table row: the builder kernel and the `#[kernel]` one on the same buffers.
-fn compare<T: Element>(
+fn compare<T: Float>(
     b: &Bench,
     backward: bool,
     layout: RopeLayout,
@@ -26,7 +26,7 @@ fn compare<T: Element>(
 ) -> Res {
     let op = if backward { "rope_backward" } else { "rope" };
     let shape = format!("{tokens}x{heads}x{head_dim}/{rotary_dim}");
-    let name = format!("{op}/{}/{layout:?}/{shape}", T::STORAGE.suffix());
+    let name = format!("{op}/{}/{layout:?}/{shape}", T::TYPE.suffix());
     if std::env::var("BENCH_ONLY").is_ok_and(|only| !name.contains(&only)) {
         return Ok(());
     }
@@ -70,7 +70,7 @@ fn compare<T: Element>(
     let label = format!(
         "{:<13} | {:<4} | {:<11} | {:<16}",
         op,
-        T::STORAGE.suffix(),
+        T::TYPE.suffix(),
         format!("{layout:?}"),
         shape
     );

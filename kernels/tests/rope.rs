@@ -4,11 +4,11 @@ mod common_rowwise;
 
 use common_rowwise::{assert_close, bits, download, poisoned, stream, tol, upload, Rng};
 use kernel_runtime::{Bf16, Buffer};
-use kernels::cast::Element;
 use kernels::rope::{
     reference, rope, rope_backward, rope_backward_builder, rope_builder, Rope, RopeLayout,
 };
 use kernels::Error;
+use kernels::Float;
 
 /// (tokens, heads, head_dim, rotary_dim).
 const SHAPES: &[(usize, usize, usize, usize)] = &[
@@ -25,7 +25,7 @@ fn layouts() -> [RopeLayout; 2] {
     [RopeLayout::NeoX, RopeLayout::Interleaved]
 }
 
-fn matches_reference<T: Element>(backward: bool) {
+fn matches_reference<T: Float>(backward: bool) {
     let s = stream();
     let mut rng = Rng::new(41);
     for layout in layouts() {
@@ -76,7 +76,7 @@ fn bf16_rope_backward_matches_reference() {
 
 /// The `#[kernel]` rope computes with the same instructions in the same order as the builder
 /// kernel it replaces, so the two agree bit for bit.
-fn matches_builder<T: Element>() {
+fn matches_builder<T: Float>() {
     let s = stream();
     let mut rng = Rng::new(46);
     for layout in layouts() {

@@ -9,9 +9,9 @@
 use super::spec::{RopeLayout, RopeSpec};
 use crate::codegen::tensor::{tensor_param, Tensor};
 use kernel_dsl::builder::{KernelBuilder, Value};
-use kernel_dsl::dtype::{F32, U32};
 use kernel_dsl::ir::{Dim, Kernel};
 use kernel_dsl::op::{ApproxFn, CvtRounding};
+use kernel_dsl::scalar::{F32, U32};
 
 /// 2π rounded to f32, and the rest of it.
 const TWO_PI_HI: f32 = 6.283_185_5;

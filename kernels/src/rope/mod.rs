@@ -23,9 +23,9 @@ mod spec;
 pub use append::rope_append;
 pub use spec::{Rope, RopeLayout};
 
-use crate::cast::Element;
 use crate::codegen::tensor::Access;
 use crate::codegen::{kernel_refs, kernel_table};
+use crate::Float;
 use crate::{check_len, Error, OpKernel};
 use kernel_runtime::{Buffer, KernelArg, LaunchConfig, Stream};
 use spec::RopeSpec;
@@ -65,7 +65,7 @@ const MAX_CTAS: u32 = 1 << 16;
 /// # Ok(()) }
 /// ```
 #[allow(clippy::too_many_arguments)]
-pub fn rope<T: Element>(
+pub fn rope<T: Float>(
     stream: &Stream,
     x: &Buffer<T>,
     positions: &Buffer<u32>,
@@ -75,6 +75,7 @@ pub fn rope<T: Element>(
     head_dim: usize,
     spec: Rope,
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("rope")?;
     launch(
         "rope",
         stream,
@@ -104,7 +105,7 @@ pub fn rope<T: Element>(
 /// # Ok(()) }
 /// ```
 #[allow(clippy::too_many_arguments)]
-pub fn rope_backward<T: Element>(
+pub fn rope_backward<T: Float>(
     stream: &Stream,
     dy: &Buffer<T>,
     positions: &Buffer<u32>,
@@ -114,6 +115,7 @@ pub fn rope_backward<T: Element>(
     head_dim: usize,
     spec: Rope,
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("rope_backward")?;
     launch(
         "rope_backward",
         stream,
@@ -130,7 +132,7 @@ pub fn rope_backward<T: Element>(
 /// measured side by side (`bench_rope`).
 #[doc(hidden)]
 #[allow(clippy::too_many_arguments)]
-pub fn rope_builder<T: Element>(
+pub fn rope_builder<T: Float>(
     stream: &Stream,
     x: &Buffer<T>,
     positions: &Buffer<u32>,
@@ -140,6 +142,7 @@ pub fn rope_builder<T: Element>(
     head_dim: usize,
     spec: Rope,
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("rope_builder")?;
     let dims = [tokens, heads, head_dim];
     launch_builder("rope", stream, x, positions, y, dims, spec, 1.0)
 }
@@ -148,7 +151,7 @@ pub fn rope_builder<T: Element>(
 /// been measured side by side (`bench_rope`).
 #[doc(hidden)]
 #[allow(clippy::too_many_arguments)]
-pub fn rope_backward_builder<T: Element>(
+pub fn rope_backward_builder<T: Float>(
     stream: &Stream,
     dy: &Buffer<T>,
     positions: &Buffer<u32>,
@@ -158,6 +161,7 @@ pub fn rope_backward_builder<T: Element>(
     head_dim: usize,
     spec: Rope,
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("rope_backward_builder")?;
     let dims = [tokens, heads, head_dim];
     launch_builder("rope_backward", stream, dy, positions, dx, dims, spec, -1.0)
 }
@@ -178,7 +182,7 @@ struct Plan {
 
 impl Plan {
     /// Checks the spec and the buffers' lengths; `None` for an empty tensor.
-    fn new<T: Element>(
+    fn new<T: Float>(
         op: &'static str,
         [x, positions, y]: [usize; 3],
         [tokens, heads, head_dim]: [usize; 3],
@@ -207,7 +211,7 @@ impl Plan {
             return Ok(None);
         }
         let half = rope.rotary_dim / 2;
-        let width = Access::Vector.width(T::STORAGE) as usize;
+        let width = Access::Vector.width(T::TYPE) as usize;
         let span = match rope.layout {
             RopeLayout::NeoX => half,
             RopeLayout::Interleaved => rope.rotary_dim,
@@ -218,7 +222,7 @@ impl Plan {
             Access::Scalar
         };
         let spec = RopeSpec {
-            storage: T::STORAGE,
+            storage: T::TYPE,
             layout: rope.layout,
             access,
         };
@@ -251,7 +255,7 @@ impl Plan {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn launch<T: Element>(
+fn launch<T: Float>(
     op: &'static str,
     stream: &Stream,
     x: &Buffer<T>,
@@ -266,7 +270,7 @@ fn launch<T: Element>(
         return Ok(());
     };
     let interleaved = p.spec.layout == RopeLayout::Interleaved;
-    let width = p.spec.access.width(T::STORAGE);
+    let width = p.spec.access.width(T::TYPE);
     rotate_kernel::rope::<T>(
         stream,
         p.launch(),
@@ -288,7 +292,7 @@ fn launch<T: Element>(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn launch_builder<T: Element>(
+fn launch_builder<T: Float>(
     op: &'static str,
     stream: &Stream,
     x: &Buffer<T>,

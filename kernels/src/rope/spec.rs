@@ -1,7 +1,7 @@
 //! What a RoPE call asks for, and the compile-time specializations of its kernel.
 
 use crate::codegen::tensor::Access;
-use crate::{Error, Storage};
+use crate::{Error, FloatType};
 
 /// Which elements of a head form the rotated pairs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -67,15 +67,15 @@ impl Rope {
     }
 }
 
-/// Storage × layout × memory access.
+/// Element type × layout × memory access.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct RopeSpec {
-    pub storage: Storage,
+    pub storage: FloatType,
     pub layout: RopeLayout,
     pub access: Access,
 }
 
-const fn spec(storage: Storage, layout: RopeLayout, access: Access) -> RopeSpec {
+const fn spec(storage: FloatType, layout: RopeLayout, access: Access) -> RopeSpec {
     RopeSpec {
         storage,
         layout,
@@ -86,20 +86,21 @@ const fn spec(storage: Storage, layout: RopeLayout, access: Access) -> RopeSpec 
 impl RopeSpec {
     /// Every specialization, in [`RopeSpec::index`] order.
     pub(crate) const ALL: [RopeSpec; 8] = [
-        spec(Storage::F32, RopeLayout::NeoX, Access::Scalar),
-        spec(Storage::F32, RopeLayout::NeoX, Access::Vector),
-        spec(Storage::F32, RopeLayout::Interleaved, Access::Scalar),
-        spec(Storage::F32, RopeLayout::Interleaved, Access::Vector),
-        spec(Storage::Bf16, RopeLayout::NeoX, Access::Scalar),
-        spec(Storage::Bf16, RopeLayout::NeoX, Access::Vector),
-        spec(Storage::Bf16, RopeLayout::Interleaved, Access::Scalar),
-        spec(Storage::Bf16, RopeLayout::Interleaved, Access::Vector),
+        spec(FloatType::F32, RopeLayout::NeoX, Access::Scalar),
+        spec(FloatType::F32, RopeLayout::NeoX, Access::Vector),
+        spec(FloatType::F32, RopeLayout::Interleaved, Access::Scalar),
+        spec(FloatType::F32, RopeLayout::Interleaved, Access::Vector),
+        spec(FloatType::Bf16, RopeLayout::NeoX, Access::Scalar),
+        spec(FloatType::Bf16, RopeLayout::NeoX, Access::Vector),
+        spec(FloatType::Bf16, RopeLayout::Interleaved, Access::Scalar),
+        spec(FloatType::Bf16, RopeLayout::Interleaved, Access::Vector),
     ];
 
     pub(crate) fn index(self) -> usize {
         let s = match self.storage {
-            Storage::F32 => 0,
-            Storage::Bf16 => 4,
+            FloatType::F32 => 0,
+            FloatType::Bf16 => 4,
+            FloatType::F16 => unreachable!("f16 is refused when the op is called (`f32_or_bf16`)"),
         };
         let l = match self.layout {
             RopeLayout::NeoX => 0,
