@@ -28,7 +28,7 @@ pub(crate) fn sum_squares(storage: FloatType) -> Kernel {
     let partial = tensor_param(&mut b, "partial", FloatType::F32, true);
     let n = b.param::<U32>("n");
     let reducer = BlockSum::new(&mut b, "warp_sums", 1);
-    let step = FloatType::from(storage).per_vector();
+    let step = storage.per_vector();
     let shift = step.trailing_zeros();
     let zero = b.const_f32(0.0);
     let acc = b.var(zero);
@@ -132,7 +132,7 @@ pub(crate) fn apply(storage: FloatType) -> Kernel {
     let one = b.const_f32(1.0);
     let clipping = b.setp(Cmp::Lt, scale, one);
     b.if_(clipping, |b| {
-        let step = FloatType::from(storage).per_vector();
+        let step = storage.per_vector();
         let shift = step.trailing_zeros();
         let nvec = b.shr(n, shift);
         let gid = b.global_index(Dim::X);

@@ -135,7 +135,7 @@ pub fn grad_norm_builder<T: Float>(
     crate::float::f32_or_bf16::<T>("grad_norm_builder")?;
     const OP: &str = "grad_norm";
     let n = check_args(OP, grads.len(), workspace.len(), norm_scale.len(), max_norm)?;
-    let step = step_elems([FloatType::from(T::TYPE)]);
+    let step = step_elems([T::TYPE]);
     let parts = kernels::parts_for(n, step);
     let args = [
         KernelArg::from(grads),
@@ -204,7 +204,7 @@ pub fn clip_grad_norm_builder<T: Float>(
     crate::float::f32_or_bf16::<T>("clip_grad_norm_builder")?;
     grad_norm_builder(stream, grads, max_norm, workspace, norm_scale)?;
     let n = grads.len() as u32;
-    let cfg = map_launch(n, step_elems([FloatType::from(T::TYPE)]));
+    let cfg = map_launch(n, step_elems([T::TYPE]));
     let args = [
         KernelArg::from(&mut *grads),
         KernelArg::from(&*norm_scale),
@@ -218,5 +218,5 @@ pub fn clip_grad_norm_builder<T: Float>(
 /// Blocks of the passes over `n` gradients: enough to fill the device, at most
 /// [`WORKSPACE_LEN`]; a function of `n` only, so results do not depend on the device.
 fn parts_for(n: u32, storage: FloatType) -> u32 {
-    kernels::parts_for(n, FloatType::from(storage).per_vector())
+    kernels::parts_for(n, storage.per_vector())
 }

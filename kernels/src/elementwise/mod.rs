@@ -10,7 +10,6 @@ pub mod reference;
 use crate::codegen::kernel_refs;
 use crate::codegen::map::{map_launch, step_elems};
 use crate::Float;
-use crate::FloatType;
 use crate::{check_len, Error, OpKernel};
 use kernel_runtime::LaunchConfig;
 use kernel_runtime::{Buffer, Stream};
@@ -51,10 +50,7 @@ fn plan<T: Float>(
     if n == 0 {
         return Ok(None);
     }
-    Ok(Some((
-        n32,
-        map_launch(n32, step_elems([FloatType::from(T::TYPE)])),
-    )))
+    Ok(Some((n32, map_launch(n32, step_elems([T::TYPE])))))
 }
 
 /// Runs `$launch` with `(n, cfg)` once the buffers' lengths check out.

@@ -83,7 +83,7 @@ pub(crate) fn layer_norm_backward(spec: RowSpec) -> Kernel {
         |b: &mut KernelBuilder| -> Vec<RawChunk> { load_columns(b, &gamma, &slots, access, width) };
     let prefetch = Prefetch::new(&mut b, vec![&x, &dy], slots.clone(), access, width, cols);
     // Each row's first element, the shift of its sums (see the module docs).
-    let next_shift = RawChunk::zeroed(&mut b, FloatType::from(storage), Access::Scalar);
+    let next_shift = RawChunk::zeroed(&mut b, storage, Access::Scalar);
     let issue = |b: &mut KernelBuilder, row: Value<U32>| {
         prefetch.issue(b, row, rows);
         let exists = b.setp(Cmp::Lt, row, rows);
