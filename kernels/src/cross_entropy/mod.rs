@@ -87,8 +87,8 @@ pub fn cross_entropy<T: Float>(
     vocab: usize,
     ignore_index: i32,
 ) -> Result<(), Error> {
-    crate::float::f32_or_bf16::<T>("cross_entropy")?;
     const OP: &str = "cross_entropy";
+    crate::float::f32_or_bf16::<T>(OP)?;
     let p = RowProblem::new(OP, T::TYPE, rows, vocab, None, HELD_ELEMS)?;
     // A thread holds two 16-byte chunks, or 16 elements one at a time (the kernel's `hold`).
     let held = match p.access {

@@ -53,8 +53,8 @@ pub fn embedding<T: Float>(
     vocab: usize,
     hidden: usize,
 ) -> Result<(), Error> {
-    crate::float::f32_or_bf16::<T>("embedding")?;
     const OP: &str = "embedding";
+    crate::float::f32_or_bf16::<T>(OP)?;
     let Some(p) = gather_plan::<T>(
         OP,
         [table.len(), ids.len(), out.len()],

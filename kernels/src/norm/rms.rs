@@ -32,8 +32,8 @@ pub fn rms_norm<T: Float>(
     cols: usize,
     eps: f32,
 ) -> Result<(), Error> {
-    crate::float::f32_or_bf16::<T>("rms_norm")?;
     const OP: &str = "rms_norm";
+    crate::float::f32_or_bf16::<T>(OP)?;
     let p = RowProblem::new(OP, T::TYPE, rows, cols, None, HELD_ELEMS)?;
     p.check_matrix(OP, "x", x.len())?;
     p.check_row(OP, "gamma", gamma.len())?;
@@ -183,8 +183,8 @@ pub fn rms_norm_heads<T: Float>(
     head_dim: usize,
     eps: f32,
 ) -> Result<(), Error> {
-    crate::float::f32_or_bf16::<T>("rms_norm_heads")?;
     const OP: &str = "rms_norm_heads";
+    crate::float::f32_or_bf16::<T>(OP)?;
     let vectors = tokens.checked_mul(heads).ok_or(Error::Unsupported {
         op: OP,
         detail: format!("tokens × heads = {tokens} × {heads} overflows"),

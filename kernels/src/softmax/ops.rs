@@ -78,8 +78,8 @@ pub fn softmax<T: Float>(
     scale: f32,
     mask: Mask,
 ) -> Result<(), Error> {
-    crate::float::f32_or_bf16::<T>("softmax")?;
     const OP: &str = "softmax";
+    crate::float::f32_or_bf16::<T>(OP)?;
     let (p, streaming) = plan::<T>(OP, rows, cols)?;
     p.check_matrix(OP, "x", x.len())?;
     p.check_matrix(OP, "y", y.len())?;
@@ -146,8 +146,8 @@ pub fn softmax_backward<T: Float>(
     cols: usize,
     scale: f32,
 ) -> Result<(), Error> {
-    crate::float::f32_or_bf16::<T>("softmax_backward")?;
     const OP: &str = "softmax_backward";
+    crate::float::f32_or_bf16::<T>(OP)?;
     let p = RowProblem::new(OP, T::TYPE, rows, cols, None, HELD_ELEMS)?.with_row_threads(
         T::TYPE,
         HELD_ELEMS,
