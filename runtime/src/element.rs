@@ -160,8 +160,10 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// A type a [`Buffer`](crate::Buffer) can hold: plain old data with a PTX element type.
-/// Sealed: the set is fixed so that every buffer's element type has a PTX spelling.
+/// A type a [`Buffer`](crate::Buffer) can hold: plain old data with a PTX element type. It is
+/// also the bound of a `#[kernel]`'s element type parameters (`T: Element`), so an instance's
+/// types are exactly those a launcher's buffers can hold. Sealed: the set is fixed so that
+/// every buffer's element type has a PTX spelling.
 ///
 /// ```
 /// use kernel_runtime::Element;
