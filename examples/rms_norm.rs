@@ -13,7 +13,7 @@
 use ptxkit::dsl::ptxas::Ptxas;
 use ptxkit::dsl::Target;
 use ptxkit::prelude::*;
-use ptxkit::runtime::{Bf16, Buffer, Device, DeviceElem, DeviceKind, LaunchConfig, Stream};
+use ptxkit::runtime::{Bf16, Buffer, Device, DeviceKind, Element, LaunchConfig, Stream};
 
 /// Vectors of 16 bytes each thread holds.
 const HELD: u32 = 4;
@@ -21,7 +21,7 @@ const HELD: u32 = 4;
 /// `y[r, :] = x[r, :] / √(mean(x[r, :]²) + eps) · γ`, one block per row. Needs `cols` to be a
 /// multiple of `T::VEC` and at most `4 · T::VEC` per thread.
 #[kernel(instances(T in [f32, bf16]))]
-pub fn rms_norm<T: Dtype>(x: &[T], gamma: &[T], y: &mut [T], cols: u32, eps: f32) {
+pub fn rms_norm<T: Element>(x: &[T], gamma: &[T], y: &mut [T], cols: u32, eps: f32) {
     let t = thread_idx().x;
     let base = block_idx().x * cols;
     let mut held = [0.0f32; { 4 * T::VEC }];
@@ -69,7 +69,7 @@ type Res<T = ()> = Result<T, Box<dyn std::error::Error>>;
 
 /// Host side: checks the shape, then launches through the generated launcher, which picks the
 /// `T` instance.
-fn launch<T: DeviceElem>(
+fn launch<T: Element>(
     s: &Stream,
     x: &Buffer<T>,
     gamma: &Buffer<T>,

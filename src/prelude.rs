@@ -1,5 +1,5 @@
 //! Everything a kernel's source names: the `#[kernel]` and `#[device]` attributes, the `f16`
-//! and `bf16` types, the [`Dtype`] bound of type parameters, and the intrinsics.
+//! and `bf16` types, the [`Element`] bound of type parameters, and the intrinsics.
 //!
 //! The intrinsics are ordinary Rust items so that IDEs and rustdoc see them; `#[kernel]`
 //! replaces every call with PTX. Called on the host, the GPU-only ones panic; the math
@@ -30,20 +30,10 @@ pub type f16 = kernel_runtime::F16;
 /// bfloat16, as kernels and launchers see it.
 pub type bf16 = kernel_runtime::Bf16;
 
-mod sealed {
-    pub trait Sealed {}
-}
-
-/// The element types a kernel's type parameter may stand for (`T: Dtype`).
-pub trait Dtype: sealed::Sealed + Copy + 'static {}
-
-macro_rules! dtypes {
-    ($($t:ty),*) => {$(
-        impl sealed::Sealed for $t {}
-        impl Dtype for $t {}
-    )*};
-}
-dtypes!(f32, f64, f16, bf16, u32, i32, u64, i64);
+/// The element types a buffer holds and a kernel's type parameter may stand for
+/// (`T: Element`): the runtime's trait, so a kernel's instance types are exactly the types its
+/// launcher's buffers can hold.
+pub use kernel_runtime::Element;
 
 /// A thread, block or grid coordinate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -8,7 +8,7 @@
 //!
 //! ```compile_fail
 //! use kernel_dsl::builder::KernelBuilder;
-//! use kernel_dsl::dtype::U32;
+//! use kernel_dsl::scalar::U32;
 //! let mut b = KernelBuilder::new("k");
 //! let out = b.param_slice_mut::<U32>("out");
 //! let i = b.const_u32(0);
@@ -18,7 +18,7 @@
 //!
 //! ```
 //! use kernel_dsl::builder::KernelBuilder;
-//! use kernel_dsl::dtype::U32;
+//! use kernel_dsl::scalar::U32;
 //! let mut b = KernelBuilder::new("k");
 //! let out = b.param_slice_mut::<U32>("out");
 //! let i = b.const_u32(0);
@@ -31,7 +31,7 @@
 //!
 //! ```compile_fail
 //! use kernel_dsl::builder::KernelBuilder;
-//! use kernel_dsl::dtype::F32;
+//! use kernel_dsl::scalar::F32;
 //! let mut b = KernelBuilder::new("k");
 //! let x = b.param_slice::<F32>("x");
 //! let i = b.const_u32(0);
@@ -39,7 +39,6 @@
 //! b.st_global(&x, i, v);
 //! ```
 
-use crate::dtype::{Arith, DType, Float, Int, Pred, Word32, B32, F32, U32, U64};
 use crate::ir::{
     AddrBase, Dim, Guard, Imm, Inst, Kernel, Operand, Param, ParamType, PerfDirectives, Reg,
     SharedArray as SharedDecl, SpecialReg, Stmt,
@@ -48,6 +47,7 @@ use crate::op::{
     ApproxFn, AtomOp, Cmp, CvtRounding, DivMode, MatrixCount, MmaShape, MulMode, Op, ReduxOp,
     Rounding, ShflMode, VoteMode,
 };
+use crate::scalar::{Arith, Float, Int, Pred, Scalar, Word32, B32, F32, U32, U64};
 use crate::source_map::{SourceLoc, SourceMap};
 use crate::types::{ScalarType, StateSpace, VecWidth};
 use std::marker::PhantomData;
@@ -66,7 +66,7 @@ impl<T> Clone for Value<T> {
 }
 impl<T> Copy for Value<T> {}
 
-impl<T: DType> Value<T> {
+impl<T: Scalar> Value<T> {
     pub fn reg(self) -> Reg {
         self.reg
     }
@@ -150,7 +150,7 @@ impl Frame {
 ///
 /// ```
 /// use kernel_dsl::builder::KernelBuilder;
-/// use kernel_dsl::dtype::{F32, U32};
+/// use kernel_dsl::scalar::{F32, U32};
 /// use kernel_dsl::ir::Dim;
 /// use kernel_dsl::op::Cmp;
 ///
@@ -422,7 +422,7 @@ impl KernelBuilder {
 
     // ----- typed layer: declarations ----------------------------------------------------
 
-    fn value<T: DType>(&mut self) -> Value<T> {
+    fn value<T: Scalar>(&mut self) -> Value<T> {
         Value {
             reg: self.reg(T::TY),
             _ty: PhantomData,
@@ -430,7 +430,7 @@ impl KernelBuilder {
     }
 
     /// A by-value parameter, loaded into a register where this is called.
-    pub fn param<T: DType>(&mut self, name: &str) -> Value<T> {
+    pub fn param<T: Scalar>(&mut self, name: &str) -> Value<T> {
         let sym = self.raw_param(name, ParamType::Scalar(T::TY));
         let v = self.value::<T>();
         let ty = crate::emit::param_type(T::TY);
@@ -451,7 +451,7 @@ impl KernelBuilder {
         v
     }
 
-    fn slice_param<T: DType, const M: bool>(&mut self, name: &str) -> GlobalSlice<T, M> {
+    fn slice_param<T: Scalar, const M: bool>(&mut self, name: &str) -> GlobalSlice<T, M> {
         let sym = self.raw_param(
             name,
             ParamType::GlobalPtr {
@@ -516,17 +516,17 @@ impl KernelBuilder {
     }
 
     /// A read-only buffer parameter (`&[T]`).
-    pub fn param_slice<T: DType>(&mut self, name: &str) -> GlobalSlice<T, false> {
+    pub fn param_slice<T: Scalar>(&mut self, name: &str) -> GlobalSlice<T, false> {
         self.slice_param(name)
     }
 
     /// A writable buffer parameter (`&mut [T]`).
-    pub fn param_slice_mut<T: DType>(&mut self, name: &str) -> GlobalSlice<T, true> {
+    pub fn param_slice_mut<T: Scalar>(&mut self, name: &str) -> GlobalSlice<T, true> {
         self.slice_param(name)
     }
 
     /// A static shared array of `len` elements, 16-byte aligned.
-    pub fn shared_array<T: DType>(&mut self, name: &str, len: u32) -> SharedArray<T> {
+    pub fn shared_array<T: Scalar>(&mut self, name: &str, len: u32) -> SharedArray<T> {
         let name = self.raw_shared(name, T::TY, len);
         SharedArray {
             name,
@@ -535,7 +535,7 @@ impl KernelBuilder {
     }
 
     /// The dynamic shared array, sized at launch.
-    pub fn dynamic_shared<T: DType>(&mut self, name: &str) -> SharedArray<T> {
+    pub fn dynamic_shared<T: Scalar>(&mut self, name: &str) -> SharedArray<T> {
         let name = self.raw_dynamic_shared(name);
         self.dynamic_shared_at_least(T::TY.bytes());
         SharedArray {
@@ -618,14 +618,14 @@ impl KernelBuilder {
     }
 
     /// A mutable variable initialised from `init`; update it with [`KernelBuilder::assign`].
-    pub fn var<T: DType>(&mut self, init: Value<T>) -> Value<T> {
+    pub fn var<T: Scalar>(&mut self, init: Value<T>) -> Value<T> {
         let v = self.value::<T>();
         self.assign(v, init);
         v
     }
 
     /// `dst = src` (a register move).
-    pub fn assign<T: DType>(&mut self, dst: Value<T>, src: Value<T>) {
+    pub fn assign<T: Scalar>(&mut self, dst: Value<T>, src: Value<T>) {
         self.inst(
             Op::Mov {
                 ty: mov_type(T::TY),
@@ -635,13 +635,13 @@ impl KernelBuilder {
         );
     }
 
-    fn binary<T: DType>(&mut self, op: Op, a: Value<T>, b: Value<T>) -> Value<T> {
+    fn binary<T: Scalar>(&mut self, op: Op, a: Value<T>, b: Value<T>) -> Value<T> {
         let d = self.value::<T>();
         self.inst(op, vec![d.reg.into()], vec![a.reg.into(), b.reg.into()]);
         d
     }
 
-    fn unary<T: DType>(&mut self, op: Op, a: Value<T>) -> Value<T> {
+    fn unary<T: Scalar>(&mut self, op: Op, a: Value<T>) -> Value<T> {
         let d = self.value::<T>();
         self.inst(op, vec![d.reg.into()], vec![a.reg.into()]);
         d
@@ -871,13 +871,13 @@ impl KernelBuilder {
     /// Converts between types with the conventional rounding: float to integer truncates
     /// (`.rzi`), narrowing float and integer to float round to nearest even (`.rn`),
     /// widening needs none.
-    pub fn cvt<To: DType, From: DType>(&mut self, v: Value<From>) -> Value<To> {
+    pub fn cvt<To: Scalar, From: Scalar>(&mut self, v: Value<From>) -> Value<To> {
         let rnd = default_cvt_rounding(To::TY, From::TY);
         self.cvt_with(v, rnd)
     }
 
     /// Converts with an explicit rounding.
-    pub fn cvt_with<To: DType, From: DType>(
+    pub fn cvt_with<To: Scalar, From: Scalar>(
         &mut self,
         v: Value<From>,
         rnd: Option<CvtRounding>,
@@ -931,7 +931,7 @@ impl KernelBuilder {
     // ----- typed layer: memory ----------------------------------------------------------
 
     /// Byte address of element `index` of a global buffer.
-    pub fn element_address<T: DType, const M: bool>(
+    pub fn element_address<T: Scalar, const M: bool>(
         &mut self,
         s: &GlobalSlice<T, M>,
         index: Value<U32>,
@@ -955,7 +955,7 @@ impl KernelBuilder {
     }
 
     /// Loads element `index` (read-only buffers go through the non-coherent path).
-    pub fn ld_global<T: DType, const M: bool>(
+    pub fn ld_global<T: Scalar, const M: bool>(
         &mut self,
         s: &GlobalSlice<T, M>,
         index: Value<U32>,
@@ -1011,7 +1011,7 @@ impl KernelBuilder {
     }
 
     /// Stores `v` to element `index` of a writable buffer.
-    pub fn st_global<T: DType>(
+    pub fn st_global<T: Scalar>(
         &mut self,
         s: &GlobalSlice<T, true>,
         index: Value<U32>,
@@ -1090,7 +1090,7 @@ impl KernelBuilder {
     }
 
     /// The shared-window address of element `index` of a shared array (32-bit).
-    pub fn shared_address<T: DType>(
+    pub fn shared_address<T: Scalar>(
         &mut self,
         a: &SharedArray<T>,
         index: Value<U32>,
@@ -1112,7 +1112,7 @@ impl KernelBuilder {
         d
     }
 
-    pub fn ld_shared<T: DType>(&mut self, a: &SharedArray<T>, index: Value<U32>) -> Value<T> {
+    pub fn ld_shared<T: Scalar>(&mut self, a: &SharedArray<T>, index: Value<U32>) -> Value<T> {
         let addr = self.shared_address(a, index);
         let v = self.value::<T>();
         self.inst(
@@ -1132,7 +1132,7 @@ impl KernelBuilder {
         v
     }
 
-    pub fn st_shared<T: DType>(&mut self, a: &SharedArray<T>, index: Value<U32>, v: Value<T>) {
+    pub fn st_shared<T: Scalar>(&mut self, a: &SharedArray<T>, index: Value<U32>, v: Value<T>) {
         let addr = self.shared_address(a, index);
         self.inst(
             Op::St {
@@ -1153,7 +1153,7 @@ impl KernelBuilder {
     }
 
     /// Loads a `T` from `[addr+offset]` in `space`.
-    pub fn load<T: DType>(
+    pub fn load<T: Scalar>(
         &mut self,
         space: StateSpace,
         addr: Reg,
@@ -1179,7 +1179,7 @@ impl KernelBuilder {
     }
 
     /// Stores `v` to `[addr+offset]` in `space`.
-    pub fn store<T: DType>(&mut self, space: StateSpace, addr: Reg, offset: i64, v: Value<T>) {
+    pub fn store<T: Scalar>(&mut self, space: StateSpace, addr: Reg, offset: i64, v: Value<T>) {
         self.inst(
             Op::St {
                 space,
@@ -1256,7 +1256,7 @@ impl KernelBuilder {
     }
 
     /// The shared-window address of a shared array's first byte.
-    pub fn shared_base<T: DType>(&mut self, a: &SharedArray<T>) -> Value<U32> {
+    pub fn shared_base<T: Scalar>(&mut self, a: &SharedArray<T>) -> Value<U32> {
         let base = self.value::<U32>();
         self.inst(
             Op::Mov {

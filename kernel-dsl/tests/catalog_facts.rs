@@ -719,7 +719,7 @@ fn kernel_has_form(k: &Kernel, form: Form) -> bool {
 
 #[test]
 fn dynamic_shared_memory_and_performance_directives_assemble() {
-    use kernel_dsl::dtype::{F32, U32};
+    use kernel_dsl::scalar::{F32, U32};
     let ptxas = Ptxas::find()
         .expect("ptxas not found: run `bash scripts/install-ptxas.sh` or set PTXKIT_PTXAS");
     let mut b = KernelBuilder::new("dyn_copy");

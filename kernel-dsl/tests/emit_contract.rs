@@ -1,9 +1,9 @@
 //! The target-parity contract as the emitter enforces it.
 
 use kernel_dsl::builder::KernelBuilder;
-use kernel_dsl::dtype::{F32, U32};
 use kernel_dsl::ir::Dim;
 use kernel_dsl::op::ReduxOp;
+use kernel_dsl::scalar::{F32, U32};
 use kernel_dsl::{check_ptx_parity, emit, read_ptx_header, samples, Error, IsaVersion, Target};
 
 #[test]
@@ -76,7 +76,7 @@ fn version_is_the_larger_of_the_targets_minimum_and_the_instructions_minimum() {
     assert_eq!(h.version, IsaVersion(8, 8));
     // sm_70 with an instruction that needs ISA 6.3 gets 6.3.
     let mut b = KernelBuilder::new("cas16");
-    let out = b.param_slice_mut::<kernel_dsl::dtype::U16>("out");
+    let out = b.param_slice_mut::<kernel_dsl::scalar::U16>("out");
     let zero = b.const_u32(0);
     let addr = b.element_address(&out, zero);
     let d = b.reg(kernel_dsl::ScalarType::B16);

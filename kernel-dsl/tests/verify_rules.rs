@@ -1,9 +1,9 @@
 //! The verifier's rules, each shown by a kernel that breaks it and one that keeps it.
 
 use kernel_dsl::builder::KernelBuilder;
-use kernel_dsl::dtype::{F32, U32};
 use kernel_dsl::ir::{Dim, Imm, Operand, Stmt};
 use kernel_dsl::op::{Cmp, MulMode, Op};
+use kernel_dsl::scalar::{F32, U32};
 use kernel_dsl::types::ScalarType;
 use kernel_dsl::{verify::verify, Error, Target};
 

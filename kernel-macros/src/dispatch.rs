@@ -67,7 +67,7 @@ pub fn generic_launcher(
             }
             syn::GenericParam::Type(t) => {
                 let id = &t.ident;
-                generic_bounds.push(quote!(#id: #rt::DeviceElem));
+                generic_bounds.push(quote!(#id: #rt::Element));
             }
             syn::GenericParam::Const(c) => {
                 let arg = const_arg(c);
@@ -98,7 +98,7 @@ pub fn generic_launcher(
         }
         if let Some(t) = type_param(&pt.ty, &type_params) {
             args.push(quote_spanned!(pt.ty.span()=> #ident: #t));
-            conv.push(quote!(#rt::KernelArg::Scalar(<#t as #rt::DeviceElem>::to_scalar(#ident))));
+            conv.push(quote!(#rt::KernelArg::Scalar(<#t as #rt::Element>::to_scalar(#ident))));
             continue;
         }
         let (arg, to_arg) = crate::codegen::host_param(pt, &ident, p.ty, None, rt)?;
@@ -124,7 +124,7 @@ pub fn generic_launcher(
                 syn::GenericParam::Type(t) => {
                     let ty = b.spec.types[&t.ident.to_string()];
                     let (id, v) = (&t.ident, variant_tokens(ty));
-                    tests.push(quote!(<#id as #rt::DeviceElem>::SCALAR == #dsl::ScalarType::#v));
+                    tests.push(quote!(<#id as #rt::Element>::SCALAR == #dsl::ScalarType::#v));
                     shown.push(rust_name(ty).to_string());
                 }
                 syn::GenericParam::Const(c) => {
@@ -159,7 +159,7 @@ pub fn generic_launcher(
         }
         syn::GenericParam::Type(t) => {
             let id = &t.ident;
-            quote!(::std::format!("{:?}", <#id as #rt::DeviceElem>::SCALAR).to_lowercase())
+            quote!(::std::format!("{:?}", <#id as #rt::Element>::SCALAR).to_lowercase())
         }
         syn::GenericParam::Const(c) => {
             let arg = const_arg(c);

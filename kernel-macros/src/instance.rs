@@ -49,11 +49,11 @@ pub fn resolve(func: &syn::ItemFn, instances: &[Instance]) -> DResult<Vec<Resolv
 }
 
 /// Whether a type parameter stands for an op (`O: UnaryOp`) rather than an element type
-/// (`T: Dtype`).
+/// (`T: Element`).
 pub fn is_op_param(tp: &syn::TypeParam) -> bool {
     !tp.bounds.iter().any(|b| {
         matches!(b, syn::TypeParamBound::Trait(t)
-            if t.path.segments.last().is_some_and(|s| s.ident == "Dtype"))
+            if t.path.segments.last().is_some_and(|s| s.ident == "Element"))
     })
 }
 

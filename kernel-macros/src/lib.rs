@@ -64,7 +64,7 @@
 //!
 //! ```ignore
 //! #[kernel(instances(<f32, 256>, <bf16, 256>), block = BLOCK)]
-//! pub fn scale<T: Dtype, const BLOCK: u32>(x: &[T], y: &mut [T], s: f32, n: u32) { … }
+//! pub fn scale<T: Element, const BLOCK: u32>(x: &[T], y: &mut [T], s: f32, n: u32) { … }
 //! ```
 //!
 //! `block = N` (or `(x, y, z)`) requires that exact block shape (`.reqntid`); `max_threads = N`

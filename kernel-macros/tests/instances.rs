@@ -14,7 +14,7 @@ fn silu(v: f32) -> f32 {
 
 /// `y = silu(x)` for f32 or bf16 storage, in blocks of `BLOCK` threads.
 #[kernel(crate = crate::common::paths, instances(<f32, 256>, <bf16, 128>), block = BLOCK)]
-pub fn silu_rows<T: Dtype, const BLOCK: u32>(x: &[T], y: &mut [T], n: u32) {
+pub fn silu_rows<T: Element, const BLOCK: u32>(x: &[T], y: &mut [T], n: u32) {
     let i = block_idx().x * BLOCK + thread_idx().x;
     if i < n {
         y[i] = silu(x[i] as f32) as T;
@@ -113,7 +113,7 @@ fn max_threads_becomes_an_upper_bound_contract_and_maxntid() {
 /// `y = x · s` over `n` elements, `W` at a time, for each element type and width of the cross
 /// product; `W` depends on `T`.
 #[kernel(crate = crate::common::paths, instances(T in [f32, bf16], W in [1, T::VEC]))]
-pub fn scale_by<T: Dtype, const W: u32>(x: &[T], y: &mut [T], s: T, n: u32) {
+pub fn scale_by<T: Element, const W: u32>(x: &[T], y: &mut [T], s: T, n: u32) {
     let i = (block_idx().x * block_dim().x + thread_idx().x) * W;
     if i + W <= n {
         let mut v = x.load_vec::<W>(i);

@@ -39,7 +39,7 @@ impl Activation for Gelu {
 
 /// `y = A(x)` elementwise.
 #[kernel(crate = crate::common::paths, instances(T in [f32, bf16], A in [Silu, Relu]))]
-pub fn activate<T: Dtype, A: Activation>(x: &[T], y: &mut [T], n: u32) {
+pub fn activate<T: Element, A: Activation>(x: &[T], y: &mut [T], n: u32) {
     let i = block_idx().x * block_dim().x + thread_idx().x;
     if i < n {
         y[i] = A::apply(x[i] as f32) as T;

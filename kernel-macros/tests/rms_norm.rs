@@ -21,7 +21,7 @@ fn warp_sum(v: f32) -> f32 {
 
 /// `y[r, :] = x[r, :] / sqrt(mean(x[r, :]²) + eps) · w`, one block per row.
 #[kernel(crate = crate::common::paths, instances(<f32, 256>, <bf16, 128>), block = BLOCK)]
-pub fn rms_norm<T: Dtype, const BLOCK: u32>(x: &[T], w: &[T], y: &mut [T], cols: u32, eps: f32) {
+pub fn rms_norm<T: Element, const BLOCK: u32>(x: &[T], w: &[T], y: &mut [T], cols: u32, eps: f32) {
     let partial = shared_array::<f32, { BLOCK / 32 }>();
     let t = thread_idx().x;
     let base = block_idx().x * cols;

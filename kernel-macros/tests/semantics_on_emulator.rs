@@ -137,7 +137,7 @@ fn shared_memory_reverses_each_block() -> Result<(), kernel_runtime::Error> {
 
 /// Copies `n` elements and widens f16 to f32, for launches on parts of buffers.
 #[kernel(crate = crate::common::paths, instances(T in [u32, f16]))]
-pub fn widen_part<T: Dtype>(x: &[T], y: &mut [f32], n: u32) {
+pub fn widen_part<T: Element>(x: &[T], y: &mut [f32], n: u32) {
     let i = block_idx().x * block_dim().x + thread_idx().x;
     if i < n {
         y[i] = x[i] as f32;

@@ -9,7 +9,7 @@ use kernel_runtime::{Bf16, Buffer, Device, Error, LaunchConfig};
 /// Reverses each 32-element block of `x` through shared memory: each thread stores four
 /// elements as one vector and reads back the four that mirror them, lanes reversed.
 #[kernel(crate = crate::common::paths, instances(<f32>, <bf16>), block = 8)]
-pub fn reverse_blocks<T: Dtype>(x: &[T], y: &mut [T]) {
+pub fn reverse_blocks<T: Element>(x: &[T], y: &mut [T]) {
     let tile = shared_array::<T, 32>();
     let t = thread_idx().x;
     let base = block_idx().x * 32;

@@ -14,7 +14,7 @@ type Affine<T> = fn(&Stream, LaunchConfig, &Buffer<T>, &mut Buffer<T>, u32) -> R
 /// elements that exist and writes them one by one.
 #[kernel(crate = crate::common::paths,
          instances(<f32, 4>, <f32, 2>, <f32, 1>, <bf16, 8>, <bf16, 2>, <f16, 4>, <u32, 4>, <f64, 2>))]
-pub fn affine<T: Dtype, const W: u32>(x: &[T], y: &mut [T], n: u32) {
+pub fn affine<T: Element, const W: u32>(x: &[T], y: &mut [T], n: u32) {
     let i = (block_idx().x * block_dim().x + thread_idx().x) * W;
     if i < n {
         if i + W <= n {
@@ -34,7 +34,7 @@ pub fn affine<T: Dtype, const W: u32>(x: &[T], y: &mut [T], n: u32) {
 /// Row sums over 16-byte vectors: `T::VEC` is the width, so one source serves 4 × f32 and
 /// 8 × bf16. Rows are `stride` apart; vectors that start past `cols` are not read.
 #[kernel(crate = crate::common::paths, instances(<f32>, <bf16>))]
-pub fn row_sums<T: Dtype>(x: &[T], sums: &mut [f32], rows: u32, cols: u32, stride: u32) {
+pub fn row_sums<T: Element>(x: &[T], sums: &mut [f32], rows: u32, cols: u32, stride: u32) {
     let r = block_idx().x * block_dim().x + thread_idx().x;
     if r < rows {
         let mut s = 0.0f32;
@@ -54,7 +54,7 @@ pub fn row_sums<T: Dtype>(x: &[T], sums: &mut [f32], rows: u32, cols: u32, strid
 
 /// `y[i] = x[i]` where `i < n`, else the fill, through one guarded load per element.
 #[kernel(crate = crate::common::paths, instances(<f32>, <bf16>))]
-pub fn guarded_copy<T: Dtype>(x: &[T], y: &mut [T], n: u32, fill: T) {
+pub fn guarded_copy<T: Element>(x: &[T], y: &mut [T], n: u32, fill: T) {
     let i = block_idx().x * block_dim().x + thread_idx().x;
     let v = x.load_vec_or::<1>(i, i < n, fill);
     y[i] = v[0];

@@ -9,10 +9,10 @@
 //! selects and launches with, so the two can never disagree.
 
 pub mod codegen;
+mod float_type;
 pub mod gemm;
-mod storage;
 
-pub use storage::Storage;
+pub use float_type::FloatType;
 
 use kernel_dsl::ir::Kernel;
 

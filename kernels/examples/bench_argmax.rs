@@ -14,10 +14,10 @@ mod common;
 use common::{filled, row, Bench, Res};
 use kernel_runtime::{Bf16, Buffer};
 use kernels::argmax;
-use kernels::cast::Element;
+use kernels::Float;
 
 /// One table row: the builder kernel and the `#[kernel]` one on the same buffers.
-fn compare<T: Element>(b: &Bench, rows: usize, vocab: usize) -> Res {
+fn compare<T: Float>(b: &Bench, rows: usize, vocab: usize) -> Res {
     let s = &b.stream;
     let logits = filled::<T>(s, rows * vocab, 5)?;
     let mut index = Buffer::<u32>::zeros(s, rows)?;
@@ -41,7 +41,7 @@ fn compare<T: Element>(b: &Bench, rows: usize, vocab: usize) -> Res {
     }
     let label = format!(
         "argmax | {:<4} | {:>5}x{:<6}",
-        T::STORAGE.suffix(),
+        T::TYPE.suffix(),
         rows,
         vocab
     );

@@ -12,22 +12,23 @@ mod common;
 
 use common::{single_row, Bench, Res};
 use kernel_runtime::{Bf16, Buffer, F16};
-use kernels::cast::{cast, CastElem};
+use kernels::cast::cast;
+use kernels::Float;
 
 /// A deterministic pattern in [-4, 4) of any cast element type, never all zeros.
-fn filled<T: CastElem>(b: &Bench, n: usize, seed: u32) -> Res<Buffer<T>> {
+fn filled<T: Float>(b: &Bench, n: usize, seed: u32) -> Res<Buffer<T>> {
     let f = common::filled::<f32>(&b.stream, n, seed)?;
     let mut out = Buffer::<T>::zeros(&b.stream, n)?;
     cast(&b.stream, &f, &mut out)?;
     Ok(out)
 }
 
-fn name<T: CastElem>() -> String {
+fn name<T: Float>() -> String {
     format!("{:?}", T::SCALAR).to_lowercase()
 }
 
 /// One table row.
-fn compare<S: CastElem, D: CastElem>(b: &Bench, n: usize, shape: &str) -> Res {
+fn compare<S: Float, D: Float>(b: &Bench, n: usize, shape: &str) -> Res {
     let pair = format!("{}→{}", name::<S>(), name::<D>());
     let label = format!("cast/{pair}/{shape}");
     if std::env::var("BENCH_ONLY").is_ok_and(|only| !label.contains(&only)) {

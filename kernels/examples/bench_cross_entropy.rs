@@ -12,11 +12,11 @@ mod common;
 
 use common::{filled, single_row, Bench, Res};
 use kernel_runtime::{Bf16, Buffer};
-use kernels::cast::Element;
 use kernels::cross_entropy;
+use kernels::Float;
 
 /// One table row: two passes over the same buffers.
-fn measure<T: Element>(b: &Bench, rows: usize, vocab: usize) -> Res {
+fn measure<T: Float>(b: &Bench, rows: usize, vocab: usize) -> Res {
     let n = rows * vocab;
     let s = &b.stream;
     let logits = filled::<T>(s, n, 3)?;
@@ -51,7 +51,7 @@ fn measure<T: Element>(b: &Bench, rows: usize, vocab: usize) -> Res {
     })?;
     let label = format!(
         "cross_entropy | {:<4} | {:>5}x{:<6}",
-        T::STORAGE.suffix(),
+        T::TYPE.suffix(),
         rows,
         vocab
     );

@@ -12,11 +12,11 @@ mod common;
 
 use common::{filled, single_row, Bench, Res};
 use kernel_runtime::{Bf16, Buffer, Stream};
-use kernels::cast::Element;
 use kernels::elementwise::{self as ew, MapOp};
+use kernels::Float;
 
 /// The `#[kernel]` form of `op` on the given buffers.
-fn new_form<T: Element>(s: &Stream, op: MapOp, ins: &[&Buffer<T>], outs: &mut [Buffer<T>]) -> Res {
+fn new_form<T: Float>(s: &Stream, op: MapOp, ins: &[&Buffer<T>], outs: &mut [Buffer<T>]) -> Res {
     let [o0, o1] = outs else {
         return Err("two output buffers".into());
     };
@@ -34,7 +34,7 @@ fn new_form<T: Element>(s: &Stream, op: MapOp, ins: &[&Buffer<T>], outs: &mut [B
     Ok(())
 }
 
-fn measure<T: Element>(b: &Bench, op: MapOp, n: usize) -> Res {
+fn measure<T: Float>(b: &Bench, op: MapOp, n: usize) -> Res {
     let (n_in, n_out) = match op {
         MapOp::Scale | MapOp::Silu | MapOp::GeluTanh => (1, 1),
         MapOp::SwigluBackward => (3, 2),
@@ -50,7 +50,7 @@ fn measure<T: Element>(b: &Bench, op: MapOp, n: usize) -> Res {
     let bytes = ((n_in + n_out) * n * std::mem::size_of::<T>()) as f64;
     let in_refs: Vec<&Buffer<T>> = ins.iter().take(n_in).collect();
     let cells = b.percent_twice(bytes, |s| new_form(s, op, &in_refs, &mut outs))?;
-    let label = format!("{:<18} | {:<4} | {:>9}", op.name(), T::STORAGE.suffix(), n);
+    let label = format!("{:<18} | {:<4} | {:>9}", op.name(), T::TYPE.suffix(), n);
     single_row(&label, cells);
     Ok(())
 }

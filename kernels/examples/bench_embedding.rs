@@ -15,18 +15,18 @@ mod common;
 
 use common::{filled, single_row, Bench, Res};
 use kernel_runtime::{Bf16, Buffer};
-use kernels::cast::Element;
 use kernels::embedding;
+use kernels::Float;
 
 /// One table row.
-fn measure<T: Element>(b: &Bench, backward: bool, [tokens, vocab, hidden]: [usize; 3]) -> Res {
+fn measure<T: Float>(b: &Bench, backward: bool, [tokens, vocab, hidden]: [usize; 3]) -> Res {
     let op = if backward {
         "embedding_backward"
     } else {
         "embedding"
     };
     let shape = format!("{tokens}x{vocab}x{hidden}");
-    let name = format!("{op}/{}/{shape}", T::STORAGE.suffix());
+    let name = format!("{op}/{}/{shape}", T::TYPE.suffix());
     if std::env::var("BENCH_ONLY").is_ok_and(|only| !name.contains(&only)) {
         return Ok(());
     }
@@ -53,7 +53,7 @@ fn measure<T: Element>(b: &Bench, backward: bool, [tokens, vocab, hidden]: [usiz
         }
         Ok(())
     })?;
-    let label = format!("{:<18} | {:<4} | {:<16}", op, T::STORAGE.suffix(), shape);
+    let label = format!("{:<18} | {:<4} | {:<16}", op, T::TYPE.suffix(), shape);
     single_row(&label, cells);
     Ok(())
 }

@@ -20,9 +20,8 @@
 
 use kernel_dsl::Target;
 use kernel_runtime::{Bf16, Buffer, Device, Stream};
-use kernels::gemm::{
-    gemm_with_plan, select, tma_wgmma_bf16_nt, Epilogue, GemmElement, GemmShape, Layout, Math,
-};
+use kernels::gemm::{gemm_with_plan, select, tma_wgmma_bf16_nt, Epilogue, GemmShape, Layout, Math};
+use kernels::Float;
 use std::error::Error;
 
 type Res<T = ()> = Result<T, Box<dyn Error>>;
@@ -85,7 +84,7 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-fn filled<T: GemmElement>(stream: &Stream, n: usize, seed: u32) -> Res<Buffer<T>> {
+fn filled<T: Float>(stream: &Stream, n: usize, seed: u32) -> Res<Buffer<T>> {
     // A cheap deterministic pattern in [-1, 1), never all zeros.
     let host: Vec<T> = (0..n)
         .map(|i| {
@@ -99,7 +98,7 @@ fn filled<T: GemmElement>(stream: &Stream, n: usize, seed: u32) -> Res<Buffer<T>
 /// Filled `A`, `B` and a zeroed `C` for `shape`.
 type Operands<T, O> = (Buffer<T>, Buffer<T>, Buffer<O>);
 
-fn operands<T: GemmElement, O: GemmElement>(b: &Bench, shape: &GemmShape) -> Res<Operands<T, O>> {
+fn operands<T: Float, O: Float>(b: &Bench, shape: &GemmShape) -> Res<Operands<T, O>> {
     let (ar, ac) = shape.layout.a_rows_cols(shape.m, shape.k);
     let (br, bc) = shape.layout.b_rows_cols(shape.n, shape.k);
     Ok((
@@ -112,7 +111,7 @@ fn operands<T: GemmElement, O: GemmElement>(b: &Bench, shape: &GemmShape) -> Res
 /// Our kernel as `gemm` picks it on `target` (the device's, or sm_80 for `mma.sync`), then,
 /// where that kernel is a `#[kernel]` port, the builder kernel it replaces: milliseconds of
 /// each.
-fn ours<T: GemmElement, O: GemmElement>(
+fn ours<T: Float, O: Float>(
     b: &Bench,
     shape: &GemmShape,
     math: Math,
@@ -120,7 +119,7 @@ fn ours<T: GemmElement, O: GemmElement>(
 ) -> Res<(f64, Option<f64>)> {
     let (a, bb, mut c) = operands::<T, O>(b, shape)?;
     let epi = Epilogue::default();
-    let plan = select(T::DTYPE, O::DTYPE, math, shape, target)?;
+    let plan = select(T::TYPE, O::TYPE, math, shape, target)?;
     let ms = b.time(|s| Ok(gemm_with_plan(s, &plan, shape, &a, &bb, &mut c, &epi)?))?;
     let builder = plan.builder();
     if std::ptr::eq(builder.kernel, plan.kernel) {
@@ -137,7 +136,7 @@ fn ours_tma(b: &Bench, shape: &GemmShape, target: Target) -> Res<(f64, Option<f6
     let (m, n, k) = (shape.m as u32, shape.n as u32, shape.k as u32);
     let ms = b.time(|s| Ok(tma_wgmma_bf16_nt(s, &a, &bb, &mut c, m, n, k)?))?;
     let epi = Epilogue::default();
-    let plan = select(Bf16::DTYPE, f32::DTYPE, Math::Fp32, shape, target)?;
+    let plan = select(Bf16::TYPE, f32::TYPE, Math::Fp32, shape, target)?;
     let old = b.time(|s| Ok(gemm_with_plan(s, &plan, shape, &a, &bb, &mut c, &epi)?))?;
     Ok((ms, Some(old)))
 }

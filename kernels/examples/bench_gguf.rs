@@ -17,12 +17,12 @@ mod common;
 
 use common::{filled, Bench, Res};
 use kernel_runtime::{Bf16, Buffer, Stream};
-use kernels::cast::Element;
 use kernels::gemm::{gemm, Epilogue, GemmShape, Layout, Math};
 use kernels::quant::gguf::{
     dequantize, gemv, gemv_q8, prefill, prefill_workspace_len, quantize_activations, GgufFormat,
     GgufMatrix, GgufWeights, QuantizedActivations,
 };
+use kernels::Float;
 
 /// Llama-3-8B's projections, `rows × cols` (N × K): qkv, o, gate_up, down.
 const SHAPES: [(&str, usize, usize); 4] = [
@@ -65,8 +65,8 @@ fn skip(name: &str) -> bool {
     std::env::var("BENCH_ONLY").is_ok_and(|only| !name.contains(&only))
 }
 
-fn gemv_row<T: Element>(b: &Bench, w: &GgufWeights, shape: &str, m: usize) -> Res {
-    let name = format!("gemv/{}/{}/{shape}/m{m}", w.format(), T::STORAGE.suffix());
+fn gemv_row<T: Float>(b: &Bench, w: &GgufWeights, shape: &str, m: usize) -> Res {
+    let name = format!("gemv/{}/{}/{shape}/m{m}", w.format(), T::TYPE.suffix());
     if skip(&name) {
         return Ok(());
     }
@@ -98,7 +98,7 @@ fn gemv_row<T: Element>(b: &Bench, w: &GgufWeights, shape: &str, m: usize) -> Re
     println!(
         "| {:<5} | {:<4} | {:<16} | {:>2} | {} | {} | {} |",
         w.format().name(),
-        T::STORAGE.suffix(),
+        T::TYPE.suffix(),
         format!("{shape} {}x{}", w.rows(), w.cols()),
         m,
         pair(f32_route),

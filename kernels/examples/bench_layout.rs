@@ -14,9 +14,9 @@ mod common;
 
 use common::{filled, single_row, Bench, Res};
 use kernel_runtime::{Bf16, Buffer, Stream};
-use kernels::cast::Element;
 use kernels::layout::{self, PagedLayout};
 use kernels::Error;
+use kernels::Float;
 
 /// Launches per timed run (`BENCH_BATCH`, default 1). A short kernel's time from one launch
 /// includes the host's launch cost; back-to-back launches overlap it with the kernel before.
@@ -57,10 +57,10 @@ fn selected(op: &str, dtype: &str, shape: &str) -> bool {
     !std::env::var("BENCH_ONLY").is_ok_and(|only| !name.contains(&only))
 }
 
-fn bench<T: Element>(b: &Bench) -> Res {
+fn bench<T: Float>(b: &Bench) -> Res {
     let s = &b.stream;
     let e = std::mem::size_of::<T>();
-    let dt = T::STORAGE.suffix();
+    let dt = T::TYPE.suffix();
     let (tokens, heads, head_dim) = if Bench::small() {
         (5, 4, 128)
     } else {

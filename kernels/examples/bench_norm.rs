@@ -15,8 +15,8 @@ mod common;
 
 use common::{filled, row, Bench, Res};
 use kernel_runtime::{Bf16, Buffer};
-use kernels::cast::Element;
 use kernels::norm;
+use kernels::Float;
 
 /// The norms, each in its builder and its `#[kernel]` form.
 #[derive(Clone, Copy)]
@@ -49,8 +49,8 @@ impl Op {
 }
 
 /// One table row: the builder kernel and the `#[kernel]` one on the same buffers.
-fn compare<T: Element>(b: &Bench, op: Op, rows: usize, cols: usize) -> Res {
-    let name = format!("{}/{}/{rows}x{cols}", op.name(), T::STORAGE.suffix());
+fn compare<T: Float>(b: &Bench, op: Op, rows: usize, cols: usize) -> Res {
+    let name = format!("{}/{}/{rows}x{cols}", op.name(), T::TYPE.suffix());
     if std::env::var("BENCH_ONLY").is_ok_and(|only| !name.contains(&only)) {
         return Ok(());
     }
@@ -107,7 +107,7 @@ fn compare<T: Element>(b: &Bench, op: Op, rows: usize, cols: usize) -> Res {
     let label = format!(
         "{:<19} | {:<4} | {:>6}x{:<5}",
         op.name(),
-        T::STORAGE.suffix(),
+        T::TYPE.suffix(),
         rows,
         cols
     );

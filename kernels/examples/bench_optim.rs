@@ -15,9 +15,9 @@ mod common;
 
 use common::{filled, row, single_row, Bench, Res};
 use kernel_runtime::{Bf16, Buffer, Stream};
-use kernels::cast::Element;
 use kernels::clip;
 use kernels::optim::{AdamW, AdamWConfig, AdamWState};
+use kernels::Float;
 
 /// Whether `BENCH_ONLY` leaves out the row `name`.
 fn skipped(name: &str) -> bool {
@@ -138,7 +138,7 @@ fn bench_adamw(b: &Bench) -> Res {
 }
 
 /// The clipping rows for gradients stored as `T`.
-fn bench_clip<T: Element>(b: &Bench) -> Res {
+fn bench_clip<T: Float>(b: &Bench) -> Res {
     let n = if Bench::small() {
         20_000 + 3
     } else {
@@ -149,7 +149,7 @@ fn bench_clip<T: Element>(b: &Bench) -> Res {
     } else {
         "100M".into()
     };
-    let dtype = T::STORAGE.suffix();
+    let dtype = T::TYPE.suffix();
     let mut g = filled::<T>(&b.stream, n, 41)?;
     let mut ws = Buffer::<f32>::zeros(&b.stream, clip::WORKSPACE_LEN as usize)?;
     let mut out = Buffer::<f32>::zeros(&b.stream, 2)?;

@@ -13,11 +13,11 @@ mod common;
 
 use common::{filled, single_row, Bench, Res};
 use kernel_runtime::{Bf16, Buffer};
-use kernels::cast::Element;
 use kernels::rope::{self, Rope, RopeLayout};
+use kernels::Float;
 
 /// One table row.
-fn measure<T: Element>(
+fn measure<T: Float>(
     b: &Bench,
     backward: bool,
     layout: RopeLayout,
@@ -25,7 +25,7 @@ fn measure<T: Element>(
 ) -> Res {
     let op = if backward { "rope_backward" } else { "rope" };
     let shape = format!("{tokens}x{heads}x{head_dim}/{rotary_dim}");
-    let name = format!("{op}/{}/{layout:?}/{shape}", T::STORAGE.suffix());
+    let name = format!("{op}/{}/{layout:?}/{shape}", T::TYPE.suffix());
     if std::env::var("BENCH_ONLY").is_ok_and(|only| !name.contains(&only)) {
         return Ok(());
     }
@@ -62,7 +62,7 @@ fn measure<T: Element>(
     let label = format!(
         "{:<13} | {:<4} | {:<11} | {:<16}",
         op,
-        T::STORAGE.suffix(),
+        T::TYPE.suffix(),
         format!("{layout:?}"),
         shape
     );

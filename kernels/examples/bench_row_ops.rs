@@ -15,11 +15,11 @@ mod common;
 use common::{Bench, Res};
 use kernel_runtime::{Bf16, Buffer, Stream};
 use kernels::argmax::{argmax, argmax_workspace};
-use kernels::cast::Element;
 use kernels::cross_entropy::cross_entropy;
 use kernels::embedding::{embedding, embedding_backward};
 use kernels::rope::{rope, rope_backward, Rope, RopeLayout};
 use kernels::Error;
+use kernels::Float;
 
 /// Median milliseconds of an op over the timed runs (`Bench::time`, for ops that return the
 /// library's error).
@@ -34,7 +34,7 @@ fn report(bench: &Bench, op: &str, dtype: &str, shape: &str, bytes: usize, ms: f
     println!("| {op:<24} | {dtype:<5} | {shape:<22} | {ms:>9.4} | {gbs:>8.1} | {pct:>6.1}% |");
 }
 
-fn random<T: Element>(stream: &Stream, n: usize, seed: u64, lo: f32, hi: f32) -> Res<Buffer<T>> {
+fn random<T: Float>(stream: &Stream, n: usize, seed: u64, lo: f32, hi: f32) -> Res<Buffer<T>> {
     let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
     let host: Vec<T> = (0..n)
         .map(|_| {
@@ -48,11 +48,11 @@ fn random<T: Element>(stream: &Stream, n: usize, seed: u64, lo: f32, hi: f32) ->
     Ok(Buffer::from_host(stream, &host)?)
 }
 
-fn dtype_name<T: Element>() -> &'static str {
-    T::STORAGE.suffix()
+fn dtype_name<T: Float>() -> &'static str {
+    T::TYPE.suffix()
 }
 
-fn bench_vocab<T: Element>(bench: &Bench) -> Res {
+fn bench_vocab<T: Float>(bench: &Bench) -> Res {
     let (rows, vocab) = if Bench::small() {
         (5, 3000)
     } else {
@@ -75,7 +75,7 @@ fn bench_vocab<T: Element>(bench: &Bench) -> Res {
     let mut row_loss = Buffer::<f32>::zeros(s, rows)?;
     let mut loss = Buffer::<f32>::zeros(s, 2)?;
     let shape = format!("{rows}×{vocab}");
-    let bytes = 2 * n * T::STORAGE.bytes() + rows * 8;
+    let bytes = 2 * n * T::TYPE.bytes() + rows * 8;
     let ms = timed(bench, |s| {
         cross_entropy(
             s,
@@ -103,13 +103,13 @@ fn bench_vocab<T: Element>(bench: &Bench) -> Res {
         "argmax",
         dtype_name::<T>(),
         &shape,
-        decode_rows * vocab * T::STORAGE.bytes(),
+        decode_rows * vocab * T::TYPE.bytes(),
         ms,
     );
     Ok(())
 }
 
-fn bench_rope<T: Element>(bench: &Bench) -> Res {
+fn bench_rope<T: Float>(bench: &Bench) -> Res {
     let (tokens, heads, head_dim) = if Bench::small() {
         (5, 4, 128)
     } else {
@@ -122,7 +122,7 @@ fn bench_rope<T: Element>(bench: &Bench) -> Res {
     let positions = Buffer::from_host(s, &positions)?;
     let mut y = Buffer::<T>::zeros(s, n)?;
     let shape = format!("{tokens}×{heads}×{head_dim}");
-    let bytes = 2 * n * T::STORAGE.bytes() + tokens * 4;
+    let bytes = 2 * n * T::TYPE.bytes() + tokens * 4;
     for layout in [RopeLayout::NeoX, RopeLayout::Interleaved] {
         let spec = Rope {
             layout,
@@ -154,7 +154,7 @@ fn bench_rope<T: Element>(bench: &Bench) -> Res {
     Ok(())
 }
 
-fn bench_embedding<T: Element>(bench: &Bench) -> Res {
+fn bench_embedding<T: Float>(bench: &Bench) -> Res {
     let (tokens, vocab, hidden) = if Bench::small() {
         (40, 300, 64)
     } else {
@@ -167,7 +167,7 @@ fn bench_embedding<T: Element>(bench: &Bench) -> Res {
         .collect();
     let ids = Buffer::from_host(s, &ids)?;
     let mut out = Buffer::<T>::zeros(s, tokens * hidden)?;
-    let e = T::STORAGE.bytes();
+    let e = T::TYPE.bytes();
     let shape = format!("{tokens}×{vocab}×{hidden}");
     let ms = timed(bench, |s| {
         embedding(s, &table, &ids, &mut out, tokens, vocab, hidden)

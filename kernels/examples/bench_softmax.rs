@@ -13,8 +13,8 @@ mod common;
 
 use common::{filled, Bench, Res};
 use kernel_runtime::{Bf16, Buffer};
-use kernels::cast::Element;
 use kernels::softmax::{self, Mask};
+use kernels::Float;
 
 #[derive(Clone, Copy, PartialEq)]
 enum Op {
@@ -34,11 +34,11 @@ impl Op {
 }
 
 /// One table row.
-fn measure<T: Element>(b: &Bench, op: Op, rows: usize, cols: usize) -> Res {
+fn measure<T: Float>(b: &Bench, op: Op, rows: usize, cols: usize) -> Res {
     let name = format!(
         "{}/{}/{rows}x{cols}",
         op.name().replace(' ', "_"),
-        T::STORAGE.suffix()
+        T::TYPE.suffix()
     );
     if std::env::var("BENCH_ONLY").is_ok_and(|only| !name.contains(&only)) {
         return Ok(());
@@ -76,7 +76,7 @@ fn measure<T: Element>(b: &Bench, op: Op, rows: usize, cols: usize) -> Res {
     let label = format!(
         "{:<16} | {:<4} | {:>6}x{:<5}",
         op.name(),
-        T::STORAGE.suffix(),
+        T::TYPE.suffix(),
         rows,
         cols
     );

@@ -16,11 +16,11 @@ mod common;
 
 use common::{Bench, Res};
 use kernel_runtime::{Bf16, Buffer, Stream};
-use kernels::cast::Element;
 use kernels::clip;
 use kernels::elementwise as ew;
 use kernels::norm;
 use kernels::optim::{AdamW, AdamWConfig, AdamWState};
+use kernels::Float;
 
 /// Times `f`, which moves `bytes`, and prints one table row.
 fn row(
@@ -38,7 +38,7 @@ fn row(
     Ok(())
 }
 
-fn filled<T: Element>(stream: &Stream, n: usize, seed: u32) -> Res<Buffer<T>> {
+fn filled<T: Float>(stream: &Stream, n: usize, seed: u32) -> Res<Buffer<T>> {
     // A cheap deterministic pattern in [-1, 1), never all zeros.
     let host: Vec<T> = (0..n)
         .map(|i| {
@@ -49,11 +49,11 @@ fn filled<T: Element>(stream: &Stream, n: usize, seed: u32) -> Res<Buffer<T>> {
     Ok(Buffer::from_host(stream, &host)?)
 }
 
-fn dtype<T: Element>() -> &'static str {
-    T::STORAGE.suffix()
+fn dtype<T: Float>() -> &'static str {
+    T::TYPE.suffix()
 }
 
-fn bench_norms<T: Element>(b: &Bench) -> Res {
+fn bench_norms<T: Float>(b: &Bench) -> Res {
     let (rows, cols) = if Bench::small() {
         (8, 256)
     } else {
@@ -101,7 +101,7 @@ fn bench_norms<T: Element>(b: &Bench) -> Res {
     Ok(())
 }
 
-fn bench_elementwise<T: Element>(b: &Bench) -> Res {
+fn bench_elementwise<T: Float>(b: &Bench) -> Res {
     let n = if Bench::small() {
         4096 + 3
     } else {
@@ -224,7 +224,7 @@ fn bench_adamw(b: &Bench) -> Res {
     Ok(())
 }
 
-fn bench_clip<T: Element>(b: &Bench) -> Res {
+fn bench_clip<T: Float>(b: &Bench) -> Res {
     let n = if Bench::small() {
         20_000 + 3
     } else {

@@ -10,6 +10,7 @@
 #[allow(dead_code)]
 mod codegen;
 mod error;
+mod float;
 mod lang;
 mod op_kernel;
 // `#[device]` row helpers, before the op modules whose kernels call them.
@@ -33,9 +34,9 @@ pub mod quant;
 pub mod rope;
 pub mod softmax;
 
-pub use cast::Element;
 pub use error::{check_len, Error};
-pub use kernels_gen::Storage;
+pub use float::Float;
+pub use kernels_gen::FloatType;
 pub use op_kernel::OpKernel;
 
 /// Every kernel specialization the library ships, in a fixed order.

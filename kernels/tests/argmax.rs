@@ -5,14 +5,14 @@ mod common_rowwise;
 use common_rowwise::{stream, upload, Rng};
 use kernel_runtime::{Bf16, Buffer};
 use kernels::argmax::{argmax, argmax_workspace, reference};
-use kernels::cast::Element;
 use kernels::Error;
+use kernels::Float;
 
 fn workspace(s: &kernel_runtime::Stream, rows: usize, cols: usize) -> Buffer<u32> {
     Buffer::zeros(s, argmax_workspace(rows, cols)).unwrap()
 }
 
-fn matches_reference<T: Element>() {
+fn matches_reference<T: Float>() {
     let s = stream();
     let mut rng = Rng::new(21);
     for &(rows, cols) in &[(1, 1), (3, 7), (3, 33), (1, 4097), (3, 512), (2, 20000)] {

@@ -4,7 +4,8 @@ mod common_tensor;
 
 use common_tensor::*;
 use kernel_runtime::{Bf16, Buffer, F16};
-use kernels::cast::{cast, CastElem};
+use kernels::cast::cast;
+use kernels::Float;
 
 const LENGTHS: [usize; 6] = [1, 7, 8, 33, 4097, 10_000];
 
@@ -165,7 +166,7 @@ fn narrowing_casts_match_the_independent_reference() {
 }
 
 /// The host's conversions for each element type.
-trait Host: CastElem {
+trait Host: Float {
     fn round(v: f32) -> Self;
     fn widen(self) -> f32;
     fn bits(self) -> u32;

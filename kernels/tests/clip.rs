@@ -4,8 +4,8 @@ mod common_tensor;
 
 use common_tensor::*;
 use kernel_runtime::{Bf16, Buffer, Stream};
-use kernels::cast::Element;
 use kernels::clip::{self, reference, WORKSPACE_LEN};
+use kernels::Float;
 
 const LENGTHS: [usize; 6] = [1, 7, 33, 4097, 70_001, 300_000];
 
@@ -16,14 +16,14 @@ fn buffers(stream: &Stream) -> (Buffer<f32>, Buffer<f32>) {
     )
 }
 
-fn clip_case<T: Element>(n: usize, max_norm: f32, seed: u64) -> Vec<u32> {
+fn clip_case<T: Float>(n: usize, max_norm: f32, seed: u64) -> Vec<u32> {
     let stream = emulator();
     let (mut g, gh) = upload::<T>(&stream, &Rng::new(seed).vec(n, -1.0, 1.0));
     let (mut ws, mut out) = buffers(&stream);
     clip::clip_grad_norm(&stream, &mut g, max_norm, &mut ws, &mut out).unwrap();
     let (norm, scale) = reference::norm_and_scale(&gh, max_norm as f64);
     let got = download(&stream, &out);
-    let what = format!("clip n={n} {:?}", T::STORAGE);
+    let what = format!("clip n={n} {:?}", T::TYPE);
     let tight = Tol {
         atol: 0.0,
         rtol: 1e-5,

@@ -4,9 +4,9 @@ mod common_rowwise;
 
 use common_rowwise::{assert_close, bits, download, poisoned, stream, tol, upload, Rng};
 use kernel_runtime::{Bf16, Buffer};
-use kernels::cast::Element;
 use kernels::cross_entropy::{cross_entropy, reference};
 use kernels::Error;
+use kernels::Float;
 
 const IGNORE: i32 = -100;
 
@@ -22,7 +22,7 @@ fn targets(rng: &mut Rng, rows: usize, cols: usize) -> Vec<i32> {
         .collect()
 }
 
-fn matches_reference<T: Element>() {
+fn matches_reference<T: Float>() {
     let s = stream();
     let mut rng = Rng::new(31);
     for &(rows, cols) in &[

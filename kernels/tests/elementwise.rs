@@ -4,15 +4,15 @@ mod common_tensor;
 
 use common_tensor::*;
 use kernel_runtime::{Bf16, Buffer, Stream};
-use kernels::cast::Element;
 use kernels::elementwise::{self as ew, reference};
+use kernels::Float;
 
 const LENGTHS: [usize; 6] = [1, 7, 8, 33, 4097, 10_001];
 
 type Ref1 = fn(f64) -> f64;
 
 /// Runs a one-input op at every length and compares with `want`.
-fn unary<T: Element>(name: &str, op: impl Fn(&Stream, &Buffer<T>, &mut Buffer<T>), want: Ref1) {
+fn unary<T: Float>(name: &str, op: impl Fn(&Stream, &Buffer<T>, &mut Buffer<T>), want: Ref1) {
     let stream = emulator();
     for n in LENGTHS {
         let (x, xh) = upload::<T>(&stream, &Rng::new(n as u64).vec(n, -6.0, 6.0));
@@ -29,7 +29,7 @@ fn unary<T: Element>(name: &str, op: impl Fn(&Stream, &Buffer<T>, &mut Buffer<T>
 }
 
 /// Runs a two-input op at every length and compares with `want`.
-fn binary<T: Element>(
+fn binary<T: Float>(
     name: &str,
     op: impl Fn(&Stream, &Buffer<T>, &Buffer<T>, &mut Buffer<T>),
     want: fn(f64, f64) -> f64,
@@ -51,7 +51,7 @@ fn binary<T: Element>(
     }
 }
 
-fn all_ops<T: Element>() {
+fn all_ops<T: Float>() {
     binary::<T>(
         "add",
         |s, a, b, o| ew::add(s, a, b, o).unwrap(),
@@ -104,7 +104,7 @@ fn elementwise_ops_match_reference_at_odd_lengths_bf16() {
     all_ops::<Bf16>();
 }
 
-fn swiglu_backward_case<T: Element>(n: usize) -> (Vec<u32>, Vec<u32>) {
+fn swiglu_backward_case<T: Float>(n: usize) -> (Vec<u32>, Vec<u32>) {
     let stream = emulator();
     let mut rng = Rng::new(n as u64 + 9);
     let (g, gh) = upload::<T>(&stream, &rng.vec(n, -6.0, 6.0));

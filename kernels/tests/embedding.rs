@@ -4,9 +4,9 @@ mod common_rowwise;
 
 use common_rowwise::{assert_close, bits, download, poisoned, stream, tol, upload, Rng};
 use kernel_runtime::{Bf16, Buffer};
-use kernels::cast::Element;
 use kernels::embedding::{embedding, embedding_backward, reference};
 use kernels::Error;
+use kernels::Float;
 
 /// (tokens, vocab, hidden): repeated ids, odd widths, several warps' worth of rows.
 const SHAPES: &[(usize, usize, usize)] = &[
@@ -27,7 +27,7 @@ fn ids(rng: &mut Rng, tokens: usize, vocab: usize) -> Vec<u32> {
     (0..tokens).map(|_| rng.below(vocab as u32)).collect()
 }
 
-fn gather_matches_reference<T: Element>() {
+fn gather_matches_reference<T: Float>() {
     let s = stream();
     let mut rng = Rng::new(51);
     for &(tokens, vocab, hidden) in SHAPES.iter().chain(WIDE) {
@@ -76,7 +76,7 @@ fn an_unknown_id_gathers_nan_in_bf16_too() {
     assert!(got[16..].iter().all(|&v| v == 1.0), "{got:?}");
 }
 
-fn backward_matches_reference<T: Element>() {
+fn backward_matches_reference<T: Float>() {
     let s = stream();
     let mut rng = Rng::new(52);
     for &(tokens, vocab, hidden) in SHAPES.iter().chain(WIDE) {
@@ -102,7 +102,7 @@ fn backward_matches_reference<T: Element>() {
 
 /// `dtable` as the op documents it: each row the sum of its tokens' gradient rows in token
 /// order, each addition rounded to `T`.
-fn ordered_sums<T: Element>(dout: &[f32], ids: &[u32], vocab: usize, hidden: usize) -> Vec<f32> {
+fn ordered_sums<T: Float>(dout: &[f32], ids: &[u32], vocab: usize, hidden: usize) -> Vec<f32> {
     let mut acc = vec![0.0f32; vocab * hidden];
     for (t, &v) in ids.iter().enumerate() {
         let v = v as usize;

@@ -448,8 +448,8 @@ fn gemms(s: &mut Sweep) {
             s.case(&op("select + gemm_with_plan"), size, |s| {
                 let shape = GemmShape::batched(Layout::Nn, b, m, n, k);
                 let plan = gemm::select(
-                    gemm::Dtype::F32,
-                    gemm::Dtype::F32,
+                    kernels::FloatType::F32,
+                    kernels::FloatType::F32,
                     Math::Fp32,
                     &shape,
                     kernel_dsl_target(),

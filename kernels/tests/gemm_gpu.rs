@@ -6,7 +6,8 @@ mod common_gemm;
 
 use common_gemm::*;
 use kernel_runtime::{Bf16, F16};
-use kernels::gemm::{Activation, Dtype, GemmShape, Layout, Math};
+use kernels::gemm::{Activation, GemmShape, Layout, Math};
+use kernels::FloatType;
 
 const MID: [(usize, usize, usize); 4] = [
     (513, 1031, 257),
@@ -46,8 +47,9 @@ fn gpu_simt_matches_the_reference_with_every_epilogue() {
         for (i, epi) in epilogue_cases().into_iter().enumerate() {
             let (m, n, k) = MID[i % MID.len()];
             let shape = GemmShape::new(layout, m, n, k);
-            let plan = kernels::gemm::select(Dtype::F32, Dtype::F32, Math::Fp32, &shape, target)
-                .expect("plan");
+            let plan =
+                kernels::gemm::select(FloatType::F32, FloatType::F32, Math::Fp32, &shape, target)
+                    .expect("plan");
             let seed = 300 + i as u64;
             check_plan::<f32, f32>(&stream, &shape, epi, &plan, F32_TOL, seed);
         }
@@ -71,22 +73,22 @@ fn gpu_mma_sync_kernel_and_builder_match_the_reference_for_every_spec() {
         {
             let epi = epis[i % epis.len()];
             let seed = 500 + i as u64;
-            let plan = |i: Dtype, o: Dtype, math| {
+            let plan = |i: FloatType, o: FloatType, math| {
                 kernels::gemm::select(i, o, math, shape, sm80).expect("plan")
             };
-            for p in both(plan(Dtype::Bf16, Dtype::F32, Math::Fp32)) {
+            for p in both(plan(FloatType::Bf16, FloatType::F32, Math::Fp32)) {
                 check_plan::<Bf16, f32>(&stream, shape, epi, &p, F32_OUT_16_IN, seed);
             }
-            for p in both(plan(Dtype::Bf16, Dtype::Bf16, Math::Fp32)) {
+            for p in both(plan(FloatType::Bf16, FloatType::Bf16, Math::Fp32)) {
                 check_plan::<Bf16, Bf16>(&stream, shape, epi, &p, BF16_OUT, seed);
             }
-            for p in both(plan(Dtype::F16, Dtype::F32, Math::Fp32)) {
+            for p in both(plan(FloatType::F16, FloatType::F32, Math::Fp32)) {
                 check_plan::<F16, f32>(&stream, shape, epi, &p, F32_OUT_16_IN, seed);
             }
-            for p in both(plan(Dtype::F16, Dtype::F16, Math::Fp32)) {
+            for p in both(plan(FloatType::F16, FloatType::F16, Math::Fp32)) {
                 check_plan::<F16, F16>(&stream, shape, epi, &p, F16_OUT, seed);
             }
-            for p in both(plan(Dtype::F32, Dtype::F32, Math::Tf32)) {
+            for p in both(plan(FloatType::F32, FloatType::F32, Math::Tf32)) {
                 check_plan::<f32, f32>(&stream, shape, epi, &p, TF32_TOL, seed);
             }
         }
@@ -134,8 +136,9 @@ fn gpu_tensor_cores_match_reference_at_aligned_ragged_shapes() {
     let target = stream.device().target();
     for layout in Layout::ALL {
         for (i, shape) in shapes(layout, &ALIGNED).iter().enumerate() {
-            let plan = kernels::gemm::select(Dtype::Bf16, Dtype::Bf16, Math::Fp32, shape, target)
-                .expect("plan");
+            let plan =
+                kernels::gemm::select(FloatType::Bf16, FloatType::Bf16, Math::Fp32, shape, target)
+                    .expect("plan");
             let name = plan.kernel.kernel().name.clone();
             println!("{shape:?}: {name}");
             let seed = 400 + i as u64;
@@ -265,22 +268,22 @@ fn gpu_every_gemm_kernel_matches_reference_at_small_shapes() {
     for layout in Layout::ALL {
         for (i, shape) in shapes(layout, &small).iter().enumerate() {
             let seed = 900 + i as u64;
-            let plan = |i: Dtype, o: Dtype, math, on| {
+            let plan = |i: FloatType, o: FloatType, math, on| {
                 kernels::gemm::select(i, o, math, shape, on).expect("plan")
             };
-            let p = plan(Dtype::F32, Dtype::F32, Math::Fp32, target);
+            let p = plan(FloatType::F32, FloatType::F32, Math::Fp32, target);
             check_plan::<f32, f32>(&stream, shape, epi, &p, F32_TOL, seed);
             for on in [sm80, target] {
-                let p = plan(Dtype::Bf16, Dtype::F32, Math::Fp32, on);
+                let p = plan(FloatType::Bf16, FloatType::F32, Math::Fp32, on);
                 check_plan::<Bf16, f32>(&stream, shape, epi, &p, F32_OUT_16_IN, seed);
                 check_plan::<Bf16, f32>(&stream, shape, epi, &p.builder(), F32_OUT_16_IN, seed);
-                let p = plan(Dtype::Bf16, Dtype::Bf16, Math::Fp32, on);
+                let p = plan(FloatType::Bf16, FloatType::Bf16, Math::Fp32, on);
                 check_plan::<Bf16, Bf16>(&stream, shape, epi, &p, BF16_OUT, seed);
-                let p = plan(Dtype::F16, Dtype::F16, Math::Fp32, on);
+                let p = plan(FloatType::F16, FloatType::F16, Math::Fp32, on);
                 check_plan::<F16, F16>(&stream, shape, epi, &p, F16_OUT, seed);
-                let p = plan(Dtype::F16, Dtype::F32, Math::Fp32, on);
+                let p = plan(FloatType::F16, FloatType::F32, Math::Fp32, on);
                 check_plan::<F16, f32>(&stream, shape, epi, &p, F32_OUT_16_IN, seed);
-                let p = plan(Dtype::F32, Dtype::F32, Math::Tf32, on);
+                let p = plan(FloatType::F32, FloatType::F32, Math::Tf32, on);
                 check_plan::<f32, f32>(&stream, shape, epi, &p, TF32_TOL, seed);
             }
         }

@@ -4,7 +4,8 @@ mod common_gemm;
 
 use common_gemm::*;
 use kernel_dsl::Target;
-use kernels::gemm::{gemm, select, Activation, Dtype, Epilogue, GemmShape, Layout, Math};
+use kernels::gemm::{gemm, select, Activation, Epilogue, GemmShape, Layout, Math};
+use kernels::FloatType;
 
 #[test]
 fn simt_f32_matches_reference_at_odd_shapes_in_every_layout() {
@@ -198,7 +199,14 @@ fn simt_matches_the_reference_in_every_layout_and_epilogue_at_ragged_shapes() {
                 (shape.stride_a, shape.stride_b, shape.stride_c) =
                     (ar * shape.lda, br * shape.ldb, m * shape.ldc);
             }
-            let plan = select(Dtype::F32, Dtype::F32, Math::Fp32, &shape, Target::Sm80).unwrap();
+            let plan = select(
+                FloatType::F32,
+                FloatType::F32,
+                Math::Fp32,
+                &shape,
+                Target::Sm80,
+            )
+            .unwrap();
             assert!(plan.kernel.kernel().name.starts_with("gemm_simt__"));
             check_plan::<f32, f32>(&stream, &shape, epi, &plan, F32_TOL, 200 + i as u64);
         }

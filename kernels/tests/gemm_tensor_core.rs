@@ -152,17 +152,17 @@ fn hopper_with_16_bit_inputs_selects_wgmma_and_tf32_mma_sync() {
                 .expect("plan");
         plan.kernel.kernel().name
     };
-    use kernels::gemm::Dtype;
+    use kernels::FloatType;
     // 16-byte aligned rows: the copy engine feeds wgmma.
-    assert!(pick(Dtype::Bf16, Layout::Nt).starts_with("gemm_wgmma_tma_bf16"));
-    assert!(pick(Dtype::F16, Layout::Nt).starts_with("gemm_wgmma_tma_f16"));
-    assert!(pick(Dtype::Bf16, Layout::Nn).starts_with("gemm_wgmma_tma_bf16"));
-    assert!(pick(Dtype::Bf16, Layout::Tn).starts_with("gemm_wgmma_tma_bf16"));
+    assert!(pick(FloatType::Bf16, Layout::Nt).starts_with("gemm_wgmma_tma_bf16"));
+    assert!(pick(FloatType::F16, Layout::Nt).starts_with("gemm_wgmma_tma_f16"));
+    assert!(pick(FloatType::Bf16, Layout::Nn).starts_with("gemm_wgmma_tma_bf16"));
+    assert!(pick(FloatType::Bf16, Layout::Tn).starts_with("gemm_wgmma_tma_bf16"));
     // Rows the copy engine cannot address (a leading dimension of 257 halves): cp.async.
     let odd = GemmShape::new(Layout::Nt, 256, 256, 257);
     let plan = kernels::gemm::select(
-        Dtype::Bf16,
-        Dtype::Bf16,
+        FloatType::Bf16,
+        FloatType::Bf16,
         Math::Fp32,
         &odd,
         kernel_dsl::Target::Sm90,
@@ -170,8 +170,8 @@ fn hopper_with_16_bit_inputs_selects_wgmma_and_tf32_mma_sync() {
     .expect("plan");
     assert!(plan.kernel.kernel().name.starts_with("gemm_wgmma_bf16"));
     let tf32 = kernels::gemm::select(
-        Dtype::F32,
-        Dtype::F32,
+        FloatType::F32,
+        FloatType::F32,
         Math::Tf32,
         &GemmShape::new(Layout::Nt, 8, 8, 8),
         kernel_dsl::Target::Sm90,
@@ -183,8 +183,8 @@ fn hopper_with_16_bit_inputs_selects_wgmma_and_tf32_mma_sync() {
         .name
         .starts_with("gemm_mma__f32_f32_tf32mma"));
     let sm80 = kernels::gemm::select(
-        Dtype::Bf16,
-        Dtype::Bf16,
+        FloatType::Bf16,
+        FloatType::Bf16,
         Math::Fp32,
         &GemmShape::new(Layout::Nt, 8, 8, 8),
         kernel_dsl::Target::Sm80,
@@ -200,8 +200,8 @@ fn hopper_with_16_bit_inputs_selects_wgmma_and_tf32_mma_sync() {
 /// The kernel `gemm` runs for bf16 `shape` on the emulated Hopper.
 fn hopper_kernel(shape: &GemmShape) -> String {
     let plan = kernels::gemm::select(
-        kernels::gemm::Dtype::Bf16,
-        kernels::gemm::Dtype::Bf16,
+        kernels::FloatType::Bf16,
+        kernels::FloatType::Bf16,
         Math::Fp32,
         shape,
         kernel_dsl::Target::Sm90a,
@@ -337,8 +337,8 @@ fn a_plan_runs_only_the_problem_it_was_made_for() {
     let shape = GemmShape::new(Layout::Nn, 33, 17, 40);
     check_on_target::<Bf16, f32>(&stream, &shape, kernel_dsl::Target::Sm80, F32_OUT_16_IN, 9);
     let plan = kernels::gemm::select(
-        kernels::gemm::Dtype::Bf16,
-        kernels::gemm::Dtype::F32,
+        kernels::FloatType::Bf16,
+        kernels::FloatType::F32,
         Math::Fp32,
         &shape,
         kernel_dsl::Target::Sm80,
@@ -361,7 +361,7 @@ fn a_plan_runs_only_the_problem_it_was_made_for() {
 /// Runs the sm_80 `mma.sync` plan for `T` → `O` (the `#[kernel]` GEMM) and its builder form
 /// on `shape` with `epi`; both must match the reference, and each other bit for bit (the
 /// same tiles multiplied in the same order, the same epilogue arithmetic).
-fn kernel_and_builder<T: kernels::gemm::GemmElement, O: kernels::gemm::GemmElement>(
+fn kernel_and_builder<T: kernels::Float, O: kernels::Float>(
     stream: &kernel_runtime::Stream,
     shape: &GemmShape,
     epi: EpiCase,
@@ -369,7 +369,7 @@ fn kernel_and_builder<T: kernels::gemm::GemmElement, O: kernels::gemm::GemmEleme
     tol: Tol,
     seed: u64,
 ) {
-    let plan = kernels::gemm::select(T::DTYPE, O::DTYPE, math, shape, kernel_dsl::Target::Sm80)
+    let plan = kernels::gemm::select(T::TYPE, O::TYPE, math, shape, kernel_dsl::Target::Sm80)
         .expect("plan");
     let builder = plan.builder();
     assert!(plan.kernel.kernel().name.starts_with("gemm_mma__"));

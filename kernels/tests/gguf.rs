@@ -6,12 +6,12 @@ mod common_rowwise;
 
 use common_rowwise::{download, poisoned, stream, upload, Rng};
 use kernel_runtime::{Bf16, Buffer, Stream};
-use kernels::cast::Element;
 use kernels::quant::gguf::reference::{matmul_nt, rms_norm};
 use kernels::quant::gguf::{
     dequantize, gemv, gemv_rms_norm, prefill, prefill_workspace_len, GgufFormat, GgufMatrix,
 };
-use kernels::{Error, Storage};
+use kernels::Float;
+use kernels::{Error, FloatType};
 
 /// Byte offsets of a block's f16 fields; random bits there could be NaN or infinity, which
 /// real weights never hold.
@@ -38,7 +38,7 @@ fn random_matrix(format: GgufFormat, rows: usize, cols: usize, rng: &mut Rng) ->
     GgufMatrix::from_bytes(format, rows, cols, bytes).expect("whole blocks")
 }
 
-fn dequantize_exactly<T: Element>(s: &Stream, format: GgufFormat, rows: usize, cols: usize) {
+fn dequantize_exactly<T: Float>(s: &Stream, format: GgufFormat, rows: usize, cols: usize) {
     let mut rng = Rng::new(7 + cols as u64);
     let q = random_matrix(format, rows, cols, &mut rng);
     let mut out = poisoned::<T>(s, rows * cols);
@@ -50,7 +50,7 @@ fn dequantize_exactly<T: Element>(s: &Stream, format: GgufFormat, rows: usize, c
         .collect();
     let got: Vec<u32> = download(s, &out).iter().map(|v| v.to_bits()).collect();
     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-        assert_eq!(g, w, "{format} → {:?}: weight {i}", T::STORAGE);
+        assert_eq!(g, w, "{format} → {:?}: weight {i}", T::TYPE);
     }
 }
 
@@ -117,10 +117,11 @@ fn quantize_then_dequantize_stays_within_each_formats_error() {
 }
 
 /// `|got − want| ≤ 2e-5·Σ|x·w|` (f32 accumulation) plus the output's rounding for bf16.
-fn assert_product(what: &str, got: &[f32], want: &[f64], magnitude: &[f64], storage: Storage) {
+fn assert_product(what: &str, got: &[f32], want: &[f64], magnitude: &[f64], storage: FloatType) {
     let out_tol = match storage {
-        Storage::F32 => 0.0,
-        Storage::Bf16 => 1.0 / 256.0,
+        FloatType::F32 => 0.0,
+        FloatType::Bf16 => 1.0 / 256.0,
+        FloatType::F16 => unreachable!("these ops have no f16 kernels"),
     };
     for (i, ((&g, &w), &mag)) in got.iter().zip(want).zip(magnitude).enumerate() {
         let err = (g as f64 - w).abs();
@@ -136,7 +137,7 @@ fn abs(v: &[f32]) -> Vec<f32> {
     v.iter().map(|a| a.abs()).collect()
 }
 
-fn gemv_at<T: Element>(s: &Stream, format: GgufFormat, m: usize, n: usize, k: usize) {
+fn gemv_at<T: Float>(s: &Stream, format: GgufFormat, m: usize, n: usize, k: usize) {
     let mut rng = Rng::new((m * 31 + n * 7 + k) as u64);
     let q = GgufMatrix::quantize(format, n, k, &weights(&mut rng, n * k)).unwrap();
     let wd = q.dequantize();
@@ -144,10 +145,10 @@ fn gemv_at<T: Element>(s: &Stream, format: GgufFormat, m: usize, n: usize, k: us
     let (x, xh) = upload::<T>(s, &rng.vec(m * k, -1.0, 1.0));
     let mut y = poisoned::<T>(s, m * n);
     gemv(s, &dev, &x, &mut y, m).unwrap();
-    let what = format!("gemv {format} {:?} m={m} n={n} k={k}", T::STORAGE);
+    let what = format!("gemv {format} {:?} m={m} n={n} k={k}", T::TYPE);
     let want = matmul_nt(&xh, &wd, m, n, k);
     let mag = matmul_nt(&abs(&xh), &abs(&wd), m, n, k);
-    assert_product(&what, &download(s, &y), &want, &mag, T::STORAGE);
+    assert_product(&what, &download(s, &y), &want, &mag, T::TYPE);
 
     // RMSNorm in front: the reference normalizes in f64 first.
     let (gamma, gh) = upload::<T>(s, &rng.vec(k, 0.5, 1.5));
@@ -164,7 +165,7 @@ fn gemv_at<T: Element>(s: &Stream, format: GgufFormat, m: usize, n: usize, k: us
         &download(s, &y),
         &want,
         &mag,
-        T::STORAGE,
+        T::TYPE,
     );
 }
 
@@ -211,7 +212,7 @@ fn prefill_matches_the_f64_reference() {
             &download(&s, &y),
             &want,
             &mag,
-            Storage::F32,
+            FloatType::F32,
         );
     }
 }

@@ -8,13 +8,13 @@ mod common_rowwise;
 
 use common_rowwise::{bits, download, poisoned, stream, upload, Rng};
 use kernel_runtime::{Bf16, Buffer, Stream};
-use kernels::cast::Element;
 use kernels::quant::gguf::reference::{self, Int8Activations};
 use kernels::quant::gguf::{
     gemv_q8, quantize_activations, quantize_activations_rms_norm, GgufFormat, GgufMatrix,
     QuantizedActivations,
 };
-use kernels::{Error, Storage};
+use kernels::Float;
+use kernels::{Error, FloatType};
 
 /// Weights like a trained layer's: mostly small, some large.
 fn weights(rng: &mut Rng, n: usize) -> Vec<f32> {
@@ -39,7 +39,7 @@ fn activations(rng: &mut Rng, m: usize, k: usize) -> Vec<f32> {
 }
 
 /// Quantizes into a workspace that first held other values, so a value left unwritten shows.
-fn quantized<T: Element>(
+fn quantized<T: Float>(
     s: &Stream,
     x: &Buffer<T>,
     norm: Option<(&Buffer<T>, f32)>,
@@ -57,11 +57,11 @@ fn quantized<T: Element>(
     xq
 }
 
-fn quantization_at<T: Element>(s: &Stream, m: usize, k: usize) {
+fn quantization_at<T: Float>(s: &Stream, m: usize, k: usize) {
     let mut rng = Rng::new((m * 13 + k) as u64);
     let (x, xh) = upload::<T>(s, &activations(&mut rng, m, k));
     let got = quantized(s, &x, None, m, k).to_host(s).unwrap();
-    let what = format!("{:?} m={m} k={k}", T::STORAGE);
+    let what = format!("{:?} m={m} k={k}", T::TYPE);
     assert_same(&what, &got, &reference::quantize_activations(&xh, m, k));
 
     let (gamma, gh) = upload::<T>(s, &rng.vec(k, 0.5, 1.5));
@@ -116,10 +116,11 @@ fn int8_product(xq: &Int8Activations, w: &[f32], n: usize) -> (Vec<f64>, Vec<f64
 
 /// `|got − want| ≤ 1e-6·Σ|x̂·w|` (a few f32 roundings of the scale products and of the
 /// accumulation, about 2⁻²⁴ each; integer sums are exact) plus the output's rounding for bf16.
-fn assert_product(what: &str, got: &[f32], want: &[f64], magnitude: &[f64], storage: Storage) {
+fn assert_product(what: &str, got: &[f32], want: &[f64], magnitude: &[f64], storage: FloatType) {
     let out_tol = match storage {
-        Storage::F32 => 0.0,
-        Storage::Bf16 => 1.0 / 256.0,
+        FloatType::F32 => 0.0,
+        FloatType::Bf16 => 1.0 / 256.0,
+        FloatType::F16 => unreachable!("these ops have no f16 kernels"),
     };
     for (i, ((&g, &w), &mag)) in got.iter().zip(want).zip(magnitude).enumerate() {
         let err = (g as f64 - w).abs();
@@ -131,7 +132,7 @@ fn assert_product(what: &str, got: &[f32], want: &[f64], magnitude: &[f64], stor
     }
 }
 
-fn gemv_q8_at<T: Element>(s: &Stream, format: GgufFormat, m: usize, n: usize, k: usize) {
+fn gemv_q8_at<T: Float>(s: &Stream, format: GgufFormat, m: usize, n: usize, k: usize) {
     let mut rng = Rng::new((m * 31 + n * 7 + k) as u64);
     let q = GgufMatrix::quantize(format, n, k, &weights(&mut rng, n * k)).unwrap();
     let wd = q.dequantize();
@@ -140,9 +141,9 @@ fn gemv_q8_at<T: Element>(s: &Stream, format: GgufFormat, m: usize, n: usize, k:
     let xq = quantized(s, &x, None, m, k);
     let mut y = poisoned::<T>(s, m * n);
     gemv_q8(s, &dev, &xq, &mut y, m).unwrap();
-    let what = format!("gemv_q8 {format} {:?} m={m} n={n} k={k}", T::STORAGE);
+    let what = format!("gemv_q8 {format} {:?} m={m} n={n} k={k}", T::TYPE);
     let (want, mag) = int8_product(&xq.to_host(s).unwrap(), &wd, n);
-    assert_product(&what, &download(s, &y), &want, &mag, T::STORAGE);
+    assert_product(&what, &download(s, &y), &want, &mag, T::TYPE);
     let first = bits(s, &y);
     gemv_q8(s, &dev, &xq, &mut y, m).unwrap();
     assert_eq!(bits(s, &y), first, "{what}: a rerun changed the bits");
@@ -191,7 +192,7 @@ fn gemv_q8_after_the_fused_rms_norm_quantization() {
         &download(&s, &y),
         &want,
         &mag,
-        Storage::F32,
+        FloatType::F32,
     );
 }
 

@@ -4,12 +4,12 @@ mod common_rowwise;
 
 use common_rowwise::{download, poisoned, stream, upload, Rng};
 use kernel_runtime::{Bf16, Buffer};
-use kernels::cast::Element;
 use kernels::layout::{
     heads_from_interleaved, interleaved_from_heads, kv_cache_append, reference, transpose,
     PagedLayout,
 };
 use kernels::Error;
+use kernels::Float;
 
 fn assert_exact(what: &str, got: &[f32], want: &[f32]) {
     assert_eq!(got.len(), want.len(), "{what}: length");
@@ -21,7 +21,7 @@ fn assert_exact(what: &str, got: &[f32], want: &[f32]) {
     }
 }
 
-fn heads_round_trip<T: Element>() {
+fn heads_round_trip<T: Float>() {
     let s = stream();
     let mut rng = Rng::new(61);
     // Odd head sizes move one element at a time; 64 and 128 in 16-byte vectors, over one
@@ -58,7 +58,7 @@ fn bf16_head_layouts_swap_and_return() {
     heads_round_trip::<Bf16>();
 }
 
-fn transposes<T: Element>() {
+fn transposes<T: Float>() {
     let s = stream();
     let mut rng = Rng::new(62);
     // An odd side moves one element a lane; bf16 with both sides even moves pairs. Tiles are
@@ -97,7 +97,7 @@ fn bf16_transpose_matches_reference() {
     transposes::<Bf16>();
 }
 
-fn appends<T: Element>() {
+fn appends<T: Float>() {
     let s = stream();
     let mut rng = Rng::new(63);
     // Narrow rows go a warp each; 1031 and 2056 are wider than a warp holds, a block each.

@@ -6,13 +6,12 @@ mod common_tensor;
 
 use common_tensor::*;
 use kernel_runtime::{Bf16, Buffer, Stream};
-use kernels::cast::Element;
-use kernels::gemm::GemmElement;
 use kernels::quant::nf4::reference::{matmul_nn, matmul_nt, round_trip_bound, Nf4Host};
 use kernels::quant::nf4::{
     lora_backward, matmul, matmul_gate_up, matmul_input_grad, matmul_lora, Lora, Nf4Weight, BLOCK,
 };
 use kernels::Error;
+use kernels::Float;
 
 /// A weight with blocks of very different scales, one block all zeros and one with its
 /// absmax negative.
@@ -31,14 +30,14 @@ fn weight(rows: usize, cols: usize, seed: u64) -> Vec<f32> {
 
 /// The device weight, quantized on the device from `w` rounded to `T`, and the reference
 /// quantization of the same rounded values.
-fn quantized<T: Element>(s: &Stream, w: &[f32], rows: usize, cols: usize) -> (Nf4Weight, Nf4Host) {
+fn quantized<T: Float>(s: &Stream, w: &[f32], rows: usize, cols: usize) -> (Nf4Weight, Nf4Host) {
     let (buf, exact) = upload::<T>(s, w);
     let q = Nf4Weight::quantize(s, &buf, rows, cols).unwrap();
     let host: Vec<f32> = exact.iter().map(|&v| v as f32).collect();
     (q, Nf4Host::quantize(&host, rows, cols))
 }
 
-fn quantize_matches_the_reference<T: Element>() {
+fn quantize_matches_the_reference<T: Float>() {
     let s = emulator();
     for (rows, cols) in [(1, 64), (3, 192), (5, 320)] {
         let w = weight(rows, cols, rows as u64);
@@ -57,7 +56,7 @@ fn device_quantize_of_bf16_matches_the_cpu_reference_bit_for_bit() {
     quantize_matches_the_reference::<Bf16>();
 }
 
-fn dequantize_matches_the_reference<T: Element>(double: bool) {
+fn dequantize_matches_the_reference<T: Float>(double: bool) {
     let s = emulator();
     let (rows, cols) = (5, 320);
     let w = weight(rows, cols, 11);
@@ -133,8 +132,8 @@ fn round_trip_error_is_within_half_the_widest_code_gap() {
 /// The weight the kernel for `m` rows of `T` multiplies by: more than 16 rows of bf16 go
 /// through the tensor cores, which see W rounded to bf16 (as bitsandbytes' dequantization
 /// writes it); otherwise the f32 products `code · absmax`.
-fn seen_weight<T: Element>(host: &Nf4Host, m: usize) -> Vec<f64> {
-    let tensor_cores = T::STORAGE == kernels::Storage::Bf16 && m > 16;
+fn seen_weight<T: Float>(host: &Nf4Host, m: usize) -> Vec<f64> {
+    let tensor_cores = T::TYPE == kernels::FloatType::Bf16 && m > 16;
     host.dequantize()
         .iter()
         .map(|&v| {
@@ -148,8 +147,8 @@ fn seen_weight<T: Element>(host: &Nf4Host, m: usize) -> Vec<f64> {
 }
 
 /// Tolerance for a product accumulated in f32 and stored as `T`.
-fn close<T: Element>(got: f64, want: f64, magnitude: f64) -> bool {
-    let store = if T::STORAGE == kernels::Storage::Bf16 {
+fn close<T: Float>(got: f64, want: f64, magnitude: f64) -> bool {
+    let store = if T::TYPE == kernels::FloatType::Bf16 {
         want.abs() * 2f64.powi(-8)
     } else {
         0.0
@@ -157,7 +156,7 @@ fn close<T: Element>(got: f64, want: f64, magnitude: f64) -> bool {
     (got - want).abs() <= store + 1e-5 * magnitude + 1e-30
 }
 
-fn forward_matches_the_reference<T: Element>(double: bool) {
+fn forward_matches_the_reference<T: Float>(double: bool) {
     let s = emulator();
     let (n, k) = (13, 192);
     let w = weight(n, k, 21);
@@ -205,7 +204,7 @@ fn loss(x: &[f64], w: &[f64], g: &[f64], m: usize, n: usize, k: usize) -> f64 {
         .sum()
 }
 
-fn input_grad_matches_finite_differences<T: Element>() {
+fn input_grad_matches_finite_differences<T: Float>() {
     let s = emulator();
     let (n, k) = (7, 192);
     let w = weight(n, k, 5);
@@ -247,7 +246,7 @@ fn input_grad_matches_finite_differences_of_the_reference() {
     input_grad_matches_finite_differences::<Bf16>();
 }
 
-fn lora_matches_the_reference<T: Element + GemmElement>() {
+fn lora_matches_the_reference<T: Float>() {
     let s = emulator();
     let (m, n, k, r) = (3, 13, 128, 4);
     let w = weight(n, k, 8);
@@ -371,7 +370,7 @@ fn bad_shapes_are_errors_before_anything_runs() {
     ));
 }
 
-fn gate_up_matches_the_reference<T: Element>() {
+fn gate_up_matches_the_reference<T: Float>() {
     let s = emulator();
     let (n, k) = (11, 192);
     let (g, u) = (weight(n, k, 30), weight(n, k, 31));

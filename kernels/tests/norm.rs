@@ -3,11 +3,11 @@
 mod common_tensor;
 
 use common_tensor::*;
-use kernel_runtime::{Bf16, Buffer};
-use kernels::cast::Element;
+use kernel_runtime::{Bf16, Buffer, F16};
 use kernels::norm::{self, reference};
+use kernels::Float;
 
-fn rms_case<T: Element>(rows: usize, cols: usize, seed: u64) {
+fn rms_case<T: Float>(rows: usize, cols: usize, seed: u64) {
     let stream = emulator();
     let mut rng = Rng::new(seed);
     let (x, xh) = upload::<T>(&stream, &rng.vec(rows * cols, -2.0, 2.0));
@@ -15,7 +15,7 @@ fn rms_case<T: Element>(rows: usize, cols: usize, seed: u64) {
     let mut y = poisoned::<T>(&stream, rows * cols);
     norm::rms_norm(&stream, &x, &g, &mut y, rows, cols, 1e-5).unwrap();
     let want = reference::rms_norm(&xh, &gh, rows, cols, 1e-5);
-    let what = format!("rms_norm {rows}x{cols} {:?}", T::STORAGE);
+    let what = format!("rms_norm {rows}x{cols} {:?}", T::TYPE);
     assert_close(&what, &download(&stream, &y), &want, tol_for::<T>());
 }
 
@@ -74,7 +74,22 @@ fn rms_norm_rejects_a_short_gamma_before_writing() {
     assert!(err.to_string().contains("cols is 0"), "{err}");
 }
 
-fn add_rms_case<T: Element>(rows: usize, cols: usize, seed: u64) {
+#[test]
+fn rms_norm_refuses_f16_before_writing() {
+    let stream = emulator();
+    let x = Buffer::from_host(&stream, &[F16::from_f32(1.5); 8]).unwrap();
+    let g = Buffer::from_host(&stream, &[F16::from_f32(1.0); 4]).unwrap();
+    let mut y = poisoned::<F16>(&stream, 8);
+    let err = norm::rms_norm(&stream, &x, &g, &mut y, 2, 4, 1e-5).unwrap_err();
+    assert!(
+        matches!(err, kernels::Error::Unsupported { op: "rms_norm", .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("f32 and bf16 only"), "{err}");
+    assert!(download(&stream, &y).iter().all(|v| v.is_nan()));
+}
+
+fn add_rms_case<T: Float>(rows: usize, cols: usize, seed: u64) {
     let stream = emulator();
     let mut rng = Rng::new(seed);
     let (x, xh) = upload::<T>(&stream, &rng.vec(rows * cols, -2.0, 2.0));
@@ -89,7 +104,7 @@ fn add_rms_case<T: Element>(rows: usize, cols: usize, seed: u64) {
         .zip(&rh)
         .map(|(a, b)| T::from_f32((a + b) as f32).to_f32() as f64)
         .collect();
-    let what = format!("add_rms_norm {rows}x{cols} {:?}", T::STORAGE);
+    let what = format!("add_rms_norm {rows}x{cols} {:?}", T::TYPE);
     assert_close(&what, &download(&stream, &sum), &sum_want, tol_for::<T>());
     let want = reference::rms_norm(&sum_want, &gh, rows, cols, 1e-5);
     assert_close(&what, &download(&stream, &y), &want, tol_for::<T>());
@@ -202,20 +217,21 @@ fn layer_norm_reference_backward_matches_finite_differences_at_odd_widths() {
 }
 
 /// Tolerance of a backward output: sums of many terms, so a little looser than forward.
-fn grad_tol<T: Element>() -> Tol {
-    match T::STORAGE {
-        kernels::Storage::F32 => Tol {
+fn grad_tol<T: Float>() -> Tol {
+    match T::TYPE {
+        kernels::FloatType::F32 => Tol {
             atol: 1e-4,
             rtol: 1e-4,
         },
-        kernels::Storage::Bf16 => Tol {
+        kernels::FloatType::Bf16 => Tol {
             atol: 3e-2,
             rtol: 1.5e-2,
         },
+        kernels::FloatType::F16 => unreachable!("these ops have no f16 kernels"),
     }
 }
 
-fn rms_backward_case<T: Element>(rows: usize, cols: usize, seed: u64) -> (Vec<u32>, Vec<u32>) {
+fn rms_backward_case<T: Float>(rows: usize, cols: usize, seed: u64) -> (Vec<u32>, Vec<u32>) {
     let stream = emulator();
     let mut rng = Rng::new(seed);
     let n = rows * cols;
@@ -231,7 +247,7 @@ fn rms_backward_case<T: Element>(rows: usize, cols: usize, seed: u64) -> (Vec<u3
     )
     .unwrap();
     let (want_dx, want_dg) = reference::rms_norm_backward(&xh, &gh, &dyh, rows, cols, 1e-5);
-    let what = format!("rms_norm_backward {rows}x{cols} {:?}", T::STORAGE);
+    let what = format!("rms_norm_backward {rows}x{cols} {:?}", T::TYPE);
     assert_close(
         &format!("{what} dx"),
         &download(&stream, &dx),
@@ -274,12 +290,12 @@ fn rms_norm_backward_is_bit_identical_across_runs() {
     );
 }
 
-fn layer_backward_case<T: Element>(rows: usize, cols: usize, seed: u64) {
+fn layer_backward_case<T: Float>(rows: usize, cols: usize, seed: u64) {
     layer_backward_case_around::<T>(rows, cols, seed, 0.0);
 }
 
 /// LayerNorm backward on inputs uniform in `center ± 2`.
-fn layer_backward_case_around<T: Element>(rows: usize, cols: usize, seed: u64, center: f32) {
+fn layer_backward_case_around<T: Float>(rows: usize, cols: usize, seed: u64, center: f32) {
     let stream = emulator();
     let mut rng = Rng::new(seed);
     let n = rows * cols;
@@ -296,7 +312,7 @@ fn layer_backward_case_around<T: Element>(rows: usize, cols: usize, seed: u64, c
     )
     .unwrap();
     let (wdx, wdg, wdb) = reference::layer_norm_backward(&xh, &gh, &dyh, rows, cols, 1e-5);
-    let what = format!("layer_norm_backward {rows}x{cols} {:?}", T::STORAGE);
+    let what = format!("layer_norm_backward {rows}x{cols} {:?}", T::TYPE);
     // dx of a row of one element is 0 up to rounding; compare with an absolute floor.
     assert_close(
         &format!("{what} dx"),
@@ -339,7 +355,7 @@ fn layer_norm_backward_keeps_its_precision_far_from_zero_mean() {
     layer_backward_case_around::<Bf16>(3, 1024, 9, 100.0);
 }
 
-fn layer_case<T: Element>(rows: usize, cols: usize, seed: u64) {
+fn layer_case<T: Float>(rows: usize, cols: usize, seed: u64) {
     let stream = emulator();
     let mut rng = Rng::new(seed);
     // An offset mean, so a one-pass variance would lose digits.
@@ -349,7 +365,7 @@ fn layer_case<T: Element>(rows: usize, cols: usize, seed: u64) {
     let mut y = poisoned::<T>(&stream, rows * cols);
     norm::layer_norm(&stream, &x, &g, &be, &mut y, rows, cols, 1e-5).unwrap();
     let want = reference::layer_norm(&xh, &gh, &bh, rows, cols, 1e-5);
-    let what = format!("layer_norm {rows}x{cols} {:?}", T::STORAGE);
+    let what = format!("layer_norm {rows}x{cols} {:?}", T::TYPE);
     assert_close(&what, &download(&stream, &y), &want, grad_tol::<T>());
 }
 
@@ -367,22 +383,23 @@ fn layer_norm_matches_reference_at_odd_and_aligned_widths() {
 /// How far the `#[kernel]` backward may stray from the builder kernel it replaces: the same
 /// sums in the same order, but `x / n` is `x · (1/n)` there, so a few ulps of f32 (one of bf16
 /// after rounding).
-fn port_tol<T: Element>() -> Tol {
-    match T::STORAGE {
-        kernels::Storage::F32 => Tol {
+fn port_tol<T: Float>() -> Tol {
+    match T::TYPE {
+        kernels::FloatType::F32 => Tol {
             atol: 1e-6,
             rtol: 1e-5,
         },
-        kernels::Storage::Bf16 => Tol {
+        kernels::FloatType::Bf16 => Tol {
             atol: 1e-3,
             rtol: 1e-2,
         },
+        kernels::FloatType::F16 => unreachable!("these ops have no f16 kernels"),
     }
 }
 
 /// The `#[kernel]` RMSNorm and LayerNorm backward against the builder kernels and the
 /// reference, on the same inputs; returns the `#[kernel]` outputs' bits.
-fn backward_port_case<T: Element>(rows: usize, cols: usize, seed: u64) -> Vec<Vec<u32>> {
+fn backward_port_case<T: Float>(rows: usize, cols: usize, seed: u64) -> Vec<Vec<u32>> {
     let stream = emulator();
     let s = &stream;
     let mut rng = Rng::new(seed);
@@ -390,7 +407,7 @@ fn backward_port_case<T: Element>(rows: usize, cols: usize, seed: u64) -> Vec<Ve
     let (x, xh) = upload::<T>(s, &rng.vec(n, -2.0, 2.0));
     let (g, gh) = upload::<T>(s, &rng.vec(cols, 0.5, 1.5));
     let (dy, dyh) = upload::<T>(s, &rng.vec(n, -1.0, 1.0));
-    let what = format!("{rows}x{cols} {:?}", T::STORAGE);
+    let what = format!("{rows}x{cols} {:?}", T::TYPE);
     let ws_len = norm::layer_norm_backward_workspace(rows, cols);
     let mut out = Vec::new();
     let mut rms = Vec::new();

@@ -4,9 +4,9 @@ mod common_tensor;
 
 use common_tensor::*;
 use kernel_runtime::{Bf16, Buffer, Stream};
-use kernels::cast::Element;
 use kernels::clip;
 use kernels::optim::{reference, AdamW, AdamWConfig, AdamWState, DeviceStep, ParamLayout};
+use kernels::Float;
 
 /// Odd lengths, one crossing a chunk boundary, one a tensor of one element.
 const LENS: [usize; 7] = [1, 7, 33, 4097, 8193, 8, 1000];
@@ -48,13 +48,13 @@ fn in_tensor(layout: &ParamLayout, i: usize) -> Option<usize> {
 
 /// Runs one step from `h` with gradients stored as `G`; checks every element against the
 /// reference (padding unchanged) and returns the device results' bits.
-fn step_case<G: Element>(stream: &Stream, step: u32, h: &Host, with_copy: bool) -> Vec<u32> {
+fn step_case<G: Float>(stream: &Stream, step: u32, h: &Host, with_copy: bool) -> Vec<u32> {
     step_case_clipped::<G>(stream, step, h, with_copy, false)
 }
 
 /// As [`step_case`]; with `clipped`, the gradients' padding is zeroed, `clip::grad_norm`
 /// computes a clip scale on the device and the step applies it.
-fn step_case_clipped<G: Element>(
+fn step_case_clipped<G: Float>(
     stream: &Stream,
     step: u32,
     h: &Host,
@@ -312,7 +312,7 @@ fn a_clipped_adamw_step_replays_from_a_captured_graph() {
 }
 
 /// Copies every tensor of [`LENS`] out of a flat buffer and back into another, as `T`.
-fn copy_round_trip<T: Element>(stream: &Stream) {
+fn copy_round_trip<T: Float>(stream: &Stream) {
     let layout = ParamLayout::new(&LENS).unwrap();
     let h = random_state(&layout, 41);
     let flat = Buffer::from_host(stream, &rounded::<T>(&h.p)).unwrap();
@@ -362,7 +362,7 @@ fn param_layout_copies_reject_a_missing_tensor_and_wrong_lengths() {
 
 /// Three steps from `h`, with the step number given by the host (`device: false`) or kept on
 /// the device; the state's bits after each step.
-fn three_steps<G: Element>(stream: &Stream, h: &Host, device: bool) -> Vec<Vec<u32>> {
+fn three_steps<G: Float>(stream: &Stream, h: &Host, device: bool) -> Vec<Vec<u32>> {
     let opt = AdamW::new(stream, &LENS, &DECAY).unwrap();
     let cfg = AdamWConfig {
         lr: 3e-3,

@@ -4,9 +4,9 @@ mod common_rowwise;
 
 use common_rowwise::{assert_close, bits, download, poisoned, stream, tol, upload, Rng};
 use kernel_runtime::{Bf16, Buffer};
-use kernels::cast::Element;
 use kernels::rope::{reference, rope, rope_backward, Rope, RopeLayout};
 use kernels::Error;
+use kernels::Float;
 
 /// (tokens, heads, head_dim, rotary_dim).
 const SHAPES: &[(usize, usize, usize, usize)] = &[
@@ -26,7 +26,7 @@ fn layouts() -> [RopeLayout; 2] {
     [RopeLayout::NeoX, RopeLayout::Interleaved]
 }
 
-fn matches_reference<T: Element>(backward: bool) {
+fn matches_reference<T: Float>(backward: bool) {
     let s = stream();
     let mut rng = Rng::new(41);
     for layout in layouts() {
@@ -78,7 +78,7 @@ fn bf16_rope_backward_matches_reference() {
 /// Token rows of one-element accesses go through shared memory when they fit and through the
 /// per-item kernel when they do not; both rotate with the same instructions, so the same heads
 /// come out bit for bit either way. The split into 8 tokens of 32 heads repeats each position.
-fn staged_and_per_item_kernels_agree<T: Element>() {
+fn staged_and_per_item_kernels_agree<T: Float>() {
     let s = stream();
     let mut rng = Rng::new(46);
     let (tokens, heads, head_dim, split) = (2, 256, 34, 8);

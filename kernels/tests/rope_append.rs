@@ -7,10 +7,11 @@ mod common_rowwise;
 use common_rowwise::{bits, stream, Rng};
 use kernel_runtime::{Bf16, Buffer, Stream, F16};
 use kernels::attention::Heads;
-use kernels::cast::{cast, CastElem, Element};
-use kernels::layout::{kv_cache_append, CacheElement, PagedLayout};
+use kernels::cast::cast;
+use kernels::layout::{kv_cache_append, PagedLayout};
 use kernels::rope::{rope, rope_append, Rope, RopeLayout};
 use kernels::Error;
+use kernels::Float;
 
 /// (tokens, heads_q, heads_kv, head_dim, rotary_dim).
 const SHAPES: &[(usize, usize, usize, usize, usize)] = &[
@@ -65,16 +66,16 @@ fn case(rng: &mut Rng, tokens: usize, heads: Heads) -> Case {
     }
 }
 
-fn host<T: kernel_runtime::DeviceElem>(s: &Stream, v: &[T]) -> Buffer<T> {
+fn host<T: kernel_runtime::Element>(s: &Stream, v: &[T]) -> Buffer<T> {
     Buffer::from_host(s, v).unwrap()
 }
 
-fn source<S: Element>(s: &Stream, v: &[f32]) -> Buffer<S> {
+fn source<S: Float>(s: &Stream, v: &[f32]) -> Buffer<S> {
     host(s, &v.iter().map(|&x| S::from_f32(x)).collect::<Vec<_>>())
 }
 
 /// The fused op and the five it replaces, on the same inputs: every output bit for bit.
-fn fused_matches_the_separate_ops<S: Element + CastElem, T: CacheElement + CastElem>() {
+fn fused_matches_the_separate_ops<S: Float, T: Float>() {
     let s = stream();
     let mut rng = Rng::new(77);
     for layout in [RopeLayout::NeoX, RopeLayout::Interleaved] {
@@ -163,7 +164,7 @@ fn fused_matches_the_separate_ops<S: Element + CastElem, T: CacheElement + CastE
 }
 
 /// The f32 bits of each element (widening bf16 and f16 is exact and one to one).
-fn widened<T: CastElem>(s: &Stream, b: &Buffer<T>) -> Vec<u32> {
+fn widened<T: Float>(s: &Stream, b: &Buffer<T>) -> Vec<u32> {
     let mut w = Buffer::<f32>::zeros(s, b.len()).unwrap();
     cast(s, b, &mut w).unwrap();
     bits(s, &w)

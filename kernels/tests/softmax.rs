@@ -4,9 +4,9 @@ mod common_rowwise;
 
 use common_rowwise::{assert_close, bits, download, poisoned, stream, tol, upload, Rng};
 use kernel_runtime::Bf16;
-use kernels::cast::Element;
 use kernels::softmax::{reference, softmax, softmax_backward, Mask};
 use kernels::Error;
+use kernels::Float;
 
 /// Warp rows, CTA rows held in registers (up to 16384 elements, the widest held exactly), and
 /// wider rows that stream, in vectors and one element at a time.
@@ -24,7 +24,7 @@ const SHAPES: &[(usize, usize)] = &[
     (1, 16387),
 ];
 
-fn forward_matches_reference<T: Element>(mask_queries: Option<usize>, scale: f32) {
+fn forward_matches_reference<T: Float>(mask_queries: Option<usize>, scale: f32) {
     let s = stream();
     let mut rng = Rng::new(11);
     for &(rows, cols) in SHAPES {
@@ -59,7 +59,7 @@ fn scaled_causal_softmax_zeroes_future_keys() {
     forward_matches_reference::<Bf16>(Some(3), 0.7);
 }
 
-fn backward_matches_reference<T: Element>() {
+fn backward_matches_reference<T: Float>() {
     let s = stream();
     let mut rng = Rng::new(12);
     for &(rows, cols) in SHAPES {

@@ -3,7 +3,7 @@
 //! metadata before it reaches a driver.
 
 use crate::buffer::{Buffer, BufferCore};
-use crate::dtype::{Bf16, DeviceElem, F16};
+use crate::element::{Bf16, Element, F16};
 use crate::tensor_map::TensorMap;
 use kernel_dsl::{ParamKind, ScalarType};
 use std::sync::Arc;
@@ -286,13 +286,13 @@ impl<'a> From<BufferViewMut<'a>> for KernelArg<'a> {
     }
 }
 
-impl<'a, T: DeviceElem> From<&'a Buffer<T>> for KernelArg<'a> {
+impl<'a, T: Element> From<&'a Buffer<T>> for KernelArg<'a> {
     fn from(b: &'a Buffer<T>) -> Self {
         KernelArg::Slice(b.view())
     }
 }
 
-impl<'a, T: DeviceElem> From<&'a mut Buffer<T>> for KernelArg<'a> {
+impl<'a, T: Element> From<&'a mut Buffer<T>> for KernelArg<'a> {
     fn from(b: &'a mut Buffer<T>) -> Self {
         KernelArg::SliceMut(b.view_mut())
     }
@@ -320,7 +320,7 @@ impl<'a, T: DeviceElem> From<&'a mut Buffer<T>> for KernelArg<'a> {
     message = "a `&[{T}]` kernel parameter takes a `&Buffer<{T}>` or a `&BufferView`, not `&{Self}`",
     label = "expected `&Buffer<{T}>` or `&BufferView`"
 )]
-pub trait SliceArg<T: DeviceElem> {
+pub trait SliceArg<T: Element> {
     /// The read-only argument this stands for.
     fn slice_arg(&self) -> KernelArg<'_>;
 }
@@ -343,36 +343,36 @@ pub trait SliceArg<T: DeviceElem> {
     message = "a `&mut [{T}]` kernel parameter takes a `&mut Buffer<{T}>` or a `&mut BufferViewMut`, not `&mut {Self}`",
     label = "expected `&mut Buffer<{T}>` or `&mut BufferViewMut`"
 )]
-pub trait SliceArgMut<T: DeviceElem> {
+pub trait SliceArgMut<T: Element> {
     /// The writable argument this stands for.
     fn slice_arg_mut(&mut self) -> KernelArg<'_>;
 }
 
-impl<T: DeviceElem> SliceArg<T> for Buffer<T> {
+impl<T: Element> SliceArg<T> for Buffer<T> {
     fn slice_arg(&self) -> KernelArg<'_> {
         KernelArg::Slice(self.view())
     }
 }
 
-impl<T: DeviceElem> SliceArg<T> for BufferView<'_> {
+impl<T: Element> SliceArg<T> for BufferView<'_> {
     fn slice_arg(&self) -> KernelArg<'_> {
         KernelArg::Slice(*self)
     }
 }
 
-impl<T: DeviceElem, A: SliceArg<T> + ?Sized> SliceArg<T> for &A {
+impl<T: Element, A: SliceArg<T> + ?Sized> SliceArg<T> for &A {
     fn slice_arg(&self) -> KernelArg<'_> {
         (**self).slice_arg()
     }
 }
 
-impl<T: DeviceElem> SliceArgMut<T> for Buffer<T> {
+impl<T: Element> SliceArgMut<T> for Buffer<T> {
     fn slice_arg_mut(&mut self) -> KernelArg<'_> {
         KernelArg::SliceMut(self.view_mut())
     }
 }
 
-impl<T: DeviceElem> SliceArgMut<T> for BufferViewMut<'_> {
+impl<T: Element> SliceArgMut<T> for BufferViewMut<'_> {
     fn slice_arg_mut(&mut self) -> KernelArg<'_> {
         KernelArg::SliceMut(BufferViewMut::new(
             self.core,
@@ -383,7 +383,7 @@ impl<T: DeviceElem> SliceArgMut<T> for BufferViewMut<'_> {
     }
 }
 
-impl<T: DeviceElem, A: SliceArgMut<T> + ?Sized> SliceArgMut<T> for &mut A {
+impl<T: Element, A: SliceArgMut<T> + ?Sized> SliceArgMut<T> for &mut A {
     fn slice_arg_mut(&mut self) -> KernelArg<'_> {
         (**self).slice_arg_mut()
     }

@@ -3,7 +3,7 @@
 
 use crate::arg::{BufferView, BufferViewMut};
 use crate::device::DeviceId;
-use crate::dtype::{as_bytes, as_bytes_mut, DeviceElem};
+use crate::element::{as_bytes, as_bytes_mut, Element};
 use crate::emulator::EmuMemory;
 use crate::error::{Error, Result};
 use crate::stream::{Stream, StreamId};
@@ -91,13 +91,13 @@ impl BufferCore {
 /// assert_eq!(buf.to_host(&stream)?, vec![1.0, 2.0, 3.0]);
 /// # Ok(()) }
 /// ```
-pub struct Buffer<T: DeviceElem> {
+pub struct Buffer<T: Element> {
     pub(crate) core: Arc<BufferCore>,
     len: usize,
     _elem: PhantomData<T>,
 }
 
-impl<T: DeviceElem> Buffer<T> {
+impl<T: Element> Buffer<T> {
     /// Allocates `len` elements on `stream`'s device, stream-ordered, filled with zero bytes.
     ///
     /// ```
@@ -314,7 +314,7 @@ impl<T: DeviceElem> Buffer<T> {
     }
 }
 
-impl<T: DeviceElem> std::fmt::Debug for Buffer<T> {
+impl<T: Element> std::fmt::Debug for Buffer<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Buffer")
             .field("elem", &T::SCALAR)

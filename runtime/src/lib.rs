@@ -81,7 +81,7 @@ mod config;
 mod cubin;
 mod cuda;
 mod device;
-mod dtype;
+mod element;
 mod emulator;
 mod error;
 mod event;
@@ -105,7 +105,7 @@ pub use collective::{
 };
 pub use config::LaunchConfig;
 pub use device::{Device, EMULATOR_DEFAULT_TARGET};
-pub use dtype::{Bf16, DeviceElem, F16};
+pub use element::{Bf16, Element, F16};
 pub use emulator::EmulatorOptions;
 pub use error::{Error, Result};
 pub use event::Event;

@@ -1,7 +1,7 @@
 use crate::builder::KernelBuilder;
-use crate::dtype::{F32, U32};
 use crate::ir::{Dim, Kernel};
 use crate::op::{Cmp, ShflMode};
+use crate::scalar::{F32, U32};
 
 /// Threads per block of [`block_reduce_sum`].
 pub const BLOCK_REDUCE_THREADS: u32 = 256;

@@ -1,6 +1,6 @@
 use crate::builder::KernelBuilder;
-use crate::dtype::{Bf16, B32, F32, U32};
 use crate::ir::{Dim, Kernel};
+use crate::scalar::{Bf16, B32, F32, U32};
 use crate::types::StateSpace;
 
 /// One warp computes `c = a × b` for a 16×16 `a` (row-major bf16), a 16×8 `b` given as its

@@ -1,6 +1,6 @@
 use crate::builder::KernelBuilder;
-use crate::dtype::{F32, U32};
 use crate::ir::{Dim, Kernel};
+use crate::scalar::{F32, U32};
 
 /// `y[i] = a * x[i] + y[i]` over a grid-stride loop, so any grid covers any `n`.
 pub fn saxpy() -> Kernel {

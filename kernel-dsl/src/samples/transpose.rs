@@ -1,7 +1,7 @@
 use crate::builder::KernelBuilder;
-use crate::dtype::{F32, U32};
 use crate::ir::{Dim, Kernel};
 use crate::op::Cmp;
+use crate::scalar::{F32, U32};
 
 /// Block shape of [`transpose_32x32`]: 32 columns by 8 rows of threads, each thread moving four
 /// elements of a 32×32 tile.

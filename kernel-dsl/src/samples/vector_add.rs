@@ -1,7 +1,7 @@
 use crate::builder::KernelBuilder;
-use crate::dtype::{F32, U32};
 use crate::ir::{Dim, Kernel};
 use crate::op::Cmp;
+use crate::scalar::{F32, U32};
 
 /// `c[i] = a[i] + b[i]` for `i < n`, one element per thread.
 pub fn vector_add() -> Kernel {

@@ -1,7 +1,7 @@
 use crate::builder::KernelBuilder;
-use crate::dtype::{Bf16, B32, F32, U32, U64};
 use crate::ir::{Dim, Imm, Kernel, Operand};
 use crate::op::{Cmp, Op};
+use crate::scalar::{Bf16, B32, F32, U32, U64};
 use crate::types::{ScalarType, StateSpace};
 
 /// Bytes between 8×8 core matrices along K (the descriptor's leading byte offset).

@@ -3,9 +3,9 @@
 
 use super::fresh;
 use kernel_dsl::builder::{KernelBuilder, Value};
-use kernel_dsl::dtype::{B32, F32, U16, U32};
 use kernel_dsl::ir::{Imm, Operand};
 use kernel_dsl::op::{CvtRounding, Op};
+use kernel_dsl::scalar::{B32, F32, U16, U32};
 use kernel_dsl::ScalarType;
 
 /// Reinterprets the bits of a 32-bit integer as an f32 (`mov.b32`).

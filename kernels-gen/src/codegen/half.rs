@@ -2,8 +2,8 @@
 //! every target.
 
 use kernel_dsl::builder::{KernelBuilder, Value};
-use kernel_dsl::dtype::{F32, U16, U32};
 use kernel_dsl::op::{CvtRounding, Op};
+use kernel_dsl::scalar::{F32, U16, U32};
 use kernel_dsl::ScalarType;
 
 use super::fresh;

@@ -3,8 +3,8 @@
 
 use super::fresh;
 use kernel_dsl::builder::{KernelBuilder, Value};
-use kernel_dsl::dtype::{Float, F32};
 use kernel_dsl::op::{ApproxFn, DivMode, Op, Rounding};
+use kernel_dsl::scalar::{Float, F32};
 use kernel_dsl::ScalarType;
 
 /// `sqrt.rn.f32` or `sqrt.rn.f64`: correctly rounded, as Rust's `sqrt`.

@@ -9,10 +9,10 @@ pub mod math;
 pub mod tensor;
 
 use kernel_dsl::builder::{KernelBuilder, Value};
-use kernel_dsl::dtype::DType;
+use kernel_dsl::scalar::Scalar;
 
 /// A fresh, not yet written register of type `T`, for the destination of a raw instruction.
-pub fn fresh<T: DType>(b: &mut KernelBuilder) -> Value<T> {
+pub fn fresh<T: Scalar>(b: &mut KernelBuilder) -> Value<T> {
     let reg = b.reg(T::TY);
     Value::from_reg(reg).expect("a register declared with `T::TY` wraps as `Value<T>`")
 }

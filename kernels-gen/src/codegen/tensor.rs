@@ -1,13 +1,13 @@
-//! A global buffer parameter whose format (f32, bf16, f16) is chosen when the kernel is built;
+//! A global buffer parameter whose [`FloatType`] (f32, bf16, f16) is chosen when the kernel is built;
 //! loads widen to f32 and stores round to nearest even, one element or one 16-byte vector
 //! (4 × f32 or 8 × 16-bit) at a time.
 
 use super::{bf16, fresh, half};
-use crate::Storage;
+use crate::FloatType;
 use kernel_dsl::builder::{KernelBuilder, Value};
-use kernel_dsl::dtype::{F32, U16, U32, U64};
 use kernel_dsl::ir::{AddrBase, Operand, ParamType};
 use kernel_dsl::op::{MulMode, Op};
+use kernel_dsl::scalar::{F32, U16, U32, U64};
 use kernel_dsl::{ScalarType, StateSpace};
 
 /// Bytes moved by one vector access.
@@ -22,19 +22,11 @@ pub enum Access {
 }
 
 impl Access {
-    /// Elements per access for `storage`.
-    pub const fn width(self, storage: Storage) -> u32 {
+    /// Elements per access for `ty`.
+    pub const fn width(self, ty: FloatType) -> u32 {
         match self {
             Access::Scalar => 1,
-            Access::Vector => VECTOR_BYTES / storage.bytes() as u32,
-        }
-    }
-
-    /// Elements per access for any [`Format`].
-    pub const fn width_of(self, format: Format) -> u32 {
-        match self {
-            Access::Scalar => 1,
-            Access::Vector => format.per_vector(),
+            Access::Vector => ty.per_vector(),
         }
     }
 
@@ -47,72 +39,20 @@ impl Access {
     }
 }
 
-/// How elements are laid out in memory: the op storages, plus f16 for conversions.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Format {
-    F32,
-    Bf16,
-    F16,
-}
-
-impl Format {
-    pub const fn bytes(self) -> u32 {
-        match self {
-            Format::F32 => 4,
-            Format::Bf16 | Format::F16 => 2,
-        }
-    }
-
-    pub const fn scalar(self) -> ScalarType {
-        match self {
-            Format::F32 => ScalarType::F32,
-            Format::Bf16 => ScalarType::Bf16,
-            Format::F16 => ScalarType::F16,
-        }
-    }
-
-    pub const fn suffix(self) -> &'static str {
-        match self {
-            Format::F32 => "f32",
-            Format::Bf16 => "bf16",
-            Format::F16 => "f16",
-        }
-    }
-
-    /// Elements per 16-byte vector.
-    pub const fn per_vector(self) -> u32 {
-        VECTOR_BYTES / self.bytes()
-    }
-}
-
-impl From<Storage> for Format {
-    fn from(s: Storage) -> Format {
-        match s {
-            Storage::F32 => Format::F32,
-            Storage::Bf16 => Format::Bf16,
-        }
-    }
-}
-
 /// A global buffer parameter of a kernel under construction.
 #[derive(Clone, Copy, Debug)]
 pub struct Tensor {
     base: Value<U64>,
-    format: Format,
+    format: FloatType,
     writable: bool,
 }
 
-/// Declares a buffer parameter `name` of `storage` elements and loads its global address.
+/// Declares a buffer parameter `name` of `format` elements and loads its global address.
 /// Read-only buffers load through the non-coherent path.
-pub fn tensor_param(b: &mut KernelBuilder, name: &str, storage: Storage, writable: bool) -> Tensor {
-    tensor_param_of(b, name, storage.into(), writable)
-}
-
-/// Like [`tensor_param`], for any [`Format`].
-pub fn tensor_param_of(
+pub fn tensor_param(
     b: &mut KernelBuilder,
     name: &str,
-    format: Format,
+    format: FloatType,
     writable: bool,
 ) -> Tensor {
     let sym = b.raw_param(
@@ -154,7 +94,7 @@ pub fn tensor_param_of(
 }
 
 impl Tensor {
-    pub fn format(&self) -> Format {
+    pub fn format(&self) -> FloatType {
         self.format
     }
 
@@ -184,12 +124,12 @@ impl Tensor {
     pub fn load(&self, b: &mut KernelBuilder, index: Value<U32>) -> Value<F32> {
         let addr = self.address(b, index);
         match self.format {
-            Format::F32 => b.load::<F32>(StateSpace::Global, addr.reg(), 0, self.nc()),
-            Format::Bf16 => {
+            FloatType::F32 => b.load::<F32>(StateSpace::Global, addr.reg(), 0, self.nc()),
+            FloatType::Bf16 => {
                 let h = b.load::<U16>(StateSpace::Global, addr.reg(), 0, self.nc());
                 bf16::widen(b, h)
             }
-            Format::F16 => {
+            FloatType::F16 => {
                 let h = b.load::<U16>(StateSpace::Global, addr.reg(), 0, self.nc());
                 half::widen(b, h)
             }
@@ -200,12 +140,12 @@ impl Tensor {
     pub fn store(&self, b: &mut KernelBuilder, index: Value<U32>, v: Value<F32>) {
         let addr = self.address(b, index);
         match self.format {
-            Format::F32 => b.store(StateSpace::Global, addr.reg(), 0, v),
-            Format::Bf16 => {
+            FloatType::F32 => b.store(StateSpace::Global, addr.reg(), 0, v),
+            FloatType::Bf16 => {
                 let h = bf16::narrow(b, v);
                 b.store(StateSpace::Global, addr.reg(), 0, h);
             }
-            Format::F16 => {
+            FloatType::F16 => {
                 let h = half::narrow(b, v);
                 b.store(StateSpace::Global, addr.reg(), 0, h);
             }
@@ -224,14 +164,14 @@ impl Tensor {
         }
         let addr = self.address(b, index);
         match self.format {
-            Format::F32 => b
+            FloatType::F32 => b
                 .load_v4::<F32>(StateSpace::Global, addr.reg(), 0, self.nc())
                 .to_vec(),
-            Format::Bf16 => {
+            FloatType::Bf16 => {
                 let words = b.load_v4::<U32>(StateSpace::Global, addr.reg(), 0, self.nc());
                 words.iter().flat_map(|&w| bf16::unpack2(b, w)).collect()
             }
-            Format::F16 => {
+            FloatType::F16 => {
                 let words = b.load_v4::<U32>(StateSpace::Global, addr.reg(), 0, self.nc());
                 words.iter().flat_map(|&w| half::unpack2(b, w)).collect()
             }
@@ -252,7 +192,7 @@ impl Tensor {
         }
         let addr = self.address(b, index);
         match self.format {
-            Format::F32 => {
+            FloatType::F32 => {
                 b.store_v4(
                     StateSpace::Global,
                     addr.reg(),
@@ -260,8 +200,8 @@ impl Tensor {
                     [vals[0], vals[1], vals[2], vals[3]],
                 );
             }
-            Format::Bf16 | Format::F16 => {
-                let pack = if self.format == Format::Bf16 {
+            FloatType::Bf16 | FloatType::F16 => {
+                let pack = if self.format == FloatType::Bf16 {
                     bf16::pack2
                 } else {
                     half::pack2
@@ -278,10 +218,10 @@ impl Tensor {
         b: &mut KernelBuilder,
         index: Value<U32>,
         access: Access,
-        active: Value<kernel_dsl::dtype::Pred>,
+        active: Value<kernel_dsl::scalar::Pred>,
     ) -> Vec<Value<F32>> {
         let zero = b.const_f32(0.0);
-        let vars: Vec<Value<F32>> = (0..access.width_of(self.format))
+        let vars: Vec<Value<F32>> = (0..access.width(self.format))
             .map(|_| b.var(zero))
             .collect();
         b.if_(active, |b| {
@@ -296,9 +236,9 @@ impl Tensor {
     /// `v` as storing and reloading it would give (rounded to bf16 for bf16 storage).
     pub fn round(&self, b: &mut KernelBuilder, v: Value<F32>) -> Value<F32> {
         match self.format {
-            Format::F32 => v,
-            Format::Bf16 => bf16::round(b, v),
-            Format::F16 => half::round(b, v),
+            FloatType::F32 => v,
+            FloatType::Bf16 => bf16::round(b, v),
+            FloatType::F16 => half::round(b, v),
         }
     }
 }

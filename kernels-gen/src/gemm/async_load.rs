@@ -9,9 +9,9 @@
 use super::matrix::Mat;
 use crate::codegen::bf16::imm;
 use kernel_dsl::builder::{KernelBuilder, Value};
-use kernel_dsl::dtype::{Pred, U16, U32};
 use kernel_dsl::ir::{AddrBase, Operand};
 use kernel_dsl::op::{CacheOp, Cmp, Op};
+use kernel_dsl::scalar::{Pred, U16, U32};
 use kernel_dsl::StateSpace;
 
 /// Rows (of m or n) of a CTA tile.

@@ -4,8 +4,8 @@
 use super::matrix::Mat;
 use crate::codegen::math::{sigmoid, tanh, GELU_K0, GELU_K1};
 use kernel_dsl::builder::{KernelBuilder, Value};
-use kernel_dsl::dtype::{Pred, F32, U32};
 use kernel_dsl::op::Cmp;
+use kernel_dsl::scalar::{Pred, F32, U32};
 
 pub const FLAG_BIAS: u32 = 1;
 pub const FLAG_RESIDUAL: u32 = 2;

@@ -1,24 +1,24 @@
 //! Kernel-side access to one matrix of a (batched) operand: its base address with the batch
 //! offset applied, element loads that widen to f32 and stores that round to the storage type.
 
-use crate::codegen::tensor::Format;
 use crate::codegen::{bf16, fresh, half};
+use crate::FloatType;
 use kernel_dsl::builder::{KernelBuilder, Value};
-use kernel_dsl::dtype::{F32, U16, U32, U64};
 use kernel_dsl::ir::{AddrBase, Operand, ParamType};
 use kernel_dsl::op::{MulMode, Op};
+use kernel_dsl::scalar::{F32, U16, U32, U64};
 use kernel_dsl::{ScalarType, StateSpace};
 
 /// A global buffer parameter, before the batch offset is applied.
 #[derive(Clone, Copy)]
 pub struct MatParam {
     base: Value<U64>,
-    format: Format,
+    format: FloatType,
     writable: bool,
 }
 
 /// Declares a buffer parameter of `format` elements and loads its global address.
-pub fn mat_param(b: &mut KernelBuilder, name: &str, format: Format, writable: bool) -> MatParam {
+pub fn mat_param(b: &mut KernelBuilder, name: &str, format: FloatType, writable: bool) -> MatParam {
     let sym = b.raw_param(
         name,
         ParamType::GlobalPtr {
@@ -78,7 +78,7 @@ impl MatParam {
     /// Matrix `batch` of the operand, `stride` elements apart (the byte offset is 64-bit).
     pub fn batch(&self, b: &mut KernelBuilder, batch: Value<U32>, stride: Value<U32>) -> Mat {
         let elems = b.mul_wide_u32(batch, stride);
-        let k = b.const_u32(self.format.bytes());
+        let k = b.const_u32(self.format.bytes() as u32);
         let k64 = b.cvt::<U64, U32>(k);
         let off = b.mul(elems, k64);
         Mat {
@@ -102,14 +102,14 @@ impl MatParam {
 #[derive(Clone, Copy)]
 pub struct Mat {
     pub base: Value<U64>,
-    pub format: Format,
+    pub format: FloatType,
     nc: bool,
 }
 
 impl Mat {
     /// Byte address of element `index`.
     pub fn address(&self, b: &mut KernelBuilder, index: Value<U32>) -> Value<U64> {
-        let off = wide_bytes(b, index, self.format.bytes());
+        let off = wide_bytes(b, index, self.format.bytes() as u32);
         b.add(self.base, off)
     }
 
@@ -117,12 +117,12 @@ impl Mat {
     pub fn load(&self, b: &mut KernelBuilder, index: Value<U32>) -> Value<F32> {
         let addr = self.address(b, index);
         match self.format {
-            Format::F32 => b.load::<F32>(StateSpace::Global, addr.reg(), 0, self.nc),
-            Format::Bf16 => {
+            FloatType::F32 => b.load::<F32>(StateSpace::Global, addr.reg(), 0, self.nc),
+            FloatType::Bf16 => {
                 let h = b.load::<U16>(StateSpace::Global, addr.reg(), 0, self.nc);
                 bf16::widen(b, h)
             }
-            Format::F16 => {
+            FloatType::F16 => {
                 let h = b.load::<U16>(StateSpace::Global, addr.reg(), 0, self.nc);
                 half::widen(b, h)
             }
@@ -133,12 +133,12 @@ impl Mat {
     pub fn store(&self, b: &mut KernelBuilder, index: Value<U32>, v: Value<F32>) {
         let addr = self.address(b, index);
         match self.format {
-            Format::F32 => b.store(StateSpace::Global, addr.reg(), 0, v),
-            Format::Bf16 => {
+            FloatType::F32 => b.store(StateSpace::Global, addr.reg(), 0, v),
+            FloatType::Bf16 => {
                 let h = bf16::narrow(b, v);
                 b.store(StateSpace::Global, addr.reg(), 0, h);
             }
-            Format::F16 => {
+            FloatType::F16 => {
                 let h = half::narrow(b, v);
                 b.store(StateSpace::Global, addr.reg(), 0, h);
             }

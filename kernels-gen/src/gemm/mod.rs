@@ -4,7 +4,6 @@
 //! so the index the `kernels` crate selects by.
 
 pub mod async_load;
-pub mod dtype;
 pub mod epilogue;
 pub mod layout;
 pub mod matrix;
@@ -16,5 +15,4 @@ pub mod wgmma;
 pub mod wgmma_store;
 pub mod wgmma_tma;
 
-pub use dtype::Dtype;
 pub use layout::Layout;

@@ -3,10 +3,10 @@
 
 use super::epilogue::EpilogueCode;
 use super::matrix::{mat_param, Mat};
-use crate::codegen::tensor::Format;
+use crate::FloatType;
 use kernel_dsl::builder::{KernelBuilder, Value};
-use kernel_dsl::dtype::{F32, U32};
 use kernel_dsl::ir::Dim;
+use kernel_dsl::scalar::{F32, U32};
 
 /// The kernel-side view of one launch: this CTA's matrices and the problem sizes.
 pub struct GemmParams {
@@ -24,7 +24,7 @@ pub struct GemmParams {
 
 /// Declares `a, b, c, bias, residual, m, n, k, lda, ldb, ldc, stride_a, stride_b, stride_c,
 /// alpha, beta, flags` and applies this CTA's batch (`ctaid.z`) offsets.
-pub fn declare(b: &mut KernelBuilder, input: Format, output: Format) -> GemmParams {
+pub fn declare(b: &mut KernelBuilder, input: FloatType, output: FloatType) -> GemmParams {
     let a = mat_param(b, "a", input, false);
     let bm = mat_param(b, "b", input, false);
     let c = mat_param(b, "c", output, true);

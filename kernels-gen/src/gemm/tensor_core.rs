@@ -7,14 +7,14 @@
 //! flight while one is multiplied, with one barrier per slab.
 
 use super::async_load::{SlabLayout, SlabLoader, LOAD_THREADS, TILE_MN};
-use super::dtype::Dtype;
 use super::epilogue::{flag, FLAG_VEC_A, FLAG_VEC_B};
 use super::layout::Layout;
 use super::params::declare;
+use crate::FloatType;
 use kernel_dsl::builder::{KernelBuilder, Value};
-use kernel_dsl::dtype::{B32, F32, U32};
 use kernel_dsl::ir::{AddrBase, Dim, Kernel, Operand};
 use kernel_dsl::op::{Cmp, MatrixCount, MmaShape, Op};
+use kernel_dsl::scalar::{B32, F32, U32};
 use kernel_dsl::{ScalarType, StateSpace};
 
 pub const MMA_THREADS: u32 = LOAD_THREADS;
@@ -45,12 +45,12 @@ pub fn mma_shared_bytes(s: MmaSpec) -> u32 {
 /// One tensor-core specialization.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct MmaSpec {
-    pub input: Dtype,
-    pub output: Dtype,
+    pub input: FloatType,
+    pub output: FloatType,
     pub layout: Layout,
 }
 
-const fn spec(input: Dtype, output: Dtype, layout: Layout) -> MmaSpec {
+const fn spec(input: FloatType, output: FloatType, layout: Layout) -> MmaSpec {
     MmaSpec {
         input,
         output,
@@ -61,21 +61,21 @@ const fn spec(input: Dtype, output: Dtype, layout: Layout) -> MmaSpec {
 /// Every shipped tensor-core specialization: bf16 and f16 inputs with f32 or same-type output,
 /// and TF32 (f32 in, f32 out), each in the three layouts.
 pub const MMA_SPECS: [MmaSpec; 15] = [
-    spec(Dtype::Bf16, Dtype::F32, Layout::Nn),
-    spec(Dtype::Bf16, Dtype::F32, Layout::Nt),
-    spec(Dtype::Bf16, Dtype::F32, Layout::Tn),
-    spec(Dtype::Bf16, Dtype::Bf16, Layout::Nn),
-    spec(Dtype::Bf16, Dtype::Bf16, Layout::Nt),
-    spec(Dtype::Bf16, Dtype::Bf16, Layout::Tn),
-    spec(Dtype::F16, Dtype::F32, Layout::Nn),
-    spec(Dtype::F16, Dtype::F32, Layout::Nt),
-    spec(Dtype::F16, Dtype::F32, Layout::Tn),
-    spec(Dtype::F16, Dtype::F16, Layout::Nn),
-    spec(Dtype::F16, Dtype::F16, Layout::Nt),
-    spec(Dtype::F16, Dtype::F16, Layout::Tn),
-    spec(Dtype::F32, Dtype::F32, Layout::Nn),
-    spec(Dtype::F32, Dtype::F32, Layout::Nt),
-    spec(Dtype::F32, Dtype::F32, Layout::Tn),
+    spec(FloatType::Bf16, FloatType::F32, Layout::Nn),
+    spec(FloatType::Bf16, FloatType::F32, Layout::Nt),
+    spec(FloatType::Bf16, FloatType::F32, Layout::Tn),
+    spec(FloatType::Bf16, FloatType::Bf16, Layout::Nn),
+    spec(FloatType::Bf16, FloatType::Bf16, Layout::Nt),
+    spec(FloatType::Bf16, FloatType::Bf16, Layout::Tn),
+    spec(FloatType::F16, FloatType::F32, Layout::Nn),
+    spec(FloatType::F16, FloatType::F32, Layout::Nt),
+    spec(FloatType::F16, FloatType::F32, Layout::Tn),
+    spec(FloatType::F16, FloatType::F16, Layout::Nn),
+    spec(FloatType::F16, FloatType::F16, Layout::Nt),
+    spec(FloatType::F16, FloatType::F16, Layout::Tn),
+    spec(FloatType::F32, FloatType::F32, Layout::Nn),
+    spec(FloatType::F32, FloatType::F32, Layout::Nt),
+    spec(FloatType::F32, FloatType::F32, Layout::Tn),
 ];
 
 pub fn mma_spec_index(spec: MmaSpec) -> Option<usize> {
@@ -83,7 +83,7 @@ pub fn mma_spec_index(spec: MmaSpec) -> Option<usize> {
 }
 
 fn mma_name(s: MmaSpec) -> String {
-    let math = if s.input == Dtype::F32 {
+    let math = if s.input == FloatType::F32 {
         "tf32"
     } else {
         s.input.suffix()
@@ -132,15 +132,15 @@ fn ld_shared_b32(b: &mut KernelBuilder, addr: Value<U32>, offset: u32) -> Value<
 /// `acc += a·b` in place on one m16n8 accumulator tile.
 fn mma_into(
     b: &mut KernelBuilder,
-    input: Dtype,
+    input: FloatType,
     acc: &[Value<F32>],
     a: &[Value<B32>],
     bf: &[Value<B32>],
 ) {
     let (shape, ty) = match input {
-        Dtype::Bf16 => (MmaShape::M16n8k16, ScalarType::Bf16),
-        Dtype::F16 => (MmaShape::M16n8k16, ScalarType::F16),
-        Dtype::F32 => (MmaShape::M16n8k8, ScalarType::Tf32),
+        FloatType::Bf16 => (MmaShape::M16n8k16, ScalarType::Bf16),
+        FloatType::F16 => (MmaShape::M16n8k16, ScalarType::F16),
+        FloatType::F32 => (MmaShape::M16n8k8, ScalarType::Tf32),
     };
     let vec_of = |regs: Vec<kernel_dsl::ir::Reg>| {
         Operand::Vector(regs.into_iter().map(Operand::Reg).collect())
@@ -166,7 +166,7 @@ fn mma_into(
 pub fn build_mma(s: MmaSpec) -> Kernel {
     let mut b = KernelBuilder::new(mma_name(s));
     b.reqntid([MMA_THREADS, 1, 1]);
-    let p = declare(&mut b, s.input.format(), s.output.format());
+    let p = declare(&mut b, s.input, s.output);
     let eb = s.input.bytes() as u32;
     let la_layout = SlabLayout {
         k_contiguous: s.layout.a_k_contiguous(),
@@ -217,7 +217,7 @@ pub fn build_mma(s: MmaSpec) -> Kernel {
         ldmatrix_lane_bases(&mut b, lane, warp_m0, warp_n0, la_layout, lb_layout);
     // TF32 fragments of mn-contiguous operands are loaded element by element (`ldmatrix`
     // transposes 16-bit elements only); k-contiguous ones use `ldmatrix` like 16-bit inputs.
-    let (a_lane, b_lane) = if s.input == Dtype::F32 {
+    let (a_lane, b_lane) = if s.input == FloatType::F32 {
         let (a_sc, b_sc) = tf32_lane_bases(&mut b, lane, warp_m0, warp_n0, la_layout, lb_layout);
         (
             if la_layout.k_contiguous { a_lane } else { a_sc },
@@ -269,7 +269,7 @@ pub fn build_mma(s: MmaSpec) -> Kernel {
         let sb = b.add(sa, a_off);
         let pa = b.add(sa, a_lane);
         let pb = b.add(sb, b_lane);
-        if s.input == Dtype::F32 {
+        if s.input == FloatType::F32 {
             tf32_slab(b, pa, pb, la_layout, lb_layout, &acc);
         } else {
             ldmatrix_slab(b, s.input, pa, pb, la_layout, lb_layout, &acc);
@@ -370,7 +370,7 @@ fn ldmatrix_lane_bases(
 /// One 64-byte slab of bf16/f16: two k16 steps of 4 × 4 `mma.m16n8k16`.
 fn ldmatrix_slab(
     b: &mut KernelBuilder,
-    input: Dtype,
+    input: FloatType,
     pa: Value<U32>,
     pb: Value<U32>,
     la: SlabLayout,
@@ -484,7 +484,7 @@ fn tf32_slab(
             for (mi, af) in a_frags.iter().enumerate() {
                 for (ni, bf) in b_frags.iter().enumerate() {
                     let t = (mi * 4 + ni) * 4;
-                    mma_into(b, Dtype::F32, &acc[t..t + 4], af, bf);
+                    mma_into(b, FloatType::F32, &acc[t..t + 4], af, bf);
                 }
             }
             continue;
@@ -508,7 +508,7 @@ fn tf32_slab(
         for (mi, af) in a_frags.iter().enumerate() {
             for (ni, bf) in b_frags.iter().enumerate() {
                 let t = (mi * 4 + ni) * 4;
-                mma_into(b, Dtype::F32, &acc[t..t + 4], af, bf);
+                mma_into(b, FloatType::F32, &acc[t..t + 4], af, bf);
             }
         }
     }

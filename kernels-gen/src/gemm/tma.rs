@@ -2,9 +2,9 @@
 //! the bulk tensor copy (TMA) that completes on them.
 
 use kernel_dsl::builder::{KernelBuilder, Value};
-use kernel_dsl::dtype::{Pred, U32, U64};
 use kernel_dsl::ir::{AddrBase, Imm, Operand};
 use kernel_dsl::op::{MbarrierOp, Op};
+use kernel_dsl::scalar::{Pred, U32, U64};
 use kernel_dsl::ScalarType;
 
 fn at(addr: Value<U32>) -> Operand {

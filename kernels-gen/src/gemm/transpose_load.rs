@@ -12,8 +12,8 @@
 use super::async_load::{CORE_GROUP_BYTES, LOAD_THREADS, TILE_MN};
 use super::matrix::Mat;
 use kernel_dsl::builder::{KernelBuilder, Value};
-use kernel_dsl::dtype::{Pred, U16, U32};
 use kernel_dsl::op::Cmp;
+use kernel_dsl::scalar::{Pred, U16, U32};
 use kernel_dsl::StateSpace;
 
 /// k per slab (64 × 2 bytes = one 128-byte core-matrix row group along k).

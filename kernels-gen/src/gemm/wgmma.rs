@@ -8,17 +8,17 @@
 //! left in flight while the next slab's copies are issued and its barrier passed.
 
 use super::async_load::{SlabLayout, SlabLoader, CORE_GROUP_BYTES, LOAD_THREADS, TILE_MN};
-use super::dtype::Dtype;
 use super::epilogue::{flag, FLAG_VEC_A, FLAG_VEC_B};
 use super::layout::Layout;
 use super::matrix::Mat;
 use super::params::declare;
 use super::transpose_load::TransposedLoader;
 use super::wgmma_store::store_accumulators;
+use crate::FloatType;
 use kernel_dsl::builder::{KernelBuilder, Value};
-use kernel_dsl::dtype::{Pred, F32, U32, U64};
 use kernel_dsl::ir::{Dim, Imm, Kernel, Operand};
 use kernel_dsl::op::{Cmp, Op};
+use kernel_dsl::scalar::{Pred, F32, U32, U64};
 
 pub const WGMMA_THREADS: u32 = LOAD_THREADS;
 /// Slabs in shared memory: one being multiplied, one whose wgmma may still be in flight, and
@@ -37,12 +37,12 @@ const WG_N: u32 = 128;
 /// One wgmma specialization.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct WgmmaSpec {
-    pub input: Dtype,
-    pub output: Dtype,
+    pub input: FloatType,
+    pub output: FloatType,
     pub layout: Layout,
 }
 
-const fn spec(input: Dtype, output: Dtype, layout: Layout) -> WgmmaSpec {
+const fn spec(input: FloatType, output: FloatType, layout: Layout) -> WgmmaSpec {
     WgmmaSpec {
         input,
         output,
@@ -52,18 +52,18 @@ const fn spec(input: Dtype, output: Dtype, layout: Layout) -> WgmmaSpec {
 
 /// bf16 and f16 inputs, f32 or same-type output, every layout.
 pub const WGMMA_SPECS: [WgmmaSpec; 12] = [
-    spec(Dtype::Bf16, Dtype::F32, Layout::Nn),
-    spec(Dtype::Bf16, Dtype::F32, Layout::Nt),
-    spec(Dtype::Bf16, Dtype::F32, Layout::Tn),
-    spec(Dtype::Bf16, Dtype::Bf16, Layout::Nn),
-    spec(Dtype::Bf16, Dtype::Bf16, Layout::Nt),
-    spec(Dtype::Bf16, Dtype::Bf16, Layout::Tn),
-    spec(Dtype::F16, Dtype::F32, Layout::Nn),
-    spec(Dtype::F16, Dtype::F32, Layout::Nt),
-    spec(Dtype::F16, Dtype::F32, Layout::Tn),
-    spec(Dtype::F16, Dtype::F16, Layout::Nn),
-    spec(Dtype::F16, Dtype::F16, Layout::Nt),
-    spec(Dtype::F16, Dtype::F16, Layout::Tn),
+    spec(FloatType::Bf16, FloatType::F32, Layout::Nn),
+    spec(FloatType::Bf16, FloatType::F32, Layout::Nt),
+    spec(FloatType::Bf16, FloatType::F32, Layout::Tn),
+    spec(FloatType::Bf16, FloatType::Bf16, Layout::Nn),
+    spec(FloatType::Bf16, FloatType::Bf16, Layout::Nt),
+    spec(FloatType::Bf16, FloatType::Bf16, Layout::Tn),
+    spec(FloatType::F16, FloatType::F32, Layout::Nn),
+    spec(FloatType::F16, FloatType::F32, Layout::Nt),
+    spec(FloatType::F16, FloatType::F32, Layout::Tn),
+    spec(FloatType::F16, FloatType::F16, Layout::Nn),
+    spec(FloatType::F16, FloatType::F16, Layout::Nt),
+    spec(FloatType::F16, FloatType::F16, Layout::Tn),
 ];
 
 pub fn wgmma_spec_index(spec: WgmmaSpec) -> Option<usize> {
@@ -98,7 +98,7 @@ pub fn build_wgmma(s: WgmmaSpec) -> Kernel {
     );
     let mut b = KernelBuilder::new(name);
     b.reqntid([WGMMA_THREADS, 1, 1]);
-    let p = declare(&mut b, s.input.format(), s.output.format());
+    let p = declare(&mut b, s.input, s.output);
     let smem = b.dynamic_shared::<U32>("stages");
     let tid = b.tid(Dim::X);
     let tile = b.const_u32(TILE_MN);
@@ -298,7 +298,7 @@ pub struct WgmmaOperands {
 /// accumulator count, `accumulate` false to overwrite instead.
 pub fn mma_async(
     b: &mut KernelBuilder,
-    input: Dtype,
+    input: FloatType,
     acc: &[Value<F32>],
     operands: WgmmaOperands,
     accumulate: Value<Pred>,
@@ -307,7 +307,7 @@ pub fn mma_async(
     b.inst(
         Op::Wgmma {
             n: acc.len() as u32 * 2,
-            ab: input.format().scalar(),
+            ab: input.scalar(),
         },
         vec![Operand::Vector(
             acc.iter().map(|v| Operand::Reg(v.reg())).collect(),

@@ -3,11 +3,11 @@
 use super::epilogue::{flag, FLAG_PLAIN_PAIRS};
 use super::matrix::Mat;
 use super::params::GemmParams;
-use crate::codegen::tensor::Format;
 use crate::codegen::{bf16, half};
+use crate::FloatType;
 use kernel_dsl::builder::{KernelBuilder, Value};
-use kernel_dsl::dtype::{F32, U32};
 use kernel_dsl::op::Cmp;
+use kernel_dsl::scalar::{F32, U32};
 use kernel_dsl::StateSpace;
 
 /// Stores the `m64nN` f32 accumulator fragment `acc` (N = `acc.len() * 2`) of the warpgroup
@@ -89,15 +89,15 @@ fn store_pairs(
             let hi = acc[4 * j + 2 * half as usize + 1];
             let offset = j as i64 * 8 * bytes;
             match c.format {
-                Format::F32 => {
+                FloatType::F32 => {
                     b.store(StateSpace::Global, addr.reg(), offset, lo);
                     b.store(StateSpace::Global, addr.reg(), offset + 4, hi);
                 }
-                Format::Bf16 => {
+                FloatType::Bf16 => {
                     let word = bf16::pack2(b, lo, hi);
                     b.store(StateSpace::Global, addr.reg(), offset, word);
                 }
-                Format::F16 => {
+                FloatType::F16 => {
                     let word = half::pack2(b, lo, hi);
                     b.store(StateSpace::Global, addr.reg(), offset, word);
                 }

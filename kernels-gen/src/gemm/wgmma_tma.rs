@@ -14,16 +14,16 @@
 //! operand is rearranged by threads. The copy engine fills boxes that overhang the matrix with
 //! zeros, so ragged m, n and k need no bounds checks until the epilogue.
 
-use super::dtype::Dtype;
 use super::layout::Layout;
 use super::params::declare;
 use super::tma;
 use super::wgmma::{mma_async, WgmmaOperands, WGMMA_SPECS};
 use super::wgmma_store::{store_accumulators, store_partials};
+use crate::FloatType;
 use kernel_dsl::builder::{KernelBuilder, Value};
-use kernel_dsl::dtype::{Pred, F32, U32, U64};
 use kernel_dsl::ir::{Dim, Imm, Kernel, Operand};
 use kernel_dsl::op::{Cmp, Op};
+use kernel_dsl::scalar::{Pred, F32, U32, U64};
 
 /// Output rows per CTA (two consumer warpgroups of 64).
 pub const TMA_TILE_M: u32 = 128;
@@ -55,8 +55,8 @@ pub const fn tma_shared_bytes() -> u32 {
 /// One TMA-fed specialization.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TmaSpec {
-    pub input: Dtype,
-    pub output: Dtype,
+    pub input: FloatType,
+    pub output: FloatType,
     pub layout: Layout,
     /// Each CTA multiplies one k-range of a tile and writes its raw f32 sums to a partials
     /// buffer (its `c`, one `m × n` matrix per range and batch), which [`super::split_k`]
@@ -70,8 +70,8 @@ pub const TMA_SPECS: [TmaSpec; 18] = tma_specs();
 
 const fn tma_specs() -> [TmaSpec; 18] {
     let mut out = [TmaSpec {
-        input: Dtype::Bf16,
-        output: Dtype::F32,
+        input: FloatType::Bf16,
+        output: FloatType::F32,
         layout: Layout::Nn,
         split_k: false,
     }; 18];
@@ -84,7 +84,7 @@ const fn tma_specs() -> [TmaSpec; 18] {
             layout: w.layout,
             split_k: false,
         };
-        if matches!(w.output, Dtype::F32) {
+        if matches!(w.output, FloatType::F32) {
             out[next] = TmaSpec {
                 split_k: true,
                 ..out[i]
@@ -179,7 +179,7 @@ pub fn build_wgmma_tma(s: TmaSpec) -> Kernel {
     let mut b = KernelBuilder::new(name);
     b.reqntid([TMA_THREADS, 1, 1]);
     b.perf_mut().minnctapersm = Some(1);
-    let p = declare(&mut b, s.input.format(), s.output.format());
+    let p = declare(&mut b, s.input, s.output);
     let map_a = b.param_tensor_map("tmap_a");
     let map_b = b.param_tensor_map("tmap_b");
     // Split-k: the f32 `c` parameter is the partials buffer (launched with stride_c 0).

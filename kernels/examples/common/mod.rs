@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use kernel_runtime::{Buffer, Device, Stream};
-use kernels::cast::Element;
+use kernels::Float;
 use std::error::Error;
 
 pub type Res<T = ()> = Result<T, Box<dyn Error>>;
@@ -92,7 +92,7 @@ impl Bench {
 }
 
 /// A deterministic pattern in [-4, 4), never all zeros.
-pub fn filled<T: Element>(stream: &Stream, n: usize, seed: u32) -> Res<Buffer<T>> {
+pub fn filled<T: Float>(stream: &Stream, n: usize, seed: u32) -> Res<Buffer<T>> {
     let host: Vec<T> = (0..n)
         .map(|i| {
             let h = (i as u32).wrapping_mul(2_654_435_761).wrapping_add(seed);

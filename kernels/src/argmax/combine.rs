@@ -12,9 +12,9 @@ use crate::codegen::bf16::{bits_to_f32, f32_to_bits};
 use crate::codegen::fresh;
 use crate::rowwise::reduce::{keep_best, warp_argmax, Candidate};
 use kernel_dsl::builder::{GlobalSlice, KernelBuilder, Value};
-use kernel_dsl::dtype::U32;
 use kernel_dsl::ir::{AddrBase, Dim, Operand};
 use kernel_dsl::op::{AtomOp, CacheOp, Cmp, Op, Scope, ShflMode};
+use kernel_dsl::scalar::U32;
 use kernel_dsl::{ScalarType, StateSpace};
 
 /// Where one CTA's partial goes and what the row's last CTA needs.

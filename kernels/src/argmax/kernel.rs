@@ -14,11 +14,11 @@ use crate::rowwise::index::{chunk_start, chunks, element};
 use crate::rowwise::moves::{load_bits, Bits};
 use crate::rowwise::reduce::{Candidate, GroupArgMax};
 use crate::rowwise::spec::RowSpec;
-use crate::Storage;
+use crate::FloatType;
 use kernel_dsl::builder::{KernelBuilder, Value};
-use kernel_dsl::dtype::{F32, U32};
 use kernel_dsl::ir::{Dim, Kernel};
 use kernel_dsl::op::Cmp;
+use kernel_dsl::scalar::{F32, U32};
 
 /// Parameters: `logits, index, workspace, rows, cols, splits, seg` (chunks per segment).
 pub(crate) fn argmax(spec: RowSpec) -> Kernel {
@@ -114,10 +114,13 @@ pub(crate) fn argmax(spec: RowSpec) -> Kernel {
 }
 
 /// A chunk's elements as f32, in column order.
-fn widen(b: &mut KernelBuilder, bits: Bits, storage: Storage) -> Vec<Value<F32>> {
+fn widen(b: &mut KernelBuilder, bits: Bits, storage: FloatType) -> Vec<Value<F32>> {
     match (bits, storage) {
-        (Bits::Vector(w), Storage::F32) => w.iter().map(|&w| bits_to_f32(b, w)).collect(),
-        (Bits::Vector(w), Storage::Bf16) => w.iter().flat_map(|&w| unpack2(b, w)).collect(),
+        (Bits::Vector(w), FloatType::F32) => w.iter().map(|&w| bits_to_f32(b, w)).collect(),
+        (Bits::Vector(w), FloatType::Bf16) => w.iter().flat_map(|&w| unpack2(b, w)).collect(),
+        (Bits::Vector(_), FloatType::F16) => {
+            unreachable!("argmax kernels are built for f32 and bf16 only")
+        }
         (Bits::Word(w), _) => vec![bits_to_f32(b, w)],
         (Bits::Half(h), _) => vec![bf16_widen(b, h)],
     }

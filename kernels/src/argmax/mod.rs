@@ -7,12 +7,12 @@ mod kernel;
 mod plan;
 mod search_kernel;
 
-use crate::cast::Element;
 use crate::codegen::tensor::Access;
 use crate::codegen::{kernel_refs, kernel_table};
 use crate::error::check_workspace;
 use crate::rowwise::problem::validate;
 use crate::rowwise::spec::RowSpec;
+use crate::Float;
 use crate::{check_len, Error, OpKernel};
 use kernel_runtime::{Buffer, KernelArg, Stream};
 use plan::{access_for, Split};
@@ -32,8 +32,8 @@ pub static KERNELS: &[&OpKernel] = kernel_refs![ARGMAX_SEARCH[0 1 2 3], ARGMAX[0
 /// assert!(kernels::argmax::argmax_workspace(1, 151936) > 3);
 /// ```
 pub fn argmax_workspace(rows: usize, cols: usize) -> usize {
-    let (_, f32_chunks) = access_for(crate::Storage::F32, cols);
-    let (_, bf16_chunks) = access_for(crate::Storage::Bf16, cols);
+    let (_, f32_chunks) = access_for(crate::FloatType::F32, cols);
+    let (_, bf16_chunks) = access_for(crate::FloatType::Bf16, cols);
     // The larger of the two storages' needs, so one workspace serves both.
     let rows32 = rows.min(u32::MAX as usize) as u32;
     Split::new(rows32, f32_chunks)
@@ -60,7 +60,7 @@ pub fn argmax_workspace(rows: usize, cols: usize) -> usize {
 /// assert_eq!(index.to_host(&stream)?, vec![1, 1]);
 /// # Ok(()) }
 /// ```
-pub fn argmax<T: Element>(
+pub fn argmax<T: Float>(
     stream: &Stream,
     logits: &Buffer<T>,
     index: &mut Buffer<u32>,
@@ -68,12 +68,13 @@ pub fn argmax<T: Element>(
     rows: usize,
     cols: usize,
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("argmax")?;
     let Some((access, split)) =
         checked::<T>(logits.len(), index.len(), workspace.len(), rows, cols)?
     else {
         return Ok(());
     };
-    let width = access.width(T::STORAGE);
+    let width = access.width(T::TYPE);
     search_kernel::argmax(
         stream,
         split.launch(rows as u32),
@@ -91,7 +92,7 @@ pub fn argmax<T: Element>(
 
 /// Checks the sizes and buffer lengths; the access and split that run the problem, or `None`
 /// for no rows.
-fn checked<T: Element>(
+fn checked<T: Float>(
     logits: usize,
     index: usize,
     workspace: usize,
@@ -99,14 +100,14 @@ fn checked<T: Element>(
     cols: usize,
 ) -> Result<Option<(Access, Split)>, Error> {
     const OP: &str = "argmax";
-    validate(OP, T::STORAGE, rows, cols)?;
+    validate(OP, T::TYPE, rows, cols)?;
     check_len(OP, "logits", logits, rows * cols, || {
         format!("rows × cols = {rows} × {cols}")
     })?;
     check_len(OP, "index", index, rows, || {
         format!("one per row, rows = {rows}")
     })?;
-    let (access, nchunks) = access_for(T::STORAGE, cols);
+    let (access, nchunks) = access_for(T::TYPE, cols);
     let split = Split::new(rows as u32, nchunks);
     check_workspace(OP, workspace, argmax_workspace(rows, cols))?;
     if rows == 0 {
@@ -118,7 +119,7 @@ fn checked<T: Element>(
 /// The builder-written kernel that [`argmax`] replaces, kept only until the two have been
 /// measured side by side (`bench_argmax`).
 #[doc(hidden)]
-pub fn argmax_builder<T: Element>(
+pub fn argmax_builder<T: Float>(
     stream: &Stream,
     logits: &Buffer<T>,
     index: &mut Buffer<u32>,
@@ -126,6 +127,7 @@ pub fn argmax_builder<T: Element>(
     rows: usize,
     cols: usize,
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("argmax_builder")?;
     let Some((access, split)) =
         checked::<T>(logits.len(), index.len(), workspace.len(), rows, cols)?
     else {
@@ -133,7 +135,7 @@ pub fn argmax_builder<T: Element>(
     };
     let spec = RowSpec::CTA
         .into_iter()
-        .find(|s| s.storage == T::STORAGE && s.access == access)
+        .find(|s| s.storage == T::TYPE && s.access == access)
         .expect("RowSpec::CTA covers every storage and access");
     let args = [
         KernelArg::from(logits),

@@ -4,7 +4,7 @@
 //! The split depends only on the problem's shape, so the workspace size does too.
 
 use crate::codegen::tensor::Access;
-use crate::Storage;
+use crate::FloatType;
 use kernel_runtime::LaunchConfig;
 
 /// Threads per arg-max CTA.
@@ -53,7 +53,7 @@ impl Split {
 
 /// Chunks per row and the access that reads them (16-byte vectors where every row starts
 /// aligned).
-pub(crate) fn access_for(storage: Storage, cols: usize) -> (Access, u32) {
+pub(crate) fn access_for(storage: FloatType, cols: usize) -> (Access, u32) {
     let vector = Access::Vector.width(storage) as usize;
     let access = if cols.is_multiple_of(vector) {
         Access::Vector

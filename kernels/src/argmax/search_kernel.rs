@@ -37,7 +37,7 @@ pub(crate) fn order_key(v: f32) -> u32 {
     block = 256,
     maxnreg = 32
 )]
-pub fn argmax<T: Dtype, const W: u32>(
+pub fn argmax<T: Element, const W: u32>(
     logits: &[T],
     index: &mut [u32],
     workspace: &mut [u32],

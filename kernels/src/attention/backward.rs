@@ -7,7 +7,7 @@ use super::backward_dkdv_kernel::flash_backward_dkdv;
 use super::backward_dq_kernel::flash_backward_dq;
 use super::pair_mma::{Bf16Pairs, F16Pairs};
 use super::{Attention, Batch, HalfElement, Heads, Mask};
-use crate::gemm::Dtype;
+use crate::FloatType;
 use crate::{check_len, Error};
 use kernel_runtime::{Buffer, LaunchConfig, Stream};
 
@@ -211,8 +211,8 @@ pub fn flash_backward<T: HalfElement>(
         block: [32 * w, 1, 1],
         dynamic_shared_bytes: shared,
     };
-    let dkdv = match T::DTYPE {
-        Dtype::F16 => flash_backward_dkdv::<T, F16Pairs>,
+    let dkdv = match T::TYPE {
+        FloatType::F16 => flash_backward_dkdv::<T, F16Pairs>,
         _ => flash_backward_dkdv::<T, Bf16Pairs>,
     };
     dkdv(
@@ -242,8 +242,8 @@ pub fn flash_backward<T: HalfElement>(
         block: [32 * w, 1, 1],
         dynamic_shared_bytes: shared,
     };
-    let dq_launch = match T::DTYPE {
-        Dtype::F16 => flash_backward_dq::<T, F16Pairs>,
+    let dq_launch = match T::TYPE {
+        FloatType::F16 => flash_backward_dq::<T, F16Pairs>,
         _ => flash_backward_dq::<T, Bf16Pairs>,
     };
     dq_launch(

@@ -6,7 +6,7 @@ use kernel_macros::kernel;
 /// `delta[h · tokens + t] = Σ_e o[t, h, e] · d_o[t, h, e]` for the `rows = tokens · heads_q`
 /// rows of `o` and `d_o`, one warp a row, summed in a fixed order.
 #[kernel(crate = crate::lang, block = 128, instances(T in [bf16, f16], D in [64, 128, 256]))]
-pub fn flash_backward_delta<T: Dtype, const D: u32>(
+pub fn flash_backward_delta<T: Element, const D: u32>(
     o: &[T],
     d_o: &[T],
     delta: &mut [f32],

@@ -25,7 +25,7 @@ use kernel_macros::kernel;
     <bf16, Bf16Pairs, 64, 64, 8>, <bf16, Bf16Pairs, 128, 128, 8>, <bf16, Bf16Pairs, 256, 128, 4>,
     <f16, F16Pairs, 64, 64, 8>, <f16, F16Pairs, 128, 128, 8>, <f16, F16Pairs, 256, 128, 4>,
 ))]
-pub fn flash_backward_dkdv<T: Dtype, M: PairMma, const D: u32, const DS: u32, const W: u32>(
+pub fn flash_backward_dkdv<T: Element, M: PairMma, const D: u32, const DS: u32, const W: u32>(
     q: &[T],
     k: &[T],
     v: &[T],

@@ -22,7 +22,7 @@ use kernel_macros::kernel;
     <bf16, Bf16Pairs, 64, 8>, <bf16, Bf16Pairs, 128, 8>, <bf16, Bf16Pairs, 256, 4>,
     <f16, F16Pairs, 64, 8>, <f16, F16Pairs, 128, 8>, <f16, F16Pairs, 256, 4>,
 ))]
-pub fn flash_backward_dq<T: Dtype, M: PairMma, const D: u32, const W: u32>(
+pub fn flash_backward_dq<T: Element, M: PairMma, const D: u32, const W: u32>(
     q: &[T],
     k: &[T],
     v: &[T],

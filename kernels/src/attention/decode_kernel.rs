@@ -81,7 +81,7 @@ fn issue_step<T>(
     min_blocks = if R == 4 { 2 } else { 0 },
     instances(T in [bf16, f16], D in [64, 128, 256], R in [4, 8])
 )]
-pub fn paged_decode<T: Dtype, const D: u32, const R: u32>(
+pub fn paged_decode<T: Element, const D: u32, const R: u32>(
     q: &[T],
     k_cache: &[T],
     v_cache: &[T],
@@ -372,7 +372,7 @@ pub fn paged_decode<T: Dtype, const D: u32, const R: u32>(
 /// Merges the splits' partial outputs into `o` (`rows × dim`), in split order: each split's
 /// output weighted by `2^(lse − max lse)`. Rows no split attended come out zero.
 #[kernel(crate = crate::lang, block = 256, instances(T in [bf16, f16]))]
-pub fn paged_decode_combine<T: Dtype>(
+pub fn paged_decode_combine<T: Element>(
     workspace: &[f32],
     o: &mut [T],
     rows: u32,

@@ -4,7 +4,7 @@
 use super::forward_kernel;
 use super::pair_mma::{Bf16Pairs, F16Pairs};
 use super::{Attention, Batch, HalfElement, Mask};
-use crate::gemm::Dtype;
+use crate::FloatType;
 use crate::{check_len, Error};
 use kernel_runtime::{Buffer, LaunchConfig, Stream};
 
@@ -110,10 +110,10 @@ pub fn flash_forward<T: HalfElement>(
     let Some(config) = launch.config else {
         return Ok(());
     };
-    let kernel = match T::DTYPE {
-        Dtype::Bf16 => forward_kernel::flash_forward::<T, Bf16Pairs>,
-        Dtype::F16 => forward_kernel::flash_forward::<T, F16Pairs>,
-        Dtype::F32 => {
+    let kernel = match T::TYPE {
+        FloatType::Bf16 => forward_kernel::flash_forward::<T, Bf16Pairs>,
+        FloatType::F16 => forward_kernel::flash_forward::<T, F16Pairs>,
+        FloatType::F32 => {
             return Err(Error::Unsupported {
                 op: OP,
                 detail: "f32 attention is not supported; store q, k, v and o as bf16 or f16".into(),

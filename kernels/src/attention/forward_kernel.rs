@@ -63,7 +63,7 @@ fn issue_rows<T>(
     <f16, F16Pairs, 128, 64, 0>, <f16, F16Pairs, 128, 64, 1>,
     <f16, F16Pairs, 256, 32, 0>, <f16, F16Pairs, 256, 32, 1>,
 ))]
-pub fn flash_forward<T: Dtype, M: PairMma, const D: u32, const N: u32, const C: u32>(
+pub fn flash_forward<T: Element, M: PairMma, const D: u32, const N: u32, const C: u32>(
     q: &[T],
     k: &[T],
     v: &[T],

@@ -106,7 +106,7 @@ mod sealed {
 
 /// The element types attention reads and writes: [`kernel_runtime::Bf16`] and
 /// [`kernel_runtime::F16`] (the tensor cores' 16-bit inputs); products accumulate in f32.
-pub trait HalfElement: crate::gemm::GemmElement + sealed::Sealed {}
+pub trait HalfElement: crate::Float + sealed::Sealed {}
 impl HalfElement for kernel_runtime::Bf16 {}
 impl HalfElement for kernel_runtime::F16 {}
 

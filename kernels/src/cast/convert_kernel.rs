@@ -22,7 +22,7 @@ pub(crate) const fn tile_elems(src_bytes: u32) -> u32 {
 #[kernel(crate = crate::lang, block = 256,
          instances(S in [f32, bf16, f16], D in [f32, bf16, f16],
                    P in [if S::VEC < D::VEC { S::VEC } else { D::VEC }]))]
-pub fn cast<S: Dtype, D: Dtype, const P: u32>(src: &[S], dst: &mut [D], n: u32) {
+pub fn cast<S: Element, D: Element, const P: u32>(src: &[S], dst: &mut [D], n: u32) {
     let t = thread_idx().x;
     let tiles = n / (256 * 2 * S::VEC);
     let mut b = block_idx().x;

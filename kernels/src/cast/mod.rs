@@ -1,35 +1,12 @@
-//! Conversions between storage types (f32, bf16, f16; narrowing rounds to nearest even), and
-//! the [`Element`] trait the ops are generic over. A same-type cast is a vectorized copy.
+//! Conversions between the [`Float`](crate::Float) types (f32, bf16, f16; narrowing rounds to
+//! nearest even). A same-type cast is a vectorized copy.
 
 mod convert_kernel;
-mod element;
 pub mod reference;
 
-pub use element::Element;
-
 use crate::codegen::kernel_refs;
-use crate::{check_len, Error, OpKernel};
-use kernel_runtime::{
-    Bf16, Buffer, BufferView, BufferViewMut, DeviceElem, LaunchConfig, Stream, F16,
-};
-
-mod sealed {
-    pub trait Sealed {}
-    impl Sealed for f32 {}
-    impl Sealed for kernel_runtime::Bf16 {}
-    impl Sealed for kernel_runtime::F16 {}
-}
-
-/// An element type [`cast`] converts between: `f32`, [`Bf16`] or [`F16`].
-///
-/// ```
-/// fn takes<T: kernels::cast::CastElem>() {}
-/// takes::<kernel_runtime::F16>();
-/// ```
-pub trait CastElem: DeviceElem + sealed::Sealed {}
-impl CastElem for f32 {}
-impl CastElem for Bf16 {}
-impl CastElem for F16 {}
+use crate::{check_len, Error, Float, OpKernel};
+use kernel_runtime::{Buffer, BufferView, BufferViewMut, Element, LaunchConfig, Stream};
 
 static CASTS: [OpKernel; 9] = OpKernel::instances(convert_kernel::CAST_INSTANCES);
 
@@ -50,7 +27,7 @@ pub static KERNELS: &[&OpKernel] = kernel_refs![CASTS[0 1 2 3 4 5 6 7 8]];
 /// assert_eq!(back, vec![1.0, 1.0, -2.5]); // 1 + 2⁻⁸ ties to the even 1.0
 /// # Ok(()) }
 /// ```
-pub fn cast<S: CastElem, D: CastElem>(
+pub fn cast<S: Float, D: Float>(
     stream: &Stream,
     src: &Buffer<S>,
     dst: &mut Buffer<D>,
@@ -62,7 +39,7 @@ pub fn cast<S: CastElem, D: CastElem>(
 /// range of a larger buffer, with the same-type cast kernel. The kernel moves 16-byte vectors,
 /// so both views must start 16-byte aligned: callers pass ranges that start at a multiple of
 /// [`TENSOR_ALIGN`](crate::optim::TENSOR_ALIGN) elements.
-pub(crate) fn copy_view<T: Element>(
+pub(crate) fn copy_view<T: Float>(
     stream: &Stream,
     src: BufferView<'_>,
     dst: BufferViewMut<'_>,
@@ -83,7 +60,7 @@ fn check_cast(op: &'static str, verb: &str, src: usize, dst: usize) -> Result<u3
 }
 
 /// Checks the lengths and launches the `#[kernel]` cast from `S` to `D` on two views.
-fn launch_cast<S: DeviceElem, D: DeviceElem>(
+fn launch_cast<S: Element, D: Element>(
     stream: &Stream,
     op: &'static str,
     verb: &str,

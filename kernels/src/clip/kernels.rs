@@ -4,12 +4,12 @@
 use crate::codegen::map::{load_run, store_run, MAP_THREADS};
 use crate::codegen::math;
 use crate::codegen::reduce::BlockSum;
-use crate::codegen::tensor::{tensor_param, tensor_param_of, Format};
-use crate::Storage;
+use crate::codegen::tensor::tensor_param;
+use crate::FloatType;
 use kernel_dsl::builder::KernelBuilder;
-use kernel_dsl::dtype::{F32, U32};
 use kernel_dsl::ir::{Dim, Kernel};
 use kernel_dsl::op::Cmp;
+use kernel_dsl::scalar::{F32, U32};
 
 /// Most CTAs of the partial-sum kernel, so the workspace needs this many f32s.
 pub const MAX_PARTS: u32 = 1024;
@@ -22,13 +22,13 @@ pub(crate) const NORM_EPS: f32 = 1e-6;
 
 /// Parameters: `grads, partial, n`. CTA `c` writes `partial[c]`, the sum of squares of its
 /// grid-stride share.
-pub(crate) fn sum_squares(storage: Storage) -> Kernel {
+pub(crate) fn sum_squares(storage: FloatType) -> Kernel {
     let mut b = KernelBuilder::new(format!("clip_sum_squares_{}", storage.suffix()));
     let grads = tensor_param(&mut b, "grads", storage, false);
-    let partial = tensor_param_of(&mut b, "partial", Format::F32, true);
+    let partial = tensor_param(&mut b, "partial", FloatType::F32, true);
     let n = b.param::<U32>("n");
     let reducer = BlockSum::new(&mut b, "warp_sums", 1);
-    let step = Format::from(storage).per_vector();
+    let step = storage.per_vector();
     let shift = step.trailing_zeros();
     let zero = b.const_f32(0.0);
     let acc = b.var(zero);
@@ -83,8 +83,8 @@ pub(crate) fn sum_squares(storage: Storage) -> Kernel {
 pub(crate) fn finish(_: ()) -> Kernel {
     let mut b = KernelBuilder::new("clip_finish");
     b.reqntid([FINISH_THREADS, 1, 1]);
-    let partial = tensor_param_of(&mut b, "partial", Format::F32, false);
-    let out = tensor_param_of(&mut b, "norm_scale", Format::F32, true);
+    let partial = tensor_param(&mut b, "partial", FloatType::F32, false);
+    let out = tensor_param(&mut b, "norm_scale", FloatType::F32, true);
     let parts = b.param::<U32>("parts");
     let max_norm = b.param::<F32>("max_norm");
     let reducer = BlockSum::new(&mut b, "warp_sums", 1);
@@ -122,17 +122,17 @@ pub(crate) fn finish(_: ()) -> Kernel {
 
 /// Parameters: `grads, norm_scale, n`. Multiplies every gradient by `norm_scale[1]` unless it
 /// is 1 (or NaN), in which case nothing is written.
-pub(crate) fn apply(storage: Storage) -> Kernel {
+pub(crate) fn apply(storage: FloatType) -> Kernel {
     let mut b = KernelBuilder::new(format!("clip_apply_{}", storage.suffix()));
     let grads = tensor_param(&mut b, "grads", storage, true);
-    let norm_scale = tensor_param_of(&mut b, "norm_scale", Format::F32, false);
+    let norm_scale = tensor_param(&mut b, "norm_scale", FloatType::F32, false);
     let n = b.param::<U32>("n");
     let i1 = b.const_u32(1);
     let scale = norm_scale.load(&mut b, i1);
     let one = b.const_f32(1.0);
     let clipping = b.setp(Cmp::Lt, scale, one);
     b.if_(clipping, |b| {
-        let step = Format::from(storage).per_vector();
+        let step = storage.per_vector();
         let shift = step.trailing_zeros();
         let nvec = b.shr(n, shift);
         let gid = b.global_index(Dim::X);

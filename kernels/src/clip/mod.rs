@@ -19,19 +19,18 @@ pub mod reference;
 
 pub use kernels::MAX_PARTS as WORKSPACE_LEN;
 
-use crate::cast::Element;
 use crate::codegen::map::{map_launch, step_elems, MAP_THREADS};
-use crate::codegen::tensor::Format;
 use crate::codegen::{kernel_refs, kernel_table};
-use crate::{check_len, Error, OpKernel, Storage};
+use crate::Float;
+use crate::{check_len, Error, FloatType, OpKernel};
 use kernel_runtime::{Buffer, KernelArg, LaunchConfig, Stream};
 use kernels::{apply, finish, sum_squares, FINISH_THREADS};
 
-const STORAGES: [Storage; 2] = [Storage::F32, Storage::Bf16];
+const TYPES: [FloatType; 2] = [FloatType::F32, FloatType::Bf16];
 
-kernel_table!(static SUM_SQUARES = sum_squares, STORAGES, [0 1]);
+kernel_table!(static SUM_SQUARES = sum_squares, TYPES, [0 1]);
 kernel_table!(static FINISH = finish, [()], [0]);
-kernel_table!(static APPLY = apply, STORAGES, [0 1]);
+kernel_table!(static APPLY = apply, TYPES, [0 1]);
 
 static GRAD_SUM_SQUARES: [OpKernel; 2] =
     OpKernel::instances(norm_kernel::GRAD_SUM_SQUARES_INSTANCES);
@@ -48,10 +47,11 @@ pub static KERNELS: &[&OpKernel] = kernel_refs![
     APPLY[0 1],
 ];
 
-fn storage_index(s: Storage) -> usize {
+fn storage_index(s: FloatType) -> usize {
     match s {
-        Storage::F32 => 0,
-        Storage::Bf16 => 1,
+        FloatType::F32 => 0,
+        FloatType::Bf16 => 1,
+        FloatType::F16 => unreachable!("f16 is refused when the op is called (`f32_or_bf16`)"),
     }
 }
 
@@ -99,13 +99,14 @@ fn check_args(
 /// assert_eq!(out.to_host(&stream)?, vec![5.0, 1.0]);
 /// # Ok(()) }
 /// ```
-pub fn grad_norm<T: Element>(
+pub fn grad_norm<T: Float>(
     stream: &Stream,
     grads: &Buffer<T>,
     max_norm: f32,
     workspace: &mut Buffer<f32>,
     norm_scale: &mut Buffer<f32>,
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("grad_norm")?;
     let n = check_args(
         "grad_norm",
         grads.len(),
@@ -113,7 +114,7 @@ pub fn grad_norm<T: Element>(
         norm_scale.len(),
         max_norm,
     )?;
-    let parts = parts_for(n, T::STORAGE);
+    let parts = parts_for(n, T::TYPE);
     let cfg = LaunchConfig::linear(parts, MAP_THREADS);
     norm_kernel::grad_sum_squares::<T>(stream, cfg, grads, workspace, n)?;
     let cfg = LaunchConfig::linear(1, FINISH_THREADS);
@@ -124,23 +125,24 @@ pub fn grad_norm<T: Element>(
 /// [`grad_norm`] through the builder-written kernels it replaces, kept only until the two
 /// have been measured side by side (`bench_optim`).
 #[doc(hidden)]
-pub fn grad_norm_builder<T: Element>(
+pub fn grad_norm_builder<T: Float>(
     stream: &Stream,
     grads: &Buffer<T>,
     max_norm: f32,
     workspace: &mut Buffer<f32>,
     norm_scale: &mut Buffer<f32>,
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("grad_norm_builder")?;
     const OP: &str = "grad_norm";
     let n = check_args(OP, grads.len(), workspace.len(), norm_scale.len(), max_norm)?;
-    let step = step_elems([Format::from(T::STORAGE)]);
+    let step = step_elems([T::TYPE]);
     let parts = kernels::parts_for(n, step);
     let args = [
         KernelArg::from(grads),
         KernelArg::from(&mut *workspace),
         KernelArg::from(n),
     ];
-    let kernel = &SUM_SQUARES[storage_index(T::STORAGE)];
+    let kernel = &SUM_SQUARES[storage_index(T::TYPE)];
     stream.launch(
         kernel.artifacts(),
         LaunchConfig::linear(parts, MAP_THREADS),
@@ -174,16 +176,17 @@ pub fn grad_norm_builder<T: Element>(
 /// assert!((g[0] - 0.6).abs() < 1e-6 && (g[1] - 0.8).abs() < 1e-6);
 /// # Ok(()) }
 /// ```
-pub fn clip_grad_norm<T: Element>(
+pub fn clip_grad_norm<T: Float>(
     stream: &Stream,
     grads: &mut Buffer<T>,
     max_norm: f32,
     workspace: &mut Buffer<f32>,
     norm_scale: &mut Buffer<f32>,
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("clip_grad_norm")?;
     grad_norm(stream, grads, max_norm, workspace, norm_scale)?;
     let n = grads.len() as u32;
-    let cfg = LaunchConfig::linear(parts_for(n, T::STORAGE), MAP_THREADS);
+    let cfg = LaunchConfig::linear(parts_for(n, T::TYPE), MAP_THREADS);
     norm_kernel::grad_scale::<T>(stream, cfg, grads, norm_scale, n)?;
     Ok(())
 }
@@ -191,28 +194,29 @@ pub fn clip_grad_norm<T: Element>(
 /// [`clip_grad_norm`] through the builder-written kernels it replaces, kept only until the
 /// two have been measured side by side (`bench_optim`).
 #[doc(hidden)]
-pub fn clip_grad_norm_builder<T: Element>(
+pub fn clip_grad_norm_builder<T: Float>(
     stream: &Stream,
     grads: &mut Buffer<T>,
     max_norm: f32,
     workspace: &mut Buffer<f32>,
     norm_scale: &mut Buffer<f32>,
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("clip_grad_norm_builder")?;
     grad_norm_builder(stream, grads, max_norm, workspace, norm_scale)?;
     let n = grads.len() as u32;
-    let cfg = map_launch(n, step_elems([Format::from(T::STORAGE)]));
+    let cfg = map_launch(n, step_elems([T::TYPE]));
     let args = [
         KernelArg::from(&mut *grads),
         KernelArg::from(&*norm_scale),
         KernelArg::from(n),
     ];
-    let kernel = &APPLY[storage_index(T::STORAGE)];
+    let kernel = &APPLY[storage_index(T::TYPE)];
     stream.launch(kernel.artifacts(), cfg, &args)?;
     Ok(())
 }
 
 /// Blocks of the passes over `n` gradients: enough to fill the device, at most
 /// [`WORKSPACE_LEN`]; a function of `n` only, so results do not depend on the device.
-fn parts_for(n: u32, storage: Storage) -> u32 {
-    kernels::parts_for(n, Format::from(storage).per_vector())
+fn parts_for(n: u32, storage: FloatType) -> u32 {
+    kernels::parts_for(n, storage.per_vector())
 }

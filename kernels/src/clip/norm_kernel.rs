@@ -12,7 +12,7 @@ use kernel_macros::kernel;
 
 /// `partial[b]` = the sum of squares of block `b`'s grid-stride share of `grads[..n]`.
 #[kernel(crate = crate::lang, instances(T in [f32, bf16]))]
-pub fn grad_sum_squares<T: Dtype>(grads: &[T], partial: &mut [f32], n: u32) {
+pub fn grad_sum_squares<T: Element>(grads: &[T], partial: &mut [f32], n: u32) {
     let stride = block_dim().x * grid_dim().x;
     let first = block_idx().x * block_dim().x + thread_idx().x;
     let vectors = n / T::VEC;
@@ -71,7 +71,7 @@ pub fn grad_norm_finish(partial: &[f32], norm_scale: &mut [f32], parts: u32, max
 /// `grads[..n] *= norm_scale[1]` where the scale is below 1; otherwise (1, or NaN) nothing is
 /// written.
 #[kernel(crate = crate::lang, instances(T in [f32, bf16]))]
-pub fn grad_scale<T: Dtype>(grads: &mut [T], norm_scale: &[f32], n: u32) {
+pub fn grad_scale<T: Element>(grads: &mut [T], norm_scale: &[f32], n: u32) {
     let scale = norm_scale[1];
     if scale < 1.0 {
         let stride = block_dim().x * grid_dim().x;

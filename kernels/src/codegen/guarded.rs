@@ -5,16 +5,17 @@
 //! has one load in flight instead of four. A guarded load has no branch to wait at, so a thread
 //! issues every chunk's load first and widens them afterwards.
 
-use super::tensor::{Access, Format, Tensor};
+use super::tensor::{Access, Tensor};
 use super::{bf16, half};
+use crate::FloatType;
 use kernel_dsl::builder::{KernelBuilder, Value};
-use kernel_dsl::dtype::{DType, Pred, F32, U16, U32};
 use kernel_dsl::ir::{AddrBase, Guard, Operand};
 use kernel_dsl::op::Op;
+use kernel_dsl::scalar::{Pred, Scalar, F32, U16, U32};
 use kernel_dsl::{StateSpace, VecWidth};
 
 /// `n` registers initialized to `zero`, the destinations of a guarded load.
-fn zeroed<T: DType>(b: &mut KernelBuilder, zero: Value<T>, n: usize) -> Vec<Value<T>> {
+fn zeroed<T: Scalar>(b: &mut KernelBuilder, zero: Value<T>, n: usize) -> Vec<Value<T>> {
     (0..n).map(|_| b.var(zero)).collect()
 }
 
@@ -23,9 +24,9 @@ pub(crate) enum RawChunk {
     /// f32 elements.
     F32(Vec<Value<F32>>),
     /// One 16-bit element in the low half.
-    Half(Value<U16>, Format),
+    Half(Value<U16>, FloatType),
     /// Four words, each two 16-bit elements (element order: low half first).
-    Words([Value<U32>; 4], Format),
+    Words([Value<U32>; 4], FloatType),
 }
 
 impl RawChunk {
@@ -33,9 +34,9 @@ impl RawChunk {
     pub(crate) fn widen(&self, b: &mut KernelBuilder) -> Vec<Value<F32>> {
         match self {
             RawChunk::F32(v) => v.clone(),
-            RawChunk::Half(h, Format::F16) => vec![half::widen(b, *h)],
+            RawChunk::Half(h, FloatType::F16) => vec![half::widen(b, *h)],
             RawChunk::Half(h, _) => vec![bf16::widen(b, *h)],
-            RawChunk::Words(w, Format::F16) => {
+            RawChunk::Words(w, FloatType::F16) => {
                 w.iter().flat_map(|&w| half::unpack2(b, w)).collect()
             }
             RawChunk::Words(w, _) => w.iter().flat_map(|&w| bf16::unpack2(b, w)).collect(),
@@ -43,11 +44,11 @@ impl RawChunk {
     }
 
     /// Zeroed registers for one access of a `format` tensor.
-    pub(crate) fn zeroed(b: &mut KernelBuilder, format: Format, access: Access) -> RawChunk {
+    pub(crate) fn zeroed(b: &mut KernelBuilder, format: FloatType, access: Access) -> RawChunk {
         match (format, access) {
-            (Format::F32, _) => {
+            (FloatType::F32, _) => {
                 let zero = b.const_f32(0.0);
-                RawChunk::F32(zeroed(b, zero, access.width_of(format) as usize))
+                RawChunk::F32(zeroed(b, zero, access.width(format) as usize))
             }
             (_, Access::Scalar) => {
                 let zero = b.const_int::<U16>(0);

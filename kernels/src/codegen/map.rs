@@ -2,10 +2,11 @@
 //! grid-stride loop over 16-byte vectors and a scalar loop for the last `n mod step` elements.
 //! Buffers passed whole are allocation-aligned, so the vector path always applies.
 
-use super::tensor::{tensor_param_of, Access, Format, Tensor};
+use super::tensor::{tensor_param, Access, Tensor};
+use crate::FloatType;
 use kernel_dsl::builder::{KernelBuilder, Value};
-use kernel_dsl::dtype::{F32, U32};
 use kernel_dsl::ir::{Dim, Kernel};
+use kernel_dsl::scalar::{F32, U32};
 use kernel_runtime::LaunchConfig;
 
 /// Threads per CTA of map kernels.
@@ -17,16 +18,16 @@ const MAX_MAP_CTAS: u32 = 1 << 20;
 /// outputs, f32 scalars, then `n: u32`.
 pub(crate) struct MapSig<'a> {
     pub name: String,
-    pub inputs: &'a [(&'a str, Format)],
-    pub outputs: &'a [(&'a str, Format)],
+    pub inputs: &'a [(&'a str, FloatType)],
+    pub outputs: &'a [(&'a str, FloatType)],
     pub scalars: &'a [&'a str],
 }
 
 /// Elements one loop step moves: one 16-byte vector of the narrowest format.
-pub(crate) fn step_elems(formats: impl IntoIterator<Item = Format>) -> u32 {
+pub(crate) fn step_elems(formats: impl IntoIterator<Item = FloatType>) -> u32 {
     formats
         .into_iter()
-        .map(Format::per_vector)
+        .map(FloatType::per_vector)
         .max()
         .unwrap_or(4)
 }
@@ -40,12 +41,12 @@ pub(crate) fn map_kernel(
     let ins: Vec<Tensor> = sig
         .inputs
         .iter()
-        .map(|&(name, fmt)| tensor_param_of(&mut b, name, fmt, false))
+        .map(|&(name, fmt)| tensor_param(&mut b, name, fmt, false))
         .collect();
     let outs: Vec<Tensor> = sig
         .outputs
         .iter()
-        .map(|&(name, fmt)| tensor_param_of(&mut b, name, fmt, true))
+        .map(|&(name, fmt)| tensor_param(&mut b, name, fmt, true))
         .collect();
     let scalars: Vec<Value<F32>> = sig.scalars.iter().map(|s| b.param::<F32>(s)).collect();
     let n = b.param::<U32>("n");

@@ -12,9 +12,9 @@
 
 use super::reduce::{gather_warp_partials, MAX_WARPS};
 use kernel_dsl::builder::{KernelBuilder, SharedArray, Value};
-use kernel_dsl::dtype::F32;
 use kernel_dsl::ir::Dim;
 use kernel_dsl::op::{Cmp, ShflMode};
+use kernel_dsl::scalar::F32;
 
 /// Sums of `n` values (2 or 4) over a whole CTA (a multiple of 32 threads), with one shared
 /// array of `n × 32` floats.

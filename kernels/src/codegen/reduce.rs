@@ -3,9 +3,9 @@
 //! per warp, read back by every warp in the same order. No atomics.
 
 use kernel_dsl::builder::{KernelBuilder, SharedArray, Value};
-use kernel_dsl::dtype::{F32, U32};
 use kernel_dsl::ir::Dim;
 use kernel_dsl::op::{Cmp, ShflMode};
+use kernel_dsl::scalar::{F32, U32};
 
 /// Most warps a CTA can hold (1024 threads).
 pub(crate) const MAX_WARPS: u32 = 32;

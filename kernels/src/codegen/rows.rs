@@ -5,11 +5,11 @@
 
 use super::reduce::{warp_sum, BlockSum};
 use super::tensor::Access;
-use crate::Storage;
+use crate::FloatType;
 use kernel_dsl::builder::{KernelBuilder, Value};
-use kernel_dsl::dtype::{Pred, F32, U32};
 use kernel_dsl::ir::Dim;
 use kernel_dsl::op::Cmp;
+use kernel_dsl::scalar::{Pred, F32, U32};
 use kernel_runtime::LaunchConfig;
 
 /// Elements of its row each thread holds in registers.
@@ -43,12 +43,12 @@ impl Group {
 pub(crate) const BACKWARD_HELD_ELEMS: u32 = 8;
 
 /// Held chunks (accesses) per thread.
-pub(crate) const fn held_chunks(storage: Storage, access: Access) -> u32 {
+pub(crate) const fn held_chunks(storage: FloatType, access: Access) -> u32 {
     held_chunks_of(storage, access, HELD_ELEMS)
 }
 
 /// Held chunks per thread when each thread holds `elems` elements (at least one chunk).
-pub(crate) const fn held_chunks_of(storage: Storage, access: Access, elems: u32) -> u32 {
+pub(crate) const fn held_chunks_of(storage: FloatType, access: Access, elems: u32) -> u32 {
     let n = elems / access.width(storage);
     if n == 0 {
         1

@@ -24,7 +24,7 @@ use kernel_macros::kernel;
     instances(T in [f32, bf16], W in [1, T::VEC], CTA in [0, 1]),
     maxnreg = if W == 4 && CTA == 1 { 64 } else if W == 8 && CTA == 1 { 56 } else { 0 }
 )]
-pub fn cross_entropy<T: Dtype, const W: u32, const CTA: u32>(
+pub fn cross_entropy<T: Element, const W: u32, const CTA: u32>(
     logits: &[T],
     targets: &[i32],
     loss: &[f32],

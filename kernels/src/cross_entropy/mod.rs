@@ -8,11 +8,11 @@ mod reference;
 
 pub use reference::{reference, Reference};
 
-use crate::cast::Element;
 use crate::codegen::rows::HELD_ELEMS;
 use crate::codegen::tensor::Access;
 use crate::rowwise::problem::RowProblem;
-use crate::{check_len, Error, OpKernel, Storage};
+use crate::Float;
+use crate::{check_len, Error, FloatType, OpKernel};
 use kernel_runtime::{Buffer, LaunchConfig, Stream};
 
 /// Threads of the single block of the counting and averaging kernels (their `block = 256`).
@@ -22,9 +22,9 @@ const TALLY_THREADS: u32 = 256;
 /// registers), so that one block fills an SM and each SM streams one row; 512 for bf16 in
 /// 16-byte chunks, held to 56 registers so that two blocks fit an SM; otherwise 512 (within 128
 /// registers; `tests/instance_registers.rs` checks them).
-fn row_threads(storage: Storage, access: Access) -> u32 {
+fn row_threads(storage: FloatType, access: Access) -> u32 {
     match (storage, access) {
-        (Storage::F32, Access::Vector) => 1024,
+        (FloatType::F32, Access::Vector) => 1024,
         _ => 512,
     }
 }
@@ -76,7 +76,7 @@ pub static KERNELS: &[&OpKernel] = &[
 /// # Ok(()) }
 /// ```
 #[allow(clippy::too_many_arguments)]
-pub fn cross_entropy<T: Element>(
+pub fn cross_entropy<T: Float>(
     stream: &Stream,
     logits: &Buffer<T>,
     targets: &Buffer<i32>,
@@ -88,13 +88,14 @@ pub fn cross_entropy<T: Element>(
     ignore_index: i32,
 ) -> Result<(), Error> {
     const OP: &str = "cross_entropy";
-    let p = RowProblem::new(OP, T::STORAGE, rows, vocab, None, HELD_ELEMS)?;
+    crate::float::f32_or_bf16::<T>(OP)?;
+    let p = RowProblem::new(OP, T::TYPE, rows, vocab, None, HELD_ELEMS)?;
     // A thread holds two 16-byte chunks, or 16 elements one at a time (the kernel's `hold`).
     let held = match p.access {
-        Access::Vector => 2 * p.access.width(T::STORAGE),
+        Access::Vector => 2 * p.access.width(T::TYPE),
         Access::Scalar => HELD_ELEMS,
     };
-    let p = p.with_row_threads(T::STORAGE, held, row_threads(T::STORAGE, p.access));
+    let p = p.with_row_threads(T::TYPE, held, row_threads(T::TYPE, p.access));
     p.check_matrix(OP, "logits", logits.len())?;
     p.check_matrix(OP, "dlogits", dlogits.len())?;
     check_len(OP, "targets", targets.len(), rows, || {
@@ -109,7 +110,7 @@ pub fn cross_entropy<T: Element>(
     let single = LaunchConfig::linear(1, TALLY_THREADS);
     loss_kernel::cross_entropy_count(stream, single, targets, loss, p.rows, ignore_index)?;
     if rows > 0 {
-        let (w, cta) = p.instance(T::STORAGE);
+        let (w, cta) = p.instance(T::TYPE);
         loss_kernel::cross_entropy(
             stream,
             p.launch.cfg,

@@ -124,7 +124,7 @@ impl Binary for GeluTanhBackward {
 
 /// `out = O(x)`.
 #[kernel(crate = crate::lang, instances(T in [f32, bf16], O in [Silu, GeluTanh]))]
-pub fn map_unary<T: Dtype, O: Unary>(x: &[T], out: &mut [T], n: u32) {
+pub fn map_unary<T: Element, O: Unary>(x: &[T], out: &mut [T], n: u32) {
     let stride = block_dim().x * grid_dim().x;
     let first = block_idx().x * block_dim().x + thread_idx().x;
     let steps = n / T::VEC;
@@ -147,7 +147,7 @@ pub fn map_unary<T: Dtype, O: Unary>(x: &[T], out: &mut [T], n: u32) {
 /// `out = O(a, b)`.
 #[kernel(crate = crate::lang,
          instances(T in [f32, bf16], O in [Add, Mul, Swiglu, SiluBackward, GeluTanhBackward]))]
-pub fn map_binary<T: Dtype, O: Binary>(a: &[T], b: &[T], out: &mut [T], n: u32) {
+pub fn map_binary<T: Element, O: Binary>(a: &[T], b: &[T], out: &mut [T], n: u32) {
     let stride = block_dim().x * grid_dim().x;
     let first = block_idx().x * block_dim().x + thread_idx().x;
     let steps = n / T::VEC;
@@ -170,7 +170,7 @@ pub fn map_binary<T: Dtype, O: Binary>(a: &[T], b: &[T], out: &mut [T], n: u32) 
 
 /// `out = s · x`.
 #[kernel(crate = crate::lang, instances(T in [f32, bf16]))]
-pub fn scale<T: Dtype>(x: &[T], out: &mut [T], s: f32, n: u32) {
+pub fn scale<T: Element>(x: &[T], out: &mut [T], s: f32, n: u32) {
     let stride = block_dim().x * grid_dim().x;
     let first = block_idx().x * block_dim().x + thread_idx().x;
     let steps = n / T::VEC;
@@ -192,7 +192,7 @@ pub fn scale<T: Dtype>(x: &[T], out: &mut [T], s: f32, n: u32) {
 
 /// Both SwiGLU gradients in one pass: `dgate = dout·up·silu'(gate)`, `dup = dout·silu(gate)`.
 #[kernel(crate = crate::lang, instances(T in [f32, bf16]))]
-pub fn swiglu_backward<T: Dtype>(
+pub fn swiglu_backward<T: Element>(
     gate: &[T],
     up: &[T],
     dout: &[T],

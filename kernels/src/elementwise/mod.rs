@@ -7,10 +7,9 @@ mod map_kernel;
 mod ops;
 pub mod reference;
 
-use crate::cast::Element;
 use crate::codegen::kernel_refs;
 use crate::codegen::map::{map_launch, step_elems};
-use crate::codegen::tensor::Format;
+use crate::Float;
 use crate::{check_len, Error, OpKernel};
 use kernel_runtime::LaunchConfig;
 use kernel_runtime::{Buffer, Stream};
@@ -32,7 +31,7 @@ pub static KERNELS: &[&OpKernel] = kernel_refs![
 
 /// Checks every buffer against the first input's length: the element count and launch shape,
 /// or `None` for an empty problem.
-fn plan<T: Element>(
+fn plan<T: Float>(
     op: MapOp,
     inputs: &[usize],
     outputs: &[usize],
@@ -51,10 +50,7 @@ fn plan<T: Element>(
     if n == 0 {
         return Ok(None);
     }
-    Ok(Some((
-        n32,
-        map_launch(n32, step_elems([Format::from(T::STORAGE)])),
-    )))
+    Ok(Some((n32, map_launch(n32, step_elems([T::TYPE])))))
 }
 
 /// Runs `$launch` with `(n, cfg)` once the buffers' lengths check out.
@@ -80,12 +76,13 @@ macro_rules! planned {
 /// assert_eq!(out.to_host(&stream)?, vec![1.5, 0.0]);
 /// # Ok(()) }
 /// ```
-pub fn add<T: Element>(
+pub fn add<T: Float>(
     stream: &Stream,
     a: &Buffer<T>,
     b: &Buffer<T>,
     out: &mut Buffer<T>,
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("add")?;
     planned!(
         MapOp::Add,
         [a, b],
@@ -106,12 +103,13 @@ pub fn add<T: Element>(
 /// assert_eq!(out.to_host(&stream)?, vec![9.0]);
 /// # Ok(()) }
 /// ```
-pub fn mul<T: Element>(
+pub fn mul<T: Float>(
     stream: &Stream,
     a: &Buffer<T>,
     b: &Buffer<T>,
     out: &mut Buffer<T>,
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("mul")?;
     planned!(
         MapOp::Mul,
         [a, b],
@@ -132,12 +130,13 @@ pub fn mul<T: Element>(
 /// assert_eq!(out.to_host(&stream)?, vec![0.5, -2.0]);
 /// # Ok(()) }
 /// ```
-pub fn scale<T: Element>(
+pub fn scale<T: Float>(
     stream: &Stream,
     x: &Buffer<T>,
     s: f32,
     out: &mut Buffer<T>,
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("scale")?;
     planned!(MapOp::Scale, [x], [out], |n, cfg| k::scale::<T>(
         stream, cfg, x, out, s, n
     ))
@@ -156,7 +155,8 @@ pub fn scale<T: Element>(
 /// assert!(out[0] == 0.0 && (out[1] - 20.0).abs() < 1e-4);
 /// # Ok(()) }
 /// ```
-pub fn silu<T: Element>(stream: &Stream, x: &Buffer<T>, out: &mut Buffer<T>) -> Result<(), Error> {
+pub fn silu<T: Float>(stream: &Stream, x: &Buffer<T>, out: &mut Buffer<T>) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("silu")?;
     planned!(
         MapOp::Silu,
         [x],
@@ -178,12 +178,13 @@ pub fn silu<T: Element>(stream: &Stream, x: &Buffer<T>, out: &mut Buffer<T>) -> 
 /// assert_eq!(dx.to_host(&stream)?, vec![1.0]);
 /// # Ok(()) }
 /// ```
-pub fn silu_backward<T: Element>(
+pub fn silu_backward<T: Float>(
     stream: &Stream,
     x: &Buffer<T>,
     dy: &Buffer<T>,
     dx: &mut Buffer<T>,
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("silu_backward")?;
     planned!(
         MapOp::SiluBackward,
         [x, dy],
@@ -204,11 +205,12 @@ pub fn silu_backward<T: Element>(
 /// assert!((out.to_host(&stream)?[0] - 0.841192).abs() < 1e-5);
 /// # Ok(()) }
 /// ```
-pub fn gelu_tanh<T: Element>(
+pub fn gelu_tanh<T: Float>(
     stream: &Stream,
     x: &Buffer<T>,
     out: &mut Buffer<T>,
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("gelu_tanh")?;
     planned!(MapOp::GeluTanh, [x], [out], |n, cfg| k::map_unary::<
         T,
         k::GeluTanh,
@@ -230,12 +232,13 @@ pub fn gelu_tanh<T: Element>(
 /// assert_eq!(dx.to_host(&stream)?, vec![0.5]);
 /// # Ok(()) }
 /// ```
-pub fn gelu_tanh_backward<T: Element>(
+pub fn gelu_tanh_backward<T: Float>(
     stream: &Stream,
     x: &Buffer<T>,
     dy: &Buffer<T>,
     dx: &mut Buffer<T>,
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("gelu_tanh_backward")?;
     planned!(MapOp::GeluTanhBackward, [x, dy], [dx], |n, cfg| {
         k::map_binary::<T, k::GeluTanhBackward>(stream, cfg, x, dy, dx, n)
     })
@@ -254,12 +257,13 @@ pub fn gelu_tanh_backward<T: Element>(
 /// assert_eq!(out.to_host(&stream)?, vec![0.0, 60.0]);
 /// # Ok(()) }
 /// ```
-pub fn swiglu<T: Element>(
+pub fn swiglu<T: Float>(
     stream: &Stream,
     gate: &Buffer<T>,
     up: &Buffer<T>,
     out: &mut Buffer<T>,
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("swiglu")?;
     planned!(MapOp::Swiglu, [gate, up], [out], |n, cfg| k::map_binary::<
         T,
         k::Swiglu,
@@ -283,7 +287,7 @@ pub fn swiglu<T: Element>(
 /// assert_eq!((dgate.to_host(&stream)?, dup.to_host(&stream)?), (vec![1.0], vec![0.0]));
 /// # Ok(()) }
 /// ```
-pub fn swiglu_backward<T: Element>(
+pub fn swiglu_backward<T: Float>(
     stream: &Stream,
     gate: &Buffer<T>,
     up: &Buffer<T>,
@@ -291,6 +295,7 @@ pub fn swiglu_backward<T: Element>(
     dgate: &mut Buffer<T>,
     dup: &mut Buffer<T>,
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("swiglu_backward")?;
     planned!(
         MapOp::SwigluBackward,
         [gate, up, dout],

@@ -29,7 +29,7 @@ pub(crate) const SCATTER_THREADS: u32 = 128;
 
 /// `table: vocab × hidden`, `ids: tokens`, `out: tokens × hidden`.
 #[kernel(crate = crate::lang, instances(T in [f32, bf16], W in [1, T::VEC], CTA in [0, 1]))]
-pub fn embedding<T: Dtype, const W: u32, const CTA: u32>(
+pub fn embedding<T: Element, const W: u32, const CTA: u32>(
     table: &[T],
     ids: &[u32],
     out: &mut [T],
@@ -79,7 +79,7 @@ pub fn embedding<T: Dtype, const W: u32, const CTA: u32>(
 /// `dout: tokens × hidden`, `ids: tokens`, `dtable: vocab × hidden`; a warp per 32 vocabulary
 /// rows.
 #[kernel(crate = crate::lang, instances(T in [f32, bf16], W in [1, T::VEC]))]
-pub fn embedding_backward<T: Dtype, const W: u32>(
+pub fn embedding_backward<T: Element, const W: u32>(
     dout: &[T],
     ids: &[u32],
     dtable: &mut [T],

@@ -5,12 +5,12 @@
 mod lookup_kernel;
 pub mod reference;
 
-use crate::cast::Element;
 use crate::codegen::kernel_refs;
 use crate::codegen::rows::Group;
 use crate::codegen::tensor::Access;
 use crate::rowwise::shape::RowPlan;
-use crate::{check_len, Error, OpKernel, Storage};
+use crate::Float;
+use crate::{check_len, Error, FloatType, OpKernel};
 use kernel_runtime::{Buffer, LaunchConfig, Stream};
 use lookup_kernel::{held_chunks, ROWS_PER_WARP, SCATTER_THREADS};
 
@@ -25,7 +25,7 @@ pub static KERNELS: &[&OpKernel] = kernel_refs![
 ];
 
 /// Chunks of its row a thread of the `#[kernel]` forward holds (64 bytes).
-fn gather_held(storage: Storage, access: Access) -> u32 {
+fn gather_held(storage: FloatType, access: Access) -> u32 {
     held_chunks(Access::Vector.width(storage), access.width(storage))
 }
 
@@ -44,7 +44,7 @@ fn gather_held(storage: Storage, access: Access) -> u32 {
 /// assert_eq!(out.to_host(&stream)?, vec![3.0, 4.0, 3.0, 4.0, 1.0, 2.0]);
 /// # Ok(()) }
 /// ```
-pub fn embedding<T: Element>(
+pub fn embedding<T: Float>(
     stream: &Stream,
     table: &Buffer<T>,
     ids: &Buffer<u32>,
@@ -54,6 +54,7 @@ pub fn embedding<T: Element>(
     hidden: usize,
 ) -> Result<(), Error> {
     const OP: &str = "embedding";
+    crate::float::f32_or_bf16::<T>(OP)?;
     let Some(p) = gather_plan::<T>(
         OP,
         [table.len(), ids.len(), out.len()],
@@ -65,7 +66,7 @@ pub fn embedding<T: Element>(
     else {
         return Ok(());
     };
-    let w = p.spec.access.width(T::STORAGE);
+    let w = p.spec.access.width(T::TYPE);
     let cta = (p.spec.group == Group::Block) as u32;
     lookup_kernel::embedding::<T>(
         stream,
@@ -84,17 +85,17 @@ pub fn embedding<T: Element>(
 
 /// The forward's checks (`table, ids, out` lengths) and row plan for threads holding
 /// `held(storage, access)` chunks; `None` where there are no tokens.
-fn gather_plan<T: Element>(
+fn gather_plan<T: Float>(
     op: &'static str,
     [table, ids, out]: [usize; 3],
     tokens: usize,
     vocab: usize,
     hidden: usize,
-    held: fn(Storage, Access) -> u32,
+    held: fn(FloatType, Access) -> u32,
 ) -> Result<Option<RowPlan>, Error> {
-    let table_plan = RowPlan::new(op, T::STORAGE, vocab, hidden, None)?;
+    let table_plan = RowPlan::new(op, T::TYPE, vocab, hidden, None)?;
     table_plan.check_matrix(op, "table", table)?;
-    let p = RowPlan::holding(op, T::STORAGE, tokens, hidden, None, held)?;
+    let p = RowPlan::holding(op, T::TYPE, tokens, hidden, None, held)?;
     p.check_matrix(op, "out", out)?;
     p.check_per_row(op, "ids", ids)?;
     Ok((tokens > 0).then_some(p))
@@ -115,7 +116,7 @@ fn gather_plan<T: Element>(
 /// assert_eq!(dtable.to_host(&stream)?, vec![2.0, 0.0, 4.0]);
 /// # Ok(()) }
 /// ```
-pub fn embedding_backward<T: Element>(
+pub fn embedding_backward<T: Float>(
     stream: &Stream,
     dout: &Buffer<T>,
     ids: &Buffer<u32>,
@@ -124,6 +125,7 @@ pub fn embedding_backward<T: Element>(
     vocab: usize,
     hidden: usize,
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("embedding_backward")?;
     let Some((p, cfg)) =
         scatter_plan::<T>([dout.len(), ids.len(), dtable.len()], tokens, vocab, hidden)?
     else {
@@ -132,7 +134,7 @@ pub fn embedding_backward<T: Element>(
     lookup_kernel::embedding_backward::<T>(
         stream,
         cfg,
-        p.spec.access.width(T::STORAGE),
+        p.spec.access.width(T::TYPE),
         dout,
         ids,
         dtable,
@@ -145,16 +147,16 @@ pub fn embedding_backward<T: Element>(
 
 /// The backward's checks (`dout, ids, dtable` lengths) and launch: one warp per
 /// [`ROWS_PER_WARP`] vocabulary rows; `None` for an empty vocabulary.
-fn scatter_plan<T: Element>(
+fn scatter_plan<T: Float>(
     [dout, ids, dtable]: [usize; 3],
     tokens: usize,
     vocab: usize,
     hidden: usize,
 ) -> Result<Option<(RowPlan, LaunchConfig)>, Error> {
     const OP: &str = "embedding_backward";
-    let table_plan = RowPlan::new(OP, T::STORAGE, vocab, hidden, None)?;
+    let table_plan = RowPlan::new(OP, T::TYPE, vocab, hidden, None)?;
     table_plan.check_matrix(OP, "dtable", dtable)?;
-    let p = RowPlan::new(OP, T::STORAGE, tokens, hidden, None)?;
+    let p = RowPlan::new(OP, T::TYPE, tokens, hidden, None)?;
     p.check_matrix(OP, "dout", dout)?;
     check_len(OP, "ids", ids, tokens, || {
         format!("one per token, tokens = {tokens}")

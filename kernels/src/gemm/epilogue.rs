@@ -2,7 +2,7 @@
 //! in registers before its single store. Which parts apply is decided at run time by a flags
 //! parameter (uniform across the grid), so one kernel serves every combination.
 
-use super::element::GemmElement;
+use crate::Float;
 use kernel_runtime::Buffer;
 use kernels_gen::codegen::math::{GELU_K0, GELU_K1};
 use kernels_gen::gemm::epilogue::{ACT_GELU_TANH, ACT_SHIFT, ACT_SILU, FLAG_BIAS, FLAG_RESIDUAL};
@@ -66,7 +66,7 @@ impl Activation {
 /// assert_eq!((e.alpha, e.beta, e.activation), (0.5, 1.0, Activation::Silu));
 /// ```
 #[derive(Clone, Copy, Debug)]
-pub struct Epilogue<'a, T: GemmElement> {
+pub struct Epilogue<'a, T: Float> {
     /// Scales the product.
     pub alpha: f32,
     /// Scales the old `C` (not read when 0).
@@ -78,7 +78,7 @@ pub struct Epilogue<'a, T: GemmElement> {
     pub residual: Option<&'a Buffer<T>>,
 }
 
-impl<T: GemmElement> Default for Epilogue<'_, T> {
+impl<T: Float> Default for Epilogue<'_, T> {
     fn default() -> Self {
         Epilogue {
             alpha: 1.0,
@@ -90,7 +90,7 @@ impl<T: GemmElement> Default for Epilogue<'_, T> {
     }
 }
 
-impl<'a, T: GemmElement> Epilogue<'a, T> {
+impl<'a, T: Float> Epilogue<'a, T> {
     /// Sets `alpha` and `beta`.
     pub fn scaled(mut self, alpha: f32, beta: f32) -> Self {
         self.alpha = alpha;

@@ -140,7 +140,7 @@ fn issue_slab<T>(
     <f16, f16, F16Mma, 1, 0>, <f16, f16, F16Mma, 1, 1>, <f16, f16, F16Mma, 0, 0>,
     <f32, f32, Tf32Mma, 1, 0>, <f32, f32, Tf32Mma, 1, 1>, <f32, f32, Tf32Mma, 0, 0>,
 ))]
-pub fn gemm_mma<T: Dtype, O: Dtype, M: TileMma, const A_K: u32, const B_K: u32>(
+pub fn gemm_mma<T: Element, O: Element, M: TileMma, const A_K: u32, const B_K: u32>(
     a: &[T],
     b: &[T],
     c: &mut [O],

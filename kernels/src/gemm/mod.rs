@@ -11,7 +11,6 @@
 //! (`tma_wgmma_kernel.rs`), launched on its own until it matches the builder's. [`select`] picks the kernel; [`gemm`] checks, selects and launches; [`reference`]
 //! is the f64 CPU reference the tests compare with.
 
-mod element;
 mod epilogue;
 // `#[device]` epilogue helpers, before the kernels that call them.
 #[macro_use]
@@ -27,9 +26,8 @@ mod split_reduce_kernel;
 mod tma_wgmma;
 mod tma_wgmma_kernel;
 
-pub use element::GemmElement;
 pub use epilogue::{Activation, Epilogue};
-pub use kernels_gen::gemm::{Dtype, Layout};
+pub use kernels_gen::gemm::Layout;
 pub use layout::GemmShape;
 pub use ops::{gemm, gemm_split_k, gemm_with_plan, matmul};
 pub use select::{select, Math, Plan};

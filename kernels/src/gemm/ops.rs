@@ -1,7 +1,6 @@
 //! The public GEMM entry points: check every buffer against the shape, select the kernel,
 //! launch.
 
-use super::element::GemmElement;
 use super::epilogue::Epilogue;
 use super::layout::{extent, GemmShape};
 use super::mma_kernel::{self, Bf16Mma, F16Mma, Tf32Mma};
@@ -10,13 +9,15 @@ use super::simt_kernel;
 use super::split_k::{split_count, split_kernel};
 use super::split_reduce_kernel::{self, REDUCE_THREADS};
 use crate::Error;
+use crate::Float;
+use crate::FloatType;
 use crate::OpKernel;
 use kernel_runtime::{
     Buffer, KernelArg, LaunchConfig, Stream, TensorMap, TensorSwizzle, TensorTiling,
 };
 use kernels_gen::gemm::epilogue::{FLAG_PLAIN_PAIRS, FLAG_VEC_A, FLAG_VEC_B};
 use kernels_gen::gemm::wgmma_tma::{MN_BOX, TMA_BK, TMA_TILE_M, TMA_TILE_N};
-use kernels_gen::gemm::{Dtype, Layout};
+use kernels_gen::gemm::Layout;
 use std::any::Any;
 
 /// `C = act(alpha·op(A)·op(B) + beta·C + bias) + residual` for every batch of `shape`.
@@ -46,7 +47,7 @@ use std::any::Any;
 /// assert_eq!(c.to_host(&stream)?, vec![18.0, 22.0, 40.0, 52.0]);
 /// # Ok(()) }
 /// ```
-pub fn gemm<T: GemmElement, O: GemmElement>(
+pub fn gemm<T: Float, O: Float>(
     stream: &Stream,
     shape: &GemmShape,
     a: &Buffer<T>,
@@ -74,7 +75,8 @@ pub fn gemm<T: GemmElement, O: GemmElement>(
 /// ```
 /// use kernel_dsl::Target;
 /// use kernel_runtime::{Bf16, Buffer, Device};
-/// use kernels::gemm::{gemm_with_plan, select, Dtype, Epilogue, GemmShape, Layout, Math};
+/// use kernels::gemm::{gemm_with_plan, select, Epilogue, GemmShape, Layout, Math};
+/// use kernels::FloatType;
 /// # fn main() -> Result<(), kernels::Error> {
 /// let stream = Device::emulator_for(Target::Sm90a).stream()?;
 /// let shape = GemmShape::new(Layout::Nt, 16, 8, 16);
@@ -82,12 +84,12 @@ pub fn gemm<T: GemmElement, O: GemmElement>(
 /// let b = Buffer::from_host(&stream, &vec![Bf16::from_f32(0.5); 8 * 16])?;
 /// let mut c = Buffer::<f32>::zeros(&stream, 16 * 8)?;
 /// // The sm_80 tensor-core kernel, on the emulated Hopper.
-/// let plan = select(Dtype::Bf16, Dtype::F32, Math::Fp32, &shape, Target::Sm80)?;
+/// let plan = select(FloatType::Bf16, FloatType::F32, Math::Fp32, &shape, Target::Sm80)?;
 /// gemm_with_plan(&stream, &plan, &shape, &a, &b, &mut c, &Epilogue::default())?;
 /// assert!(c.to_host(&stream)?.iter().all(|&x| x == 8.0));
 /// # Ok(()) }
 /// ```
-pub fn gemm_with_plan<T: GemmElement, O: GemmElement>(
+pub fn gemm_with_plan<T: Float, O: Float>(
     stream: &Stream,
     plan: &Plan,
     shape: &GemmShape,
@@ -96,7 +98,7 @@ pub fn gemm_with_plan<T: GemmElement, O: GemmElement>(
     c: &mut Buffer<O>,
     epilogue: &Epilogue<T>,
 ) -> Result<(), Error> {
-    if plan.problem != (T::DTYPE, O::DTYPE, *shape) {
+    if plan.problem != (T::TYPE, O::TYPE, *shape) {
         return Err(Error::Unsupported {
             op: "gemm_with_plan",
             detail: format!(
@@ -104,8 +106,8 @@ pub fn gemm_with_plan<T: GemmElement, O: GemmElement>(
                 plan.problem.0.suffix(),
                 plan.problem.1.suffix(),
                 plan.problem.2,
-                T::DTYPE.suffix(),
-                O::DTYPE.suffix(),
+                T::TYPE.suffix(),
+                O::TYPE.suffix(),
                 shape
             ),
         });
@@ -149,7 +151,7 @@ enum Choice {
 /// assert!(c.to_host(&stream)?.iter().all(|&x| x == 64.0));
 /// # Ok(()) }
 /// ```
-pub fn gemm_split_k<T: GemmElement, O: GemmElement>(
+pub fn gemm_split_k<T: Float, O: Float>(
     stream: &Stream,
     shape: &GemmShape,
     a: &Buffer<T>,
@@ -178,7 +180,7 @@ enum Splits {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn run<T: GemmElement, O: GemmElement>(
+fn run<T: Float, O: Float>(
     stream: &Stream,
     shape: &GemmShape,
     a: &Buffer<T>,
@@ -198,7 +200,7 @@ fn run<T: GemmElement, O: GemmElement>(
         at_least(OP, "residual", res.len(), need, "C's shape, ldc and stride")?;
     }
     let plan = match choice {
-        Choice::Select(math) => select(T::DTYPE, O::DTYPE, math, shape, stream.device().target())?,
+        Choice::Select(math) => select(T::TYPE, O::TYPE, math, shape, stream.device().target())?,
         Choice::Plan(plan) => plan,
     };
     let forced = match requested {
@@ -259,7 +261,7 @@ fn run<T: GemmElement, O: GemmElement>(
         let device = stream.device();
         let whole_tiles = stream.is_capturing() || device.is_sealed();
         if splits > 1 && !whole_tiles && partial_elems < 1 << 31 {
-            if let Some(tma) = split_kernel(T::DTYPE, O::DTYPE, shape.layout) {
+            if let Some(tma) = split_kernel(T::TYPE, O::TYPE, shape.layout) {
                 config.grid[0] = (config.grid[0] * splits as u32).min(per_batch);
                 // A capture of this call keeps whole tiles (above), so load that kernel too:
                 // a step pre-warmed outside a capture then finds it loaded when it is captured.
@@ -290,7 +292,7 @@ fn run<T: GemmElement, O: GemmElement>(
 /// The `#[kernel]` `mma.sync` GEMM through its launcher, with the `mma` flavour of `T`
 /// (`select` plans it for the shipped type pairs only; another is `Error::NoInstance`).
 #[allow(clippy::too_many_arguments)]
-fn mma<T: GemmElement, O: GemmElement>(
+fn mma<T: Float, O: Float>(
     stream: &Stream,
     config: LaunchConfig,
     shape: &GemmShape,
@@ -300,10 +302,10 @@ fn mma<T: GemmElement, O: GemmElement>(
     epilogue: &Epilogue<T>,
     flags: u32,
 ) -> Result<(), Error> {
-    let launch = match T::DTYPE {
-        Dtype::Bf16 => mma_kernel::gemm_mma::<T, O, Bf16Mma>,
-        Dtype::F16 => mma_kernel::gemm_mma::<T, O, F16Mma>,
-        Dtype::F32 => mma_kernel::gemm_mma::<T, O, Tf32Mma>,
+    let launch = match T::TYPE {
+        FloatType::Bf16 => mma_kernel::gemm_mma::<T, O, Bf16Mma>,
+        FloatType::F16 => mma_kernel::gemm_mma::<T, O, F16Mma>,
+        FloatType::F32 => mma_kernel::gemm_mma::<T, O, Tf32Mma>,
     };
     let u = |x: usize| x as u32;
     launch(
@@ -333,14 +335,14 @@ fn mma<T: GemmElement, O: GemmElement>(
 }
 
 /// `x` as the `Buffer<f32>` it is, where `T` is f32.
-fn as_f32<T: GemmElement>(x: &Buffer<T>) -> Option<&Buffer<f32>> {
+fn as_f32<T: Float>(x: &Buffer<T>) -> Option<&Buffer<f32>> {
     (x as &dyn Any).downcast_ref()
 }
 
 /// The `#[kernel]` fp32 SIMT GEMM through its launcher. [`select`] plans it for f32 buffers
 /// only; the buffers are seen as `Buffer<f32>` here by their type, never reinterpreted.
 #[allow(clippy::too_many_arguments)]
-fn simt<T: GemmElement, O: GemmElement>(
+fn simt<T: Float, O: Float>(
     stream: &Stream,
     config: LaunchConfig,
     layout: Layout,
@@ -356,8 +358,8 @@ fn simt<T: GemmElement, O: GemmElement>(
         op: "gemm",
         detail: format!(
             "the fp32 SIMT kernel takes f32 buffers, not {} → {}; plan with `select` for these types",
-            T::DTYPE.suffix(),
-            O::DTYPE.suffix()
+            T::TYPE.suffix(),
+            O::TYPE.suffix()
         ),
     }
     };
@@ -406,7 +408,7 @@ fn unsupported_split(detail: &str) -> Error {
 
 /// The parameters every GEMM kernel declares ([`super::params::declare`]), then the tensor
 /// maps where the kernel reads through them.
-fn gemm_args<'a, T: GemmElement, O: GemmElement>(
+fn gemm_args<'a, T: Float, O: Float>(
     shape: &GemmShape,
     a: &'a Buffer<T>,
     b: &'a Buffer<T>,
@@ -454,7 +456,7 @@ struct SplitLaunch {
 
 impl SplitLaunch {
     #[allow(clippy::too_many_arguments)]
-    fn run<T: GemmElement, O: GemmElement>(
+    fn run<T: Float, O: Float>(
         &self,
         stream: &Stream,
         shape: &GemmShape,
@@ -518,7 +520,7 @@ impl SplitLaunch {
 /// assert_eq!(c.to_host(&stream)?, vec![11.0]);
 /// # Ok(()) }
 /// ```
-pub fn matmul<T: GemmElement>(
+pub fn matmul<T: Float>(
     stream: &Stream,
     a: &Buffer<T>,
     b: &Buffer<T>,
@@ -534,7 +536,7 @@ pub fn matmul<T: GemmElement>(
 /// The tensor maps the TMA kernel reads A and B through: k-contiguous operands in boxes of
 /// the whole tile × one k-slab, the others in 64-wide blocks, all 128-byte swizzled, one
 /// matrix per batch index.
-fn tensor_maps<T: GemmElement>(
+fn tensor_maps<T: Float>(
     shape: &GemmShape,
     a: &Buffer<T>,
     b: &Buffer<T>,

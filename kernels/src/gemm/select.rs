@@ -5,6 +5,7 @@
 use super::layout::GemmShape;
 use super::simt_kernel::{SIMT_THREADS, SIMT_TILE};
 use super::{MMA, MMA_BUILDER, SIMT, WGMMA, WGMMA_TMA};
+use crate::FloatType;
 use crate::{Error, OpKernel};
 use kernel_dsl::Target;
 use kernel_runtime::LaunchConfig;
@@ -15,7 +16,7 @@ use kernels_gen::gemm::wgmma::{wgmma_shared_bytes, wgmma_spec_index, WgmmaSpec, 
 use kernels_gen::gemm::wgmma_tma::{
     tma_shared_bytes, tma_spec_index, TmaSpec, TMA_THREADS, TMA_TILE_M, TMA_TILE_N,
 };
-use kernels_gen::gemm::{Dtype, Layout};
+use kernels_gen::gemm::Layout;
 
 /// How f32 products are computed. 16-bit inputs always use tensor cores.
 ///
@@ -45,7 +46,7 @@ pub struct Plan {
     /// The kernel reads A and B through tensor maps (two extra parameters).
     pub(crate) tensor_maps: bool,
     /// What the plan was made for, so [`super::gemm_with_plan`] can refuse another problem.
-    pub(crate) problem: (Dtype, Dtype, GemmShape),
+    pub(crate) problem: (FloatType, FloatType, GemmShape),
     /// How the kernel is launched.
     pub(crate) launch: Launch,
 }
@@ -92,28 +93,29 @@ impl std::fmt::Debug for Plan {
 /// `target`.
 ///
 /// ```
-/// use kernels::gemm::{select, Dtype, GemmShape, Layout, Math};
+/// use kernels::gemm::{select, GemmShape, Layout, Math};
+/// use kernels::FloatType;
 /// use kernel_dsl::Target;
-/// let plan = select(Dtype::Bf16, Dtype::F32, Math::Fp32, &GemmShape::new(Layout::Nt, 300, 200, 64), Target::Sm80)?;
+/// let plan = select(FloatType::Bf16, FloatType::F32, Math::Fp32, &GemmShape::new(Layout::Nt, 300, 200, 64), Target::Sm80)?;
 /// assert_eq!(plan.config.grid, [2, 3, 1]);
 /// # Ok::<(), kernels::Error>(())
 /// ```
 pub fn select(
-    input: Dtype,
-    output: Dtype,
+    input: FloatType,
+    output: FloatType,
     math: Math,
     shape: &GemmShape,
     target: Target,
 ) -> Result<Plan, Error> {
-    if math == Math::Tf32 && input != Dtype::F32 {
+    if math == Math::Tf32 && input != FloatType::F32 {
         return Err(unsupported(format!(
             "Math::Tf32 rounds f32 inputs to TF32, but the inputs are {}, which use tensor cores at their own precision; pass Math::Fp32 (the default)",
             input.suffix()
         )));
     }
-    let tensor_cores = input != Dtype::F32 || math == Math::Tf32;
+    let tensor_cores = input != FloatType::F32 || math == Math::Tf32;
     if !tensor_cores {
-        if output != Dtype::F32 {
+        if output != FloatType::F32 {
             return Err(unsupported(format!(
                 "f32 inputs with Math::Fp32 write f32 outputs, not {}; use an f32 output buffer",
                 output.suffix()
@@ -250,11 +252,18 @@ mod tests {
     #[test]
     fn tf32_math_with_16_bit_inputs_is_refused() {
         let shape = GemmShape::new(Layout::Nn, 16, 16, 16);
-        for input in [Dtype::Bf16, Dtype::F16] {
-            let err = select(input, Dtype::F32, Math::Tf32, &shape, Target::Sm90).unwrap_err();
+        for input in [FloatType::Bf16, FloatType::F16] {
+            let err = select(input, FloatType::F32, Math::Tf32, &shape, Target::Sm90).unwrap_err();
             assert!(err.to_string().contains("pass Math::Fp32"), "{err}");
-            assert!(select(input, Dtype::F32, Math::Fp32, &shape, Target::Sm90).is_ok());
+            assert!(select(input, FloatType::F32, Math::Fp32, &shape, Target::Sm90).is_ok());
         }
-        assert!(select(Dtype::F32, Dtype::F32, Math::Tf32, &shape, Target::Sm90).is_ok());
+        assert!(select(
+            FloatType::F32,
+            FloatType::F32,
+            Math::Tf32,
+            &shape,
+            Target::Sm90
+        )
+        .is_ok());
     }
 }

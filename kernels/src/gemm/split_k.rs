@@ -5,9 +5,9 @@
 //! which pair of kernels.
 
 use super::WGMMA_TMA;
+use crate::FloatType;
 use crate::OpKernel;
 use kernels_gen::gemm::wgmma_tma::{tma_spec_index, TmaSpec, TMA_BK};
-use kernels_gen::gemm::Dtype;
 
 /// The most k-ranges a problem is split into.
 const MAX_SPLITS: usize = 8;
@@ -31,16 +31,16 @@ pub(crate) fn split_count(tiles: usize, k: usize, sms: usize) -> usize {
 /// (`split_reduce_kernel.rs`) has an instance for them: 16-bit inputs, an output of the
 /// input's type or f32.
 pub(crate) fn split_kernel(
-    input: Dtype,
-    output: Dtype,
+    input: FloatType,
+    output: FloatType,
     layout: super::Layout,
 ) -> Option<&'static OpKernel> {
-    if input == Dtype::F32 || (output != input && output != Dtype::F32) {
+    if input == FloatType::F32 || (output != input && output != FloatType::F32) {
         return None;
     }
     let tma = tma_spec_index(TmaSpec {
         input,
-        output: Dtype::F32,
+        output: FloatType::F32,
         layout,
         split_k: true,
     })?;

@@ -14,7 +14,7 @@ pub(crate) const REDUCE_THREADS: u32 = 256;
 #[kernel(crate = crate::lang, block = 256, instances(
     <bf16, bf16>, <bf16, f32>, <f16, f16>, <f16, f32>,
 ))]
-pub fn gemm_splitk_reduce<T: Dtype, O: Dtype>(
+pub fn gemm_splitk_reduce<T: Element, O: Element>(
     partials: &[f32],
     c: &mut [O],
     bias: &[T],

@@ -11,7 +11,7 @@ mod swap_kernel;
 mod transpose;
 mod transpose_kernel;
 
-pub use paged::{kv_cache_append, CacheElement, PagedLayout};
+pub use paged::{kv_cache_append, PagedLayout};
 pub use swap::{heads_from_interleaved, interleaved_from_heads};
 pub use transpose::transpose;
 

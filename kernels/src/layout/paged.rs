@@ -6,13 +6,11 @@
 //! `block_table[seq · blocks_per_seq + position / block_size]`.
 
 use super::paged_kernel;
-use crate::cast::Element;
 use crate::codegen::rows::Group;
 use crate::codegen::tensor::Access;
 use crate::rowwise::shape::RowPlan;
-use crate::Storage;
-use crate::{check_len, Error};
-use kernel_runtime::{Buffer, DeviceElem, Stream};
+use crate::{check_len, Error, Float, FloatType};
+use kernel_runtime::{Buffer, Stream};
 
 /// The shape of a paged cache and its block table.
 ///
@@ -46,32 +44,6 @@ impl PagedLayout {
     }
 }
 
-mod sealed {
-    pub trait Sealed {}
-    impl<T: crate::cast::Element> Sealed for T {}
-    impl Sealed for kernel_runtime::F16 {}
-}
-
-/// An element a paged cache holds: `f32`, [`Bf16`](kernel_runtime::Bf16) or
-/// [`F16`](kernel_runtime::F16) (an f16 cache is planned as the 2-byte storage it is).
-///
-/// ```
-/// use kernels::layout::CacheElement;
-/// assert_eq!(<kernel_runtime::F16 as CacheElement>::STORAGE, kernels::Storage::Bf16);
-/// ```
-pub trait CacheElement: DeviceElem + sealed::Sealed {
-    /// The storage of the same width, which the row planning goes by.
-    const STORAGE: Storage;
-}
-
-impl<T: Element> CacheElement for T {
-    const STORAGE: Storage = <T as Element>::STORAGE;
-}
-
-impl CacheElement for kernel_runtime::F16 {
-    const STORAGE: Storage = Storage::Bf16;
-}
-
 /// Writes each of `tokens` rows of `new` (`tokens × width`) into the paged `cache`, at the slot
 /// its sequence and position map to through `block_table` (`seqs × blocks_per_seq` block
 /// indices). Tokens whose sequence, block-table entry or block falls outside the layout are
@@ -93,7 +65,7 @@ impl CacheElement for kernel_runtime::F16 {
 /// # Ok(()) }
 /// ```
 #[allow(clippy::too_many_arguments)]
-pub fn kv_cache_append<T: CacheElement>(
+pub fn kv_cache_append<T: Float>(
     stream: &Stream,
     new: &Buffer<T>,
     seq_ids: &Buffer<u32>,
@@ -110,17 +82,17 @@ pub fn kv_cache_append<T: CacheElement>(
         block_table.len(),
         cache.len(),
     ];
-    let held = |storage: Storage, access: Access| {
+    let held = |storage: FloatType, access: Access| {
         let vector = Access::Vector.width(storage);
         paged_kernel::held_chunks(vector, access.width(storage))
     };
-    let Some(p) = plan(T::STORAGE, lens, tokens, layout, held)? else {
+    let Some(p) = plan(T::TYPE, lens, tokens, layout, held)? else {
         return Ok(());
     };
     paged_kernel::kv_cache_append::<T>(
         stream,
         p.launch.cfg,
-        p.spec.access.width(T::STORAGE),
+        p.spec.access.width(T::TYPE),
         (p.spec.group == Group::Block) as u32,
         new,
         seq_ids,
@@ -141,11 +113,11 @@ pub fn kv_cache_append<T: CacheElement>(
 /// `cache`) and plans the rows for a kernel whose threads hold `held` chunks; `None` when
 /// there are no tokens.
 fn plan(
-    storage: Storage,
+    storage: FloatType,
     [new, seq_ids, positions, block_table, cache]: [usize; 5],
     tokens: usize,
     layout: PagedLayout,
-    held: fn(Storage, Access) -> u32,
+    held: fn(FloatType, Access) -> u32,
 ) -> Result<Option<RowPlan>, Error> {
     const OP: &str = "kv_cache_append";
     let cache_rows = layout

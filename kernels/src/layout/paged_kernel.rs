@@ -23,7 +23,7 @@ pub(crate) const fn held_chunks(vector: u32, width: u32) -> u32 {
     instances(T in [f32, bf16, f16], W in [1, T::VEC], CTA in [0, 1]),
     maxnreg = if W > 1 { 32 } else { 0 }
 )]
-pub fn kv_cache_append<T: Dtype, const W: u32, const CTA: u32>(
+pub fn kv_cache_append<T: Element, const W: u32, const CTA: u32>(
     new: &[T],
     seq_ids: &[u32],
     positions: &[u32],

@@ -4,14 +4,14 @@
 //! vectors where `D` allows).
 
 use super::swap_kernel;
-use crate::cast::Element;
 use crate::rowwise::shape::RowPlan;
 use crate::Error;
+use crate::Float;
 use kernel_runtime::{Buffer, LaunchConfig, Stream};
 
 /// Checks the sizes of a swap of `outer × inner` rows of `d` and plans it; `None` when there is
 /// nothing to move.
-fn plan<T: Element>(
+fn plan<T: Float>(
     op: &'static str,
     [x, y]: [usize; 2],
     outer: usize,
@@ -22,7 +22,7 @@ fn plan<T: Element>(
         op,
         detail: format!("{outer} × {inner} rows overflow"),
     })?;
-    let p = RowPlan::new(op, T::STORAGE, rows, d, None)?;
+    let p = RowPlan::new(op, T::TYPE, rows, d, None)?;
     p.check_matrix(op, "x", x)?;
     p.check_matrix(op, "y", y)?;
     Ok((rows > 0).then_some(p))
@@ -31,7 +31,7 @@ fn plan<T: Element>(
 /// The `#[kernel]` swap: chunks of 16 bytes where `d` allows, [`swap_kernel::HELD`] of them a
 /// thread, a tile of 256 threads' a block.
 #[allow(clippy::too_many_arguments)]
-fn swap<T: Element>(
+fn swap<T: Float>(
     op: &'static str,
     stream: &Stream,
     x: &Buffer<T>,
@@ -43,7 +43,7 @@ fn swap<T: Element>(
     let Some(p) = plan::<T>(op, [x.len(), y.len()], outer, inner, d)? else {
         return Ok(());
     };
-    let w = p.spec.access.width(T::STORAGE);
+    let w = p.spec.access.width(T::TYPE);
     let chunks = p.rows * (p.cols / w);
     let per_block = swap_kernel::HELD * swap_kernel::THREADS;
     let cfg = LaunchConfig::linear(
@@ -71,7 +71,7 @@ const MAX_BLOCKS: u32 = 1 << 20;
 /// assert_eq!(y.to_host(&stream)?, vec![0.0, 10.0, 1.0, 11.0]);
 /// # Ok(()) }
 /// ```
-pub fn heads_from_interleaved<T: Element>(
+pub fn heads_from_interleaved<T: Float>(
     stream: &Stream,
     x: &Buffer<T>,
     y: &mut Buffer<T>,
@@ -79,6 +79,7 @@ pub fn heads_from_interleaved<T: Element>(
     heads: usize,
     head_dim: usize,
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("heads_from_interleaved")?;
     swap(
         "heads_from_interleaved",
         stream,
@@ -102,7 +103,7 @@ pub fn heads_from_interleaved<T: Element>(
 /// assert_eq!(y.to_host(&stream)?, vec![0.0, 1.0, 10.0, 11.0]);
 /// # Ok(()) }
 /// ```
-pub fn interleaved_from_heads<T: Element>(
+pub fn interleaved_from_heads<T: Float>(
     stream: &Stream,
     x: &Buffer<T>,
     y: &mut Buffer<T>,
@@ -110,6 +111,7 @@ pub fn interleaved_from_heads<T: Element>(
     heads: usize,
     head_dim: usize,
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("interleaved_from_heads")?;
     swap(
         "interleaved_from_heads",
         stream,

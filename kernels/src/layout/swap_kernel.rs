@@ -16,7 +16,7 @@ pub(crate) const HELD: u32 = 4;
 
 /// `x: outer × inner × d`, `y: inner × outer × d`; `W` divides `d`. Grid: any number of blocks.
 #[kernel(crate = crate::lang, block = 256, instances(T in [f32, bf16], W in [1, T::VEC]))]
-pub fn swap_outer<T: Dtype, const W: u32>(x: &[T], y: &mut [T], outer: u32, inner: u32, d: u32) {
+pub fn swap_outer<T: Element, const W: u32>(x: &[T], y: &mut [T], outer: u32, inner: u32, d: u32) {
     let t = thread_idx().x;
     let per_row = d / W;
     let total = outer * inner * per_row;

@@ -3,8 +3,8 @@
 //! input and of the output. Elements travel as raw bits.
 
 use super::transpose_kernel;
-use crate::cast::Element;
-use crate::{check_len, Error, Storage};
+use crate::Float;
+use crate::{check_len, Error, FloatType};
 use kernel_runtime::{Buffer, LaunchConfig, Stream};
 
 /// Largest grid extent along y.
@@ -22,18 +22,19 @@ const MAX_GRID_Y: usize = 65535;
 /// assert_eq!(y.to_host(&stream)?, vec![1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
 /// # Ok(()) }
 /// ```
-pub fn transpose<T: Element>(
+pub fn transpose<T: Float>(
     stream: &Stream,
     x: &Buffer<T>,
     y: &mut Buffer<T>,
     rows: usize,
     cols: usize,
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("transpose")?;
     if !check([x.len(), y.len()], rows, cols)? {
         return Ok(());
     }
     // Pairs of 16-bit elements where both sides' rows start 4-byte aligned.
-    let v = if T::STORAGE == Storage::Bf16 && rows.is_multiple_of(2) && cols.is_multiple_of(2) {
+    let v = if T::TYPE == FloatType::Bf16 && rows.is_multiple_of(2) && cols.is_multiple_of(2) {
         2
     } else {
         1

@@ -19,7 +19,7 @@ pub(crate) const fn tile_cols(v: u32) -> u32 {
 /// `x: rows × cols`, `y: cols × rows`; `V = 2` needs both even. Grid: `⌈cols / 32·V⌉ ×
 /// ⌈rows / 64⌉` blocks of 256.
 #[kernel(crate = crate::lang, block = 256, instances(<f32, 1>, <bf16, 1>, <bf16, 2>))]
-pub fn transpose<T: Dtype, const V: u32>(x: &[T], y: &mut [T], rows: u32, cols: u32) {
+pub fn transpose<T: Element, const V: u32>(x: &[T], y: &mut [T], rows: u32, cols: u32) {
     let tile = shared_array::<T, { 64 * (32 * V + 1) }>();
     let t = thread_idx().x;
     let lane = t % 32;

@@ -7,11 +7,11 @@ use super::partials::{MAX_PARTS, SUM_COLS, SUM_THREADS};
 use super::rms::spec_of;
 use super::{column_sum_kernel, layer_backward_kernel, rms_backward_kernel};
 use super::{COLUMN_SUM, LAYER_BACKWARD, RMS_BACKWARD};
-use crate::cast::Element;
 use crate::codegen::rows::BACKWARD_HELD_ELEMS;
 use crate::error::check_workspace;
 use crate::rowwise::problem::RowProblem;
-use crate::{Error, Storage};
+use crate::Float;
+use crate::{Error, FloatType};
 use kernel_runtime::{Buffer, BufferView, BufferViewMut, KernelArg, LaunchConfig, Stream};
 
 /// Workspace elements [`rms_norm_backward`] needs for a `rows × cols` problem (saturating at
@@ -59,7 +59,7 @@ fn parts(rows: usize) -> usize {
 /// # Ok(()) }
 /// ```
 #[allow(clippy::too_many_arguments)]
-pub fn rms_norm_backward<T: Element>(
+pub fn rms_norm_backward<T: Float>(
     stream: &Stream,
     x: &Buffer<T>,
     gamma: &Buffer<T>,
@@ -71,10 +71,11 @@ pub fn rms_norm_backward<T: Element>(
     cols: usize,
     eps: f32,
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("rms_norm_backward")?;
     let lens = [x.len(), gamma.len(), dy.len(), dx.len(), dgamma.len()];
     let (p, used) = rms_problem::<T>(lens, workspace.len(), rows, cols)?;
     if rows > 0 {
-        let (w, _) = p.instance(T::STORAGE);
+        let (w, _) = p.instance(T::TYPE);
         rms_backward_kernel::rms_norm_backward(
             stream,
             p.launch.cfg,
@@ -96,7 +97,7 @@ pub fn rms_norm_backward<T: Element>(
 /// been measured side by side (`bench_norm`).
 #[doc(hidden)]
 #[allow(clippy::too_many_arguments)]
-pub fn rms_norm_backward_builder<T: Element>(
+pub fn rms_norm_backward_builder<T: Float>(
     stream: &Stream,
     x: &Buffer<T>,
     gamma: &Buffer<T>,
@@ -108,6 +109,7 @@ pub fn rms_norm_backward_builder<T: Element>(
     cols: usize,
     eps: f32,
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("rms_norm_backward_builder")?;
     let lens = [x.len(), gamma.len(), dy.len(), dx.len(), dgamma.len()];
     let (p, used) = rms_problem::<T>(lens, workspace.len(), rows, cols)?;
     if rows > 0 {
@@ -127,7 +129,7 @@ pub fn rms_norm_backward_builder<T: Element>(
     let total = parts(rows) * cols;
     column_sum_builder(
         stream,
-        T::STORAGE,
+        T::TYPE,
         workspace.slice(0..total)?,
         dgamma.view_mut(),
         used,
@@ -154,7 +156,7 @@ pub fn rms_norm_backward_builder<T: Element>(
 /// # Ok(()) }
 /// ```
 #[allow(clippy::too_many_arguments)]
-pub fn layer_norm_backward<T: Element>(
+pub fn layer_norm_backward<T: Float>(
     stream: &Stream,
     x: &Buffer<T>,
     gamma: &Buffer<T>,
@@ -167,6 +169,7 @@ pub fn layer_norm_backward<T: Element>(
     cols: usize,
     eps: f32,
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("layer_norm_backward")?;
     let lens = [
         x.len(),
         gamma.len(),
@@ -177,7 +180,7 @@ pub fn layer_norm_backward<T: Element>(
     ];
     let (p, used) = layer_problem::<T>(lens, workspace.len(), rows, cols)?;
     if rows > 0 {
-        let (w, _) = p.instance(T::STORAGE);
+        let (w, _) = p.instance(T::TYPE);
         layer_backward_kernel::layer_norm_backward(
             stream,
             p.launch.cfg,
@@ -200,7 +203,7 @@ pub fn layer_norm_backward<T: Element>(
 /// have been measured side by side (`bench_norm`).
 #[doc(hidden)]
 #[allow(clippy::too_many_arguments)]
-pub fn layer_norm_backward_builder<T: Element>(
+pub fn layer_norm_backward_builder<T: Float>(
     stream: &Stream,
     x: &Buffer<T>,
     gamma: &Buffer<T>,
@@ -213,6 +216,7 @@ pub fn layer_norm_backward_builder<T: Element>(
     cols: usize,
     eps: f32,
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("layer_norm_backward_builder")?;
     let lens = [
         x.len(),
         gamma.len(),
@@ -239,7 +243,7 @@ pub fn layer_norm_backward_builder<T: Element>(
     let block = parts(rows) * cols;
     column_sum_builder(
         stream,
-        T::STORAGE,
+        T::TYPE,
         workspace.slice(0..block)?,
         dgamma.view_mut(),
         used,
@@ -247,7 +251,7 @@ pub fn layer_norm_backward_builder<T: Element>(
     )?;
     column_sum_builder(
         stream,
-        T::STORAGE,
+        T::TYPE,
         workspace.slice(block..2 * block)?,
         dbeta.view_mut(),
         used,
@@ -257,7 +261,7 @@ pub fn layer_norm_backward_builder<T: Element>(
 
 /// The RMSNorm problem once every buffer's length checks out (`x, gamma, dy, dx, dgamma` and
 /// the workspace), with the workspace rows its launch fills (none without rows).
-fn rms_problem<T: Element>(
+fn rms_problem<T: Float>(
     [x, gamma, dy, dx, dgamma]: [usize; 5],
     workspace: usize,
     rows: usize,
@@ -266,7 +270,7 @@ fn rms_problem<T: Element>(
     const OP: &str = "rms_norm_backward";
     let p = RowProblem::new(
         OP,
-        T::STORAGE,
+        T::TYPE,
         rows,
         cols,
         Some(MAX_PARTS),
@@ -283,7 +287,7 @@ fn rms_problem<T: Element>(
 
 /// The LayerNorm problem once every buffer's length checks out (`x, gamma, dy, dx, dgamma,
 /// dbeta` and the workspace), with the workspace rows of each block its launch fills.
-fn layer_problem<T: Element>(
+fn layer_problem<T: Float>(
     [x, gamma, dy, dx, dgamma, dbeta]: [usize; 6],
     workspace: usize,
     rows: usize,
@@ -292,7 +296,7 @@ fn layer_problem<T: Element>(
     const OP: &str = "layer_norm_backward";
     let p = RowProblem::new(
         OP,
-        T::STORAGE,
+        T::TYPE,
         rows,
         cols,
         Some(MAX_PARTS),
@@ -319,7 +323,7 @@ fn used_parts(rows: usize) -> u32 {
 }
 
 /// `out = Σ` over the `parts` rows of the `parts × cols` matrix at `offset` in `partial`.
-fn sum_columns<T: Element>(
+fn sum_columns<T: Float>(
     stream: &Stream,
     partial: &Buffer<f32>,
     offset: u32,
@@ -335,15 +339,16 @@ fn sum_columns<T: Element>(
 
 fn column_sum_builder(
     stream: &Stream,
-    storage: Storage,
+    storage: FloatType,
     partial: BufferView<'_>,
     out: BufferViewMut<'_>,
     parts: u32,
     cols: usize,
 ) -> Result<(), Error> {
     let kernel = &COLUMN_SUM[match storage {
-        Storage::F32 => 0,
-        Storage::Bf16 => 1,
+        FloatType::F32 => 0,
+        FloatType::Bf16 => 1,
+        FloatType::F16 => unreachable!("f16 is refused when the op is called (`f32_or_bf16`)"),
     }];
     let grid = (cols as u32).div_ceil(SUM_COLS).max(1);
     let cfg = LaunchConfig::linear(grid, SUM_THREADS);

@@ -13,7 +13,7 @@ use kernel_macros::kernel;
 /// loads are in flight (part `p` goes to accumulator `(p / 32) mod 8`), adds those in order,
 /// and the 32 lanes' sums are added in lane order through shared memory.
 #[kernel(crate = crate::lang, instances(T in [f32, bf16]), block = 1024)]
-pub fn norm_column_sum<T: Dtype>(
+pub fn norm_column_sum<T: Element>(
     partial: &[f32],
     out: &mut [T],
     offset: u32,

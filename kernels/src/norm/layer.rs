@@ -3,10 +3,10 @@
 use super::layer_kernel;
 use super::rms::spec_of;
 use super::LAYER_FORWARD;
-use crate::cast::Element;
 use crate::codegen::rows::HELD_ELEMS;
 use crate::rowwise::problem::RowProblem;
 use crate::Error;
+use crate::Float;
 use kernel_runtime::{Buffer, KernelArg, Stream};
 
 /// LayerNorm over the rows of a `rows × cols` matrix:
@@ -25,7 +25,7 @@ use kernel_runtime::{Buffer, KernelArg, Stream};
 /// # Ok(()) }
 /// ```
 #[allow(clippy::too_many_arguments)]
-pub fn layer_norm<T: Element>(
+pub fn layer_norm<T: Float>(
     stream: &Stream,
     x: &Buffer<T>,
     gamma: &Buffer<T>,
@@ -35,12 +35,13 @@ pub fn layer_norm<T: Element>(
     cols: usize,
     eps: f32,
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("layer_norm")?;
     let lens = [x.len(), gamma.len(), beta.len(), y.len()];
     let Some(p) = problem::<T>(lens, rows, cols)? else {
         return Ok(());
     };
     // Unlike RMSNorm, 1024-thread blocks are slower here: at 40 registers one fits an SM.
-    let (w, cta) = p.instance(T::STORAGE);
+    let (w, cta) = p.instance(T::TYPE);
     layer_kernel::layer_norm(
         stream,
         p.launch.cfg,
@@ -61,7 +62,7 @@ pub fn layer_norm<T: Element>(
 /// measured side by side (`bench_norm`).
 #[doc(hidden)]
 #[allow(clippy::too_many_arguments)]
-pub fn layer_norm_builder<T: Element>(
+pub fn layer_norm_builder<T: Float>(
     stream: &Stream,
     x: &Buffer<T>,
     gamma: &Buffer<T>,
@@ -71,6 +72,7 @@ pub fn layer_norm_builder<T: Element>(
     cols: usize,
     eps: f32,
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("layer_norm_builder")?;
     let lens = [x.len(), gamma.len(), beta.len(), y.len()];
     let Some(p) = problem::<T>(lens, rows, cols)? else {
         return Ok(());
@@ -91,13 +93,13 @@ pub fn layer_norm_builder<T: Element>(
 
 /// The problem once every buffer's length checks out (`x, gamma, beta, y`), or `None` where
 /// there are no rows.
-fn problem<T: Element>(
+fn problem<T: Float>(
     [x, gamma, beta, y]: [usize; 4],
     rows: usize,
     cols: usize,
 ) -> Result<Option<RowProblem>, Error> {
     const OP: &str = "layer_norm";
-    let p = RowProblem::new(OP, T::STORAGE, rows, cols, None, HELD_ELEMS)?;
+    let p = RowProblem::new(OP, T::TYPE, rows, cols, None, HELD_ELEMS)?;
     p.check_matrix(OP, "x", x)?;
     p.check_row(OP, "gamma", gamma)?;
     p.check_row(OP, "beta", beta)?;

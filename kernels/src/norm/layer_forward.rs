@@ -7,8 +7,8 @@ use crate::codegen::math;
 use crate::codegen::rows::{for_each_row, for_overflow, held, held_chunks, GroupSum};
 use crate::codegen::tensor::tensor_param;
 use kernel_dsl::builder::{KernelBuilder, Value};
-use kernel_dsl::dtype::{F32, U32};
 use kernel_dsl::ir::Kernel;
+use kernel_dsl::scalar::{F32, U32};
 
 /// Parameters: `x, gamma, beta, y, rows, cols, eps`.
 pub(crate) fn layer_norm(spec: RowSpec) -> Kernel {

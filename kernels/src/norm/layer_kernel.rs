@@ -6,7 +6,7 @@ use kernel_macros::kernel;
 
 /// `x, y: rows × cols` (γ, β: `cols`).
 #[kernel(crate = crate::lang, instances(T in [f32, bf16], W in [1, T::VEC], CTA in [0, 1]))]
-pub fn layer_norm<T: Dtype, const W: u32, const CTA: u32>(
+pub fn layer_norm<T: Element, const W: u32, const CTA: u32>(
     x: &[T],
     gamma: &[T],
     beta: &[T],

@@ -34,7 +34,7 @@ pub use layer::{layer_norm, layer_norm_builder};
 pub use rms::{add_rms_norm, add_rms_norm_builder, rms_norm, rms_norm_heads};
 
 use crate::codegen::{kernel_refs, kernel_table};
-use crate::{OpKernel, Storage};
+use crate::{FloatType, OpKernel};
 use spec::RowSpec;
 
 static RMS_NORM: [OpKernel; 8] = OpKernel::instances(rms_kernel::RMS_NORM_INSTANCES);
@@ -50,7 +50,7 @@ kernel_table!(static ADD_RMS_FORWARD = rms_forward::add_rms_norm, RowSpec::ALL, 
 kernel_table!(static LAYER_FORWARD = layer_forward::layer_norm, RowSpec::ALL, [0 1 2 3 4 5 6 7]);
 kernel_table!(static RMS_BACKWARD = rms_backward::rms_norm_backward, RowSpec::BLOCK, [0 1 2 3]);
 kernel_table!(static LAYER_BACKWARD = layer_backward::layer_norm_backward, RowSpec::BLOCK, [0 1 2 3]);
-kernel_table!(static COLUMN_SUM = partials::column_sum, [Storage::F32, Storage::Bf16], [0 1]);
+kernel_table!(static COLUMN_SUM = partials::column_sum, [FloatType::F32, FloatType::Bf16], [0 1]);
 
 /// Every specialization this module ships.
 pub static KERNELS: &[&OpKernel] = kernel_refs![

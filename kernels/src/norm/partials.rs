@@ -4,12 +4,12 @@
 
 use crate::codegen::map::load_run;
 use crate::codegen::map::store_run;
-use crate::codegen::tensor::{tensor_param, tensor_param_of, Access, Format, Tensor};
-use crate::Storage;
+use crate::codegen::tensor::{tensor_param, Access, Tensor};
+use crate::FloatType;
 use kernel_dsl::builder::{KernelBuilder, Value};
-use kernel_dsl::dtype::{F32, U32};
 use kernel_dsl::ir::{Dim, Kernel};
 use kernel_dsl::op::Cmp;
+use kernel_dsl::scalar::{F32, U32};
 
 /// Most CTAs a backward launch uses, so the workspace is at most this many rows: about two
 /// waves of two 512-thread CTAs per SM on a 132-SM GPU, each CTA looping over many rows, while
@@ -61,10 +61,10 @@ const SUM_ACCS: u32 = 8;
 /// accumulators (part `p` goes to accumulator `(p / 32) mod 8`), adds those in order, and the
 /// 32 lanes' sums are added in lane order through shared memory. The order depends only on
 /// `parts`, so the result is the same on every run and every device.
-pub(crate) fn column_sum(storage: Storage) -> Kernel {
+pub(crate) fn column_sum(storage: FloatType) -> Kernel {
     let mut b = KernelBuilder::new(format!("norm_column_sum_{}", storage.suffix()));
     b.reqntid([SUM_THREADS, 1, 1]);
-    let partial = tensor_param_of(&mut b, "partial", Format::F32, false);
+    let partial = tensor_param(&mut b, "partial", FloatType::F32, false);
     let out = tensor_param(&mut b, "out", storage, true);
     let parts = b.param::<U32>("parts");
     let cols = b.param::<U32>("cols");

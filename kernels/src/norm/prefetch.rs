@@ -8,8 +8,8 @@ use crate::codegen::guarded::RawChunk;
 use crate::codegen::tensor::{Access, Tensor};
 use crate::rowwise::bits::and_pred;
 use kernel_dsl::builder::{KernelBuilder, Value};
-use kernel_dsl::dtype::{Pred, U32};
 use kernel_dsl::op::Cmp;
+use kernel_dsl::scalar::{Pred, U32};
 
 /// Register cap of the backward norm kernels: two 512-thread CTAs per SM (64 K registers), so
 /// one CTA's reductions overlap the other's loads. Holding a second row's chunks, or the

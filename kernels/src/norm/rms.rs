@@ -2,9 +2,9 @@
 
 use super::spec::RowSpec;
 use super::{rms_kernel, ADD_RMS_FORWARD};
-use crate::cast::Element;
 use crate::codegen::rows::HELD_ELEMS;
 use crate::rowwise::problem::RowProblem;
+use crate::Float;
 use crate::{check_len, Error};
 use kernel_runtime::{Buffer, KernelArg, Stream};
 
@@ -23,7 +23,7 @@ use kernel_runtime::{Buffer, KernelArg, Stream};
 /// assert!((y[0] - 3.0 / 12.5f32.sqrt()).abs() < 1e-6);
 /// # Ok(()) }
 /// ```
-pub fn rms_norm<T: Element>(
+pub fn rms_norm<T: Float>(
     stream: &Stream,
     x: &Buffer<T>,
     gamma: &Buffer<T>,
@@ -33,7 +33,8 @@ pub fn rms_norm<T: Element>(
     eps: f32,
 ) -> Result<(), Error> {
     const OP: &str = "rms_norm";
-    let p = RowProblem::new(OP, T::STORAGE, rows, cols, None, HELD_ELEMS)?;
+    crate::float::f32_or_bf16::<T>(OP)?;
+    let p = RowProblem::new(OP, T::TYPE, rows, cols, None, HELD_ELEMS)?;
     p.check_matrix(OP, "x", x.len())?;
     p.check_row(OP, "gamma", gamma.len())?;
     p.check_matrix(OP, "y", y.len())?;
@@ -42,8 +43,8 @@ pub fn rms_norm<T: Element>(
     }
     // The #[kernel] form stays within 64 registers, so a block of 1024 threads holds rows of
     // up to 16384 elements in registers.
-    let p = p.with_row_threads(T::STORAGE, HELD_ELEMS, 1024);
-    let (w, cta) = p.instance(T::STORAGE);
+    let p = p.with_row_threads(T::TYPE, HELD_ELEMS, 1024);
+    let (w, cta) = p.instance(T::TYPE);
     rms_kernel::rms_norm(
         stream,
         p.launch.cfg,
@@ -76,7 +77,7 @@ pub fn rms_norm<T: Element>(
 /// # Ok(()) }
 /// ```
 #[allow(clippy::too_many_arguments)]
-pub fn add_rms_norm<T: Element>(
+pub fn add_rms_norm<T: Float>(
     stream: &Stream,
     x: &Buffer<T>,
     residual: &Buffer<T>,
@@ -87,6 +88,7 @@ pub fn add_rms_norm<T: Element>(
     cols: usize,
     eps: f32,
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("add_rms_norm")?;
     let Some(p) = fused_problem::<T>(
         [x.len(), residual.len(), gamma.len(), sum.len(), y.len()],
         rows,
@@ -95,8 +97,8 @@ pub fn add_rms_norm<T: Element>(
     else {
         return Ok(());
     };
-    let p = p.with_row_threads(T::STORAGE, HELD_ELEMS, 1024);
-    let (w, cta) = p.instance(T::STORAGE);
+    let p = p.with_row_threads(T::TYPE, HELD_ELEMS, 1024);
+    let (w, cta) = p.instance(T::TYPE);
     rms_kernel::add_rms_norm(
         stream,
         p.launch.cfg,
@@ -118,7 +120,7 @@ pub fn add_rms_norm<T: Element>(
 /// been measured side by side (`bench_norm`).
 #[doc(hidden)]
 #[allow(clippy::too_many_arguments)]
-pub fn add_rms_norm_builder<T: Element>(
+pub fn add_rms_norm_builder<T: Float>(
     stream: &Stream,
     x: &Buffer<T>,
     residual: &Buffer<T>,
@@ -129,6 +131,7 @@ pub fn add_rms_norm_builder<T: Element>(
     cols: usize,
     eps: f32,
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("add_rms_norm_builder")?;
     let Some(p) = fused_problem::<T>(
         [x.len(), residual.len(), gamma.len(), sum.len(), y.len()],
         rows,
@@ -170,7 +173,7 @@ pub fn add_rms_norm_builder<T: Element>(
 /// # Ok(()) }
 /// ```
 #[allow(clippy::too_many_arguments)]
-pub fn rms_norm_heads<T: Element>(
+pub fn rms_norm_heads<T: Float>(
     stream: &Stream,
     x: &Buffer<T>,
     gamma: &Buffer<T>,
@@ -181,6 +184,7 @@ pub fn rms_norm_heads<T: Element>(
     eps: f32,
 ) -> Result<(), Error> {
     const OP: &str = "rms_norm_heads";
+    crate::float::f32_or_bf16::<T>(OP)?;
     let vectors = tokens.checked_mul(heads).ok_or(Error::Unsupported {
         op: OP,
         detail: format!("tokens × heads = {tokens} × {heads} overflows"),
@@ -193,13 +197,13 @@ pub fn rms_norm_heads<T: Element>(
 
 /// The fused op's problem once every buffer's length checks out (`x, residual, gamma, sum,
 /// y`), or `None` where there are no rows.
-fn fused_problem<T: Element>(
+fn fused_problem<T: Float>(
     [x, residual, gamma, sum, y]: [usize; 5],
     rows: usize,
     cols: usize,
 ) -> Result<Option<RowProblem>, Error> {
     const OP: &str = "add_rms_norm";
-    let p = RowProblem::new(OP, T::STORAGE, rows, cols, None, HELD_ELEMS)?;
+    let p = RowProblem::new(OP, T::TYPE, rows, cols, None, HELD_ELEMS)?;
     p.check_matrix(OP, "x", x)?;
     p.check_matrix(OP, "residual", residual)?;
     p.check_row(OP, "gamma", gamma)?;
@@ -208,9 +212,9 @@ fn fused_problem<T: Element>(
     Ok((rows > 0).then_some(p))
 }
 
-pub(crate) fn spec_of<T: Element>(p: &RowProblem) -> RowSpec {
+pub(crate) fn spec_of<T: Float>(p: &RowProblem) -> RowSpec {
     RowSpec {
-        storage: T::STORAGE,
+        storage: T::TYPE,
         access: p.access,
         group: p.group(),
     }

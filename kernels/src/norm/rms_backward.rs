@@ -17,10 +17,11 @@ use crate::codegen::multi_sum::BlockSums;
 use crate::codegen::rows::{
     for_each_row, for_overflow, held, held_chunks_of, Row, BACKWARD_HELD_ELEMS,
 };
-use crate::codegen::tensor::{tensor_param, tensor_param_of, Format};
+use crate::codegen::tensor::tensor_param;
+use crate::FloatType;
 use kernel_dsl::builder::{KernelBuilder, Value};
-use kernel_dsl::dtype::{F32, U32};
 use kernel_dsl::ir::{Dim, Kernel};
+use kernel_dsl::scalar::{F32, U32};
 
 /// Parameters: `x, gamma, dy, dx, partial, rows, cols, eps`. CTA-per-row specs only.
 pub(crate) fn rms_norm_backward(spec: RowSpec) -> Kernel {
@@ -35,7 +36,7 @@ pub(crate) fn rms_norm_backward(spec: RowSpec) -> Kernel {
     let gamma = tensor_param(&mut b, "gamma", storage, false);
     let dy = tensor_param(&mut b, "dy", storage, false);
     let dx = tensor_param(&mut b, "dx", storage, true);
-    let partial = tensor_param_of(&mut b, "partial", Format::F32, true);
+    let partial = tensor_param(&mut b, "partial", FloatType::F32, true);
     let rows = b.param::<U32>("rows");
     let cols = b.param::<U32>("cols");
     let eps = b.param::<F32>("eps");

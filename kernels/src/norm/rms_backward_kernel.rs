@@ -20,7 +20,7 @@ use kernel_macros::kernel;
     instances(T in [f32, bf16], W in [1, T::VEC]),
     maxnreg = 64
 )]
-pub fn rms_norm_backward<T: Dtype, const W: u32>(
+pub fn rms_norm_backward<T: Element, const W: u32>(
     x: &[T],
     gamma: &[T],
     dy: &[T],

@@ -8,8 +8,8 @@ use crate::codegen::math;
 use crate::codegen::rows::{for_each_row, for_overflow, held, held_chunks, GroupSum, Row};
 use crate::codegen::tensor::{tensor_param, Access, Tensor};
 use kernel_dsl::builder::{KernelBuilder, Value};
-use kernel_dsl::dtype::{F32, U32};
 use kernel_dsl::ir::Kernel;
+use kernel_dsl::scalar::{F32, U32};
 
 /// Parameters: `x, residual, gamma, sum, y, rows, cols, eps`.
 pub(crate) fn add_rms_norm(spec: RowSpec) -> Kernel {

@@ -15,7 +15,7 @@ use kernel_macros::kernel;
 
 /// `x, gamma, y: rows × cols` (γ: `cols`).
 #[kernel(crate = crate::lang, instances(T in [f32, bf16], W in [1, T::VEC], CTA in [0, 1]))]
-pub fn rms_norm<T: Dtype, const W: u32, const CTA: u32>(
+pub fn rms_norm<T: Element, const W: u32, const CTA: u32>(
     x: &[T],
     gamma: &[T],
     y: &mut [T],
@@ -91,7 +91,7 @@ pub fn rms_norm<T: Dtype, const W: u32, const CTA: u32>(
 /// `x, residual, sum, y: rows × cols` (γ: `cols`). The norm reads the stored, rounded sum, so
 /// the result matches an add followed by `rms_norm`.
 #[kernel(crate = crate::lang, instances(T in [f32, bf16], W in [1, T::VEC], CTA in [0, 1]))]
-pub fn add_rms_norm<T: Dtype, const W: u32, const CTA: u32>(
+pub fn add_rms_norm<T: Element, const W: u32, const CTA: u32>(
     x: &[T],
     residual: &[T],
     gamma: &[T],

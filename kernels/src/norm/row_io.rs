@@ -4,7 +4,7 @@
 use crate::codegen::guarded::{load_if, RawChunk};
 use crate::codegen::tensor::{Access, Tensor};
 use kernel_dsl::builder::{KernelBuilder, Value};
-use kernel_dsl::dtype::{Pred, U32};
+use kernel_dsl::scalar::{Pred, U32};
 
 /// `c · width` (no instruction for width 1).
 pub(crate) fn chunk_start(b: &mut KernelBuilder, c: Value<U32>, width: u32) -> Value<U32> {

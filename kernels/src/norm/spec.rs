@@ -2,17 +2,17 @@
 
 use crate::codegen::rows::Group;
 use crate::codegen::tensor::Access;
-use crate::Storage;
+use crate::FloatType;
 
-/// Storage type × memory access × row group.
+/// Element type × memory access × row group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct RowSpec {
-    pub storage: Storage,
+    pub storage: FloatType,
     pub access: Access,
     pub group: Group,
 }
 
-const fn spec(storage: Storage, access: Access, group: Group) -> RowSpec {
+const fn spec(storage: FloatType, access: Access, group: Group) -> RowSpec {
     RowSpec {
         storage,
         access,
@@ -23,30 +23,31 @@ const fn spec(storage: Storage, access: Access, group: Group) -> RowSpec {
 impl RowSpec {
     /// Every specialization, in [`RowSpec::index`] order.
     pub(crate) const ALL: [RowSpec; 8] = [
-        spec(Storage::F32, Access::Scalar, Group::Warp),
-        spec(Storage::F32, Access::Scalar, Group::Block),
-        spec(Storage::F32, Access::Vector, Group::Warp),
-        spec(Storage::F32, Access::Vector, Group::Block),
-        spec(Storage::Bf16, Access::Scalar, Group::Warp),
-        spec(Storage::Bf16, Access::Scalar, Group::Block),
-        spec(Storage::Bf16, Access::Vector, Group::Warp),
-        spec(Storage::Bf16, Access::Vector, Group::Block),
+        spec(FloatType::F32, Access::Scalar, Group::Warp),
+        spec(FloatType::F32, Access::Scalar, Group::Block),
+        spec(FloatType::F32, Access::Vector, Group::Warp),
+        spec(FloatType::F32, Access::Vector, Group::Block),
+        spec(FloatType::Bf16, Access::Scalar, Group::Warp),
+        spec(FloatType::Bf16, Access::Scalar, Group::Block),
+        spec(FloatType::Bf16, Access::Vector, Group::Warp),
+        spec(FloatType::Bf16, Access::Vector, Group::Block),
     ];
 
     /// The CTA-per-row specializations, in [`RowSpec::block_index`] order (kernels whose
     /// CTAs loop over rows keeping per-column state).
     pub(crate) const BLOCK: [RowSpec; 4] = [
-        spec(Storage::F32, Access::Scalar, Group::Block),
-        spec(Storage::F32, Access::Vector, Group::Block),
-        spec(Storage::Bf16, Access::Scalar, Group::Block),
-        spec(Storage::Bf16, Access::Vector, Group::Block),
+        spec(FloatType::F32, Access::Scalar, Group::Block),
+        spec(FloatType::F32, Access::Vector, Group::Block),
+        spec(FloatType::Bf16, Access::Scalar, Group::Block),
+        spec(FloatType::Bf16, Access::Vector, Group::Block),
     ];
 
     /// Position in [`RowSpec::ALL`].
     pub(crate) fn index(self) -> usize {
         let s = match self.storage {
-            Storage::F32 => 0,
-            Storage::Bf16 => 4,
+            FloatType::F32 => 0,
+            FloatType::Bf16 => 4,
+            FloatType::F16 => unreachable!("f16 is refused when the op is called (`f32_or_bf16`)"),
         };
         let a = match self.access {
             Access::Scalar => 0,

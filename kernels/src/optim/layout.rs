@@ -1,7 +1,8 @@
 //! Where each parameter tensor lives in the optimizer's flat buffers, and the work table the
 //! step kernel reads.
 
-use crate::cast::{copy_view, Element};
+use crate::cast::copy_view;
+use crate::Float;
 use crate::{check_len, Error};
 use kernel_runtime::{Buffer, Stream};
 
@@ -144,13 +145,14 @@ impl ParamLayout {
     /// assert_eq!(second.to_host(&stream)?, vec![4.0, 5.0]);
     /// # Ok(()) }
     /// ```
-    pub fn copy_out<T: Element>(
+    pub fn copy_out<T: Float>(
         &self,
         stream: &Stream,
         flat: &Buffer<T>,
         i: usize,
         dst: &mut Buffer<T>,
     ) -> Result<(), Error> {
+        crate::float::f32_or_bf16::<T>("copy_out")?;
         let range = self.checked_range("ParamLayout::copy_out", i, flat.len(), dst.len())?;
         copy_view::<T>(stream, flat.slice(range)?, dst.view_mut())
     }
@@ -171,13 +173,14 @@ impl ParamLayout {
     /// assert!(layout.copy_in(&stream, &grad, &mut flat, 0).is_err()); // tensor 0 holds 3
     /// # Ok(()) }
     /// ```
-    pub fn copy_in<T: Element>(
+    pub fn copy_in<T: Float>(
         &self,
         stream: &Stream,
         src: &Buffer<T>,
         flat: &mut Buffer<T>,
         i: usize,
     ) -> Result<(), Error> {
+        crate::float::f32_or_bf16::<T>("copy_in")?;
         let range = self.checked_range("ParamLayout::copy_in", i, flat.len(), src.len())?;
         copy_view::<T>(stream, src.view(), flat.slice_mut(range)?)
     }

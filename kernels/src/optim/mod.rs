@@ -18,8 +18,8 @@ pub use device_step::DeviceStep;
 pub use layout::{ParamLayout, TENSOR_ALIGN};
 pub use reference::AdamWConfig;
 
-use crate::cast::Element;
 use crate::codegen::kernel_refs;
+use crate::Float;
 use crate::{check_len, Error, OpKernel};
 use kernel_runtime::{Bf16, Buffer, LaunchConfig, Stream};
 use std::sync::Mutex;
@@ -66,7 +66,7 @@ pub struct AdamW {
 /// assert!(state.bf16_copy.is_some());
 /// # Ok(()) }
 /// ```
-pub struct AdamWState<'a, G: Element> {
+pub struct AdamWState<'a, G: Float> {
     /// f32 master weights, updated in place.
     pub params: &'a mut Buffer<f32>,
     /// Gradients (f32 or bf16), read only.
@@ -161,13 +161,14 @@ impl AdamW {
     /// assert!((p.to_host(&stream)?[0] + 0.3).abs() < 1e-3);
     /// # Ok(()) }
     /// ```
-    pub fn step<G: Element>(
+    pub fn step<G: Float>(
         &self,
         stream: &Stream,
         step: u32,
         cfg: &AdamWConfig,
         state: AdamWState<'_, G>,
     ) -> Result<(), Error> {
+        crate::float::f32_or_bf16::<G>("step")?;
         check_step(step)?;
         self.launch(stream, StepSource::Host(step), cfg, state)
     }
@@ -199,19 +200,20 @@ impl AdamW {
     /// assert!((p.to_host(&stream)?[0] + 0.3).abs() < 1e-3);
     /// # Ok(()) }
     /// ```
-    pub fn step_on_device<G: Element>(
+    pub fn step_on_device<G: Float>(
         &self,
         stream: &Stream,
         step: &mut DeviceStep,
         cfg: &AdamWConfig,
         state: AdamWState<'_, G>,
     ) -> Result<(), Error> {
+        crate::float::f32_or_bf16::<G>("step_on_device")?;
         self.check(&state)?;
         step.advance(stream, cfg)?;
         self.launch(stream, StepSource::Device(&step.factors), cfg, state)
     }
 
-    fn check<G: Element>(&self, state: &AdamWState<'_, G>) -> Result<(), Error> {
+    fn check<G: Float>(&self, state: &AdamWState<'_, G>) -> Result<(), Error> {
         const OP: &str = "adamw";
         let total = self.layout.total();
         let why = || format!("the layout's total, {total}");
@@ -228,7 +230,7 @@ impl AdamW {
         Ok(())
     }
 
-    fn launch<G: Element>(
+    fn launch<G: Float>(
         &self,
         stream: &Stream,
         source: StepSource<'_>,

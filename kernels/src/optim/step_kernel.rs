@@ -58,7 +58,7 @@ pub fn adamw_advance(count: &mut [u32], factors: &mut [f32], lr: f32, beta1: f32
     crate = crate::lang,
     instances(T in [f32, bf16], COPY in [0, 1], SCALED in [0, 1], DEVICE in [0, 1])
 )]
-pub fn adamw_step<T: Dtype, const COPY: u32, const SCALED: u32, const DEVICE: u32>(
+pub fn adamw_step<T: Element, const COPY: u32, const SCALED: u32, const DEVICE: u32>(
     params: &mut [f32],
     grads: &[T],
     m: &mut [f32],

@@ -3,8 +3,8 @@
 use super::append_kernel;
 use super::spec::{Rope, RopeLayout};
 use crate::attention::Heads;
-use crate::cast::Element;
-use crate::layout::{CacheElement, PagedLayout};
+use crate::layout::PagedLayout;
+use crate::Float;
 use crate::{check_len, Error};
 use kernel_runtime::{Buffer, LaunchConfig, Stream};
 
@@ -51,7 +51,7 @@ const THREADS: u32 = 128;
 /// # Ok(()) }
 /// ```
 #[allow(clippy::too_many_arguments)]
-pub fn rope_append<S: Element, T: CacheElement>(
+pub fn rope_append<S: Float, T: Float>(
     stream: &Stream,
     [q, k, v]: [&Buffer<S>; 3],
     positions: &Buffer<u32>,
@@ -64,6 +64,7 @@ pub fn rope_append<S: Element, T: CacheElement>(
     spec: Rope,
     layout: PagedLayout,
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<S>("rope_append")?;
     let Some(items) = check(
         [q.len(), k.len(), v.len(), q_out.len()],
         [positions.len(), seq_ids.len(), block_table.len()],

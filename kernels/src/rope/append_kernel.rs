@@ -18,7 +18,7 @@ use kernel_macros::kernel;
     instances(S in [f32, bf16], T in [f32, bf16, f16], INTERLEAVED in [0, 1]),
     block = 128
 )]
-pub fn rope_append<S: Dtype, T: Dtype, const INTERLEAVED: u32>(
+pub fn rope_append<S: Element, T: Element, const INTERLEAVED: u32>(
     q: &[S],
     k: &[S],
     v: &[S],

@@ -24,9 +24,9 @@ mod staged_kernel;
 pub use append::rope_append;
 pub use spec::{Rope, RopeLayout};
 
-use crate::cast::Element;
 use crate::codegen::kernel_refs;
 use crate::codegen::tensor::Access;
+use crate::Float;
 use crate::{check_len, Error, OpKernel};
 use kernel_runtime::{Buffer, LaunchConfig, Stream};
 use spec::RopeSpec;
@@ -69,7 +69,7 @@ const MAX_STAGED_ROW_BYTES: usize = 16 << 10;
 /// # Ok(()) }
 /// ```
 #[allow(clippy::too_many_arguments)]
-pub fn rope<T: Element>(
+pub fn rope<T: Float>(
     stream: &Stream,
     x: &Buffer<T>,
     positions: &Buffer<u32>,
@@ -79,6 +79,7 @@ pub fn rope<T: Element>(
     head_dim: usize,
     spec: Rope,
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("rope")?;
     launch(
         "rope",
         stream,
@@ -108,7 +109,7 @@ pub fn rope<T: Element>(
 /// # Ok(()) }
 /// ```
 #[allow(clippy::too_many_arguments)]
-pub fn rope_backward<T: Element>(
+pub fn rope_backward<T: Float>(
     stream: &Stream,
     dy: &Buffer<T>,
     positions: &Buffer<u32>,
@@ -118,6 +119,7 @@ pub fn rope_backward<T: Element>(
     head_dim: usize,
     spec: Rope,
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("rope_backward")?;
     launch(
         "rope_backward",
         stream,
@@ -146,7 +148,7 @@ struct Plan {
 
 impl Plan {
     /// Checks the spec and the buffers' lengths; `None` for an empty tensor.
-    fn new<T: Element>(
+    fn new<T: Float>(
         op: &'static str,
         [x, positions, y]: [usize; 3],
         [tokens, heads, head_dim]: [usize; 3],
@@ -175,7 +177,7 @@ impl Plan {
             return Ok(None);
         }
         let half = rope.rotary_dim / 2;
-        let width = Access::Vector.width(T::STORAGE) as usize;
+        let width = Access::Vector.width(T::TYPE) as usize;
         let span = match rope.layout {
             RopeLayout::NeoX => half,
             RopeLayout::Interleaved => rope.rotary_dim,
@@ -186,7 +188,7 @@ impl Plan {
             Access::Scalar
         };
         let spec = RopeSpec {
-            storage: T::STORAGE,
+            storage: T::TYPE,
             layout: rope.layout,
             access,
         };
@@ -219,7 +221,7 @@ impl Plan {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn launch<T: Element>(
+fn launch<T: Float>(
     op: &'static str,
     stream: &Stream,
     x: &Buffer<T>,
@@ -234,12 +236,12 @@ fn launch<T: Element>(
         return Ok(());
     };
     let interleaved = p.spec.layout == RopeLayout::Interleaved;
-    let width = p.spec.access.width(T::STORAGE);
+    let width = p.spec.access.width(T::TYPE);
     let row_elems = p.heads as usize * p.head_dim as usize;
-    let row_bytes = row_elems * T::STORAGE.bytes();
+    let row_bytes = row_elems * T::TYPE.bytes();
     if width == 1 && row_bytes <= MAX_STAGED_ROW_BYTES {
         // Rows of whole 16-byte accesses when every token row starts aligned.
-        let vec = Access::Vector.width(T::STORAGE);
+        let vec = Access::Vector.width(T::TYPE);
         let v = if row_elems.is_multiple_of(vec as usize) {
             vec
         } else {

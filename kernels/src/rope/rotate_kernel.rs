@@ -56,7 +56,7 @@ pub(crate) fn rotation(pos: f32, i: u32, exponent: f32, sign: f32) -> [f32; 2] {
         H in [if INTERLEAVED == 1 { 8 } else if W == 1 { 2 } else { 4 }]
     )
 )]
-pub fn rope<T: Dtype, const INTERLEAVED: u32, const W: u32, const H: u32>(
+pub fn rope<T: Element, const INTERLEAVED: u32, const W: u32, const H: u32>(
     x: &[T],
     positions: &[u32],
     y: &mut [T],

@@ -1,7 +1,7 @@
 //! What a RoPE call asks for, and the compile-time specializations of its kernel.
 
 use crate::codegen::tensor::Access;
-use crate::{Error, Storage};
+use crate::{Error, FloatType};
 
 /// Which elements of a head form the rotated pairs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -67,10 +67,10 @@ impl Rope {
     }
 }
 
-/// Storage × layout × memory access.
+/// Element type × layout × memory access.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct RopeSpec {
-    pub storage: Storage,
+    pub storage: FloatType,
     pub layout: RopeLayout,
     pub access: Access,
 }

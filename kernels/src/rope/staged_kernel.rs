@@ -19,7 +19,7 @@ use kernel_macros::kernel;
     instances(T in [f32, bf16], INTERLEAVED in [0, 1], V in [1, T::VEC]),
     block = 128
 )]
-pub fn rope_staged<T: Dtype, const INTERLEAVED: u32, const V: u32>(
+pub fn rope_staged<T: Element, const INTERLEAVED: u32, const V: u32>(
     x: &[T],
     positions: &[u32],
     y: &mut [T],

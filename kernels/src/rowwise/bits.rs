@@ -3,8 +3,8 @@
 
 use crate::codegen::fresh;
 use kernel_dsl::builder::{KernelBuilder, Value};
-use kernel_dsl::dtype::{Pred, U32};
 use kernel_dsl::op::Op;
+use kernel_dsl::scalar::{Pred, U32};
 use kernel_dsl::ScalarType;
 
 /// `vote.ballot` over the full warp, as a u32 mask (bit `l` set where lane `l`'s `p` holds).

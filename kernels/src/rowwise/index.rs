@@ -2,8 +2,8 @@
 //! `base + c·width`) and the float guards the online max/sum needs.
 
 use kernel_dsl::builder::{KernelBuilder, Value};
-use kernel_dsl::dtype::{F32, U32};
 use kernel_dsl::op::Cmp;
+use kernel_dsl::scalar::{F32, U32};
 
 /// `c · width` (no instruction for width 1).
 pub(crate) fn chunk_start(b: &mut KernelBuilder, c: Value<U32>, width: u32) -> Value<U32> {

@@ -2,9 +2,10 @@
 //! so every value (NaN payloads included) arrives unchanged, with no conversion instructions,
 //! and the bf16 movers need nothing newer than sm_70.
 
-use crate::codegen::tensor::{Access, Format, Tensor};
+use crate::codegen::tensor::{Access, Tensor};
+use crate::FloatType;
 use kernel_dsl::builder::{KernelBuilder, Value};
-use kernel_dsl::dtype::{U16, U32};
+use kernel_dsl::scalar::{U16, U32};
 use kernel_dsl::StateSpace;
 
 /// One chunk's bits: a 16-byte vector, one 32-bit element or one 16-bit element.
@@ -25,7 +26,7 @@ pub(crate) fn load_bits(
     let addr = t.address(b, index).reg();
     match (access, t.format()) {
         (Access::Vector, _) => Bits::Vector(b.load_v4::<U32>(StateSpace::Global, addr, 0, true)),
-        (Access::Scalar, Format::F32) => {
+        (Access::Scalar, FloatType::F32) => {
             Bits::Word(b.load::<U32>(StateSpace::Global, addr, 0, true))
         }
         (Access::Scalar, _) => Bits::Half(b.load::<U16>(StateSpace::Global, addr, 0, true)),
@@ -43,16 +44,16 @@ pub(crate) fn store_bits(b: &mut KernelBuilder, t: &Tensor, index: Value<U32>, b
 }
 
 /// A chunk of quiet NaNs in `format`.
-pub(crate) fn nan_bits(b: &mut KernelBuilder, format: Format, access: Access) -> Bits {
+pub(crate) fn nan_bits(b: &mut KernelBuilder, format: FloatType, access: Access) -> Bits {
     let word = match format {
-        Format::F32 => 0x7fc0_0000,
-        Format::Bf16 => 0x7fc0_7fc0,
-        Format::F16 => 0x7e00_7e00,
+        FloatType::F32 => 0x7fc0_0000,
+        FloatType::Bf16 => 0x7fc0_7fc0,
+        FloatType::F16 => 0x7e00_7e00,
     };
     let w = b.const_u32(word);
     match (access, format) {
         (Access::Vector, _) => Bits::Vector([w; 4]),
-        (Access::Scalar, Format::F32) => Bits::Word(w),
+        (Access::Scalar, FloatType::F32) => Bits::Word(w),
         (Access::Scalar, _) => Bits::Half(b.cvt::<U16, U32>(w)),
     }
 }
@@ -67,9 +68,9 @@ pub(crate) fn to_word(b: &mut KernelBuilder, bits: Bits) -> Value<U32> {
 }
 
 /// A scalar chunk of `format` from a u32 made by [`to_word`].
-pub(crate) fn from_word(b: &mut KernelBuilder, w: Value<U32>, format: Format) -> Bits {
+pub(crate) fn from_word(b: &mut KernelBuilder, w: Value<U32>, format: FloatType) -> Bits {
     match format {
-        Format::F32 => Bits::Word(w),
+        FloatType::F32 => Bits::Word(w),
         _ => Bits::Half(b.cvt::<U16, U32>(w)),
     }
 }

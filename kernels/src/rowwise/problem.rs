@@ -2,7 +2,7 @@
 
 use crate::codegen::rows::{held_chunks_of, plan_rows, plan_rows_within, Group, RowLaunch};
 use crate::codegen::tensor::Access;
-use crate::{check_len, Error, Storage};
+use crate::{check_len, Error, FloatType};
 
 /// A validated `rows × cols` problem and how to launch it.
 #[derive(Clone, Copy, Debug)]
@@ -19,7 +19,7 @@ impl RowProblem {
     /// `held_elems` is what the kernel keeps in registers per thread.
     pub(crate) fn new(
         op: &'static str,
-        storage: Storage,
+        storage: FloatType,
         rows: usize,
         cols: usize,
         max_ctas: Option<u32>,
@@ -41,7 +41,7 @@ impl RowProblem {
     /// `max_threads` threads.
     pub(crate) fn with_row_threads(
         self,
-        storage: Storage,
+        storage: FloatType,
         held_elems: u32,
         max_threads: u32,
     ) -> RowProblem {
@@ -82,7 +82,7 @@ impl RowProblem {
 
     /// The `#[kernel]` instance that runs this problem: the access width `W` (one element, or
     /// 16 bytes) and `CTA` (1 where a block owns each row).
-    pub(crate) fn instance(&self, storage: Storage) -> (u32, u32) {
+    pub(crate) fn instance(&self, storage: FloatType) -> (u32, u32) {
         (
             self.access.width(storage),
             (self.group() == Group::Block) as u32,
@@ -90,7 +90,7 @@ impl RowProblem {
     }
 
     /// Whether each row's group holds all of it in registers, `held_elems` a thread.
-    pub(crate) fn holds_rows(&self, storage: Storage, held_elems: u32) -> bool {
+    pub(crate) fn holds_rows(&self, storage: FloatType, held_elems: u32) -> bool {
         let nchunks = self.cols / self.access.width(storage);
         let threads = match self.group() {
             Group::Warp => 32,
@@ -105,7 +105,7 @@ impl RowProblem {
 /// multiple of the vector), else one element at a time.
 pub(crate) fn validate(
     op: &'static str,
-    storage: Storage,
+    storage: FloatType,
     rows: usize,
     cols: usize,
 ) -> Result<Access, Error> {

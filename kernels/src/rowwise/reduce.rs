@@ -6,9 +6,9 @@ use super::bits::{and_pred, or_pred};
 use crate::codegen::reduce::MAX_WARPS;
 use crate::codegen::rows::Group;
 use kernel_dsl::builder::{KernelBuilder, SharedArray, Value};
-use kernel_dsl::dtype::{Pred, F32, U32};
 use kernel_dsl::ir::Dim;
 use kernel_dsl::op::{Cmp, ShflMode};
+use kernel_dsl::scalar::{Pred, F32, U32};
 
 /// Lane 0 of each warp, the warp index, and whether this thread's lane has a warp slot to read
 /// back (lane < number of warps in the CTA).

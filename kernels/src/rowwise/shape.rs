@@ -4,7 +4,7 @@ use super::problem::{check_matrix, validate};
 use super::spec::{row_held_chunks, RowSpec, MAX_ROW_THREADS};
 use crate::codegen::rows::{plan_rows, Group, RowLaunch};
 use crate::codegen::tensor::Access;
-use crate::{check_len, Error, Storage};
+use crate::{check_len, Error, FloatType};
 
 /// A validated `rows × cols` problem, the specialization that runs it, and its launch.
 #[derive(Clone, Copy, Debug)]
@@ -23,7 +23,7 @@ impl RowPlan {
     /// `max_ctas` caps the grid and forces CTA-per-row.
     pub(crate) fn new(
         op: &'static str,
-        storage: Storage,
+        storage: FloatType,
         rows: usize,
         cols: usize,
         max_ctas: Option<u32>,
@@ -35,11 +35,11 @@ impl RowPlan {
     /// row (the plan must agree with the kernel's count).
     pub(crate) fn holding(
         op: &'static str,
-        storage: Storage,
+        storage: FloatType,
         rows: usize,
         cols: usize,
         max_ctas: Option<u32>,
-        held: fn(Storage, Access) -> u32,
+        held: fn(FloatType, Access) -> u32,
     ) -> Result<RowPlan, Error> {
         let access = validate(op, storage, rows, cols)?;
         let nchunks = (cols / access.width(storage) as usize) as u32;

@@ -2,7 +2,7 @@
 
 use crate::codegen::rows::{held_chunks, Group};
 use crate::codegen::tensor::Access;
-use crate::Storage;
+use crate::FloatType;
 
 /// The most threads a row's CTA gets: half the hardware limit, so kernels that keep a row in
 /// registers (under 100 per thread at every target, ptxas reports) always fit on an SM.
@@ -11,22 +11,22 @@ pub(crate) const MAX_ROW_THREADS: u32 = 512;
 /// Chunks of its row each thread of a forward row kernel (softmax, cross-entropy) holds in
 /// registers: four 16-byte vectors (16 f32 or 32 bf16, so a bf16 row keeps as many bytes in
 /// flight per thread as an f32 one), or the shared default for scalar access.
-pub(crate) const fn row_held_chunks(storage: Storage, access: Access) -> u32 {
+pub(crate) const fn row_held_chunks(storage: FloatType, access: Access) -> u32 {
     match access {
         Access::Vector => 4,
         Access::Scalar => held_chunks(storage, access),
     }
 }
 
-/// Storage type × memory access × row group.
+/// Element type × memory access × row group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct RowSpec {
-    pub storage: Storage,
+    pub storage: FloatType,
     pub access: Access,
     pub group: Group,
 }
 
-const fn spec(storage: Storage, access: Access, group: Group) -> RowSpec {
+const fn spec(storage: FloatType, access: Access, group: Group) -> RowSpec {
     RowSpec {
         storage,
         access,
@@ -37,14 +37,14 @@ const fn spec(storage: Storage, access: Access, group: Group) -> RowSpec {
 impl RowSpec {
     /// Every specialization, in [`RowSpec::index`] order.
     pub(crate) const ALL: [RowSpec; 8] = [
-        spec(Storage::F32, Access::Scalar, Group::Warp),
-        spec(Storage::F32, Access::Scalar, Group::Block),
-        spec(Storage::F32, Access::Vector, Group::Warp),
-        spec(Storage::F32, Access::Vector, Group::Block),
-        spec(Storage::Bf16, Access::Scalar, Group::Warp),
-        spec(Storage::Bf16, Access::Scalar, Group::Block),
-        spec(Storage::Bf16, Access::Vector, Group::Warp),
-        spec(Storage::Bf16, Access::Vector, Group::Block),
+        spec(FloatType::F32, Access::Scalar, Group::Warp),
+        spec(FloatType::F32, Access::Scalar, Group::Block),
+        spec(FloatType::F32, Access::Vector, Group::Warp),
+        spec(FloatType::F32, Access::Vector, Group::Block),
+        spec(FloatType::Bf16, Access::Scalar, Group::Warp),
+        spec(FloatType::Bf16, Access::Scalar, Group::Block),
+        spec(FloatType::Bf16, Access::Vector, Group::Warp),
+        spec(FloatType::Bf16, Access::Vector, Group::Block),
     ];
 
     /// The CTA-per-row specializations, in [`RowSpec::ALL`] order (position
@@ -64,8 +64,9 @@ impl RowSpec {
     /// Position in [`RowSpec::ALL`].
     pub(crate) fn index(self) -> usize {
         let s = match self.storage {
-            Storage::F32 => 0,
-            Storage::Bf16 => 4,
+            FloatType::F32 => 0,
+            FloatType::Bf16 => 4,
+            FloatType::F16 => unreachable!("f16 is refused when the op is called (`f32_or_bf16`)"),
         };
         let a = match self.access {
             Access::Scalar => 0,

@@ -9,7 +9,7 @@ use kernel_macros::kernel;
 
 /// `y, dy, dx: rows × cols`.
 #[kernel(crate = crate::lang, instances(T in [f32, bf16], W in [1, T::VEC], CTA in [0, 1]))]
-pub fn softmax_backward<T: Dtype, const W: u32, const CTA: u32>(
+pub fn softmax_backward<T: Element, const W: u32, const CTA: u32>(
     y: &[T],
     dy: &[T],
     dx: &mut [T],

@@ -14,7 +14,7 @@ use kernel_macros::kernel;
 
 /// `x, y: rows × cols`. The launch must give each thread its whole share of a row.
 #[kernel(crate = crate::lang, instances(T in [f32, bf16], W in [1, T::VEC], CTA in [0, 1]))]
-pub fn softmax<T: Dtype, const W: u32, const CTA: u32>(
+pub fn softmax<T: Element, const W: u32, const CTA: u32>(
     x: &[T],
     y: &mut [T],
     rows: u32,
@@ -88,7 +88,7 @@ pub fn softmax<T: Dtype, const W: u32, const CTA: u32>(
     instances(T in [f32, bf16], W in [1, T::VEC], CTA in [1]),
     maxnreg = if W == 1 { 128 } else { 64 }
 )]
-pub fn softmax_streaming<T: Dtype, const W: u32, const CTA: u32>(
+pub fn softmax_streaming<T: Element, const W: u32, const CTA: u32>(
     x: &[T],
     y: &mut [T],
     rows: u32,

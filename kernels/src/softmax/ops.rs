@@ -1,11 +1,11 @@
 //! The softmax ops: shape checks, then one launch.
 
 use super::{backward, forward, Mask};
-use crate::cast::Element;
 use crate::codegen::rows::{Group, HELD_ELEMS};
 use crate::codegen::tensor::Access;
 use crate::rowwise::problem::RowProblem;
-use crate::{Error, Storage};
+use crate::Float;
+use crate::{Error, FloatType};
 use kernel_runtime::{Buffer, Stream};
 
 /// The most threads a block-per-row softmax launch takes: the forward held-row kernel stays
@@ -20,9 +20,9 @@ const BACKWARD_ROW_THREADS: u32 = 512;
 /// so that one block fills an SM's registers, each SM streams one row, and the second pass
 /// finds it in L2; otherwise 512 (bf16 rows, at half the bytes, lost 6 points of copy with
 /// 1024 threads; one-element rows need up to 128 registers). BENCHMARKS.md has the figures.
-fn streamed_row_threads(storage: Storage, access: Access) -> u32 {
+fn streamed_row_threads(storage: FloatType, access: Access) -> u32 {
     match (storage, access) {
-        (Storage::F32, Access::Vector) => 1024,
+        (FloatType::F32, Access::Vector) => 1024,
         _ => 512,
     }
 }
@@ -31,32 +31,24 @@ fn streamed_row_threads(storage: Storage, access: Access) -> u32 {
 /// is the streaming one. Each thread of the held-row kernel keeps 16 elements of its row in
 /// registers, or 32 where a block owns a bf16 row in 16-byte chunks, so that a wide bf16 row
 /// keeps as many bytes in flight as an f32 one (narrow rows run more warps instead).
-fn plan<T: Element>(
-    op: &'static str,
-    rows: usize,
-    cols: usize,
-) -> Result<(RowProblem, bool), Error> {
-    let p = RowProblem::new(op, T::STORAGE, rows, cols, None, HELD_ELEMS)?;
-    let wide = p.with_row_threads(T::STORAGE, 2 * HELD_ELEMS, WIDE_HELD_ROW_THREADS);
+fn plan<T: Float>(op: &'static str, rows: usize, cols: usize) -> Result<(RowProblem, bool), Error> {
+    let p = RowProblem::new(op, T::TYPE, rows, cols, None, HELD_ELEMS)?;
+    let wide = p.with_row_threads(T::TYPE, 2 * HELD_ELEMS, WIDE_HELD_ROW_THREADS);
     let wide = Some(wide).filter(|w| {
-        (T::STORAGE, w.access, w.group()) == (Storage::Bf16, Access::Vector, Group::Block)
+        (T::TYPE, w.access, w.group()) == (FloatType::Bf16, Access::Vector, Group::Block)
     });
     let (p, held) = match wide {
         Some(w) => (w, 2 * HELD_ELEMS),
         None => (
-            p.with_row_threads(T::STORAGE, HELD_ELEMS, HELD_ROW_THREADS),
+            p.with_row_threads(T::TYPE, HELD_ELEMS, HELD_ROW_THREADS),
             HELD_ELEMS,
         ),
     };
-    if p.holds_rows(T::STORAGE, held) {
+    if p.holds_rows(T::TYPE, held) {
         return Ok((p, false));
     }
     Ok((
-        p.with_row_threads(
-            T::STORAGE,
-            HELD_ELEMS,
-            streamed_row_threads(T::STORAGE, p.access),
-        ),
+        p.with_row_threads(T::TYPE, HELD_ELEMS, streamed_row_threads(T::TYPE, p.access)),
         true,
     ))
 }
@@ -77,7 +69,7 @@ fn plan<T: Element>(
 /// assert!((y[2] - 0.880797).abs() < 1e-5);
 /// # Ok(()) }
 /// ```
-pub fn softmax<T: Element>(
+pub fn softmax<T: Float>(
     stream: &Stream,
     x: &Buffer<T>,
     y: &mut Buffer<T>,
@@ -87,6 +79,7 @@ pub fn softmax<T: Element>(
     mask: Mask,
 ) -> Result<(), Error> {
     const OP: &str = "softmax";
+    crate::float::f32_or_bf16::<T>(OP)?;
     let (p, streaming) = plan::<T>(OP, rows, cols)?;
     p.check_matrix(OP, "x", x.len())?;
     p.check_matrix(OP, "y", y.len())?;
@@ -94,7 +87,7 @@ pub fn softmax<T: Element>(
     if rows == 0 {
         return Ok(());
     }
-    let (w, cta) = p.instance(T::STORAGE);
+    let (w, cta) = p.instance(T::TYPE);
     let scale_log2 = scale * std::f32::consts::LOG2_E;
     let (rows, cols) = (p.rows, p.cols);
     if streaming {
@@ -144,7 +137,7 @@ pub fn softmax<T: Element>(
 /// # Ok(()) }
 /// ```
 #[allow(clippy::too_many_arguments)]
-pub fn softmax_backward<T: Element>(
+pub fn softmax_backward<T: Float>(
     stream: &Stream,
     y: &Buffer<T>,
     dy: &Buffer<T>,
@@ -154,8 +147,9 @@ pub fn softmax_backward<T: Element>(
     scale: f32,
 ) -> Result<(), Error> {
     const OP: &str = "softmax_backward";
-    let p = RowProblem::new(OP, T::STORAGE, rows, cols, None, HELD_ELEMS)?.with_row_threads(
-        T::STORAGE,
+    crate::float::f32_or_bf16::<T>(OP)?;
+    let p = RowProblem::new(OP, T::TYPE, rows, cols, None, HELD_ELEMS)?.with_row_threads(
+        T::TYPE,
         HELD_ELEMS,
         BACKWARD_ROW_THREADS,
     );
@@ -165,7 +159,7 @@ pub fn softmax_backward<T: Element>(
     if rows == 0 {
         return Ok(());
     }
-    let (w, cta) = p.instance(T::STORAGE);
+    let (w, cta) = p.instance(T::TYPE);
     backward::softmax_backward(
         stream,
         p.launch.cfg,

@@ -5,7 +5,7 @@
 
 use kernel_runtime::{Buffer, Stream};
 use kernels::attention::{flash_forward, reference, Attention, Batch, HalfElement, Heads, Mask};
-use kernels::gemm::Dtype;
+use kernels::FloatType;
 
 /// xorshift64*: small, seeded, good enough for test data.
 pub struct Rng(u64);
@@ -80,8 +80,8 @@ impl Case {
 /// for f16) over values in [-1, 1], then rounded to `T` once more: at most two half-ulps of
 /// absolute error; the f32 accumulation and `ex2.approx` add far less. Half again as margin.
 pub fn o_tolerance<T: HalfElement>() -> f64 {
-    let half_ulp = match T::DTYPE {
-        Dtype::F16 => 2f64.powi(-12),
+    let half_ulp = match T::TYPE {
+        FloatType::F16 => 2f64.powi(-12),
         _ => 2f64.powi(-9),
     };
     3.0 * half_ulp

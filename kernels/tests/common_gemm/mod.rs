@@ -4,7 +4,8 @@
 
 use kernel_runtime::{Buffer, Device, Stream};
 use kernels::gemm::reference::{self, RefEpilogue};
-use kernels::gemm::{gemm, Activation, Epilogue, GemmElement, GemmShape, Layout, Math};
+use kernels::gemm::{gemm, Activation, Epilogue, GemmShape, Layout, Math};
+use kernels::Float;
 
 /// xorshift64*: small, seeded, good enough for test inputs.
 pub struct Rng(u64);
@@ -42,13 +43,13 @@ pub fn emulator() -> Stream {
 }
 
 /// Uploads `vals` rounded to `T`; returns the buffer and the stored values widened to f64.
-pub fn upload<T: GemmElement>(stream: &Stream, vals: &[f32]) -> (Buffer<T>, Vec<f64>) {
+pub fn upload<T: Float>(stream: &Stream, vals: &[f32]) -> (Buffer<T>, Vec<f64>) {
     let host: Vec<T> = vals.iter().map(|&v| T::from_f32(v)).collect();
     let exact = host.iter().map(|v| v.to_f32() as f64).collect();
     (Buffer::from_host(stream, &host).expect("upload"), exact)
 }
 
-pub fn download<T: GemmElement>(stream: &Stream, buf: &Buffer<T>) -> Vec<f64> {
+pub fn download<T: Float>(stream: &Stream, buf: &Buffer<T>) -> Vec<f64> {
     buf.to_host(stream)
         .expect("download")
         .iter()
@@ -56,7 +57,7 @@ pub fn download<T: GemmElement>(stream: &Stream, buf: &Buffer<T>) -> Vec<f64> {
         .collect()
 }
 
-pub fn bits<T: GemmElement>(stream: &Stream, buf: &Buffer<T>) -> Vec<u32> {
+pub fn bits<T: Float>(stream: &Stream, buf: &Buffer<T>) -> Vec<u32> {
     buf.to_host(stream)
         .expect("download")
         .iter()
@@ -116,7 +117,7 @@ impl EpiCase {
 
 /// Runs one GEMM on `stream` and checks every element of `C` (including padding, which must be
 /// left untouched) against the reference. Returns the output bits.
-pub fn check<T: GemmElement, O: GemmElement>(
+pub fn check<T: Float, O: Float>(
     stream: &Stream,
     shape: &GemmShape,
     epi: EpiCase,
@@ -136,14 +137,14 @@ pub fn check<T: GemmElement, O: GemmElement>(
 }
 
 /// [`check`] with the kernel `gemm` would pick on `target` (run through `gemm_with_plan`).
-pub fn check_on_target<T: GemmElement, O: GemmElement>(
+pub fn check_on_target<T: Float, O: Float>(
     stream: &Stream,
     shape: &GemmShape,
     target: kernel_dsl::Target,
     tol: Tol,
     seed: u64,
 ) -> Vec<u32> {
-    let plan = kernels::gemm::select(T::DTYPE, O::DTYPE, Math::Fp32, shape, target)
+    let plan = kernels::gemm::select(T::TYPE, O::TYPE, Math::Fp32, shape, target)
         .unwrap_or_else(|e| panic!("{shape:?} on {target:?}: {e}"));
     let how = format!("plan for {target:?}: {}", plan.kernel.kernel().name);
     check_run::<T, O>(
@@ -159,7 +160,7 @@ pub fn check_on_target<T: GemmElement, O: GemmElement>(
 
 /// [`check`] with the kernel of `plan` (made by `select` for this problem, or its
 /// `builder()` form), run through `gemm_with_plan`.
-pub fn check_plan<T: GemmElement, O: GemmElement>(
+pub fn check_plan<T: Float, O: Float>(
     stream: &Stream,
     shape: &GemmShape,
     epi: EpiCase,
@@ -198,7 +199,7 @@ pub fn epilogue_cases() -> Vec<EpiCase> {
 }
 
 /// [`check`] through `gemm_split_k` with `splits` ranges.
-pub fn check_split<T: GemmElement, O: GemmElement>(
+pub fn check_split<T: Float, O: Float>(
     stream: &Stream,
     shape: &GemmShape,
     epi: EpiCase,
@@ -212,7 +213,7 @@ pub fn check_split<T: GemmElement, O: GemmElement>(
     })
 }
 
-fn check_run<T: GemmElement, O: GemmElement>(
+fn check_run<T: Float, O: Float>(
     stream: &Stream,
     shape: &GemmShape,
     epi: EpiCase,
@@ -319,7 +320,7 @@ pub fn gpu() -> Option<Stream> {
 
 /// Runs a plain dense GEMM at a shape too large for a full f64 reference and checks `samples`
 /// seeded elements (and that none is left as the NaN poison).
-pub fn check_sampled<T: GemmElement, O: GemmElement>(
+pub fn check_sampled<T: Float, O: Float>(
     stream: &Stream,
     shape: &GemmShape,
     math: Math,

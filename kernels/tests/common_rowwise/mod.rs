@@ -3,8 +3,8 @@
 #![allow(dead_code)]
 
 use kernel_runtime::{Buffer, Device, Stream};
-use kernels::cast::Element;
-use kernels::Storage;
+use kernels::Float;
+use kernels::FloatType;
 
 /// xorshift64*: small, seeded, good enough for test data.
 pub struct Rng(u64);
@@ -45,18 +45,18 @@ pub fn stream() -> Stream {
 }
 
 /// Uploads `vals` rounded to `T`; returns the buffer and the values it holds, as f32.
-pub fn upload<T: Element>(stream: &Stream, vals: &[f32]) -> (Buffer<T>, Vec<f32>) {
+pub fn upload<T: Float>(stream: &Stream, vals: &[f32]) -> (Buffer<T>, Vec<f32>) {
     let stored: Vec<T> = vals.iter().map(|&v| T::from_f32(v)).collect();
     let held = stored.iter().map(|&v| v.to_f32()).collect();
     (Buffer::from_host(stream, &stored).expect("upload"), held)
 }
 
 /// A buffer of `n` NaNs, so an element the kernel fails to write shows up.
-pub fn poisoned<T: Element>(stream: &Stream, n: usize) -> Buffer<T> {
+pub fn poisoned<T: Float>(stream: &Stream, n: usize) -> Buffer<T> {
     Buffer::from_host(stream, &vec![T::from_f32(f32::NAN); n]).expect("upload")
 }
 
-pub fn download<T: Element>(stream: &Stream, buf: &Buffer<T>) -> Vec<f32> {
+pub fn download<T: Float>(stream: &Stream, buf: &Buffer<T>) -> Vec<f32> {
     buf.to_host(stream)
         .expect("download")
         .into_iter()
@@ -65,15 +65,16 @@ pub fn download<T: Element>(stream: &Stream, buf: &Buffer<T>) -> Vec<f32> {
 }
 
 /// Bits of a download, for bit-identity checks.
-pub fn bits<T: Element>(stream: &Stream, buf: &Buffer<T>) -> Vec<u32> {
+pub fn bits<T: Float>(stream: &Stream, buf: &Buffer<T>) -> Vec<u32> {
     download(stream, buf).iter().map(|v| v.to_bits()).collect()
 }
 
 /// The relative tolerance of results stored as `T` (bf16 keeps 8 significant bits).
-pub fn tol<T: Element>(f32_tol: f64) -> f64 {
-    match T::STORAGE {
-        Storage::F32 => f32_tol,
-        Storage::Bf16 => 8e-3,
+pub fn tol<T: Float>(f32_tol: f64) -> f64 {
+    match T::TYPE {
+        FloatType::F32 => f32_tol,
+        FloatType::Bf16 => 8e-3,
+        FloatType::F16 => unreachable!("these ops have no f16 kernels"),
     }
 }
 

@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use kernel_runtime::{Buffer, Device, Stream};
-use kernels::cast::Element;
+use kernels::Float;
 
 /// xorshift64*: small, seeded, good enough for test inputs.
 pub struct Rng(u64);
@@ -47,24 +47,24 @@ pub fn emulator() -> Stream {
 }
 
 /// `vals` rounded to `T` (what the kernel will see).
-pub fn rounded<T: Element>(vals: &[f32]) -> Vec<T> {
+pub fn rounded<T: Float>(vals: &[f32]) -> Vec<T> {
     vals.iter().map(|&v| T::from_f32(v)).collect()
 }
 
 /// Uploads `vals` rounded to `T`; returns the buffer and the stored values widened to f64.
-pub fn upload<T: Element>(stream: &Stream, vals: &[f32]) -> (Buffer<T>, Vec<f64>) {
+pub fn upload<T: Float>(stream: &Stream, vals: &[f32]) -> (Buffer<T>, Vec<f64>) {
     let host = rounded::<T>(vals);
     let exact = host.iter().map(|v| v.to_f32() as f64).collect();
     (Buffer::from_host(stream, &host).expect("upload"), exact)
 }
 
 /// A buffer of `n` NaNs, so an element the kernel fails to write shows up.
-pub fn poisoned<T: Element>(stream: &Stream, n: usize) -> Buffer<T> {
+pub fn poisoned<T: Float>(stream: &Stream, n: usize) -> Buffer<T> {
     Buffer::from_host(stream, &vec![T::from_f32(f32::NAN); n]).expect("upload poison")
 }
 
 /// The buffer's contents widened to f64.
-pub fn download<T: Element>(stream: &Stream, buf: &Buffer<T>) -> Vec<f64> {
+pub fn download<T: Float>(stream: &Stream, buf: &Buffer<T>) -> Vec<f64> {
     buf.to_host(stream)
         .expect("download")
         .iter()
@@ -73,7 +73,7 @@ pub fn download<T: Element>(stream: &Stream, buf: &Buffer<T>) -> Vec<f64> {
 }
 
 /// The buffer's raw bits, for bit-identity checks.
-pub fn bits<T: Element>(stream: &Stream, buf: &Buffer<T>) -> Vec<u32> {
+pub fn bits<T: Float>(stream: &Stream, buf: &Buffer<T>) -> Vec<u32> {
     buf.to_host(stream)
         .expect("download")
         .iter()
@@ -90,16 +90,17 @@ pub struct Tol {
 
 /// Tolerance of an output stored as `T` whose f64 reference is computed from the same
 /// stored inputs.
-pub fn tol_for<T: Element>() -> Tol {
-    match T::STORAGE {
-        kernels::Storage::F32 => Tol {
+pub fn tol_for<T: Float>() -> Tol {
+    match T::TYPE {
+        kernels::FloatType::F32 => Tol {
             atol: 2e-5,
             rtol: 2e-5,
         },
-        kernels::Storage::Bf16 => Tol {
+        kernels::FloatType::Bf16 => Tol {
             atol: 1e-2,
             rtol: 1e-2,
         },
+        kernels::FloatType::F16 => unreachable!("these ops have no f16 kernels"),
     }
 }
 

@@ -3,10 +3,10 @@
 use crate::common_rowwise::{assert_close, bits, download, gpu_stream, poisoned, tol, upload, Rng};
 use kernel_runtime::{Bf16, Buffer, Stream};
 use kernels::argmax::argmax;
-use kernels::cast::Element;
 use kernels::cross_entropy::cross_entropy;
+use kernels::Float;
 
-fn cross_entropy_at<T: Element>(s: &Stream, rows: usize, vocab: usize) {
+fn cross_entropy_at<T: Float>(s: &Stream, rows: usize, vocab: usize) {
     let mut rng = Rng::new(103);
     let (logits, held) = upload::<T>(s, &rng.vec(rows * vocab, -8.0, 8.0));
     let t: Vec<i32> = (0..rows)

@@ -2,10 +2,10 @@
 
 use crate::common_tensor::*;
 use kernel_runtime::{Bf16, Stream};
-use kernels::cast::Element;
 use kernels::elementwise::{self as ew, reference as ew_ref};
+use kernels::Float;
 
-fn elementwise<T: Element>(s: &Stream) {
+fn elementwise<T: Float>(s: &Stream) {
     for n in [1, 4097, (1 << 22) + 3] {
         let mut rng = Rng::new(n as u64);
         let (a, ah) = upload::<T>(s, &rng.vec(n, -6.0, 6.0));

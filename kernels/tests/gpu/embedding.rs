@@ -2,10 +2,10 @@
 
 use crate::common_rowwise::{assert_close, bits, download, gpu_stream, poisoned, tol, upload, Rng};
 use kernel_runtime::{Bf16, Buffer, Stream};
-use kernels::cast::Element;
 use kernels::embedding::{embedding, embedding_backward};
+use kernels::Float;
 
-fn embedding_at<T: Element>(s: &Stream) {
+fn embedding_at<T: Float>(s: &Stream) {
     let (tokens, vocab, hidden) = (4096, 5000, 256);
     let mut rng = Rng::new(104);
     let (table, held) = upload::<T>(s, &rng.vec(vocab * hidden, -1.0, 1.0));

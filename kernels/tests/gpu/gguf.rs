@@ -4,12 +4,12 @@
 
 use crate::common_rowwise::{download, gpu_stream, poisoned, upload, Rng};
 use kernel_runtime::{Bf16, Buffer, Stream};
-use kernels::cast::Element;
 use kernels::quant::gguf::reference::{matmul_nt, rms_norm};
 use kernels::quant::gguf::{
     dequantize, gemv, gemv_rms_norm, prefill, prefill_workspace_len, GgufFormat, GgufMatrix,
 };
-use kernels::Storage;
+use kernels::Float;
+use kernels::FloatType;
 
 /// Random blocks whose f16 scales are finite and near 2⁻⁶.
 fn random_matrix(format: GgufFormat, rows: usize, cols: usize, rng: &mut Rng) -> GgufMatrix {
@@ -30,12 +30,12 @@ fn random_matrix(format: GgufFormat, rows: usize, cols: usize, rng: &mut Rng) ->
     GgufMatrix::from_bytes(format, rows, cols, bytes).expect("whole blocks")
 }
 
-fn bits<T: Element>(s: &Stream, b: &Buffer<T>) -> Vec<u32> {
+fn bits<T: Float>(s: &Stream, b: &Buffer<T>) -> Vec<u32> {
     download(s, b).iter().map(|v| v.to_bits()).collect()
 }
 
-fn check(what: &str, got: &[f32], want: &[f64], mag: &[f64], storage: Storage) {
-    let out_tol = if storage == Storage::Bf16 {
+fn check(what: &str, got: &[f32], want: &[f64], mag: &[f64], storage: FloatType) {
+    let out_tol = if storage == FloatType::Bf16 {
         1.0 / 256.0
     } else {
         0.0
@@ -54,7 +54,7 @@ fn abs(v: &[f32]) -> Vec<f32> {
     v.iter().map(|a| a.abs()).collect()
 }
 
-fn at_shape<T: Element>(s: &Stream, format: GgufFormat, n: usize, k: usize, ms: &[usize]) {
+fn at_shape<T: Float>(s: &Stream, format: GgufFormat, n: usize, k: usize, ms: &[usize]) {
     let mut rng = Rng::new((n + k) as u64 + format.block_bytes() as u64);
     let q = random_matrix(format, n, k, &mut rng);
     let wd = q.dequantize();
@@ -65,12 +65,12 @@ fn at_shape<T: Element>(s: &Stream, format: GgufFormat, n: usize, k: usize, ms: 
     let got = bits(s, &out);
     for (i, (&g, &w)) in got.iter().zip(&wd).enumerate() {
         let want = T::from_f32(w).to_f32().to_bits();
-        assert_eq!(g, want, "dequantize {format} {:?} weight {i}", T::STORAGE);
+        assert_eq!(g, want, "dequantize {format} {:?} weight {i}", T::TYPE);
     }
 
     let (gamma, gh) = upload::<T>(s, &rng.vec(k, 0.5, 1.5));
     for &m in ms {
-        let what = format!("{format} {:?} {n}x{k} m={m}", T::STORAGE);
+        let what = format!("{format} {:?} {n}x{k} m={m}", T::TYPE);
         let (x, xh) = upload::<T>(s, &rng.vec(m * k, -1.0, 1.0));
         let mut y = poisoned::<T>(s, m * n);
         gemv(s, &dev, &x, &mut y, m).unwrap();
@@ -81,7 +81,7 @@ fn at_shape<T: Element>(s: &Stream, format: GgufFormat, n: usize, k: usize, ms: 
             &download(s, &y),
             &want,
             &mag,
-            T::STORAGE,
+            T::TYPE,
         );
         let first = bits(s, &y);
         gemv(s, &dev, &x, &mut y, m).unwrap();
@@ -103,7 +103,7 @@ fn at_shape<T: Element>(s: &Stream, format: GgufFormat, n: usize, k: usize, ms: 
             &download(s, &y),
             &want,
             &mag,
-            T::STORAGE,
+            T::TYPE,
         );
         let first = bits(s, &y);
         gemv_rms_norm(s, &dev, &x, &gamma, 1e-5, &mut y, m).unwrap();
@@ -147,7 +147,7 @@ fn gguf_prefill_matches_reference_on_gpu() {
             &download(&s, &y),
             &want,
             &mag,
-            Storage::Bf16,
+            FloatType::Bf16,
         );
         let first = bits(&s, &y);
         prefill(&s, &dev, &x, &mut y, m, &mut ws).unwrap();

@@ -5,13 +5,13 @@
 
 use crate::common_rowwise::{download, gpu_stream, poisoned, upload, Rng};
 use kernel_runtime::{Bf16, Buffer, Stream};
-use kernels::cast::Element;
 use kernels::quant::gguf::reference::{self, Int8Activations};
 use kernels::quant::gguf::{
     gemv_q8, quantize_activations, quantize_activations_rms_norm, GgufFormat, GgufMatrix,
     QuantizedActivations,
 };
-use kernels::Storage;
+use kernels::Float;
+use kernels::FloatType;
 
 /// Random blocks whose f16 scales are finite and near 2⁻⁶.
 fn random_matrix(format: GgufFormat, rows: usize, cols: usize, rng: &mut Rng) -> GgufMatrix {
@@ -32,7 +32,7 @@ fn random_matrix(format: GgufFormat, rows: usize, cols: usize, rng: &mut Rng) ->
     GgufMatrix::from_bytes(format, rows, cols, bytes).expect("whole blocks")
 }
 
-fn bits<T: Element>(s: &Stream, b: &Buffer<T>) -> Vec<u32> {
+fn bits<T: Float>(s: &Stream, b: &Buffer<T>) -> Vec<u32> {
     download(s, b).iter().map(|v| v.to_bits()).collect()
 }
 
@@ -68,8 +68,8 @@ fn int8_product(xq: &Int8Activations, w: &[f32], n: usize) -> (Vec<f64>, Vec<f64
 
 /// `|got − want| ≤ 2e-6·Σ|x̂·w|`: the f32 roundings of the scale products and of about
 /// `k / 1024 + 5` accumulations, each near 2⁻²⁴; integer sums are exact.
-fn check(what: &str, got: &[f32], want: &[f64], mag: &[f64], storage: Storage) {
-    let out_tol = if storage == Storage::Bf16 {
+fn check(what: &str, got: &[f32], want: &[f64], mag: &[f64], storage: FloatType) {
+    let out_tol = if storage == FloatType::Bf16 {
         1.0 / 256.0
     } else {
         0.0
@@ -84,14 +84,14 @@ fn check(what: &str, got: &[f32], want: &[f64], mag: &[f64], storage: Storage) {
     }
 }
 
-fn at_shape<T: Element>(s: &Stream, format: GgufFormat, n: usize, k: usize, ms: &[usize]) {
+fn at_shape<T: Float>(s: &Stream, format: GgufFormat, n: usize, k: usize, ms: &[usize]) {
     let mut rng = Rng::new((n + k) as u64 + format.block_bytes() as u64);
     let q = random_matrix(format, n, k, &mut rng);
     let wd = q.dequantize();
     let dev = q.to_device(s).unwrap();
     let (gamma, gh) = upload::<T>(s, &rng.vec(k, 0.5, 1.5));
     for &m in ms {
-        let what = format!("{format} {:?} {n}x{k} m={m}", T::STORAGE);
+        let what = format!("{format} {:?} {n}x{k} m={m}", T::TYPE);
         let (x, xh) = upload::<T>(s, &rng.vec(m * k, -1.0, 1.0));
         let mut xq = QuantizedActivations::new(s, m, k).unwrap();
         for norm in [false, true] {
@@ -112,7 +112,7 @@ fn at_shape<T: Element>(s: &Stream, format: GgufFormat, n: usize, k: usize, ms: 
                 &download(s, &y),
                 &want,
                 &mag,
-                T::STORAGE,
+                T::TYPE,
             );
             let first = bits(s, &y);
             gemv_q8(s, &dev, &xq, &mut y, m).unwrap();

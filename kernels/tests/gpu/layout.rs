@@ -3,12 +3,12 @@
 
 use crate::common_rowwise::{assert_close, download, gpu_stream, poisoned, upload, Rng};
 use kernel_runtime::{Bf16, Buffer, Stream};
-use kernels::cast::Element;
 use kernels::layout::{
     heads_from_interleaved, interleaved_from_heads, kv_cache_append, transpose, PagedLayout,
 };
+use kernels::Float;
 
-fn layout_at<T: Element>(s: &Stream) {
+fn layout_at<T: Float>(s: &Stream) {
     let mut rng = Rng::new(105);
     // Llama-like heads (16-byte chunks) and an odd head size (one element at a time).
     for (tokens, heads, d) in [(4096, 32, 128), (1000, 7, 34)] {

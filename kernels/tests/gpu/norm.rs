@@ -2,27 +2,28 @@
 
 use crate::common_tensor::*;
 use kernel_runtime::{Bf16, Stream};
-use kernels::cast::Element;
 use kernels::norm::{self, reference};
+use kernels::Float;
 
 /// Real shapes plus odd ones: aligned wide rows, odd widths, narrow (warp) rows, rows wider
 /// than the registers hold.
 const SHAPES: [(usize, usize); 5] = [(1024, 4096), (3, 4097), (515, 128), (33, 16400), (2, 1)];
 
-fn grad_tol<T: Element>() -> Tol {
-    match T::STORAGE {
-        kernels::Storage::F32 => Tol {
+fn grad_tol<T: Float>() -> Tol {
+    match T::TYPE {
+        kernels::FloatType::F32 => Tol {
             atol: 1e-4,
             rtol: 1e-4,
         },
-        kernels::Storage::Bf16 => Tol {
+        kernels::FloatType::Bf16 => Tol {
             atol: 3e-2,
             rtol: 1.5e-2,
         },
+        kernels::FloatType::F16 => unreachable!("these ops have no f16 kernels"),
     }
 }
 
-fn norms_forward<T: Element>(s: &Stream) {
+fn norms_forward<T: Float>(s: &Stream) {
     for (rows, cols) in SHAPES {
         let mut rng = Rng::new((rows * cols) as u64);
         let n = rows * cols;
@@ -30,7 +31,7 @@ fn norms_forward<T: Element>(s: &Stream) {
         let (r, rh) = upload::<T>(s, &rng.vec(n, -2.0, 2.0));
         let (g, gh) = upload::<T>(s, &rng.vec(cols, 0.5, 1.5));
         let (be, bh) = upload::<T>(s, &rng.vec(cols, -0.5, 0.5));
-        let what = format!("{rows}x{cols} {:?}", T::STORAGE);
+        let what = format!("{rows}x{cols} {:?}", T::TYPE);
 
         let mut y = poisoned::<T>(s, n);
         norm::rms_norm(s, &x, &g, &mut y, rows, cols, 1e-5).unwrap();
@@ -75,14 +76,14 @@ fn gpu_norms_forward_match_reference_at_real_shapes() {
     norms_forward::<Bf16>(&s);
 }
 
-fn norms_backward<T: Element>(s: &Stream) {
+fn norms_backward<T: Float>(s: &Stream) {
     for (rows, cols) in SHAPES {
         let mut rng = Rng::new((rows + cols) as u64);
         let n = rows * cols;
         let (x, xh) = upload::<T>(s, &rng.vec(n, -2.0, 2.0));
         let (g, gh) = upload::<T>(s, &rng.vec(cols, 0.5, 1.5));
         let (dy, dyh) = upload::<T>(s, &rng.vec(n, -1.0, 1.0));
-        let what = format!("{rows}x{cols} {:?}", T::STORAGE);
+        let what = format!("{rows}x{cols} {:?}", T::TYPE);
         let mut ws = poisoned::<f32>(s, norm::layer_norm_backward_workspace(rows, cols));
         let (mut dx, mut dg, mut db) = (
             poisoned::<T>(s, n),
@@ -148,27 +149,28 @@ fn gpu_norm_backward_matches_reference_and_is_bit_identical() {
 
 /// How far the `#[kernel]` backward may stray from the builder kernel it replaces (the same
 /// sums in the same order; `x / n` became `x · (1/n)`).
-fn port_tol<T: Element>() -> Tol {
-    match T::STORAGE {
-        kernels::Storage::F32 => Tol {
+fn port_tol<T: Float>() -> Tol {
+    match T::TYPE {
+        kernels::FloatType::F32 => Tol {
             atol: 1e-6,
             rtol: 1e-5,
         },
-        kernels::Storage::Bf16 => Tol {
+        kernels::FloatType::Bf16 => Tol {
             atol: 1e-3,
             rtol: 1e-2,
         },
+        kernels::FloatType::F16 => unreachable!("these ops have no f16 kernels"),
     }
 }
 
-fn backward_against_builder<T: Element>(s: &Stream) {
+fn backward_against_builder<T: Float>(s: &Stream) {
     for (rows, cols) in SHAPES {
         let mut rng = Rng::new((rows * 7 + cols) as u64);
         let n = rows * cols;
         let (x, xh) = upload::<T>(s, &rng.vec(n, -2.0, 2.0));
         let (g, gh) = upload::<T>(s, &rng.vec(cols, 0.5, 1.5));
         let (dy, dyh) = upload::<T>(s, &rng.vec(n, -1.0, 1.0));
-        let what = format!("{rows}x{cols} {:?}", T::STORAGE);
+        let what = format!("{rows}x{cols} {:?}", T::TYPE);
         let mut ws = poisoned::<f32>(s, norm::layer_norm_backward_workspace(rows, cols));
         let mut rms = Vec::new();
         let mut layer = Vec::new();

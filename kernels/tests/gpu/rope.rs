@@ -2,10 +2,10 @@
 
 use crate::common_rowwise::{assert_close, download, gpu_stream, poisoned, tol, upload, Rng};
 use kernel_runtime::{Bf16, Buffer, Stream};
-use kernels::cast::Element;
 use kernels::rope::{rope, rope_backward, Rope, RopeLayout};
+use kernels::Float;
 
-fn rope_at<T: Element>(s: &Stream, layout: RopeLayout, rotary_dim: usize) {
+fn rope_at<T: Float>(s: &Stream, layout: RopeLayout, rotary_dim: usize) {
     let (tokens, heads, head_dim) = (512, 32, 128);
     let n = tokens * heads * head_dim;
     let mut rng = Rng::new(102);

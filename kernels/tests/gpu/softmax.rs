@@ -2,10 +2,10 @@
 
 use crate::common_rowwise::{assert_close, bits, download, gpu_stream, poisoned, tol, upload, Rng};
 use kernel_runtime::{Bf16, Stream};
-use kernels::cast::Element;
 use kernels::softmax::{softmax, softmax_backward, Mask};
+use kernels::Float;
 
-fn softmax_at<T: Element>(s: &Stream, rows: usize, cols: usize, mask: Mask) {
+fn softmax_at<T: Float>(s: &Stream, rows: usize, cols: usize, mask: Mask) {
     let mut rng = Rng::new(101);
     let (x, xs) = upload::<T>(s, &rng.vec(rows * cols, -6.0, 6.0));
     let mut y = poisoned::<T>(s, rows * cols);

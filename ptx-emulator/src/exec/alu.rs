@@ -3,7 +3,7 @@
 
 use crate::numerics::{
     bfe, bfi, bfind, f32_minmax, f32_result, f64_minmax, f64_result, flush_f32, half_minmax,
-    half_op, lop3, prmt, round_f64_with_error, shf, two_sum, FloatMode, Format, Half, Rounding,
+    half_op, lop3, prmt, round_f64_with_error, shf, two_sum, FloatMode, Half, IeeeFormat, Rounding,
 };
 use crate::program::{Cmp, CmpTy, FloatOp, HalfOp, IntOp, Testp, W};
 
@@ -297,9 +297,12 @@ pub(crate) fn fma_f32(a: f32, b: f32, c: f32) -> f32 {
     if s.to_bits() & 0x1fff_ffff == 0x1000_0000 {
         let (s2, e) = two_sum(p, c as f64);
         if e != 0.0 {
-            return f32::from_bits(
-                round_f64_with_error(s2, e, Format::F32, Rounding::NearestEven) as u32,
-            );
+            return f32::from_bits(round_f64_with_error(
+                s2,
+                e,
+                IeeeFormat::F32,
+                Rounding::NearestEven,
+            ) as u32);
         }
     }
     s as f32

@@ -2,7 +2,7 @@
 //! "Matrix fragments for mma.m16n8k*" tables. Each function maps a (lane, register, half) to
 //! the (row, column) of the matrix element it holds.
 
-use crate::numerics::{round_f64, Format, Half, Rounding};
+use crate::numerics::{round_f64, Half, IeeeFormat, Rounding};
 use crate::program::MmaKind;
 
 /// `(row, col)` of A's element held by `lane` in register `reg`, half `half` (0 = low 16 bits;
@@ -108,7 +108,7 @@ pub(crate) fn multiply(
 }
 
 pub(crate) fn to_f32_bits(v: f64) -> u64 {
-    round_f64(v, Format::F32, Rounding::NearestEven)
+    round_f64(v, IeeeFormat::F32, Rounding::NearestEven)
 }
 
 pub(crate) fn to_f16_bits(v: f64) -> u64 {

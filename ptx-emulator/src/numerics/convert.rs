@@ -1,7 +1,7 @@
 //! `cvt` between every pair of PTX scalar types, with every rounding mode, `.ftz`, `.sat`,
 //! `.relu` and `.satfinite`.
 
-use super::round::{round_exact, round_f64, widen_to_f64, Format, Rounding};
+use super::round::{round_exact, round_f64, widen_to_f64, IeeeFormat, Rounding};
 
 /// A PTX scalar type as `cvt` sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,12 +42,12 @@ impl CvtType {
             CvtType::U64 | CvtType::S64 | CvtType::F64 => 64,
         }
     }
-    fn format(self) -> Option<Format> {
+    fn format(self) -> Option<IeeeFormat> {
         match self {
-            CvtType::F16 => Some(Format::F16),
-            CvtType::Bf16 => Some(Format::BF16),
-            CvtType::Tf32 | CvtType::F32 => Some(Format::F32),
-            CvtType::F64 => Some(Format::F64),
+            CvtType::F16 => Some(IeeeFormat::F16),
+            CvtType::Bf16 => Some(IeeeFormat::BF16),
+            CvtType::Tf32 | CvtType::F32 => Some(IeeeFormat::F32),
+            CvtType::F64 => Some(IeeeFormat::F64),
             _ => None,
         }
     }
@@ -112,7 +112,7 @@ fn float_value(bits: u64, ty: CvtType, ftz: bool) -> f64 {
         CvtType::F64 => f64::from_bits(bits),
         CvtType::F32 | CvtType::Tf32 => f32::from_bits(bits as u32) as f64,
         CvtType::Bf16 => f32::from_bits((bits as u32 & 0xffff) << 16) as f64,
-        CvtType::F16 => widen_to_f64(bits & 0xffff, Format::F16),
+        CvtType::F16 => widen_to_f64(bits & 0xffff, IeeeFormat::F16),
         _ => 0.0,
     };
     if ftz && ty == CvtType::F32 && (v as f32).is_subnormal() {
@@ -166,7 +166,7 @@ pub fn convert(bits: u64, from: CvtType, to: CvtType, mode: CvtMode) -> u64 {
                 CvtRounding::Float(r) => r,
                 _ => Rounding::NearestEven,
             };
-            let fmt = to.format().unwrap_or(Format::F32);
+            let fmt = to.format().unwrap_or(IeeeFormat::F32);
             let mut out = round_exact(v < 0, v.unsigned_abs() as u64, 0, fmt, rounding);
             if mode.sat {
                 out = saturate_bits(out, to);
@@ -204,7 +204,7 @@ pub fn convert(bits: u64, from: CvtType, to: CvtType, mode: CvtMode) -> u64 {
 
 fn saturate_bits(bits: u64, ty: CvtType) -> u64 {
     let v = float_value(bits, ty, false);
-    let fmt = ty.format().unwrap_or(Format::F32);
+    let fmt = ty.format().unwrap_or(IeeeFormat::F32);
     if v.is_nan() || v <= 0.0 {
         0
     } else if v >= 1.0 {
@@ -231,10 +231,10 @@ fn float_to_float(bits: u64, from: CvtType, to: CvtType, mode: CvtMode) -> u64 {
         if v.is_nan() {
             0x7fff_ffff
         } else {
-            round_f64(v, Format::TF32, rounding) << 13
+            round_f64(v, IeeeFormat::TF32, rounding) << 13
         }
     } else {
-        let fmt = to.format().unwrap_or(Format::F32);
+        let fmt = to.format().unwrap_or(IeeeFormat::F32);
         let mut out = round_f64(v, fmt, rounding);
         if mode.relu && v.is_nan() {
             out = fmt.canonical_nan();

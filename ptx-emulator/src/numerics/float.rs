@@ -5,7 +5,7 @@
 //! so every mode is correctly rounded.
 
 use super::round::{
-    round_f64, round_f64_with_error, two_prod, two_sum, widen_to_f64, Format, Rounding,
+    round_f64, round_f64_with_error, two_prod, two_sum, widen_to_f64, IeeeFormat, Rounding,
 };
 
 /// Bits of the canonical f32 NaN NVIDIA hardware returns from arithmetic.
@@ -100,7 +100,7 @@ fn sign_only(err: f64) -> f64 {
 
 /// `op(a, b, c)` computed in f64 as a value plus an error term, then rounded once into `fmt`.
 /// Inputs are exact f64 widenings of values of at most f64 precision.
-fn rounded_in(fmt: Format, op: RoundedOp, a: f64, b: f64, c: f64, rounding: Rounding) -> u64 {
+fn rounded_in(fmt: IeeeFormat, op: RoundedOp, a: f64, b: f64, c: f64, rounding: Rounding) -> u64 {
     let (value, err) = match op {
         RoundedOp::Add => two_sum(a, b),
         RoundedOp::Sub => two_sum(a, -b),
@@ -162,9 +162,14 @@ pub fn f32_op(op: RoundedOp, mode: FloatMode, a: f32, b: f32, c: f32) -> u32 {
             RoundedOp::Rcp => 1.0 / a,
         }
     } else {
-        f32::from_bits(
-            rounded_in(Format::F32, op, a as f64, b as f64, c as f64, mode.rounding) as u32,
-        )
+        f32::from_bits(rounded_in(
+            IeeeFormat::F32,
+            op,
+            a as f64,
+            b as f64,
+            c as f64,
+            mode.rounding,
+        ) as u32)
     };
     if mode.ftz {
         r = flush_f32(r);
@@ -188,7 +193,7 @@ pub fn f64_op(op: RoundedOp, mode: FloatMode, a: f64, b: f64, c: f64) -> u64 {
             RoundedOp::Rcp => 1.0 / a,
         }
     } else {
-        f64::from_bits(rounded_in(Format::F64, op, a, b, c, mode.rounding))
+        f64::from_bits(rounded_in(IeeeFormat::F64, op, a, b, c, mode.rounding))
     };
     if mode.sat {
         r = if r.is_nan() { 0.0 } else { r.clamp(0.0, 1.0) };
@@ -204,10 +209,10 @@ pub enum Half {
 }
 
 impl Half {
-    pub fn format(self) -> Format {
+    pub fn format(self) -> IeeeFormat {
         match self {
-            Half::F16 => Format::F16,
-            Half::Bf16 => Format::BF16,
+            Half::F16 => IeeeFormat::F16,
+            Half::Bf16 => IeeeFormat::BF16,
         }
     }
     /// Exact value of `bits` as f64.
@@ -215,7 +220,7 @@ impl Half {
     pub fn to_f64(self, bits: u16) -> f64 {
         match self {
             Half::Bf16 => f32::from_bits((bits as u32) << 16) as f64,
-            Half::F16 => widen_to_f64(bits as u64, Format::F16),
+            Half::F16 => widen_to_f64(bits as u64, IeeeFormat::F16),
         }
     }
     /// `x` rounded to this format.

@@ -3,7 +3,7 @@
 //! E4M3 has 4 exponent bits (bias 7) and 3 mantissa bits, no infinities, and its largest value
 //! is 448 (exponent field 15 with mantissa 0b111 is NaN). E5M2 is IEEE-like with bias 15.
 
-use super::round::{round_f64, widen_to_f64, Format, Rounding};
+use super::round::{round_f64, widen_to_f64, IeeeFormat, Rounding};
 
 /// One of the two FP8 formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,11 +14,11 @@ pub enum Fp8 {
 
 /// E4M3's exponent range and precision are those of a binary format with 5 exponent bits and
 /// 3 mantissa bits scaled by 2^8: rounding there gives E4M3's bits directly.
-const E4M3_AS_SCALED: Format = Format {
+const E4M3_AS_SCALED: IeeeFormat = IeeeFormat {
     exp_bits: 5,
     man_bits: 3,
 };
-const E5M2: Format = Format {
+const E5M2: IeeeFormat = IeeeFormat {
     exp_bits: 5,
     man_bits: 2,
 };

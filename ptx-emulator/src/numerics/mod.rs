@@ -17,5 +17,6 @@ pub use float::{
 };
 pub use fp8::Fp8;
 pub use round::{
-    round_exact, round_f64, round_f64_with_error, two_prod, two_sum, widen_to_f64, Format, Rounding,
+    round_exact, round_f64, round_f64_with_error, two_prod, two_sum, widen_to_f64, IeeeFormat,
+    Rounding,
 };

@@ -19,30 +19,30 @@ pub enum Rounding {
 
 /// An IEEE binary interchange format described by its field widths.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Format {
+pub struct IeeeFormat {
     pub exp_bits: u32,
     pub man_bits: u32,
 }
 
-impl Format {
-    pub const F64: Format = Format {
+impl IeeeFormat {
+    pub const F64: IeeeFormat = IeeeFormat {
         exp_bits: 11,
         man_bits: 52,
     };
-    pub const F32: Format = Format {
+    pub const F32: IeeeFormat = IeeeFormat {
         exp_bits: 8,
         man_bits: 23,
     };
-    pub const F16: Format = Format {
+    pub const F16: IeeeFormat = IeeeFormat {
         exp_bits: 5,
         man_bits: 10,
     };
-    pub const BF16: Format = Format {
+    pub const BF16: IeeeFormat = IeeeFormat {
         exp_bits: 8,
         man_bits: 7,
     };
     /// TensorFloat-32: f32's range with a 10-bit mantissa.
-    pub const TF32: Format = Format {
+    pub const TF32: IeeeFormat = IeeeFormat {
         exp_bits: 8,
         man_bits: 10,
     };
@@ -71,7 +71,7 @@ impl Format {
 }
 
 /// Rounds the exact value `(-1)^negative * mag * 2^exp` to `fmt` under `mode`; returns its bits.
-pub fn round_exact(negative: bool, mag: u64, exp: i32, fmt: Format, mode: Rounding) -> u64 {
+pub fn round_exact(negative: bool, mag: u64, exp: i32, fmt: IeeeFormat, mode: Rounding) -> u64 {
     let sign = if negative { fmt.sign_bit() } else { 0 };
     if mag == 0 {
         return sign;
@@ -137,7 +137,7 @@ pub fn round_exact(negative: bool, mag: u64, exp: i32, fmt: Format, mode: Roundi
 /// Rounds the real number `value + err` to `fmt`, where `value` is an f64 and `err` is an
 /// exact correction with `|err| <= ulp(value) / 2` (as produced by TwoSum or an FMA residual).
 /// NaN maps to the format's canonical NaN; infinities stay infinities.
-pub fn round_f64_with_error(value: f64, err: f64, fmt: Format, mode: Rounding) -> u64 {
+pub fn round_f64_with_error(value: f64, err: f64, fmt: IeeeFormat, mode: Rounding) -> u64 {
     if value.is_nan() {
         return fmt.canonical_nan();
     }
@@ -178,12 +178,12 @@ pub fn round_f64_with_error(value: f64, err: f64, fmt: Format, mode: Rounding) -
 }
 
 /// Rounds an f64 to `fmt` (no correction term).
-pub fn round_f64(value: f64, fmt: Format, mode: Rounding) -> u64 {
+pub fn round_f64(value: f64, fmt: IeeeFormat, mode: Rounding) -> u64 {
     round_f64_with_error(value, 0.0, fmt, mode)
 }
 
 /// The f64 value of `bits` in `fmt` (exact: every narrower format fits in f64).
-pub fn widen_to_f64(bits: u64, fmt: Format) -> f64 {
+pub fn widen_to_f64(bits: u64, fmt: IeeeFormat) -> f64 {
     let man_mask = (1u64 << fmt.man_bits) - 1;
     let negative = bits & fmt.sign_bit() != 0;
     let exp_field = (bits >> fmt.man_bits) & fmt.max_exp_field();
@@ -248,7 +248,7 @@ mod tests {
             }
             let want = (v as f32).to_bits() as u64;
             assert_eq!(
-                round_f64(v, Format::F32, Rounding::NearestEven),
+                round_f64(v, IeeeFormat::F32, Rounding::NearestEven),
                 want,
                 "{v:e}"
             );
@@ -258,9 +258,9 @@ mod tests {
     #[test]
     fn directed_rounding_of_f64_to_f32_brackets_the_value() {
         let v = 1.0f64 + 1e-10;
-        let up = f32::from_bits(round_f64(v, Format::F32, Rounding::Up) as u32);
-        let down = f32::from_bits(round_f64(v, Format::F32, Rounding::Down) as u32);
-        let zero = f32::from_bits(round_f64(-v, Format::F32, Rounding::Zero) as u32);
+        let up = f32::from_bits(round_f64(v, IeeeFormat::F32, Rounding::Up) as u32);
+        let down = f32::from_bits(round_f64(v, IeeeFormat::F32, Rounding::Down) as u32);
+        let zero = f32::from_bits(round_f64(-v, IeeeFormat::F32, Rounding::Zero) as u32);
         assert_eq!(down, 1.0);
         assert_eq!(up, f32::from_bits(1.0f32.to_bits() + 1));
         assert_eq!(zero, -1.0);
@@ -272,20 +272,20 @@ mod tests {
         let (s, e) = two_sum(1.0, 2f64.powi(-60));
         assert_eq!(s, 1.0);
         assert_eq!(
-            round_f64_with_error(s, e, Format::F32, Rounding::Up),
+            round_f64_with_error(s, e, IeeeFormat::F32, Rounding::Up),
             0x3f80_0001
         );
         assert_eq!(
-            round_f64_with_error(s, e, Format::F32, Rounding::Down),
+            round_f64_with_error(s, e, IeeeFormat::F32, Rounding::Down),
             0x3f80_0000
         );
         let (s, e) = two_sum(1.0, -(2f64.powi(-60)));
         assert_eq!(
-            round_f64_with_error(s, e, Format::F32, Rounding::Zero),
+            round_f64_with_error(s, e, IeeeFormat::F32, Rounding::Zero),
             0x3f7f_ffff
         );
         assert_eq!(
-            round_f64_with_error(s, e, Format::F64, Rounding::Down),
+            round_f64_with_error(s, e, IeeeFormat::F64, Rounding::Down),
             0x3fef_ffff_ffff_ffff
         );
     }
@@ -294,56 +294,67 @@ mod tests {
     fn f16_conversion_handles_subnormals_overflow_and_ties() {
         // Smallest f16 subnormal is 2^-24.
         assert_eq!(
-            round_f64(2f64.powi(-24), Format::F16, Rounding::NearestEven),
+            round_f64(2f64.powi(-24), IeeeFormat::F16, Rounding::NearestEven),
             1
         );
         // Half of it ties to even (zero); rounding up gives the subnormal.
         assert_eq!(
-            round_f64(2f64.powi(-25), Format::F16, Rounding::NearestEven),
+            round_f64(2f64.powi(-25), IeeeFormat::F16, Rounding::NearestEven),
             0
         );
-        assert_eq!(round_f64(2f64.powi(-25), Format::F16, Rounding::Up), 1);
+        assert_eq!(round_f64(2f64.powi(-25), IeeeFormat::F16, Rounding::Up), 1);
         assert_eq!(
-            round_f64(65520.0, Format::F16, Rounding::NearestEven),
+            round_f64(65520.0, IeeeFormat::F16, Rounding::NearestEven),
             0x7c00
         );
-        assert_eq!(round_f64(65520.0, Format::F16, Rounding::Zero), 0x7bff);
-        assert_eq!(round_f64(-1.0e6, Format::F16, Rounding::Up), 0xfbff);
-        assert_eq!(round_f64(1.0, Format::F16, Rounding::NearestEven), 0x3c00);
-        assert_eq!(widen_to_f64(0x3555, Format::F16), 0.333251953125);
-        assert_eq!(widen_to_f64(0x0001, Format::F16), 2f64.powi(-24));
+        assert_eq!(round_f64(65520.0, IeeeFormat::F16, Rounding::Zero), 0x7bff);
+        assert_eq!(round_f64(-1.0e6, IeeeFormat::F16, Rounding::Up), 0xfbff);
+        assert_eq!(
+            round_f64(1.0, IeeeFormat::F16, Rounding::NearestEven),
+            0x3c00
+        );
+        assert_eq!(widen_to_f64(0x3555, IeeeFormat::F16), 0.333251953125);
+        assert_eq!(widen_to_f64(0x0001, IeeeFormat::F16), 2f64.powi(-24));
     }
 
     #[test]
     fn bf16_and_tf32_rounding_follow_their_modes() {
         // 1 + 2^-8 is halfway between bf16 1.0 and 1 + 2^-7: ties to even gives 1.0.
         assert_eq!(
-            round_f64(1.0 + 2f64.powi(-8), Format::BF16, Rounding::NearestEven),
+            round_f64(1.0 + 2f64.powi(-8), IeeeFormat::BF16, Rounding::NearestEven),
             0x3f80
         );
         assert_eq!(
             round_f64(
                 1.0 + 3.0 * 2f64.powi(-8),
-                Format::BF16,
+                IeeeFormat::BF16,
                 Rounding::NearestEven
             ),
             0x3f82
         );
         // tf32 bits here are the 19-bit format (8 exponent, 10 mantissa): 1.0 is 0x1fc00.
         assert_eq!(
-            round_f64(1.0 + 2f64.powi(-11), Format::TF32, Rounding::NearestAway),
+            round_f64(
+                1.0 + 2f64.powi(-11),
+                IeeeFormat::TF32,
+                Rounding::NearestAway
+            ),
             0x1fc01
         );
         assert_eq!(
-            round_f64(1.0 + 2f64.powi(-11), Format::TF32, Rounding::NearestEven),
+            round_f64(
+                1.0 + 2f64.powi(-11),
+                IeeeFormat::TF32,
+                Rounding::NearestEven
+            ),
             0x1fc00
         );
         assert_eq!(
-            round_exact(true, 3, 0, Format::F32, Rounding::NearestEven),
+            round_exact(true, 3, 0, IeeeFormat::F32, Rounding::NearestEven),
             (-3.0f32).to_bits() as u64
         );
         assert_eq!(
-            round_exact(false, u64::MAX, 0, Format::F32, Rounding::Zero),
+            round_exact(false, u64::MAX, 0, IeeeFormat::F32, Rounding::Zero),
             f32::from_bits(0x5f7f_ffff).to_bits() as u64
         );
     }

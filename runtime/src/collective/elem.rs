@@ -1,6 +1,6 @@
 //! The element types collectives move.
 
-use crate::dtype::{Bf16, DeviceElem};
+use crate::element::{Bf16, Element};
 use cudarc::nccl::sys::ncclDataType_t;
 
 mod sealed {
@@ -14,7 +14,7 @@ mod sealed {
 /// takes::<f32>();
 /// takes::<kernel_runtime::Bf16>();
 /// ```
-pub trait CollectiveElem: DeviceElem + sealed::Sealed {
+pub trait CollectiveElem: Element + sealed::Sealed {
     /// NCCL's name for this type.
     #[doc(hidden)]
     fn nccl_type() -> ncclDataType_t;

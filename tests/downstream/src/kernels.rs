@@ -19,7 +19,7 @@ fn silu(v: f32) -> f32 {
 
 /// `y = silu(x)` for f32 or bf16 storage, in blocks of `BLOCK` threads.
 #[kernel(instances(<f32, 256>, <bf16, 128>), block = BLOCK)]
-pub fn silu_rows<T: Dtype, const BLOCK: u32>(x: &[T], y: &mut [T], n: u32) {
+pub fn silu_rows<T: Element, const BLOCK: u32>(x: &[T], y: &mut [T], n: u32) {
     let i = block_idx().x * BLOCK + thread_idx().x;
     if i < n {
         y[i] = silu(x[i] as f32) as T;

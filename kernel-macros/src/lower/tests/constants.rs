@@ -72,7 +72,7 @@ fn every_comparison_operator_folds_with_the_types_own_order() {
 fn a_pruned_branch_may_hold_code_that_only_other_instances_can_lower() {
     // `load8` needs 16-bit elements: the f32 instance must never lower it.
     let f: syn::ItemFn = syn::parse_quote! {
-        fn wide<T: Dtype, const HALF: u32>(x: &[T], y: &mut [T]) {
+        fn wide<T: Element, const HALF: u32>(x: &[T], y: &mut [T]) {
             let i = thread_idx().x * 8;
             if HALF == 1 {
                 let v = x.load8(i);

@@ -247,7 +247,7 @@ fn lowering_the_same_source_twice_gives_the_same_ptx() {
 #[test]
 fn const_generics_specialize_sizes_and_entry_names() {
     let f: syn::ItemFn = syn::parse_quote! {
-        fn scale<T: Dtype, const BLOCK: u32>(x: &[T], y: &mut [T], n: u32) {
+        fn scale<T: Element, const BLOCK: u32>(x: &[T], y: &mut [T], n: u32) {
             let buf = shared_array::<T, BLOCK>();
             let i = thread_idx().x;
             buf[i] = x[i];

@@ -28,7 +28,7 @@ fn pair_roundings(l: &Lowered) -> usize {
 #[test]
 fn eight_results_rounded_just_before_the_store_become_four_pair_roundings() {
     let l = lower_bf16(syn::parse_quote! {
-        fn double<T: Dtype>(x: &[T], y: &mut [T]) {
+        fn double<T: Element>(x: &[T], y: &mut [T]) {
             let i = thread_idx().x * 8;
             let mut v = x.load_vec::<8>(i);
             for k in 0..8 {
@@ -44,7 +44,7 @@ fn eight_results_rounded_just_before_the_store_become_four_pair_roundings() {
 fn a_branch_or_a_later_write_between_rounding_and_store_keeps_the_plain_pack() {
     // Under a branch the store cannot know which value the register holds.
     let branched = lower_bf16(syn::parse_quote! {
-        fn double<T: Dtype>(x: &[T], y: &mut [T], n: u32) {
+        fn double<T: Element>(x: &[T], y: &mut [T], n: u32) {
             let i = thread_idx().x * 2;
             let mut v = x.load_vec::<2>(i);
             if i < n {
@@ -57,7 +57,7 @@ fn a_branch_or_a_later_write_between_rounding_and_store_keeps_the_plain_pack() {
     assert_eq!(pair_roundings(&branched), 0);
     // The f32 source written after the rounding: the stored half is the old rounding.
     let rewritten = lower_bf16(syn::parse_quote! {
-        fn double<T: Dtype>(x: &[T], y: &mut [T]) {
+        fn double<T: Element>(x: &[T], y: &mut [T]) {
             let i = thread_idx().x * 2;
             let mut v = x.load_vec::<2>(i);
             let mut f = v[0] as f32;

@@ -8,7 +8,7 @@ pub(crate) const DEQUANTIZE_THREADS: u32 = 128;
 
 /// `w`: `rows` rows of `row_bytes` bytes of format `F`; `out`: `rows × cols`.
 #[kernel(crate = crate::lang, instances(T in [f32, bf16], F in [0, 1, 2]), block = 128)]
-pub fn gguf_dequantize<T: Dtype, const F: u32>(
+pub fn gguf_dequantize<T: Element, const F: u32>(
     w: &[u32],
     out: &mut [T],
     rows: u32,

@@ -31,7 +31,7 @@ pub(crate) const GEMV_ROWS_PER_BLOCK: u32 = 4;
     block = 128,
     min_blocks = 4
 )]
-pub fn gguf_gemv<T: Dtype, const F: u32, const MT: u32, const NORM: u32, const U: u32>(
+pub fn gguf_gemv<T: Element, const F: u32, const MT: u32, const NORM: u32, const U: u32>(
     w: &[u32],
     x: &[T],
     gamma: &[T],

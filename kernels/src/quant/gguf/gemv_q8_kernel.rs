@@ -25,7 +25,7 @@ pub(crate) const GEMV_Q8_ROWS_PER_BLOCK: u32 = 4;
     block = 128,
     min_blocks = 4
 )]
-pub fn gguf_gemv_q8<T: Dtype, const F: u32, const MT: u32, const U: u32>(
+pub fn gguf_gemv_q8<T: Element, const F: u32, const MT: u32, const U: u32>(
     w: &[u32],
     xq: &[u32],
     xs: &[f32],

@@ -4,8 +4,8 @@
 use super::dequantize_kernel::{self, DEQUANTIZE_THREADS};
 use super::gemv_kernel::{self, GEMV_ROWS_PER_BLOCK};
 use super::GgufWeights;
-use crate::cast::Element;
-use crate::gemm::{gemm, Epilogue, GemmElement, GemmShape, Layout, Math};
+use crate::gemm::{gemm, Epilogue, GemmShape, Layout, Math};
+use crate::Float;
 use crate::{check_len, Error};
 use kernel_runtime::{Buffer, LaunchConfig, Stream};
 
@@ -46,11 +46,12 @@ pub(super) fn sizes(op: &'static str, w: &GgufWeights) -> Result<(u32, u32, u32)
 /// assert_eq!(out.to_host(&stream)?, q.dequantize());
 /// # Ok(()) }
 /// ```
-pub fn dequantize<T: Element>(
+pub fn dequantize<T: Float>(
     stream: &Stream,
     w: &GgufWeights,
     out: &mut Buffer<T>,
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("dequantize")?;
     const OP: &str = "gguf::dequantize";
     let (rows, cols, row_bytes) = sizes(OP, w)?;
     check_len(OP, "out", out.len(), w.rows() * w.cols(), || {
@@ -92,13 +93,14 @@ pub fn dequantize<T: Element>(
 /// assert_eq!(y.to_host(&stream)?, vec![256.0; 6]);
 /// # Ok(()) }
 /// ```
-pub fn gemv<T: Element>(
+pub fn gemv<T: Float>(
     stream: &Stream,
     w: &GgufWeights,
     x: &Buffer<T>,
     y: &mut Buffer<T>,
     m: usize,
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("gemv")?;
     launch_gemv("gguf::gemv", stream, w, x, None, y, m)
 }
 
@@ -121,7 +123,7 @@ pub fn gemv<T: Element>(
 /// assert!((y.to_host(&stream)?[0] - 32.0 * 0.5 * 127.0).abs() < 1e-3);
 /// # Ok(()) }
 /// ```
-pub fn gemv_rms_norm<T: Element>(
+pub fn gemv_rms_norm<T: Float>(
     stream: &Stream,
     w: &GgufWeights,
     x: &Buffer<T>,
@@ -130,6 +132,7 @@ pub fn gemv_rms_norm<T: Element>(
     y: &mut Buffer<T>,
     m: usize,
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("gemv_rms_norm")?;
     launch_gemv(
         "gguf::gemv_rms_norm",
         stream,
@@ -141,7 +144,7 @@ pub fn gemv_rms_norm<T: Element>(
     )
 }
 
-fn launch_gemv<T: Element>(
+fn launch_gemv<T: Float>(
     op: &'static str,
     stream: &Stream,
     w: &GgufWeights,
@@ -235,7 +238,7 @@ pub fn prefill_workspace_len(w: &GgufWeights) -> usize {
 /// assert_eq!(y.to_host(&stream)?, vec![32.0 * 0.5 * 127.0; 6]);
 /// # Ok(()) }
 /// ```
-pub fn prefill<T: Element + GemmElement>(
+pub fn prefill<T: Float>(
     stream: &Stream,
     w: &GgufWeights,
     x: &Buffer<T>,
@@ -243,6 +246,7 @@ pub fn prefill<T: Element + GemmElement>(
     m: usize,
     workspace: &mut Buffer<T>,
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("prefill")?;
     const OP: &str = "gguf::prefill";
     sizes(OP, w)?;
     check_len(OP, "x", x.len(), m * w.cols(), || {

@@ -6,7 +6,7 @@ use super::gemv_q8_kernel::{self, GEMV_Q8_ROWS_PER_BLOCK};
 use super::ops::GEMV_MAX_ROWS;
 use super::quantize_activations_kernel::{self, QUANTIZE_THREADS};
 use super::GgufWeights;
-use crate::cast::Element;
+use crate::Float;
 use crate::{check_len, Error};
 use kernel_runtime::{Buffer, LaunchConfig, Stream};
 
@@ -24,12 +24,13 @@ use kernel_runtime::{Buffer, LaunchConfig, Stream};
 /// assert_eq!(xq.to_host(&stream)?, reference::quantize_activations(&x, 2, 256));
 /// # Ok(()) }
 /// ```
-pub fn quantize_activations<T: Element>(
+pub fn quantize_activations<T: Float>(
     stream: &Stream,
     x: &Buffer<T>,
     xq: &mut QuantizedActivations,
     m: usize,
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("quantize_activations")?;
     launch_quantize("gguf::quantize_activations", stream, x, None, xq, m)
 }
 
@@ -52,7 +53,7 @@ pub fn quantize_activations<T: Element>(
 /// assert_eq!(xq.to_host(&stream)?, want);
 /// # Ok(()) }
 /// ```
-pub fn quantize_activations_rms_norm<T: Element>(
+pub fn quantize_activations_rms_norm<T: Float>(
     stream: &Stream,
     x: &Buffer<T>,
     gamma: &Buffer<T>,
@@ -60,6 +61,7 @@ pub fn quantize_activations_rms_norm<T: Element>(
     xq: &mut QuantizedActivations,
     m: usize,
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("quantize_activations_rms_norm")?;
     launch_quantize(
         "gguf::quantize_activations_rms_norm",
         stream,
@@ -70,7 +72,7 @@ pub fn quantize_activations_rms_norm<T: Element>(
     )
 }
 
-fn launch_quantize<T: Element>(
+fn launch_quantize<T: Float>(
     op: &'static str,
     stream: &Stream,
     x: &Buffer<T>,
@@ -138,13 +140,14 @@ fn launch_quantize<T: Element>(
 /// assert_eq!(y.to_host(&stream)?, vec![256.0 * 127.0; 3]);
 /// # Ok(()) }
 /// ```
-pub fn gemv_q8<T: Element>(
+pub fn gemv_q8<T: Float>(
     stream: &Stream,
     w: &GgufWeights,
     xq: &QuantizedActivations,
     y: &mut Buffer<T>,
     m: usize,
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("gemv_q8")?;
     const OP: &str = "gguf::gemv_q8";
     let (n, k, row_bytes) = super::ops::sizes(OP, w)?;
     if xq.cols() != w.cols() {

@@ -18,7 +18,7 @@ pub(crate) const QUANTIZE_THREADS: u32 = 256;
     instances(T in [f32, bf16], NORM in [0, 1]),
     block = 256
 )]
-pub fn gguf_quantize_activations<T: Dtype, const NORM: u32>(
+pub fn gguf_quantize_activations<T: Element, const NORM: u32>(
     x: &[T],
     gamma: &[T],
     xq: &mut [u32],

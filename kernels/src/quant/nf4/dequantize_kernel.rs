@@ -8,7 +8,7 @@ pub(crate) const THREADS: u32 = 256;
 /// `y[i] = NF4_CODE[code(i)] · absmax(i / 64)` (rounded to `T`) for the `8 · words` elements.
 /// Grid: `ceil(words / 256)` blocks of 256.
 #[kernel(crate = crate::lang, block = 256, instances(T in [f32, bf16]))]
-pub fn nf4_dequantize<T: Dtype>(
+pub fn nf4_dequantize<T: Element>(
     codes: &[u32],
     absmax: &[f32],
     qabs: &[u32],

@@ -14,7 +14,7 @@ pub(crate) const COLS_PER_BLOCK: u32 = 8;
 /// silu(g)·u`. G and U are NF4 with f32 absmax (`ga`, `ua`), `n × k`, `k` a multiple of 64.
 /// Grid: `ceil(n / 8)` blocks of 256.
 #[kernel(crate = crate::lang, block = 256, instances(T in [f32, bf16], ACT in [0, 1]))]
-pub fn nf4_gate_up<T: Dtype, const ACT: u32>(
+pub fn nf4_gate_up<T: Element, const ACT: u32>(
     x: &[T],
     gcodes: &[u32],
     ga: &[f32],

@@ -35,7 +35,7 @@ pub(crate) fn rows_instance(m: usize) -> u32 {
         U in [if MT == 1 { 4 } else if MT == 4 { 2 } else { 1 }]
     )
 )]
-pub fn nf4_gemv<T: Dtype, const MT: u32, const U: u32>(
+pub fn nf4_gemv<T: Element, const MT: u32, const U: u32>(
     x: &[T],
     codes: &[u32],
     absmax: &[f32],

@@ -9,7 +9,7 @@ pub(crate) const THREADS: u32 = 256;
 /// `dx[i, p] = Σ_j dy[i, j] · W[j, p]` for `dy` `m × n`, W `n × k` in NF4 (`k` a multiple
 /// of 64). Grid: `(ceil(k / 8 / 256), m)` blocks of 256.
 #[kernel(crate = crate::lang, block = 256, instances(T in [f32, bf16]))]
-pub fn nf4_input_grad<T: Dtype>(
+pub fn nf4_input_grad<T: Element>(
     dy: &[T],
     codes: &[u32],
     absmax: &[f32],

@@ -32,7 +32,7 @@ pub(crate) const fn shared_bytes(b_k: u32) -> u32 {
 /// `B_K = 0`; `c` is `m × n`. `vec_a`: `kred` is a multiple of 8, so the rows of `a` are
 /// 16-byte aligned for `cp.async`. Grid: `(ceil(n / 128), ceil(m / 128))` blocks of 256.
 #[kernel(crate = crate::lang, block = 256, instances(O in [bf16, f32], B_K in [1, 0]))]
-pub fn nf4_mma<O: Dtype, const B_K: u32>(
+pub fn nf4_mma<O: Element, const B_K: u32>(
     a: &[bf16],
     codes: &[u32],
     absmax: &[f32],

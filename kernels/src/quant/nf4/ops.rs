@@ -5,10 +5,10 @@ use super::gemv_kernel::{self, nf4_gemv, rows_instance, MAX_M, ROWS_PER_BLOCK};
 use super::input_grad_kernel::{self, nf4_input_grad};
 use super::mma_kernel::{self, nf4_mma};
 use super::Nf4Weight;
-use crate::cast::Element;
-use crate::gemm::{gemm, Epilogue, GemmElement, GemmShape, Layout, Math};
+use crate::gemm::{gemm, Epilogue, GemmShape, Layout, Math};
 use crate::quant::loads_in_flight;
-use crate::{check_len, Error, Storage};
+use crate::Float;
+use crate::{check_len, Error, FloatType};
 use kernel_runtime::{Buffer, LaunchConfig, Stream};
 
 /// `y = x·Wᵀ` for `x` of `m × K` and the NF4 weight `W` of `N × K`: `y` is `m × N`, in
@@ -30,13 +30,14 @@ use kernel_runtime::{Buffer, LaunchConfig, Stream};
 /// assert_eq!(y.to_host(&stream)?, vec![32.0, 32.0]);
 /// # Ok(()) }
 /// ```
-pub fn matmul<T: Element>(
+pub fn matmul<T: Float>(
     stream: &Stream,
     x: &Buffer<T>,
     w: &Nf4Weight,
     y: &mut Buffer<T>,
     m: usize,
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("matmul")?;
     const OP: &str = "nf4_matmul";
     let (n, k) = (w.rows(), w.cols());
     check_len(OP, "x", x.len(), m * k, || format!("m × K = {m} × {k}"))?;
@@ -47,7 +48,7 @@ pub fn matmul<T: Element>(
         return Ok(());
     }
     let s = w.scale_args();
-    if T::STORAGE == Storage::Bf16 && m > MAX_M {
+    if T::TYPE == FloatType::Bf16 && m > MAX_M {
         return launch_mma(stream, x, w, y, m, 1);
     }
     let grid = (n as u32).div_ceil(ROWS_PER_BLOCK);
@@ -97,13 +98,14 @@ pub fn matmul<T: Element>(
 /// assert!(dx.to_host(&stream)?.iter().all(|&v| v == -1.0));
 /// # Ok(()) }
 /// ```
-pub fn matmul_input_grad<T: Element>(
+pub fn matmul_input_grad<T: Float>(
     stream: &Stream,
     dy: &Buffer<T>,
     w: &Nf4Weight,
     dx: &mut Buffer<T>,
     m: usize,
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("matmul_input_grad")?;
     const OP: &str = "nf4_matmul_input_grad";
     let (n, k) = (w.rows(), w.cols());
     check_len(OP, "dy", dy.len(), m * n, || format!("m × N = {m} × {n}"))?;
@@ -119,7 +121,7 @@ pub fn matmul_input_grad<T: Element>(
             detail: format!("{m} rows exceed the grid's 65535; split dy by rows"),
         });
     }
-    if T::STORAGE == Storage::Bf16 && m > MAX_M {
+    if T::TYPE == FloatType::Bf16 && m > MAX_M {
         return launch_mma(stream, dy, w, dx, m, 0);
     }
     let s = w.scale_args();
@@ -149,7 +151,7 @@ pub fn matmul_input_grad<T: Element>(
 
 /// A LoRA adapter on a frozen NF4 weight: `y = x·Wᵀ + scale·(x·Aᵀ)·Bᵀ`, with `A` of
 /// `rank × K` and `B` of `N × rank`, in the activations' type.
-pub struct Lora<'a, T: GemmElement> {
+pub struct Lora<'a, T: Float> {
     pub a: &'a Buffer<T>,
     pub b: &'a Buffer<T>,
     pub rank: usize,
@@ -175,7 +177,7 @@ pub struct Lora<'a, T: GemmElement> {
 /// assert_eq!(y.to_host(&stream)?, vec![32.0 + 0.25 * 64.0 * 2.0]);
 /// # Ok(()) }
 /// ```
-pub fn matmul_lora<T: Element + GemmElement>(
+pub fn matmul_lora<T: Float>(
     stream: &Stream,
     x: &Buffer<T>,
     w: &Nf4Weight,
@@ -184,6 +186,7 @@ pub fn matmul_lora<T: Element + GemmElement>(
     y: &mut Buffer<T>,
     m: usize,
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("matmul_lora")?;
     const OP: &str = "nf4_matmul_lora";
     let (n, k, r) = (w.rows(), w.cols(), lora.rank);
     check_len(OP, "a", lora.a.len(), r * k, || {
@@ -224,7 +227,7 @@ pub fn matmul_lora<T: Element + GemmElement>(
 /// and `dA = uᵀ·x` (`rank × K`). The input gradient adds `u·A` to [`matmul_input_grad`]'s
 /// `dx`, which this does too (`dx` must hold `dy·W`).
 #[allow(clippy::too_many_arguments)]
-pub fn lora_backward<T: Element + GemmElement>(
+pub fn lora_backward<T: Float>(
     stream: &Stream,
     dy: &Buffer<T>,
     x: &Buffer<T>,
@@ -237,6 +240,7 @@ pub fn lora_backward<T: Element + GemmElement>(
     m: usize,
     n: usize,
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("lora_backward")?;
     const OP: &str = "nf4_lora_backward";
     let r = lora.rank;
     let k = lora.a.len().checked_div(r).unwrap_or(0);
@@ -300,7 +304,7 @@ pub fn lora_backward<T: Element + GemmElement>(
 
 /// `c = a·Wᵀ` (`b_k = 1`) or `c = a·W` (`b_k = 0`) on the tensor cores, for bf16 `a` of `m`
 /// rows; the caller has checked the buffers.
-fn launch_mma<T: Element>(
+fn launch_mma<T: Float>(
     stream: &Stream,
     a: &Buffer<T>,
     w: &Nf4Weight,
@@ -369,7 +373,7 @@ fn check_u32(op: &'static str, name: &str, len: usize) -> Result<(), Error> {
 /// assert_eq!(y.to_host(&stream)?, vec![4.0, 32.0]);
 /// # Ok(()) }
 /// ```
-pub fn matmul_gate_up<T: Element>(
+pub fn matmul_gate_up<T: Float>(
     stream: &Stream,
     x: &Buffer<T>,
     gate: &Nf4Weight,
@@ -378,6 +382,7 @@ pub fn matmul_gate_up<T: Element>(
     m: usize,
     silu: bool,
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("matmul_gate_up")?;
     const OP: &str = "nf4_matmul_gate_up";
     let (n, k) = (gate.rows(), gate.cols());
     if (up.rows(), up.cols()) != (n, k) {

@@ -10,7 +10,7 @@ pub(crate) const THREADS: u32 = 256;
 /// `codes` gets elements `8w..8w+8`, the absmax of each block of 64 goes to `absmax`.
 /// Grid: `ceil(words / 256)` blocks of 256.
 #[kernel(crate = crate::lang, block = 256, instances(T in [f32, bf16]))]
-pub fn nf4_quantize<T: Dtype>(x: &[T], codes: &mut [u32], absmax: &mut [f32], words: u32) {
+pub fn nf4_quantize<T: Element>(x: &[T], codes: &mut [u32], absmax: &mut [f32], words: u32) {
     let w = block_idx().x * 256 + thread_idx().x;
     let ok = w < words;
     let mut v = [0.0f32; 8];

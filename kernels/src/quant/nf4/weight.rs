@@ -5,7 +5,7 @@ use super::dequantize_kernel::{self, nf4_dequantize};
 use super::quantize_kernel::{self, nf4_quantize};
 use super::reference::{double_quantize_absmax, HostScales, Nf4Host};
 use super::{BLOCK, DOUBLE_BLOCK};
-use crate::cast::Element;
+use crate::Float;
 use crate::{check_len, Error};
 use kernel_runtime::{Buffer, LaunchConfig, Stream};
 
@@ -70,12 +70,13 @@ impl Nf4Weight {
     /// Quantizes the row-major `rows × cols` weight `w` on the device (absmax per block of
     /// 64 stored as f32; [`Nf4Weight::double_quantize`] compresses them). `cols` must be a
     /// multiple of 64 and `w` hold `rows · cols` elements.
-    pub fn quantize<T: Element>(
+    pub fn quantize<T: Float>(
         stream: &Stream,
         w: &Buffer<T>,
         rows: usize,
         cols: usize,
     ) -> Result<Nf4Weight, Error> {
+        crate::float::f32_or_bf16::<T>("quantize")?;
         let words = check_shape("nf4_quantize", rows, cols)?;
         check_len("nf4_quantize", "w", w.len(), rows * cols, || {
             format!("rows × cols = {rows} × {cols}")
@@ -203,11 +204,8 @@ impl Nf4Weight {
 
     /// Writes every element, `NF4_CODE[code] · absmax` rounded to `T`, into `out`
     /// (`rows · cols` elements).
-    pub fn dequantize<T: Element>(
-        &self,
-        stream: &Stream,
-        out: &mut Buffer<T>,
-    ) -> Result<(), Error> {
+    pub fn dequantize<T: Float>(&self, stream: &Stream, out: &mut Buffer<T>) -> Result<(), Error> {
+        crate::float::f32_or_bf16::<T>("dequantize")?;
         check_len(
             "nf4_dequantize",
             "out",

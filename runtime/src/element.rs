@@ -160,15 +160,17 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// A type a [`Buffer`](crate::Buffer) can hold: plain old data with a PTX element type.
-/// Sealed: the set is fixed so that every buffer's element type has a PTX spelling.
+/// A type a [`Buffer`](crate::Buffer) can hold: plain old data with a PTX element type. It is
+/// also the bound of a `#[kernel]`'s element type parameters (`T: Element`), so an instance's
+/// types are exactly those a launcher's buffers can hold. Sealed: the set is fixed so that
+/// every buffer's element type has a PTX spelling.
 ///
 /// ```
-/// use kernel_runtime::DeviceElem;
+/// use kernel_runtime::Element;
 /// use kernel_dsl::ScalarType;
-/// assert_eq!(<f32 as DeviceElem>::SCALAR, ScalarType::F32);
+/// assert_eq!(<f32 as Element>::SCALAR, ScalarType::F32);
 /// ```
-pub trait DeviceElem:
+pub trait Element:
     sealed::Sealed + Copy + Default + Send + Sync + 'static + cudarc::driver::DeviceRepr
 {
     /// The PTX type of one element.
@@ -177,10 +179,10 @@ pub trait DeviceElem:
     fn to_scalar(self) -> crate::ScalarValue;
 }
 
-macro_rules! device_elem {
+macro_rules! elements {
     ($($t:ty => $scalar:ident, $variant:ident;)*) => {$(
         impl sealed::Sealed for $t {}
-        impl DeviceElem for $t {
+        impl Element for $t {
             const SCALAR: ScalarType = ScalarType::$scalar;
             fn to_scalar(self) -> crate::ScalarValue {
                 crate::ScalarValue::$variant(self)
@@ -189,7 +191,7 @@ macro_rules! device_elem {
     )*};
 }
 
-device_elem! {
+elements! {
     f32 => F32, F32;
     f64 => F64, F64;
     F16 => F16, F16;
@@ -208,15 +210,15 @@ unsafe impl cudarc::driver::DeviceRepr for F16 {}
 // SAFETY: as above.
 unsafe impl cudarc::driver::DeviceRepr for Bf16 {}
 
-/// Reinterprets a slice of elements as its bytes (every `DeviceElem` is padding-free POD).
-pub(crate) fn as_bytes<T: DeviceElem>(data: &[T]) -> &[u8] {
-    // SAFETY: `DeviceElem` is sealed to padding-free primitive types and u16 newtypes, so every
+/// Reinterprets a slice of elements as its bytes (every `Element` is padding-free POD).
+pub(crate) fn as_bytes<T: Element>(data: &[T]) -> &[u8] {
+    // SAFETY: `Element` is sealed to padding-free primitive types and u16 newtypes, so every
     // byte of the slice is initialised; the length is the slice's size in bytes.
     unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), std::mem::size_of_val(data)) }
 }
 
 /// Reinterprets a mutable slice of elements as its bytes; any byte pattern is a valid element.
-pub(crate) fn as_bytes_mut<T: DeviceElem>(data: &mut [T]) -> &mut [u8] {
+pub(crate) fn as_bytes_mut<T: Element>(data: &mut [T]) -> &mut [u8] {
     // SAFETY: as in `as_bytes`; additionally every bit pattern is a valid value of each sealed
     // element type, so writing arbitrary bytes cannot create an invalid value.
     unsafe {

@@ -4,26 +4,26 @@
 use crate::types::ScalarType;
 
 /// A Rust-level stand-in for a PTX type.
-pub trait DType: Copy + 'static {
+pub trait Scalar: Copy + 'static {
     const TY: ScalarType;
 }
 
 /// Types on which `add`, `sub`, `mul`, `min`, `max` are defined.
-pub trait Arith: DType {}
+pub trait Arith: Scalar {}
 /// Floating-point types (`fma`, approximations, IEEE division).
 pub trait Float: Arith {}
 /// Integer types (bit operations, shifts, `rem`).
 pub trait Int: Arith {}
 /// Types that fit one 32-bit register (warp shuffles move these).
-pub trait Word32: DType {}
+pub trait Word32: Scalar {}
 
-macro_rules! dtypes {
+macro_rules! scalars {
     ($($name:ident => $ty:ident : $($tr:ident),*;)*) => {
         $(
             #[doc = concat!("The PTX `.", stringify!($ty), "` type.")]
             #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
             pub struct $name;
-            impl DType for $name {
+            impl Scalar for $name {
                 const TY: ScalarType = ScalarType::$ty;
             }
             $(impl $tr for $name {})*
@@ -31,7 +31,7 @@ macro_rules! dtypes {
     };
 }
 
-dtypes! {
+scalars! {
     Pred => Pred : ;
     B16 => B16 : ;
     B32 => B32 : Word32;
