@@ -5,8 +5,11 @@ use kernel_runtime::{Bf16, Buffer, Stream};
 use kernels::rope::{rope, rope_backward, Rope, RopeLayout};
 use kernels::Float;
 
-fn rope_at<T: Float>(s: &Stream, layout: RopeLayout, rotary_dim: usize) {
-    let (tokens, heads, head_dim) = (512, 32, 128);
+fn rope_at<T: Float>(
+    s: &Stream,
+    layout: RopeLayout,
+    [tokens, heads, head_dim, rotary_dim]: [usize; 4],
+) {
     let n = tokens * heads * head_dim;
     let mut rng = Rng::new(102);
     let spec = Rope {
@@ -38,8 +41,21 @@ fn rope_at<T: Float>(s: &Stream, layout: RopeLayout, rotary_dim: usize) {
 #[test]
 fn rope_matches_reference_on_gpu() {
     let Some(s) = gpu_stream() else { return };
-    rope_at::<f32>(&s, RopeLayout::NeoX, 128);
-    rope_at::<Bf16>(&s, RopeLayout::NeoX, 64);
-    rope_at::<f32>(&s, RopeLayout::Interleaved, 128);
-    rope_at::<Bf16>(&s, RopeLayout::Interleaved, 96);
+    rope_at::<f32>(&s, RopeLayout::NeoX, [512, 32, 128, 128]);
+    rope_at::<Bf16>(&s, RopeLayout::NeoX, [512, 32, 128, 64]);
+    rope_at::<f32>(&s, RopeLayout::Interleaved, [512, 32, 128, 128]);
+    rope_at::<Bf16>(&s, RopeLayout::Interleaved, [512, 32, 128, 96]);
+}
+
+/// Head dim 34: token rows staged through shared memory, 16 bytes at a time where each row
+/// starts aligned (32 heads) and one element at a time where it does not (3 heads), over more
+/// tokens than the grid has blocks.
+#[test]
+fn staged_rope_matches_reference_on_gpu() {
+    let Some(s) = gpu_stream() else { return };
+    rope_at::<f32>(&s, RopeLayout::NeoX, [512, 32, 34, 34]);
+    rope_at::<Bf16>(&s, RopeLayout::NeoX, [512, 32, 34, 30]);
+    rope_at::<Bf16>(&s, RopeLayout::Interleaved, [512, 32, 34, 34]);
+    rope_at::<f32>(&s, RopeLayout::Interleaved, [70_000, 3, 34, 34]);
+    rope_at::<Bf16>(&s, RopeLayout::NeoX, [70_000, 3, 34, 34]);
 }
