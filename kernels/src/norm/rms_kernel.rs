@@ -146,6 +146,14 @@ pub fn add_rms_norm<T: Element, const W: u32, const CTA: u32>(
             sum.store_vec::<W>(base + c * W, s);
             c += group;
         }
+        // One element at a time, γ is read before the reduction, so that its loads are in
+        // flight while the block sums rather than after.
+        let mut gh = [0.0 as T; 16];
+        if W == 1 {
+            for h in 0..16 {
+                gh[h] = gamma[min(h * group + lane, cols - 1)];
+            }
+        }
         let rstd = (group_sum(ss, lane, group) / cols_f + eps).rsqrt_rn();
         // Columns are recomputed rather than kept: 16 more live registers would cost the
         // one-element instances a quarter of their occupancy.
@@ -156,7 +164,11 @@ pub fn add_rms_norm<T: Element, const W: u32, const CTA: u32>(
             let c = h * group + lane;
             if c < chunks {
                 let mut s = [0.0 as T; W];
-                let mut out = gamma.load_vec::<W>(c * W);
+                let mut out = if W == 1 {
+                    [gh[h]; W]
+                } else {
+                    gamma.load_vec::<W>(c * W)
+                };
                 for k in 0..W {
                     // Exact: `held` is the rounded sum, widened.
                     s[k] = held[h * W + k] as T;
