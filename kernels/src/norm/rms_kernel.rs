@@ -155,8 +155,8 @@ pub fn add_rms_norm<T: Element, const W: u32, const CTA: u32>(
             }
         }
         let rstd = (group_sum(ss, lane, group) / cols_f + eps).rsqrt_rn();
-        // Columns are recomputed rather than kept: 16 more live registers would cost the
-        // one-element instances a quarter of their occupancy.
+        // Columns are recomputed rather than kept (16 more live registers); the one-element
+        // instances spend theirs on γ instead, which measured faster than the occupancy.
         // The held sums are stored here, with the outputs, rather than as they are formed:
         // a store there waits on its chunk's loads, and the warp issues in order, so the
         // loads of the chunks after it would wait too.
