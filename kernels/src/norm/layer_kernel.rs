@@ -1,6 +1,8 @@
 //! LayerNorm forward in `#[kernel]`: `y = (x − mean)·rstd·γ + β`, `rstd = 1/√(var + eps)`, with
 //! the biased variance from a second pass over the centred values (held in registers where they
-//! fit). The specializations and the row plan are those of `rms_kernel`.
+//! fit). The specializations are those of `rms_kernel`. The host keeps blocks within 512
+//! threads, so the one-element instances may hold γ and β beside the row (72 registers). No
+//! launch bound says so: `max_threads = 512` makes ptxas take 64 and spill.
 
 use kernel_macros::kernel;
 
@@ -51,6 +53,14 @@ pub fn layer_norm<T: Element, const W: u32, const CTA: u32>(
             }
             c += group;
         }
+        // One element at a time, γ and β are read before the reductions, so that their loads
+        // are in flight while the block sums rather than after.
+        let mut gh = [0.0 as T; 16 / W];
+        if W == 1 {
+            for h in 0..16 {
+                gh[h] = gamma[min(h * group + lane, cols - 1)];
+            }
+        }
         let mean = group_sum(total, lane, group) / cols_f;
         let mut sq = 0.0f32;
         for h in 0..(16 / W) {
@@ -70,12 +80,26 @@ pub fn layer_norm<T: Element, const W: u32, const CTA: u32>(
             }
             c += group;
         }
+        let mut bh = [0.0 as T; 16 / W];
+        if W == 1 {
+            for h in 0..16 {
+                bh[h] = beta[min(h * group + lane, cols - 1)];
+            }
+        }
         let rstd = (group_sum(sq, lane, group) / cols_f + eps).rsqrt_rn();
         for h in 0..(16 / W) {
             let c = h * group + lane;
             if c < chunks {
-                let mut out = gamma.load_vec::<W>(c * W);
-                let b = beta.load_vec::<W>(c * W);
+                let mut out = if W == 1 {
+                    [gh[h]; W]
+                } else {
+                    gamma.load_vec::<W>(c * W)
+                };
+                let b = if W == 1 {
+                    [bh[h]; W]
+                } else {
+                    beta.load_vec::<W>(c * W)
+                };
                 for k in 0..W {
                     let n = (held[h * W + k] - mean) * rstd;
                     out[k] = n.mul_add(out[k] as f32, b[k] as f32) as T;

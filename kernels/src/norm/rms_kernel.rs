@@ -146,10 +146,16 @@ pub fn add_rms_norm<T: Element, const W: u32, const CTA: u32>(
             sum.store_vec::<W>(base + c * W, s);
             c += group;
         }
-        // One element at a time, γ is read before the reduction, so that its loads are in
-        // flight while the block sums rather than after.
-        let mut gh = [0.0 as T; 16];
+        // One element at a time, the held sums are stored before the reduction (every load
+        // of the row is already issued by now) and γ is read, so that both are in flight
+        // while the block sums rather than after.
+        let mut gh = [0.0 as T; 16 / W];
         if W == 1 {
+            for h in 0..16 {
+                if h * group + lane < chunks {
+                    sum[base + h * group + lane] = held[h] as T;
+                }
+            }
             for h in 0..16 {
                 gh[h] = gamma[min(h * group + lane, cols - 1)];
             }
@@ -174,7 +180,9 @@ pub fn add_rms_norm<T: Element, const W: u32, const CTA: u32>(
                     s[k] = held[h * W + k] as T;
                     out[k] = (held[h * W + k] * rstd * (out[k] as f32)) as T;
                 }
-                sum.store_vec::<W>(base + c * W, s);
+                if W > 1 {
+                    sum.store_vec::<W>(base + c * W, s);
+                }
                 y.store_vec::<W>(base + c * W, out);
             }
         }
