@@ -1,6 +1,6 @@
 //! The `#[kernel]` Hopper GEMM (TMA, mbarriers, `wgmma`) on the emulator for sm_90a, at odd
-//! shapes: ragged tiles in m and n, k shorter than the pipeline and k over several rounds of
-//! its four stages.
+//! shapes: ragged tiles in m and n, k shorter than the pipeline, k over several rounds of its
+//! four stages, and several tiles walked by one persistent block.
 
 #[path = "common_tma_wgmma/mod.rs"]
 mod common_tma_wgmma;
@@ -22,6 +22,13 @@ fn tma_wgmma_gemm_matches_the_reference_at_ragged_tiles_and_short_k() {
 fn tma_wgmma_gemm_matches_the_reference_over_several_rounds_of_its_stages() {
     // 9 slabs: the four-stage ring wraps twice, and the last slab is ragged.
     common_tma_wgmma::check(&hopper(), 64, 128, 8 * 64 + 24, 2);
+}
+
+#[test]
+fn tma_wgmma_gemm_walks_several_tiles_from_one_persistent_block() {
+    // The emulator has one SM, so one block takes all 3 × 3 tiles: the stage ring and its
+    // barriers' phases carry from tile to tile, and the last row and column of tiles are ragged.
+    common_tma_wgmma::check(&hopper(), 300, 520, 136, 3);
 }
 
 #[test]

@@ -201,8 +201,9 @@ fn gemm_instances_assemble_without_spills() {
     assert_eq!(check(&ptxas, &ported("gemm_mma__"), most), 15 * 4, "mma");
 }
 
-/// The `#[kernel]` Hopper GEMM, sm_90a only: its 64 accumulators stay in registers across the
-/// k loop (no spills, no stack), within the 255 a thread may hold.
+/// The `#[kernel]` Hopper GEMM, sm_90a only: each consumer's 128 accumulators stay in
+/// registers across the k loop (no spills, no stack), within the 168 a thread of its
+/// 384-thread block holds at launch (the consumers take more with `setmaxnreg` after).
 #[test]
 fn tma_wgmma_gemm_keeps_its_accumulator_in_registers() {
     let Some(ptxas) = ptxas() else { return };
@@ -219,7 +220,7 @@ fn tma_wgmma_gemm_keeps_its_accumulator_in_registers() {
         "{}",
         assembled.log
     );
-    assert!(r.registers <= 255, "{} registers", r.registers);
+    assert!(r.registers <= 168, "{} registers", r.registers);
 }
 
 /// Paged decode: 256-thread blocks, two an SM where a block holds four query rows (128

@@ -1,5 +1,6 @@
 //! The host op of the `#[kernel]` Hopper GEMM ([`tma_wgmma_kernel`](super::tma_wgmma_kernel)):
-//! checks the buffers, encodes the two tensor maps and launches one block per 64×128 tile.
+//! checks the buffers, encodes the two tensor maps and launches persistent blocks, at most one
+//! per SM, over the 128×256 tiles.
 
 use super::tma_wgmma_kernel::{gemm_tma_wgmma_bf16_nt, BK, SHARED_BYTES, THREADS, TILE_M, TILE_N};
 use crate::{check_len, Error};
@@ -56,8 +57,10 @@ pub fn tma_wgmma_bf16_nt(
         TensorMap::tiled(buf.view(), &tiling)
     };
     let (map_a, map_b) = (map(a, m, TILE_M)?, map(b, n, TILE_N)?);
+    let tiles = n.div_ceil(TILE_N) * m.div_ceil(TILE_M);
+    let sms = stream.device().props().sm_count.max(1);
     let cfg = LaunchConfig {
-        grid: [n.div_ceil(TILE_N), m.div_ceil(TILE_M), 1],
+        grid: [tiles.min(sms), 1, 1],
         block: [THREADS, 1, 1],
         dynamic_shared_bytes: SHARED_BYTES,
     };
