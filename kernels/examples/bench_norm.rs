@@ -1,6 +1,6 @@
 //! The row norms written in `#[kernel]` whose builder-written kernels are not yet deleted
-//! (RMSNorm fused with a residual add, LayerNorm, and the RMSNorm and LayerNorm backward with
-//! their column sums) against those kernels, side by side in one process, each as a share of
+//! (RMSNorm fused with a residual add, and the RMSNorm and LayerNorm backward with their column
+//! sums) against those kernels, side by side in one process, each as a share of
 //! the device's copy bandwidth (the driver's device-to-device copy of 1 GiB, measured in the
 //! same run). Each pair is timed twice,
 //! alternating, so that clock drift shows as disagreement between the passes.
@@ -22,7 +22,6 @@ use kernels::Float;
 #[derive(Clone, Copy)]
 enum Op {
     AddRms,
-    Layer,
     RmsBackward,
     LayerBackward,
 }
@@ -31,7 +30,6 @@ impl Op {
     fn name(self) -> &'static str {
         match self {
             Op::AddRms => "add_rms_norm",
-            Op::Layer => "layer_norm",
             Op::RmsBackward => "rms_norm_backward",
             Op::LayerBackward => "layer_norm_backward",
         }
@@ -41,7 +39,6 @@ impl Op {
     /// read, dx written; the workspace and the γ/β gradients are not counted).
     fn matrices(self) -> f64 {
         match self {
-            Op::Layer => 2.0,
             Op::AddRms => 4.0,
             Op::RmsBackward | Op::LayerBackward => 3.0,
         }
@@ -58,7 +55,6 @@ fn compare<T: Float>(b: &Bench, op: Op, rows: usize, cols: usize) -> Res {
     let x = filled::<T>(&b.stream, n, 1)?;
     let r = filled::<T>(&b.stream, n, 3)?;
     let g = filled::<T>(&b.stream, cols, 2)?;
-    let beta = filled::<T>(&b.stream, cols, 4)?;
     let mut sum = Buffer::<T>::zeros(&b.stream, n)?;
     let mut y = Buffer::<T>::zeros(&b.stream, n)?;
     // The backward reads `r` as dy and writes dx to `y`.
@@ -77,12 +73,6 @@ fn compare<T: Float>(b: &Bench, op: Op, rows: usize, cols: usize) -> Res {
                     )?,
                     (Op::AddRms, false) => {
                         norm::add_rms_norm(s, &x, &r, &g, &mut sum, &mut y, rows, cols, 1e-5)?
-                    }
-                    (Op::Layer, true) => {
-                        norm::layer_norm_builder(s, &x, &g, &beta, &mut y, rows, cols, 1e-5)?
-                    }
-                    (Op::Layer, false) => {
-                        norm::layer_norm(s, &x, &g, &beta, &mut y, rows, cols, 1e-5)?
                     }
                     (Op::RmsBackward, true) => norm::rms_norm_backward_builder(
                         s, &x, &g, &r, &mut y, &mut dg, &mut ws, rows, cols, 1e-5,
@@ -127,11 +117,9 @@ fn main() -> Res {
     } else {
         &[(16384, 4096), (131072, 512), (32768, 1001), (4096, 16384)]
     };
-    for op in [Op::AddRms, Op::Layer] {
-        for &(rows, cols) in shapes {
-            compare::<f32>(&b, op, rows, cols)?;
-            compare::<Bf16>(&b, op, rows, cols)?;
-        }
+    for &(rows, cols) in shapes {
+        compare::<f32>(&b, Op::AddRms, rows, cols)?;
+        compare::<Bf16>(&b, Op::AddRms, rows, cols)?;
     }
     // The backward rows time the row kernel and its column sums together, as the op runs.
     let backward: &[(usize, usize)] = if small { &[(8, 256)] } else { &[(16384, 4096)] };

@@ -1,13 +1,11 @@
 //! The LayerNorm forward op.
 
 use super::layer_kernel;
-use super::rms::spec_of;
-use super::LAYER_FORWARD;
 use crate::codegen::rows::HELD_ELEMS;
 use crate::rowwise::problem::RowProblem;
 use crate::Error;
 use crate::Float;
-use kernel_runtime::{Buffer, KernelArg, Stream};
+use kernel_runtime::{Buffer, Stream};
 
 /// LayerNorm over the rows of a `rows × cols` matrix:
 /// `y = (x − mean) / √(var + eps) · γ + β` with the biased variance, computed in f32.
@@ -56,39 +54,6 @@ pub fn layer_norm<T: Float>(
         p.cols,
         eps,
     )?;
-    Ok(())
-}
-
-/// The builder-written kernel that `layer_norm` replaces, kept only until the two have been
-/// measured side by side (`bench_norm`).
-#[doc(hidden)]
-#[allow(clippy::too_many_arguments)]
-pub fn layer_norm_builder<T: Float>(
-    stream: &Stream,
-    x: &Buffer<T>,
-    gamma: &Buffer<T>,
-    beta: &Buffer<T>,
-    y: &mut Buffer<T>,
-    rows: usize,
-    cols: usize,
-    eps: f32,
-) -> Result<(), Error> {
-    crate::float::f32_or_bf16::<T>("layer_norm_builder")?;
-    let lens = [x.len(), gamma.len(), beta.len(), y.len()];
-    let Some(p) = problem::<T>(lens, rows, cols)? else {
-        return Ok(());
-    };
-    let args = [
-        KernelArg::from(x),
-        KernelArg::from(gamma),
-        KernelArg::from(beta),
-        KernelArg::from(&mut *y),
-        KernelArg::from(p.rows),
-        KernelArg::from(p.cols),
-        KernelArg::from(eps),
-    ];
-    let kernel = &LAYER_FORWARD[spec_of::<T>(&p).index()];
-    stream.launch(kernel.artifacts(), p.launch.cfg, &args)?;
     Ok(())
 }
 

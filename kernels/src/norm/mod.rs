@@ -13,7 +13,6 @@ mod column_sum_kernel;
 mod layer;
 mod layer_backward;
 mod layer_backward_kernel;
-mod layer_forward;
 mod layer_kernel;
 mod partials;
 mod prefetch;
@@ -30,7 +29,7 @@ pub use backward::{
     layer_norm_backward, layer_norm_backward_builder, layer_norm_backward_workspace,
     rms_norm_backward, rms_norm_backward_builder, rms_norm_backward_workspace,
 };
-pub use layer::{layer_norm, layer_norm_builder};
+pub use layer::layer_norm;
 pub use rms::{add_rms_norm, add_rms_norm_builder, rms_norm, rms_norm_heads};
 
 use crate::codegen::{kernel_refs, kernel_table};
@@ -47,7 +46,6 @@ static LAYER_NORM_BACKWARD: [OpKernel; 4] =
 static NORM_COLUMN_SUM: [OpKernel; 2] =
     OpKernel::instances(column_sum_kernel::NORM_COLUMN_SUM_INSTANCES);
 kernel_table!(static ADD_RMS_FORWARD = rms_forward::add_rms_norm, RowSpec::ALL, [0 1 2 3 4 5 6 7]);
-kernel_table!(static LAYER_FORWARD = layer_forward::layer_norm, RowSpec::ALL, [0 1 2 3 4 5 6 7]);
 kernel_table!(static RMS_BACKWARD = rms_backward::rms_norm_backward, RowSpec::BLOCK, [0 1 2 3]);
 kernel_table!(static LAYER_BACKWARD = layer_backward::layer_norm_backward, RowSpec::BLOCK, [0 1 2 3]);
 kernel_table!(static COLUMN_SUM = partials::column_sum, [FloatType::F32, FloatType::Bf16], [0 1]);
@@ -61,7 +59,6 @@ pub static KERNELS: &[&OpKernel] = kernel_refs![
     LAYER_NORM_BACKWARD[0 1 2 3],
     NORM_COLUMN_SUM[0 1],
     ADD_RMS_FORWARD[0 1 2 3 4 5 6 7],
-    LAYER_FORWARD[0 1 2 3 4 5 6 7],
     RMS_BACKWARD[0 1 2 3],
     LAYER_BACKWARD[0 1 2 3],
     COLUMN_SUM[0 1],
