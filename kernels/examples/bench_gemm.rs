@@ -136,7 +136,7 @@ fn ours_tma(b: &Bench, shape: &GemmShape, target: Target) -> Res<(f64, Option<f6
     let (m, n, k) = (shape.m as u32, shape.n as u32, shape.k as u32);
     let ms = b.time(|s| Ok(tma_wgmma_bf16_nt(s, &a, &bb, &mut c, m, n, k)?))?;
     let epi = Epilogue::default();
-    let plan = select(Bf16::TYPE, f32::TYPE, Math::Fp32, shape, target)?;
+    let plan = select(Bf16::TYPE, f32::TYPE, Math::Fp32, shape, target)?.builder();
     let old = b.time(|s| Ok(gemm_with_plan(s, &plan, shape, &a, &bb, &mut c, &epi)?))?;
     Ok((ms, Some(old)))
 }

@@ -154,10 +154,10 @@ fn hopper_with_16_bit_inputs_selects_wgmma_and_tf32_mma_sync() {
     };
     use kernels::FloatType;
     // 16-byte aligned rows: the copy engine feeds wgmma.
-    assert!(pick(FloatType::Bf16, Layout::Nt).starts_with("gemm_wgmma_tma_bf16"));
-    assert!(pick(FloatType::F16, Layout::Nt).starts_with("gemm_wgmma_tma_f16"));
-    assert!(pick(FloatType::Bf16, Layout::Nn).starts_with("gemm_wgmma_tma_bf16"));
-    assert!(pick(FloatType::Bf16, Layout::Tn).starts_with("gemm_wgmma_tma_bf16"));
+    assert!(pick(FloatType::Bf16, Layout::Nt).starts_with("gemm_tma_wgmma__bf16"));
+    assert!(pick(FloatType::F16, Layout::Nt).starts_with("gemm_tma_wgmma__f16"));
+    assert!(pick(FloatType::Bf16, Layout::Nn).starts_with("gemm_tma_wgmma__bf16"));
+    assert!(pick(FloatType::Bf16, Layout::Tn).starts_with("gemm_tma_wgmma__bf16"));
     // Rows the copy engine cannot address (a leading dimension of 257 halves): cp.async.
     let odd = GemmShape::new(Layout::Nt, 256, 256, 257);
     let plan = kernels::gemm::select(
@@ -230,7 +230,7 @@ fn wgmma_matches_reference_at_odd_and_aligned_shapes() {
         let odd = hopper_kernel(&GemmShape::new(layout, 17, 63, 329));
         assert!(odd.starts_with("gemm_wgmma_bf16"), "{odd}");
         let aligned = hopper_kernel(&GemmShape::new(layout, 136, 144, 392));
-        assert!(aligned.starts_with("gemm_wgmma_tma_bf16"), "{aligned}");
+        assert!(aligned.starts_with("gemm_tma_wgmma__bf16"), "{aligned}");
     }
     let all: Vec<GemmShape> = Layout::ALL.iter().flat_map(|&l| shapes(l, &dims)).collect();
     for (i, shape) in all.iter().enumerate() {
@@ -263,7 +263,7 @@ fn wgmma_epilogues_and_batches_match_reference() {
         check::<Bf16, f32>(&stream, &shape, epi, Math::Fp32, F32_OUT_16_IN, 300);
         // Aligned strides: the TMA kernel reads each batch through a 3-D tensor map.
         let shape = GemmShape::batched(layout, 2, 72, 136, 64);
-        assert!(hopper_kernel(&shape).starts_with("gemm_wgmma_tma_bf16"));
+        assert!(hopper_kernel(&shape).starts_with("gemm_tma_wgmma__bf16"));
         check::<Bf16, f32>(&stream, &shape, epi, Math::Fp32, F32_OUT_16_IN, 302);
         check::<Bf16, Bf16>(&stream, &shape, EpiCase::plain(), Math::Fp32, BF16_OUT, 303);
     }

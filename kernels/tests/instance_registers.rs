@@ -201,26 +201,35 @@ fn gemm_instances_assemble_without_spills() {
     assert_eq!(check(&ptxas, &ported("gemm_mma__"), most), 15 * 4, "mma");
 }
 
-/// The `#[kernel]` Hopper GEMM, sm_90a only: each consumer's 128 accumulators stay in
-/// registers across the k loop (no spills, no stack), within the 168 a thread of its
-/// 384-thread block holds at launch (the consumers take more with `setmaxnreg` after).
+/// The `#[kernel]` Hopper GEMM, sm_90a only: in every instance each consumer's 128
+/// accumulators stay in registers across the k loop (no spills, no stack), within the 168 a
+/// thread of its 384-thread block holds at launch (the consumers take more with `setmaxnreg`
+/// after).
 #[test]
 fn tma_wgmma_gemm_keeps_its_accumulator_in_registers() {
     let Some(ptxas) = ptxas() else { return };
-    let k = kernels::gemm::KERNELS
+    let instances: Vec<_> = kernels::gemm::KERNELS
         .iter()
-        .find(|k| k.kernel().name == "gemm_tma_wgmma_bf16_nt")
-        .expect("the TMA GEMM is listed");
-    let ptx = kernel_dsl::emit::emit(&k.kernel(), Target::Sm90a).expect("emits for sm_90a");
-    let assembled = ptxas.assemble(&ptx).expect("ptxas accepts it");
-    let r = &assembled.reports[0];
+        .filter(|k| k.kernel().name.starts_with("gemm_tma_wgmma__"))
+        .collect();
     assert_eq!(
-        (r.spill_stores, r.spill_loads, r.stack_bytes),
-        (0, 0, 0),
-        "{}",
-        assembled.log
+        instances.len(),
+        12,
+        "bf16 and f16, two outputs, three layouts"
     );
-    assert!(r.registers <= 168, "{} registers", r.registers);
+    for k in instances {
+        let ptx = kernel_dsl::emit::emit(&k.kernel(), Target::Sm90a).expect("emits for sm_90a");
+        let assembled = ptxas.assemble(&ptx).expect("ptxas accepts it");
+        let r = &assembled.reports[0];
+        assert_eq!(
+            (r.spill_stores, r.spill_loads, r.stack_bytes),
+            (0, 0, 0),
+            "{}: {}",
+            r.entry,
+            assembled.log
+        );
+        assert!(r.registers <= 168, "{}: {} registers", r.entry, r.registers);
+    }
 }
 
 /// Paged decode: 256-thread blocks, two an SM where a block holds four query rows (128

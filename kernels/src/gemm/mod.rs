@@ -7,8 +7,9 @@
 //! The fp32 SIMT and `mma.sync` kernels and the split-k reduce are `#[kernel]` source
 //! (`simt_kernel.rs`, `mma_kernel.rs`, `split_reduce_kernel.rs`); the Hopper ones are written
 //! with the builder in `kernels-gen` and built by this crate's build script for the enabled
-//! targets; [`tma_wgmma_bf16_nt`] is the first Hopper GEMM ported to `#[kernel]`
-//! (`tma_wgmma_kernel.rs`), launched on its own until it matches the builder's. [`select`] picks the kernel; [`gemm`] checks, selects and launches; [`reference`]
+//! targets; on Hopper the TMA-fed `wgmma` GEMM is written in `#[kernel]` too
+//! (`tma_wgmma_kernel.rs`; [`tma_wgmma_bf16_nt`] launches one instance on its own), all but its
+//! split-k form, which stays with the builder. [`select`] picks the kernel; [`gemm`] checks, selects and launches; [`reference`]
 //! is the f64 CPU reference the tests compare with.
 
 mod epilogue;
@@ -46,9 +47,7 @@ static MMA: [OpKernel; 15] = OpKernel::instances(mma_kernel::GEMM_MMA_INSTANCES)
 static MMA_BUILDER: [OpKernel; 15] = OpKernel::embedded(&built::GEMM_MMA);
 static WGMMA: [OpKernel; 12] = OpKernel::embedded(&built::GEMM_WGMMA);
 static WGMMA_TMA: [OpKernel; 18] = OpKernel::embedded(&built::GEMM_WGMMA_TMA);
-static TMA_WGMMA: [OpKernel; 1] = [OpKernel::language(
-    &tma_wgmma_kernel::GEMM_TMA_WGMMA_BF16_NT,
-)];
+static TMA_WGMMA: [OpKernel; 12] = OpKernel::instances(tma_wgmma_kernel::GEMM_TMA_WGMMA_INSTANCES);
 static SPLIT_REDUCE: [OpKernel; 4] =
     OpKernel::instances(split_reduce_kernel::GEMM_SPLITK_REDUCE_INSTANCES);
 
@@ -60,5 +59,5 @@ pub static KERNELS: &[&OpKernel] = kernel_refs![
     WGMMA[0 1 2 3 4 5 6 7 8 9 10 11],
     WGMMA_TMA[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17],
     SPLIT_REDUCE[0 1 2 3],
-    TMA_WGMMA[0],
+    TMA_WGMMA[0 1 2 3 4 5 6 7 8 9 10 11],
 ];

@@ -4,7 +4,7 @@
 
 use super::layout::GemmShape;
 use super::simt_kernel::{SIMT_THREADS, SIMT_TILE};
-use super::{MMA, MMA_BUILDER, SIMT, WGMMA, WGMMA_TMA};
+use super::{MMA, MMA_BUILDER, SIMT, TMA_WGMMA, WGMMA, WGMMA_TMA};
 use crate::FloatType;
 use crate::{Error, OpKernel};
 use kernel_dsl::Target;
@@ -59,19 +59,27 @@ pub(crate) enum Launch {
     Simt(Layout),
     /// `mma_kernel::gemm_mma` for this entry of `MMA_SPECS`.
     Mma(usize),
+    /// `tma_wgmma_kernel::gemm_tma_wgmma` for this entry of `WGMMA_SPECS` (the first twelve
+    /// of `TMA_SPECS`, the whole-tile forms).
+    Tma(usize),
     /// `gemm_args`, positionally.
     Builder,
 }
 
 impl Plan {
     /// The same plan with the builder-written kernel its `#[kernel]` kernel replaces (the
-    /// `mma.sync` GEMMs), kept only until the two have been measured side by side
-    /// (`bench_gemm`); plans of other kernels come back unchanged.
+    /// `mma.sync` GEMMs and the TMA-fed `wgmma` GEMMs), kept only until the two have been
+    /// measured side by side (`bench_gemm`); plans of other kernels come back unchanged.
     #[doc(hidden)]
     pub fn builder(self) -> Plan {
         match self.launch {
             Launch::Mma(index) => Plan {
                 kernel: &MMA_BUILDER[index],
+                launch: Launch::Builder,
+                ..self
+            },
+            Launch::Tma(index) => Plan {
+                kernel: &WGMMA_TMA[index],
                 launch: Launch::Builder,
                 ..self
             },
@@ -150,12 +158,12 @@ pub fn select(
         };
         if let Some(index) = tma_spec_index(spec) {
             return Ok(Plan {
-                kernel: &WGMMA_TMA[index],
+                kernel: &TMA_WGMMA[index],
                 config: tile_walk(shape).with_dynamic_shared(tma_shared_bytes()),
                 vector_elems: 16 / input.bytes(),
                 tensor_maps: true,
                 problem: (input, output, *shape),
-                launch: Launch::Builder,
+                launch: Launch::Tma(index),
             });
         }
     }

@@ -1,6 +1,14 @@
-//! The Hopper GEMM in `#[kernel]` (sm_90a): bf16 inputs copied by TMA into a four-stage ring
-//! of 128-byte swizzled slabs, `wgmma.mma_async.m64n256k16` into f32 accumulators that stay in
-//! registers across the k loop, f32 output. NT layout: A stored `m × k`, B stored `n × k`.
+//! The Hopper GEMM in `#[kernel]` (sm_90a): bf16 or f16 inputs copied by TMA into a
+//! four-stage ring of 128-byte swizzled slabs, `wgmma.mma_async.m64n256k16` into f32
+//! accumulators that stay in registers across the k loop, and `gemm/finish.rs`'s epilogue into
+//! an f32 or same-type output.
+//!
+//! Instances: the input `T`, the output `O`, `HALF` (1 for f16 inputs) and the layout as `A_K`
+//! (A stored `m × k`) and `B_K` (B stored `n × k`): NN `<1, 0>`, NT `<1, 1>`, TN `<0, 0>`, in
+//! the order of `kernels_gen::gemm::wgmma::WGMMA_SPECS`. A k-contiguous operand lands as one
+//! box of rows × 64 k; the other as 64-wide blocks over 64 k rows, read through transposed
+//! (MN-major) descriptors, so no operand is rearranged by threads. The maps are 3-D: the batch
+//! is their outer coordinate and the grid's z.
 //!
 //! A 128×256 tile and three warpgroups, warp-specialized. Warpgroup 0 is the producer: it gives
 //! up registers (`setmaxnreg_dec`) and one thread copies each 64-deep slab of A and B into
@@ -29,17 +37,32 @@ pub const THREADS: u32 = 384;
 /// Dynamic shared memory: 1 KiB of slack to align the stages, then four slabs of A and B.
 pub const SHARED_BYTES: u32 = 1024 + 4 * (TILE_M + TILE_N) * BK * 2;
 
-#[kernel(crate = crate::lang, block = 384, needs = sm_90a)]
-pub fn gemm_tma_wgmma_bf16_nt(
-    a: &TensorMap<bf16, 2>,
-    b: &TensorMap<bf16, 2>,
-    c: &mut [f32],
+#[kernel(crate = crate::lang, block = 384, needs = sm_90a, instances(
+    <bf16, f32, 0, 1, 0>, <bf16, f32, 0, 1, 1>, <bf16, f32, 0, 0, 0>,
+    <bf16, bf16, 0, 1, 0>, <bf16, bf16, 0, 1, 1>, <bf16, bf16, 0, 0, 0>,
+    <f16, f32, 1, 1, 0>, <f16, f32, 1, 1, 1>, <f16, f32, 1, 0, 0>,
+    <f16, f16, 1, 1, 0>, <f16, f16, 1, 1, 1>, <f16, f16, 1, 0, 0>,
+))]
+pub fn gemm_tma_wgmma<T: Element, O: Element, const HALF: u32, const A_K: u32, const B_K: u32>(
+    a: &TensorMap<T, 3>,
+    b: &TensorMap<T, 3>,
+    c: &mut [O],
+    bias: &[T],
+    residual: &[T],
     m: u32,
     n: u32,
     k: u32,
+    ldc: u32,
+    stride_c: u32,
+    alpha: f32,
+    beta: f32,
+    flags: u32,
 ) {
+    let z = block_idx().z;
+    let c = &mut c[z as u64 * stride_c as u64..];
+    let residual = &residual[z as u64 * stride_c as u64..];
     // Elements: 512 of slack (1 KiB), then per stage 128 rows of A and 256 of B, 64 k each.
-    let smem = dynamic_shared::<bf16, { 512 + 4 * 384 * 64 }>();
+    let smem = dynamic_shared::<T, { 512 + 4 * 384 * 64 }>();
     let full = shared_array::<u64, 4>();
     let empty = shared_array::<u64, 4>();
     // The 128-byte swizzle repeats every 1024 bytes: stages start on that boundary.
@@ -75,9 +98,30 @@ pub fn gemm_tma_wgmma_bf16_nt(
                         while !mbarrier_try_wait_parity(empty, stage, (q / 4 + 1) % 2) {}
                     }
                     let st = at + stage * (384 * 64);
+                    let k0 = s * 64;
                     mbarrier_arrive_expect_tx(full, stage, 384 * 64 * 2);
-                    tma_load(smem, st, a, [s * 64, m0], full, stage);
-                    tma_load(smem, st + 128 * 64, b, [s * 64, n0], full, stage);
+                    if A_K == 1 {
+                        tma_load(smem, st, a, [k0, m0, z], full, stage);
+                    } else {
+                        for blk in 0..2 {
+                            tma_load(
+                                smem,
+                                st + blk * 4096,
+                                a,
+                                [m0 + blk * 64, k0, z],
+                                full,
+                                stage,
+                            );
+                        }
+                    }
+                    if B_K == 1 {
+                        tma_load(smem, st + 8192, b, [k0, n0, z], full, stage);
+                    } else {
+                        for blk in 0..4 {
+                            let dst = st + 8192 + blk * 4096;
+                            tma_load(smem, dst, b, [n0 + blk * 64, k0, z], full, stage);
+                        }
+                    }
                     q += 1;
                     s += 1;
                 }
@@ -86,9 +130,13 @@ pub fn gemm_tma_wgmma_bf16_nt(
         }
     } else {
         setmaxnreg_inc(232);
-        // This consumer's rows of the A slab: 64 swizzled rows of 128 bytes.
-        let rows = (wg - 1) * (64 * 64);
+        // This consumer's rows of the A slab: 64 swizzled rows of 128 bytes (k-contiguous), or
+        // its 64-wide block (MN-contiguous), 8 KiB either way.
+        let rows = (wg - 1) * 4096;
         let lead = t % 128 == 0;
+        let parts = epilogue_parts(flags);
+        // Whole tiles of a plain product with even pitches store column pairs at once.
+        let pairs = flags & 64 != 0;
         // Thread t of the warpgroup holds rows 16·warp + g (+8) and column pairs 8j + 2p.
         let warp = (t / 32) % 4;
         let g = (t % 32) / 4;
@@ -102,15 +150,39 @@ pub fn gemm_tma_wgmma_bf16_nt(
             let mut s = 0u32;
             while s < slabs {
                 let stage = q % 4;
-                let st = at + stage * (384 * 64);
+                let sa = at + stage * (384 * 64) + rows;
+                let sb = at + stage * (384 * 64) + 8192;
                 while !mbarrier_try_wait_parity(full, stage, (q / 4) % 2) {}
                 wgmma_fence();
                 for ks in [0, 1, 2, 3] {
-                    // One k16 step is 32 bytes along the swizzled row; 8-row groups are 1024
-                    // bytes apart.
-                    let da = wgmma_desc(smem, st + rows + ks * 16, 16, 1024, 128);
-                    let db = wgmma_desc(smem, st + 128 * 64 + ks * 16, 16, 1024, 128);
-                    wgmma_bf16(&mut acc, da, db, true, false, false);
+                    // k-contiguous: a k16 step is 32 bytes along the swizzled row, 8-row groups
+                    // 1024 bytes apart. MN-contiguous: a step is 16 k rows (2048 bytes), the
+                    // 64-wide blocks 8 KiB apart.
+                    let da = if A_K == 1 {
+                        wgmma_desc(smem, sa + ks * 16, 16, 1024, 128)
+                    } else {
+                        wgmma_desc(smem, sa + ks * 1024, 8192, 1024, 128)
+                    };
+                    let db = if B_K == 1 {
+                        wgmma_desc(smem, sb + ks * 16, 16, 1024, 128)
+                    } else {
+                        wgmma_desc(smem, sb + ks * 1024, 8192, 1024, 128)
+                    };
+                    if HALF == 1 {
+                        if A_K == 0 {
+                            wgmma_f16(&mut acc, da, db, true, true, true);
+                        } else if B_K == 0 {
+                            wgmma_f16(&mut acc, da, db, true, false, true);
+                        } else {
+                            wgmma_f16(&mut acc, da, db, true, false, false);
+                        }
+                    } else if A_K == 0 {
+                        wgmma_bf16(&mut acc, da, db, true, true, true);
+                    } else if B_K == 0 {
+                        wgmma_bf16(&mut acc, da, db, true, false, true);
+                    } else {
+                        wgmma_bf16(&mut acc, da, db, true, false, false);
+                    }
                 }
                 wgmma_commit_group();
                 // The previous slab's products have retired once at most this one is in
@@ -130,20 +202,28 @@ pub fn gemm_tma_wgmma_bf16_nt(
             }
             let r0 = m0 + 16 * warp + g;
             let c0 = n0 + 2 * p;
-            if m0 + 64 <= m && n0 + 256 <= n && n % 2 == 0 {
-                // Whole tile, even pitch: each column pair is one 8-byte store.
+            if pairs && m0 + 64 <= m && n0 + 256 <= n {
                 for j in 0..64 {
                     let row = r0 + 8 * (j % 2);
-                    let col = c0 + 8 * (j / 2);
-                    let out = &mut c[row as u64 * n as u64..];
-                    out.store_vec::<2>(col, [acc[2 * j], acc[2 * j + 1]]);
+                    let out = &mut c[row * ldc..];
+                    out.store_vec::<2>(c0 + 8 * (j / 2), [acc[2 * j] as O, acc[2 * j + 1] as O]);
                 }
             } else {
                 for i in 0..128 {
                     let row = r0 + 8 * ((i / 2) % 2);
                     let col = c0 + 8 * (i / 4) + i % 2;
                     if row < m && col < n {
-                        c[row as u64 * n as u64 + col as u64] = acc[i];
+                        finish(
+                            c,
+                            bias,
+                            residual,
+                            row * ldc + col,
+                            col,
+                            acc[i],
+                            alpha,
+                            beta,
+                            parts,
+                        );
                     }
                 }
             }
