@@ -135,7 +135,8 @@ pub fn gemm_tma_wgmma<T: Element, O: Element, const HALF: u32, const A_K: u32, c
         let rows = (wg - 1) * 4096;
         let lead = t % 128 == 0;
         let parts = epilogue_parts(flags);
-        // Whole tiles of a plain product with even pitches store column pairs at once.
+        // A plain product with even pitches stores column pairs at once (n is even then, so
+        // a pair is inside the matrix where its first column is).
         let pairs = flags & 64 != 0;
         // Thread t of the warpgroup holds rows 16·warp + g (+8) and column pairs 8j + 2p.
         let warp = (t / 32) % 4;
@@ -202,11 +203,14 @@ pub fn gemm_tma_wgmma<T: Element, O: Element, const HALF: u32, const A_K: u32, c
             }
             let r0 = m0 + 16 * warp + g;
             let c0 = n0 + 2 * p;
-            if pairs && m0 + 64 <= m && n0 + 256 <= n {
+            if pairs {
                 for j in 0..64 {
                     let row = r0 + 8 * (j % 2);
-                    let out = &mut c[row * ldc..];
-                    out.store_vec::<2>(c0 + 8 * (j / 2), [acc[2 * j] as O, acc[2 * j + 1] as O]);
+                    let col = c0 + 8 * (j / 2);
+                    if row < m && col < n {
+                        let out = &mut c[row * ldc..];
+                        out.store_vec::<2>(col, [acc[2 * j] as O, acc[2 * j + 1] as O]);
+                    }
                 }
             } else {
                 for i in 0..128 {
