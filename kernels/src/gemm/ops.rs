@@ -284,9 +284,9 @@ fn run<T: Float, O: Float>(
         }
         Launch::Mma(_) => return mma(stream, config, shape, a, b, c, epilogue, flags),
         Launch::Tma(_) => {
-            if let Some(maps) = &maps {
-                return tma(stream, config, shape, a, maps, c, epilogue, flags);
-            }
+            // `select` plans the TMA kernel with `tensor_maps`, so the maps were encoded above.
+            let maps = maps.as_ref().expect("a TMA plan reads through tensor maps");
+            return tma(stream, config, shape, a, maps, c, epilogue, flags);
         }
         Launch::Builder => {}
     }
