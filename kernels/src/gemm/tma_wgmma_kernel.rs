@@ -30,7 +30,7 @@ use kernel_macros::kernel;
 pub const TILE_M: u32 = 128;
 /// Output columns per tile (the instruction's N).
 pub const TILE_N: u32 = 256;
-/// Depth of one slab: 64 bf16, one 128-byte swizzled row.
+/// Depth of one slab: 64 16-bit elements, one 128-byte swizzled row.
 pub const BK: u32 = 64;
 /// Threads per block: a producer warpgroup and two consumers.
 pub const THREADS: u32 = 384;
