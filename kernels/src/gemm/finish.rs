@@ -103,7 +103,8 @@ fn finish<T, O>(
 #[cfg(test)]
 mod tests {
     use kernels_gen::gemm::epilogue::{
-        ACT_GELU_TANH, ACT_SHIFT, ACT_SILU, FLAG_BIAS, FLAG_RESIDUAL, FLAG_VEC_A, FLAG_VEC_B,
+        ACT_GELU_TANH, ACT_SHIFT, ACT_SILU, FLAG_BIAS, FLAG_PLAIN_PAIRS, FLAG_RESIDUAL, FLAG_VEC_A,
+        FLAG_VEC_B,
     };
 
     /// The `#[kernel]` GEMMs test the flags with literals (a kernel cannot name a host
@@ -113,5 +114,7 @@ mod tests {
         assert_eq!((FLAG_BIAS, FLAG_RESIDUAL), (1, 2));
         assert_eq!((ACT_SHIFT, ACT_SILU, ACT_GELU_TANH), (2, 1, 2));
         assert_eq!((FLAG_VEC_A, FLAG_VEC_B), (16, 32));
+        // The TMA GEMM's column pairs.
+        assert_eq!(FLAG_PLAIN_PAIRS, 64);
     }
 }

@@ -169,20 +169,11 @@ pub fn gemm_tma_wgmma<T: Element, O: Element, const HALF: u32, const A_K: u32, c
                     } else {
                         wgmma_desc(smem, sb + ks * 1024, 8192, 1024, 128)
                     };
+                    // An operand that is not k-contiguous is read MN-major.
                     if HALF == 1 {
-                        if A_K == 0 {
-                            wgmma_f16(&mut acc, da, db, true, true, true);
-                        } else if B_K == 0 {
-                            wgmma_f16(&mut acc, da, db, true, false, true);
-                        } else {
-                            wgmma_f16(&mut acc, da, db, true, false, false);
-                        }
-                    } else if A_K == 0 {
-                        wgmma_bf16(&mut acc, da, db, true, true, true);
-                    } else if B_K == 0 {
-                        wgmma_bf16(&mut acc, da, db, true, false, true);
+                        wgmma_f16(&mut acc, da, db, true, 1 - A_K, 1 - B_K);
                     } else {
-                        wgmma_bf16(&mut acc, da, db, true, false, false);
+                        wgmma_bf16(&mut acc, da, db, true, 1 - A_K, 1 - B_K);
                     }
                 }
                 wgmma_commit_group();
