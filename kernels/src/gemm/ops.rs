@@ -6,13 +6,12 @@ use super::layout::{extent, GemmShape};
 use super::mma_kernel::{self, Bf16Mma, F16Mma, Tf32Mma};
 use super::select::{select, Launch, Math, Plan};
 use super::simt_kernel;
-use super::split_k::{split_count, split_kernel};
+use super::split_k::{split_count, split_kernel, SplitKernel};
 use super::split_reduce_kernel::{self, REDUCE_THREADS};
 use super::tma_wgmma_kernel;
 use crate::Error;
 use crate::Float;
 use crate::FloatType;
-use crate::OpKernel;
 use kernel_runtime::{
     Buffer, KernelArg, LaunchConfig, Stream, TensorMap, TensorSwizzle, TensorTiling,
 };
@@ -262,7 +261,7 @@ fn run<T: Float, O: Float>(
         let device = stream.device();
         let whole_tiles = stream.is_capturing() || device.is_sealed();
         if splits > 1 && !whole_tiles && partial_elems < 1 << 31 {
-            if let Some(tma) = split_kernel(T::TYPE, O::TYPE, shape.layout) {
+            if let Some(tma) = split_kernel(T::TYPE, O::TYPE, shape.layout, plan.launch) {
                 config.grid[0] = (config.grid[0] * splits as u32).min(per_batch);
                 // A capture of this call keeps whole tiles (above), so load that kernel too:
                 // a step pre-warmed outside a capture then finds it loaded when it is captured.
@@ -286,7 +285,7 @@ fn run<T: Float, O: Float>(
         Launch::Tma(_) => {
             // `select` plans the TMA kernel with `tensor_maps`, so the maps were encoded above.
             let maps = maps.as_ref().expect("a TMA plan reads through tensor maps");
-            return tma(stream, config, shape, a, maps, c, epilogue, flags);
+            return tma(stream, config, shape, a, maps, c, epilogue, flags, 1);
         }
         Launch::Builder => {}
     }
@@ -353,6 +352,7 @@ fn tma<T: Float, O: Float>(
     c: &mut Buffer<O>,
     epilogue: &Epilogue<T>,
     flags: u32,
+    splits: u32,
 ) -> Result<(), Error> {
     let u = |x: usize| x as u32;
     tma_wgmma_kernel::gemm_tma_wgmma::<T, O>(
@@ -374,6 +374,7 @@ fn tma<T: Float, O: Float>(
         epilogue.alpha,
         epilogue.beta,
         flags,
+        splits,
     )?;
     Ok(())
 }
@@ -488,11 +489,11 @@ fn gemm_args<'a, T: Float, O: Float>(
     args
 }
 
-/// A split-k launch pair: the TMA kernel's split form into f32 partials, then the ordered
+/// A split-k launch pair: the TMA kernel over k-ranges into f32 partials, then the ordered
 /// reduce with the epilogue into `C`.
 struct SplitLaunch {
-    /// The TMA kernel's split form.
-    tma: &'static OpKernel,
+    /// The TMA kernel that writes the partials.
+    tma: SplitKernel,
     splits: usize,
     partial_elems: usize,
     config: LaunchConfig,
@@ -520,9 +521,38 @@ impl SplitLaunch {
             ..*shape
         };
         let plain = Epilogue::<T>::default();
-        let mut args = gemm_args(&raw, a, b, &mut partials, &plain, 0, Some(maps));
-        args.push(KernelArg::from(self.splits as u32));
-        stream.launch(self.tma.artifacts(), self.config, &args)?;
+        match self.tma {
+            SplitKernel::Tma => {
+                // Ranges and batches are whole m × n matrices of the partials, n apart per row,
+                // so column pairs stay 8-byte aligned where n is even.
+                let raw = GemmShape {
+                    stride_c: shape.m * shape.n,
+                    ..raw
+                };
+                let pairs = if shape.n.is_multiple_of(2) {
+                    FLAG_PLAIN_PAIRS
+                } else {
+                    0
+                };
+                let splits = self.splits as u32;
+                tma(
+                    stream,
+                    self.config,
+                    &raw,
+                    a,
+                    maps,
+                    &mut partials,
+                    &plain,
+                    pairs,
+                    splits,
+                )?;
+            }
+            SplitKernel::Builder(kernel) => {
+                let mut args = gemm_args(&raw, a, b, &mut partials, &plain, 0, Some(maps));
+                args.push(KernelArg::from(self.splits as u32));
+                stream.launch(kernel.artifacts(), self.config, &args)?;
+            }
+        }
         let elems = (shape.m * shape.n) as u32;
         let reduce_config = LaunchConfig {
             grid: [elems.div_ceil(REDUCE_THREADS), 1, shape.batch.max(1) as u32],

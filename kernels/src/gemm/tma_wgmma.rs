@@ -75,7 +75,7 @@ pub fn tma_wgmma_bf16_nt(
     };
     let (half, a_k, b_k) = (0, 1, 1);
     gemm_tma_wgmma::<Bf16, f32>(
-        stream, cfg, half, a_k, b_k, &map_a, &map_b, c, a, a, m, n, k, n, 0, 1.0, 0.0, flags,
+        stream, cfg, half, a_k, b_k, &map_a, &map_b, c, a, a, m, n, k, n, 0, 1.0, 0.0, flags, 1,
     )?;
     Ok(())
 }

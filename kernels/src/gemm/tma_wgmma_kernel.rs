@@ -20,7 +20,10 @@
 //! wait on a block barrier, and the copies of the next slabs run while a slab is multiplied.
 //!
 //! Blocks are persistent: block `b` takes tiles `b, b + grid, …` (n fastest), so one block per
-//! SM overlaps a tile's stores with the copies of its next tile. The copy engine zero-fills
+//! SM overlaps a tile's stores with the copies of its next tile. With `splits` above 1
+//! (split-k, for problems whose tiles leave SMs idle) work item `i` is tile `i % tiles` over the
+//! `i / tiles`-th range of k, and its raw sums go to matrix `range · batches + z` of `c`, the
+//! f32 partials that `split_reduce_kernel.rs` adds in order. The copy engine zero-fills
 //! boxes that overhang the matrices, so ragged m, n and k need bounds checks only when C is
 //! written.
 
@@ -57,9 +60,10 @@ pub fn gemm_tma_wgmma<T: Element, O: Element, const HALF: u32, const A_K: u32, c
     alpha: f32,
     beta: f32,
     flags: u32,
+    splits: u32,
 ) {
     let z = block_idx().z;
-    let c = &mut c[z as u64 * stride_c as u64..];
+    let batches = grid_dim().z;
     let residual = &residual[z as u64 * stride_c as u64..];
     // Elements: 512 of slack (1 KiB), then per stage 128 rows of A and 256 of B, 64 k each.
     let smem = dynamic_shared::<T, { 512 + 4 * 384 * 64 }>();
@@ -71,6 +75,9 @@ pub fn gemm_tma_wgmma<T: Element, O: Element, const HALF: u32, const A_K: u32, c
     let slabs = (k + 63) / 64;
     let tiles_n = (n + 255) / 256;
     let tiles = (m + 127) / 128 * tiles_n;
+    // Work item i is tile i % tiles over k-range i / tiles, each range `per` slabs deep.
+    let items = tiles * splits;
+    let per = (slabs + splits - 1) / splits;
     if t == 0 {
         for s in 0..4 {
             mbarrier_init(full, s, 1);
@@ -85,12 +92,15 @@ pub fn gemm_tma_wgmma<T: Element, O: Element, const HALF: u32, const A_K: u32, c
         setmaxnreg_dec(40);
         if t == 0 {
             let mut q = 0u32;
-            let mut tile = block_idx().x;
-            while tile < tiles {
+            let mut item = block_idx().x;
+            while item < items {
+                let tile = item % tiles;
                 let m0 = tile / tiles_n * 128;
                 let n0 = tile % tiles_n * 256;
-                let mut s = 0u32;
-                while s < slabs {
+                let first = (item / tiles * per).min(slabs);
+                let end = (first + per).min(slabs);
+                let mut s = first;
+                while s < end {
                     let stage = q % 4;
                     // From the second round on, the stage's previous slab must be released:
                     // that is the empty barrier's phase q / 4 − 1.
@@ -125,7 +135,7 @@ pub fn gemm_tma_wgmma<T: Element, O: Element, const HALF: u32, const A_K: u32, c
                     q += 1;
                     s += 1;
                 }
-                tile += grid_dim().x;
+                item += grid_dim().x;
             }
         }
     } else {
@@ -143,13 +153,17 @@ pub fn gemm_tma_wgmma<T: Element, O: Element, const HALF: u32, const A_K: u32, c
         let g = (t % 32) / 4;
         let p = t % 4;
         let mut q = 0u32;
-        let mut tile = block_idx().x;
-        while tile < tiles {
+        let mut item = block_idx().x;
+        while item < items {
+            let tile = item % tiles;
+            let range = item / tiles;
             let m0 = tile / tiles_n * 128 + (wg - 1) * 64;
             let n0 = tile % tiles_n * 256;
+            let first = (range * per).min(slabs);
+            let end = (first + per).min(slabs);
             let mut acc = [0.0f32; 128];
-            let mut s = 0u32;
-            while s < slabs {
+            let mut s = first;
+            while s < end {
                 let stage = q % 4;
                 let sa = at + stage * (384 * 64) + rows;
                 let sb = at + stage * (384 * 64) + 8192;
@@ -180,7 +194,7 @@ pub fn gemm_tma_wgmma<T: Element, O: Element, const HALF: u32, const A_K: u32, c
                 // The previous slab's products have retired once at most this one is in
                 // flight: its stage goes back to the producer.
                 wgmma_wait_group(1);
-                if s > 0 && lead {
+                if s > first && lead {
                     mbarrier_arrive(empty, (q - 1) % 4);
                 }
                 q += 1;
@@ -189,9 +203,11 @@ pub fn gemm_tma_wgmma<T: Element, O: Element, const HALF: u32, const A_K: u32, c
             // The tile's last stage goes back before the stores, so the producer fills the
             // next tile's stages meanwhile.
             wgmma_wait_group(0);
-            if slabs > 0 && lead {
+            if end > first && lead {
                 mbarrier_arrive(empty, (q - 1) % 4);
             }
+            // Range r of batch z is matrix r·batches + z of C (one range without split-k).
+            let c = &mut c[(range * batches + z) as u64 * stride_c as u64..];
             let r0 = m0 + 16 * warp + g;
             let c0 = n0 + 2 * p;
             if pairs {
@@ -222,7 +238,7 @@ pub fn gemm_tma_wgmma<T: Element, O: Element, const HALF: u32, const A_K: u32, c
                     }
                 }
             }
-            tile += grid_dim().x;
+            item += grid_dim().x;
         }
     }
 }
