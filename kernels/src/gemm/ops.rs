@@ -361,6 +361,7 @@ fn tma<T: Float, O: Float>(
         (T::TYPE == FloatType::F16) as u32,
         shape.layout.a_k_contiguous() as u32,
         shape.layout.b_k_contiguous() as u32,
+        (splits > 1) as u32,
         map_a,
         map_b,
         c,

@@ -3,9 +3,11 @@
 //! accumulators that stay in registers across the k loop, and `gemm/finish.rs`'s epilogue into
 //! an f32 or same-type output.
 //!
-//! Instances: the input `T`, the output `O`, `HALF` (1 for f16 inputs) and the layout as `A_K`
-//! (A stored `m × k`) and `B_K` (B stored `n × k`): NN `<1, 0>`, NT `<1, 1>`, TN `<0, 0>`, in
-//! the order of `kernels_gen::gemm::wgmma::WGMMA_SPECS`. A k-contiguous operand lands as one
+//! Instances: the input `T`, the output `O`, `HALF` (1 for f16 inputs), the layout as `A_K`
+//! (A stored `m × k`) and `B_K` (B stored `n × k`): NN `<1, 0>`, NT `<1, 1>`, TN `<0, 0>`, and
+//! `SPLIT`. The twelve whole-tile instances (`SPLIT` 0) come first, in the order of
+//! `kernels_gen::gemm::wgmma::WGMMA_SPECS`; then the six split-k instances (`SPLIT` 1, f32
+//! output), which store raw sums and so carry none of the epilogue's code. A k-contiguous operand lands as one
 //! box of rows × 64 k; the other as 64-wide blocks over 64 k rows, read through transposed
 //! (MN-major) descriptors, so no operand is rearranged by threads. The maps are 3-D: the batch
 //! is their outer coordinate and the grid's z.
@@ -41,12 +43,21 @@ pub const THREADS: u32 = 384;
 pub const SHARED_BYTES: u32 = 1024 + 4 * (TILE_M + TILE_N) * BK * 2;
 
 #[kernel(crate = crate::lang, block = 384, needs = sm_90a, instances(
-    <bf16, f32, 0, 1, 0>, <bf16, f32, 0, 1, 1>, <bf16, f32, 0, 0, 0>,
-    <bf16, bf16, 0, 1, 0>, <bf16, bf16, 0, 1, 1>, <bf16, bf16, 0, 0, 0>,
-    <f16, f32, 1, 1, 0>, <f16, f32, 1, 1, 1>, <f16, f32, 1, 0, 0>,
-    <f16, f16, 1, 1, 0>, <f16, f16, 1, 1, 1>, <f16, f16, 1, 0, 0>,
+    <bf16, f32, 0, 1, 0, 0>, <bf16, f32, 0, 1, 1, 0>, <bf16, f32, 0, 0, 0, 0>,
+    <bf16, bf16, 0, 1, 0, 0>, <bf16, bf16, 0, 1, 1, 0>, <bf16, bf16, 0, 0, 0, 0>,
+    <f16, f32, 1, 1, 0, 0>, <f16, f32, 1, 1, 1, 0>, <f16, f32, 1, 0, 0, 0>,
+    <f16, f16, 1, 1, 0, 0>, <f16, f16, 1, 1, 1, 0>, <f16, f16, 1, 0, 0, 0>,
+    <bf16, f32, 0, 1, 0, 1>, <bf16, f32, 0, 1, 1, 1>, <bf16, f32, 0, 0, 0, 1>,
+    <f16, f32, 1, 1, 0, 1>, <f16, f32, 1, 1, 1, 1>, <f16, f32, 1, 0, 0, 1>,
 ))]
-pub fn gemm_tma_wgmma<T: Element, O: Element, const HALF: u32, const A_K: u32, const B_K: u32>(
+pub fn gemm_tma_wgmma<
+    T: Element,
+    O: Element,
+    const HALF: u32,
+    const A_K: u32,
+    const B_K: u32,
+    const SPLIT: u32,
+>(
     a: &TensorMap<T, 3>,
     b: &TensorMap<T, 3>,
     c: &mut [O],
@@ -62,6 +73,8 @@ pub fn gemm_tma_wgmma<T: Element, O: Element, const HALF: u32, const A_K: u32, c
     flags: u32,
     splits: u32,
 ) {
+    // Whole-tile instances run one range whatever `splits` says.
+    let splits = if SPLIT == 1 { splits } else { 1 };
     let z = block_idx().z;
     let batches = grid_dim().z;
     let residual = &residual[z as u64 * stride_c as u64..];
@@ -224,17 +237,21 @@ pub fn gemm_tma_wgmma<T: Element, O: Element, const HALF: u32, const A_K: u32, c
                     let row = r0 + 8 * ((i / 2) % 2);
                     let col = c0 + 8 * (i / 4) + i % 2;
                     if row < m && col < n {
-                        finish(
-                            c,
-                            bias,
-                            residual,
-                            row * ldc + col,
-                            col,
-                            acc[i],
-                            alpha,
-                            beta,
-                            parts,
-                        );
+                        if SPLIT == 1 {
+                            c[row * ldc + col] = acc[i] as O;
+                        } else {
+                            finish(
+                                c,
+                                bias,
+                                residual,
+                                row * ldc + col,
+                                col,
+                                acc[i],
+                                alpha,
+                                beta,
+                                parts,
+                            );
+                        }
                     }
                 }
             }
