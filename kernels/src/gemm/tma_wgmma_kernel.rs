@@ -224,12 +224,28 @@ pub fn gemm_tma_wgmma<
             let r0 = m0 + 16 * warp + g;
             let c0 = n0 + 2 * p;
             if pairs {
-                for j in 0..64 {
-                    let row = r0 + 8 * (j % 2);
-                    let col = c0 + 8 * (j / 2);
-                    if row < m && col < n {
-                        let out = &mut c[row * ldc..];
-                        out.store_vec::<2>(col, [acc[2 * j] as O, acc[2 * j + 1] as O]);
+                // The thread's two rows as bases, so each pair is a constant offset from one
+                // (the bases of rows past m are formed but never stored through).
+                let top = &mut c[r0 * ldc + c0..];
+                let low = &mut c[(r0 + 8) * ldc + c0..];
+                if m0 + 64 <= m && n0 + 256 <= n {
+                    for i in 0..32 {
+                        top.store_vec::<2>(8 * i, [acc[4 * i] as O, acc[4 * i + 1] as O]);
+                        low.store_vec::<2>(8 * i, [acc[4 * i + 2] as O, acc[4 * i + 3] as O]);
+                    }
+                } else {
+                    let top_in = r0 < m;
+                    let low_in = r0 + 8 < m;
+                    for i in 0..32 {
+                        if c0 + 8 * i < n {
+                            if top_in {
+                                top.store_vec::<2>(8 * i, [acc[4 * i] as O, acc[4 * i + 1] as O]);
+                            }
+                            if low_in {
+                                let pair = [acc[4 * i + 2] as O, acc[4 * i + 3] as O];
+                                low.store_vec::<2>(8 * i, pair);
+                            }
+                        }
                     }
                 }
             } else {
