@@ -35,11 +35,5 @@ pub fn library() -> Vec<Table> {
             name: "GEMM_WGMMA",
             kernels: wgmma::WGMMA_SPECS.map(wgmma::build_wgmma).to_vec(),
         },
-        Table {
-            name: "GEMM_WGMMA_TMA",
-            kernels: wgmma_tma::TMA_SPECS
-                .map(wgmma_tma::build_wgmma_tma)
-                .to_vec(),
-        },
     ]
 }

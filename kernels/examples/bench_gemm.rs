@@ -3,11 +3,11 @@
 //! `gemmEx` bf16 → bf16, f32 compute), each timed with CUDA events after warm-up, median of the
 //! timed runs. The last column is our throughput over cuBLAS's (1.0 = parity). fp32 uses
 //! cuBLAS's default math mode, which never uses TF32. Where our kernel is a `#[kernel]` port
-//! (the fp32 SIMT GEMM, and the `mma.sync` GEMM of the `mma` rows and of TF32 on Hopper), the
-//! builder kernel it replaces is timed beside it in the same run (`builder ms`, and
+//! whose builder kernel still ships (the `mma.sync` GEMM of the `mma` rows and of TF32 on
+//! Hopper), the builder kernel is timed beside it in the same run (`builder ms`, and
 //! `ours/builder`: builder time over ours, above 1.0 the port is faster). The `tma` rows time
-//! the `#[kernel]` Hopper GEMM (`tma_wgmma_bf16_nt`, bf16 NT into f32) beside the builder TMA
-//! kernel that `gemm` picks for the same problem; their cuBLAS column is the bf16 one.
+//! the Hopper GEMM with f32 output through its own launcher (`tma_wgmma_bf16_nt`, bf16 NT);
+//! their cuBLAS column is the bf16 one.
 //!
 //! ```text
 //! cargo run --release -p kernels --example bench_gemm            # on a GPU
@@ -35,8 +35,8 @@ enum Kind {
     /// bf16 through the sm_80 `mma.sync` kernel, whatever the device (on Hopper, `gemm` itself
     /// picks `wgmma`).
     MmaBf16,
-    /// bf16 NT with f32 output through the `#[kernel]` TMA + `wgmma` GEMM
-    /// (`tma_wgmma_bf16_nt`), beside the builder TMA kernel `gemm` picks for it on Hopper.
+    /// bf16 NT with f32 output through the `#[kernel]` TMA + `wgmma` GEMM's own launcher
+    /// (`tma_wgmma_bf16_nt`).
     TmaBf16,
 }
 
@@ -129,16 +129,12 @@ fn ours<T: Float, O: Float>(
     Ok((ms, Some(old)))
 }
 
-/// The `#[kernel]` TMA GEMM (bf16 NT, f32 out), then the builder kernel `gemm` picks for the
-/// same problem on `target`: milliseconds of each.
-fn ours_tma(b: &Bench, shape: &GemmShape, target: Target) -> Res<(f64, Option<f64>)> {
+/// The `#[kernel]` TMA GEMM (bf16 NT, f32 out) through its own launcher: milliseconds.
+fn ours_tma(b: &Bench, shape: &GemmShape) -> Res<(f64, Option<f64>)> {
     let (a, bb, mut c) = operands::<Bf16, f32>(b, shape)?;
     let (m, n, k) = (shape.m as u32, shape.n as u32, shape.k as u32);
     let ms = b.time(|s| Ok(tma_wgmma_bf16_nt(s, &a, &bb, &mut c, m, n, k)?))?;
-    let epi = Epilogue::default();
-    let plan = select(Bf16::TYPE, f32::TYPE, Math::Fp32, shape, target)?.builder();
-    let old = b.time(|s| Ok(gemm_with_plan(s, &plan, shape, &a, &bb, &mut c, &epi)?))?;
-    Ok((ms, Some(old)))
+    Ok((ms, None))
 }
 
 fn row(b: &Bench, kind: Kind, label: &str, shape: &GemmShape) -> Res {
@@ -150,7 +146,7 @@ fn row(b: &Bench, kind: Kind, label: &str, shape: &GemmShape) -> Res {
         return Ok(());
     }
     let (ms, builder) = match kind {
-        Kind::TmaBf16 => ours_tma(b, shape, device)?,
+        Kind::TmaBf16 => ours_tma(b, shape)?,
         Kind::Fp32 => ours::<f32, f32>(b, shape, Math::Fp32, device)?,
         Kind::Tf32 => ours::<f32, f32>(b, shape, Math::Tf32, device)?,
         Kind::Bf16 => ours::<Bf16, Bf16>(b, shape, Math::Fp32, device)?,

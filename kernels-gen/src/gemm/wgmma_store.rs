@@ -1,7 +1,6 @@
 //! Storing a warpgroup's `wgmma` accumulators through the epilogue.
 
 use super::epilogue::{flag, FLAG_PLAIN_PAIRS};
-use super::matrix::Mat;
 use super::params::GemmParams;
 use crate::codegen::{bf16, half};
 use crate::FloatType;
@@ -117,25 +116,6 @@ fn store_checked(
     let zero = b.const_u32(0);
     for_each_in_bounds(b, p, acc, (row0, col0), (p.ldc, zero), |b, idx, col, v| {
         p.epilogue.store(b, idx, col, v)
-    });
-}
-
-/// Stores the fragment's raw f32 sums to `sink`, the `m × n` matrix (pitch `n`) starting at
-/// element `base`, skipping elements outside it (split-k partials: no epilogue yet).
-#[allow(clippy::too_many_arguments)]
-pub fn store_partials(
-    b: &mut KernelBuilder,
-    p: &GemmParams,
-    sink: Mat,
-    base: Value<U32>,
-    acc: &[Value<F32>],
-    tid: Value<U32>,
-    row0: Value<U32>,
-    col0: Value<U32>,
-) {
-    let origin = fragment_origin(b, tid, row0, col0);
-    for_each_in_bounds(b, p, acc, origin, (p.n, base), |b, idx, _, v| {
-        sink.store(b, idx, v)
     });
 }
 

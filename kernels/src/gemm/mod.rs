@@ -4,13 +4,13 @@
 //! ([`Layout`]). Every size is a run-time parameter; shapes that do not fit their buffers are
 //! an [`Error`](crate::Error) before launch.
 //!
-//! The fp32 SIMT and `mma.sync` kernels and the split-k reduce are `#[kernel]` source
-//! (`simt_kernel.rs`, `mma_kernel.rs`, `split_reduce_kernel.rs`); the Hopper ones are written
-//! with the builder in `kernels-gen` and built by this crate's build script for the enabled
-//! targets; on Hopper the TMA-fed `wgmma` GEMM is written in `#[kernel]` too
-//! (`tma_wgmma_kernel.rs`; [`tma_wgmma_bf16_nt`] launches one instance on its own), all but its
-//! split-k form, which stays with the builder. [`select`] picks the kernel; [`gemm`] checks, selects and launches; [`reference`]
-//! is the f64 CPU reference the tests compare with.
+//! The fp32 SIMT, `mma.sync` and TMA-fed Hopper (`wgmma`) kernels, with the latter's split-k
+//! form, and the split-k reduce are `#[kernel]` source (`simt_kernel.rs`, `mma_kernel.rs`,
+//! `tma_wgmma_kernel.rs`, `split_reduce_kernel.rs`; [`tma_wgmma_bf16_nt`] launches one Hopper
+//! instance on its own). The `wgmma` GEMM fed by `cp.async`, for strides the copy engine cannot
+//! address, is still written with the builder in `kernels-gen` and built by this crate's build
+//! script for the enabled targets. [`select`] picks the kernel; [`gemm`] checks, selects and
+//! launches; [`reference`] is the f64 CPU reference the tests compare with.
 
 mod epilogue;
 // `#[device]` epilogue helpers, before the kernels that call them.
@@ -46,7 +46,6 @@ static SIMT: [OpKernel; 3] = OpKernel::instances(simt_kernel::GEMM_SIMT_INSTANCE
 static MMA: [OpKernel; 15] = OpKernel::instances(mma_kernel::GEMM_MMA_INSTANCES);
 static MMA_BUILDER: [OpKernel; 15] = OpKernel::embedded(&built::GEMM_MMA);
 static WGMMA: [OpKernel; 12] = OpKernel::embedded(&built::GEMM_WGMMA);
-static WGMMA_TMA: [OpKernel; 18] = OpKernel::embedded(&built::GEMM_WGMMA_TMA);
 static TMA_WGMMA: [OpKernel; 18] = OpKernel::instances(tma_wgmma_kernel::GEMM_TMA_WGMMA_INSTANCES);
 static SPLIT_REDUCE: [OpKernel; 4] =
     OpKernel::instances(split_reduce_kernel::GEMM_SPLITK_REDUCE_INSTANCES);
@@ -57,7 +56,6 @@ pub static KERNELS: &[&OpKernel] = kernel_refs![
     MMA[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14],
     MMA_BUILDER[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14],
     WGMMA[0 1 2 3 4 5 6 7 8 9 10 11],
-    WGMMA_TMA[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17],
     SPLIT_REDUCE[0 1 2 3],
     TMA_WGMMA[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17],
 ];

@@ -6,9 +6,9 @@ use super::layout::{extent, GemmShape};
 use super::mma_kernel::{self, Bf16Mma, F16Mma, Tf32Mma};
 use super::select::{select, Launch, Math, Plan};
 use super::simt_kernel;
-use super::split_k::{split_count, split_kernel, SplitKernel};
+use super::split_k::{split_count, splits_types};
 use super::split_reduce_kernel::{self, REDUCE_THREADS};
-use super::tma_wgmma_kernel;
+use super::tma_wgmma_kernel::{self, BK, MN_BOX, TILE_M, TILE_N};
 use crate::Error;
 use crate::Float;
 use crate::FloatType;
@@ -16,7 +16,6 @@ use kernel_runtime::{
     Buffer, KernelArg, LaunchConfig, Stream, TensorMap, TensorSwizzle, TensorTiling,
 };
 use kernels_gen::gemm::epilogue::{FLAG_PLAIN_PAIRS, FLAG_VEC_A, FLAG_VEC_B};
-use kernels_gen::gemm::wgmma_tma::{MN_BOX, TMA_BK, TMA_TILE_M, TMA_TILE_N};
 use kernels_gen::gemm::Layout;
 use std::any::Any;
 
@@ -260,20 +259,23 @@ fn run<T: Float, O: Float>(
         // graph and in direct launches.
         let device = stream.device();
         let whole_tiles = stream.is_capturing() || device.is_sealed();
-        if splits > 1 && !whole_tiles && partial_elems < 1 << 31 {
-            if let Some(tma) = split_kernel(T::TYPE, O::TYPE, shape.layout, plan.launch) {
-                config.grid[0] = (config.grid[0] * splits as u32).min(per_batch);
-                // A capture of this call keeps whole tiles (above), so load that kernel too:
-                // a step pre-warmed outside a capture then finds it loaded when it is captured.
-                device.prewarm(&[plan.kernel.artifacts()])?;
-                let split = SplitLaunch {
-                    tma,
-                    splits,
-                    partial_elems,
-                    config,
-                };
-                return split.run(stream, shape, a, b, c, epilogue, flags, maps);
-            }
+        if splits > 1
+            && !whole_tiles
+            && partial_elems < 1 << 31
+            && plan.launch == Launch::Tma
+            && splits_types(T::TYPE, O::TYPE)
+        {
+            config.grid[0] = (config.grid[0] * splits as u32).min(per_batch);
+            // A capture of this call keeps whole tiles (above), in the instance for `O`, so
+            // load that one too: a step pre-warmed outside a capture then finds it loaded when
+            // it is captured.
+            device.prewarm(&[plan.kernel.artifacts()])?;
+            let split = SplitLaunch {
+                splits,
+                partial_elems,
+                config,
+            };
+            return split.run(stream, shape, a, c, epilogue, flags, maps);
         }
         config.grid[0] = config.grid[0].min(per_batch);
     }
@@ -282,7 +284,7 @@ fn run<T: Float, O: Float>(
             return simt(stream, config, layout, shape, a, b, c, epilogue, flags)
         }
         Launch::Mma(_) => return mma(stream, config, shape, a, b, c, epilogue, flags),
-        Launch::Tma(_) => {
+        Launch::Tma => {
             // `select` plans the TMA kernel with `tensor_maps`, so the maps were encoded above.
             let maps = maps.as_ref().expect("a TMA plan reads through tensor maps");
             return tma(stream, config, shape, a, maps, c, epilogue, flags, 1);
@@ -493,8 +495,6 @@ fn gemm_args<'a, T: Float, O: Float>(
 /// A split-k launch pair: the TMA kernel over k-ranges into f32 partials, then the ordered
 /// reduce with the epilogue into `C`.
 struct SplitLaunch {
-    /// The TMA kernel that writes the partials.
-    tma: SplitKernel,
     splits: usize,
     partial_elems: usize,
     config: LaunchConfig,
@@ -507,53 +507,38 @@ impl SplitLaunch {
         stream: &Stream,
         shape: &GemmShape,
         a: &Buffer<T>,
-        b: &Buffer<T>,
         c: &mut Buffer<O>,
         epilogue: &Epilogue<'_, T>,
         flags: u32,
         maps: &(TensorMap, TensorMap),
     ) -> Result<(), Error> {
         let mut partials = Buffer::<f32>::zeros(stream, self.partial_elems)?;
-        // The split kernel's `c` is the partials buffer: pitch n, no batch stride (it
-        // places ranges and batches itself) and no epilogue.
+        // The kernel's `c` is the partials buffer, with no epilogue: ranges and batches are
+        // whole m × n matrices of it, n apart per row, so column pairs stay 8-byte aligned
+        // where n is even.
+        let plain = Epilogue::<T>::default();
         let raw = GemmShape {
             ldc: shape.n,
-            stride_c: 0,
+            stride_c: shape.m * shape.n,
             ..*shape
         };
-        let plain = Epilogue::<T>::default();
-        match self.tma {
-            SplitKernel::Tma => {
-                // Ranges and batches are whole m × n matrices of the partials, n apart per row,
-                // so column pairs stay 8-byte aligned where n is even.
-                let raw = GemmShape {
-                    stride_c: shape.m * shape.n,
-                    ..raw
-                };
-                let pairs = if shape.n.is_multiple_of(2) {
-                    FLAG_PLAIN_PAIRS
-                } else {
-                    0
-                };
-                let splits = self.splits as u32;
-                tma(
-                    stream,
-                    self.config,
-                    &raw,
-                    a,
-                    maps,
-                    &mut partials,
-                    &plain,
-                    pairs,
-                    splits,
-                )?;
-            }
-            SplitKernel::Builder(kernel) => {
-                let mut args = gemm_args(&raw, a, b, &mut partials, &plain, 0, Some(maps));
-                args.push(KernelArg::from(self.splits as u32));
-                stream.launch(kernel.artifacts(), self.config, &args)?;
-            }
-        }
+        let pairs = if shape.n.is_multiple_of(2) {
+            FLAG_PLAIN_PAIRS
+        } else {
+            0
+        };
+        let splits = self.splits as u32;
+        tma(
+            stream,
+            self.config,
+            &raw,
+            a,
+            maps,
+            &mut partials,
+            &plain,
+            pairs,
+            splits,
+        )?;
         let elems = (shape.m * shape.n) as u32;
         let reduce_config = LaunchConfig {
             grid: [elems.div_ceil(REDUCE_THREADS), 1, shape.batch.max(1) as u32],
@@ -619,11 +604,7 @@ fn tensor_maps<T: Float>(
     let (a_rows, a_cols) = shape.layout.a_rows_cols(shape.m, shape.k);
     let (b_rows, b_cols) = shape.layout.b_rows_cols(shape.n, shape.k);
     let map = |buf: &Buffer<T>, rows, cols, ld, stride, k_major, tile| {
-        let (box_rows, box_cols) = if k_major {
-            (tile, TMA_BK)
-        } else {
-            (TMA_BK, MN_BOX)
-        };
+        let (box_rows, box_cols) = if k_major { (tile, BK) } else { (BK, MN_BOX) };
         let batch_stride = if shape.batch <= 1 { rows * ld } else { stride };
         let tiling = TensorTiling::matrix(
             rows as u64,
@@ -644,7 +625,7 @@ fn tensor_maps<T: Float>(
         shape.lda,
         shape.stride_a,
         layout.a_k_contiguous(),
-        TMA_TILE_M,
+        TILE_M,
     )?;
     let map_b = map(
         b,
@@ -653,7 +634,7 @@ fn tensor_maps<T: Float>(
         shape.ldb,
         shape.stride_b,
         layout.b_k_contiguous(),
-        TMA_TILE_N,
+        TILE_N,
     )?;
     Ok((map_a, map_b))
 }

@@ -4,7 +4,8 @@
 
 use super::layout::GemmShape;
 use super::simt_kernel::{SIMT_THREADS, SIMT_TILE};
-use super::{MMA, MMA_BUILDER, SIMT, TMA_WGMMA, WGMMA, WGMMA_TMA};
+use super::tma_wgmma_kernel::{SHARED_BYTES, THREADS, TILE_M, TILE_N};
+use super::{MMA, MMA_BUILDER, SIMT, TMA_WGMMA, WGMMA};
 use crate::FloatType;
 use crate::{Error, OpKernel};
 use kernel_dsl::Target;
@@ -13,9 +14,6 @@ use kernels_gen::gemm::tensor_core::{
     mma_shared_bytes, mma_spec_index, MmaSpec, MMA_THREADS, MMA_TILE_M, MMA_TILE_N,
 };
 use kernels_gen::gemm::wgmma::{wgmma_shared_bytes, wgmma_spec_index, WgmmaSpec, WGMMA_THREADS};
-use kernels_gen::gemm::wgmma_tma::{
-    tma_shared_bytes, tma_spec_index, TmaSpec, TMA_THREADS, TMA_TILE_M, TMA_TILE_N,
-};
 use kernels_gen::gemm::Layout;
 
 /// How f32 products are computed. 16-bit inputs always use tensor cores.
@@ -59,17 +57,16 @@ pub(crate) enum Launch {
     Simt(Layout),
     /// `mma_kernel::gemm_mma` for this entry of `MMA_SPECS`.
     Mma(usize),
-    /// `tma_wgmma_kernel::gemm_tma_wgmma` for this entry of `WGMMA_SPECS` (the first twelve
-    /// of `TMA_SPECS`, the whole-tile forms).
-    Tma(usize),
+    /// `tma_wgmma_kernel::gemm_tma_wgmma`, whole tiles or split along k.
+    Tma,
     /// `gemm_args`, positionally.
     Builder,
 }
 
 impl Plan {
     /// The same plan with the builder-written kernel its `#[kernel]` kernel replaces (the
-    /// `mma.sync` GEMMs and the TMA-fed `wgmma` GEMMs), kept only until the two have been
-    /// measured side by side (`bench_gemm`); plans of other kernels come back unchanged.
+    /// `mma.sync` GEMMs), kept only until the two have been measured side by side
+    /// (`bench_gemm`); plans of other kernels come back unchanged.
     #[doc(hidden)]
     pub fn builder(self) -> Plan {
         match self.launch {
@@ -78,12 +75,7 @@ impl Plan {
                 launch: Launch::Builder,
                 ..self
             },
-            Launch::Tma(index) => Plan {
-                kernel: &WGMMA_TMA[index],
-                launch: Launch::Builder,
-                ..self
-            },
-            Launch::Simt(_) | Launch::Builder => self,
+            Launch::Simt(_) | Launch::Tma | Launch::Builder => self,
         }
     }
 }
@@ -150,20 +142,20 @@ pub fn select(
     if target.sm() == 90 && tma_fits(shape) {
         // Hopper with 16-byte aligned rows: wgmma fed by the copy engine (the runtime loads
         // the sm_90a variant on an sm_90 device).
-        let spec = TmaSpec {
+        // The instances are in `WGMMA_SPECS` order.
+        let spec = WgmmaSpec {
             input,
             output,
             layout: shape.layout,
-            split_k: false,
         };
-        if let Some(index) = tma_spec_index(spec) {
+        if let Some(index) = wgmma_spec_index(spec) {
             return Ok(Plan {
                 kernel: &TMA_WGMMA[index],
-                config: tile_walk(shape).with_dynamic_shared(tma_shared_bytes()),
+                config: tile_walk(shape).with_dynamic_shared(SHARED_BYTES),
                 vector_elems: 16 / input.bytes(),
                 tensor_maps: true,
                 problem: (input, output, *shape),
-                launch: Launch::Tma(index),
+                launch: Launch::Tma,
             });
         }
     }
@@ -234,7 +226,7 @@ pub(crate) const fn layout_index(layout: Layout) -> usize {
 /// One CTA per output tile along x (the kernel walks tiles `ctaid.x`, `ctaid.x + nctaid.x`,
 /// …, so [`gemm`](super::gemm) may launch fewer: one per SM), batches along z.
 fn tile_walk(shape: &GemmShape) -> LaunchConfig {
-    let tiles = grid(shape, TMA_TILE_M, TMA_TILE_N, TMA_THREADS);
+    let tiles = grid(shape, TILE_M, TILE_N, THREADS);
     LaunchConfig {
         grid: [tiles.grid[0] * tiles.grid[1], 1, tiles.grid[2]],
         ..tiles

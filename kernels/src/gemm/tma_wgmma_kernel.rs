@@ -37,6 +37,8 @@ pub const TILE_M: u32 = 128;
 pub const TILE_N: u32 = 256;
 /// Depth of one slab: 64 16-bit elements, one 128-byte swizzled row.
 pub const BK: u32 = 64;
+/// Width of one box of an MN-contiguous operand: 64 16-bit elements, one swizzled row.
+pub const MN_BOX: u32 = 64;
 /// Threads per block: a producer warpgroup and two consumers.
 pub const THREADS: u32 = 384;
 /// Dynamic shared memory: 1 KiB of slack to align the stages, then four slabs of A and B.
