@@ -14,13 +14,19 @@
 //! BENCH_SMALL=1 cargo run -p kernels --example bench_gemm        # tiny shapes on the emulator
 //! ```
 //!
+//! `BENCH_KINDS=swiglu` times `gemm_swiglu` against the unfused form and cuBLAS (see
+//! [`swiglu_rows`]).
+//!
 //! Shapes: 4096³ and 8192³; a linear layer of 4096 tokens × 4864 outputs × 896 inputs (and its
 //! transpose) forward (`y = x·Wᵀ`, NT) with both gradients (`dx = dy·W`, NN; `dW = dyᵀ·x`,
 //! TN); LoRA adapters of rank 8–64 on a 4096 × 4096 layer.
 
 use kernel_dsl::Target;
 use kernel_runtime::{Bf16, Buffer, Device, Stream};
-use kernels::gemm::{gemm_with_plan, select, tma_wgmma_bf16_nt, Epilogue, GemmShape, Layout, Math};
+use kernels::elementwise::swiglu;
+use kernels::gemm::{
+    gemm, gemm_swiglu, gemm_with_plan, select, tma_wgmma_bf16_nt, Epilogue, GemmShape, Layout, Math,
+};
 use kernels::Float;
 use std::error::Error;
 
@@ -179,6 +185,57 @@ fn row(b: &Bench, kind: Kind, label: &str, shape: &GemmShape) -> Res {
     Ok(())
 }
 
+/// A gated MLP's projections and SwiGLU, `silu(x·W_gateᵀ) ⊙ (x·W_upᵀ)` in bf16: `gemm_swiglu`
+/// (one launch on Hopper), beside our unfused form (two `gemm`s, then the elementwise SwiGLU)
+/// and beside cuBLAS's GEMM of the stacked `[W_gate; W_up]` (`m × 2n × k`, one call) followed
+/// by our elementwise SwiGLU (each timed on its own, the sum reported).
+fn swiglu_rows(b: &Bench, small: bool) -> Res {
+    let shapes: &[(&str, usize, usize, usize)] = if small {
+        &[("tiny", 64, 136, 64)]
+    } else {
+        &[
+            ("qwen0.5b", 4096, 4864, 896),
+            ("llama8b", 4096, 14336, 4096),
+        ]
+    };
+    println!();
+    println!("| swiglu   | m     × n     × k     | fused ms | TFLOP/s | unfused ms | fused/unfused | cuBLAS+swiglu ms | fused/(cuBLAS+swiglu) |");
+    println!("|----------|-----------------------|----------|---------|------------|---------------|------------------|-----------------------|");
+    for &(label, m, n, k) in shapes {
+        let x = filled::<Bf16>(&b.stream, m * k, 1)?;
+        let wg = filled::<Bf16>(&b.stream, n * k, 2)?;
+        let wu = filled::<Bf16>(&b.stream, n * k, 3)?;
+        let mut out = Buffer::<Bf16>::zeros(&b.stream, m * n)?;
+        let fused = b.time(|s| Ok(gemm_swiglu(s, &x, &wg, &wu, &mut out, m, n, k)?))?;
+        let shape = GemmShape::new(Layout::Nt, m, n, k);
+        let epi = Epilogue::default();
+        let (mut gate, mut up) = (
+            Buffer::<Bf16>::zeros(&b.stream, m * n)?,
+            Buffer::<Bf16>::zeros(&b.stream, m * n)?,
+        );
+        let swiglu_ms = b.time(|s| Ok(swiglu(s, &gate, &up, &mut out)?))?;
+        let unfused = b.time(|s| {
+            gemm(s, &shape, &x, &wg, &mut gate, &epi, Math::Fp32)?;
+            gemm(s, &shape, &x, &wu, &mut up, &epi, Math::Fp32)?;
+            Ok(swiglu(s, &gate, &up, &mut out)?)
+        })?;
+        let theirs = match &b.blas {
+            Some(blas) => {
+                let stacked = GemmShape::new(Layout::Nt, m, 2 * n, k);
+                let t = blas.time(Kind::Bf16, &stacked, b.warmup, b.runs)? + swiglu_ms;
+                format!("{t:>16.3} | {:>21.2}", t / fused)
+            }
+            None => format!("{:>16} | {:>21}", "-", "-"),
+        };
+        let tflops = 4.0 * (m * n * k) as f64 / (fused * 1e-3) / 1e12;
+        println!(
+            "| {label:<8} | {m:>5} × {n:>5} × {k:>5} | {fused:>8.3} | {tflops:>7.1} | {unfused:>10.3} | {:>13.2} | {theirs} |",
+            unfused / fused
+        );
+    }
+    Ok(())
+}
+
 /// The problems: (label, shape).
 fn problems(small: bool) -> Vec<(String, GemmShape)> {
     let sq: &[usize] = if small { &[64] } else { &[4096, 8192] };
@@ -252,6 +309,12 @@ fn main() -> Res {
         for (label, shape) in problems(small) {
             row(&b, kind, &label, &shape)?;
         }
+    }
+    if only
+        .as_deref()
+        .is_none_or(|o| o.split(',').any(|w| w == "swiglu"))
+    {
+        swiglu_rows(&b, small)?;
     }
     Ok(())
 }

@@ -3,6 +3,8 @@
 //! `skipping: no CUDA driver/GPU present` and returns where there is none.
 
 mod common_gemm;
+#[path = "common_swiglu/mod.rs"]
+mod common_swiglu;
 
 use common_gemm::*;
 use kernel_runtime::{Bf16, F16};
@@ -293,4 +295,17 @@ fn gpu_every_gemm_kernel_matches_reference_at_small_shapes() {
             check_split::<F16, F16>(&stream, &shape, epi, 2, F16_OUT, 951);
         }
     }
+}
+
+#[test]
+fn gpu_swiglu_matches_reference_and_reruns_bit_identically() {
+    let Some(stream) = gpu() else { return };
+    // 6 × 17 tiles of 128 × 128 outputs, the last row of tiles 10 rows deep.
+    let bf16 = (650, 2176, 256);
+    let once = common_swiglu::check::<Bf16>(&stream, bf16, 11, 0.125, 1.0 / 128.0, false);
+    let again = common_swiglu::check::<Bf16>(&stream, bf16, 11, 0.125, 1.0 / 128.0, false);
+    assert!(once == again, "two runs differ");
+    common_swiglu::check::<F16>(&stream, (300, 520, 1024), 12, 1.0 / 64.0, 1.0 / 1024.0, false);
+    // An odd width: one element at a time.
+    common_swiglu::check::<Bf16>(&stream, (129, 1001, 72), 13, 0.125, 1.0 / 128.0, false);
 }

@@ -201,7 +201,7 @@ fn gemm_instances_assemble_without_spills() {
     assert_eq!(check(&ptxas, &ported("gemm_mma__"), most), 15 * 4, "mma");
 }
 
-/// The `#[kernel]` Hopper GEMM, sm_90a only: in every instance (the split-k ones too) each
+/// The `#[kernel]` Hopper GEMM, sm_90a only: in every instance (split-k and SwiGLU too) each
 /// consumer's 128 accumulators stay in registers across the k loop (no spills, no stack),
 /// within the 168 a thread of its 384-thread block holds at launch (the consumers take more
 /// with `setmaxnreg` after).
@@ -214,8 +214,8 @@ fn tma_wgmma_gemm_keeps_its_accumulator_in_registers() {
         .collect();
     assert_eq!(
         instances.len(),
-        18,
-        "bf16 and f16 whole tiles (two outputs) and split-k, three layouts"
+        20,
+        "bf16 and f16 whole tiles (two outputs) and split-k, three layouts, and SwiGLU"
     );
     for k in instances {
         let ptx = kernel_dsl::emit::emit(&k.kernel(), Target::Sm90a).expect("emits for sm_90a");

@@ -10,7 +10,8 @@
 //! instance on its own). The `wgmma` GEMM fed by `cp.async`, for strides the copy engine cannot
 //! address, is still written with the builder in `kernels-gen` and built by this crate's build
 //! script for the enabled targets. [`select`] picks the kernel; [`gemm`] checks, selects and
-//! launches; [`reference`] is the f64 CPU reference the tests compare with.
+//! launches; [`gemm_swiglu`] is a gated MLP's two projections and SwiGLU in one op (one launch
+//! on Hopper); [`reference`] is the f64 CPU reference the tests compare with.
 
 mod epilogue;
 // `#[device]` epilogue helpers, before the kernels that call them.
@@ -24,6 +25,7 @@ mod select;
 mod simt_kernel;
 mod split_k;
 mod split_reduce_kernel;
+mod swiglu;
 mod tma_wgmma;
 mod tma_wgmma_kernel;
 
@@ -32,6 +34,7 @@ pub use kernels_gen::gemm::Layout;
 pub use layout::GemmShape;
 pub use ops::{gemm, gemm_split_k, gemm_with_plan, matmul};
 pub use select::{select, Math, Plan};
+pub use swiglu::gemm_swiglu;
 pub use tma_wgmma::tma_wgmma_bf16_nt;
 
 use crate::codegen::kernel_refs;
@@ -46,7 +49,7 @@ static SIMT: [OpKernel; 3] = OpKernel::instances(simt_kernel::GEMM_SIMT_INSTANCE
 static MMA: [OpKernel; 15] = OpKernel::instances(mma_kernel::GEMM_MMA_INSTANCES);
 static MMA_BUILDER: [OpKernel; 15] = OpKernel::embedded(&built::GEMM_MMA);
 static WGMMA: [OpKernel; 12] = OpKernel::embedded(&built::GEMM_WGMMA);
-static TMA_WGMMA: [OpKernel; 18] = OpKernel::instances(tma_wgmma_kernel::GEMM_TMA_WGMMA_INSTANCES);
+static TMA_WGMMA: [OpKernel; 20] = OpKernel::instances(tma_wgmma_kernel::GEMM_TMA_WGMMA_INSTANCES);
 static SPLIT_REDUCE: [OpKernel; 4] =
     OpKernel::instances(split_reduce_kernel::GEMM_SPLITK_REDUCE_INSTANCES);
 
@@ -57,5 +60,5 @@ pub static KERNELS: &[&OpKernel] = kernel_refs![
     MMA_BUILDER[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14],
     WGMMA[0 1 2 3 4 5 6 7 8 9 10 11],
     SPLIT_REDUCE[0 1 2 3],
-    TMA_WGMMA[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17],
+    TMA_WGMMA[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19],
 ];

@@ -73,10 +73,10 @@ pub fn tma_wgmma_bf16_nt(
     } else {
         0
     };
-    let (half, a_k, b_k, split) = (0, 1, 1, 0);
+    let (half, a_k, b_k, split, glu) = (0, 1, 1, 0, 0);
     gemm_tma_wgmma::<Bf16, f32>(
-        stream, cfg, half, a_k, b_k, split, &map_a, &map_b, c, a, a, m, n, k, n, 0, 1.0, 0.0,
-        flags, 1,
+        stream, cfg, half, a_k, b_k, split, glu, &map_a, &map_b, &map_b, c, a, a, m, n, k, n, 0,
+        1.0, 0.0, flags, 1,
     )?;
     Ok(())
 }

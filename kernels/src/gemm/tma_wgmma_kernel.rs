@@ -7,7 +7,10 @@
 //! (A stored `m × k`) and `B_K` (B stored `n × k`): NN `<1, 0>`, NT `<1, 1>`, TN `<0, 0>`, and
 //! `SPLIT`. The twelve whole-tile instances (`SPLIT` 0) come first, in the order of
 //! `kernels_gen::gemm::wgmma::WGMMA_SPECS`; then the six split-k instances (`SPLIT` 1, f32
-//! output), which store raw sums and so carry none of the epilogue's code. A k-contiguous operand lands as one
+//! output), which store raw sums and so carry none of the epilogue's code; then the two
+//! SwiGLU instances (`GLU` 1, NT, same-type output): B's 256 rows are 128 rows of the gate
+//! weight `b` and the same 128 rows of the up weight `b2`, and the tile's 128 output columns
+//! are `silu(gate) · up`, so one pass over A gives both products. A k-contiguous operand lands as one
 //! box of rows × 64 k; the other as 64-wide blocks over 64 k rows, read through transposed
 //! (MN-major) descriptors, so no operand is rearranged by threads. The maps are 3-D: the batch
 //! is their outer coordinate and the grid's z.
@@ -45,12 +48,13 @@ pub const THREADS: u32 = 384;
 pub const SHARED_BYTES: u32 = 1024 + 4 * (TILE_M + TILE_N) * BK * 2;
 
 #[kernel(crate = crate::lang, block = 384, needs = sm_90a, instances(
-    <bf16, f32, 0, 1, 0, 0>, <bf16, f32, 0, 1, 1, 0>, <bf16, f32, 0, 0, 0, 0>,
-    <bf16, bf16, 0, 1, 0, 0>, <bf16, bf16, 0, 1, 1, 0>, <bf16, bf16, 0, 0, 0, 0>,
-    <f16, f32, 1, 1, 0, 0>, <f16, f32, 1, 1, 1, 0>, <f16, f32, 1, 0, 0, 0>,
-    <f16, f16, 1, 1, 0, 0>, <f16, f16, 1, 1, 1, 0>, <f16, f16, 1, 0, 0, 0>,
-    <bf16, f32, 0, 1, 0, 1>, <bf16, f32, 0, 1, 1, 1>, <bf16, f32, 0, 0, 0, 1>,
-    <f16, f32, 1, 1, 0, 1>, <f16, f32, 1, 1, 1, 1>, <f16, f32, 1, 0, 0, 1>,
+    <bf16, f32, 0, 1, 0, 0, 0>, <bf16, f32, 0, 1, 1, 0, 0>, <bf16, f32, 0, 0, 0, 0, 0>,
+    <bf16, bf16, 0, 1, 0, 0, 0>, <bf16, bf16, 0, 1, 1, 0, 0>, <bf16, bf16, 0, 0, 0, 0, 0>,
+    <f16, f32, 1, 1, 0, 0, 0>, <f16, f32, 1, 1, 1, 0, 0>, <f16, f32, 1, 0, 0, 0, 0>,
+    <f16, f16, 1, 1, 0, 0, 0>, <f16, f16, 1, 1, 1, 0, 0>, <f16, f16, 1, 0, 0, 0, 0>,
+    <bf16, f32, 0, 1, 0, 1, 0>, <bf16, f32, 0, 1, 1, 1, 0>, <bf16, f32, 0, 0, 0, 1, 0>,
+    <f16, f32, 1, 1, 0, 1, 0>, <f16, f32, 1, 1, 1, 1, 0>, <f16, f32, 1, 0, 0, 1, 0>,
+    <bf16, bf16, 0, 1, 1, 0, 1>, <f16, f16, 1, 1, 1, 0, 1>,
 ))]
 pub fn gemm_tma_wgmma<
     T: Element,
@@ -59,9 +63,11 @@ pub fn gemm_tma_wgmma<
     const A_K: u32,
     const B_K: u32,
     const SPLIT: u32,
+    const GLU: u32,
 >(
     a: &TensorMap<T, 3>,
     b: &TensorMap<T, 3>,
+    b2: &TensorMap<T, 3>,
     c: &mut [O],
     bias: &[T],
     residual: &[T],
@@ -88,7 +94,9 @@ pub fn gemm_tma_wgmma<
     let at = align_index(smem, 1024);
     let t = thread_idx().x;
     let slabs = (k + 63) / 64;
-    let tiles_n = (n + 255) / 256;
+    // A SwiGLU tile is 128 output columns: 128 rows of each weight fill the 256 of B.
+    let tn = if GLU == 1 { 128 } else { 256 };
+    let tiles_n = (n + tn - 1) / tn;
     let tiles = (m + 127) / 128 * tiles_n;
     // Work item i is tile i % tiles over k-range i / tiles, each range `per` slabs deep.
     let items = tiles * splits;
@@ -111,7 +119,7 @@ pub fn gemm_tma_wgmma<
             while item < items {
                 let tile = item % tiles;
                 let m0 = tile / tiles_n * 128;
-                let n0 = tile % tiles_n * 256;
+                let n0 = tile % tiles_n * tn;
                 let first = (item / tiles * per).min(slabs);
                 let end = (first + per).min(slabs);
                 let mut s = first;
@@ -139,7 +147,10 @@ pub fn gemm_tma_wgmma<
                             );
                         }
                     }
-                    if B_K == 1 {
+                    if GLU == 1 {
+                        tma_load(smem, st + 8192, b, [k0, n0, z], full, stage);
+                        tma_load(smem, st + 16384, b2, [k0, n0, z], full, stage);
+                    } else if B_K == 1 {
                         tma_load(smem, st + 8192, b, [k0, n0, z], full, stage);
                     } else {
                         for blk in 0..4 {
@@ -173,7 +184,7 @@ pub fn gemm_tma_wgmma<
             let tile = item % tiles;
             let range = item / tiles;
             let m0 = tile / tiles_n * 128 + (wg - 1) * 64;
-            let n0 = tile % tiles_n * 256;
+            let n0 = tile % tiles_n * tn;
             let first = (range * per).min(slabs);
             let end = (first + per).min(slabs);
             let mut acc = [0.0f32; 128];
@@ -225,7 +236,47 @@ pub fn gemm_tma_wgmma<
             let c = &mut c[(range * batches + z) as u64 * stride_c as u64..];
             let r0 = m0 + 16 * warp + g;
             let c0 = n0 + 2 * p;
-            if pairs {
+            if GLU == 1 {
+                // Column block j < 16 holds gate columns, j + 16 the up columns beside them.
+                let top_in = r0 < m;
+                let low_in = r0 + 8 < m;
+                for j in 0..16 {
+                    let col = c0 + 8 * j;
+                    let g = 4 * j;
+                    let u = 4 * j + 64;
+                    let top = [
+                        gemm_silu(acc[g]) * acc[u],
+                        gemm_silu(acc[g + 1]) * acc[u + 1],
+                    ];
+                    let low = [
+                        gemm_silu(acc[g + 2]) * acc[u + 2],
+                        gemm_silu(acc[g + 3]) * acc[u + 3],
+                    ];
+                    if pairs {
+                        if col < n {
+                            if top_in {
+                                let out = &mut c[r0 * ldc..];
+                                out.store_vec::<2>(col, [top[0] as O, top[1] as O]);
+                            }
+                            if low_in {
+                                let out = &mut c[(r0 + 8) * ldc..];
+                                out.store_vec::<2>(col, [low[0] as O, low[1] as O]);
+                            }
+                        }
+                    } else {
+                        for e in 0..2 {
+                            if col + e < n {
+                                if top_in {
+                                    c[r0 * ldc + col + e] = top[e] as O;
+                                }
+                                if low_in {
+                                    c[(r0 + 8) * ldc + col + e] = low[e] as O;
+                                }
+                            }
+                        }
+                    }
+                }
+            } else if pairs {
                 // The thread's two rows as bases, so each pair is a constant offset from one
                 // (the bases of rows past m are formed but never stored through).
                 let top = &mut c[r0 * ldc + c0..];
