@@ -305,7 +305,14 @@ fn gpu_swiglu_matches_reference_and_reruns_bit_identically() {
     let once = common_swiglu::check::<Bf16>(&stream, bf16, 11, 0.125, 1.0 / 128.0, false);
     let again = common_swiglu::check::<Bf16>(&stream, bf16, 11, 0.125, 1.0 / 128.0, false);
     assert!(once == again, "two runs differ");
-    common_swiglu::check::<F16>(&stream, (300, 520, 1024), 12, 1.0 / 64.0, 1.0 / 1024.0, false);
+    common_swiglu::check::<F16>(
+        &stream,
+        (300, 520, 1024),
+        12,
+        1.0 / 64.0,
+        1.0 / 1024.0,
+        false,
+    );
     // An odd width: one element at a time.
     common_swiglu::check::<Bf16>(&stream, (129, 1001, 72), 13, 0.125, 1.0 / 128.0, false);
 }
