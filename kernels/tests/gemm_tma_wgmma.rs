@@ -32,6 +32,12 @@ fn tma_wgmma_gemm_walks_several_tiles_from_one_persistent_block() {
 }
 
 #[test]
+fn tma_wgmma_gemm_covers_every_tile_of_a_short_last_group_of_rows() {
+    // Ten row tiles: a group of eight walked a column at a time, then a group of two.
+    common_tma_wgmma::check(&hopper(), 1160, 260, 64, 4);
+}
+
+#[test]
 fn tma_wgmma_gemm_refuses_buffers_of_the_wrong_length_before_launch() {
     let s = hopper();
     let a = Buffer::from_host(&s, &[Bf16::from_f32(1.0); 4 * 16]).unwrap();

@@ -24,15 +24,16 @@
 //! those `wgmma`s have retired its first thread releases the stage. So the tensor cores never
 //! wait on a block barrier, and the copies of the next slabs run while a slab is multiplied.
 //!
-//! Blocks are persistent: block `b` takes tiles `b, b + grid, …` (n fastest), so one block per
-//! SM overlaps a tile's stores with the copies of its next tile. With `splits` above 1
+//! Blocks are persistent: block `b` takes tiles `b, b + grid, …` (in groups of eight row tiles
+//! walked a column at a time, [`tile_at`]), so one block per SM overlaps a tile's stores with
+//! the copies of its next tile. With `splits` above 1
 //! (split-k, for problems whose tiles leave SMs idle) work item `i` is tile `i % tiles` over the
 //! `i / tiles`-th range of k, and its raw sums go to matrix `range · batches + z` of `c`, the
 //! f32 partials that `split_reduce_kernel.rs` adds in order. The copy engine zero-fills
 //! boxes that overhang the matrices, so ragged m, n and k need bounds checks only when C is
 //! written.
 
-use kernel_macros::kernel;
+use kernel_macros::{device, kernel};
 
 /// Output rows per tile (two consumer warpgroups of 64).
 pub const TILE_M: u32 = 128;
@@ -46,6 +47,19 @@ pub const MN_BOX: u32 = 64;
 pub const THREADS: u32 = 384;
 /// Dynamic shared memory: 1 KiB of slack to align the stages, then four slabs of A and B.
 pub const SHARED_BYTES: u32 = 1024 + 4 * (TILE_M + TILE_N) * BK * 2;
+
+/// Tile `tile`'s row and column among `tiles_m × tiles_n`, numbered in groups of eight row
+/// tiles walked a column at a time: the 132 or so tiles resident at once then share
+/// a few row blocks of A and column blocks of B, which stay in L2, rather than one row block
+/// and every column block of B.
+#[device(crate = crate::lang)]
+fn tile_at(tile: u32, tiles_m: u32, tiles_n: u32) -> [u32; 2] {
+    let per_group = 8 * tiles_n;
+    let first = tile / per_group * 8;
+    let rows = min(tiles_m - first, 8);
+    let within = tile % per_group;
+    [first + within % rows, within / rows]
+}
 
 #[kernel(crate = crate::lang, block = 384, needs = sm_90a, instances(
     <bf16, f32, 0, 1, 0, 0, 0>, <bf16, f32, 0, 1, 1, 0, 0>, <bf16, f32, 0, 0, 0, 0, 0>,
@@ -97,7 +111,8 @@ pub fn gemm_tma_wgmma<
     // A SwiGLU tile is 128 output columns: 128 rows of each weight fill the 256 of B.
     let tn = if GLU == 1 { 128 } else { 256 };
     let tiles_n = (n + tn - 1) / tn;
-    let tiles = (m + 127) / 128 * tiles_n;
+    let tiles_m = (m + 127) / 128;
+    let tiles = tiles_m * tiles_n;
     // Work item i is tile i % tiles over k-range i / tiles, each range `per` slabs deep.
     let items = tiles * splits;
     let per = (slabs + splits - 1) / splits;
@@ -118,8 +133,9 @@ pub fn gemm_tma_wgmma<
             let mut item = block_idx().x;
             while item < items {
                 let tile = item % tiles;
-                let m0 = tile / tiles_n * 128;
-                let n0 = tile % tiles_n * tn;
+                let origin = tile_at(tile, tiles_m, tiles_n);
+                let m0 = origin[0] * 128;
+                let n0 = origin[1] * tn;
                 let first = (item / tiles * per).min(slabs);
                 let end = (first + per).min(slabs);
                 let mut s = first;
@@ -183,8 +199,9 @@ pub fn gemm_tma_wgmma<
         while item < items {
             let tile = item % tiles;
             let range = item / tiles;
-            let m0 = tile / tiles_n * 128 + (wg - 1) * 64;
-            let n0 = tile % tiles_n * tn;
+            let origin = tile_at(tile, tiles_m, tiles_n);
+            let m0 = origin[0] * 128 + (wg - 1) * 64;
+            let n0 = origin[1] * tn;
             let first = (range * per).min(slabs);
             let end = (first + per).min(slabs);
             let mut acc = [0.0f32; 128];
