@@ -58,7 +58,7 @@ fn swiglu_refuses_bad_shapes_and_unfused_f16_before_launch() {
     let s = on(Target::Sm90a);
     let zeros = |n: usize| Buffer::<Bf16>::zeros(&s, n).expect("alloc");
     let (x, w) = (zeros(4 * 8), zeros(6 * 8));
-    let mut out = Buffer::from_host(&s, &vec![Bf16::from_f32(7.0); 4 * 6]).expect("upload");
+    let mut out = Buffer::from_host(&s, &[Bf16::from_f32(7.0); 4 * 6]).expect("upload");
     let short = zeros(5 * 8);
     let e = kernels::gemm::gemm_swiglu(&s, &x, &short, &w, &mut out, 4, 6, 8).unwrap_err();
     assert!(e.to_string().contains("w_gate"), "{e}");

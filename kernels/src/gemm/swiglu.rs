@@ -10,10 +10,11 @@ use super::epilogue::Epilogue;
 use super::layout::GemmShape;
 use super::ops::gemm;
 use super::select::Math;
-use super::tma_wgmma_kernel::{gemm_tma_wgmma, BK, SHARED_BYTES, THREADS, TILE_M, TILE_N};
+use super::tma_wgmma::k_major_map;
+use super::tma_wgmma_kernel::{gemm_tma_wgmma, SHARED_BYTES, THREADS, TILE_M, TILE_N};
 use super::Layout;
 use crate::{check_len, Error, Float, FloatType};
-use kernel_runtime::{Buffer, LaunchConfig, Stream, TensorMap, TensorSwizzle, TensorTiling};
+use kernel_runtime::{Buffer, LaunchConfig, Stream};
 use kernels_gen::gemm::epilogue::FLAG_PLAIN_PAIRS;
 
 const OP: &str = "gemm_swiglu";
@@ -100,21 +101,9 @@ fn fused<T: Float>(
     out: &mut Buffer<T>,
     [m, n, k]: [u32; 3],
 ) -> Result<(), Error> {
-    let map = |buf: &Buffer<T>, rows: u32, box_rows: u32| {
-        let tiling = TensorTiling::matrix(
-            rows as u64,
-            k as u64,
-            k as u64,
-            box_rows,
-            BK,
-            TensorSwizzle::B128,
-        )
-        .batched(1, rows as u64 * k as u64);
-        TensorMap::tiled(buf.view(), &tiling)
-    };
-    let map_x = map(x, m, TILE_M)?;
-    let map_gate = map(w_gate, n, GLU_TILE_N)?;
-    let map_up = map(w_up, n, GLU_TILE_N)?;
+    let map_x = k_major_map(x, m, k, TILE_M)?;
+    let map_gate = k_major_map(w_gate, n, k, GLU_TILE_N)?;
+    let map_up = k_major_map(w_up, n, k, GLU_TILE_N)?;
     let tiles = m.div_ceil(TILE_M) * n.div_ceil(GLU_TILE_N);
     let sms = stream.device().props().sm_count.max(1);
     let config = LaunchConfig {

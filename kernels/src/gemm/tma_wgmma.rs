@@ -3,7 +3,7 @@
 //! per SM, over the 128×256 tiles.
 
 use super::tma_wgmma_kernel::{gemm_tma_wgmma, BK, SHARED_BYTES, THREADS, TILE_M, TILE_N};
-use crate::{check_len, Error};
+use crate::{check_len, Error, Float};
 use kernel_runtime::{Bf16, Buffer, LaunchConfig, Stream, TensorMap, TensorSwizzle, TensorTiling};
 use kernels_gen::gemm::epilogue::FLAG_PLAIN_PAIRS;
 
@@ -46,19 +46,7 @@ pub fn tma_wgmma_bf16_nt(
     check_len(OP, "a", a.len(), mu * ku, || format!("m × k = {m} × {k}"))?;
     check_len(OP, "b", b.len(), nu * ku, || format!("n × k = {n} × {k}"))?;
     check_len(OP, "c", c.len(), mu * nu, || format!("m × n = {m} × {n}"))?;
-    let map = |buf: &Buffer<Bf16>, rows: u32, tile: u32| {
-        let tiling = TensorTiling::matrix(
-            rows as u64,
-            k as u64,
-            k as u64,
-            tile,
-            BK,
-            TensorSwizzle::B128,
-        )
-        .batched(1, rows as u64 * k as u64);
-        TensorMap::tiled(buf.view(), &tiling)
-    };
-    let (map_a, map_b) = (map(a, m, TILE_M)?, map(b, n, TILE_N)?);
+    let (map_a, map_b) = (k_major_map(a, m, k, TILE_M)?, k_major_map(b, n, k, TILE_N)?);
     let tiles = n.div_ceil(TILE_N) * m.div_ceil(TILE_M);
     let sms = stream.device().props().sm_count.max(1);
     let cfg = LaunchConfig {
@@ -79,4 +67,19 @@ pub fn tma_wgmma_bf16_nt(
         1.0, 0.0, flags, 1,
     )?;
     Ok(())
+}
+
+/// The tensor map over a row-major `rows × k` operand (k contiguous, one batch), in boxes of
+/// `box_rows` rows by one 64-deep slab, 128-byte swizzled, as the kernel's k-contiguous
+/// operands land.
+pub(super) fn k_major_map<T: Float>(
+    buf: &Buffer<T>,
+    rows: u32,
+    k: u32,
+    box_rows: u32,
+) -> Result<TensorMap, Error> {
+    let (rows, k) = (rows as u64, k as u64);
+    let tiling =
+        TensorTiling::matrix(rows, k, k, box_rows, BK, TensorSwizzle::B128).batched(1, rows * k);
+    Ok(TensorMap::tiled(buf.view(), &tiling)?)
 }
