@@ -15,7 +15,8 @@
 //! ```
 //!
 //! `BENCH_KINDS=swiglu` times `gemm_swiglu` against the unfused form and cuBLAS (see
-//! [`swiglu_rows`]).
+//! [`swiglu_rows`]); `BENCH_KINDS=epilogue` the fused bias + activation and residual
+//! epilogues against a GEMM followed by an elementwise kernel ([`epilogue_rows`]).
 //!
 //! Shapes: 4096³ and 8192³; a linear layer of 4096 tokens × 4864 outputs × 896 inputs (and its
 //! transpose) forward (`y = x·Wᵀ`, NT) with both gradients (`dx = dy·W`, NN; `dW = dyᵀ·x`,
@@ -23,9 +24,10 @@
 
 use kernel_dsl::Target;
 use kernel_runtime::{Bf16, Buffer, Device, Stream};
-use kernels::elementwise::swiglu;
+use kernels::elementwise::{add, gelu_tanh, silu, swiglu};
 use kernels::gemm::{
-    gemm, gemm_swiglu, gemm_with_plan, select, tma_wgmma_bf16_nt, Epilogue, GemmShape, Layout, Math,
+    gemm, gemm_swiglu, gemm_with_plan, select, tma_wgmma_bf16_nt, Activation, Epilogue, GemmShape,
+    Layout, Math,
 };
 use kernels::Float;
 use std::error::Error;
@@ -236,6 +238,74 @@ fn swiglu_rows(b: &Bench, small: bool) -> Res {
     Ok(())
 }
 
+/// bf16 GEMMs with a fused epilogue (bias + GELU, bias + SiLU, residual add), beside our
+/// plain GEMM followed by our elementwise kernel, and cuBLAS's plain GEMM followed by the same
+/// elementwise kernel (each part timed on its own in the same process, the times added). The
+/// elementwise stand-ins apply the activation (or the add) but no bias, so both unfused
+/// columns are lower bounds for an unfused bias + activation.
+fn epilogue_rows(b: &Bench, small: bool) -> Res {
+    let shapes: &[(usize, usize, usize)] = if small {
+        &[(48, 40, 24)]
+    } else {
+        &[(4096, 4864, 896), (4096, 896, 4864)]
+    };
+    println!();
+    println!("| epilogue  | m     × n     × k     | fused ms | ours + elementwise ms | fused/(ours+elementwise) | cuBLAS + elementwise ms | fused/(cuBLAS+elementwise) |");
+    println!("|-----------|-----------------------|----------|-----------------------|--------------------------|-------------------------|----------------------------|");
+    for &(m, n, k) in shapes {
+        let shape = GemmShape::new(Layout::Nt, m, n, k);
+        let (a, bb, mut c) = operands::<Bf16, Bf16>(b, &shape)?;
+        let bias = filled::<Bf16>(&b.stream, n, 4)?;
+        let residual = filled::<Bf16>(&b.stream, m * n, 5)?;
+        let mut out = Buffer::<Bf16>::zeros(&b.stream, m * n)?;
+        let plain = Epilogue::default();
+        let plain_ms = b.time(|s| Ok(gemm(s, &shape, &a, &bb, &mut c, &plain, Math::Fp32)?))?;
+        let blas_ms = match &b.blas {
+            Some(blas) => Some(blas.time(Kind::Bf16, &shape, b.warmup, b.runs)?),
+            None => None,
+        };
+        let cases = [
+            (
+                "bias+gelu",
+                Epilogue::default()
+                    .with_bias(&bias)
+                    .with_activation(Activation::GeluTanh),
+            ),
+            (
+                "bias+silu",
+                Epilogue::default()
+                    .with_bias(&bias)
+                    .with_activation(Activation::Silu),
+            ),
+            ("residual", Epilogue::default().with_residual(&residual)),
+        ];
+        for (label, epi) in cases {
+            let fused = b.time(|s| Ok(gemm(s, &shape, &a, &bb, &mut c, &epi, Math::Fp32)?))?;
+            let elementwise = b.time(|s| {
+                match label {
+                    "bias+gelu" => gelu_tanh(s, &c, &mut out)?,
+                    "bias+silu" => silu(s, &c, &mut out)?,
+                    _ => add(s, &c, &residual, &mut out)?,
+                }
+                Ok(())
+            })?;
+            let ours = plain_ms + elementwise;
+            let theirs = match blas_ms {
+                Some(t) => {
+                    let t = t + elementwise;
+                    format!("{t:>23.3} | {:>26.2}", t / fused)
+                }
+                None => format!("{:>23} | {:>26}", "-", "-"),
+            };
+            println!(
+                "| {label:<9} | {m:>5} × {n:>5} × {k:>5} | {fused:>8.3} | {ours:>21.3} | {:>24.2} | {theirs} |",
+                ours / fused
+            );
+        }
+    }
+    Ok(())
+}
+
 /// The problems: (label, shape).
 fn problems(small: bool) -> Vec<(String, GemmShape)> {
     let sq: &[usize] = if small { &[64] } else { &[4096, 8192] };
@@ -315,6 +385,12 @@ fn main() -> Res {
         .is_none_or(|o| o.split(',').any(|w| w == "swiglu"))
     {
         swiglu_rows(&b, small)?;
+    }
+    if only
+        .as_deref()
+        .is_none_or(|o| o.split(',').any(|w| w == "epilogue"))
+    {
+        epilogue_rows(&b, small)?;
     }
     Ok(())
 }
