@@ -19,6 +19,9 @@ pub const FLAG_VEC_B: u32 = 32;
 /// `C = A·B` exactly (α = 1, β = 0, nothing fused) with even `ldc` and batch stride, so two
 /// adjacent output elements can be stored as one aligned pair.
 pub const FLAG_PLAIN_PAIRS: u32 = 64;
+/// Even `n`, `ldc` and batch stride: any epilogue of the `#[kernel]` TMA GEMM may read and store
+/// two adjacent output columns (and the bias and residual beside them) as one aligned pair.
+pub const FLAG_COLUMN_PAIRS: u32 = 128;
 
 /// The epilogue's inputs inside a kernel, with its uniform predicates computed once.
 pub struct EpilogueCode {

@@ -100,11 +100,52 @@ fn finish<T, O>(
     c[idx] = v as O;
 }
 
+/// [`finish`] for the output pair `idx`, `idx + 1` (`idx` even, the pitches even, so both
+/// are one aligned vector): the old C and the residual read as pairs and one store. `bias` is
+/// the pair's two bias values, loaded once by the caller for the rows that share them.
+#[device(crate = crate::lang)]
+fn finish_pair<T, O>(
+    c: &mut [O],
+    residual: &[T],
+    idx: u32,
+    bias: [f32; 2],
+    acc: [f32; 2],
+    alpha: f32,
+    beta: f32,
+    parts: [bool; 4],
+) {
+    let mut v = [alpha * acc[0], alpha * acc[1]];
+    if beta != 0.0 {
+        let old = c.load_vec::<2>(idx);
+        for e in 0..2 {
+            v[e] = beta.mul_add(old[e] as f32, v[e]);
+        }
+    }
+    for e in 0..2 {
+        if parts[0] {
+            v[e] = v[e] + bias[e];
+        }
+        if parts[2] {
+            v[e] = gemm_silu(v[e]);
+        }
+        if parts[3] {
+            v[e] = gemm_gelu_tanh(v[e]);
+        }
+    }
+    if parts[1] {
+        let r = residual.load_vec::<2>(idx);
+        for e in 0..2 {
+            v[e] = v[e] + r[e] as f32;
+        }
+    }
+    c.store_vec::<2>(idx, [v[0] as O, v[1] as O]);
+}
+
 #[cfg(test)]
 mod tests {
     use kernels_gen::gemm::epilogue::{
-        ACT_GELU_TANH, ACT_SHIFT, ACT_SILU, FLAG_BIAS, FLAG_PLAIN_PAIRS, FLAG_RESIDUAL, FLAG_VEC_A,
-        FLAG_VEC_B,
+        ACT_GELU_TANH, ACT_SHIFT, ACT_SILU, FLAG_BIAS, FLAG_COLUMN_PAIRS, FLAG_RESIDUAL,
+        FLAG_VEC_A, FLAG_VEC_B,
     };
 
     /// The `#[kernel]` GEMMs test the flags with literals (a kernel cannot name a host
@@ -114,7 +155,9 @@ mod tests {
         assert_eq!((FLAG_BIAS, FLAG_RESIDUAL), (1, 2));
         assert_eq!((ACT_SHIFT, ACT_SILU, ACT_GELU_TANH), (2, 1, 2));
         assert_eq!((FLAG_VEC_A, FLAG_VEC_B), (16, 32));
-        // The TMA GEMM's column pairs.
-        assert_eq!(FLAG_PLAIN_PAIRS, 64);
+        // The TMA GEMM's column pairs, and the mask of the epilogue's parts it tests for a
+        // plain product.
+        assert_eq!(FLAG_COLUMN_PAIRS, 128);
+        assert_eq!(FLAG_BIAS | FLAG_RESIDUAL | (3 << ACT_SHIFT), 15);
     }
 }

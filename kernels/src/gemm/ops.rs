@@ -15,7 +15,7 @@ use crate::FloatType;
 use kernel_runtime::{
     Buffer, KernelArg, LaunchConfig, Stream, TensorMap, TensorSwizzle, TensorTiling,
 };
-use kernels_gen::gemm::epilogue::{FLAG_PLAIN_PAIRS, FLAG_VEC_A, FLAG_VEC_B};
+use kernels_gen::gemm::epilogue::{FLAG_COLUMN_PAIRS, FLAG_PLAIN_PAIRS, FLAG_VEC_A, FLAG_VEC_B};
 use kernels_gen::gemm::Layout;
 use std::any::Any;
 
@@ -232,8 +232,11 @@ fn run<T: Float, O: Float>(
     if vector_ok(b_cols, shape.ldb, shape.stride_b, shape.batch, v) {
         flags |= FLAG_VEC_B;
     }
-    if epilogue.is_plain() && vector_ok(shape.n, shape.ldc, shape.stride_c, shape.batch, 2) {
-        flags |= FLAG_PLAIN_PAIRS;
+    if vector_ok(shape.n, shape.ldc, shape.stride_c, shape.batch, 2) {
+        flags |= FLAG_COLUMN_PAIRS;
+        if epilogue.is_plain() {
+            flags |= FLAG_PLAIN_PAIRS;
+        }
     }
     let maps = plan
         .tensor_maps
@@ -525,7 +528,7 @@ impl SplitLaunch {
             ..*shape
         };
         let pairs = if shape.n.is_multiple_of(2) {
-            FLAG_PLAIN_PAIRS
+            FLAG_COLUMN_PAIRS
         } else {
             0
         };

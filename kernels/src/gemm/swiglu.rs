@@ -15,7 +15,7 @@ use super::tma_wgmma_kernel::{gemm_tma_wgmma, SHARED_BYTES, THREADS, TILE_M, TIL
 use super::Layout;
 use crate::{check_len, Error, Float, FloatType};
 use kernel_runtime::{Buffer, LaunchConfig, Stream};
-use kernels_gen::gemm::epilogue::FLAG_PLAIN_PAIRS;
+use kernels_gen::gemm::epilogue::FLAG_COLUMN_PAIRS;
 
 const OP: &str = "gemm_swiglu";
 
@@ -113,7 +113,7 @@ fn fused<T: Float>(
     };
     // Column pairs are stored at once where every row starts 4-byte aligned.
     let flags = if n.is_multiple_of(2) {
-        FLAG_PLAIN_PAIRS
+        FLAG_COLUMN_PAIRS
     } else {
         0
     };

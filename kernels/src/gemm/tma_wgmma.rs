@@ -5,7 +5,7 @@
 use super::tma_wgmma_kernel::{gemm_tma_wgmma, BK, SHARED_BYTES, THREADS, TILE_M, TILE_N};
 use crate::{check_len, Error, Float};
 use kernel_runtime::{Bf16, Buffer, LaunchConfig, Stream, TensorMap, TensorSwizzle, TensorTiling};
-use kernels_gen::gemm::epilogue::FLAG_PLAIN_PAIRS;
+use kernels_gen::gemm::epilogue::FLAG_COLUMN_PAIRS;
 
 const OP: &str = "tma_wgmma_bf16_nt";
 
@@ -57,7 +57,7 @@ pub fn tma_wgmma_bf16_nt(
     // A plain product (α = 1, β = 0, no bias or residual; `a` stands in for those unread
     // buffers), whose column pairs are stored at once where n is even.
     let flags = if n.is_multiple_of(2) {
-        FLAG_PLAIN_PAIRS
+        FLAG_COLUMN_PAIRS
     } else {
         0
     };

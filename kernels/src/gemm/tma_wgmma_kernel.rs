@@ -187,9 +187,9 @@ pub fn gemm_tma_wgmma<
         let rows = (wg - 1) * 4096;
         let lead = t % 128 == 0;
         let parts = epilogue_parts(flags);
-        // A plain product with even pitches stores column pairs at once (n is even then, so
-        // a pair is inside the matrix where its first column is).
-        let pairs = flags & 64 != 0;
+        // With even pitches (n, ldc and the batch stride) column pairs are read and stored at
+        // once: a pair is inside the matrix where its first column is.
+        let pairs = flags & 128 != 0;
         // Thread t of the warpgroup holds rows 16·warp + g (+8) and column pairs 8j + 2p.
         let warp = (t / 32) % 4;
         let g = (t % 32) / 4;
@@ -249,64 +249,73 @@ pub fn gemm_tma_wgmma<
             if end > first && lead {
                 mbarrier_arrive(empty, (q - 1) % 4);
             }
+            if GLU == 1 {
+                // Column block j < 16 holds gate columns and j + 16 the up columns beside them,
+                // so the first 64 accumulators become the tile's 128 output columns.
+                for i in 0..64 {
+                    acc[i] = gemm_silu(acc[i]) * acc[i + 64];
+                }
+            }
             // Range r of batch z is matrix r·batches + z of C (one range without split-k).
             let c = &mut c[(range * batches + z) as u64 * stride_c as u64..];
             let r0 = m0 + 16 * warp + g;
             let c0 = n0 + 2 * p;
-            if GLU == 1 {
-                // Column block j < 16 holds gate columns, j + 16 the up columns beside them.
-                let top_in = r0 < m;
-                let low_in = r0 + 8 < m;
-                for j in 0..16 {
-                    let col = c0 + 8 * j;
-                    let g = 4 * j;
-                    let u = 4 * j + 64;
-                    let top = [
-                        gemm_silu(acc[g]) * acc[u],
-                        gemm_silu(acc[g + 1]) * acc[u + 1],
-                    ];
-                    let low = [
-                        gemm_silu(acc[g + 2]) * acc[u + 2],
-                        gemm_silu(acc[g + 3]) * acc[u + 3],
-                    ];
-                    if pairs {
-                        if col < n {
+            let top_in = r0 < m;
+            let low_in = r0 + 8 < m;
+            if pairs {
+                // The thread's two rows as bases, so each pair is a constant offset from one
+                // (the bases of rows past m are formed but never read or stored through).
+                let top = &mut c[r0 * ldc + c0..];
+                let low = &mut c[(r0 + 8) * ldc + c0..];
+                // Split-k partials and SwiGLU outputs are stored as they are, as is a plain
+                // product (α = 1, β = 0, no parts); the rest go through the epilogue.
+                if SPLIT == 0 && GLU == 0 && !(flags & 15 == 0 && alpha == 1.0 && beta == 0.0) {
+                    let res_top = &residual[r0 * ldc + c0..];
+                    let res_low = &residual[(r0 + 8) * ldc + c0..];
+                    for i in 0..32 {
+                        if c0 + 8 * i < n {
+                            // One bias pair serves both rows.
+                            let mut bias_pair = [0.0f32; 2];
+                            if parts[0] {
+                                let b = bias.load_vec::<2>(c0 + 8 * i);
+                                bias_pair[0] = b[0] as f32;
+                                bias_pair[1] = b[1] as f32;
+                            }
                             if top_in {
-                                let out = &mut c[r0 * ldc..];
-                                out.store_vec::<2>(col, [top[0] as O, top[1] as O]);
+                                let pair = [acc[4 * i], acc[4 * i + 1]];
+                                finish_pair(
+                                    top,
+                                    res_top,
+                                    8 * i,
+                                    bias_pair,
+                                    pair,
+                                    alpha,
+                                    beta,
+                                    parts,
+                                );
                             }
                             if low_in {
-                                let out = &mut c[(r0 + 8) * ldc..];
-                                out.store_vec::<2>(col, [low[0] as O, low[1] as O]);
-                            }
-                        }
-                    } else {
-                        for e in 0..2 {
-                            if col + e < n {
-                                if top_in {
-                                    c[r0 * ldc + col + e] = top[e] as O;
-                                }
-                                if low_in {
-                                    c[(r0 + 8) * ldc + col + e] = low[e] as O;
-                                }
+                                let pair = [acc[4 * i + 2], acc[4 * i + 3]];
+                                finish_pair(
+                                    low,
+                                    res_low,
+                                    8 * i,
+                                    bias_pair,
+                                    pair,
+                                    alpha,
+                                    beta,
+                                    parts,
+                                );
                             }
                         }
                     }
-                }
-            } else if pairs {
-                // The thread's two rows as bases, so each pair is a constant offset from one
-                // (the bases of rows past m are formed but never stored through).
-                let top = &mut c[r0 * ldc + c0..];
-                let low = &mut c[(r0 + 8) * ldc + c0..];
-                if m0 + 64 <= m && n0 + 256 <= n {
-                    for i in 0..32 {
+                } else if m0 + 64 <= m && n0 + tn <= n {
+                    for i in 0..(32 - 16 * GLU) {
                         top.store_vec::<2>(8 * i, [acc[4 * i] as O, acc[4 * i + 1] as O]);
                         low.store_vec::<2>(8 * i, [acc[4 * i + 2] as O, acc[4 * i + 3] as O]);
                     }
                 } else {
-                    let top_in = r0 < m;
-                    let low_in = r0 + 8 < m;
-                    for i in 0..32 {
+                    for i in 0..(32 - 16 * GLU) {
                         if c0 + 8 * i < n {
                             if top_in {
                                 top.store_vec::<2>(8 * i, [acc[4 * i] as O, acc[4 * i + 1] as O]);
@@ -319,11 +328,11 @@ pub fn gemm_tma_wgmma<
                     }
                 }
             } else {
-                for i in 0..128 {
+                for i in 0..(128 - 64 * GLU) {
                     let row = r0 + 8 * ((i / 2) % 2);
                     let col = c0 + 8 * (i / 4) + i % 2;
                     if row < m && col < n {
-                        if SPLIT == 1 {
+                        if SPLIT == 1 || GLU == 1 {
                             c[row * ldc + col] = acc[i] as O;
                         } else {
                             finish(
