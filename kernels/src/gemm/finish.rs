@@ -100,45 +100,37 @@ fn finish<T, O>(
     c[idx] = v as O;
 }
 
-/// [`finish`] for the output pair `idx`, `idx + 1` (`idx` even, the pitches even, so both
-/// are one aligned vector): the old C and the residual read as pairs and one store. `bias` is
-/// the pair's two bias values, loaded once by the caller for the rows that share them.
+/// The epilogue of one output from its accumulator and the values it reads, loaded by the
+/// caller (so a tile can issue all its loads before the arithmetic waits on any): `old` is
+/// C's value (read where β ≠ 0), `bias` and `res` the bias and residual (where their parts are
+/// on). The same arithmetic as [`finish`].
 #[device(crate = crate::lang)]
-fn finish_pair<T, O>(
-    c: &mut [O],
-    residual: &[T],
-    idx: u32,
-    bias: [f32; 2],
-    acc: [f32; 2],
+fn epilogue_value(
+    acc: f32,
+    old: f32,
+    bias: f32,
+    res: f32,
     alpha: f32,
     beta: f32,
     parts: [bool; 4],
-) {
-    let mut v = [alpha * acc[0], alpha * acc[1]];
+) -> f32 {
+    let mut v = alpha * acc;
     if beta != 0.0 {
-        let old = c.load_vec::<2>(idx);
-        for e in 0..2 {
-            v[e] = beta.mul_add(old[e] as f32, v[e]);
-        }
+        v = beta.mul_add(old, v);
     }
-    for e in 0..2 {
-        if parts[0] {
-            v[e] = v[e] + bias[e];
-        }
-        if parts[2] {
-            v[e] = gemm_silu(v[e]);
-        }
-        if parts[3] {
-            v[e] = gemm_gelu_tanh(v[e]);
-        }
+    if parts[0] {
+        v = v + bias;
+    }
+    if parts[2] {
+        v = gemm_silu(v);
+    }
+    if parts[3] {
+        v = gemm_gelu_tanh(v);
     }
     if parts[1] {
-        let r = residual.load_vec::<2>(idx);
-        for e in 0..2 {
-            v[e] = v[e] + r[e] as f32;
-        }
+        v = v + res;
     }
-    c.store_vec::<2>(idx, [v[0] as O, v[1] as O]);
+    v
 }
 
 #[cfg(test)]

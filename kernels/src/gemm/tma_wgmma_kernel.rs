@@ -32,6 +32,14 @@
 //! f32 partials that `split_reduce_kernel.rs` adds in order. The copy engine zero-fills
 //! boxes that overhang the matrices, so ragged m, n and k need bounds checks only when C is
 //! written.
+//!
+//! Where n, ldc and the batch stride are even, each thread stores its outputs as column pairs
+//! from two row bases. A plain product (and split-k, and SwiGLU) stores the accumulators as
+//! they are, unchecked in whole 64 × 256 warpgroup tiles. Any other epilogue works a quarter
+//! of the columns at a time: the quarter's bias pairs, old C and residual pairs are loaded
+//! first, through indices clamped into the matrix so no load waits behind a branch, then
+//! `finish.rs`'s arithmetic runs and the pairs inside the matrix are stored. Odd pitches go
+//! one element at a time.
 
 use kernel_macros::{device, kernel};
 
@@ -270,42 +278,74 @@ pub fn gemm_tma_wgmma<
                 // Split-k partials and SwiGLU outputs are stored as they are, as is a plain
                 // product (α = 1, β = 0, no parts); the rest go through the epilogue.
                 if SPLIT == 0 && GLU == 0 && !(flags & 15 == 0 && alpha == 1.0 && beta == 0.0) {
-                    let res_top = &residual[r0 * ldc + c0..];
-                    let res_low = &residual[(r0 + 8) * ldc + c0..];
-                    for i in 0..32 {
-                        if c0 + 8 * i < n {
-                            // One bias pair serves both rows.
-                            let mut bias_pair = [0.0f32; 2];
-                            if parts[0] {
-                                let b = bias.load_vec::<2>(c0 + 8 * i);
-                                bias_pair[0] = b[0] as f32;
-                                bias_pair[1] = b[1] as f32;
+                    // Loads go through rows and columns clamped into the matrix, so they need
+                    // no branch and a quarter's loads (bias, old C, residual) are all issued
+                    // before its arithmetic waits on any: a tile waits on memory four times
+                    // rather than once a pair. What a clamped load reads is never stored.
+                    let cb = min(c0, n - 2);
+                    let lim = n - 2 - cb;
+                    let top_at = min(r0, m - 1) * ldc + cb;
+                    let low_at = min(r0 + 8, m - 1) * ldc + cb;
+                    let old_top = &mut c[top_at..];
+                    let old_low = &mut c[low_at..];
+                    let res_top = &residual[top_at..];
+                    let res_low = &residual[low_at..];
+                    let bias = &bias[cb..];
+                    for h in 0..4 {
+                        let mut bias_q = [0.0f32; 16];
+                        if parts[0] {
+                            for j in 0..8 {
+                                // One bias pair serves both rows.
+                                let b = bias.load_vec::<2>(min(8 * (8 * h + j), lim));
+                                bias_q[2 * j] = b[0] as f32;
+                                bias_q[2 * j + 1] = b[1] as f32;
                             }
-                            if top_in {
-                                let pair = [acc[4 * i], acc[4 * i + 1]];
-                                finish_pair(
-                                    top,
-                                    res_top,
-                                    8 * i,
-                                    bias_pair,
-                                    pair,
-                                    alpha,
-                                    beta,
-                                    parts,
-                                );
+                        }
+                        let mut old = [0.0f32; 32];
+                        if beta != 0.0 {
+                            for j in 0..8 {
+                                let at = min(8 * (8 * h + j), lim);
+                                let t = old_top.load_vec::<2>(at);
+                                let l = old_low.load_vec::<2>(at);
+                                old[4 * j] = t[0] as f32;
+                                old[4 * j + 1] = t[1] as f32;
+                                old[4 * j + 2] = l[0] as f32;
+                                old[4 * j + 3] = l[1] as f32;
                             }
-                            if low_in {
-                                let pair = [acc[4 * i + 2], acc[4 * i + 3]];
-                                finish_pair(
-                                    low,
-                                    res_low,
-                                    8 * i,
-                                    bias_pair,
-                                    pair,
-                                    alpha,
-                                    beta,
-                                    parts,
-                                );
+                        }
+                        let mut res = [0.0f32; 32];
+                        if parts[1] {
+                            for j in 0..8 {
+                                let at = min(8 * (8 * h + j), lim);
+                                let t = res_top.load_vec::<2>(at);
+                                let l = res_low.load_vec::<2>(at);
+                                res[4 * j] = t[0] as f32;
+                                res[4 * j + 1] = t[1] as f32;
+                                res[4 * j + 2] = l[0] as f32;
+                                res[4 * j + 3] = l[1] as f32;
+                            }
+                        }
+                        for j in 0..8 {
+                            let at = 8 * (8 * h + j);
+                            if c0 + at < n {
+                                let mut v = [0.0f32; 4];
+                                for e in 0..4 {
+                                    v[e] = epilogue_value(
+                                        acc[32 * h + 4 * j + e],
+                                        old[4 * j + e],
+                                        bias_q[2 * j + e % 2],
+                                        res[4 * j + e],
+                                        alpha,
+                                        beta,
+                                        parts,
+                                    );
+                                }
+                                if top_in {
+                                    top.store_vec::<2>(at, [v[0] as O, v[1] as O]);
+                                }
+                                if low_in {
+                                    low.store_vec::<2>(at, [v[2] as O, v[3] as O]);
+                                }
                             }
                         }
                     }
