@@ -8,6 +8,7 @@ use super::select::{select, Launch, Math, Plan};
 use super::simt_kernel;
 use super::split_k::{split_count, splits_types};
 use super::split_reduce_kernel::{self, REDUCE_THREADS};
+use super::tma_wgmma::dense_column_pairs;
 use super::tma_wgmma_kernel::{self, BK, MN_BOX, TILE_M, TILE_N};
 use crate::Error;
 use crate::Float;
@@ -527,11 +528,7 @@ impl SplitLaunch {
             stride_c: shape.m * shape.n,
             ..*shape
         };
-        let pairs = if shape.n.is_multiple_of(2) {
-            FLAG_COLUMN_PAIRS
-        } else {
-            0
-        };
+        let pairs = dense_column_pairs(shape.n as u32);
         let splits = self.splits as u32;
         tma(
             stream,

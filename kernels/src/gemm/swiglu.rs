@@ -10,12 +10,11 @@ use super::epilogue::Epilogue;
 use super::layout::GemmShape;
 use super::ops::gemm;
 use super::select::Math;
-use super::tma_wgmma::k_major_map;
-use super::tma_wgmma_kernel::{gemm_tma_wgmma, SHARED_BYTES, THREADS, TILE_M, TILE_N};
+use super::tma_wgmma::{dense_column_pairs, k_major_map, persistent_config};
+use super::tma_wgmma_kernel::{gemm_tma_wgmma, TILE_M, TILE_N};
 use super::Layout;
 use crate::{check_len, Error, Float, FloatType};
-use kernel_runtime::{Buffer, LaunchConfig, Stream};
-use kernels_gen::gemm::epilogue::FLAG_COLUMN_PAIRS;
+use kernel_runtime::{Buffer, Stream};
 
 const OP: &str = "gemm_swiglu";
 
@@ -104,19 +103,8 @@ fn fused<T: Float>(
     let map_x = k_major_map(x, m, k, TILE_M)?;
     let map_gate = k_major_map(w_gate, n, k, GLU_TILE_N)?;
     let map_up = k_major_map(w_up, n, k, GLU_TILE_N)?;
-    let tiles = m.div_ceil(TILE_M) * n.div_ceil(GLU_TILE_N);
-    let sms = stream.device().props().sm_count.max(1);
-    let config = LaunchConfig {
-        grid: [tiles.min(sms), 1, 1],
-        block: [THREADS, 1, 1],
-        dynamic_shared_bytes: SHARED_BYTES,
-    };
-    // Column pairs are stored at once where every row starts 4-byte aligned.
-    let flags = if n.is_multiple_of(2) {
-        FLAG_COLUMN_PAIRS
-    } else {
-        0
-    };
+    let config = persistent_config(stream, m.div_ceil(TILE_M) * n.div_ceil(GLU_TILE_N));
+    let flags = dense_column_pairs(n);
     let half = (T::TYPE == FloatType::F16) as u32;
     let (a_k, b_k, split, glu) = (1, 1, 0, 1);
     // The epilogue's bias and residual are not read by these instances; `x` stands in.

@@ -47,26 +47,37 @@ pub fn tma_wgmma_bf16_nt(
     check_len(OP, "b", b.len(), nu * ku, || format!("n × k = {n} × {k}"))?;
     check_len(OP, "c", c.len(), mu * nu, || format!("m × n = {m} × {n}"))?;
     let (map_a, map_b) = (k_major_map(a, m, k, TILE_M)?, k_major_map(b, n, k, TILE_N)?);
-    let tiles = n.div_ceil(TILE_N) * m.div_ceil(TILE_M);
-    let sms = stream.device().props().sm_count.max(1);
-    let cfg = LaunchConfig {
-        grid: [tiles.min(sms), 1, 1],
-        block: [THREADS, 1, 1],
-        dynamic_shared_bytes: SHARED_BYTES,
-    };
+    let cfg = persistent_config(stream, n.div_ceil(TILE_N) * m.div_ceil(TILE_M));
     // A plain product (α = 1, β = 0, no bias or residual; `a` stands in for those unread
-    // buffers), whose column pairs are stored at once where n is even.
-    let flags = if n.is_multiple_of(2) {
-        FLAG_COLUMN_PAIRS
-    } else {
-        0
-    };
+    // buffers).
+    let flags = dense_column_pairs(n);
     let (half, a_k, b_k, split, glu) = (0, 1, 1, 0, 0);
     gemm_tma_wgmma::<Bf16, f32>(
         stream, cfg, half, a_k, b_k, split, glu, &map_a, &map_b, &map_b, c, a, a, m, n, k, n, 0,
         1.0, 0.0, flags, 1,
     )?;
     Ok(())
+}
+
+/// The launch of the kernel over `tiles` work items of one batch: persistent blocks, at most
+/// one per SM, each walking items `grid` apart.
+pub(super) fn persistent_config(stream: &Stream, tiles: u32) -> LaunchConfig {
+    let sms = stream.device().props().sm_count.max(1);
+    LaunchConfig {
+        grid: [tiles.min(sms), 1, 1],
+        block: [THREADS, 1, 1],
+        dynamic_shared_bytes: SHARED_BYTES,
+    }
+}
+
+/// The column-pairs flag for a dense output `n` wide (leading dimension `n`, batches whole
+/// matrices apart): set where n is even, so every row starts on a pair.
+pub(super) fn dense_column_pairs(n: u32) -> u32 {
+    if n.is_multiple_of(2) {
+        FLAG_COLUMN_PAIRS
+    } else {
+        0
+    }
 }
 
 /// The tensor map over a row-major `rows × k` operand (k contiguous, one batch), in boxes of
