@@ -232,13 +232,7 @@ fn gpu_fused_epilogues_and_batches_match_reference() {
     }
     // Whole 128 × 256 tiles (on Hopper the TMA kernel's interior epilogue, which batches its
     // loads), with every part at once.
-    let every = EpiCase {
-        alpha: 0.75,
-        beta: 0.5,
-        bias: true,
-        activation: Activation::GeluTanh,
-        residual: true,
-    };
+    let every = EpiCase::every();
     for layout in Layout::ALL {
         let shape = GemmShape::batched(layout, 2, 384, 512, 192);
         check::<Bf16, Bf16>(&stream, &shape, every, Math::Fp32, BF16_OUT, 4);

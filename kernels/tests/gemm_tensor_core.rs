@@ -278,13 +278,7 @@ fn wgmma_epilogues_and_batches_match_reference() {
     // Every part at once into bf16, read and stored as column pairs by the TMA kernel (n = 264
     // gives the first warpgroup a whole 64 × 256 tile, whose loads are batched); then an odd n,
     // whose rows leave pairs unaligned, finished one element at a time.
-    let every = EpiCase {
-        alpha: 0.75,
-        beta: 0.5,
-        bias: true,
-        activation: Activation::GeluTanh,
-        residual: true,
-    };
+    let every = EpiCase::every();
     for (n, seed) in [(264, 304), (136, 305), (135, 306)] {
         let shape = GemmShape::batched(Layout::Nt, 2, 72, n, 64);
         assert!(hopper_kernel(&shape).starts_with("gemm_tma_wgmma__bf16"));

@@ -113,6 +113,17 @@ impl EpiCase {
             ..EpiCase::default()
         }
     }
+
+    /// Every part at once: α and β off one, bias, GELU and residual.
+    pub fn every() -> EpiCase {
+        EpiCase {
+            alpha: 0.75,
+            beta: 0.5,
+            bias: true,
+            activation: Activation::GeluTanh,
+            residual: true,
+        }
+    }
 }
 
 /// Runs one GEMM on `stream` and checks every element of `C` (including padding, which must be
