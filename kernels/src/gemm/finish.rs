@@ -48,23 +48,19 @@ fn finish_f32(
     beta: f32,
     parts: [bool; 4],
 ) {
-    let mut v = alpha * acc;
+    let mut old = 0.0f32;
     if beta != 0.0 {
-        v = beta.mul_add(c[idx], v);
+        old = c[idx];
     }
+    let mut b = 0.0f32;
     if parts[0] {
-        v = v + bias[col];
+        b = bias[col];
     }
-    if parts[2] {
-        v = gemm_silu(v);
-    }
-    if parts[3] {
-        v = gemm_gelu_tanh(v);
-    }
+    let mut res = 0.0f32;
     if parts[1] {
-        v = v + residual[idx];
+        res = residual[idx];
     }
-    c[idx] = v;
+    c[idx] = epilogue_value(acc, old, b, res, alpha, beta, parts);
 }
 
 /// [`finish_f32`] for inputs of `T` (bias, residual) and an output of `O`, rounded to
@@ -81,29 +77,25 @@ fn finish<T, O>(
     beta: f32,
     parts: [bool; 4],
 ) {
-    let mut v = alpha * acc;
+    let mut old = 0.0f32;
     if beta != 0.0 {
-        v = beta.mul_add(c[idx] as f32, v);
+        old = c[idx] as f32;
     }
+    let mut b = 0.0f32;
     if parts[0] {
-        v = v + bias[col] as f32;
+        b = bias[col] as f32;
     }
-    if parts[2] {
-        v = gemm_silu(v);
-    }
-    if parts[3] {
-        v = gemm_gelu_tanh(v);
-    }
+    let mut res = 0.0f32;
     if parts[1] {
-        v = v + residual[idx] as f32;
+        res = residual[idx] as f32;
     }
-    c[idx] = v as O;
+    c[idx] = epilogue_value(acc, old, b, res, alpha, beta, parts) as O;
 }
 
 /// The epilogue of one output from its accumulator and the values it reads, loaded by the
 /// caller (so a tile can issue all its loads before the arithmetic waits on any): `old` is
 /// C's value (read where β ≠ 0), `bias` and `res` the bias and residual (where their parts are
-/// on). The same arithmetic as [`finish`].
+/// on). [`finish`] and [`finish_f32`] load one element's values and call it.
 #[device(crate = crate::lang)]
 fn epilogue_value(
     acc: f32,
