@@ -444,3 +444,103 @@ fn kernel_and_builder_mma_agree_with_the_reference_for_every_spec_and_epilogue()
         }
     }
 }
+
+/// An emulated Hopper that reports `sms` SMs, so the library plans persistent grids and
+/// split-k as it would on a GPU of that size.
+fn hopper_with_sms(sms: u32) -> kernel_runtime::Stream {
+    let options = kernel_runtime::EmulatorOptions::new()
+        .target(kernel_dsl::Target::Sm90a)
+        .sm_count(sms);
+    kernel_runtime::Device::emulator_with(options)
+        .stream()
+        .expect("emulator stream")
+}
+
+#[test]
+fn f32_copy_matches_reference_and_rounds_to_c_in_every_kernel() {
+    let every = EpiCase::every();
+    let no_beta = EpiCase { beta: 0.0, ..every };
+    let hopper = hopper();
+    // The TMA kernel: column pairs (n = 264 gives a whole 64 × 256 warpgroup tile) without β;
+    // with β (read from the copy) and at an odd n, one element at a time.
+    for (n, seed) in [(264, 700), (135, 701)] {
+        let shape = GemmShape::batched(Layout::Nt, 2, 72, n, 64);
+        assert!(hopper_kernel(&shape).starts_with("gemm_tma_wgmma__bf16"));
+        check_copy::<Bf16, Bf16>(&hopper, &shape, every, seed);
+        check_copy::<Bf16, Bf16>(&hopper, &shape, no_beta, seed + 10);
+    }
+    // A plain product with a copy goes through the epilogue, not the plain store.
+    let tn = GemmShape::new(Layout::Tn, 72, 136, 64);
+    check_copy::<F16, F16>(&hopper, &tn, EpiCase::plain(), 702);
+    // Strides the copy engine cannot address: the `mma.sync` kernel stands in for the
+    // builder's cp.async kernel.
+    let odd = GemmShape::new(Layout::Nt, 17, 63, 329);
+    assert!(hopper_kernel(&odd).starts_with("gemm_wgmma_bf16"));
+    check_copy::<Bf16, Bf16>(&hopper, &odd, every, 703);
+    // sm_80: the `mma.sync` kernel.
+    let sm80 = emulator();
+    let nn = GemmShape::batched(Layout::Nn, 2, 65, 130, 72);
+    check_copy::<Bf16, Bf16>(&sm80, &nn, every, 704);
+    check_copy::<F16, F16>(&sm80, &nn, EpiCase::plain(), 705);
+}
+
+#[test]
+fn f32_copy_of_a_split_k_problem_is_written_by_the_reduce() {
+    // One 16 × 24 tile with k = 1024 on 132 SMs: `gemm` splits k into four ranges. The copy
+    // then holds the bits of the same split into an f32 C, whose reduce reads old C as the
+    // copy's reduce reads the old copy.
+    let stream = hopper_with_sms(132);
+    let shape = GemmShape::new(Layout::Nt, 16, 24, 1024);
+    let every = EpiCase::every();
+    let copy = check_copy::<Bf16, Bf16>(&stream, &shape, every, 710);
+    let split = check_split::<Bf16, f32>(&stream, &shape, every, 4, F32_OUT_16_IN, 710);
+    assert_eq!(copy, split);
+}
+
+#[test]
+fn f32_copy_refuses_an_f32_output_and_a_short_copy_before_writing() {
+    use kernel_runtime::Buffer;
+    use kernels::gemm::{gemm_with_f32_copy, Epilogue};
+    let stream = hopper();
+    let shape = GemmShape::new(Layout::Nt, 8, 8, 64);
+    let a = Buffer::from_host(&stream, &vec![Bf16::from_f32(1.0); 8 * 64]).expect("a");
+    let epi = Epilogue::default();
+    let mut f32_out = Buffer::<f32>::zeros(&stream, 64).expect("c");
+    let mut copy = Buffer::<f32>::zeros(&stream, 64).expect("copy");
+    let err = gemm_with_f32_copy(
+        &stream,
+        &shape,
+        &a,
+        &a,
+        &mut f32_out,
+        &mut copy,
+        &epi,
+        Math::Fp32,
+    )
+    .expect_err("an f32 C has no f32 copy");
+    assert!(err.to_string().contains("call `gemm`"), "{err}");
+    let mut c = Buffer::from_host(&stream, &[Bf16::from_f32(7.0); 64]).expect("c");
+    let mut short = Buffer::from_host(&stream, &[7.0f32; 63]).expect("copy");
+    let err = gemm_with_f32_copy(
+        &stream,
+        &shape,
+        &a,
+        &a,
+        &mut c,
+        &mut short,
+        &epi,
+        Math::Fp32,
+    )
+    .expect_err("a copy shorter than C");
+    assert!(err.to_string().contains("copy"), "{err}");
+    assert!(c
+        .to_host(&stream)
+        .expect("c")
+        .iter()
+        .all(|v| v.to_f32() == 7.0));
+    assert!(short
+        .to_host(&stream)
+        .expect("copy")
+        .iter()
+        .all(|&v| v == 7.0));
+}

@@ -266,6 +266,23 @@ impl<T: Element> Buffer<T> {
         BufferViewMut::new(&self.core, T::SCALAR, 0, self.len)
     }
 
+    /// A writable view of no elements, typed `U`, at this buffer's start: the argument for a
+    /// `&mut [U]` kernel parameter that the launch's other arguments tell the kernel never to
+    /// touch (an optional output switched off by a flag). It covers no element, so a shared
+    /// borrow of any buffer on the device is enough to make one.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), kernel_runtime::Error> {
+    /// let stream = kernel_runtime::Device::emulator().stream()?;
+    /// let buf = kernel_runtime::Buffer::<u16>::zeros(&stream, 8)?;
+    /// let unused = buf.unused_output::<f32>();
+    /// assert_eq!((unused.len(), unused.elem()), (0, kernel_dsl::ScalarType::F32));
+    /// # Ok(()) }
+    /// ```
+    pub fn unused_output<U: Element>(&self) -> BufferViewMut<'_> {
+        BufferViewMut::new(&self.core, U::SCALAR, 0, 0)
+    }
+
     /// A read-only view of `range` (in elements).
     ///
     /// ```

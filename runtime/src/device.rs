@@ -135,8 +135,9 @@ impl Device {
         Device::emulator_with(EmulatorOptions::new().target(target))
     }
 
-    /// The CPU emulator with `options`: its target and its step budget (how many instructions
-    /// a launch may run before an endless loop is reported as an error).
+    /// The CPU emulator with `options`: its target, its step budget (how many instructions
+    /// a launch may run before an endless loop is reported as an error) and the SM count it
+    /// reports.
     ///
     /// ```
     /// use kernel_runtime::{Device, EmulatorOptions};
@@ -144,13 +145,19 @@ impl Device {
     /// assert_eq!(device.target(), kernel_runtime::EMULATOR_DEFAULT_TARGET);
     /// ```
     pub fn emulator_with(options: EmulatorOptions) -> Device {
-        Device::emulator_with_engine(options.target, default_engine(&options))
+        let mut props = emulator_props(options.target);
+        props.sm_count = options.sm_count;
+        Device::emulator_from(props, default_engine(&options))
     }
 
+    #[cfg(test)]
     pub(crate) fn emulator_with_engine(target: Target, engine: Box<dyn Engine>) -> Device {
+        Device::emulator_from(emulator_props(target), engine)
+    }
+
+    fn emulator_from(props: DeviceProps, engine: Box<dyn Engine>) -> Device {
+        let target = props.target;
         tracing::debug!(target: "ptxkit::load", "CPU emulator running kernels as {target}");
-        let name = format!("ptxkit CPU emulator ({target})");
-        let props = DeviceProps::nominal(DeviceKind::Emulator, name, target);
         let cache = ModuleCache::new(target, false);
         Device::from_parts(
             props,
@@ -363,4 +370,10 @@ impl std::fmt::Debug for Device {
             .field("props", &self.inner.props)
             .finish()
     }
+}
+
+/// The emulator's nominal properties for `target`.
+fn emulator_props(target: Target) -> DeviceProps {
+    let name = format!("ptxkit CPU emulator ({target})");
+    DeviceProps::nominal(DeviceKind::Emulator, name, target)
 }

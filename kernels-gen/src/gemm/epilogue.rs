@@ -22,6 +22,9 @@ pub const FLAG_PLAIN_PAIRS: u32 = 64;
 /// Even `n`, `ldc` and batch stride: any epilogue of the `#[kernel]` TMA GEMM may read and store
 /// two adjacent output columns (and the bias and residual beside them) as one aligned pair.
 pub const FLAG_COLUMN_PAIRS: u32 = 128;
+/// The `#[kernel]` GEMMs also write each finished value, before rounding, to an f32 copy of C
+/// (same leading dimension and batch stride), and β reads the old value from that copy.
+pub const FLAG_F32_COPY: u32 = 256;
 
 /// The epilogue's inputs inside a kernel, with its uniform predicates computed once.
 pub struct EpilogueCode {

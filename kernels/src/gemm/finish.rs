@@ -27,15 +27,21 @@ fn gemm_gelu_tanh(x: f32) -> f32 {
     (0.5 * x) * (1.0 + t)
 }
 
-/// The flags' bits, as the kernels test them: `[bias, residual, silu, gelu]`.
+/// The flags' bits, as the kernels test them: `[bias, residual, silu, gelu, f32 copy]`.
 #[device(crate = crate::lang)]
-fn epilogue_parts(flags: u32) -> [bool; 4] {
+fn epilogue_parts(flags: u32) -> [bool; 5] {
     let act = (flags >> 2) & 3;
-    [flags & 1 != 0, flags & 2 != 0, act == 1, act == 2]
+    [
+        flags & 1 != 0,
+        flags & 2 != 0,
+        act == 1,
+        act == 2,
+        flags & 256 != 0,
+    ]
 }
 
 /// Finishes and stores f32 output element `idx` (column `col`) from its accumulator; `parts`
-/// is [`epilogue_parts`] of the flags.
+/// is [`epilogue_parts`] of the flags (an f32 output has no f32 copy: its part is ignored).
 #[device(crate = crate::lang)]
 fn finish_f32(
     c: &mut [f32],
@@ -46,7 +52,7 @@ fn finish_f32(
     acc: f32,
     alpha: f32,
     beta: f32,
-    parts: [bool; 4],
+    parts: [bool; 5],
 ) {
     let mut old = 0.0f32;
     if beta != 0.0 {
@@ -64,10 +70,13 @@ fn finish_f32(
 }
 
 /// [`finish_f32`] for inputs of `T` (bias, residual) and an output of `O`, rounded to
-/// nearest even on store; `T` and `O` are the calling kernel's type parameters.
+/// nearest even on store; `T` and `O` are the calling kernel's type parameters. With the f32
+/// copy on (`parts[4]`), the value is also stored unrounded to `copy[idx]`, and β reads the
+/// old value from there.
 #[device(crate = crate::lang)]
 fn finish<T, O>(
     c: &mut [O],
+    copy: &mut [f32],
     bias: &[T],
     residual: &[T],
     idx: u32,
@@ -75,11 +84,15 @@ fn finish<T, O>(
     acc: f32,
     alpha: f32,
     beta: f32,
-    parts: [bool; 4],
+    parts: [bool; 5],
 ) {
     let mut old = 0.0f32;
     if beta != 0.0 {
-        old = c[idx] as f32;
+        if parts[4] {
+            old = copy[idx];
+        } else {
+            old = c[idx] as f32;
+        }
     }
     let mut b = 0.0f32;
     if parts[0] {
@@ -89,7 +102,11 @@ fn finish<T, O>(
     if parts[1] {
         res = residual[idx] as f32;
     }
-    c[idx] = epilogue_value(acc, old, b, res, alpha, beta, parts) as O;
+    let v = epilogue_value(acc, old, b, res, alpha, beta, parts);
+    if parts[4] {
+        copy[idx] = v;
+    }
+    c[idx] = v as O;
 }
 
 /// The epilogue of one output from its accumulator and the values it reads, loaded by the
@@ -104,7 +121,7 @@ fn epilogue_value(
     res: f32,
     alpha: f32,
     beta: f32,
-    parts: [bool; 4],
+    parts: [bool; 5],
 ) -> f32 {
     let mut v = alpha * acc;
     if beta != 0.0 {
@@ -128,8 +145,8 @@ fn epilogue_value(
 #[cfg(test)]
 mod tests {
     use kernels_gen::gemm::epilogue::{
-        ACT_GELU_TANH, ACT_SHIFT, ACT_SILU, FLAG_BIAS, FLAG_COLUMN_PAIRS, FLAG_RESIDUAL,
-        FLAG_VEC_A, FLAG_VEC_B,
+        ACT_GELU_TANH, ACT_SHIFT, ACT_SILU, FLAG_BIAS, FLAG_COLUMN_PAIRS, FLAG_F32_COPY,
+        FLAG_RESIDUAL, FLAG_VEC_A, FLAG_VEC_B,
     };
 
     /// The `#[kernel]` GEMMs test the flags with literals (a kernel cannot name a host
@@ -141,7 +158,11 @@ mod tests {
         assert_eq!((FLAG_VEC_A, FLAG_VEC_B), (16, 32));
         // The TMA GEMM's column pairs, and the mask of the epilogue's parts it tests for a
         // plain product.
-        assert_eq!(FLAG_COLUMN_PAIRS, 128);
-        assert_eq!(FLAG_BIAS | FLAG_RESIDUAL | (3 << ACT_SHIFT), 15);
+        assert_eq!((FLAG_COLUMN_PAIRS, FLAG_F32_COPY), (128, 256));
+        // The mask of what makes a product more than plain, in the TMA GEMM's test.
+        assert_eq!(
+            FLAG_BIAS | FLAG_RESIDUAL | (3 << ACT_SHIFT) | FLAG_F32_COPY,
+            271
+        );
     }
 }

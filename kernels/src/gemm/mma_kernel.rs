@@ -131,7 +131,8 @@ fn issue_slab<T>(
 
 /// `C = act(α·op(A)·op(B) + β·C + bias) + residual` for batch `block_idx().z` (matrices
 /// `stride_*` elements apart), tile `(block_idx().y, block_idx().x)` of 128 × 128; `flags`
-/// as `kernels_gen::gemm::epilogue` defines them. Dynamic shared memory: four stages of both
+/// as `kernels_gen::gemm::epilogue` defines them (with its f32-copy bit, each value also goes
+/// unrounded to `copy`, laid out like `C`). Dynamic shared memory: four stages of both
 /// operands' slabs (`kernels_gen::gemm::tensor_core::mma_shared_bytes`).
 #[kernel(crate = crate::lang, block = 256, instances(
     <bf16, f32, Bf16Mma, 1, 0>, <bf16, f32, Bf16Mma, 1, 1>, <bf16, f32, Bf16Mma, 0, 0>,
@@ -144,6 +145,7 @@ pub fn gemm_mma<T: Element, O: Element, M: TileMma, const A_K: u32, const B_K: u
     a: &[T],
     b: &[T],
     c: &mut [O],
+    copy: &mut [f32],
     bias: &[T],
     residual: &[T],
     m: u32,
@@ -163,6 +165,7 @@ pub fn gemm_mma<T: Element, O: Element, M: TileMma, const A_K: u32, const B_K: u
     let a = &a[batch * stride_a as u64..];
     let b = &b[batch * stride_b as u64..];
     let c = &mut c[batch * stride_c as u64..];
+    let copy = &mut copy[batch * stride_c as u64..];
     let residual = &residual[batch * stride_c as u64..];
     let words = dynamic_shared::<u32>();
     let elems = dynamic_shared::<T>();
@@ -371,7 +374,8 @@ pub fn gemm_mma<T: Element, O: Element, M: TileMma, const A_K: u32, const B_K: u
                         let col = col0 + ni * 8 + odd;
                         if col < n {
                             let v = acc[(mi * 4 + ni) * 4 + half * 2 + odd];
-                            finish(c, bias, residual, row_off + col, col, v, alpha, beta, parts);
+                            let at = row_off + col;
+                            finish(c, copy, bias, residual, at, col, v, alpha, beta, parts);
                         }
                     }
                 }

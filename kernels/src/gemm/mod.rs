@@ -10,7 +10,7 @@
 //! instance on its own). The `wgmma` GEMM fed by `cp.async`, for strides the copy engine cannot
 //! address, is still written with the builder in `kernels-gen` and built by this crate's build
 //! script for the enabled targets. [`select`] picks the kernel; [`gemm`] checks, selects and
-//! launches; [`gemm_swiglu`] is a gated MLP's two projections and SwiGLU in one op (one launch
+//! launches; [`gemm_with_f32_copy`] also keeps an f32 copy of a 16-bit output; [`gemm_swiglu`] is a gated MLP's two projections and SwiGLU in one op (one launch
 //! on Hopper); [`reference`] is the f64 CPU reference the tests compare with.
 
 mod epilogue;
@@ -32,7 +32,7 @@ mod tma_wgmma_kernel;
 pub use epilogue::{Activation, Epilogue};
 pub use kernels_gen::gemm::Layout;
 pub use layout::GemmShape;
-pub use ops::{gemm, gemm_split_k, gemm_with_plan, matmul};
+pub use ops::{gemm, gemm_split_k, gemm_with_f32_copy, gemm_with_plan, matmul};
 pub use select::{select, Math, Plan};
 pub use swiglu::gemm_swiglu;
 pub use tma_wgmma::tma_wgmma_bf16_nt;

@@ -13,10 +13,13 @@ use super::tma_wgmma_kernel::{self, BK, MN_BOX, TILE_M, TILE_N};
 use crate::Error;
 use crate::Float;
 use crate::FloatType;
+use kernel_dsl::Target;
 use kernel_runtime::{
-    Buffer, KernelArg, LaunchConfig, Stream, TensorMap, TensorSwizzle, TensorTiling,
+    Buffer, BufferViewMut, KernelArg, LaunchConfig, Stream, TensorMap, TensorSwizzle, TensorTiling,
 };
-use kernels_gen::gemm::epilogue::{FLAG_COLUMN_PAIRS, FLAG_PLAIN_PAIRS, FLAG_VEC_A, FLAG_VEC_B};
+use kernels_gen::gemm::epilogue::{
+    FLAG_COLUMN_PAIRS, FLAG_F32_COPY, FLAG_PLAIN_PAIRS, FLAG_VEC_A, FLAG_VEC_B,
+};
 use kernels_gen::gemm::Layout;
 use std::any::Any;
 
@@ -62,6 +65,67 @@ pub fn gemm<T: Float, O: Float>(
         a,
         b,
         c,
+        None,
+        epilogue,
+        Choice::Select(math),
+        Splits::Auto,
+    )
+}
+
+/// [`gemm`] into a bf16 or f16 `C` that also writes each finished value, before rounding, to
+/// `copy`, an f32 matrix laid out like `C` (its `ldc` and batch stride): one pass gives the
+/// 16-bit activation the next layer reads and the f32 value kept for precision (a residual
+/// stream, the input of a loss). With `beta ≠ 0` the old value is read from `copy`, not from
+/// `C`, so `copy = α·A·B + β·copy` accumulates in f32 while `C` holds its rounding. The
+/// epilogue's other parts apply as in [`gemm`]; the rounding of `C` is that of [`gemm`]'s
+/// 16-bit output, so `C` equals `copy` converted to `O`.
+///
+/// Every `#[kernel]` GEMM does this in its epilogue (on Hopper the TMA GEMM, whole tiles or
+/// split-k). Where [`gemm`] would pick the builder's `cp.async` `wgmma` kernel (Hopper, strides
+/// the copy engine cannot address), this runs the `mma.sync` kernel instead. An f32 `C` is
+/// an error: it is already the f32 value.
+///
+/// ```
+/// use kernel_runtime::{Bf16, Buffer, Device};
+/// use kernels::gemm::{gemm_with_f32_copy, Epilogue, GemmShape, Layout, Math};
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator().stream()?;
+/// // [1 2] · [1 1]ᵀ / 3 = 1/3: rounded in C, exact to f32 in the copy.
+/// let a = Buffer::from_host(&stream, &[Bf16::from_f32(1.0), Bf16::from_f32(2.0)])?;
+/// let b = Buffer::from_host(&stream, &[Bf16::from_f32(1.0); 2])?;
+/// let mut c = Buffer::<Bf16>::zeros(&stream, 1)?;
+/// let mut copy = Buffer::<f32>::zeros(&stream, 1)?;
+/// let shape = GemmShape::new(Layout::Nt, 1, 1, 2);
+/// let third = Epilogue::default().scaled(1.0 / 9.0, 0.0);
+/// gemm_with_f32_copy(&stream, &shape, &a, &b, &mut c, &mut copy, &third, Math::Fp32)?;
+/// assert_eq!(copy.to_host(&stream)?, vec![1.0f32 / 3.0]);
+/// assert_eq!(c.to_host(&stream)?, vec![Bf16::from_f32(1.0 / 3.0)]);
+/// # Ok(()) }
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_with_f32_copy<T: Float, O: Float>(
+    stream: &Stream,
+    shape: &GemmShape,
+    a: &Buffer<T>,
+    b: &Buffer<T>,
+    c: &mut Buffer<O>,
+    copy: &mut Buffer<f32>,
+    epilogue: &Epilogue<T>,
+    math: Math,
+) -> Result<(), Error> {
+    if O::TYPE == FloatType::F32 {
+        return Err(Error::Unsupported {
+            op: "gemm_with_f32_copy",
+            detail: "C is f32 already, so it holds the values the copy would; call `gemm`, or pass a bf16 or f16 C".to_string(),
+        });
+    }
+    run(
+        stream,
+        shape,
+        a,
+        b,
+        c,
+        Some(copy),
         epilogue,
         Choice::Select(math),
         Splits::Auto,
@@ -118,6 +182,7 @@ pub fn gemm_with_plan<T: Float, O: Float>(
         a,
         b,
         c,
+        None,
         epilogue,
         Choice::Plan(*plan),
         Splits::Auto,
@@ -166,6 +231,7 @@ pub fn gemm_split_k<T: Float, O: Float>(
         a,
         b,
         c,
+        None,
         epilogue,
         Choice::Select(Math::Fp32),
         Splits::Exactly(splits),
@@ -186,6 +252,7 @@ fn run<T: Float, O: Float>(
     a: &Buffer<T>,
     b: &Buffer<T>,
     c: &mut Buffer<O>,
+    copy: Option<&mut Buffer<f32>>,
     epilogue: &Epilogue<T>,
     choice: Choice,
     requested: Splits,
@@ -195,14 +262,48 @@ fn run<T: Float, O: Float>(
     if let Some(bias) = epilogue.bias {
         at_least(OP, "bias", bias.len(), shape.n, "n, one per output column")?;
     }
+    let c_extent = extent(shape.m, shape.n, shape.ldc, shape.batch, shape.stride_c);
     if let Some(res) = epilogue.residual {
-        let need = extent(shape.m, shape.n, shape.ldc, shape.batch, shape.stride_c);
-        at_least(OP, "residual", res.len(), need, "C's shape, ldc and stride")?;
+        at_least(
+            OP,
+            "residual",
+            res.len(),
+            c_extent,
+            "C's shape, ldc and stride",
+        )?;
+    }
+    if let Some(copy) = &copy {
+        at_least(
+            OP,
+            "copy",
+            copy.len(),
+            c_extent,
+            "C's shape, ldc and stride",
+        )?;
     }
     let plan = match choice {
-        Choice::Select(math) => select(T::TYPE, O::TYPE, math, shape, stream.device().target())?,
+        Choice::Select(math) => {
+            let target = stream.device().target();
+            let plan = select(T::TYPE, O::TYPE, math, shape, target)?;
+            if copy.is_some() && plan.launch == Launch::Builder {
+                // The builder's `cp.async` `wgmma` kernel has no f32 copy; the `mma.sync`
+                // kernel, which every sm_80+ device runs, has.
+                select(T::TYPE, O::TYPE, math, shape, Target::Sm80)?
+            } else {
+                plan
+            }
+        }
         Choice::Plan(plan) => plan,
     };
+    if copy.is_some() && matches!(plan.launch, Launch::Builder | Launch::Simt(_)) {
+        return Err(Error::Unsupported {
+            op: "gemm_with_f32_copy",
+            detail: format!(
+                "the {} kernel writes no f32 copy; use 16-bit inputs and output",
+                plan.kernel.kernel().name
+            ),
+        });
+    }
     let forced = match requested {
         Splits::Exactly(0) => {
             return Err(unsupported_split("split into 0 ranges; pass 1 or more"))
@@ -233,9 +334,12 @@ fn run<T: Float, O: Float>(
     if vector_ok(b_cols, shape.ldb, shape.stride_b, shape.batch, v) {
         flags |= FLAG_VEC_B;
     }
+    if copy.is_some() {
+        flags |= FLAG_F32_COPY;
+    }
     if vector_ok(shape.n, shape.ldc, shape.stride_c, shape.batch, 2) {
         flags |= FLAG_COLUMN_PAIRS;
-        if epilogue.is_plain() {
+        if epilogue.is_plain() && copy.is_none() {
             flags |= FLAG_PLAIN_PAIRS;
         }
     }
@@ -279,7 +383,7 @@ fn run<T: Float, O: Float>(
                 partial_elems,
                 config,
             };
-            return split.run(stream, shape, a, c, epilogue, flags, maps);
+            return split.run(stream, shape, a, c, copy, epilogue, flags, maps);
         }
         config.grid[0] = config.grid[0].min(per_batch);
     }
@@ -287,11 +391,11 @@ fn run<T: Float, O: Float>(
         Launch::Simt(layout) => {
             return simt(stream, config, layout, shape, a, b, c, epilogue, flags)
         }
-        Launch::Mma(_) => return mma(stream, config, shape, a, b, c, epilogue, flags),
+        Launch::Mma(_) => return mma(stream, config, shape, a, b, c, copy, epilogue, flags),
         Launch::Tma => {
             // `select` plans the TMA kernel with `tensor_maps`, so the maps were encoded above.
             let maps = maps.as_ref().expect("a TMA plan reads through tensor maps");
-            return tma(stream, config, shape, a, maps, c, epilogue, flags, 1);
+            return tma(stream, config, shape, a, maps, c, copy, epilogue, flags, 1);
         }
         Launch::Builder => {}
     }
@@ -310,6 +414,7 @@ fn mma<T: Float, O: Float>(
     a: &Buffer<T>,
     b: &Buffer<T>,
     c: &mut Buffer<O>,
+    copy: Option<&mut Buffer<f32>>,
     epilogue: &Epilogue<T>,
     flags: u32,
 ) -> Result<(), Error> {
@@ -327,6 +432,7 @@ fn mma<T: Float, O: Float>(
         a,
         b,
         c,
+        &mut copy_arg(copy, a),
         epilogue.bias.unwrap_or(a),
         epilogue.residual.unwrap_or(a),
         u(shape.m),
@@ -347,7 +453,8 @@ fn mma<T: Float, O: Float>(
 
 /// The `#[kernel]` TMA-fed `wgmma` GEMM through its launcher (`select` plans it for bf16 and
 /// f16 inputs only; another is `Error::NoInstance`). Unused epilogue inputs are bound to `a`,
-/// which the kernel then never reads.
+/// which the kernel then never reads (and an absent f32 copy to a view of none of its
+/// elements).
 #[allow(clippy::too_many_arguments)]
 fn tma<T: Float, O: Float>(
     stream: &Stream,
@@ -356,6 +463,7 @@ fn tma<T: Float, O: Float>(
     a: &Buffer<T>,
     (map_a, map_b): &(TensorMap, TensorMap),
     c: &mut Buffer<O>,
+    copy: Option<&mut Buffer<f32>>,
     epilogue: &Epilogue<T>,
     flags: u32,
     splits: u32,
@@ -373,6 +481,7 @@ fn tma<T: Float, O: Float>(
         map_b,
         map_b,
         c,
+        &mut copy_arg(copy, a),
         epilogue.bias.unwrap_or(a),
         epilogue.residual.unwrap_or(a),
         u(shape.m),
@@ -386,6 +495,18 @@ fn tma<T: Float, O: Float>(
         splits,
     )?;
     Ok(())
+}
+
+/// The argument for a kernel's f32-copy parameter: the copy, or where there is none (and the
+/// flags say so) a view of none of `a`'s elements.
+fn copy_arg<'a, T: Float>(
+    copy: Option<&'a mut Buffer<f32>>,
+    a: &'a Buffer<T>,
+) -> BufferViewMut<'a> {
+    match copy {
+        Some(copy) => copy.view_mut(),
+        None => a.unused_output::<f32>(),
+    }
 }
 
 /// `x` as the `Buffer<f32>` it is, where `T` is f32.
@@ -514,6 +635,7 @@ impl SplitLaunch {
         shape: &GemmShape,
         a: &Buffer<T>,
         c: &mut Buffer<O>,
+        copy: Option<&mut Buffer<f32>>,
         epilogue: &Epilogue<'_, T>,
         flags: u32,
         maps: &(TensorMap, TensorMap),
@@ -537,6 +659,7 @@ impl SplitLaunch {
             a,
             maps,
             &mut partials,
+            None,
             &plain,
             pairs,
             splits,
@@ -553,6 +676,7 @@ impl SplitLaunch {
             reduce_config,
             &partials,
             c,
+            &mut copy_arg(copy, a),
             epilogue.bias.unwrap_or(a),
             epilogue.residual.unwrap_or(a),
             u(shape.m),

@@ -9,14 +9,16 @@ use kernel_macros::kernel;
 pub(crate) const REDUCE_THREADS: u32 = 256;
 
 /// `C = epilogue(Σ_r partials[r])` for batch `block_idx().z`, one thread per output element
-/// of the `m × n` matrix (`C` with leading dimension `ldc`, batches `stride_c` apart, as the
-/// residual); `flags` as `kernels_gen::gemm::epilogue` defines them.
+/// of the `m × n` matrix (`C` with leading dimension `ldc`, batches `stride_c` apart, as are
+/// the residual and, where the flags ask for it, the f32 `copy`); `flags` as
+/// `kernels_gen::gemm::epilogue` defines them.
 #[kernel(crate = crate::lang, block = 256, instances(
     <bf16, bf16>, <bf16, f32>, <f16, f16>, <f16, f32>,
 ))]
 pub fn gemm_splitk_reduce<T: Element, O: Element>(
     partials: &[f32],
     c: &mut [O],
+    copy: &mut [f32],
     bias: &[T],
     residual: &[T],
     m: u32,
@@ -39,11 +41,13 @@ pub fn gemm_splitk_reduce<T: Element, O: Element>(
         }
         let at = batch as u64 * stride_c as u64;
         let c = &mut c[at..];
+        let copy = &mut copy[at..];
         let residual = &residual[at..];
         let row = i / n;
         let col = i - row * n;
         finish(
             c,
+            copy,
             bias,
             residual,
             row * ldc + col,

@@ -107,10 +107,33 @@ fn fused<T: Float>(
     let flags = dense_column_pairs(n);
     let half = (T::TYPE == FloatType::F16) as u32;
     let (a_k, b_k, split, glu) = (1, 1, 0, 1);
-    // The epilogue's bias and residual are not read by these instances; `x` stands in.
+    // The epilogue's f32 copy, bias and residual are not touched by these instances; `x`
+    // stands in.
+    let mut no_copy = x.unused_output::<f32>();
     gemm_tma_wgmma::<T, T>(
-        stream, config, half, a_k, b_k, split, glu, &map_x, &map_gate, &map_up, out, x, x, m, n, k,
-        n, 0, 1.0, 0.0, flags, 1,
+        stream,
+        config,
+        half,
+        a_k,
+        b_k,
+        split,
+        glu,
+        &map_x,
+        &map_gate,
+        &map_up,
+        out,
+        &mut no_copy,
+        x,
+        x,
+        m,
+        n,
+        k,
+        n,
+        0,
+        1.0,
+        0.0,
+        flags,
+        1,
     )?;
     Ok(())
 }

@@ -48,13 +48,35 @@ pub fn tma_wgmma_bf16_nt(
     check_len(OP, "c", c.len(), mu * nu, || format!("m × n = {m} × {n}"))?;
     let (map_a, map_b) = (k_major_map(a, m, k, TILE_M)?, k_major_map(b, n, k, TILE_N)?);
     let cfg = persistent_config(stream, n.div_ceil(TILE_N) * m.div_ceil(TILE_M));
-    // A plain product (α = 1, β = 0, no bias or residual; `a` stands in for those unread
-    // buffers).
+    // A plain product (α = 1, β = 0, no bias, residual or f32 copy; `a` stands in for those
+    // unread buffers).
     let flags = dense_column_pairs(n);
     let (half, a_k, b_k, split, glu) = (0, 1, 1, 0, 0);
+    let mut no_copy = a.unused_output::<f32>();
     gemm_tma_wgmma::<Bf16, f32>(
-        stream, cfg, half, a_k, b_k, split, glu, &map_a, &map_b, &map_b, c, a, a, m, n, k, n, 0,
-        1.0, 0.0, flags, 1,
+        stream,
+        cfg,
+        half,
+        a_k,
+        b_k,
+        split,
+        glu,
+        &map_a,
+        &map_b,
+        &map_b,
+        c,
+        &mut no_copy,
+        a,
+        a,
+        m,
+        n,
+        k,
+        n,
+        0,
+        1.0,
+        0.0,
+        flags,
+        1,
     )?;
     Ok(())
 }

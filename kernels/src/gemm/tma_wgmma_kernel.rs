@@ -38,8 +38,9 @@
 //! they are, unchecked in whole 64 × 256 warpgroup tiles. Any other epilogue works a quarter
 //! of the columns at a time: the quarter's bias pairs, old C and residual pairs are loaded
 //! first, through indices clamped into the matrix so no load waits behind a branch, then
-//! `finish.rs`'s arithmetic runs and the pairs inside the matrix are stored. Odd pitches go
-//! one element at a time.
+//! `finish.rs`'s arithmetic runs and the pairs inside the matrix are stored (with the f32 copy
+//! on, unrounded to `copy` as well). Odd pitches, and β with the f32 copy (which reads the old
+//! values from the copy), go one element at a time.
 
 use kernel_macros::{device, kernel};
 
@@ -91,6 +92,7 @@ pub fn gemm_tma_wgmma<
     b: &TensorMap<T, 3>,
     b2: &TensorMap<T, 3>,
     c: &mut [O],
+    copy: &mut [f32],
     bias: &[T],
     residual: &[T],
     m: u32,
@@ -196,8 +198,10 @@ pub fn gemm_tma_wgmma<
         let lead = t % 128 == 0;
         let parts = epilogue_parts(flags);
         // With even pitches (n, ldc and the batch stride) column pairs are read and stored at
-        // once: a pair is inside the matrix where its first column is.
-        let pairs = flags & 128 != 0;
+        // once: a pair is inside the matrix where its first column is. Old values from the f32
+        // copy are read one element at a time: batched beside the rest, their registers would
+        // spill.
+        let pairs = flags & 128 != 0 && !(parts[4] && beta != 0.0);
         // Thread t of the warpgroup holds rows 16·warp + g (+8) and column pairs 8j + 2p.
         let warp = (t / 32) % 4;
         let g = (t % 32) / 4;
@@ -266,6 +270,8 @@ pub fn gemm_tma_wgmma<
             }
             // Range r of batch z is matrix r·batches + z of C (one range without split-k).
             let c = &mut c[(range * batches + z) as u64 * stride_c as u64..];
+            // The f32 copy is written by whole-tile instances only (range 0).
+            let copy = &mut copy[z as u64 * stride_c as u64..];
             let r0 = m0 + 16 * warp + g;
             let c0 = n0 + 2 * p;
             let top_in = r0 < m;
@@ -276,8 +282,9 @@ pub fn gemm_tma_wgmma<
                 let top = &mut c[r0 * ldc + c0..];
                 let low = &mut c[(r0 + 8) * ldc + c0..];
                 // Split-k partials and SwiGLU outputs are stored as they are, as is a plain
-                // product (α = 1, β = 0, no parts); the rest go through the epilogue.
-                if SPLIT == 0 && GLU == 0 && !(flags & 15 == 0 && alpha == 1.0 && beta == 0.0) {
+                // product (α = 1, β = 0, no parts, no f32 copy); the rest go through the
+                // epilogue.
+                if SPLIT == 0 && GLU == 0 && !(flags & 271 == 0 && alpha == 1.0 && beta == 0.0) {
                     // Loads go through rows and columns clamped into the matrix, so they need
                     // no branch and a quarter's loads (bias, old C, residual) are all issued
                     // before its arithmetic waits on any: a tile waits on memory four times
@@ -286,8 +293,14 @@ pub fn gemm_tma_wgmma<
                     let lim = n - 2 - cb;
                     let top_at = min(r0, m - 1) * ldc + cb;
                     let low_at = min(r0 + 8, m - 1) * ldc + cb;
-                    let old_top = &mut c[top_at..];
-                    let old_low = &mut c[low_at..];
+                    // A pair that is stored lies inside the matrix, where the clamped row and
+                    // column are its own (n and c0 are even), so the stores go through the
+                    // same bases as the loads.
+                    let c_top = &mut c[top_at..];
+                    let c_low = &mut c[low_at..];
+                    // The f32 copy is only stored here: β reads it elsewhere.
+                    let copy_top = &mut copy[top_at..];
+                    let copy_low = &mut copy[low_at..];
                     let res_top = &residual[top_at..];
                     let res_low = &residual[low_at..];
                     let bias = &bias[cb..];
@@ -305,8 +318,8 @@ pub fn gemm_tma_wgmma<
                         if beta != 0.0 {
                             for j in 0..8 {
                                 let at = min(8 * (8 * h + j), lim);
-                                let t = old_top.load_vec::<2>(at);
-                                let l = old_low.load_vec::<2>(at);
+                                let t = c_top.load_vec::<2>(at);
+                                let l = c_low.load_vec::<2>(at);
                                 old[4 * j] = t[0] as f32;
                                 old[4 * j + 1] = t[1] as f32;
                                 old[4 * j + 2] = l[0] as f32;
@@ -341,10 +354,16 @@ pub fn gemm_tma_wgmma<
                                     );
                                 }
                                 if top_in {
-                                    top.store_vec::<2>(at, [v[0] as O, v[1] as O]);
+                                    c_top.store_vec::<2>(at, [v[0] as O, v[1] as O]);
+                                    if parts[4] {
+                                        copy_top.store_vec::<2>(at, [v[0], v[1]]);
+                                    }
                                 }
                                 if low_in {
-                                    low.store_vec::<2>(at, [v[2] as O, v[3] as O]);
+                                    c_low.store_vec::<2>(at, [v[2] as O, v[3] as O]);
+                                    if parts[4] {
+                                        copy_low.store_vec::<2>(at, [v[2], v[3]]);
+                                    }
                                 }
                             }
                         }
@@ -377,6 +396,7 @@ pub fn gemm_tma_wgmma<
                         } else {
                             finish(
                                 c,
+                                copy,
                                 bias,
                                 residual,
                                 row * ldc + col,

@@ -224,68 +224,81 @@ pub fn check_split<T: Float, O: Float>(
     })
 }
 
-fn check_run<T: Float, O: Float>(
-    stream: &Stream,
-    shape: &GemmShape,
-    epi: EpiCase,
-    tol: Tol,
-    seed: u64,
-    how: &str,
-    run: impl FnOnce(&mut Buffer<O>, &Epilogue<T>, &Buffer<T>, &Buffer<T>) -> Result<(), kernels::Error>,
-) -> Vec<u32> {
-    let what = format!("{shape:?} {epi:?} {how}");
-    let s = shape;
-    let (ar, _) = s.layout.a_rows_cols(s.m, s.k);
-    let (br, _) = s.layout.b_rows_cols(s.n, s.k);
-    let len = |rows: usize, ld: usize, stride: usize| (s.batch - 1) * stride + rows * ld;
-    let (a_len, b_len, c_len) = (
-        len(ar, s.lda, s.stride_a),
-        len(br, s.ldb, s.stride_b),
-        len(s.m, s.ldc, s.stride_c),
-    );
-    let mut rng = Rng::new(seed);
-    let (a, ah) = upload::<T>(stream, &rng.vec(a_len));
-    let (b, bh) = upload::<T>(stream, &rng.vec(b_len));
-    let (bias, bias_h) = upload::<T>(stream, &rng.vec(s.n.max(1)));
-    let (res, res_h) = upload::<T>(stream, &rng.vec(c_len));
-    // β ≠ 0 reads C, so it starts as data; otherwise NaN, so unwritten elements show.
-    let c0: Vec<f32> = if epi.beta != 0.0 {
-        rng.vec(c_len)
-    } else {
-        vec![f32::NAN; c_len]
-    };
-    let (mut c, c0h) = upload::<O>(stream, &c0);
-    let mut e = Epilogue::<T>::default()
-        .scaled(epi.alpha, epi.beta)
-        .with_activation(epi.activation);
-    if epi.bias {
-        e = e.with_bias(&bias);
-    }
-    if epi.residual {
-        e = e.with_residual(&res);
-    }
-    run(&mut c, &e, &a, &b).unwrap_or_else(|err| panic!("{what}: {err}"));
-    let got = download(stream, &c);
+/// A problem's inputs, uploaded as `T`, with the stored values widened to f64.
+struct Inputs<T: Float> {
+    a: (Buffer<T>, Vec<f64>),
+    b: (Buffer<T>, Vec<f64>),
+    bias: (Buffer<T>, Vec<f64>),
+    residual: (Buffer<T>, Vec<f64>),
+    /// Elements of C (and of the residual and f32 copy) the shape spans.
+    c_len: usize,
+}
 
-    let mut want = c0h.clone();
-    let r = RefEpilogue {
-        alpha: epi.alpha as f64,
-        beta: epi.beta as f64,
-        bias: epi.bias.then(|| bias_h.clone()),
-        activation: epi.activation,
-        residual: epi.residual.then(|| res_h.clone()),
-    };
-    reference::gemm(shape, &ah, &bh, &mut want, &r);
-    // The scale of each element's dot product, for the tolerance.
-    let abs = |v: &[f64]| v.iter().map(|x| x.abs()).collect::<Vec<f64>>();
-    let mut mag = vec![0.0; c_len];
-    let mag_epi = RefEpilogue {
-        alpha: epi.alpha.abs() as f64,
-        ..RefEpilogue::default()
-    };
-    reference::gemm(shape, &abs(&ah), &abs(&bh), &mut mag, &mag_epi);
-    for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
-        if c0h[i].is_nan() && w.is_nan() {
+impl<T: Float> Inputs<T> {
+    fn new(stream: &Stream, s: &GemmShape, rng: &mut Rng) -> Inputs<T> {
+        let (ar, _) = s.layout.a_rows_cols(s.m, s.k);
+        let (br, _) = s.layout.b_rows_cols(s.n, s.k);
+        let len = |rows: usize, ld: usize, stride: usize| (s.batch - 1) * stride + rows * ld;
+        let c_len = len(s.m, s.ldc, s.stride_c);
+        Inputs {
+            a: upload::<T>(stream, &rng.vec(len(ar, s.lda, s.stride_a))),
+            b: upload::<T>(stream, &rng.vec(len(br, s.ldb, s.stride_b))),
+            bias: upload::<T>(stream, &rng.vec(s.n.max(1))),
+            residual: upload::<T>(stream, &rng.vec(c_len)),
+            c_len,
+        }
+    }
+
+    fn epilogue(&self, epi: EpiCase) -> Epilogue<'_, T> {
+        let mut e = Epilogue::<T>::default()
+            .scaled(epi.alpha, epi.beta)
+            .with_activation(epi.activation);
+        if epi.bias {
+            e = e.with_bias(&self.bias.0);
+        }
+        if epi.residual {
+            e = e.with_residual(&self.residual.0);
+        }
+        e
+    }
+
+    /// The reference output from the old values `c0`, and each element's `Σ|α·a·b|` (the
+    /// scale of its dot product, for the tolerance).
+    fn expected(&self, shape: &GemmShape, epi: EpiCase, c0: &[f64]) -> (Vec<f64>, Vec<f64>) {
+        let mut want = c0.to_vec();
+        let r = RefEpilogue {
+            alpha: epi.alpha as f64,
+            beta: epi.beta as f64,
+            bias: epi.bias.then(|| self.bias.1.clone()),
+            activation: epi.activation,
+            residual: epi.residual.then(|| self.residual.1.clone()),
+        };
+        reference::gemm(shape, &self.a.1, &self.b.1, &mut want, &r);
+        let abs = |v: &[f64]| v.iter().map(|x| x.abs()).collect::<Vec<f64>>();
+        let mut mag = vec![0.0; self.c_len];
+        let mag_epi = RefEpilogue {
+            alpha: epi.alpha.abs() as f64,
+            ..RefEpilogue::default()
+        };
+        reference::gemm(shape, &abs(&self.a.1), &abs(&self.b.1), &mut mag, &mag_epi);
+        (want, mag)
+    }
+}
+
+/// Old values of C for a case: data where β reads them, else NaN so unwritten elements show.
+fn old_values(rng: &mut Rng, epi: EpiCase, len: usize) -> Vec<f32> {
+    if epi.beta != 0.0 {
+        rng.vec(len)
+    } else {
+        vec![f32::NAN; len]
+    }
+}
+
+/// Checks `got` against the reference `want` within `tol` of each element's scale `mag`;
+/// where the old value and the reference are both NaN (padding), `got` must still be NaN.
+fn assert_close(what: &str, got: &[f64], want: &[f64], mag: &[f64], old: &[f64], tol: Tol) {
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        if old[i].is_nan() && w.is_nan() {
             // Padding the kernel must not touch: still the poison.
             assert!(g.is_nan(), "{what}: padding element {i} was written ({g})");
             continue;
@@ -296,7 +309,68 @@ fn check_run<T: Float, O: Float>(
             "{what}: element {i} is {g}, expected {w} (bound {bound:e})"
         );
     }
+}
+
+fn check_run<T: Float, O: Float>(
+    stream: &Stream,
+    shape: &GemmShape,
+    epi: EpiCase,
+    tol: Tol,
+    seed: u64,
+    how: &str,
+    run: impl FnOnce(&mut Buffer<O>, &Epilogue<T>, &Buffer<T>, &Buffer<T>) -> Result<(), kernels::Error>,
+) -> Vec<u32> {
+    let what = format!("{shape:?} {epi:?} {how}");
+    let mut rng = Rng::new(seed);
+    let inputs = Inputs::<T>::new(stream, shape, &mut rng);
+    let (mut c, c0h) = upload::<O>(stream, &old_values(&mut rng, epi, inputs.c_len));
+    let e = inputs.epilogue(epi);
+    run(&mut c, &e, &inputs.a.0, &inputs.b.0).unwrap_or_else(|err| panic!("{what}: {err}"));
+    let got = download(stream, &c);
+    let (want, mag) = inputs.expected(shape, epi, &c0h);
+    assert_close(&what, &got, &want, &mag, &c0h, tol);
     bits(stream, &c)
+}
+
+/// Runs `gemm_with_f32_copy` into a 16-bit `O` and checks the f32 copy against the reference
+/// (β reading the copy's old values, C starting as NaN, never read), with the tolerance of an
+/// f32 output, and that C is the copy rounded to `O`, bit for bit; padding of both must stay
+/// NaN. Returns the copy's bits.
+pub fn check_copy<T: Float, O: Float>(
+    stream: &Stream,
+    shape: &GemmShape,
+    epi: EpiCase,
+    seed: u64,
+) -> Vec<u32> {
+    let what = format!("{shape:?} {epi:?} with an f32 copy");
+    let mut rng = Rng::new(seed);
+    let inputs = Inputs::<T>::new(stream, shape, &mut rng);
+    let (mut copy, copy0) = upload::<f32>(stream, &old_values(&mut rng, epi, inputs.c_len));
+    let (mut c, _) = upload::<O>(stream, &vec![f32::NAN; inputs.c_len]);
+    let e = inputs.epilogue(epi);
+    let (a, b) = (&inputs.a.0, &inputs.b.0);
+    kernels::gemm::gemm_with_f32_copy(stream, shape, a, b, &mut c, &mut copy, &e, Math::Fp32)
+        .unwrap_or_else(|err| panic!("{what}: {err}"));
+    let got = download(stream, &copy);
+    let (want, mag) = inputs.expected(shape, epi, &copy0);
+    assert_close(&what, &got, &want, &mag, &copy0, F32_OUT_16_IN);
+    let rounded = c.to_host(stream).expect("download");
+    for (i, (r, &g)) in rounded.iter().zip(&got).enumerate() {
+        let (r, g) = (r.to_f32(), g as f32);
+        if g.is_nan() {
+            assert!(
+                r.is_nan(),
+                "{what}: padding element {i} of C was written ({r})"
+            );
+        } else {
+            assert_eq!(
+                r.to_bits(),
+                O::from_f32(g).to_f32().to_bits(),
+                "{what}: C[{i}] is {r}, not the copy's {g} rounded"
+            );
+        }
+    }
+    bits(stream, &copy)
 }
 
 /// Shapes whose every dimension misses every tile size, plus edge cases.

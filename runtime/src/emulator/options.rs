@@ -18,6 +18,7 @@ use kernel_dsl::Target;
 pub struct EmulatorOptions {
     pub(crate) target: Target,
     pub(crate) step_budget: Option<u64>,
+    pub(crate) sm_count: u32,
 }
 
 impl Default for EmulatorOptions {
@@ -37,6 +38,7 @@ impl EmulatorOptions {
         EmulatorOptions {
             target: EMULATOR_DEFAULT_TARGET,
             step_budget: None,
+            sm_count: 1,
         }
     }
 
@@ -63,6 +65,20 @@ impl EmulatorOptions {
     /// ```
     pub fn step_budget(mut self, instructions: u64) -> EmulatorOptions {
         self.step_budget = Some(instructions);
+        self
+    }
+
+    /// Reports `sms` SMs in the device's properties (1 unless set). Blocks still run one at a
+    /// time; what changes is what the library plans from the count (persistent grids, split-k),
+    /// so such plans can be tested on the emulator as a GPU of that size would run them.
+    ///
+    /// ```
+    /// use kernel_runtime::{Device, EmulatorOptions};
+    /// let device = Device::emulator_with(EmulatorOptions::new().sm_count(132));
+    /// assert_eq!(device.props().sm_count, 132);
+    /// ```
+    pub fn sm_count(mut self, sms: u32) -> EmulatorOptions {
+        self.sm_count = sms.max(1);
         self
     }
 }
