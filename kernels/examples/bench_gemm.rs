@@ -16,7 +16,9 @@
 //!
 //! `BENCH_KINDS=swiglu` times `gemm_swiglu` against the unfused form and cuBLAS (see
 //! [`swiglu_rows`]); `BENCH_KINDS=epilogue` the fused bias + activation and residual
-//! epilogues against a GEMM followed by an elementwise kernel ([`epilogue_rows`]).
+//! epilogues against a GEMM followed by an elementwise kernel ([`epilogue_rows`]);
+//! `BENCH_KINDS=copy` the bf16 output with its f32 copy against an f32 GEMM and a cast
+//! ([`copy_rows`]).
 //!
 //! Shapes: 4096³ and 8192³; a linear layer of 4096 tokens × 4864 outputs × 896 inputs (and its
 //! transpose) forward (`y = x·Wᵀ`, NT) with both gradients (`dx = dy·W`, NN; `dW = dyᵀ·x`,
@@ -24,10 +26,11 @@
 
 use kernel_dsl::Target;
 use kernel_runtime::{Bf16, Buffer, Device, Stream};
+use kernels::cast::cast;
 use kernels::elementwise::{add, gelu_tanh, silu, swiglu};
 use kernels::gemm::{
-    gemm, gemm_swiglu, gemm_with_plan, select, tma_wgmma_bf16_nt, Activation, Epilogue, GemmShape,
-    Layout, Math,
+    gemm, gemm_swiglu, gemm_with_f32_copy, gemm_with_plan, select, tma_wgmma_bf16_nt, Activation,
+    Epilogue, GemmShape, Layout, Math,
 };
 use kernels::Float;
 use std::error::Error;
@@ -306,6 +309,70 @@ fn epilogue_rows(b: &Bench, small: bool) -> Res {
     Ok(())
 }
 
+/// bf16 GEMMs writing a bf16 output and its f32 copy in one epilogue (`gemm_with_f32_copy`),
+/// plain and with bias + GELU, beside our GEMM into f32 (same epilogue) followed by our cast to
+/// bf16, and cuBLAS's plain bf16 → f32 GEMM followed by the same cast (each part timed on its
+/// own in the same process, the times added; for bias + GELU the cuBLAS column is a lower
+/// bound, as it applies neither).
+fn copy_rows(b: &Bench, small: bool) -> Res {
+    let shapes: &[(usize, usize, usize)] = if small {
+        &[(48, 40, 24)]
+    } else {
+        &[(4096, 4864, 896), (4096, 896, 4864)]
+    };
+    println!();
+    println!("| f32 copy  | m     × n     × k     | fused ms | ours f32 + cast ms | fused/(ours+cast) | cuBLAS f32 + cast ms | fused/(cuBLAS+cast) |");
+    println!("|-----------|-----------------------|----------|--------------------|-------------------|----------------------|---------------------|");
+    for &(m, n, k) in shapes {
+        let shape = GemmShape::new(Layout::Nt, m, n, k);
+        let (a, bb, mut c) = operands::<Bf16, Bf16>(b, &shape)?;
+        let mut copy = Buffer::<f32>::zeros(&b.stream, m * n)?;
+        let bias = filled::<Bf16>(&b.stream, n, 4)?;
+        let cast_ms = b.time(|s| Ok(cast(s, &copy, &mut c)?))?;
+        let blas_ms = match &b.blas {
+            Some(blas) => Some(blas.time_f32_out(&shape, b.warmup, b.runs)?),
+            None => None,
+        };
+        let cases = [
+            ("plain", Epilogue::default()),
+            (
+                "bias+gelu",
+                Epilogue::default()
+                    .with_bias(&bias)
+                    .with_activation(Activation::GeluTanh),
+            ),
+        ];
+        for (label, epi) in cases {
+            let fused = b.time(|s| {
+                Ok(gemm_with_f32_copy(
+                    s,
+                    &shape,
+                    &a,
+                    &bb,
+                    &mut c,
+                    &mut copy,
+                    &epi,
+                    Math::Fp32,
+                )?)
+            })?;
+            let f32_ms = b.time(|s| Ok(gemm(s, &shape, &a, &bb, &mut copy, &epi, Math::Fp32)?))?;
+            let ours = f32_ms + cast_ms;
+            let theirs = match blas_ms {
+                Some(t) => {
+                    let t = t + cast_ms;
+                    format!("{t:>20.3} | {:>19.2}", t / fused)
+                }
+                None => format!("{:>20} | {:>19}", "-", "-"),
+            };
+            println!(
+                "| {label:<9} | {m:>5} × {n:>5} × {k:>5} | {fused:>8.3} | {ours:>18.3} | {:>17.2} | {theirs} |",
+                ours / fused
+            );
+        }
+    }
+    Ok(())
+}
+
 /// The problems: (label, shape).
 fn problems(small: bool) -> Vec<(String, GemmShape)> {
     let sq: &[usize] = if small { &[64] } else { &[4096, 8192] };
@@ -392,6 +459,12 @@ fn main() -> Res {
     {
         epilogue_rows(&b, small)?;
     }
+    if only
+        .as_deref()
+        .is_none_or(|o| o.split(',').any(|w| w == "copy"))
+    {
+        copy_rows(&b, small)?;
+    }
     Ok(())
 }
 
@@ -434,8 +507,24 @@ mod blas {
         }
 
         /// Median milliseconds of cuBLAS on `shape` (row-major, mapped onto column-major by
-        /// computing `Cᵀ = op(B)ᵀ·op(A)ᵀ`).
+        /// computing `Cᵀ = op(B)ᵀ·op(A)ᵀ`), C of the inputs' type.
         pub fn time(&self, kind: Kind, s: &GemmShape, warmup: usize, runs: usize) -> Res<f64> {
+            self.time_out(kind, s, false, warmup, runs)
+        }
+
+        /// [`Blas::time`] for bf16 inputs and an f32 C.
+        pub fn time_f32_out(&self, s: &GemmShape, warmup: usize, runs: usize) -> Res<f64> {
+            self.time_out(Kind::Bf16, s, true, warmup, runs)
+        }
+
+        fn time_out(
+            &self,
+            kind: Kind,
+            s: &GemmShape,
+            f32_out: bool,
+            warmup: usize,
+            runs: usize,
+        ) -> Res<f64> {
             let (elem, ty, compute) = match kind {
                 Kind::Fp32 => (
                     4,
@@ -455,7 +544,12 @@ mod blas {
             };
             let a = self.filled(s.m * s.k * elem)?;
             let b = self.filled(s.n * s.k * elem)?;
-            let mut c = self.filled(s.m * s.n * elem)?;
+            let (c_elem, c_ty) = if f32_out {
+                (4, sys::cudaDataType_t::CUDA_R_32F)
+            } else {
+                (elem, ty)
+            };
+            let mut c = self.filled(s.m * s.n * c_elem)?;
             use sys::cublasOperation_t::{CUBLAS_OP_N as N, CUBLAS_OP_T as T};
             // Column-major: the first operand is our B, the second our A.
             let (op_b, ldb) = match s.layout {
@@ -491,7 +585,7 @@ mod blas {
                         lda as i32,
                         &beta as *const f32 as *const c_void,
                         pc as *mut c_void,
-                        ty,
+                        c_ty,
                         s.n as i32,
                         compute,
                         sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
