@@ -461,15 +461,16 @@ fn f32_copy_matches_reference_and_rounds_to_c_in_every_kernel() {
     let every = EpiCase::every();
     let no_beta = EpiCase { beta: 0.0, ..every };
     let hopper = hopper();
-    // The TMA kernel: column pairs (n = 264 gives a whole 64 × 256 warpgroup tile) without β;
-    // with β (read from the copy) and at an odd n, one element at a time.
+    // The TMA kernel: column pairs through the epilogue (n = 264 gives a whole 64 × 256
+    // warpgroup tile), a plain product's too; with β (read from the copy) and at an odd n,
+    // one element at a time.
     for (n, seed) in [(264, 700), (135, 701)] {
         let shape = GemmShape::batched(Layout::Nt, 2, 72, n, 64);
         assert!(hopper_kernel(&shape).starts_with("gemm_tma_wgmma__bf16"));
         check_copy::<Bf16, Bf16>(&hopper, &shape, every, seed);
         check_copy::<Bf16, Bf16>(&hopper, &shape, no_beta, seed + 10);
+        check_copy::<Bf16, Bf16>(&hopper, &shape, EpiCase::plain(), seed + 20);
     }
-    // A plain product with a copy goes through the epilogue, not the plain store.
     let tn = GemmShape::new(Layout::Tn, 72, 136, 64);
     check_copy::<F16, F16>(&hopper, &tn, EpiCase::plain(), 702);
     // Strides the copy engine cannot address: the `mma.sync` kernel stands in for the
