@@ -38,6 +38,16 @@ fn micro() -> DecoderConfig {
     }
 }
 
+/// A text of the tests' own for the assertions that depend on what the batches hold (that
+/// the loss falls within a few steps): the builtin corpus is the project's docs, so editing
+/// them would change those outcomes.
+fn fixed_corpus() -> Corpus {
+    const TEXT: &str = "A kernel is a function that many threads run at once. Each thread \
+        reads its inputs, works in registers and writes its outputs. Blocks of threads share \
+        memory on the chip, and a grid of blocks covers the whole problem. ";
+    Corpus::from_bytes(TEXT.repeat(8).as_bytes())
+}
+
 fn temp_dir(tag: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("ptxkit-decoder-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -56,8 +66,7 @@ fn losses(trainer: &mut DecoderTrainer, steps: u32) -> Vec<u32> {
 #[test]
 fn decoder_first_step_matches_the_f64_reference_and_the_loss_falls() {
     let device = Device::emulator();
-    let mut trainer =
-        DecoderTrainer::new(&device, &tiny(), Corpus::builtin(), Launch::Graph).unwrap();
+    let mut trainer = DecoderTrainer::new(&device, &tiny(), fixed_corpus(), Launch::Graph).unwrap();
     let checks = compare_decoder_with_reference(&mut trainer, 1).unwrap();
     if let Some(bad) = checks.iter().find(|c| !c.passed()) {
         panic!("{}", bad.to_error());
@@ -147,7 +156,7 @@ fn qlora_trains_the_adapters_and_leaves_the_base_frozen() {
         },
         ..micro()
     };
-    let mut trainer = DecoderTrainer::new(&device, &cfg, Corpus::builtin(), Launch::Graph).unwrap();
+    let mut trainer = DecoderTrainer::new(&device, &cfg, fixed_corpus(), Launch::Graph).unwrap();
     let seen: Vec<f32> = losses(&mut trainer, 5)
         .into_iter()
         .map(f32::from_bits)
@@ -285,13 +294,13 @@ fn qlora_in_bf16_matches_the_bf16_rounded_f64_reference() {
 #[test]
 fn qlora_in_bf16_trains_the_adapters_in_fewer_launches_and_leaves_the_base_frozen() {
     let device = Device::emulator();
-    let tf32 = DecoderTrainer::new(&device, &qlora(micro()), Corpus::builtin(), Launch::Graph)
+    let tf32 = DecoderTrainer::new(&device, &qlora(micro()), fixed_corpus(), Launch::Graph)
         .unwrap()
         .graph_launches()
         .unwrap();
     let cfg = qlora(micro_bf16());
     let device = Device::emulator();
-    let mut trainer = DecoderTrainer::new(&device, &cfg, Corpus::builtin(), Launch::Graph).unwrap();
+    let mut trainer = DecoderTrainer::new(&device, &cfg, fixed_corpus(), Launch::Graph).unwrap();
     let bf16 = trainer.graph_launches().unwrap();
     // The f32 NF4 products launch once per 16 rows; bf16's run on the tensor cores in one.
     assert!(bf16 < tf32, "bf16 step: {bf16} launches, tf32: {tf32}");
