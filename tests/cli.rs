@@ -165,7 +165,16 @@ fn work_that_fails_exits_with_status_1() {
 
 #[test]
 fn a_short_training_run_on_the_emulator_passes_and_reports_its_losses() {
-    let out = ptxkit(&["train", "--device", "emulator", "--steps", "5"]);
+    // A text of the test's own: the default text is the project's docs, and whether five
+    // steps lower the loss depends on what the batches hold.
+    let data = std::env::temp_dir().join(format!("ptxkit-cli-text-{}.txt", std::process::id()));
+    let text = "Threads read, work in registers and write. Blocks share memory on the chip. ";
+    std::fs::write(&data, text.repeat(12)).unwrap();
+    let data_arg = data.to_str().unwrap();
+    let out = ptxkit(&[
+        "train", "--device", "emulator", "--steps", "5", "--data", data_arg,
+    ]);
+    std::fs::remove_file(&data).unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         out.status.code(),

@@ -207,7 +207,7 @@ fn bf16_decoder_first_steps_match_the_bf16_rounded_f64_reference_and_the_loss_fa
         precision: Precision::Bf16,
         ..tiny()
     };
-    let mut trainer = DecoderTrainer::new(&device, &cfg, Corpus::builtin(), Launch::Graph).unwrap();
+    let mut trainer = DecoderTrainer::new(&device, &cfg, fixed_corpus(), Launch::Graph).unwrap();
     let checks = compare_decoder_with_reference(&mut trainer, 2).unwrap();
     for c in &checks {
         println!("{} {:<56} {:.2e}", c.step, c.quantity, c.rel_error());
