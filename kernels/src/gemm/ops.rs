@@ -90,7 +90,7 @@ pub fn gemm<T: Float, O: Float>(
 /// use kernels::gemm::{gemm_with_f32_copy, Epilogue, GemmShape, Layout, Math};
 /// # fn main() -> Result<(), kernels::Error> {
 /// let stream = Device::emulator().stream()?;
-/// // [1 2] · [1 1]ᵀ / 3 = 1/3: rounded in C, exact to f32 in the copy.
+/// // (1·1 + 2·1) / 9 = 1/3: rounded to bf16 in C, to f32 in the copy.
 /// let a = Buffer::from_host(&stream, &[Bf16::from_f32(1.0), Bf16::from_f32(2.0)])?;
 /// let b = Buffer::from_host(&stream, &[Bf16::from_f32(1.0); 2])?;
 /// let mut c = Buffer::<Bf16>::zeros(&stream, 1)?;
