@@ -247,11 +247,7 @@ fn swiglu_rows(b: &Bench, small: bool) -> Res {
 /// elementwise stand-ins apply the activation (or the add) but no bias, so both unfused
 /// columns are lower bounds for an unfused bias + activation.
 fn epilogue_rows(b: &Bench, small: bool) -> Res {
-    let shapes: &[(usize, usize, usize)] = if small {
-        &[(48, 40, 24)]
-    } else {
-        &[(4096, 4864, 896), (4096, 896, 4864)]
-    };
+    let shapes = linear_layers(small);
     println!();
     println!("| epilogue  | m     × n     × k     | fused ms | ours + elementwise ms | fused/(ours+elementwise) | cuBLAS + elementwise ms | fused/(cuBLAS+elementwise) |");
     println!("|-----------|-----------------------|----------|-----------------------|--------------------------|-------------------------|----------------------------|");
@@ -315,11 +311,7 @@ fn epilogue_rows(b: &Bench, small: bool) -> Res {
 /// own in the same process, the times added; for bias + GELU the cuBLAS column is a lower
 /// bound, as it applies neither).
 fn copy_rows(b: &Bench, small: bool) -> Res {
-    let shapes: &[(usize, usize, usize)] = if small {
-        &[(48, 40, 24)]
-    } else {
-        &[(4096, 4864, 896), (4096, 896, 4864)]
-    };
+    let shapes = linear_layers(small);
     println!();
     println!("| f32 copy  | m     × n     × k     | fused ms | ours f32 + cast ms | fused/(ours+cast) | cuBLAS f32 + cast ms | fused/(cuBLAS+cast) |");
     println!("|-----------|-----------------------|----------|--------------------|-------------------|----------------------|---------------------|");
@@ -373,14 +365,20 @@ fn copy_rows(b: &Bench, small: bool) -> Res {
     Ok(())
 }
 
-/// The problems: (label, shape).
-fn problems(small: bool) -> Vec<(String, GemmShape)> {
-    let sq: &[usize] = if small { &[64] } else { &[4096, 8192] };
-    let linear: &[(usize, usize, usize)] = if small {
+/// A linear layer's (tokens, outputs, inputs): 4096 tokens × 4864 outputs × 896 inputs and its
+/// transpose (a tiny one on the emulator).
+fn linear_layers(small: bool) -> &'static [(usize, usize, usize)] {
+    if small {
         &[(48, 40, 24)]
     } else {
         &[(4096, 4864, 896), (4096, 896, 4864)]
-    };
+    }
+}
+
+/// The problems: (label, shape).
+fn problems(small: bool) -> Vec<(String, GemmShape)> {
+    let sq: &[usize] = if small { &[64] } else { &[4096, 8192] };
+    let linear = linear_layers(small);
     let ranks: &[usize] = if small { &[8] } else { &[8, 16, 32, 64] };
     let hidden = if small { 64 } else { 4096 };
     let mut out = Vec::new();
