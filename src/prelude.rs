@@ -266,6 +266,21 @@ pub fn dp4a_u8(a: u32, b: u32, c: u32) -> u32 {
         acc.wrapping_add(x as u32 * y as u32)
     })
 }
+/// The four bytes picked from the eight of `a` (bytes 0–3) and `b` (bytes 4–7) by the four
+/// low nibbles of `c`, result byte `i` by nibble `i`; a nibble with bit 3 set replicates its
+/// byte's sign bit (`prmt.b32`).
+pub fn prmt(a: u32, b: u32, c: u32) -> u32 {
+    let bytes = (u64::from(b) << 32) | u64::from(a);
+    (0..4).fold(0, |out, i| {
+        let nib = (c >> (4 * i)) & 0xf;
+        let byte = (bytes >> (8 * (nib & 7))) as u8;
+        let byte = match nib & 8 {
+            0 => byte,
+            _ => ((byte as i8) >> 7) as u8,
+        };
+        out | (u32::from(byte) << (8 * i))
+    })
+}
 /// `x` rounded to tf32 (10 mantissa bits, nearest, ties away from zero) as the 32-bit word
 /// [`mma_m16n8k8_tf32`] takes (`cvt.rna.tf32.f32`, sm_80+). Only the upper 19 bits are
 /// promised; the host stub clears the rest.
@@ -298,6 +313,11 @@ pub fn shared_array<T, const N: usize>() -> &'static mut [T; N] {
 /// The block's dynamic shared memory, sized at launch (`LaunchConfig::dynamic_shared_bytes`).
 pub fn dynamic_shared<T>() -> &'static mut [T] {
     device_only("dynamic_shared")
+}
+/// `a × b + c` on each bf16 half of the words, rounded once to nearest even
+/// (`fma.rn.bf16x2`, sm_80+).
+pub fn fma_bf16x2(a: u32, b: u32, c: u32) -> u32 {
+    device_only("fma_bf16x2")
 }
 /// Packs two f32 into one `bf16x2` word, `hi` in the upper half (sm_80+).
 pub fn pack_bf16x2(hi: f32, lo: f32) -> u32 {

@@ -231,6 +231,91 @@ fn byte_dot_products_match_the_ptx_definition_of_dp4a() -> Result<(), Error> {
     Ok(())
 }
 
+/// `prmt.b32` in its default mode: result byte `i` is byte `c >> 4i & 7` of `b:a`, replicated
+/// from that byte's sign bit where bit 3 of the nibble is set.
+fn prmt_model(a: u32, b: u32, c: u32) -> u32 {
+    let bytes = (u64::from(b) << 32) | u64::from(a);
+    (0..4).fold(0, |out, i| {
+        let nib = (c >> (4 * i)) & 0xf;
+        let byte = (bytes >> (8 * (nib & 7))) as u8;
+        let byte = if nib & 8 != 0 {
+            if byte & 0x80 != 0 {
+                0xff
+            } else {
+                0
+            }
+        } else {
+            byte
+        };
+        out | (u32::from(byte) << (8 * i))
+    })
+}
+
+/// `a × b + c` on each bf16 half, the exact f64 result rounded once to nearest even.
+fn fma_bf16x2_model(a: u32, b: u32, c: u32) -> u32 {
+    let half = |w: u32, k: u32| f64::from(f32::from_bits((w >> (16 * k)) << 16));
+    (0..2).fold(0, |out, k| {
+        let exact = half(a, k).mul_add(half(b, k), half(c, k));
+        let r = Bf16::from_f32(exact as f32);
+        // f64 → f32 → bf16 rounds twice; the inputs below keep the exact sum within f32's
+        // 24 bits, so the first rounding is exact.
+        assert_eq!(f64::from(exact as f32), exact, "inputs must keep the sum exact in f32");
+        let bits = if exact.is_nan() { 0x7fff } else { u32::from(r.to_bits()) };
+        out | (bits << (16 * k))
+    })
+}
+
+#[test]
+fn prmt_and_fma_bf16x2_match_the_ptx_definitions() -> Result<(), Error> {
+    let stream = Device::emulator().stream()?;
+    // Operands of bf16 halves with few mantissa bits, so that every exact a·b + c fits f32.
+    let small = |k: u32| {
+        let e = 124 + (k * 7) % 8;
+        let m = (k * 37) % 8;
+        let sign = (k % 3 == 0) as u32;
+        ((sign << 15) | (e << 7) | (m << 4)) as u16
+    };
+    let mut a = vec![0x4300_4340u32, 0x80ff_7f01, 0x80ff_7f01];
+    let mut b = vec![0x3f80_3f80u32, 0xdead_beef, 0x0000_0043];
+    let mut c = vec![0xc300_c300u32, 0x0000_ba40, 0x0000_4140];
+    for k in 0..64u32 {
+        a.push(u32::from(small(k)) | (u32::from(small(k + 5)) << 16));
+        b.push(u32::from(small(k + 11)) | (u32::from(small(k + 3)) << 16));
+        c.push(u32::from(small(k + 17)) | (u32::from(small(2 * k)) << 16));
+    }
+    let n = a.len() as u32;
+    let (da, db, dc) = (
+        Buffer::from_host(&stream, &a)?,
+        Buffer::from_host(&stream, &b)?,
+        Buffer::from_host(&stream, &c)?,
+    );
+    let mut y = Buffer::from_host(&stream, &vec![0xDEAD_BEEF; 2 * a.len()])?;
+    packed_word_ops(
+        &stream,
+        LaunchConfig::for_elements(n, 32),
+        &da,
+        &db,
+        &dc,
+        &mut y,
+        n,
+    )?;
+    let y = y.to_host(&stream)?;
+    for i in 0..a.len() {
+        let what = format!("a = {:#x}, b = {:#x}, c = {:#x}", a[i], b[i], c[i]);
+        assert_eq!(y[2 * i], prmt_model(a[i], b[i], c[i]), "prmt, {what}");
+        if i >= 3 || i == 0 {
+            assert_eq!(y[2 * i + 1], fma_bf16x2_model(a[i], b[i], c[i]), "fma_bf16x2, {what}");
+        }
+    }
+    // 128 + 64 and 128 + 0 as bf16 codes, less 128: the nibble-to-bf16 step of the GGUF GEMV.
+    assert_eq!(y[1], 0x0000_4280);
+    // Bytes of `b` beside bytes of `a`, and two bytes replicated from their sign bits.
+    assert_eq!(y[2], 0xffff_ef01);
+    // A code byte beside the bf16 exponent byte 0x43.
+    assert_eq!(y[4], 0x437f_4301);
+    Ok(())
+}
+
 #[test]
 fn bit_intrinsics_and_tf32_rounding_match_rust() -> Result<(), Error> {
     let stream = Device::emulator().stream()?;

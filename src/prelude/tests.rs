@@ -132,5 +132,7 @@ fn host_stubs_of_the_ieee_intrinsics_compute_their_results() {
     assert_eq!(dp4a_s8(0x0000_02ff, 0x0000_0303, 10), 10 - 3 + 6);
     assert_eq!(dp4a_u8_s8(0x0000_02ff, 0x0000_03ff, 0), -255 + 6);
     assert_eq!(dp4a_u8(0xff, 0xff, 1), 255 * 255 + 1);
+    assert_eq!(prmt(0x80ff_7f01, 0x43, 0x4140), 0x437f_4301);
+    assert_eq!(prmt(0x80ff_7f01, 0xdead_beef, 0xba40), 0xffff_ef01);
     assert_eq!(cvt_tf32(f32::from_bits(0x3F80_1000)), 0x3F80_2000);
 }

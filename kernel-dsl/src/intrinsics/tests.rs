@@ -86,6 +86,7 @@ fn the_new_intrinsics_print_the_instructions_they_promise() {
     assert_eq!(mnemonics("dp4a_s8"), ["dp4a.s32.s32"]);
     assert_eq!(mnemonics("dp4a_u8_s8"), ["dp4a.u32.s32"]);
     assert_eq!(mnemonics("dp4a_u8"), ["dp4a.u32.u32"]);
+    assert_eq!(mnemonics("prmt"), ["prmt.b32"]);
     assert_eq!(mnemonics("fence_cta"), ["fence.acq_rel.cta"]);
     assert_eq!(mnemonics("fence_gpu"), ["fence.acq_rel.gpu"]);
     assert_eq!(mnemonics("fence_sys"), ["fence.acq_rel.sys"]);

@@ -170,6 +170,44 @@ impl Lowerer<'_> {
             }
             "shared_array" => self.shared_decl(c, last, false),
             "dynamic_shared" => self.shared_decl(c, last, true),
+            "fma_bf16x2" => {
+                // The words are moved into bf16x2 registers (free after ptxas) so that the
+                // IR's operands carry the type the instruction reads.
+                let mut srcs = Vec::with_capacity(3);
+                for arg in args.iter().take(3) {
+                    let v = self.expr_as(arg, ScalarType::U32)?;
+                    let word = self.materialize(&v);
+                    let pair = self.b.reg(ScalarType::Bf16x2);
+                    self.inst(
+                        Op::Mov {
+                            ty: ScalarType::B32,
+                        },
+                        vec![pair.into()],
+                        vec![word.into()],
+                    );
+                    srcs.push(pair.into());
+                }
+                let pair = self.b.reg(ScalarType::Bf16x2);
+                self.inst(
+                    Op::Fma {
+                        ty: ScalarType::Bf16x2,
+                        rnd: kernel_dsl::op::Rounding::Rn,
+                        ftz: false,
+                        sat: false,
+                    },
+                    vec![pair.into()],
+                    srcs,
+                );
+                let d = self.b.reg(ScalarType::U32);
+                self.inst(
+                    Op::Mov {
+                        ty: ScalarType::B32,
+                    },
+                    vec![d.into()],
+                    vec![pair.into()],
+                );
+                Ok(Value::Scalar(Scalar::reg(d)))
+            }
             "pack_bf16x2" | "pack_f16x2" => {
                 let pair = if name == "pack_bf16x2" {
                     ScalarType::Bf16x2

@@ -69,6 +69,16 @@ pub fn byte_dot_products(a: &[u32], b: &[u32], c: &[i32], y: &mut [u32], n: u32)
     }
 }
 
+/// `prmt(a[i], b[i], c[i])` and `fma_bf16x2(a[i], b[i], c[i])`, two words per element.
+#[kernel(crate = crate::common::paths)]
+pub fn packed_word_ops(a: &[u32], b: &[u32], c: &[u32], y: &mut [u32], n: u32) {
+    let i = block_idx().x * block_dim().x + thread_idx().x;
+    if i < n {
+        y[i * 2] = prmt(a[i], b[i], c[i]);
+        y[i * 2 + 1] = fma_bf16x2(a[i], b[i], c[i]);
+    }
+}
+
 /// Each thread copies 16 bytes of `x` and of `h` into shared memory with `cp_async_16`, then
 /// reads them back with `load_vec` (one `ld.shared` each) and writes them out reversed.
 #[kernel(crate = crate::common::paths, block = 32)]
