@@ -283,6 +283,34 @@ impl<T: Element> Buffer<T> {
         BufferViewMut::new(&self.core, U::SCALAR, 0, 0)
     }
 
+    /// A read-only view of the whole buffer's bytes as elements of `U`: for a kernel that
+    /// reads a 16-bit buffer as `&[u32]` words, two elements a load, already packed the way
+    /// a tensor-core operand holds them. The bytes must be a whole number of `U`s.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), kernel_runtime::Error> {
+    /// let stream = kernel_runtime::Device::emulator().stream()?;
+    /// let buf = kernel_runtime::Buffer::<kernel_runtime::Bf16>::zeros(&stream, 8)?;
+    /// let words = buf.view_as::<u32>()?;
+    /// assert_eq!((words.len(), words.elem()), (4, kernel_dsl::ScalarType::U32));
+    /// let odd = kernel_runtime::Buffer::<kernel_runtime::Bf16>::zeros(&stream, 3)?;
+    /// assert!(odd.view_as::<u32>().is_err());
+    /// # Ok(()) }
+    /// ```
+    pub fn view_as<U: Element>(&self) -> Result<BufferView<'_>> {
+        let bytes = self.len * std::mem::size_of::<T>();
+        let elem_bytes = std::mem::size_of::<U>();
+        if !bytes.is_multiple_of(elem_bytes) {
+            return Err(Error::ViewSize { bytes, elem_bytes });
+        }
+        Ok(BufferView::new(
+            &self.core,
+            U::SCALAR,
+            0,
+            bytes / elem_bytes,
+        ))
+    }
+
     /// A read-only view of `range` (in elements).
     ///
     /// ```

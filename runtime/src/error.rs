@@ -162,6 +162,8 @@ pub enum Error {
         end: usize,
         len: usize,
     },
+    #[error("a buffer of {bytes} bytes is not a whole number of {elem_bytes}-byte elements: view it as a type whose size divides the buffer's bytes")]
+    ViewSize { bytes: usize, elem_bytes: usize },
     #[error("`{op}` cannot run while the stream is capturing a graph: do it before `capture` or after it returns")]
     NotAllowedDuringCapture { op: &'static str },
     #[error("{streams} stream(s) forked into the capture still had work that was never joined back: call `join` on the capturing stream for each `fork` after the forked stream's last launch")]

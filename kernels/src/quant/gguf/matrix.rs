@@ -120,6 +120,20 @@ impl GgufMatrix {
         w
     }
 
+    /// The weights, row-major, as [`gemv_mma`](super::gemv_mma) multiplies them: bf16 values
+    /// ([`BlockQ4K::bf16_operand`]); `None` for the formats it does not read.
+    pub fn bf16_operand(&self) -> Option<Vec<f32>> {
+        if self.format != GgufFormat::Q4K {
+            return None;
+        }
+        Some(
+            self.bytes
+                .chunks_exact(BlockQ4K::BYTES)
+                .flat_map(|b| BlockQ4K::read(b.try_into().expect("144")).bf16_operand())
+                .collect(),
+        )
+    }
+
     /// The format.
     pub fn format(&self) -> GgufFormat {
         self.format

@@ -2,7 +2,7 @@
 //! and a 6-bit min, under two f16 super-scales.
 
 use super::quantize::make_qkx2_quants;
-use kernel_runtime::F16;
+use kernel_runtime::{Bf16, F16};
 
 /// One Q4_K block, 144 bytes for 256 weights, little-endian:
 ///
@@ -79,6 +79,37 @@ impl BlockQ4K {
                 let q = self.qs[32 * i + l];
                 y[64 * i + l] = d1 * (q & 0xF) as f32 - m1;
                 y[64 * i + 32 + l] = d2 * (q >> 4) as f32 - m2;
+            }
+        }
+        y
+    }
+
+    /// The 256 weights as the tensor-core GEMV ([`gemv_mma`](super::gemv_mma)) multiplies
+    /// them, in bf16 (widened to f32 exactly): `u·a − b` rounded once to nearest even, where
+    /// `a = d·sc` and `b = dmin·m` are ggml's f32 products each rounded to bf16 first.
+    ///
+    /// ```
+    /// use kernels::quant::gguf::BlockQ4K;
+    /// let x: Vec<f32> = (0..256).map(|i| ((i * 37 % 101) as f32 - 50.0) / 25.0).collect();
+    /// let b = BlockQ4K::quantize(x.as_slice().try_into().unwrap());
+    /// let (exact, bf16) = (b.dequantize(), b.bf16_operand());
+    /// assert!(exact.iter().zip(&bf16).all(|(e, h)| (e - h).abs() <= e.abs() / 64.0 + 1e-2));
+    /// ```
+    pub fn bf16_operand(&self) -> [f32; 256] {
+        let bf16 = |v: f32| Bf16::from_f32(v).to_f32();
+        let d = self.d.to_f32();
+        let min = self.dmin.to_f32();
+        let mut y = [0.0f32; 256];
+        for j in 0..8 {
+            let (sc, m) = scale_min(j, &self.scales);
+            let (a, b) = (bf16(d * sc as f32) as f64, bf16(min * m as f32) as f64);
+            for l in 0..32 {
+                let byte = self.qs[32 * (j / 2) + l];
+                let u = if j % 2 == 0 { byte & 0xF } else { byte >> 4 };
+                // Exact in f64 (a 4-bit code times an 8-bit scale, less an 8-bit offset); the
+                // one rounding to f32 is exact too for scales and offsets within 2¹² of each
+                // other, as a quantizer's are.
+                y[64 * (j / 2) + 32 * (j % 2) + l] = bf16((u as f64 * a - b) as f32);
             }
         }
         y

@@ -1,0 +1,96 @@
+//! The host entry point of the tensor-core GEMV: shapes checked before launch, the
+//! activations passed as words.
+
+use super::gemv_mma_kernel::{self, GEMV_MMA_ROWS, GEMV_MMA_THREADS};
+use super::ops::GEMV_MAX_ROWS;
+use super::{GgufFormat, GgufWeights};
+use crate::Float;
+use crate::{check_len, Error};
+use kernel_runtime::{Buffer, LaunchConfig, Stream};
+
+/// `y = x·Wᵀ` for the `m` rows of `x` (`m × cols`), `W` the `rows × cols` Q4_K weights of
+/// `w`, `y` `m × rows`, on the tensor cores (`mma.sync`, sm_80+): the decode product of a
+/// batch of sequences. Each weight is decoded in registers to bf16 as `u·a − b` rounded once,
+/// with ggml's sub-block scale `a = d·scale` and offset `b = dmin·min` each rounded to bf16
+/// first ([`GgufMatrix::bf16_operand`](super::GgufMatrix::bf16_operand) gives the same
+/// values); `x` is taken as bf16 (f32 rows rounded to nearest even), products are summed in
+/// f32 and `y` rounded to `T` once. `m` is 1 to [`GEMV_MAX_ROWS`] (0 does nothing); every
+/// weight byte is read once for all `m` rows, and reruns give the same bits. At one row
+/// [`gemv`](super::gemv) or [`gemv_q8`](super::gemv_q8) is faster: the tensor core works on 16
+/// rows whatever `m` is.
+///
+/// ```
+/// use kernel_runtime::{Buffer, Device};
+/// use kernels::quant::gguf::{gemv_mma, GgufFormat, GgufMatrix};
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator().stream()?;
+/// // Weights of 0 and 1 only: Q4_K stores them exactly, and bf16 holds every product.
+/// let w: Vec<f32> = (0..3 * 256).map(|i| (i % 2) as f32).collect();
+/// let weights = GgufMatrix::quantize(GgufFormat::Q4K, 3, 256, &w)?.to_device(&stream)?;
+/// let x = Buffer::from_host(&stream, &vec![2.0f32; 4 * 256])?;
+/// let mut y = Buffer::<f32>::zeros(&stream, 4 * 3)?;
+/// gemv_mma(&stream, &weights, &x, &mut y, 4)?;
+/// assert_eq!(y.to_host(&stream)?, vec![256.0; 12]);
+/// # Ok(()) }
+/// ```
+pub fn gemv_mma<T: Float>(
+    stream: &Stream,
+    w: &GgufWeights,
+    x: &Buffer<T>,
+    y: &mut Buffer<T>,
+    m: usize,
+) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("gemv_mma")?;
+    const OP: &str = "gguf::gemv_mma";
+    let (n, k, row_bytes) = super::ops::sizes(OP, w)?;
+    if w.format() != GgufFormat::Q4K {
+        return Err(Error::Unsupported {
+            op: OP,
+            detail: format!(
+                "the weight is {}, and the tensor-core GEMV reads Q4_K; call gguf::gemv or gguf::gemv_q8 for it",
+                w.format()
+            ),
+        });
+    }
+    let sm = stream.device().target().sm();
+    if sm < 80 {
+        return Err(Error::Unsupported {
+            op: OP,
+            detail: format!(
+                "the device is sm_{sm}, and mma.sync bf16 needs sm_80 or newer; call gguf::gemv"
+            ),
+        });
+    }
+    if m > GEMV_MAX_ROWS {
+        return Err(Error::Unsupported {
+            op: OP,
+            detail: format!(
+                "m = {m} rows of x, but the GEMV takes at most {GEMV_MAX_ROWS}; call gguf::prefill for more"
+            ),
+        });
+    }
+    check_len(OP, "x", x.len(), m * w.cols(), || {
+        format!("m × cols = {m} × {}", w.cols())
+    })?;
+    check_len(OP, "y", y.len(), m * w.rows(), || {
+        format!("m × rows = {m} × {}", w.rows())
+    })?;
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    let cfg = LaunchConfig::linear(n.div_ceil(GEMV_MMA_ROWS), GEMV_MMA_THREADS);
+    gemv_mma_kernel::gguf_gemv_mma::<T>(
+        stream,
+        cfg,
+        1,
+        2,
+        w.words(),
+        &x.view_as::<u32>()?,
+        y,
+        m as u32,
+        n,
+        k,
+        row_bytes,
+    )?;
+    Ok(())
+}

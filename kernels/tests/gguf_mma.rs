@@ -1,0 +1,150 @@
+//! The tensor-core GEMV over Q4_K weights (`gguf::gemv_mma`) on the emulator: products
+//! against the f64 product of its bf16 operands at odd shapes, bit-identical reruns, and
+//! refusals that leave `y` untouched.
+
+use kernel_runtime::{Bf16, Buffer, Device, Stream};
+use kernels::quant::gguf::{gemv_mma, reference, GgufFormat, GgufMatrix};
+use kernels::{Error, Float};
+
+/// Weights with a spread of scales and offsets, so sub-blocks get different `a` and `b`.
+fn weights(n: usize, k: usize) -> Vec<f32> {
+    (0..n * k)
+        .map(|i| {
+            let sub = (i / 32) % 7;
+            let v = ((i * 2654435761usize) >> 7) % 1000;
+            (v as f32 / 500.0 - 0.7) * (0.3 + sub as f32 * 0.4)
+        })
+        .collect()
+}
+
+fn activations(m: usize, k: usize) -> Vec<f32> {
+    (0..m * k)
+        .map(|i| (((i * 40503) % 997) as f32 / 498.5 - 1.0) * (1.0 + (i / k) as f32))
+        .collect()
+}
+
+fn bf16(v: f32) -> f32 {
+    Bf16::from_f32(v).to_f32()
+}
+
+/// `gemv_mma` against `x`, rounded to bf16, times the weights' bf16 operand, in f64: the
+/// error allowed is f32 accumulation's over `Σ |x·w|`, plus `y`'s own rounding to `T`.
+fn check<T: Float>(s: &Stream, m: usize, n: usize, k: usize) {
+    let q = GgufMatrix::quantize(GgufFormat::Q4K, n, k, &weights(n, k)).unwrap();
+    let w = q.bf16_operand().expect("Q4_K has a bf16 operand");
+    let x = activations(m, k);
+    let xt: Vec<T> = x.iter().map(|&v| T::from_f32(v)).collect();
+    let xb: Vec<f32> = xt.iter().map(|v| bf16(v.to_f32())).collect();
+    let want = reference::matmul_nt(&xb, &w, m, n, k);
+    let scale = reference::matmul_nt(
+        &xb.iter().map(|v| v.abs()).collect::<Vec<_>>(),
+        &w.iter().map(|v| v.abs()).collect::<Vec<_>>(),
+        m,
+        n,
+        k,
+    );
+    let dev = q.to_device(s).unwrap();
+    let dx = Buffer::from_host(s, &xt).unwrap();
+    let mut y = Buffer::<T>::zeros(s, m * n).unwrap();
+    gemv_mma(s, &dev, &dx, &mut y, m).unwrap();
+    let got = y.to_host(s).unwrap();
+    let out_rounding = if T::TYPE == kernels::FloatType::F32 { 0.0 } else { 1.0 / 256.0 };
+    for i in 0..m * n {
+        let g = got[i].to_f32() as f64;
+        let tol = 1e-5 * scale[i] + out_rounding * want[i].abs();
+        assert!(
+            (g - want[i]).abs() <= tol,
+            "gemv_mma {:?} m={m} n={n} k={k} at ({}, {}): got {g}, want {} (±{tol})",
+            T::TYPE,
+            i / n,
+            i % n,
+            want[i]
+        );
+    }
+    gemv_mma(s, &dev, &dx, &mut y, m).unwrap();
+    let again = y.to_host(s).unwrap();
+    assert!(
+        got.iter().zip(&again).all(|(a, b)| a.to_f32().to_bits() == b.to_f32().to_bits()),
+        "a rerun gave other bits"
+    );
+}
+
+#[test]
+fn gemv_mma_matches_the_f64_product_of_its_bf16_operands_at_odd_shapes() {
+    let s = Device::emulator().stream().unwrap();
+    // m below, at and past a row group of 8; n not a multiple of the block's 8 rows; k of
+    // 1 and 5 blocks (warps with no block, and warps with two, one in flight past the end).
+    for (m, n, k) in [(1, 5, 256), (3, 13, 1280), (16, 8, 256), (9, 3, 1280)] {
+        check::<f32>(&s, m, n, k);
+    }
+    check::<Bf16>(&s, 5, 11, 1280);
+}
+
+#[test]
+fn gemv_mma_over_many_blocks_of_a_row() {
+    let s = Device::emulator().stream().unwrap();
+    // 19 blocks: four passes of the warps' two blocks in flight, the last one ragged.
+    check::<Bf16>(&s, 2, 3, 19 * 256);
+}
+
+#[test]
+fn gemv_mma_stays_within_bf16_rounding_of_the_exact_product() {
+    let s = Device::emulator().stream().unwrap();
+    let (m, n, k) = (4, 6, 512);
+    let q = GgufMatrix::quantize(GgufFormat::Q4K, n, k, &weights(n, k)).unwrap();
+    let x = activations(m, k);
+    let exact = reference::matmul_nt(&x, &q.dequantize(), m, n, k);
+    let mut y = Buffer::<f32>::zeros(&s, m * n).unwrap();
+    let dev = q.to_device(&s).unwrap();
+    gemv_mma(&s, &dev, &Buffer::from_host(&s, &x).unwrap(), &mut y, m).unwrap();
+    let got = y.to_host(&s).unwrap();
+    let scale = reference::matmul_nt(
+        &x.iter().map(|v| v.abs()).collect::<Vec<_>>(),
+        &q.dequantize().iter().map(|v| v.abs()).collect::<Vec<_>>(),
+        m,
+        n,
+        k,
+    );
+    for i in 0..m * n {
+        // x and each weight rounded to bf16 (2⁻⁹ each), the scale and offset too.
+        let tol = 4.0 / 512.0 * scale[i];
+        assert!(
+            (got[i] as f64 - exact[i]).abs() <= tol,
+            "at {i}: got {}, exact {} (±{tol})",
+            got[i],
+            exact[i]
+        );
+    }
+}
+
+#[test]
+fn gemv_mma_refuses_bad_calls_before_writing() {
+    let s = Device::emulator().stream().unwrap();
+    let (n, k) = (3, 256);
+    let q4 = GgufMatrix::quantize(GgufFormat::Q4K, n, k, &weights(n, k))
+        .unwrap()
+        .to_device(&s)
+        .unwrap();
+    let q8 = GgufMatrix::quantize(GgufFormat::Q8_0, n, k, &weights(n, k))
+        .unwrap()
+        .to_device(&s)
+        .unwrap();
+    let x = Buffer::from_host(&s, &activations(2, k)).unwrap();
+    let mut y = Buffer::from_host(&s, &vec![7.0f32; 2 * n]).unwrap();
+    let message = |e: Error| e.to_string();
+    let e = message(gemv_mma(&s, &q8, &x, &mut y, 2).unwrap_err());
+    assert!(e.contains("q8_0") && e.contains("gguf::gemv"), "{e}");
+    let x17 = Buffer::from_host(&s, &activations(17, k)).unwrap();
+    let mut y17 = Buffer::from_host(&s, &vec![7.0f32; 17 * n]).unwrap();
+    let e = message(gemv_mma(&s, &q4, &x17, &mut y17, 17).unwrap_err());
+    assert!(e.contains("at most 16") && e.contains("prefill"), "{e}");
+    let mut short = Buffer::from_host(&s, &vec![7.0f32; n]).unwrap();
+    let e = message(gemv_mma(&s, &q4, &x, &mut short, 2).unwrap_err());
+    assert!(e.contains("`y`"), "{e}");
+    let short_x = Buffer::from_host(&s, &activations(1, k)).unwrap();
+    let e = message(gemv_mma(&s, &q4, &short_x, &mut y, 2).unwrap_err());
+    assert!(e.contains("`x`"), "{e}");
+    assert!(y17.to_host(&s).unwrap().iter().all(|&v| v == 7.0));
+    assert!(y.to_host(&s).unwrap().iter().all(|&v| v == 7.0));
+    assert!(short.to_host(&s).unwrap().iter().all(|&v| v == 7.0));
+}
