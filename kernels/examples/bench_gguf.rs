@@ -3,7 +3,8 @@
 //! bytes (the driver's device-to-device copy, measured in the same run; activations and
 //! outputs are not counted), timed twice so that clock drift shows: the f32 route (`gemv`),
 //! the int8 route's GEMV alone (`gemv_q8` on activations quantized once) and with the
-//! activations' quantization in each launch pair; then the prefill at
+//! activations' quantization in each launch pair, and for Q4_K the tensor-core GEMV
+//! (`gemv_mma`); then the prefill at
 //! M = 512 (dequantize to bf16, then the bf16 GEMM) against the bf16 GEMM alone on the
 //! already-dequantized weight.
 //!
@@ -19,7 +20,7 @@ use common::{filled, Bench, Res};
 use kernel_runtime::{Bf16, Buffer, Stream};
 use kernels::gemm::{gemm, Epilogue, GemmShape, Layout, Math};
 use kernels::quant::gguf::{
-    dequantize, gemv, gemv_q8, prefill, prefill_workspace_len, quantize_activations, GgufFormat,
+    dequantize, gemv, gemv_mma, gemv_mma_with_tiles, gemv_q8, prefill, prefill_workspace_len, quantize_activations, GgufFormat,
     GgufMatrix, GgufWeights, QuantizedActivations,
 };
 use kernels::Float;
@@ -95,15 +96,53 @@ fn gemv_row<T: Float>(b: &Bench, w: &GgufWeights, shape: &str, m: usize) -> Res 
         Ok(())
     })?;
     let pair = |[a, b]: [f64; 2]| format!("{a:>5.1} / {b:>5.1}");
+    let tensor_core = if w.format() == GgufFormat::Q4K {
+        pair(b.percent_twice(bytes, |s| {
+            for _ in 0..LAUNCHES {
+                gemv_mma(s, w, &x, &mut y, m)?;
+            }
+            Ok(())
+        })?)
+    } else {
+        "—".into()
+    };
     println!(
-        "| {:<5} | {:<4} | {:<16} | {:>2} | {} | {} | {} |",
+        "| {:<5} | {:<4} | {:<16} | {:>2} | {} | {} | {} | {} |",
         w.format().name(),
         T::TYPE.suffix(),
         format!("{shape} {}x{}", w.rows(), w.cols()),
         m,
         pair(f32_route),
         pair(int8),
-        pair(with_quantize)
+        pair(with_quantize),
+        tensor_core
+    );
+    Ok(())
+}
+
+/// The tensor-core GEMV with each choice of row tiles a warp takes, side by side.
+fn tiles_row(b: &Bench, w: &GgufWeights, shape: &str, m: usize) -> Res {
+    let name = format!("tiles/{}/{shape}/m{m}", w.format());
+    if skip(&name) {
+        return Ok(());
+    }
+    let x = filled::<Bf16>(&b.stream, m * w.cols(), 3)?;
+    let mut y = Buffer::<Bf16>::zeros(&b.stream, m * w.rows())?;
+    let bytes = (w.quantized_bytes() * LAUNCHES) as f64;
+    let mut cells = Vec::new();
+    for tiles in [1, 2, 4] {
+        let [a, c] = b.percent_twice(bytes, |s| {
+            for _ in 0..LAUNCHES {
+                gemv_mma_with_tiles(s, w, &x, &mut y, m, tiles)?;
+            }
+            Ok(())
+        })?;
+        cells.push(format!("{a:>5.1} / {c:>5.1}"));
+    }
+    println!(
+        "| {:<16} | {m:>2} | {} |",
+        format!("{shape} {}x{}", w.rows(), w.cols()),
+        cells.join(" | ")
     );
     Ok(())
 }
@@ -149,15 +188,26 @@ fn main() -> Res {
         SHAPES.to_vec()
     };
     println!("\nGEMV, % of copy bandwidth over the quantized weight bytes (two passes)\n");
-    println!("| format | x, y | shape | M | gemv | gemv_q8 | quantize + gemv_q8 |");
-    println!("| --- | --- | --- | --- | --- | --- | --- |");
+    println!("| format | x, y | shape | M | gemv | gemv_q8 | quantize + gemv_q8 | gemv_mma |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
     for format in GgufFormat::ALL {
         for &(shape, n, k) in &shapes {
             let w = weights(&b.stream, format, n, k)?;
-            for m in [1, 16] {
+            // The batch sizes between matter where the tensor-core GEMV runs.
+            let batches: &[usize] = if format == GgufFormat::Q4K { &[1, 4, 8, 16] } else { &[1, 16] };
+            for &m in batches {
                 gemv_row::<Bf16>(&b, &w, shape, m)?;
                 gemv_row::<f32>(&b, &w, shape, m)?;
             }
+        }
+    }
+    println!("\ngemv_mma (Q4_K, bf16) by the row tiles a warp takes, % of copy (two passes)\n");
+    println!("| shape | M | 1 tile | 2 tiles | 4 tiles |");
+    println!("| --- | --- | --- | --- | --- |");
+    for &(shape, n, k) in &shapes {
+        let w = weights(&b.stream, GgufFormat::Q4K, n, k)?;
+        for m in [8, 16] {
+            tiles_row(&b, &w, shape, m)?;
         }
     }
     let m = if small { 64 } else { 512 };

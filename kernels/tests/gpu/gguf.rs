@@ -6,7 +6,7 @@ use crate::common_rowwise::{download, gpu_stream, poisoned, upload, Rng};
 use kernel_runtime::{Bf16, Buffer, Stream};
 use kernels::quant::gguf::reference::{matmul_nt, rms_norm};
 use kernels::quant::gguf::{
-    dequantize, gemv, gemv_rms_norm, prefill, prefill_workspace_len, GgufFormat, GgufMatrix,
+    dequantize, gemv, gemv_mma, gemv_rms_norm, prefill, prefill_workspace_len, GgufFormat, GgufMatrix,
 };
 use kernels::Float;
 use kernels::FloatType;
@@ -123,6 +123,35 @@ fn gguf_gemv_and_dequantize_match_references_on_gpu() {
         at_shape::<f32>(&s, format, 4096, 4096, &[1, 16]);
         at_shape::<Bf16>(&s, format, 4096, 14336, &[1]);
     }
+}
+
+/// `gemv_mma` against the f64 product of its bf16 operands (x rounded to bf16, the weights
+/// as `GgufMatrix::bf16_operand` forms them), and reruns bit for bit.
+fn gemv_mma_at<T: Float>(s: &Stream, n: usize, k: usize, m: usize) {
+    let mut rng = Rng::new((n + 3 * k + m) as u64);
+    let q = random_matrix(GgufFormat::Q4K, n, k, &mut rng);
+    let wb = q.bf16_operand().expect("Q4_K");
+    let dev = q.to_device(s).unwrap();
+    let (x, xh) = upload::<T>(s, &rng.vec(m * k, -1.0, 1.0));
+    let xb: Vec<f32> = xh.iter().map(|&v| Bf16::from_f32(v).to_f32()).collect();
+    let mut y = poisoned::<T>(s, m * n);
+    gemv_mma(s, &dev, &x, &mut y, m).unwrap();
+    let want = matmul_nt(&xb, &wb, m, n, k);
+    let mag = matmul_nt(&abs(&xb), &abs(&wb), m, n, k);
+    let what = format!("gemv_mma {:?} {n}x{k} m={m}", T::TYPE);
+    check(&what, &download(s, &y), &want, &mag, T::TYPE);
+    let first = bits(s, &y);
+    gemv_mma(s, &dev, &x, &mut y, m).unwrap();
+    assert_eq!(bits(s, &y), first, "{what}: two runs are bit-identical");
+}
+
+#[test]
+fn gguf_gemv_mma_matches_its_bf16_operands_on_gpu() {
+    let Some(s) = gpu_stream() else { return };
+    gemv_mma_at::<Bf16>(&s, 4096, 4096, 16);
+    gemv_mma_at::<Bf16>(&s, 4096, 4096, 2);
+    gemv_mma_at::<f32>(&s, 6144, 4096, 16);
+    gemv_mma_at::<Bf16>(&s, 4100, 14336, 9);
 }
 
 #[test]

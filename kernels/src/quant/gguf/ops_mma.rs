@@ -1,7 +1,7 @@
 //! The host entry point of the tensor-core GEMV: shapes checked before launch, the
 //! activations passed as words.
 
-use super::gemv_mma_kernel::{self, GEMV_MMA_ROWS, GEMV_MMA_THREADS};
+use super::gemv_mma_kernel::{self, GEMV_MMA_THREADS};
 use super::ops::GEMV_MAX_ROWS;
 use super::{GgufFormat, GgufWeights};
 use crate::Float;
@@ -40,6 +40,30 @@ pub fn gemv_mma<T: Float>(
     y: &mut Buffer<T>,
     m: usize,
 ) -> Result<(), Error> {
+    let tiles = tiles_for(w.rows(), stream.device().props().sm_count as usize);
+    gemv_mma_with_tiles(stream, w, x, y, m, tiles)
+}
+
+/// The tiles of 8 weight rows a warp takes: as many as keep two blocks on every SM, so that
+/// each activation operand feeds as many products as the grid allows.
+fn tiles_for(rows: usize, sms: usize) -> usize {
+    [4, 2]
+        .into_iter()
+        .find(|&nt| rows.div_ceil(8 * nt) >= 2 * sms)
+        .unwrap_or(1)
+}
+
+/// [`gemv_mma`] with the tiles of 8 weight rows each warp takes chosen by the caller: 1, 2
+/// or 4. More tiles read each activation operand fewer times, fewer make more blocks; for
+/// tuning, and for benchmarks that compare them.
+pub fn gemv_mma_with_tiles<T: Float>(
+    stream: &Stream,
+    w: &GgufWeights,
+    x: &Buffer<T>,
+    y: &mut Buffer<T>,
+    m: usize,
+    tiles: usize,
+) -> Result<(), Error> {
     crate::float::f32_or_bf16::<T>("gemv_mma")?;
     const OP: &str = "gguf::gemv_mma";
     let (n, k, row_bytes) = super::ops::sizes(OP, w)?;
@@ -50,6 +74,12 @@ pub fn gemv_mma<T: Float>(
                 "the weight is {}, and the tensor-core GEMV reads Q4_K; call gguf::gemv or gguf::gemv_q8 for it",
                 w.format()
             ),
+        });
+    }
+    if ![1, 2, 4].contains(&tiles) {
+        return Err(Error::Unsupported {
+            op: OP,
+            detail: format!("tiles = {tiles}; a warp takes 1, 2 or 4 tiles of 8 weight rows"),
         });
     }
     let sm = stream.device().target().sm();
@@ -78,12 +108,14 @@ pub fn gemv_mma<T: Float>(
     if m == 0 || n == 0 {
         return Ok(());
     }
-    let cfg = LaunchConfig::linear(n.div_ceil(GEMV_MMA_ROWS), GEMV_MMA_THREADS);
+    let nt = tiles as u32;
+    let cfg = LaunchConfig::linear(n.div_ceil(8 * nt), GEMV_MMA_THREADS);
     gemv_mma_kernel::gguf_gemv_mma::<T>(
         stream,
         cfg,
         1,
-        2,
+        nt,
+        if nt == 4 { 1 } else { 2 },
         w.words(),
         &x.view_as::<u32>()?,
         y,
@@ -93,4 +125,16 @@ pub fn gemv_mma<T: Float>(
         row_bytes,
     )?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn tiles_keep_two_blocks_an_sm() {
+        // 132 SMs: gate_up's 28672 rows take 4 tiles, qkv's 6144 two, o's 4096 one.
+        assert_eq!(super::tiles_for(28672, 132), 4);
+        assert_eq!(super::tiles_for(6144, 132), 2);
+        assert_eq!(super::tiles_for(4096, 132), 1);
+        assert_eq!(super::tiles_for(5, 1), 1);
+    }
 }
