@@ -259,8 +259,16 @@ fn fma_bf16x2_model(a: u32, b: u32, c: u32) -> u32 {
         let r = Bf16::from_f32(exact as f32);
         // f64 → f32 → bf16 rounds twice; the inputs below keep the exact sum within f32's
         // 24 bits, so the first rounding is exact.
-        assert_eq!(f64::from(exact as f32), exact, "inputs must keep the sum exact in f32");
-        let bits = if exact.is_nan() { 0x7fff } else { u32::from(r.to_bits()) };
+        assert_eq!(
+            f64::from(exact as f32),
+            exact,
+            "inputs must keep the sum exact in f32"
+        );
+        let bits = if exact.is_nan() {
+            0x7fff
+        } else {
+            u32::from(r.to_bits())
+        };
         out | (bits << (16 * k))
     })
 }
@@ -304,7 +312,11 @@ fn prmt_and_fma_bf16x2_match_the_ptx_definitions() -> Result<(), Error> {
         let what = format!("a = {:#x}, b = {:#x}, c = {:#x}", a[i], b[i], c[i]);
         assert_eq!(y[2 * i], prmt_model(a[i], b[i], c[i]), "prmt, {what}");
         if i >= 3 || i == 0 {
-            assert_eq!(y[2 * i + 1], fma_bf16x2_model(a[i], b[i], c[i]), "fma_bf16x2, {what}");
+            assert_eq!(
+                y[2 * i + 1],
+                fma_bf16x2_model(a[i], b[i], c[i]),
+                "fma_bf16x2, {what}"
+            );
         }
     }
     // 128 + 64 and 128 + 0 as bf16 codes, less 128: the nibble-to-bf16 step of the GGUF GEMV.

@@ -20,8 +20,8 @@ use common::{filled, Bench, Res};
 use kernel_runtime::{Bf16, Buffer, Stream};
 use kernels::gemm::{gemm, Epilogue, GemmShape, Layout, Math};
 use kernels::quant::gguf::{
-    dequantize, gemv, gemv_mma, gemv_mma_with_tiles, gemv_q8, prefill, prefill_workspace_len, quantize_activations, GgufFormat,
-    GgufMatrix, GgufWeights, QuantizedActivations,
+    dequantize, gemv, gemv_mma, gemv_mma_with, gemv_q8, prefill, prefill_workspace_len,
+    quantize_activations, GemvMmaPlan, GgufFormat, GgufMatrix, GgufWeights, QuantizedActivations,
 };
 use kernels::Float;
 
@@ -120,7 +120,7 @@ fn gemv_row<T: Float>(b: &Bench, w: &GgufWeights, shape: &str, m: usize) -> Res 
     Ok(())
 }
 
-/// The tensor-core GEMV with each choice of row tiles a warp takes, side by side.
+/// The tensor-core GEMV with each plan (row tiles a warp takes), side by side.
 fn tiles_row(b: &Bench, w: &GgufWeights, shape: &str, m: usize) -> Res {
     let name = format!("tiles/{}/{shape}/m{m}", w.format());
     if skip(&name) {
@@ -130,10 +130,11 @@ fn tiles_row(b: &Bench, w: &GgufWeights, shape: &str, m: usize) -> Res {
     let mut y = Buffer::<Bf16>::zeros(&b.stream, m * w.rows())?;
     let bytes = (w.quantized_bytes() * LAUNCHES) as f64;
     let mut cells = Vec::new();
-    for tiles in [1, 2, 4] {
+    for tiles in [1, 2] {
+        let plan = GemvMmaPlan { tiles };
         let [a, c] = b.percent_twice(bytes, |s| {
             for _ in 0..LAUNCHES {
-                gemv_mma_with_tiles(s, w, &x, &mut y, m, tiles)?;
+                gemv_mma_with(s, w, &x, &mut y, m, plan)?;
             }
             Ok(())
         })?;
@@ -194,7 +195,11 @@ fn main() -> Res {
         for &(shape, n, k) in &shapes {
             let w = weights(&b.stream, format, n, k)?;
             // The batch sizes between matter where the tensor-core GEMV runs.
-            let batches: &[usize] = if format == GgufFormat::Q4K { &[1, 4, 8, 16] } else { &[1, 16] };
+            let batches: &[usize] = if format == GgufFormat::Q4K {
+                &[1, 4, 8, 16]
+            } else {
+                &[1, 16]
+            };
             for &m in batches {
                 gemv_row::<Bf16>(&b, &w, shape, m)?;
                 gemv_row::<f32>(&b, &w, shape, m)?;
@@ -202,8 +207,8 @@ fn main() -> Res {
         }
     }
     println!("\ngemv_mma (Q4_K, bf16) by the row tiles a warp takes, % of copy (two passes)\n");
-    println!("| shape | M | 1 tile | 2 tiles | 4 tiles |");
-    println!("| --- | --- | --- | --- | --- |");
+    println!("| shape | M | 1 tile | 2 tiles |");
+    println!("| --- | --- | --- | --- |");
     for &(shape, n, k) in &shapes {
         let w = weights(&b.stream, GgufFormat::Q4K, n, k)?;
         for m in [8, 16] {

@@ -295,8 +295,9 @@ fn nf4_instances_assemble_without_spills() {
     );
 }
 
-/// The GGUF dequantize, GEMV (f32 and int8) and activation quantization kernels: no spills;
-/// the GEMVs ask for four 128-thread blocks an SM (128 registers), and the quantization's
+/// The GGUF dequantize, GEMV (f32, int8 and tensor-core) and activation quantization
+/// kernels: no spills; the f32 and int8 GEMVs ask for four 128-thread blocks an SM and the
+/// tensor-core GEMV for two of 256 threads (128 registers either way), and the quantization's
 /// 256-thread blocks fit that bound too. Prints each entry's registers at sm_90.
 #[test]
 fn gguf_instances_assemble_without_spills() {
@@ -309,7 +310,7 @@ fn gguf_instances_assemble_without_spills() {
     }
     assert_eq!(
         check(&ptxas, kernels::quant::gguf::KERNELS, |_| Some(128)),
-        (6 + 36 + 18 + 4) * 4,
+        (6 + 36 + 4 + 18 + 4) * 4,
         "gguf"
     );
 }

@@ -41,13 +41,64 @@ pub(crate) fn x_pairs(x: &[u32], e: u32) -> [u32; 4] {
     p
 }
 
-/// The scale pair `(a, a)` and the negated offset pair `(−b, −b)` of Q4_K sub-block `s` from
-/// the block's header words `hd` (f16 `d` and `dmin`, then the 12 packed scale bytes): `a`
-/// and `b` are ggml's `d·scale` and `dmin·min` in f32, each rounded to bf16.
+/// The 6-bit scales and mins of a Q4_K block's eight sub-blocks from its header words `hd`,
+/// a byte each: scales of sub-blocks 0–3, of 4–7, then mins of 0–3, of 4–7 (ggml's
+/// `get_scale_min_k4` for all eight at once).
 #[device(crate = crate::lang)]
-pub(crate) fn q4k_scale_pairs(hd: [u32; 4], d: f32, dmin: f32, s: u32) -> [u32; 2] {
-    let sm = scale_min_k4(hd[1], hd[2], hd[3], s);
-    let a = d * small_u32_to_f32(sm[0]);
-    let b = dmin * small_u32_to_f32(sm[1]);
-    [pack_bf16x2(a, a), pack_bf16x2(-b, -b)]
+pub(crate) fn q4k_scale_bytes(hd: [u32; 4]) -> [u32; 4] {
+    let (s0, s1, s2) = (hd[1], hd[2], hd[3]);
+    [
+        s0 & 0x3f3f_3f3f,
+        (s2 & 0x0f0f_0f0f) | ((s0 >> 2) & 0x3030_3030),
+        s1 & 0x3f3f_3f3f,
+        ((s2 >> 4) & 0x0f0f_0f0f) | ((s1 >> 2) & 0x3030_3030),
+    ]
+}
+
+/// A Q4_K block's super-scales from its first header word (f16 `d` low, `dmin` high) as
+/// broadcast bf16 pairs, for [`q4k_scale_pairs`]: `(d, d)`, `−128·(d, d)`, `−(dmin, dmin)`
+/// and `128·(dmin, dmin)`, `d` and `dmin` rounded to bf16 (the products by 128 are exact).
+#[device(crate = crate::lang)]
+pub(crate) fn q4k_super_pairs(h0: u32) -> [u32; 4] {
+    let d = half_to_f32(h0 & 0xffff);
+    let dmin = half_to_f32(h0 >> 16);
+    let dd = pack_bf16x2(d, d);
+    let nm = pack_bf16x2(-dmin, -dmin);
+    // (−128, −128) and (−0, −0) as bf16x2.
+    [
+        dd,
+        fma_bf16x2(dd, 0xc300_c300, 0x8000_8000),
+        nm,
+        fma_bf16x2(nm, 0xc300_c300, 0x8000_8000),
+    ]
+}
+
+/// The scale pair `(a, a)` and negated offset pair `(−b, −b)` of Q4_K sub-block `s`, from
+/// [`q4k_scale_bytes`] and [`q4k_super_pairs`]: `a = sc·d` and `b = m·dmin`, each one `fma`
+/// of the 6-bit value placed under bf16's exponent of 128, rounded once.
+#[device(crate = crate::lang)]
+pub(crate) fn q4k_scale_pairs(sm: [u32; 4], sp: [u32; 4], s: u32) -> [u32; 2] {
+    let i = s % 4;
+    let sel = 0x4040 | i | (i << 8);
+    let sc = prmt(if s < 4 { sm[0] } else { sm[1] }, 0x43, sel);
+    let mn = prmt(if s < 4 { sm[2] } else { sm[3] }, 0x43, sel);
+    [fma_bf16x2(sc, sp[0], sp[1]), fma_bf16x2(mn, sp[2], sp[3])]
+}
+
+/// The twelve words of a Q4_K block at word `b` that lane `t` decodes: the block's header
+/// (f16 `d` and `dmin`, then the 12 scale bytes), then for each group of 32 code bytes the
+/// lane's 8 (`8t..8t + 8`), two words each.
+#[device(crate = crate::lang)]
+pub(crate) fn load_q4k_block(w: &[u32], b: u32, t: u32) -> [u32; 12] {
+    let mut v = [0u32; 12];
+    let hd = w.load_vec::<4>(b);
+    for i in 0..4 {
+        v[i] = hd[i];
+    }
+    for q in 0..4 {
+        let c = w.load_vec::<2>(b + 4 + 8 * q + 2 * t);
+        v[4 + 2 * q] = c[0];
+        v[5 + 2 * q] = c[1];
+    }
+    v
 }

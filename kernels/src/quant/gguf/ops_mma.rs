@@ -11,8 +11,8 @@ use kernel_runtime::{Buffer, LaunchConfig, Stream};
 /// `y = x·Wᵀ` for the `m` rows of `x` (`m × cols`), `W` the `rows × cols` Q4_K weights of
 /// `w`, `y` `m × rows`, on the tensor cores (`mma.sync`, sm_80+): the decode product of a
 /// batch of sequences. Each weight is decoded in registers to bf16 as `u·a − b` rounded once,
-/// with ggml's sub-block scale `a = d·scale` and offset `b = dmin·min` each rounded to bf16
-/// first ([`GgufMatrix::bf16_operand`](super::GgufMatrix::bf16_operand) gives the same
+/// with the sub-block scale `a = scale·d` and offset `b = min·dmin` each rounded to bf16 from
+/// `d` and `dmin` rounded to bf16 ([`GgufMatrix::bf16_operand`](super::GgufMatrix::bf16_operand) gives the same
 /// values); `x` is taken as bf16 (f32 rows rounded to nearest even), products are summed in
 /// f32 and `y` rounded to `T` once. `m` is 1 to [`GEMV_MAX_ROWS`] (0 does nothing); every
 /// weight byte is read once for all `m` rows, and reruns give the same bits. At one row
@@ -40,29 +40,41 @@ pub fn gemv_mma<T: Float>(
     y: &mut Buffer<T>,
     m: usize,
 ) -> Result<(), Error> {
-    let tiles = tiles_for(w.rows(), stream.device().props().sm_count as usize);
-    gemv_mma_with_tiles(stream, w, x, y, m, tiles)
+    let plan = GemvMmaPlan::for_rows(w.rows(), stream.device().props().sm_count as usize);
+    gemv_mma_with(stream, w, x, y, m, plan)
 }
 
-/// The tiles of 8 weight rows a warp takes: as many as keep two blocks on every SM, so that
-/// each activation operand feeds as many products as the grid allows.
-fn tiles_for(rows: usize, sms: usize) -> usize {
-    [4, 2]
-        .into_iter()
-        .find(|&nt| rows.div_ceil(8 * nt) >= 2 * sms)
-        .unwrap_or(1)
+/// How [`gemv_mma_with`] splits the work: the tiles of 8 weight rows a warp takes, 1 or 2.
+/// Two read each activation operand half as often; one makes twice the blocks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GemvMmaPlan {
+    pub tiles: usize,
 }
 
-/// [`gemv_mma`] with the tiles of 8 weight rows each warp takes chosen by the caller: 1, 2
-/// or 4. More tiles read each activation operand fewer times, fewer make more blocks; for
-/// tuning, and for benchmarks that compare them.
-pub fn gemv_mma_with_tiles<T: Float>(
+impl GemvMmaPlan {
+    /// The plan [`gemv_mma`] takes for a weight of `rows` rows on `sms` SMs: two tiles a warp
+    /// where that still gives every SM a block, else one.
+    ///
+    /// ```
+    /// use kernels::quant::gguf::GemvMmaPlan;
+    /// assert_eq!(GemvMmaPlan::for_rows(4096, 132).tiles, 2);
+    /// assert_eq!(GemvMmaPlan::for_rows(1024, 132).tiles, 1);
+    /// ```
+    pub fn for_rows(rows: usize, sms: usize) -> GemvMmaPlan {
+        let tiles = if rows.div_ceil(16) >= sms { 2 } else { 1 };
+        GemvMmaPlan { tiles }
+    }
+}
+
+/// [`gemv_mma`] with the caller's [`GemvMmaPlan`]: for tuning, and for benchmarks that
+/// compare plans.
+pub fn gemv_mma_with<T: Float>(
     stream: &Stream,
     w: &GgufWeights,
     x: &Buffer<T>,
     y: &mut Buffer<T>,
     m: usize,
-    tiles: usize,
+    plan: GemvMmaPlan,
 ) -> Result<(), Error> {
     crate::float::f32_or_bf16::<T>("gemv_mma")?;
     const OP: &str = "gguf::gemv_mma";
@@ -76,10 +88,10 @@ pub fn gemv_mma_with_tiles<T: Float>(
             ),
         });
     }
-    if ![1, 2, 4].contains(&tiles) {
+    if ![1, 2].contains(&plan.tiles) {
         return Err(Error::Unsupported {
             op: OP,
-            detail: format!("tiles = {tiles}; a warp takes 1, 2 or 4 tiles of 8 weight rows"),
+            detail: format!("{plan:?}: a warp takes 1 or 2 tiles of 8 weight rows"),
         });
     }
     let sm = stream.device().target().sm();
@@ -108,14 +120,14 @@ pub fn gemv_mma_with_tiles<T: Float>(
     if m == 0 || n == 0 {
         return Ok(());
     }
-    let nt = tiles as u32;
+    let nt = plan.tiles as u32;
     let cfg = LaunchConfig::linear(n.div_ceil(8 * nt), GEMV_MMA_THREADS);
     gemv_mma_kernel::gguf_gemv_mma::<T>(
         stream,
         cfg,
         1,
         nt,
-        if nt == 4 { 1 } else { 2 },
+        2,
         w.words(),
         &x.view_as::<u32>()?,
         y,
@@ -129,12 +141,15 @@ pub fn gemv_mma_with_tiles<T: Float>(
 
 #[cfg(test)]
 mod tests {
+    use super::GemvMmaPlan;
+
     #[test]
-    fn tiles_keep_two_blocks_an_sm() {
-        // 132 SMs: gate_up's 28672 rows take 4 tiles, qkv's 6144 two, o's 4096 one.
-        assert_eq!(super::tiles_for(28672, 132), 4);
-        assert_eq!(super::tiles_for(6144, 132), 2);
-        assert_eq!(super::tiles_for(4096, 132), 1);
-        assert_eq!(super::tiles_for(5, 1), 1);
+    fn plans_take_two_tiles_where_every_sm_still_gets_a_block() {
+        let tiles = |rows, sms| GemvMmaPlan::for_rows(rows, sms).tiles;
+        assert_eq!(tiles(28672, 132), 2);
+        assert_eq!(tiles(4096, 132), 2);
+        assert_eq!(tiles(2112, 132), 2);
+        assert_eq!(tiles(2000, 132), 1);
+        assert_eq!(tiles(5, 2), 1);
     }
 }

@@ -86,7 +86,8 @@ impl BlockQ4K {
 
     /// The 256 weights as the tensor-core GEMV ([`gemv_mma`](super::gemv_mma)) multiplies
     /// them, in bf16 (widened to f32 exactly): `u·a − b` rounded once to nearest even, where
-    /// `a = d·sc` and `b = dmin·m` are ggml's f32 products each rounded to bf16 first.
+    /// `a = sc·d` and `b = m·dmin` are rounded to bf16 from `d` and `dmin` themselves rounded
+    /// to bf16.
     ///
     /// ```
     /// use kernels::quant::gguf::BlockQ4K;
@@ -97,11 +98,12 @@ impl BlockQ4K {
     /// ```
     pub fn bf16_operand(&self) -> [f32; 256] {
         let bf16 = |v: f32| Bf16::from_f32(v).to_f32();
-        let d = self.d.to_f32();
-        let min = self.dmin.to_f32();
+        let d = bf16(self.d.to_f32());
+        let min = bf16(self.dmin.to_f32());
         let mut y = [0.0f32; 256];
         for j in 0..8 {
             let (sc, m) = scale_min(j, &self.scales);
+            // Exact in f32 (an 8-bit value times a 6-bit one), then one rounding.
             let (a, b) = (bf16(d * sc as f32) as f64, bf16(min * m as f32) as f64);
             for l in 0..32 {
                 let byte = self.qs[32 * (j / 2) + l];
