@@ -280,7 +280,7 @@ fn prmt_and_fma_bf16x2_match_the_ptx_definitions() -> Result<(), Error> {
     let small = |k: u32| {
         let e = 124 + (k * 7) % 8;
         let m = (k * 37) % 8;
-        let sign = (k % 3 == 0) as u32;
+        let sign = k.is_multiple_of(3) as u32;
         ((sign << 15) | (e << 7) | (m << 4)) as u16
     };
     let mut a = vec![0x4300_4340u32, 0x80ff_7f01, 0x80ff_7f01];

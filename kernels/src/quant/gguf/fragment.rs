@@ -20,22 +20,33 @@ pub(crate) fn code_pair(q: u32, lo: u32, ab: u32, nb: u32) -> u32 {
     fma_bf16x2(fma_bf16x2(v, 0x3f80_3f80, 0xc300_c300), ab, nb)
 }
 
-/// The four pairs of `x` at element `e` of a row, as the `A` operand's words: bf16 rows are
-/// read as words (`T` bf16, `x` its words), f32 rows rounded to bf16 pairs.
+/// The word of `x` holding element `e` (`e` even): rows of bf16 are read two elements a
+/// word, rows of f32 one.
 #[device(crate = crate::lang)]
-pub(crate) fn x_pairs(x: &[u32], e: u32) -> [u32; 4] {
+pub(crate) fn x_word(e: u32) -> u32 {
+    if T::VEC == 8 {
+        e / 2
+    } else {
+        e
+    }
+}
+
+/// The four pairs of `x` from word `i` ([`x_word`] of an element that is a multiple of 8),
+/// as the `A` operand's words: bf16 rows as they are, f32 rows rounded to bf16 pairs.
+#[device(crate = crate::lang)]
+pub(crate) fn x_pairs(x: &[u32], i: u32) -> [u32; 4] {
     let mut p = [0u32; 4];
     if T::VEC == 8 {
-        let v = x.load_vec::<4>(e / 2);
-        for i in 0..4 {
-            p[i] = v[i];
+        let v = x.load_vec::<4>(i);
+        for j in 0..4 {
+            p[j] = v[j];
         }
     } else {
-        let lo = x.load_vec::<4>(e);
-        let hi = x.load_vec::<4>(e + 4);
-        for i in 0..2 {
-            p[i] = pack_bf16x2(from_bits(lo[2 * i + 1]), from_bits(lo[2 * i]));
-            p[2 + i] = pack_bf16x2(from_bits(hi[2 * i + 1]), from_bits(hi[2 * i]));
+        let lo = x.load_vec::<4>(i);
+        let hi = x.load_vec::<4>(i + 4);
+        for j in 0..2 {
+            p[j] = pack_bf16x2(from_bits(lo[2 * j + 1]), from_bits(lo[2 * j]));
+            p[2 + j] = pack_bf16x2(from_bits(hi[2 * j + 1]), from_bits(hi[2 * j]));
         }
     }
     p

@@ -65,6 +65,8 @@ pub fn gguf_gemv_mma<T: Element, const F: u32, const NT: u32, const U: u32>(
             }
         }
         let c = c0;
+        let xa0 = x_word(x0 + 256 * c + 8 * t);
+        let xb0 = x_word(x1 + 256 * c + 8 * t);
         // Per tile: the eight sub-blocks' scale and min bytes, and the super-scales.
         let mut sm = [0u32; 4 * NT];
         let mut sp = [0u32; 4 * NT];
@@ -79,12 +81,12 @@ pub fn gguf_gemv_mma<T: Element, const F: u32, const NT: u32, const U: u32>(
         }
         for q in 0..4 {
             for h in 0..2 {
-                // Sub-block 2q + h: the low nibbles of group q's bytes, then the high.
-                let e = 256 * c + 64 * q + 32 * h + 8 * t;
-                let xa = x_pairs(x, x0 + e);
+                // Sub-block 2q + h: the low nibbles of group q's bytes, then the high. The
+                // offset from the block's words is a constant of the unrolled loop.
+                let xa = x_pairs(x, xa0 + x_word(64 * q + 32 * h));
                 let mut xb = [0u32; 4];
                 if m > 8 {
-                    let v = x_pairs(x, x1 + e);
+                    let v = x_pairs(x, xb0 + x_word(64 * q + 32 * h));
                     for i in 0..4 {
                         xb[i] = v[i];
                     }
