@@ -30,7 +30,10 @@ struct RankResult {
 /// # fn main() -> Result<(), ptxkit::train::TrainError> {
 /// let devices = [kernel_runtime::Device::emulator()];
 /// let cfg = DecoderConfig { seqs: 1, steps: 2, log_every: 1, ..DecoderConfig::tiny() };
-/// let losses = run_decoder_data_parallel(&devices, &cfg, &Corpus::builtin(), Launch::Graph, &mut |_| {})?;
+/// // A text of its own, so that edits to the built-in corpus's documents leave this run as is.
+/// let text = "Each thread reads its inputs, works in registers and writes its outputs. ".repeat(24);
+/// let corpus = Corpus::from_bytes(text.as_bytes());
+/// let losses = run_decoder_data_parallel(&devices, &cfg, &corpus, Launch::Graph, &mut |_| {})?;
 /// assert_eq!(losses.len(), 2);
 /// # Ok(()) }
 /// ```

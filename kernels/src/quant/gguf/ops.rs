@@ -31,6 +31,31 @@ pub(super) fn sizes(op: &'static str, w: &GgufWeights) -> Result<(u32, u32, u32)
     ))
 }
 
+/// A decode product's batch: `m` at most [`GEMV_MAX_ROWS`], `x` of `m × cols` elements and `y`
+/// of `m × rows`.
+pub(super) fn check_batch(
+    op: &'static str,
+    w: &GgufWeights,
+    x_len: usize,
+    y_len: usize,
+    m: usize,
+) -> Result<(), Error> {
+    if m > GEMV_MAX_ROWS {
+        return Err(Error::Unsupported {
+            op,
+            detail: format!(
+                "m = {m} rows of x, but the GEMV takes at most {GEMV_MAX_ROWS}; call gguf::prefill for more"
+            ),
+        });
+    }
+    check_len(op, "x", x_len, m * w.cols(), || {
+        format!("m × cols = {m} × {}", w.cols())
+    })?;
+    check_len(op, "y", y_len, m * w.rows(), || {
+        format!("m × rows = {m} × {}", w.rows())
+    })
+}
+
 /// Writes the weights of `w` to `out` (`rows × cols`, row-major) as `T`: the values ggml's
 /// reference dequantizers give, bit for bit, rounded to nearest even for bf16.
 ///
@@ -154,20 +179,7 @@ fn launch_gemv<T: Float>(
     m: usize,
 ) -> Result<(), Error> {
     let (n, k, row_bytes) = sizes(op, w)?;
-    if m > GEMV_MAX_ROWS {
-        return Err(Error::Unsupported {
-            op,
-            detail: format!(
-                "m = {m} rows of x, but the GEMV takes at most {GEMV_MAX_ROWS}; call gguf::prefill for more"
-            ),
-        });
-    }
-    check_len(op, "x", x.len(), m * w.cols(), || {
-        format!("m × cols = {m} × {}", w.cols())
-    })?;
-    check_len(op, "y", y.len(), m * w.rows(), || {
-        format!("m × rows = {m} × {}", w.rows())
-    })?;
+    check_batch(op, w, x.len(), y.len(), m)?;
     if let Some((gamma, _)) = norm {
         check_len(op, "gamma", gamma.len(), w.cols(), || {
             "one per column of the weight".into()

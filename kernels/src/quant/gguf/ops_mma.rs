@@ -2,22 +2,22 @@
 //! activations passed as words.
 
 use super::gemv_mma_kernel::{self, GEMV_MMA_THREADS};
-use super::ops::GEMV_MAX_ROWS;
 use super::{GgufFormat, GgufWeights};
+use crate::Error;
 use crate::Float;
-use crate::{check_len, Error};
 use kernel_runtime::{Buffer, LaunchConfig, Stream};
 
 /// `y = x·Wᵀ` for the `m` rows of `x` (`m × cols`), `W` the `rows × cols` Q4_K weights of
 /// `w`, `y` `m × rows`, on the tensor cores (`mma.sync`, sm_80+): the decode product of a
 /// batch of sequences. Each weight is decoded in registers to bf16 as `u·a − b` rounded once,
 /// with the sub-block scale `a = scale·d` and offset `b = min·dmin` each rounded to bf16 from
-/// `d` and `dmin` rounded to bf16 ([`GgufMatrix::bf16_operand`](super::GgufMatrix::bf16_operand) gives the same
-/// values); `x` is taken as bf16 (f32 rows rounded to nearest even), products are summed in
-/// f32 and `y` rounded to `T` once. `m` is 1 to [`GEMV_MAX_ROWS`] (0 does nothing); every
-/// weight byte is read once for all `m` rows, and reruns give the same bits. At one row
-/// [`gemv`](super::gemv) or [`gemv_q8`](super::gemv_q8) is faster: the tensor core works on 16
-/// rows whatever `m` is.
+/// `d` and `dmin` rounded to bf16 ([`GgufMatrix::bf16_operand`](super::GgufMatrix::bf16_operand)
+/// gives the same values); `x` is taken as bf16 (f32 rows rounded to nearest even), products
+/// are summed in f32 and `y` rounded to `T` once. `m` is 1 to
+/// [`GEMV_MAX_ROWS`](super::GEMV_MAX_ROWS) (0 does nothing); every weight byte is read once
+/// for all `m` rows, and reruns give the same bits. The tensor core works on 16 rows whatever
+/// `m` is, so the time hardly depends on `m`; at one row, [`gemv_q8`](super::gemv_q8) on
+/// activations already quantized is faster.
 ///
 /// ```
 /// use kernel_runtime::{Buffer, Device};
@@ -103,20 +103,7 @@ pub fn gemv_mma_with<T: Float>(
             ),
         });
     }
-    if m > GEMV_MAX_ROWS {
-        return Err(Error::Unsupported {
-            op: OP,
-            detail: format!(
-                "m = {m} rows of x, but the GEMV takes at most {GEMV_MAX_ROWS}; call gguf::prefill for more"
-            ),
-        });
-    }
-    check_len(OP, "x", x.len(), m * w.cols(), || {
-        format!("m × cols = {m} × {}", w.cols())
-    })?;
-    check_len(OP, "y", y.len(), m * w.rows(), || {
-        format!("m × rows = {m} × {}", w.rows())
-    })?;
+    super::ops::check_batch(OP, w, x.len(), y.len(), m)?;
     if m == 0 || n == 0 {
         return Ok(());
     }
