@@ -122,11 +122,6 @@ const DP4A_S32: &[Param] = &[
     p("b", Ty::Scalar(U32)),
     p("c", Ty::Scalar(ScalarType::S32)),
 ];
-const DP4A_U32: &[Param] = &[
-    p("a", Ty::Scalar(U32)),
-    p("b", Ty::Scalar(U32)),
-    p("c", Ty::Scalar(U32)),
-];
 const THREE_U32: &[Param] = &[
     p("a", Ty::Scalar(U32)),
     p("b", Ty::Scalar(U32)),
@@ -306,7 +301,7 @@ pub const INTRINSICS: &[Intrinsic] = &[
     chain("clz", X_U32, Ty::Scalar(U32), "The number of leading zero bits of `x`, 32 for 0 (`clz.b32`).", &[Op::Clz { ty: ScalarType::B32 }], false),
     chain("dp4a_s8", DP4A_S32, Ty::Scalar(ScalarType::S32), "`c` plus the dot product of the four bytes of `a` and of `b`, all read as int8 (`dp4a.s32.s32`).", &[Op::Dp4a { a_signed: true, b_signed: true }], false),
     chain("dp4a_u8_s8", DP4A_S32, Ty::Scalar(ScalarType::S32), "`c` plus the dot product of the four bytes of `a`, read as u8, and of `b`, read as int8 (`dp4a.u32.s32`).", &[Op::Dp4a { a_signed: false, b_signed: true }], false),
-    chain("dp4a_u8", DP4A_U32, Ty::Scalar(U32), "`c` plus the dot product of the four bytes of `a` and of `b`, all read as u8, wrapping (`dp4a.u32.u32`).", &[Op::Dp4a { a_signed: false, b_signed: false }], false),
+    chain("dp4a_u8", THREE_U32, Ty::Scalar(U32), "`c` plus the dot product of the four bytes of `a` and of `b`, all read as u8, wrapping (`dp4a.u32.u32`).", &[Op::Dp4a { a_signed: false, b_signed: false }], false),
     chain("prmt", THREE_U32, Ty::Scalar(U32), "The four bytes picked from the eight of `a` (bytes 0–3) and `b` (bytes 4–7) by the four low nibbles of `c`, result byte `i` by nibble `i` (`prmt.b32`): byte moves and constant bytes in one instruction.", &[Op::Prmt], false),
     special("fma_bf16x2", THREE_U32, Ty::Scalar(U32), "`a × b + c` on each bf16 half of the words, rounded once to nearest even (`fma.rn.bf16x2`, sm_80+): two weights a cycle where a tensor-core operand is formed in registers.", &[Op::Fma { ty: ScalarType::Bf16x2, rnd: Rounding::Rn, ftz: false, sat: false }]),
     chain("cvt_tf32", X_F32, Ty::Scalar(U32), "`x` rounded to tf32 (nearest, ties away), as the 32-bit word `mma_m16n8k8_tf32` takes (`cvt.rna.tf32.f32`, sm_80+).", &[Op::Cvt { dst: ScalarType::Tf32, src: F32, rnd: Some(CvtRounding::Rna), ftz: false, sat: false, relu: false }], false),

@@ -1,13 +1,13 @@
 //! The decode GEMV `y = x·Wᵀ` for up to 16 rows of `x` on the tensor cores (sm_80+). The rows
 //! of `x` are the `m` of `mma.m16n8k16` (rows past `m` read row `m − 1` and are never
 //! stored); a warp takes `NT` tiles of 8 weight rows, the `n`, so each `A` operand it loads
-//! feeds `NT` products (four tiles measured no faster than two, and spill with f32 `x`). The eight warps of a block share the same `8·NT` rows and take every
-//! eighth Q4_K block of them, a lane loading the words of its next block before decoding
-//! the current one (`U = 2`). A lane turns its codes into bf16 weights in registers (`fragment.rs`): the weight
-//! bytes are read once and nothing is staged in shared memory. With at most 8 rows of `x`
-//! the upper half of `A` repeats the lower instead of loading rows that are not there. The
-//! warps' f32 accumulators are summed through shared memory in warp order: reruns give the
-//! same bits.
+//! feeds `NT` products (four tiles measured no faster than two, and spill with f32 `x`). The
+//! eight warps of a block share the same `8·NT` rows and take every eighth Q4_K block of
+//! them, a lane loading the words of its next block before decoding the current one. A lane
+//! turns its codes into bf16 weights in registers (`fragment.rs`): the weight bytes are read
+//! once and nothing is staged in shared memory. With at most 8 rows of `x` the upper half of
+//! `A` repeats the lower instead of loading rows that are not there. The warps' f32
+//! accumulators are summed through shared memory in warp order: reruns give the same bits.
 
 use kernel_macros::kernel;
 
@@ -18,11 +18,11 @@ pub(crate) const GEMV_MMA_THREADS: u32 = 256;
 /// read as words (`k / 2` a row for bf16); `y`: `m × n`; `1 ≤ m ≤ 16`.
 #[kernel(
     crate = crate::lang,
-    instances(T in [f32, bf16], F in [1], NT in [1, 2], U in [2]),
+    instances(T in [f32, bf16], F in [1], NT in [1, 2]),
     block = 256,
     min_blocks = 2
 )]
-pub fn gguf_gemv_mma<T: Element, const F: u32, const NT: u32, const U: u32>(
+pub fn gguf_gemv_mma<T: Element, const F: u32, const NT: u32>(
     w: &[u32],
     x: &[u32],
     y: &mut [T],
@@ -45,8 +45,8 @@ pub fn gguf_gemv_mma<T: Element, const F: u32, const NT: u32, const U: u32>(
     let blocks = k / 256;
     let mut acc = [0.0f32; 4 * NT];
     let mut c0 = warp;
-    // The words of this warp's current block; with U = 2 those of its next block are loaded
-    // before the current one is decoded, so a warp always has a block's loads in flight.
+    // The words of this warp's current block; those of its next block are loaded before the
+    // current one is decoded, so a warp always has a block's loads in flight.
     let mut raw = [0u32; 12 * NT];
     for j in 0..NT {
         let v = load_q4k_block(w, base[j] + 36 * min(c0, blocks - 1), t);
@@ -56,17 +56,14 @@ pub fn gguf_gemv_mma<T: Element, const F: u32, const NT: u32, const U: u32>(
     }
     while c0 < blocks {
         let mut next = [0u32; 12 * NT];
-        if U == 2 {
-            for j in 0..NT {
-                let v = load_q4k_block(w, base[j] + 36 * min(c0 + 8, blocks - 1), t);
-                for i in 0..12 {
-                    next[12 * j + i] = v[i];
-                }
+        for j in 0..NT {
+            let v = load_q4k_block(w, base[j] + 36 * min(c0 + 8, blocks - 1), t);
+            for i in 0..12 {
+                next[12 * j + i] = v[i];
             }
         }
-        let c = c0;
-        let xa0 = x_word(x0 + 256 * c + 8 * t);
-        let xb0 = x_word(x1 + 256 * c + 8 * t);
+        let xa0 = x_word(x0 + 256 * c0 + 8 * t);
+        let xb0 = x_word(x1 + 256 * c0 + 8 * t);
         // Per tile: the eight sub-blocks' scale and min bytes, and the super-scales.
         let mut sm = [0u32; 4 * NT];
         let mut sp = [0u32; 4 * NT];
@@ -121,17 +118,8 @@ pub fn gguf_gemv_mma<T: Element, const F: u32, const NT: u32, const U: u32>(
                 }
             }
         }
-        if U == 2 {
-            for i in 0..12 * NT {
-                raw[i] = next[i];
-            }
-        } else {
-            for j in 0..NT {
-                let v = load_q4k_block(w, base[j] + 36 * min(c0 + 8, blocks - 1), t);
-                for i in 0..12 {
-                    raw[12 * j + i] = v[i];
-                }
-            }
+        for i in 0..12 * NT {
+            raw[i] = next[i];
         }
         c0 += 8;
     }

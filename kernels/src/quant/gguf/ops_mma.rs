@@ -114,7 +114,6 @@ pub fn gemv_mma_with<T: Float>(
         cfg,
         1,
         nt,
-        2,
         w.words(),
         &x.view_as::<u32>()?,
         y,
