@@ -314,6 +314,10 @@ pub fn shared_array<T, const N: usize>() -> &'static mut [T; N] {
 pub fn dynamic_shared<T>() -> &'static mut [T] {
     device_only("dynamic_shared")
 }
+/// The f16 whose bits are the low 16 bits of `x`, as an f32, exactly (`cvt.f32.f16`).
+pub fn f16_bits_to_f32(x: u32) -> f32 {
+    f16::from_bits(x as u16).to_f32()
+}
 /// `a × b + c` on each bf16 half of the words, rounded once to nearest even
 /// (`fma.rn.bf16x2`, sm_80+).
 pub fn fma_bf16x2(a: u32, b: u32, c: u32) -> u32 {

@@ -530,3 +530,30 @@ fn tf32_mma_computes_a_times_b_plus_c() -> Result<(), Error> {
     }
     Ok(())
 }
+
+#[test]
+fn f16_bits_to_f32_widens_every_kind_of_half_exactly() -> Result<(), Error> {
+    let stream = Device::emulator().stream()?;
+    // Normals, subnormals, zeros of both signs, infinities and the largest half, with junk
+    // in the other half of each word for the low-half read.
+    let halves: Vec<u16> = vec![
+        0x3c00, 0xbc00, 0x0001, 0x83ff, 0x0000, 0x8000, 0x7c00, 0xfc00, 0x7bff, 0x3555, 0x0400,
+        0xc6e3,
+    ];
+    let words: Vec<u32> = halves
+        .chunks(2)
+        .map(|p| u32::from(p[0]) | (u32::from(p[1]) << 16))
+        .collect();
+    let n = words.len() as u32;
+    let h = Buffer::from_host(&stream, &words)?;
+    let mut y = Buffer::from_host(&stream, &vec![f32::NAN; halves.len()])?;
+    half_words_to_f32(&stream, LaunchConfig::for_elements(n, 32), &h, &mut y, n)?;
+    let y = y.to_host(&stream)?;
+    for (i, &bits) in halves.iter().enumerate() {
+        let want = kernel_runtime::F16::from_bits(bits).to_f32();
+        assert_eq!(y[i].to_bits(), want.to_bits(), "half {bits:#06x}");
+    }
+    assert_eq!(y[2], 2f32.powi(-24));
+    assert_eq!(y[8], 65504.0);
+    Ok(())
+}

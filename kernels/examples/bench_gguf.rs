@@ -3,9 +3,9 @@
 //! bytes (the driver's device-to-device copy, measured in the same run; activations and
 //! outputs are not counted), timed twice so that clock drift shows: the f32 route (`gemv`),
 //! the int8 route's GEMV alone (`gemv_q8` on activations quantized once) and with the
-//! activations' quantization in each launch pair, and for Q4_K the tensor-core GEMV
-//! (`gemv_mma`); then the prefill at
-//! M = 512 (dequantize to bf16, then the bf16 GEMM) against the bf16 GEMM alone on the
+//! activations' quantization in each launch pair, and for Q4_K and Q6_K the tensor-core
+//! GEMV (`gemv_mma`, also by the row tiles a warp takes); then the prefill at M = 512
+//! (dequantize to bf16, then the bf16 GEMM) against the bf16 GEMM alone on the
 //! already-dequantized weight.
 //!
 //! ```text
@@ -96,7 +96,7 @@ fn gemv_row<T: Float>(b: &Bench, w: &GgufWeights, shape: &str, m: usize) -> Res 
         Ok(())
     })?;
     let pair = |[a, b]: [f64; 2]| format!("{a:>5.1} / {b:>5.1}");
-    let tensor_core = if w.format() == GgufFormat::Q4K {
+    let tensor_core = if w.format() != GgufFormat::Q8_0 {
         pair(b.percent_twice(bytes, |s| {
             for _ in 0..LAUNCHES {
                 gemv_mma(s, w, &x, &mut y, m)?;
@@ -141,7 +141,8 @@ fn tiles_row(b: &Bench, w: &GgufWeights, shape: &str, m: usize) -> Res {
         cells.push(format!("{a:>5.1} / {c:>5.1}"));
     }
     println!(
-        "| {:<16} | {m:>2} | {} |",
+        "| {:<5} | {:<16} | {m:>2} | {} |",
+        w.format().name(),
         format!("{shape} {}x{}", w.rows(), w.cols()),
         cells.join(" | ")
     );
@@ -195,7 +196,7 @@ fn main() -> Res {
         for &(shape, n, k) in &shapes {
             let w = weights(&b.stream, format, n, k)?;
             // The batch sizes between matter where the tensor-core GEMV runs.
-            let batches: &[usize] = if format == GgufFormat::Q4K {
+            let batches: &[usize] = if format != GgufFormat::Q8_0 {
                 &[1, 4, 8, 16]
             } else {
                 &[1, 16]
@@ -206,13 +207,15 @@ fn main() -> Res {
             }
         }
     }
-    println!("\ngemv_mma (Q4_K, bf16) by the row tiles a warp takes, % of copy (two passes)\n");
-    println!("| shape | M | 1 tile | 2 tiles |");
-    println!("| --- | --- | --- | --- |");
-    for &(shape, n, k) in &shapes {
-        let w = weights(&b.stream, GgufFormat::Q4K, n, k)?;
-        for m in [8, 16] {
-            tiles_row(&b, &w, shape, m)?;
+    println!("\ngemv_mma (bf16) by the row tiles a warp takes, % of copy (two passes)\n");
+    println!("| format | shape | M | 1 tile | 2 tiles |");
+    println!("| --- | --- | --- | --- | --- |");
+    for format in [GgufFormat::Q4K, GgufFormat::Q6K] {
+        for &(shape, n, k) in &shapes {
+            let w = weights(&b.stream, format, n, k)?;
+            for m in [8, 16] {
+                tiles_row(&b, &w, shape, m)?;
+            }
         }
     }
     let m = if small { 64 } else { 512 };

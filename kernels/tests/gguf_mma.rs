@@ -1,6 +1,6 @@
-//! The tensor-core GEMV over Q4_K weights (`gguf::gemv_mma`) on the emulator: products
-//! against the f64 product of its bf16 operands at odd shapes, bit-identical reruns, and
-//! refusals that leave `y` untouched.
+//! The tensor-core GEMV over Q4_K and Q6_K weights (`gguf::gemv_mma`) on the emulator:
+//! products against the f64 product of its bf16 operands at odd shapes, bit-identical
+//! reruns, and refusals that leave `y` untouched.
 
 use kernel_runtime::{Bf16, Buffer, Device, Stream};
 use kernels::quant::gguf::{
@@ -31,13 +31,10 @@ fn bf16(v: f32) -> f32 {
 
 /// `gemv_mma` against `x`, rounded to bf16, times the weights' bf16 operand, in f64: the
 /// error allowed is f32 accumulation's over `Σ |x·w|`, plus `y`'s own rounding to `T`.
-fn check<T: Float>(s: &Stream, m: usize, n: usize, k: usize, tiles: usize) {
-    check_plan::<T>(s, m, n, k, GemvMmaPlan { tiles });
-}
-
-fn check_plan<T: Float>(s: &Stream, m: usize, n: usize, k: usize, plan: GemvMmaPlan) {
-    let q = GgufMatrix::quantize(GgufFormat::Q4K, n, k, &weights(n, k)).unwrap();
-    let w = q.bf16_operand().expect("Q4_K has a bf16 operand");
+fn check<T: Float>(s: &Stream, f: GgufFormat, m: usize, n: usize, k: usize, tiles: usize) {
+    let q = GgufMatrix::quantize(f, n, k, &weights(n, k)).unwrap();
+    let plan = GemvMmaPlan { tiles };
+    let w = q.bf16_operand().expect("the format has a bf16 operand");
     let x = activations(m, k);
     let xt: Vec<T> = x.iter().map(|&v| T::from_f32(v)).collect();
     let xb: Vec<f32> = xt.iter().map(|v| bf16(v.to_f32())).collect();
@@ -64,7 +61,7 @@ fn check_plan<T: Float>(s: &Stream, m: usize, n: usize, k: usize, plan: GemvMmaP
         let tol = 1e-5 * scale[i] + out_rounding * want[i].abs();
         assert!(
             (g - want[i]).abs() <= tol,
-            "gemv_mma {:?} m={m} n={n} k={k} {plan:?} at ({}, {}): got {g}, want {} (±{tol})",
+            "gemv_mma {f} {:?} m={m} n={n} k={k} {plan:?} at ({}, {}): got {g}, want {} (±{tol})",
             T::TYPE,
             i / n,
             i % n,
@@ -88,26 +85,45 @@ fn gemv_mma_matches_the_f64_product_of_its_bf16_operands_at_odd_shapes() {
     // 5 blocks (warps with no block).
     for tiles in [1, 2] {
         for (m, n, k) in [(1, 5, 256), (3, 13, 1280), (16, 8, 256), (9, 35, 1280)] {
-            check::<f32>(&s, m, n, k, tiles);
+            check::<f32>(&s, GgufFormat::Q4K, m, n, k, tiles);
         }
-        check::<Bf16>(&s, 5, 11, 1280, tiles);
+        check::<Bf16>(&s, GgufFormat::Q4K, 5, 11, 1280, tiles);
     }
+}
+
+#[test]
+fn gemv_mma_over_q6_k_matches_the_f64_product_of_its_bf16_operands() {
+    let s = Device::emulator().stream().unwrap();
+    // Rows of 1 and 5 blocks: 210 and 1050 bytes, so rows and blocks start at every even
+    // byte offset modulo 4.
+    for (m, n, k) in [(1, 5, 256), (3, 13, 1280), (16, 8, 256), (9, 35, 1280)] {
+        check::<f32>(&s, GgufFormat::Q6K, m, n, k, 1);
+        check::<Bf16>(&s, GgufFormat::Q6K, m, n, k, 2);
+    }
+    check::<Bf16>(&s, GgufFormat::Q6K, 5, 11, 1280, 1);
 }
 
 #[test]
 fn gemv_mma_over_many_blocks_of_a_row() {
     let s = Device::emulator().stream().unwrap();
     // 19 blocks: two passes of the eight warps' blocks in flight, the last one ragged.
-    check::<Bf16>(&s, 2, 3, 19 * 256, 1);
-    check::<Bf16>(&s, 12, 17, 19 * 256, 2);
-    check::<f32>(&s, 12, 17, 19 * 256, 2);
+    check::<Bf16>(&s, GgufFormat::Q4K, 2, 3, 19 * 256, 1);
+    check::<Bf16>(&s, GgufFormat::Q4K, 12, 17, 19 * 256, 2);
+    check::<f32>(&s, GgufFormat::Q4K, 12, 17, 19 * 256, 2);
+    check::<Bf16>(&s, GgufFormat::Q6K, 12, 17, 19 * 256, 2);
 }
 
 #[test]
 fn gemv_mma_stays_within_bf16_rounding_of_the_exact_product() {
+    for f in [GgufFormat::Q4K, GgufFormat::Q6K] {
+        within_bf16_rounding(f);
+    }
+}
+
+fn within_bf16_rounding(f: GgufFormat) {
     let s = Device::emulator().stream().unwrap();
     let (m, n, k) = (4, 6, 512);
-    let q = GgufMatrix::quantize(GgufFormat::Q4K, n, k, &weights(n, k)).unwrap();
+    let q = GgufMatrix::quantize(f, n, k, &weights(n, k)).unwrap();
     let x = activations(m, k);
     let exact = reference::matmul_nt(&x, &q.dequantize(), m, n, k);
     let mut y = Buffer::<f32>::zeros(&s, m * n).unwrap();
@@ -126,7 +142,7 @@ fn gemv_mma_stays_within_bf16_rounding_of_the_exact_product() {
         let tol = 4.0 / 512.0 * scale[i];
         assert!(
             (got[i] as f64 - exact[i]).abs() <= tol,
-            "at {i}: got {}, exact {} (±{tol})",
+            "{f} at {i}: got {}, exact {} (±{tol})",
             got[i],
             exact[i]
         );
@@ -155,6 +171,13 @@ fn gemv_mma_refuses_bad_calls_before_writing() {
     let odd = GemvMmaPlan { tiles: 4 };
     let e = message(gemv_mma_with(&s, &q4, &x, &mut y, 2, odd).unwrap_err());
     assert!(e.contains("1 or 2 tiles"), "{e}");
+    let q6 = GgufMatrix::quantize(GgufFormat::Q6K, n, k, &weights(n, k))
+        .unwrap()
+        .to_device(&s)
+        .unwrap();
+    let two = GemvMmaPlan { tiles: 2 };
+    let e = message(gemv_mma_with(&s, &q6, &x, &mut y, 2, two).unwrap_err());
+    assert!(e.contains("1 tile") && e.contains("for_weight"), "{e}");
     let e = message(gemv_mma(&s, &q4, &x17, &mut y17, 17).unwrap_err());
     assert!(e.contains("at most 16") && e.contains("prefill"), "{e}");
     let mut short = Buffer::from_host(&s, &vec![7.0f32; n]).unwrap();

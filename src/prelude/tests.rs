@@ -135,4 +135,6 @@ fn host_stubs_of_the_ieee_intrinsics_compute_their_results() {
     assert_eq!(prmt(0x80ff_7f01, 0x43, 0x4140), 0x437f_4301);
     assert_eq!(prmt(0x80ff_7f01, 0xdead_beef, 0xba40), 0xffff_ef01);
     assert_eq!(cvt_tf32(f32::from_bits(0x3F80_1000)), 0x3F80_2000);
+    assert_eq!(f16_bits_to_f32(0xdead_3c00), 1.0);
+    assert_eq!(f16_bits_to_f32(0x0001), 2f32.powi(-24));
 }

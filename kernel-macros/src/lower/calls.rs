@@ -170,6 +170,36 @@ impl Lowerer<'_> {
             }
             "shared_array" => self.shared_decl(c, last, false),
             "dynamic_shared" => self.shared_decl(c, last, true),
+            "f16_bits_to_f32" => {
+                // The low half of the word into a 16-bit register, then the exact widening
+                // conversion the target has had since sm_53 (`cvt.f32.f16`).
+                let v = self.expr_as(args[0], ScalarType::U32)?;
+                let word = self.materialize(&v);
+                let bits = self.b.reg(ScalarType::U16);
+                self.inst(
+                    Op::Cvt {
+                        dst: ScalarType::U16,
+                        src: ScalarType::U32,
+                        rnd: None,
+                        ftz: false,
+                        sat: false,
+                        relu: false,
+                    },
+                    vec![bits.into()],
+                    vec![word.into()],
+                );
+                let half = self.b.reg(ScalarType::F16);
+                self.inst(
+                    Op::Mov {
+                        ty: ScalarType::B16,
+                    },
+                    vec![half.into()],
+                    vec![bits.into()],
+                );
+                Ok(Value::Scalar(
+                    self.convert(Scalar::reg(half), ScalarType::F32)?,
+                ))
+            }
             "fma_bf16x2" => {
                 // The words are moved into bf16x2 registers (free after ptxas) so that the
                 // IR's operands carry the type the instruction reads.

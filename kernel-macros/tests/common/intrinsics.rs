@@ -79,6 +79,16 @@ pub fn packed_word_ops(a: &[u32], b: &[u32], c: &[u32], y: &mut [u32], n: u32) {
     }
 }
 
+/// `f16_bits_to_f32` of the low and the high half of `h[i]`, two per element.
+#[kernel(crate = crate::common::paths)]
+pub fn half_words_to_f32(h: &[u32], y: &mut [f32], n: u32) {
+    let i = block_idx().x * block_dim().x + thread_idx().x;
+    if i < n {
+        y[i * 2] = f16_bits_to_f32(h[i]);
+        y[i * 2 + 1] = f16_bits_to_f32(h[i] >> 16);
+    }
+}
+
 /// Each thread copies 16 bytes of `x` and of `h` into shared memory with `cp_async_16`, then
 /// reads them back with `load_vec` (one `ld.shared` each) and writes them out reversed.
 #[kernel(crate = crate::common::paths, block = 32)]

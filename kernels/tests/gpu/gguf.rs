@@ -128,10 +128,10 @@ fn gguf_gemv_and_dequantize_match_references_on_gpu() {
 
 /// `gemv_mma` against the f64 product of its bf16 operands (x rounded to bf16, the weights
 /// as `GgufMatrix::bf16_operand` forms them), and reruns bit for bit.
-fn gemv_mma_at<T: Float>(s: &Stream, n: usize, k: usize, m: usize) {
+fn gemv_mma_at<T: Float>(s: &Stream, f: GgufFormat, n: usize, k: usize, m: usize) {
     let mut rng = Rng::new((n + 3 * k + m) as u64);
-    let q = random_matrix(GgufFormat::Q4K, n, k, &mut rng);
-    let wb = q.bf16_operand().expect("Q4_K");
+    let q = random_matrix(f, n, k, &mut rng);
+    let wb = q.bf16_operand().expect("a format gemv_mma reads");
     let dev = q.to_device(s).unwrap();
     let (x, xh) = upload::<T>(s, &rng.vec(m * k, -1.0, 1.0));
     let xb: Vec<f32> = xh.iter().map(|&v| Bf16::from_f32(v).to_f32()).collect();
@@ -139,7 +139,7 @@ fn gemv_mma_at<T: Float>(s: &Stream, n: usize, k: usize, m: usize) {
     gemv_mma(s, &dev, &x, &mut y, m).unwrap();
     let want = matmul_nt(&xb, &wb, m, n, k);
     let mag = matmul_nt(&abs(&xb), &abs(&wb), m, n, k);
-    let what = format!("gemv_mma {:?} {n}x{k} m={m}", T::TYPE);
+    let what = format!("gemv_mma {f} {:?} {n}x{k} m={m}", T::TYPE);
     check(&what, &download(s, &y), &want, &mag, T::TYPE);
     let first = bits(s, &y);
     gemv_mma(s, &dev, &x, &mut y, m).unwrap();
@@ -149,10 +149,14 @@ fn gemv_mma_at<T: Float>(s: &Stream, n: usize, k: usize, m: usize) {
 #[test]
 fn gguf_gemv_mma_matches_its_bf16_operands_on_gpu() {
     let Some(s) = gpu_stream() else { return };
-    gemv_mma_at::<Bf16>(&s, 4096, 4096, 16);
-    gemv_mma_at::<Bf16>(&s, 4096, 4096, 2);
-    gemv_mma_at::<f32>(&s, 6144, 4096, 16);
-    gemv_mma_at::<Bf16>(&s, 4100, 14336, 9);
+    for f in [GgufFormat::Q4K, GgufFormat::Q6K] {
+        gemv_mma_at::<Bf16>(&s, f, 4096, 4096, 16);
+        gemv_mma_at::<Bf16>(&s, f, 4096, 4096, 2);
+        gemv_mma_at::<f32>(&s, f, 6144, 4096, 16);
+        gemv_mma_at::<Bf16>(&s, f, 4100, 14336, 9);
+    }
+    // 5 blocks a row: rows start at both even offsets modulo 4.
+    gemv_mma_at::<Bf16>(&s, GgufFormat::Q6K, 1000, 1280, 16);
 }
 
 #[test]

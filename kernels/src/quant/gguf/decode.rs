@@ -7,25 +7,6 @@
 
 use kernel_macros::device;
 
-/// The f16 whose bits are the low half of `h`, widened to f32 exactly.
-#[device(crate = crate::lang)]
-pub(crate) fn half_to_f32(h: u32) -> f32 {
-    let sign = (h & 0x8000) << 16;
-    let e = (h >> 10) & 31;
-    let m = h & 1023;
-    let normal = from_bits(sign | ((e + 112) << 23) | (m << 13));
-    let special = from_bits(sign | 0x7f80_0000 | (m << 13));
-    // A subnormal half is m · 2⁻²⁴, exact in f32.
-    let tiny = (m as f32) * 5.960_464_477_539_062_5e-8;
-    let sub = if sign != 0 { -tiny } else { tiny };
-    let big = if e == 31 { special } else { normal };
-    if e == 0 {
-        sub
-    } else {
-        big
-    }
-}
-
 /// `q` (below 2²³) as an f32, exactly: `q` in the mantissa of 2²³, minus 2²³. An integer
 /// conversion issues at a quarter of the rate of this OR and add, and the decode GEMVs
 /// convert one per weight.
@@ -174,7 +155,7 @@ pub(crate) fn decode_loaded(v: [u32; 13], b: u32, t: u32) -> [f32; 32] {
     let mut out = [0.0f32; 32];
     if F == 0 {
         let odd = (b % 4) != 0;
-        let d = half_to_f32(if odd { v[0] >> 16 } else { v[0] & 0xffff });
+        let d = f16_bits_to_f32(if odd { v[0] >> 16 } else { v[0] });
         for j in 0..8 {
             let q = if odd {
                 v[j + 1]
@@ -187,8 +168,8 @@ pub(crate) fn decode_loaded(v: [u32; 13], b: u32, t: u32) -> [f32; 32] {
         }
     }
     if F == 1 {
-        let d = half_to_f32(v[0] & 0xffff);
-        let dmin = half_to_f32(v[0] >> 16);
+        let d = f16_bits_to_f32(v[0]);
+        let dmin = f16_bits_to_f32(v[0] >> 16);
         let j = t / 2;
         let lo = scale_min_k4(v[1], v[2], v[3], 2 * j);
         let hi = scale_min_k4(v[1], v[2], v[3], 2 * j + 1);
@@ -211,10 +192,10 @@ pub(crate) fn decode_loaded(v: [u32; 13], b: u32, t: u32) -> [f32; 32] {
         let ql1 = align_window([v[3], v[4], v[5]], b + 64 * h + 32 + 8 * p);
         let qh = align_window([v[6], v[7], v[8]], b + 128 + 32 * h + 8 * p);
         let sc = align_window([v[9], v[10], v[11]], b + 192 + 8 * h);
-        let d = half_to_f32(if (b + 208) % 4 != 0 {
+        let d = f16_bits_to_f32(if (b + 208) % 4 != 0 {
             v[12] >> 16
         } else {
-            v[12] & 0xffff
+            v[12]
         });
         let s = p / 2;
         let ds0 = d * int8_to_f32(sc[0], s);

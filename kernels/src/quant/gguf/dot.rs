@@ -82,14 +82,14 @@ pub(crate) fn chunk_coefficients(v: [u32; 13], b: u32, t: u32) -> [f32; 8] {
     if F == 0 {
         // w = d·(u − 128); Σ x·u = 256·(Σ x·f − Σ x).
         let odd = (b % 4) != 0;
-        let d = half_to_f32(if odd { v[0] >> 16 } else { v[0] & 0xffff });
+        let d = f16_bits_to_f32(if odd { v[0] >> 16 } else { v[0] });
         ac[0] = 256.0 * d;
         ac[1] = -384.0 * d;
     }
     if F == 1 {
         // w = d·sc·u − dmin·mn; Σ x·u = 16·(Σ x·f − Σ x).
-        let d = half_to_f32(v[0] & 0xffff);
-        let dmin = half_to_f32(v[0] >> 16);
+        let d = f16_bits_to_f32(v[0]);
+        let dmin = f16_bits_to_f32(v[0] >> 16);
         let j = t / 2;
         for r in 0..2 {
             let sm = scale_min_k4(v[1], v[2], v[3], 2 * j + r);
@@ -103,10 +103,10 @@ pub(crate) fn chunk_coefficients(v: [u32; 13], b: u32, t: u32) -> [f32; 8] {
         let h = t / 4;
         let p = t % 4;
         let sc = align_window([v[9], v[10], v[11]], b + 192 + 8 * h);
-        let d = half_to_f32(if (b + 208) % 4 != 0 {
+        let d = f16_bits_to_f32(if (b + 208) % 4 != 0 {
             v[12] >> 16
         } else {
-            v[12] & 0xffff
+            v[12]
         });
         let s = p / 2;
         let scales = [

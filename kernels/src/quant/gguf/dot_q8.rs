@@ -95,11 +95,11 @@ pub(crate) fn piece_scales(v: [u32; 13], base: u32, c: u32) -> [f32; 4] {
     let mut s = [0.0f32; 4];
     if F == 0 {
         let odd = ((base + 34 * c) % 4) != 0;
-        s[0] = half_to_f32(if odd { v[0] >> 16 } else { v[0] & 0xffff });
+        s[0] = f16_bits_to_f32(if odd { v[0] >> 16 } else { v[0] });
     }
     if F == 1 {
-        let d = half_to_f32(v[0] & 0xffff);
-        let dmin = half_to_f32(v[0] >> 16);
+        let d = f16_bits_to_f32(v[0]);
+        let dmin = f16_bits_to_f32(v[0] >> 16);
         for r in 0..2 {
             let sm = scale_min_k4(v[1], v[2], v[3], 2 * (c % 4) + r);
             s[2 * r] = d * small_u32_to_f32(sm[0]);
@@ -111,10 +111,10 @@ pub(crate) fn piece_scales(v: [u32; 13], base: u32, c: u32) -> [f32; 4] {
         let h = (c % 8) / 4;
         let p = c % 4;
         let sc = align_window([v[9], v[10], v[11]], b + 192 + 8 * h);
-        let d = half_to_f32(if (b + 208) % 4 != 0 {
+        let d = f16_bits_to_f32(if (b + 208) % 4 != 0 {
             v[12] >> 16
         } else {
-            v[12] & 0xffff
+            v[12]
         });
         let at = p / 2;
         s[0] = d * int8_to_f32(sc[0], at);

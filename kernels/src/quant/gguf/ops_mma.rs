@@ -4,15 +4,16 @@
 use super::gemv_mma_kernel::{self, GEMV_MMA_THREADS};
 use super::{GgufFormat, GgufWeights};
 use crate::Error;
-use crate::Float;
+use crate::{Float, FloatType};
 use kernel_runtime::{Buffer, LaunchConfig, Stream};
 
-/// `y = x·Wᵀ` for the `m` rows of `x` (`m × cols`), `W` the `rows × cols` Q4_K weights of
-/// `w`, `y` `m × rows`, on the tensor cores (`mma.sync`, sm_80+): the decode product of a
-/// batch of sequences. Each weight is decoded in registers to bf16 as `u·a − b` rounded once,
-/// with the sub-block scale `a = scale·d` and offset `b = min·dmin` each rounded to bf16 from
-/// `d` and `dmin` rounded to bf16 ([`GgufMatrix::bf16_operand`](super::GgufMatrix::bf16_operand)
-/// gives the same values); `x` is taken as bf16 (f32 rows rounded to nearest even), products
+/// `y = x·Wᵀ` for the `m` rows of `x` (`m × cols`), `W` the `rows × cols` Q4_K or Q6_K
+/// weights of `w`, `y` `m × rows`, on the tensor cores (`mma.sync`, sm_80+): the decode
+/// product of a batch of sequences. Each weight is decoded in registers to bf16 with one
+/// rounding from bf16 scales ([`GgufMatrix::bf16_operand`](super::GgufMatrix::bf16_operand)
+/// gives the same values): Q4_K's `u·a − b`, with the sub-block scale `a = scale·d` and
+/// offset `b = min·dmin` each rounded to bf16 from `d` and `dmin` rounded to bf16; Q6_K's
+/// `a·(q − 32)` with `a = d·scale` rounded to bf16 from `d` rounded to bf16. `x` is taken as bf16 (f32 rows rounded to nearest even), products
 /// are summed in f32 and `y` rounded to `T` once. `m` is 1 to
 /// [`GEMV_MAX_ROWS`](super::GEMV_MAX_ROWS) (0 does nothing); every weight byte is read once
 /// for all `m` rows, and reruns give the same bits. The tensor core works on 16 rows whatever
@@ -40,7 +41,8 @@ pub fn gemv_mma<T: Float>(
     y: &mut Buffer<T>,
     m: usize,
 ) -> Result<(), Error> {
-    let plan = GemvMmaPlan::for_rows(w.rows(), stream.device().props().sm_count as usize);
+    let sms = stream.device().props().sm_count as usize;
+    let plan = GemvMmaPlan::for_weight::<T>(w.format(), w.rows(), sms);
     gemv_mma_with(stream, w, x, y, m, plan)
 }
 
@@ -64,6 +66,23 @@ impl GemvMmaPlan {
         let tiles = if rows.div_ceil(16) >= sms { 2 } else { 1 };
         GemvMmaPlan { tiles }
     }
+
+    /// The plan [`gemv_mma`] takes for a weight of `format` and `rows` rows with activations
+    /// of `T`: [`for_rows`](Self::for_rows), except that Q6_K with f32 activations takes one
+    /// tile, the only plan it has (two would hold more words than a thread's registers).
+    ///
+    /// ```
+    /// use kernels::quant::gguf::{GemvMmaPlan, GgufFormat};
+    /// use kernel_runtime::Bf16;
+    /// assert_eq!(GemvMmaPlan::for_weight::<Bf16>(GgufFormat::Q6K, 4096, 132).tiles, 2);
+    /// assert_eq!(GemvMmaPlan::for_weight::<f32>(GgufFormat::Q6K, 4096, 132).tiles, 1);
+    /// ```
+    pub fn for_weight<T: Float>(format: GgufFormat, rows: usize, sms: usize) -> GemvMmaPlan {
+        if format == GgufFormat::Q6K && T::TYPE == FloatType::F32 {
+            return GemvMmaPlan { tiles: 1 };
+        }
+        GemvMmaPlan::for_rows(rows, sms)
+    }
 }
 
 /// [`gemv_mma`] with the caller's [`GemvMmaPlan`]: for tuning, and for benchmarks that
@@ -79,11 +98,11 @@ pub fn gemv_mma_with<T: Float>(
     crate::float::f32_or_bf16::<T>("gemv_mma")?;
     const OP: &str = "gguf::gemv_mma";
     let (n, k, row_bytes) = super::ops::sizes(OP, w)?;
-    if w.format() != GgufFormat::Q4K {
+    if w.format() == GgufFormat::Q8_0 {
         return Err(Error::Unsupported {
             op: OP,
             detail: format!(
-                "the weight is {}, and the tensor-core GEMV reads Q4_K; call gguf::gemv or gguf::gemv_q8 for it",
+                "the weight is {}, and the tensor-core GEMV reads Q4_K and Q6_K; call gguf::gemv or gguf::gemv_q8 for it",
                 w.format()
             ),
         });
@@ -92,6 +111,14 @@ pub fn gemv_mma_with<T: Float>(
         return Err(Error::Unsupported {
             op: OP,
             detail: format!("{plan:?}: a warp takes 1 or 2 tiles of 8 weight rows"),
+        });
+    }
+    if plan.tiles == 2 && w.format() == GgufFormat::Q6K && T::TYPE == FloatType::F32 {
+        return Err(Error::Unsupported {
+            op: OP,
+            detail: format!(
+                "{plan:?}: with f32 activations a Q6_K weight takes 1 tile a warp (GemvMmaPlan::for_weight gives the plan that exists)"
+            ),
         });
     }
     let sm = stream.device().target().sm();
@@ -112,7 +139,7 @@ pub fn gemv_mma_with<T: Float>(
     gemv_mma_kernel::gguf_gemv_mma::<T>(
         stream,
         cfg,
-        1,
+        w.format().code(),
         nt,
         w.words(),
         &x.view_as::<u32>()?,

@@ -3,7 +3,7 @@
 
 use super::q4_k::nearest;
 use super::quantize::{make_qx_quants, GROUP_MAX_EPS};
-use kernel_runtime::F16;
+use kernel_runtime::{Bf16, F16};
 
 /// One Q6_K block, 210 bytes for 256 weights, little-endian:
 ///
@@ -87,6 +87,38 @@ impl BlockQ6K {
             }
         }
         y
+    }
+
+    /// The 256 weights as [`gemv_mma`](super::gemv_mma) decodes them to bf16 tensor-core
+    /// operands: `d` rounded to bf16, the sub-block scale `a = d·scale` rounded to bf16 (the
+    /// product is exact in f32), then each weight `a·(q − 32)`, exact before its one rounding
+    /// to bf16.
+    ///
+    /// ```
+    /// use kernels::quant::gguf::BlockQ6K;
+    /// let x: Vec<f32> = (0..256).map(|i| ((i * 37 % 101) as f32 - 50.0) / 25.0).collect();
+    /// let b = BlockQ6K::quantize(x.as_slice().try_into().unwrap());
+    /// let (exact, bf16) = (b.dequantize(), b.bf16_operand());
+    /// assert!(exact.iter().zip(&bf16).all(|(e, h)| (e - h).abs() <= e.abs() / 64.0 + 1e-3));
+    /// ```
+    pub fn bf16_operand(&self) -> [f32; 256] {
+        let bf16 = |v: f32| Bf16::from_f32(v).to_f32();
+        let d = bf16(self.d.to_f32());
+        let mut y = [0.0f32; 256];
+        for (i, v) in y.iter_mut().enumerate() {
+            let a = bf16(d * self.scales[i / 16] as f32);
+            let q = self.code(i) as i32 - 32;
+            *v = bf16(a * q as f32);
+        }
+        y
+    }
+
+    /// The 6-bit value of weight `i` (0..256), as the table above places it.
+    pub fn code(&self, i: usize) -> u8 {
+        let (h, r, l) = (i / 128, (i % 128) / 32, i % 32);
+        let low = self.ql[64 * h + 32 * (r % 2) + l] >> (4 * (r / 2)) & 0xF;
+        let high = (self.qh[32 * h + l] >> (2 * r)) & 3;
+        low | (high << 4)
     }
 
     /// Quantizes 256 weights as ggml's `quantize_row_q6_K_ref`: per sub-block of 16 the scale
