@@ -1,7 +1,10 @@
 //! The decoder's forward on the device, as launches of the `kernels` ops: the prefill of
 //! newly joined sequences (packed, variable-length, flash attention, the GGUF prefill GEMM)
-//! and one decode step of a batch (the GGUF GEMV with RMSNorm fused in front, paged
-//! attention). Activations are f32; attention reads and writes bf16, as the KV cache holds it.
+//! and one decode step of a batch (paged attention, and the GGUF GEMVs: on the tensor cores
+//! for Q4_K and Q6_K weights on sm_80 and newer, one RMSNorm shared by the projections it
+//! feeds; else the f32-route GEMV with RMSNorm fused in front). Activations are f32;
+//! attention reads and writes bf16, as the KV cache holds it. Whichever GEMV a weight takes,
+//! it takes at every batch size, so a sequence's tokens do not depend on the batch it is in.
 
 use super::kv_cache::PagedKvCache;
 use super::model::{Layer, ServeModel};
@@ -17,7 +20,7 @@ use kernels::embedding::embedding;
 use kernels::gemm::{gemm, Epilogue, GemmShape, Layout, Math};
 use kernels::layout::kv_cache_append;
 use kernels::norm::rms_norm;
-use kernels::quant::gguf::{dequantize, gemv, gemv_rms_norm, GgufWeights};
+use kernels::quant::gguf::{dequantize, gemv, gemv_mma, gemv_rms_norm, GgufFormat, GgufWeights};
 use kernels::rope::{rope, rope_append, Rope, RopeLayout};
 use kernels::Error;
 use std::collections::HashMap;
@@ -222,28 +225,85 @@ pub(crate) fn prefill(
     let mut last = f32s(s * hid)?;
     embedding(stream, &x, &last_rows, &mut last, s, t, hid)?;
     let mut logits = f32s(s * cfg.vocab)?;
-    head(stream, model, &last, &mut logits, s)?;
+    let mut normed = f32s(s * hid)?;
+    head(stream, model, &last, &mut normed, &mut logits, s)?;
     Ok(logits.to_host(stream)?)
 }
 
-/// `logits = rmsnorm(x)·Wᵀ` for `m` rows (at most the GEMV's 16).
+/// Whether the decode product over `w` runs on the tensor cores (`gemv_mma`): Q4_K and Q6_K
+/// weights on sm_80 and newer.
+fn on_tensor_cores(stream: &Stream, w: &GgufWeights) -> bool {
+    w.format() != GgufFormat::Q8_0 && stream.device().target().sm() >= 80
+}
+
+/// `y = x·Wᵀ` for `m` rows, by the GEMV [`on_tensor_cores`] picks.
+fn project_rows(
+    stream: &Stream,
+    w: &GgufWeights,
+    x: &Buffer<f32>,
+    y: &mut Buffer<f32>,
+    m: usize,
+) -> Result<(), Error> {
+    if on_tensor_cores(stream, w) {
+        gemv_mma(stream, w, x, y, m)
+    } else {
+        gemv(stream, w, x, y, m)
+    }
+}
+
+/// `y = rmsnorm(x)·Wᵀ` for `m` rows of `hidden`: the tensor-core GEMV reads `normed`, which
+/// the caller has filled with `rmsnorm(x)` where [`on_tensor_cores`] holds; the f32 route
+/// fuses the norm itself.
+#[allow(clippy::too_many_arguments)]
+fn project_normed_rows(
+    stream: &Stream,
+    w: &GgufWeights,
+    x: &Buffer<f32>,
+    normed: &Buffer<f32>,
+    gamma: &Buffer<f32>,
+    eps: f32,
+    y: &mut Buffer<f32>,
+    m: usize,
+) -> Result<(), Error> {
+    if on_tensor_cores(stream, w) {
+        gemv_mma(stream, w, normed, y, m)
+    } else {
+        gemv_rms_norm(stream, w, x, gamma, eps, y, m)
+    }
+}
+
+/// `normed = rmsnorm(x)` for `m` rows where one of `weights` takes the tensor-core GEMV,
+/// which reads it.
+fn norm_for(
+    stream: &Stream,
+    weights: &[&GgufWeights],
+    x: &Buffer<f32>,
+    gamma: &Buffer<f32>,
+    eps: f32,
+    normed: &mut Buffer<f32>,
+    m: usize,
+) -> Result<(), Error> {
+    if weights.iter().any(|w| on_tensor_cores(stream, w)) {
+        let cols = gamma.len();
+        rms_norm(stream, x, gamma, normed, m, cols, eps)?;
+    }
+    Ok(())
+}
+
+/// `logits = rmsnorm(x)·Wᵀ` for `m` rows (at most the GEMV's 16); `normed` (`m × hidden`)
+/// holds the norm where the tensor-core GEMV reads it.
 fn head(
     stream: &Stream,
     model: &ServeModel,
     x: &Buffer<f32>,
+    normed: &mut Buffer<f32>,
     logits: &mut Buffer<f32>,
     m: usize,
 ) -> Result<(), Error> {
     let cfg = model.config();
-    gemv_rms_norm(
-        stream,
-        &model.output,
-        x,
-        &model.output_norm,
-        cfg.norm_eps,
-        logits,
-        m,
-    )
+    let (w, gamma, eps) = (&model.output, &model.output_norm, cfg.norm_eps);
+    norm_for(stream, &[w], x, gamma, eps, normed, m)?;
+    project_normed_rows(stream, w, x, normed, gamma, eps, logits, m)
 }
 
 /// Everything one decode step of a batch of `b` rows reads and writes. The engine copies the
@@ -260,6 +320,8 @@ pub(crate) struct DecodeStep {
     pub table: Buffer<u32>,
     pub logits: Buffer<f32>,
     x: Buffer<f32>,
+    /// `rmsnorm` of `x` or `h` where a tensor-core GEMV reads it.
+    normed: Buffer<f32>,
     h: Buffer<f32>,
     q: Buffer<f32>,
     k: Buffer<f32>,
@@ -328,6 +390,7 @@ impl DecodeStep {
             table: Buffer::zeros(stream, b * blocks_per_seq)?,
             logits: f32s(b * cfg.vocab)?,
             x: f32s(b * hid)?,
+            normed: f32s(b * hid)?,
             h: f32s(b * hid)?,
             q: f32s(b * hid)?,
             k: f32s(b * kvw)?,
@@ -397,32 +460,34 @@ impl DecodeStep {
                 &mut self.ob,
             )?;
             cast(stream, &self.ob, &mut self.o)?;
-            gemv(stream, &layer.o, &self.o, &mut self.attn, b)?;
+            project_rows(stream, &layer.o, &self.o, &mut self.attn, b)?;
             add(stream, &self.x, &self.attn, &mut self.h)?;
-            let eps = cfg.norm_eps;
-            gemv_rms_norm(
+            let (h, gamma, eps) = (&self.h, &layer.ffn_norm, cfg.norm_eps);
+            let normed = &mut self.normed;
+            norm_for(stream, &[&layer.gate, &layer.up], h, gamma, eps, normed, b)?;
+            project_normed_rows(
                 stream,
                 &layer.gate,
-                &self.h,
-                &layer.ffn_norm,
+                h,
+                normed,
+                gamma,
                 eps,
                 &mut self.gate,
                 b,
             )?;
-            gemv_rms_norm(
-                stream,
-                &layer.up,
-                &self.h,
-                &layer.ffn_norm,
-                eps,
-                &mut self.up,
-                b,
-            )?;
+            project_normed_rows(stream, &layer.up, h, normed, gamma, eps, &mut self.up, b)?;
             swiglu(stream, &self.gate, &self.up, &mut self.act)?;
-            gemv(stream, &layer.down, &self.act, &mut self.mlp, b)?;
+            project_rows(stream, &layer.down, &self.act, &mut self.mlp, b)?;
             add(stream, &self.h, &self.mlp, &mut self.x)?;
         }
-        head(stream, model, &self.x, &mut self.logits, b)
+        head(
+            stream,
+            model,
+            &self.x,
+            &mut self.normed,
+            &mut self.logits,
+            b,
+        )
     }
 
     /// The q, k and v projections of layer `l`, RMSNorm fused in front, biases added.
@@ -434,40 +499,22 @@ impl DecodeStep {
         layer: &Layer,
     ) -> Result<(), Error> {
         let (b, eps) = (self.b, cfg.norm_eps);
+        let (x, gamma) = (&self.x, &layer.attn_norm);
+        let weights = [&layer.q, &layer.k, &layer.v];
+        norm_for(stream, &weights, x, gamma, eps, &mut self.normed, b)?;
+        let normed = &self.normed;
         match &mut self.unbiased {
             None => {
-                gemv_rms_norm(
-                    stream,
-                    &layer.q,
-                    &self.x,
-                    &layer.attn_norm,
-                    eps,
-                    &mut self.q,
-                    b,
-                )?;
-                gemv_rms_norm(
-                    stream,
-                    &layer.k,
-                    &self.x,
-                    &layer.attn_norm,
-                    eps,
-                    &mut self.k,
-                    b,
-                )?;
-                gemv_rms_norm(
-                    stream,
-                    &layer.v,
-                    &self.x,
-                    &layer.attn_norm,
-                    eps,
-                    &mut self.v,
-                    b,
-                )
+                let outs = [&mut self.q, &mut self.k, &mut self.v];
+                for (w, y) in weights.into_iter().zip(outs) {
+                    project_normed_rows(stream, w, x, normed, gamma, eps, y, b)?;
+                }
+                Ok(())
             }
             Some([q, k, v]) => {
-                gemv_rms_norm(stream, &layer.q, &self.x, &layer.attn_norm, eps, q, b)?;
-                gemv_rms_norm(stream, &layer.k, &self.x, &layer.attn_norm, eps, k, b)?;
-                gemv_rms_norm(stream, &layer.v, &self.x, &layer.attn_norm, eps, v, b)?;
+                for (w, y) in weights.into_iter().zip([&mut *q, &mut *k, &mut *v]) {
+                    project_normed_rows(stream, w, x, normed, gamma, eps, y, b)?;
+                }
                 let bias = &self.biases[l];
                 add(stream, q, &bias[0], &mut self.q)?;
                 add(stream, k, &bias[1], &mut self.k)?;

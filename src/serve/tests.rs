@@ -104,7 +104,15 @@ fn prefill_logits_match_the_f64_forward_of_the_checkpoint_within_quantization_er
 
 #[test]
 fn greedy_generation_follows_the_f64_references_argmax_path() {
-    let (_, file) = files(&ModelConfig::TINY, QuantType::Q8_0);
+    // Q8_0 decodes through the f32-route GEMV, Q4_K_M's Q4_K and Q6_K through the
+    // tensor-core GEMV.
+    for qt in [QuantType::Q8_0, QuantType::Q4KM] {
+        greedy_follows_the_reference(qt);
+    }
+}
+
+fn greedy_follows_the_reference(qt: QuantType) {
+    let (_, file) = files(&ModelConfig::TINY, qt);
     let s = stream();
     let model = ServeModel::load(&s, &file).unwrap();
     let mut engine = Engine::new(&s, &model, EngineConfig::for_model(model.config())).unwrap();
@@ -115,7 +123,7 @@ fn greedy_generation_follows_the_f64_references_argmax_path() {
     let want = ReferenceModel::from_gguf(&file)
         .unwrap()
         .greedy(&tokenizer::encode(b"The cat"), 5);
-    assert_eq!(done[0].tokens, want);
+    assert_eq!(done[0].tokens, want, "{qt:?}");
     assert_eq!(done[0].finish, Finish::MaxTokens);
     // One decode graph (batch class 1), replayed for the later steps.
     assert_eq!(engine.stats().graphs_captured, 1);
@@ -144,7 +152,13 @@ fn the_same_seed_samples_the_same_tokens_and_another_seed_others() {
 
 #[test]
 fn a_sequence_joining_mid_way_gets_the_tokens_it_gets_alone_and_pages_are_reused() {
-    let (_, file) = files(&ModelConfig::TINY, QuantType::Q8_0);
+    for qt in [QuantType::Q8_0, QuantType::Q4KM] {
+        joining_mid_way(qt);
+    }
+}
+
+fn joining_mid_way(qt: QuantType) {
+    let (_, file) = files(&ModelConfig::TINY, qt);
     let s = stream();
     let model = ServeModel::load(&s, &file).unwrap();
     let cfg = EngineConfig {
@@ -182,9 +196,9 @@ fn a_sequence_joining_mid_way_gets_the_tokens_it_gets_alone_and_pages_are_reused
         done.extend(engine.take_completed());
     }
     done.sort_by_key(|c| c.id);
-    assert_eq!(done[0].tokens, alone(&a));
-    assert_eq!(done[1].tokens, alone(&b));
-    assert_eq!(done[2].tokens, alone(&c));
+    assert_eq!(done[0].tokens, alone(&a), "{qt:?}");
+    assert_eq!(done[1].tokens, alone(&b), "{qt:?}");
+    assert_eq!(done[2].tokens, alone(&c), "{qt:?}");
     assert_eq!(engine.free_pages(), 6);
     // Batches of one and of two: one graph each.
     assert_eq!(engine.stats().graphs_captured, 2);
