@@ -3,8 +3,8 @@
 //! bytes (the driver's device-to-device copy, measured in the same run; activations and
 //! outputs are not counted), timed twice so that clock drift shows: the f32 route (`gemv`),
 //! the int8 route's GEMV alone (`gemv_q8` on activations quantized once) and with the
-//! activations' quantization in each launch pair, and for Q4_K and Q6_K the tensor-core
-//! GEMV (`gemv_mma`, also by the row tiles a warp takes); then the prefill at M = 512
+//! activations' quantization in each launch pair, and the tensor-core GEMV (`gemv_mma`,
+//! also by the row tiles a warp takes); then the prefill at M = 512
 //! (dequantize to bf16, then the bf16 GEMM) against the bf16 GEMM alone on the
 //! already-dequantized weight.
 //!
@@ -96,16 +96,12 @@ fn gemv_row<T: Float>(b: &Bench, w: &GgufWeights, shape: &str, m: usize) -> Res 
         Ok(())
     })?;
     let pair = |[a, b]: [f64; 2]| format!("{a:>5.1} / {b:>5.1}");
-    let tensor_core = if w.format() != GgufFormat::Q8_0 {
-        pair(b.percent_twice(bytes, |s| {
-            for _ in 0..LAUNCHES {
-                gemv_mma(s, w, &x, &mut y, m)?;
-            }
-            Ok(())
-        })?)
-    } else {
-        "—".into()
-    };
+    let tensor_core = pair(b.percent_twice(bytes, |s| {
+        for _ in 0..LAUNCHES {
+            gemv_mma(s, w, &x, &mut y, m)?;
+        }
+        Ok(())
+    })?);
     println!(
         "| {:<5} | {:<4} | {:<16} | {:>2} | {} | {} | {} | {} |",
         w.format().name(),
@@ -195,13 +191,7 @@ fn main() -> Res {
     for format in GgufFormat::ALL {
         for &(shape, n, k) in &shapes {
             let w = weights(&b.stream, format, n, k)?;
-            // The batch sizes between matter where the tensor-core GEMV runs.
-            let batches: &[usize] = if format != GgufFormat::Q8_0 {
-                &[1, 4, 8, 16]
-            } else {
-                &[1, 16]
-            };
-            for &m in batches {
+            for m in [1, 4, 8, 16] {
                 gemv_row::<Bf16>(&b, &w, shape, m)?;
                 gemv_row::<f32>(&b, &w, shape, m)?;
             }
@@ -210,6 +200,7 @@ fn main() -> Res {
     println!("\ngemv_mma (bf16) by the row tiles a warp takes, % of copy (two passes)\n");
     println!("| format | shape | M | 1 tile | 2 tiles |");
     println!("| --- | --- | --- | --- | --- |");
+    // Q8_0 has the one-tile plan only.
     for format in [GgufFormat::Q4K, GgufFormat::Q6K] {
         for &(shape, n, k) in &shapes {
             let w = weights(&b.stream, format, n, k)?;

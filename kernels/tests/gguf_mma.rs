@@ -1,4 +1,4 @@
-//! The tensor-core GEMV over Q4_K and Q6_K weights (`gguf::gemv_mma`) on the emulator:
+//! The tensor-core GEMV over Q8_0, Q4_K and Q6_K weights (`gguf::gemv_mma`) on the emulator:
 //! products against the f64 product of its bf16 operands at odd shapes, bit-identical
 //! reruns, and refusals that leave `y` untouched.
 
@@ -34,7 +34,7 @@ fn bf16(v: f32) -> f32 {
 fn check<T: Float>(s: &Stream, f: GgufFormat, m: usize, n: usize, k: usize, tiles: usize) {
     let q = GgufMatrix::quantize(f, n, k, &weights(n, k)).unwrap();
     let plan = GemvMmaPlan { tiles };
-    let w = q.bf16_operand().expect("the format has a bf16 operand");
+    let w = q.bf16_operand();
     let x = activations(m, k);
     let xt: Vec<T> = x.iter().map(|&v| T::from_f32(v)).collect();
     let xb: Vec<f32> = xt.iter().map(|v| bf16(v.to_f32())).collect();
@@ -104,6 +104,17 @@ fn gemv_mma_over_q6_k_matches_the_f64_product_of_its_bf16_operands() {
 }
 
 #[test]
+fn gemv_mma_over_q8_0_matches_the_f64_product_of_its_bf16_operands() {
+    let s = Device::emulator().stream().unwrap();
+    // Units of eight 34-byte blocks: even blocks' codes start 2 bytes into a word.
+    for (m, n, k) in [(1, 5, 256), (3, 13, 1280), (16, 8, 256), (9, 35, 1280)] {
+        check::<f32>(&s, GgufFormat::Q8_0, m, n, k, 1);
+        check::<Bf16>(&s, GgufFormat::Q8_0, m, n, k, 1);
+    }
+    check::<Bf16>(&s, GgufFormat::Q8_0, 12, 17, 19 * 256, 1);
+}
+
+#[test]
 fn gemv_mma_over_many_blocks_of_a_row() {
     let s = Device::emulator().stream().unwrap();
     // 19 blocks: two passes of the eight warps' blocks in flight, the last one ragged.
@@ -115,7 +126,7 @@ fn gemv_mma_over_many_blocks_of_a_row() {
 
 #[test]
 fn gemv_mma_stays_within_bf16_rounding_of_the_exact_product() {
-    for f in [GgufFormat::Q4K, GgufFormat::Q6K] {
+    for f in GgufFormat::ALL {
         within_bf16_rounding(f);
     }
 }
@@ -157,15 +168,20 @@ fn gemv_mma_refuses_bad_calls_before_writing() {
         .unwrap()
         .to_device(&s)
         .unwrap();
-    let q8 = GgufMatrix::quantize(GgufFormat::Q8_0, n, k, &weights(n, k))
+    // Q8_0 rows of 288 weights: whole blocks, not whole units of 256.
+    let q8 = GgufMatrix::quantize(GgufFormat::Q8_0, n, 288, &weights(n, 288))
         .unwrap()
         .to_device(&s)
         .unwrap();
     let x = Buffer::from_host(&s, &activations(2, k)).unwrap();
     let mut y = Buffer::from_host(&s, &vec![7.0f32; 2 * n]).unwrap();
     let message = |e: Error| e.to_string();
-    let e = message(gemv_mma(&s, &q8, &x, &mut y, 2).unwrap_err());
-    assert!(e.contains("q8_0") && e.contains("gguf::gemv"), "{e}");
+    let x288 = Buffer::from_host(&s, &activations(2, 288)).unwrap();
+    let e = message(gemv_mma(&s, &q8, &x288, &mut y, 2).unwrap_err());
+    assert!(
+        e.contains("q8_0") && e.contains("256") && e.contains("gguf::gemv"),
+        "{e}"
+    );
     let x17 = Buffer::from_host(&s, &activations(17, k)).unwrap();
     let mut y17 = Buffer::from_host(&s, &vec![7.0f32; 17 * n]).unwrap();
     let odd = GemvMmaPlan { tiles: 4 };

@@ -310,7 +310,7 @@ fn gguf_instances_assemble_without_spills() {
     }
     assert_eq!(
         check(&ptxas, kernels::quant::gguf::KERNELS, |_| Some(128)),
-        (6 + 36 + 4 + 18 + 7) * 4,
+        (6 + 36 + 4 + 18 + 9) * 4,
         "gguf"
     );
 }

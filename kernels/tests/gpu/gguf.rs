@@ -131,7 +131,7 @@ fn gguf_gemv_and_dequantize_match_references_on_gpu() {
 fn gemv_mma_at<T: Float>(s: &Stream, f: GgufFormat, n: usize, k: usize, m: usize) {
     let mut rng = Rng::new((n + 3 * k + m) as u64);
     let q = random_matrix(f, n, k, &mut rng);
-    let wb = q.bf16_operand().expect("a format gemv_mma reads");
+    let wb = q.bf16_operand();
     let dev = q.to_device(s).unwrap();
     let (x, xh) = upload::<T>(s, &rng.vec(m * k, -1.0, 1.0));
     let xb: Vec<f32> = xh.iter().map(|&v| Bf16::from_f32(v).to_f32()).collect();
@@ -149,7 +149,7 @@ fn gemv_mma_at<T: Float>(s: &Stream, f: GgufFormat, n: usize, k: usize, m: usize
 #[test]
 fn gguf_gemv_mma_matches_its_bf16_operands_on_gpu() {
     let Some(s) = gpu_stream() else { return };
-    for f in [GgufFormat::Q4K, GgufFormat::Q6K] {
+    for f in GgufFormat::ALL {
         gemv_mma_at::<Bf16>(&s, f, 4096, 4096, 16);
         gemv_mma_at::<Bf16>(&s, f, 4096, 4096, 2);
         gemv_mma_at::<f32>(&s, f, 6144, 4096, 16);

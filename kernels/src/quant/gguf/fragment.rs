@@ -187,23 +187,82 @@ pub(crate) fn q6k_scale_pairs(ls: [u32; 3], s: u32) -> [u32; 2] {
     [ab, fma_bf16x2(ab, 0xc200_c200, 0x8000_8000)]
 }
 
-/// Bytes of a block of 256 weights.
+/// The 22 words of a unit of eight Q8_0 blocks (256 weights) at byte `b` (a multiple of 4)
+/// that lane `t` decodes: for each block its codes `8t..8t + 8`, three words from the even
+/// blocks (whose codes start 2 bytes into a word) and two from the odd, then the words
+/// holding `d` of blocks `2t` (low half) and `2t + 1` (high half), for the row's lanes to
+/// share.
+#[device(crate = crate::lang)]
+pub(crate) fn load_q8_0_unit(w: &[u32], b: u32, t: u32) -> [u32; 22] {
+    let mut v = [0u32; 22];
+    let u = b / 4;
+    for j in 0..4 {
+        // Block 2j starts at word u + 17j, its codes 2 bytes in; block 2j + 1's codes start
+        // at word u + 17j + 9.
+        let even = u + 17 * j + 2 * t;
+        for i in 0..3 {
+            v[3 * j + i] = w[even + i];
+        }
+        let odd = u + 17 * j + 9 + 2 * t;
+        v[12 + 2 * j] = w[odd];
+        v[13 + 2 * j] = w[odd + 1];
+    }
+    v[20] = w[u + 17 * t];
+    v[21] = w[u + 17 * t + 8];
+    v
+}
+
+/// The `d` of each of a Q8_0 unit's eight blocks as the bf16 pair `(d, d)`, from the words of
+/// [`load_q8_0_unit`] that lane `t` of the row holds for blocks `2t` and `2t + 1`.
+#[device(crate = crate::lang)]
+pub(crate) fn q8_0_scale_pairs(dw: [u32; 2]) -> [u32; 8] {
+    let first = lane_id() & 0x1c;
+    let mut p = [0u32; 8];
+    for s in 0..8 {
+        let w = shfl_idx(dw[s % 2], first + s / 2);
+        let d = f16_bits_to_f32(if s % 2 == 0 { w } else { w >> 16 });
+        p[s] = pack_bf16x2(d, d);
+    }
+    p
+}
+
+/// Two int8 codes of `q` (bytes `lo` and `lo + 1`) times `(d, d)` as a bf16 pair, each
+/// rounded once: a code's byte with its sign flipped is the code plus 128, which `prmt`
+/// places in the mantissa of 2²³.
+#[device(crate = crate::lang)]
+pub(crate) fn int8_pair(q: u32, lo: u32, dd: u32) -> u32 {
+    let u = q ^ 0x8080_8080;
+    // Selector: byte lo (or lo + 1) of u, two zero bytes, then 0x4b, from 0x4b00_0000.
+    let a = from_bits(prmt(u, 0x4b00_0000, 0x7440 | lo)) - 8_388_736.0;
+    let b = from_bits(prmt(u, 0x4b00_0000, 0x7440 | (lo + 1))) - 8_388_736.0;
+    // (−0, −0) as bf16x2: the product alone, rounded once.
+    fma_bf16x2(pack_bf16x2(b, a), dd, 0x8000_8000)
+}
+
+/// Bytes of a block of 256 weights (for Q8_0, of eight blocks).
 #[device(crate = crate::lang)]
 pub(crate) fn block_bytes() -> u32 {
-    if F == 1 {
+    if F == 0 {
+        272
+    } else if F == 1 {
         144
     } else {
         210
     }
 }
 
-/// The words lane `t` reads of the block at byte `b` of `w`, before [`align_block`]: Q4_K's
-/// 12 (`b` is a multiple of 4), Q6_K's 23 (`b` is even: each field through a window of
-/// whole words).
+/// The words lane `t` reads of the block at byte `b` of `w`, before [`align_block`]: Q8_0's
+/// 22 and Q4_K's 12 (`b` is a multiple of 4), Q6_K's 23 (`b` is even: each field through a
+/// window of whole words).
 #[device(crate = crate::lang)]
 pub(crate) fn load_block(w: &[u32], b: u32, t: u32) -> [u32; 24] {
     let mut v = [0u32; 24];
-    if F == 1 {
+    if F == 0 {
+        let q = load_q8_0_unit(w, b, t);
+        for i in 0..22 {
+            v[i] = q[i];
+        }
+    } else if F == 1 {
         let q = load_q4k_block(w, b / 4, t);
         for i in 0..12 {
             v[i] = q[i];
@@ -217,12 +276,22 @@ pub(crate) fn load_block(w: &[u32], b: u32, t: u32) -> [u32; 24] {
     v
 }
 
-/// The words of [`load_block`] for the block at byte `b`, aligned: Q4_K's as loaded, Q6_K's
-/// 12 code words, 4 scale words and the word whose low half is `d`.
+/// The words of [`load_block`] for the block at byte `b`, aligned: Q8_0's 16 code words (two
+/// a block) and its two `d` words, Q4_K's as loaded, Q6_K's 12 code words, 4 scale words and
+/// the word whose low half is `d`.
 #[device(crate = crate::lang)]
-pub(crate) fn align_block(v: [u32; 24], b: u32) -> [u32; 17] {
-    let mut a = [0u32; 17];
-    if F == 1 {
+pub(crate) fn align_block(v: [u32; 24], b: u32) -> [u32; 18] {
+    let mut a = [0u32; 18];
+    if F == 0 {
+        for j in 0..4 {
+            a[4 * j] = prmt(v[3 * j], v[3 * j + 1], 0x5432);
+            a[4 * j + 1] = prmt(v[3 * j + 1], v[3 * j + 2], 0x5432);
+            a[4 * j + 2] = v[12 + 2 * j];
+            a[4 * j + 3] = v[13 + 2 * j];
+        }
+        a[16] = v[20];
+        a[17] = v[21];
+    } else if F == 1 {
         for i in 0..12 {
             a[i] = v[i];
         }
@@ -235,13 +304,19 @@ pub(crate) fn align_block(v: [u32; 24], b: u32) -> [u32; 17] {
     a
 }
 
-/// What a block's groups share, from [`align_block`]'s words: Q4_K's scale and min bytes
-/// and super-scale pairs ([`q4k_scale_bytes`], [`q4k_super_pairs`]), Q6_K's eight scales of
-/// lane `t` ([`q6k_lane_scales`]).
+/// What a block's groups share, from [`align_block`]'s words: Q8_0's eight `(d, d)` pairs
+/// ([`q8_0_scale_pairs`]), Q4_K's scale and min bytes and super-scale pairs
+/// ([`q4k_scale_bytes`], [`q4k_super_pairs`]), Q6_K's eight scales of lane `t`
+/// ([`q6k_lane_scales`]).
 #[device(crate = crate::lang)]
-pub(crate) fn block_scales(a: [u32; 17], t: u32) -> [u32; 8] {
+pub(crate) fn block_scales(a: [u32; 18], t: u32) -> [u32; 8] {
     let mut p = [0u32; 8];
-    if F == 1 {
+    if F == 0 {
+        let d = q8_0_scale_pairs([a[16], a[17]]);
+        for i in 0..8 {
+            p[i] = d[i];
+        }
+    } else if F == 1 {
         let b = q4k_scale_bytes([a[0], a[1], a[2], a[3]]);
         let s = q4k_super_pairs(a[0]);
         for i in 0..4 {
@@ -261,17 +336,19 @@ pub(crate) fn block_scales(a: [u32; 17], t: u32) -> [u32; 8] {
 /// `u·a − b` for its unsigned code `u`.
 #[device(crate = crate::lang)]
 pub(crate) fn group_scales(p: [u32; 8], s: u32) -> [u32; 2] {
-    if F == 1 {
+    if F == 0 {
+        // (−0, −0): Q8_0 has no offset.
+        [p[s], 0x8000_8000]
+    } else if F == 1 {
         q4k_scale_pairs([p[0], p[1], p[2], p[3]], [p[4], p[5], p[6], p[7]], s)
     } else {
         q6k_scale_pairs([p[0], p[1], p[2]], s)
     }
 }
 
-/// The `B` operand words of group `s` (two for each of the group's two `mma`s) from
-/// [`align_block`]'s words and [`group_scales`].
+/// [`group_operand`] for the K-quants: the group's code bytes, then [`code_pair`].
 #[device(crate = crate::lang)]
-pub(crate) fn group_operand(a: [u32; 17], s: u32, sc: [u32; 2]) -> [u32; 4] {
+pub(crate) fn code_operand(a: [u32; 18], s: u32, sc: [u32; 2]) -> [u32; 4] {
     let mut q = [0u32; 2];
     if F == 1 {
         // Group s: the low nibbles of code bytes 32·(s / 2).., or the high.
@@ -293,4 +370,20 @@ pub(crate) fn group_operand(a: [u32; 17], s: u32, sc: [u32; 2]) -> [u32; 4] {
         code_pair(q[1], 0, sc[0], sc[1]),
         code_pair(q[1], 2, sc[0], sc[1]),
     ]
+}
+
+/// The `B` operand words of group `s` (two for each of the group's two `mma`s) from
+/// [`align_block`]'s words and [`group_scales`].
+#[device(crate = crate::lang)]
+pub(crate) fn group_operand(a: [u32; 18], s: u32, sc: [u32; 2]) -> [u32; 4] {
+    if F == 0 {
+        [
+            int8_pair(a[2 * s], 0, sc[0]),
+            int8_pair(a[2 * s], 2, sc[0]),
+            int8_pair(a[2 * s + 1], 0, sc[0]),
+            int8_pair(a[2 * s + 1], 2, sc[0]),
+        ]
+    } else {
+        code_operand(a, s, sc)
+    }
 }

@@ -1,5 +1,5 @@
 //! The decode GEMV `y = x·Wᵀ` for up to 16 rows of `x` on the tensor cores (sm_80+), over
-//! Q4_K or Q6_K weights. The rows of `x` are the `m` of `mma.m16n8k16` (rows past `m` read
+//! Q8_0, Q4_K or Q6_K weights. The rows of `x` are the `m` of `mma.m16n8k16` (rows past `m` read
 //! row `m − 1` and are never stored); a warp takes `NT` tiles of 8 weight rows, the `n`, so
 //! each `A` operand it loads feeds `NT` products (four tiles measured no faster than two,
 //! and spill with f32 `x`). The eight warps of a block share the same `8·NT` rows and take
@@ -15,12 +15,15 @@ use kernel_macros::kernel;
 /// Threads per block: eight warps over the same weight rows.
 pub(crate) const GEMV_MMA_THREADS: u32 = 256;
 
-/// `w`: `n` rows of `row_bytes` bytes of format `F` (1 Q4_K, 2 Q6_K); `x`: `m × k` elements
-/// of `T` read as words (`k / 2` a row for bf16); `y`: `m × n`; `1 ≤ m ≤ 16`. Q6_K with f32
-/// `x` takes one tile: with two, its 23 words a block in flight for each tile spill.
+/// `w`: `n` rows of `row_bytes` bytes of format `F` (0 Q8_0, 1 Q4_K, 2 Q6_K; `k` a multiple
+/// of 256); `x`: `m × k` elements of `T` read as words (`k / 2` a row for bf16); `y`:
+/// `m × n`; `1 ≤ m ≤ 16`. Q8_0, and Q6_K with f32 `x`, take one tile: with two, their 22
+/// and 23 words a block in flight for each tile spill.
 #[kernel(
     crate = crate::lang,
     instances(
+        <f32, 0, 1>,
+        <bf16, 0, 1>,
         <f32, 1, 1>,
         <f32, 1, 2>,
         <f32, 2, 1>,
@@ -77,7 +80,7 @@ pub fn gguf_gemv_mma<T: Element, const F: u32, const NT: u32>(
         let xa0 = x_word(x0 + 256 * c0 + 8 * t);
         let xb0 = x_word(x1 + 256 * c0 + 8 * t);
         // Per tile: the block's words in a fixed layout, and what its groups share.
-        let mut words = [0u32; 17 * NT];
+        let mut words = [0u32; 18 * NT];
         let mut shared = [0u32; 8 * NT];
         for j in 0..NT {
             let mut v = [0u32; 24];
@@ -86,8 +89,8 @@ pub fn gguf_gemv_mma<T: Element, const F: u32, const NT: u32>(
             }
             let a = align_block(v, base[j] + bytes * c0);
             let p = block_scales(a, t);
-            for i in 0..17 {
-                words[17 * j + i] = a[i];
+            for i in 0..18 {
+                words[18 * j + i] = a[i];
             }
             for i in 0..8 {
                 shared[8 * j + i] = p[i];
@@ -109,9 +112,9 @@ pub fn gguf_gemv_mma<T: Element, const F: u32, const NT: u32>(
                 }
             }
             for j in 0..NT {
-                let mut a = [0u32; 17];
-                for i in 0..17 {
-                    a[i] = words[17 * j + i];
+                let mut a = [0u32; 18];
+                for i in 0..18 {
+                    a[i] = words[18 * j + i];
                 }
                 let mut p = [0u32; 8];
                 for i in 0..8 {

@@ -121,23 +121,20 @@ impl GgufMatrix {
     }
 
     /// The weights, row-major, as [`gemv_mma`](super::gemv_mma) multiplies them: bf16 values
-    /// ([`BlockQ4K::bf16_operand`], [`BlockQ6K::bf16_operand`]); `None` for the formats it
-    /// does not read.
-    pub fn bf16_operand(&self) -> Option<Vec<f32>> {
+    /// ([`BlockQ8_0::bf16_operand`], [`BlockQ4K::bf16_operand`], [`BlockQ6K::bf16_operand`]).
+    pub fn bf16_operand(&self) -> Vec<f32> {
         let n = self.format.block_bytes();
         let blocks = self.bytes.chunks_exact(n);
         match self.format {
-            GgufFormat::Q4K => Some(
-                blocks
-                    .flat_map(|b| BlockQ4K::read(b.try_into().expect("144")).bf16_operand())
-                    .collect(),
-            ),
-            GgufFormat::Q6K => Some(
-                blocks
-                    .flat_map(|b| BlockQ6K::read(b.try_into().expect("210")).bf16_operand())
-                    .collect(),
-            ),
-            GgufFormat::Q8_0 => None,
+            GgufFormat::Q8_0 => blocks
+                .flat_map(|b| BlockQ8_0::read(b.try_into().expect("34")).bf16_operand())
+                .collect(),
+            GgufFormat::Q4K => blocks
+                .flat_map(|b| BlockQ4K::read(b.try_into().expect("144")).bf16_operand())
+                .collect(),
+            GgufFormat::Q6K => blocks
+                .flat_map(|b| BlockQ6K::read(b.try_into().expect("210")).bf16_operand())
+                .collect(),
         }
     }
 

@@ -7,13 +7,15 @@ use crate::Error;
 use crate::{Float, FloatType};
 use kernel_runtime::{Buffer, LaunchConfig, Stream};
 
-/// `y = x·Wᵀ` for the `m` rows of `x` (`m × cols`), `W` the `rows × cols` Q4_K or Q6_K
-/// weights of `w`, `y` `m × rows`, on the tensor cores (`mma.sync`, sm_80+): the decode
-/// product of a batch of sequences. Each weight is decoded in registers to bf16 with one
-/// rounding from bf16 scales ([`GgufMatrix::bf16_operand`](super::GgufMatrix::bf16_operand)
-/// gives the same values): Q4_K's `u·a − b`, with the sub-block scale `a = scale·d` and
-/// offset `b = min·dmin` each rounded to bf16 from `d` and `dmin` rounded to bf16; Q6_K's
-/// `a·(q − 32)` with `a = d·scale` rounded to bf16 from `d` rounded to bf16. `x` is taken as bf16 (f32 rows rounded to nearest even), products
+/// `y = x·Wᵀ` for the `m` rows of `x` (`m × cols`), `W` the `rows × cols` Q8_0, Q4_K or
+/// Q6_K weights of `w` (for Q8_0, `cols` a multiple of 256), `y` `m × rows`, on the tensor
+/// cores (`mma.sync`, sm_80+): the decode product of a batch of sequences. Each weight is
+/// decoded in registers to bf16 with one rounding from bf16 scales
+/// ([`GgufMatrix::bf16_operand`](super::GgufMatrix::bf16_operand) gives the same values):
+/// Q8_0's `q·d` with `d` rounded to bf16; Q4_K's `u·a − b`, with the sub-block scale
+/// `a = scale·d` and offset `b = min·dmin` each rounded to bf16 from `d` and `dmin` rounded
+/// to bf16; Q6_K's `a·(q − 32)` with `a = d·scale` rounded to bf16 from `d` rounded to
+/// bf16. `x` is taken as bf16 (f32 rows rounded to nearest even), products
 /// are summed in f32 and `y` rounded to `T` once. `m` is 1 to
 /// [`GEMV_MAX_ROWS`](super::GEMV_MAX_ROWS) (0 does nothing); every weight byte is read once
 /// for all `m` rows, and reruns give the same bits. The tensor core works on 16 rows whatever
@@ -68,21 +70,29 @@ impl GemvMmaPlan {
     }
 
     /// The plan [`gemv_mma`] takes for a weight of `format` and `rows` rows with activations
-    /// of `T`: [`for_rows`](Self::for_rows), except that Q6_K with f32 activations takes one
-    /// tile, the only plan it has (two would hold more words than a thread's registers).
+    /// of `T`: [`for_rows`](Self::for_rows), except that Q8_0, and Q6_K with f32
+    /// activations, take one tile, the only plan they have (two would hold more words than a
+    /// thread's registers).
     ///
     /// ```
     /// use kernels::quant::gguf::{GemvMmaPlan, GgufFormat};
     /// use kernel_runtime::Bf16;
     /// assert_eq!(GemvMmaPlan::for_weight::<Bf16>(GgufFormat::Q6K, 4096, 132).tiles, 2);
     /// assert_eq!(GemvMmaPlan::for_weight::<f32>(GgufFormat::Q6K, 4096, 132).tiles, 1);
+    /// assert_eq!(GemvMmaPlan::for_weight::<Bf16>(GgufFormat::Q8_0, 4096, 132).tiles, 1);
     /// ```
     pub fn for_weight<T: Float>(format: GgufFormat, rows: usize, sms: usize) -> GemvMmaPlan {
-        if format == GgufFormat::Q6K && T::TYPE == FloatType::F32 {
+        if one_tile_only::<T>(format) {
             return GemvMmaPlan { tiles: 1 };
         }
         GemvMmaPlan::for_rows(rows, sms)
     }
+}
+
+/// Whether a weight of `format` with activations of `T` has only the one-tile kernel: the
+/// words of two tiles' next blocks would not fit a thread's registers.
+fn one_tile_only<T: Float>(format: GgufFormat) -> bool {
+    format == GgufFormat::Q8_0 || (format == GgufFormat::Q6K && T::TYPE == FloatType::F32)
 }
 
 /// [`gemv_mma`] with the caller's [`GemvMmaPlan`]: for tuning, and for benchmarks that
@@ -98,12 +108,11 @@ pub fn gemv_mma_with<T: Float>(
     crate::float::f32_or_bf16::<T>("gemv_mma")?;
     const OP: &str = "gguf::gemv_mma";
     let (n, k, row_bytes) = super::ops::sizes(OP, w)?;
-    if w.format() == GgufFormat::Q8_0 {
+    if w.format() == GgufFormat::Q8_0 && k % 256 != 0 {
         return Err(Error::Unsupported {
             op: OP,
             detail: format!(
-                "the weight is {}, and the tensor-core GEMV reads Q4_K and Q6_K; call gguf::gemv or gguf::gemv_q8 for it",
-                w.format()
+                "the q8_0 weight's rows are {k} weights, and the tensor-core GEMV reads q8_0 rows in units of 256; call gguf::gemv or gguf::gemv_q8 for it"
             ),
         });
     }
@@ -113,11 +122,13 @@ pub fn gemv_mma_with<T: Float>(
             detail: format!("{plan:?}: a warp takes 1 or 2 tiles of 8 weight rows"),
         });
     }
-    if plan.tiles == 2 && w.format() == GgufFormat::Q6K && T::TYPE == FloatType::F32 {
+    if plan.tiles == 2 && one_tile_only::<T>(w.format()) {
         return Err(Error::Unsupported {
             op: OP,
             detail: format!(
-                "{plan:?}: with f32 activations a Q6_K weight takes 1 tile a warp (GemvMmaPlan::for_weight gives the plan that exists)"
+                "{plan:?}: a {} weight with {:?} activations takes 1 tile a warp (GemvMmaPlan::for_weight gives the plan that exists)",
+                w.format(),
+                T::TYPE
             ),
         });
     }

@@ -1,6 +1,6 @@
 //! `block_q8_0`: 32 weights as int8 with one f16 scale.
 
-use kernel_runtime::F16;
+use kernel_runtime::{Bf16, F16};
 
 /// One Q8_0 block, 34 bytes for 32 weights, little-endian:
 ///
@@ -46,6 +46,22 @@ impl BlockQ8_0 {
     pub fn dequantize(&self) -> [f32; 32] {
         let d = self.d.to_f32();
         std::array::from_fn(|j| self.qs[j] as f32 * d)
+    }
+
+    /// The 32 weights as [`gemv_mma`](super::gemv_mma) decodes them to bf16 tensor-core
+    /// operands: `d` rounded to bf16, then each `q·d` (exact in f32) rounded once to bf16.
+    ///
+    /// ```
+    /// use kernels::quant::gguf::BlockQ8_0;
+    /// let x: Vec<f32> = (0..32).map(|i| (i as f32 - 16.0) / 3.0).collect();
+    /// let b = BlockQ8_0::quantize(x.as_slice().try_into().unwrap());
+    /// let (exact, bf16) = (b.dequantize(), b.bf16_operand());
+    /// assert!(exact.iter().zip(&bf16).all(|(e, h)| (e - h).abs() <= e.abs() / 128.0));
+    /// ```
+    pub fn bf16_operand(&self) -> [f32; 32] {
+        let bf16 = |v: f32| Bf16::from_f32(v).to_f32();
+        let d = bf16(self.d.to_f32());
+        std::array::from_fn(|j| bf16(self.qs[j] as f32 * d))
     }
 
     /// Round-to-nearest quantization, as ggml's `quantize_row_q8_0_ref`: `d = max|x| / 127`,
