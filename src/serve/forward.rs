@@ -1,8 +1,8 @@
 //! The decoder's forward on the device, as launches of the `kernels` ops: the prefill of
 //! newly joined sequences (packed, variable-length, flash attention, the GGUF prefill GEMM)
 //! and one decode step of a batch (paged attention, and the GGUF GEMVs: on the tensor cores
-//! for Q4_K and Q6_K weights on sm_80 and newer, one RMSNorm shared by the projections it
-//! feeds; else the f32-route GEMV with RMSNorm fused in front). Activations are f32;
+//! on sm_80 and newer, one RMSNorm shared by the projections it feeds; else, and for Q8_0
+//! rows that are not whole units of 256, the f32-route GEMV with RMSNorm fused in front). Activations are f32;
 //! attention reads and writes bf16, as the KV cache holds it. Whichever GEMV a weight takes,
 //! it takes at every batch size, so a sequence's tokens do not depend on the batch it is in.
 
@@ -230,10 +230,11 @@ pub(crate) fn prefill(
     Ok(logits.to_host(stream)?)
 }
 
-/// Whether the decode product over `w` runs on the tensor cores (`gemv_mma`): Q4_K and Q6_K
-/// weights on sm_80 and newer.
+/// Whether the decode product over `w` runs on the tensor cores (`gemv_mma`): on sm_80 and
+/// newer, Q4_K and Q6_K weights, and Q8_0 weights whose rows are whole units of 256.
 fn on_tensor_cores(stream: &Stream, w: &GgufWeights) -> bool {
-    w.format() != GgufFormat::Q8_0 && stream.device().target().sm() >= 80
+    let whole_units = w.format() != GgufFormat::Q8_0 || w.cols().is_multiple_of(256);
+    whole_units && stream.device().target().sm() >= 80
 }
 
 /// `y = x·Wᵀ` for `m` rows, by the GEMV [`on_tensor_cores`] picks.

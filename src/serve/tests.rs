@@ -104,8 +104,8 @@ fn prefill_logits_match_the_f64_forward_of_the_checkpoint_within_quantization_er
 
 #[test]
 fn greedy_generation_follows_the_f64_references_argmax_path() {
-    // Q8_0 decodes through the f32-route GEMV, Q4_K_M's Q4_K and Q6_K through the
-    // tensor-core GEMV.
+    // The tiny model's Q8_0 rows of 128 decode through the f32-route GEMV, its rows of 256
+    // and Q4_K_M's Q4_K and Q6_K through the tensor-core GEMV.
     for qt in [QuantType::Q8_0, QuantType::Q4KM] {
         greedy_follows_the_reference(qt);
     }

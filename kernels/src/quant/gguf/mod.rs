@@ -12,8 +12,8 @@
 //!   [`quantize_activations_rms_norm`]) writes `x` as int8 blocks of 32 into a reusable
 //!   [`QuantizedActivations`], and [`gemv_q8`] multiplies them with the weights' codes by
 //!   `dp4a`, exact in integers, with f32 scales per run.
-//! - [`gemv_mma`] is the decode product of a batch (2 to 16 rows of `x`) on the tensor cores,
-//!   a Q4_K weight decoded to bf16 in registers.
+//! - [`gemv_mma`] is the decode product of a batch (1 to 16 rows of `x`) on the tensor cores,
+//!   Q8_0, Q4_K and Q6_K weights decoded to bf16 in registers.
 //! - [`prefill`] (any number of rows) dequantizes into a bf16 or f32 workspace and runs the
 //!   library's GEMM on it.
 //!

@@ -108,7 +108,7 @@ pub fn gemv_mma_with<T: Float>(
     crate::float::f32_or_bf16::<T>("gemv_mma")?;
     const OP: &str = "gguf::gemv_mma";
     let (n, k, row_bytes) = super::ops::sizes(OP, w)?;
-    if w.format() == GgufFormat::Q8_0 && k % 256 != 0 {
+    if w.format() == GgufFormat::Q8_0 && !k.is_multiple_of(256) {
         return Err(Error::Unsupported {
             op: OP,
             detail: format!(
