@@ -1,8 +1,9 @@
 //! The decoder's forward on the device, as launches of the `kernels` ops: the prefill of
 //! newly joined sequences (packed, variable-length, flash attention, the GGUF prefill GEMM)
 //! and one decode step of a batch (paged attention, and the GGUF GEMVs: on the tensor cores
-//! on sm_80 and newer, one RMSNorm shared by the projections it feeds; else, and for Q8_0
-//! rows that are not whole units of 256, the f32-route GEMV with RMSNorm fused in front). Activations are f32;
+//! on sm_80 and newer, one RMSNorm shared by the projections it feeds, written by the
+//! residual add before it; else, and for Q8_0 rows that are not whole units of 256, the
+//! f32-route GEMV with RMSNorm fused in front). Activations are f32;
 //! attention reads and writes bf16, as the KV cache holds it. Whichever GEMV a weight takes,
 //! it takes at every batch size, so a sequence's tokens do not depend on the batch it is in.
 
@@ -19,7 +20,7 @@ use kernels::elementwise::{add, swiglu};
 use kernels::embedding::embedding;
 use kernels::gemm::{gemm, Epilogue, GemmShape, Layout, Math};
 use kernels::layout::kv_cache_append;
-use kernels::norm::rms_norm;
+use kernels::norm::{add_rms_norm, rms_norm};
 use kernels::quant::gguf::{dequantize, gemv, gemv_mma, gemv_rms_norm, GgufFormat, GgufWeights};
 use kernels::rope::{rope, rope_append, Rope, RopeLayout};
 use kernels::Error;
@@ -226,7 +227,7 @@ pub(crate) fn prefill(
     embedding(stream, &x, &last_rows, &mut last, s, t, hid)?;
     let mut logits = f32s(s * cfg.vocab)?;
     let mut normed = f32s(s * hid)?;
-    head(stream, model, &last, &mut normed, &mut logits, s)?;
+    head(stream, model, &last, &mut normed, false, &mut logits, s)?;
     Ok(logits.to_host(stream)?)
 }
 
@@ -291,19 +292,45 @@ fn norm_for(
     Ok(())
 }
 
+/// `sum = x + residual` for `m` rows, and in the same launch `normed = rmsnorm(sum)` where
+/// one of `weights` takes the tensor-core GEMV; whether it wrote `normed`.
+#[allow(clippy::too_many_arguments)]
+fn add_then_norm_for(
+    stream: &Stream,
+    weights: &[&GgufWeights],
+    x: &Buffer<f32>,
+    residual: &Buffer<f32>,
+    gamma: &Buffer<f32>,
+    eps: f32,
+    sum: &mut Buffer<f32>,
+    normed: &mut Buffer<f32>,
+    m: usize,
+) -> Result<bool, Error> {
+    if weights.iter().any(|w| on_tensor_cores(stream, w)) {
+        let cols = gamma.len();
+        add_rms_norm(stream, x, residual, gamma, sum, normed, m, cols, eps)?;
+        return Ok(true);
+    }
+    add(stream, x, residual, sum)?;
+    Ok(false)
+}
+
 /// `logits = rmsnorm(x)·Wᵀ` for `m` rows (at most the GEMV's 16); `normed` (`m × hidden`)
-/// holds the norm where the tensor-core GEMV reads it.
+/// holds the norm where the tensor-core GEMV reads it, already written if `normed_ready`.
 fn head(
     stream: &Stream,
     model: &ServeModel,
     x: &Buffer<f32>,
     normed: &mut Buffer<f32>,
+    normed_ready: bool,
     logits: &mut Buffer<f32>,
     m: usize,
 ) -> Result<(), Error> {
     let cfg = model.config();
     let (w, gamma, eps) = (&model.output, &model.output_norm, cfg.norm_eps);
-    norm_for(stream, &[w], x, gamma, eps, normed, m)?;
+    if !normed_ready {
+        norm_for(stream, &[w], x, gamma, eps, normed, m)?;
+    }
     project_normed_rows(stream, w, x, normed, gamma, eps, logits, m)
 }
 
@@ -432,8 +459,12 @@ impl DecodeStep {
             cfg.vocab,
             cfg.hidden,
         )?;
+        // Whether `normed` holds this layer's attention norm of `x` (the previous layer's last
+        // residual add wrote it).
+        let mut normed_ready = false;
+        let eps = cfg.norm_eps;
         for (l, layer) in model.layers.iter().enumerate() {
-            self.qkv(stream, &cfg, l, layer)?;
+            self.qkv(stream, &cfg, l, layer, normed_ready)?;
             let (k_cache, v_cache) = (&mut cache.k[l], &mut cache.v[l]);
             rope_append(
                 stream,
@@ -462,10 +493,19 @@ impl DecodeStep {
             )?;
             cast(stream, &self.ob, &mut self.o)?;
             project_rows(stream, &layer.o, &self.o, &mut self.attn, b)?;
-            add(stream, &self.x, &self.attn, &mut self.h)?;
-            let (h, gamma, eps) = (&self.h, &layer.ffn_norm, cfg.norm_eps);
-            let normed = &mut self.normed;
-            norm_for(stream, &[&layer.gate, &layer.up], h, gamma, eps, normed, b)?;
+            let gamma = &layer.ffn_norm;
+            add_then_norm_for(
+                stream,
+                &[&layer.gate, &layer.up],
+                &self.x,
+                &self.attn,
+                gamma,
+                eps,
+                &mut self.h,
+                &mut self.normed,
+                b,
+            )?;
+            let (h, normed) = (&self.h, &self.normed);
             project_normed_rows(
                 stream,
                 &layer.gate,
@@ -479,30 +519,51 @@ impl DecodeStep {
             project_normed_rows(stream, &layer.up, h, normed, gamma, eps, &mut self.up, b)?;
             swiglu(stream, &self.gate, &self.up, &mut self.act)?;
             project_rows(stream, &layer.down, &self.act, &mut self.mlp, b)?;
-            add(stream, &self.h, &self.mlp, &mut self.x)?;
+            // The residual add, with the norm the next products read: the next layer's
+            // attention norm, or after the last layer the output norm.
+            let (next, gamma) = match model.layers.get(l + 1) {
+                Some(n) => (vec![&n.q, &n.k, &n.v], &n.attn_norm),
+                None => (vec![&model.output], &model.output_norm),
+            };
+            normed_ready = add_then_norm_for(
+                stream,
+                &next,
+                &self.h,
+                &self.mlp,
+                gamma,
+                eps,
+                &mut self.x,
+                &mut self.normed,
+                b,
+            )?;
         }
         head(
             stream,
             model,
             &self.x,
             &mut self.normed,
+            normed_ready,
             &mut self.logits,
             b,
         )
     }
 
-    /// The q, k and v projections of layer `l`, RMSNorm fused in front, biases added.
+    /// The q, k and v projections of layer `l`, RMSNorm in front (already in `normed` if
+    /// `normed_ready`), biases added.
     fn qkv(
         &mut self,
         stream: &Stream,
         cfg: &ModelConfig,
         l: usize,
         layer: &Layer,
+        normed_ready: bool,
     ) -> Result<(), Error> {
         let (b, eps) = (self.b, cfg.norm_eps);
         let (x, gamma) = (&self.x, &layer.attn_norm);
         let weights = [&layer.q, &layer.k, &layer.v];
-        norm_for(stream, &weights, x, gamma, eps, &mut self.normed, b)?;
+        if !normed_ready {
+            norm_for(stream, &weights, x, gamma, eps, &mut self.normed, b)?;
+        }
         let normed = &self.normed;
         match &mut self.unbiased {
             None => {
