@@ -21,7 +21,9 @@ use kernels::embedding::embedding;
 use kernels::gemm::{gemm, Epilogue, GemmShape, Layout, Math};
 use kernels::layout::kv_cache_append;
 use kernels::norm::{add_rms_norm, rms_norm};
-use kernels::quant::gguf::{dequantize, gemv, gemv_mma, gemv_rms_norm, GgufFormat, GgufWeights};
+use kernels::quant::gguf::{
+    dequantize, gemv, gemv_mma, gemv_mma_reads, gemv_rms_norm, GgufWeights,
+};
 use kernels::rope::{rope, rope_append, Rope, RopeLayout};
 use kernels::Error;
 use std::collections::HashMap;
@@ -231,14 +233,7 @@ pub(crate) fn prefill(
     Ok(logits.to_host(stream)?)
 }
 
-/// Whether the decode product over `w` runs on the tensor cores (`gemv_mma`): on sm_80 and
-/// newer, Q4_K and Q6_K weights, and Q8_0 weights whose rows are whole units of 256.
-fn on_tensor_cores(stream: &Stream, w: &GgufWeights) -> bool {
-    let whole_units = w.format() != GgufFormat::Q8_0 || w.cols().is_multiple_of(256);
-    whole_units && stream.device().target().sm() >= 80
-}
-
-/// `y = x·Wᵀ` for `m` rows, by the GEMV [`on_tensor_cores`] picks.
+/// `y = x·Wᵀ` for `m` rows, by the GEMV [`gemv_mma_reads`] picks.
 fn project_rows(
     stream: &Stream,
     w: &GgufWeights,
@@ -246,7 +241,7 @@ fn project_rows(
     y: &mut Buffer<f32>,
     m: usize,
 ) -> Result<(), Error> {
-    if on_tensor_cores(stream, w) {
+    if gemv_mma_reads(stream, w) {
         gemv_mma(stream, w, x, y, m)
     } else {
         gemv(stream, w, x, y, m)
@@ -254,7 +249,7 @@ fn project_rows(
 }
 
 /// `y = rmsnorm(x)·Wᵀ` for `m` rows of `hidden`: the tensor-core GEMV reads `normed`, which
-/// the caller has filled with `rmsnorm(x)` where [`on_tensor_cores`] holds; the f32 route
+/// the caller has filled with `rmsnorm(x)` where [`gemv_mma_reads`] holds; the f32 route
 /// fuses the norm itself.
 #[allow(clippy::too_many_arguments)]
 fn project_normed_rows(
@@ -267,7 +262,7 @@ fn project_normed_rows(
     y: &mut Buffer<f32>,
     m: usize,
 ) -> Result<(), Error> {
-    if on_tensor_cores(stream, w) {
+    if gemv_mma_reads(stream, w) {
         gemv_mma(stream, w, normed, y, m)
     } else {
         gemv_rms_norm(stream, w, x, gamma, eps, y, m)
@@ -285,7 +280,7 @@ fn norm_for(
     normed: &mut Buffer<f32>,
     m: usize,
 ) -> Result<(), Error> {
-    if weights.iter().any(|w| on_tensor_cores(stream, w)) {
+    if weights.iter().any(|w| gemv_mma_reads(stream, w)) {
         let cols = gamma.len();
         rms_norm(stream, x, gamma, normed, m, cols, eps)?;
     }
@@ -306,7 +301,7 @@ fn add_then_norm_for(
     normed: &mut Buffer<f32>,
     m: usize,
 ) -> Result<bool, Error> {
-    if weights.iter().any(|w| on_tensor_cores(stream, w)) {
+    if weights.iter().any(|w| gemv_mma_reads(stream, w)) {
         let cols = gamma.len();
         add_rms_norm(stream, x, residual, gamma, sum, normed, m, cols, eps)?;
         return Ok(true);

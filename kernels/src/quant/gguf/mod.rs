@@ -67,7 +67,7 @@ pub use activations::QuantizedActivations;
 pub use format::GgufFormat;
 pub use matrix::{GgufMatrix, GgufWeights};
 pub use ops::{dequantize, gemv, gemv_rms_norm, prefill, prefill_workspace_len, GEMV_MAX_ROWS};
-pub use ops_mma::{gemv_mma, gemv_mma_with, GemvMmaPlan};
+pub use ops_mma::{gemv_mma, gemv_mma_reads, gemv_mma_with, GemvMmaPlan};
 pub use ops_q8::{gemv_q8, quantize_activations, quantize_activations_rms_norm};
 pub use q4_k::BlockQ4K;
 pub use q6_k::BlockQ6K;

@@ -95,6 +95,41 @@ fn one_tile_only<T: Float>(format: GgufFormat) -> bool {
     format == GgufFormat::Q8_0 || (format == GgufFormat::Q6K && T::TYPE == FloatType::F32)
 }
 
+/// Whether [`gemv_mma`] reads `w` on the device of `stream` (sm_80 or newer; Q8_0 rows in
+/// whole units of 256): callers that pick a GEMV per weight ask this rather than repeat its
+/// rules.
+///
+/// ```
+/// use kernel_runtime::Device;
+/// use kernels::quant::gguf::{gemv_mma_reads, GgufFormat, GgufMatrix};
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator_for(kernel_dsl::Target::Sm80).stream()?;
+/// let q8 = |cols| GgufMatrix::quantize(GgufFormat::Q8_0, 1, cols, &vec![1.0; cols]);
+/// assert!(gemv_mma_reads(&stream, &q8(512)?.to_device(&stream)?));
+/// assert!(!gemv_mma_reads(&stream, &q8(288)?.to_device(&stream)?));
+/// # Ok(()) }
+/// ```
+pub fn gemv_mma_reads(stream: &Stream, w: &GgufWeights) -> bool {
+    unread(stream, w).is_none()
+}
+
+/// Why [`gemv_mma`] cannot read `w` on the device of `stream`, if it cannot.
+fn unread(stream: &Stream, w: &GgufWeights) -> Option<String> {
+    let sm = stream.device().target().sm();
+    if sm < 80 {
+        return Some(format!(
+            "the device is sm_{sm}, and mma.sync bf16 needs sm_80 or newer; call gguf::gemv"
+        ));
+    }
+    let k = w.cols();
+    if w.format() == GgufFormat::Q8_0 && !k.is_multiple_of(256) {
+        return Some(format!(
+            "the q8_0 weight's rows are {k} weights, and the tensor-core GEMV reads q8_0 rows in units of 256; call gguf::gemv or gguf::gemv_q8 for it"
+        ));
+    }
+    None
+}
+
 /// [`gemv_mma`] with the caller's [`GemvMmaPlan`]: for tuning, and for benchmarks that
 /// compare plans.
 pub fn gemv_mma_with<T: Float>(
@@ -108,13 +143,8 @@ pub fn gemv_mma_with<T: Float>(
     crate::float::f32_or_bf16::<T>("gemv_mma")?;
     const OP: &str = "gguf::gemv_mma";
     let (n, k, row_bytes) = super::ops::sizes(OP, w)?;
-    if w.format() == GgufFormat::Q8_0 && !k.is_multiple_of(256) {
-        return Err(Error::Unsupported {
-            op: OP,
-            detail: format!(
-                "the q8_0 weight's rows are {k} weights, and the tensor-core GEMV reads q8_0 rows in units of 256; call gguf::gemv or gguf::gemv_q8 for it"
-            ),
-        });
+    if let Some(detail) = unread(stream, w) {
+        return Err(Error::Unsupported { op: OP, detail });
     }
     if ![1, 2].contains(&plan.tiles) {
         return Err(Error::Unsupported {
@@ -129,15 +159,6 @@ pub fn gemv_mma_with<T: Float>(
                 "{plan:?}: a {} weight with {:?} activations takes 1 tile a warp (GemvMmaPlan::for_weight gives the plan that exists)",
                 w.format(),
                 T::TYPE
-            ),
-        });
-    }
-    let sm = stream.device().target().sm();
-    if sm < 80 {
-        return Err(Error::Unsupported {
-            op: OP,
-            detail: format!(
-                "the device is sm_{sm}, and mma.sync bf16 needs sm_80 or newer; call gguf::gemv"
             ),
         });
     }

@@ -66,27 +66,7 @@ impl BlockQ6K {
     /// The 256 weights, as ggml's `dequantize_row_q6_K`: `(d · scale) · (q − 32)` in f32.
     pub fn dequantize(&self) -> [f32; 256] {
         let d = self.d.to_f32();
-        let mut y = [0.0f32; 256];
-        for h in 0..2 {
-            let (ql, qh, sc) = (
-                &self.ql[64 * h..],
-                &self.qh[32 * h..],
-                &self.scales[8 * h..],
-            );
-            for l in 0..32 {
-                let s = l / 16;
-                let q1 = ((ql[l] & 0xF) | ((qh[l] & 3) << 4)) as i32 - 32;
-                let q2 = ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) as i32 - 32;
-                let q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) as i32 - 32;
-                let q4 = ((ql[l + 32] >> 4) | ((qh[l] >> 6) << 4)) as i32 - 32;
-                let o = 128 * h;
-                y[o + l] = d * sc[s] as f32 * q1 as f32;
-                y[o + 32 + l] = d * sc[s + 2] as f32 * q2 as f32;
-                y[o + 64 + l] = d * sc[s + 4] as f32 * q3 as f32;
-                y[o + 96 + l] = d * sc[s + 6] as f32 * q4 as f32;
-            }
-        }
-        y
+        std::array::from_fn(|i| d * self.scales[i / 16] as f32 * (self.code(i) as i32 - 32) as f32)
     }
 
     /// The 256 weights as [`gemv_mma`](super::gemv_mma) decodes them to bf16 tensor-core
