@@ -50,11 +50,12 @@ pub fn layer_norm_backward<T: Element, const W: u32>(
     // The bf16 16-byte instances stage the held chunks of x and dy of the next two rows in
     // shared memory through cp.async while the current row is reduced and written: twice the
     // bytes in flight of one row loaded ahead into registers, and in no registers. Two slots
-    // of `[x, dy]`, each 4096 elements (512 threads × 8); one element in the other instances.
-    let stage = shared_array::<T, { 1 + (W / 8) * 16383 }>();
-    // The first elements of the next two rows, loaded as early.
-    let mut shift1 = 0.0 as T;
-    let mut shift2 = 0.0 as T;
+    // of `[x, dy]`, each 4096 elements (512 threads × 8), then two slots of each warp's copy
+    // of the row's first 16 bytes, whose first element is the shift: staged with the row, it
+    // costs no wait of its own (a register carried from row to row would be waited for where
+    // the next row's value is moved into it). One element in the other instances.
+    let stage = shared_array::<T, { 1 + (W / 8) * (16383 + 256) }>();
+    let head = 16384 + (t / 32) * 8;
     let mut trip = 0u32;
     if W > 1 && T::VEC == 8 {
         let at = min(t, last) * 8;
@@ -63,18 +64,19 @@ pub fn layer_norm_backward<T: Element, const W: u32>(
             if r < rows {
                 cp_async_16(stage, k * 8192 + t * 8, x, r * cols + at);
                 cp_async_16(stage, k * 8192 + 4096 + t * 8, dy, r * cols + at);
+                if lane_id() == 0 {
+                    cp_async_16(stage, head + k * 128, x, r * cols);
+                }
             }
             cp_async_commit();
         }
-        shift1 = x[row * cols];
-        shift2 = x[min(row + step, rows - 1) * cols];
     }
     while row < rows {
         let base = row * cols;
         // This row's held chunks, as loaded, and its first element.
         let mut xh = [0.0 as T; 8];
         let mut dh = [0.0 as T; 8];
-        let mut first_x = shift1;
+        let mut shift = 0.0f32;
         let slot = (trip % 2) * 8192 + t * 8;
         if W > 1 && T::VEC == 8 {
             // This row's copies are the older of the two groups in flight.
@@ -85,10 +87,13 @@ pub fn layer_norm_backward<T: Element, const W: u32>(
                 xh[k] = xv[k];
                 dh[k] = dv[k];
             }
-            shift1 = shift2;
-            shift2 = x[min(row + 2 * step, rows - 1) * cols];
+            // Only lane 0 waited for its warp's copy of the row's head.
+            let mut first = 0.0f32;
+            if lane_id() == 0 {
+                first = stage[head + (trip % 2) * 128] as f32;
+            }
+            shift = shfl_idx(first, 0);
         } else {
-            first_x = x[base];
             for h in 0..(8 / W) {
                 let c = h * threads + t;
                 // As in `rms_backward_kernel`: one element at a time, clamped loads rather than
@@ -105,8 +110,8 @@ pub fn layer_norm_backward<T: Element, const W: u32>(
                     dh[h * W + k] = dv[k];
                 }
             }
+            shift = x[base] as f32;
         }
-        let shift = first_x as f32;
 
         // Σ d, Σ d², Σ g and Σ g·d, with d = x − shift and g = γ·dy. Chunks outside the row
         // would add d = −shift: they are left out.
@@ -147,6 +152,9 @@ pub fn layer_norm_backward<T: Element, const W: u32>(
                 let at = r * cols + min(t, last) * 8;
                 cp_async_16(stage, slot, x, at);
                 cp_async_16(stage, slot + 4096, dy, at);
+                if lane_id() == 0 {
+                    cp_async_16(stage, head + (trip % 2) * 128, x, r * cols);
+                }
             }
             cp_async_commit();
         }
