@@ -52,6 +52,13 @@ fn clip_grad_norm_matches_reference_at_odd_lengths() {
     }
 }
 
+/// Past the capped grid's one vector a thread (1024 blocks × 256 threads × 4 f32), each
+/// thread's scaling loop takes several trips over its two sets of vectors.
+#[test]
+fn clip_grad_norm_scales_every_gradient_over_several_trips() {
+    clip_case::<f32>(3 * (1 << 20) + 13, 0.25, 11);
+}
+
 #[test]
 fn clip_grad_norm_leaves_small_gradients_bit_identical() {
     for n in LENGTHS {

@@ -6,7 +6,7 @@
 use super::partials::{MAX_PARTS, SUM_COLS, SUM_THREADS};
 use super::rms::spec_of;
 use super::{column_sum_kernel, layer_backward_kernel, rms_backward_kernel};
-use super::{COLUMN_SUM, LAYER_BACKWARD, RMS_BACKWARD};
+use super::{COLUMN_SUM, RMS_BACKWARD};
 use crate::codegen::rows::BACKWARD_HELD_ELEMS;
 use crate::error::check_workspace;
 use crate::rowwise::problem::RowProblem;
@@ -197,66 +197,6 @@ pub fn layer_norm_backward<T: Float>(
     }
     sum_columns(stream, workspace, 0, dgamma, used, p.cols)?;
     sum_columns(stream, workspace, used * p.cols, dbeta, used, p.cols)
-}
-
-/// The builder-written kernels that `layer_norm_backward` replaces, kept only until the two
-/// have been measured side by side (`bench_norm`).
-#[doc(hidden)]
-#[allow(clippy::too_many_arguments)]
-pub fn layer_norm_backward_builder<T: Float>(
-    stream: &Stream,
-    x: &Buffer<T>,
-    gamma: &Buffer<T>,
-    dy: &Buffer<T>,
-    dx: &mut Buffer<T>,
-    dgamma: &mut Buffer<T>,
-    dbeta: &mut Buffer<T>,
-    workspace: &mut Buffer<f32>,
-    rows: usize,
-    cols: usize,
-    eps: f32,
-) -> Result<(), Error> {
-    crate::float::f32_or_bf16::<T>("layer_norm_backward_builder")?;
-    let lens = [
-        x.len(),
-        gamma.len(),
-        dy.len(),
-        dx.len(),
-        dgamma.len(),
-        dbeta.len(),
-    ];
-    let (p, used) = layer_problem::<T>(lens, workspace.len(), rows, cols)?;
-    if rows > 0 {
-        let args = [
-            KernelArg::from(x),
-            KernelArg::from(gamma),
-            KernelArg::from(dy),
-            KernelArg::from(&mut *dx),
-            KernelArg::from(&mut *workspace),
-            KernelArg::from(p.rows),
-            KernelArg::from(p.cols),
-            KernelArg::from(eps),
-        ];
-        let kernel = &LAYER_BACKWARD[spec_of::<T>(&p).block_index()];
-        stream.launch(kernel.artifacts(), p.launch.cfg, &args)?;
-    }
-    let block = parts(rows) * cols;
-    column_sum_builder(
-        stream,
-        T::TYPE,
-        workspace.slice(0..block)?,
-        dgamma.view_mut(),
-        used,
-        cols,
-    )?;
-    column_sum_builder(
-        stream,
-        T::TYPE,
-        workspace.slice(block..2 * block)?,
-        dbeta.view_mut(),
-        used,
-        cols,
-    )
 }
 
 /// The RMSNorm problem once every buffer's length checks out (`x, gamma, dy, dx, dgamma` and

@@ -11,7 +11,6 @@ mod backward;
 mod column_sum_kernel;
 // The `#[device]` helpers come first: the kernels after them call them.
 mod layer;
-mod layer_backward;
 mod layer_backward_kernel;
 mod layer_kernel;
 mod partials;
@@ -26,8 +25,8 @@ mod row_io;
 mod spec;
 
 pub use backward::{
-    layer_norm_backward, layer_norm_backward_builder, layer_norm_backward_workspace,
-    rms_norm_backward, rms_norm_backward_builder, rms_norm_backward_workspace,
+    layer_norm_backward, layer_norm_backward_workspace, rms_norm_backward,
+    rms_norm_backward_builder, rms_norm_backward_workspace,
 };
 pub use layer::layer_norm;
 pub use rms::{add_rms_norm, add_rms_norm_builder, rms_norm, rms_norm_heads};
@@ -47,7 +46,6 @@ static NORM_COLUMN_SUM: [OpKernel; 2] =
     OpKernel::instances(column_sum_kernel::NORM_COLUMN_SUM_INSTANCES);
 kernel_table!(static ADD_RMS_FORWARD = rms_forward::add_rms_norm, RowSpec::ALL, [0 1 2 3 4 5 6 7]);
 kernel_table!(static RMS_BACKWARD = rms_backward::rms_norm_backward, RowSpec::BLOCK, [0 1 2 3]);
-kernel_table!(static LAYER_BACKWARD = layer_backward::layer_norm_backward, RowSpec::BLOCK, [0 1 2 3]);
 kernel_table!(static COLUMN_SUM = partials::column_sum, [FloatType::F32, FloatType::Bf16], [0 1]);
 
 /// Every specialization this module ships.
@@ -60,6 +58,5 @@ pub static KERNELS: &[&OpKernel] = kernel_refs![
     NORM_COLUMN_SUM[0 1],
     ADD_RMS_FORWARD[0 1 2 3 4 5 6 7],
     RMS_BACKWARD[0 1 2 3],
-    LAYER_BACKWARD[0 1 2 3],
     COLUMN_SUM[0 1],
 ];

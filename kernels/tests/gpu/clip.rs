@@ -21,7 +21,13 @@ fn gpu_clip_matches_reference_and_replays_from_a_graph() {
         rtol: 1e-5,
     };
     assert_close("norm, scale", &got, &[norm_want, scale_want], tight);
+    // Every gradient is scaled by the device's scale, one f32 product each.
+    let scaled: Vec<u32> = x.iter().map(|&v| (v * got[1] as f32).to_bits()).collect();
     let direct = bits(&s, &g);
+    assert!(
+        direct == scaled,
+        "the scaled gradients differ from x · scale"
+    );
 
     let mut g2 = Buffer::from_host(&s, &x).unwrap();
     let mut out2 = poisoned::<f32>(&s, 2);
