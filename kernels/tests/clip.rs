@@ -52,8 +52,9 @@ fn clip_grad_norm_matches_reference_at_odd_lengths() {
     }
 }
 
-/// Past the capped grid's one vector a thread (1024 blocks × 256 threads × 4 f32), each
-/// thread's scaling loop takes several trips over its two sets of vectors.
+/// Past what the capped grid covers in one trip (1024 blocks × 256 threads × two vectors of 4
+/// f32), so the scaling loop takes a second trip, and past a whole vector, so the scalar tail
+/// runs too.
 #[test]
 fn clip_grad_norm_scales_every_gradient_over_several_trips() {
     clip_case::<f32>(3 * (1 << 20) + 13, 0.25, 11);
