@@ -306,6 +306,13 @@ pub fn fence_gpu() {
 pub fn fence_sys() {
     device_only("fence_sys")
 }
+/// Suspends the thread for about `ns` nanoseconds, at most 1 ms (`nanosleep.u32`, sm_70+): the
+/// pause in a loop that waits on a flag another block sets. On the emulator it lets the other
+/// blocks run, which a spin-wait without it does not.
+pub fn nanosleep(ns: u32) {
+    let _ = ns;
+    device_only("nanosleep")
+}
 /// A block-wide shared array of `N` elements of `T` (`.shared`).
 pub fn shared_array<T, const N: usize>() -> &'static mut [T; N] {
     device_only("shared_array")

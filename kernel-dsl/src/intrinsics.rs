@@ -256,6 +256,7 @@ pub const INTRINSICS: &[Intrinsic] = &[
     chain("fence_cta", &[], Ty::Unit, "Orders this thread's memory accesses as seen by its block (`fence.acq_rel.cta`).", &[Op::Fence { scope: Scope::Cta }], false),
     chain("fence_gpu", &[], Ty::Unit, "Orders this thread's memory accesses as seen by the whole GPU (`fence.acq_rel.gpu`).", &[Op::Fence { scope: Scope::Gpu }], false),
     chain("fence_sys", &[], Ty::Unit, "Orders this thread's memory accesses as seen by the GPU and the host (`fence.acq_rel.sys`).", &[Op::Fence { scope: Scope::Sys }], false),
+    chain("nanosleep", &[p("ns", Ty::Scalar(U32))], Ty::Unit, "Suspends the thread for about `ns` nanoseconds (at most 1 ms), a hint to the scheduler in a spin-wait on another block (`nanosleep.u32`, sm_70+); the emulator runs other blocks meanwhile.", &[Op::Nanosleep], false),
     // Warp collectives.
     special("shfl_down", SHFL, Ty::Generic, "The value of `v` in lane `lane_id() + delta` (`shfl.sync.down`); 32-bit types.", &[Op::Shfl { mode: ShflMode::Down }]),
     special("shfl_up", SHFL, Ty::Generic, "The value of `v` in lane `lane_id() - delta` (`shfl.sync.up`).", &[Op::Shfl { mode: ShflMode::Up }]),

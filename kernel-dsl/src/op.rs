@@ -434,6 +434,9 @@ pub enum Op {
     GridDep {
         kind: GridDepControl,
     },
+    /// `nanosleep.u32 ns` (one u32 register or immediate source): a scheduler hint in a
+    /// spin-wait.
+    Nanosleep,
     /// Branch to a label; produced only by the emitter's lowering of structured control flow.
     Bra {
         uni: bool,
@@ -748,6 +751,7 @@ impl Op {
                 GridDepControl::LaunchDependents => "griddepcontrol.launch_dependents".into(),
                 GridDepControl::Wait => "griddepcontrol.wait".into(),
             },
+            Op::Nanosleep => "nanosleep.u32".into(),
             Op::Bra { uni } => format!("bra{}", flag(uni, ".uni")),
             Op::Ret => "ret".into(),
             Op::Exit => "exit".into(),

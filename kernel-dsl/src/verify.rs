@@ -200,6 +200,10 @@ impl Verifier<'_> {
                 expect(&i.dsts[0], ty, "destination")?;
                 expect(&i.srcs[0], ty, "source")?;
             }
+            Op::Nanosleep => {
+                arity(0, 1)?;
+                expect(&i.srcs[0], ScalarType::U32, "duration")?;
+            }
             Op::Popc { ty } | Op::Clz { ty } => {
                 arity(1, 1)?;
                 expect(&i.dsts[0], ScalarType::U32, "destination")?;

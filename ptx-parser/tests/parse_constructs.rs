@@ -326,6 +326,20 @@ fn compound_opcodes_take_the_longest_known_prefix() {
 }
 
 #[test]
+fn nanosleep_reads_a_register_or_an_immediate_duration() {
+    let i = instruction("nanosleep.u32 %r1;");
+    assert_eq!(i.opcode, Opcode::Nanosleep);
+    assert_eq!(i.modifiers, vec![Modifier::Type(Type::U32)]);
+    assert_eq!(i.operands, vec![reg("%r1")]);
+    let i = instruction("nanosleep.u32 100;");
+    assert_eq!(i.opcode, Opcode::Nanosleep);
+    assert_eq!(
+        i.operands,
+        vec![Operand::Imm(Immediate::Int(IntLit::new(100)))]
+    );
+}
+
+#[test]
 fn immediates_of_every_form_read_to_their_values() {
     let i = instruction("mov.b32 %r1, 0x7FFFFFFF;");
     let Operand::Imm(Immediate::Int(hex)) = i.operands[1] else {

@@ -90,6 +90,7 @@ fn the_new_intrinsics_print_the_instructions_they_promise() {
     assert_eq!(mnemonics("fence_cta"), ["fence.acq_rel.cta"]);
     assert_eq!(mnemonics("fence_gpu"), ["fence.acq_rel.gpu"]);
     assert_eq!(mnemonics("fence_sys"), ["fence.acq_rel.sys"]);
+    assert_eq!(mnemonics("nanosleep"), ["nanosleep.u32"]);
     assert_eq!(mnemonics("cvt_tf32"), ["cvt.rna.tf32.f32"]);
     assert_eq!(
         mnemonics("mma_m16n8k8_tf32"),
@@ -101,6 +102,8 @@ fn the_new_intrinsics_print_the_instructions_they_promise() {
 fn requirements_come_from_the_catalog() {
     let req = |n: &str| find(n).and_then(|i| i.requirement()).expect(n);
     assert_eq!(req("fence_gpu").min_sm, 70);
+    assert_eq!(req("nanosleep").min_sm, 70);
+    assert_eq!(req("nanosleep").to_string(), "sm_70 or newer (PTX ISA 6.2)");
     assert_eq!(req("tanh").min_sm, 75);
     for n in ["cvt_tf32", "mma_m16n8k8_tf32", "mma_m16n8k16_bf16"] {
         assert!(!req(n).admits(Target::Sm75), "{n}");
