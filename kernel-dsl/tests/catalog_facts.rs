@@ -545,7 +545,9 @@ fn probe(form: Form) -> Kernel {
             vec![],
             vec![],
         ),
-        Form::Nanosleep => p.b.inst(Op::Nanosleep, vec![], vec![Operand::Imm(Imm::Int(100))]),
+        Form::Nanosleep => {
+            p.b.inst(Op::Nanosleep, vec![], vec![Operand::Imm(Imm::Int(100))])
+        }
         Form::ControlFlow => p.b.inst(Op::Exit, vec![], vec![]),
     }
     p.finish()

@@ -203,7 +203,7 @@ pub enum Error {
         present: bool,
     },
 
-    #[error("{waiting} threads spin at an mbarrier wait that no thread will complete ({site}); {detail}\n  help: check the barrier's arrival count and expected transaction bytes, and that every producer arrives")]
+    #[error("deadlock: {waiting} threads spin at a wait that no thread of the grid will satisfy ({site}); {detail}\n  help: at an mbarrier wait, check the barrier's arrival count and expected transaction bytes, and that every producer arrives; at a `nanosleep` polling a flag, check that some block sets it and does not itself wait on a block that cannot start")]
     SpinDeadlock {
         site: Box<Site>,
         waiting: u32,

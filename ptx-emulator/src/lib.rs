@@ -9,13 +9,28 @@
 //! [`ptx_parser`] reads the text; `decode` turns each `.entry` (and the `.func`s it calls) into
 //! a compact program: registers become slot indices, immediates and special registers become
 //! slots filled before the launch, labels become instruction indices, modifiers become small
-//! enums. `exec` runs CTAs one after another; inside a CTA each thread runs on its own until it
-//! exits or reaches `bar.sync` or a warp-collective instruction (`shfl`, `vote`, `redux`,
-//! `match`, `elect`, `mma`, `ldmatrix`, `stmatrix`), which executes once every lane of its member
-//! mask has arrived (`wgmma`: every thread of the warpgroup). Threads run in a fixed order, so
-//! every result is bit-identical run to run.
-//! `numerics` holds IEEE rounding in every mode, f16/bf16/tf32 conversions and the
+//! enums. `exec` runs CTAs one after another (but see below for blocks that wait on others);
+//! inside a CTA each thread runs on its own until it exits or reaches `bar.sync` or a
+//! warp-collective instruction (`shfl`, `vote`, `redux`, `match`, `elect`, `mma`, `ldmatrix`,
+//! `stmatrix`), which executes once every lane of its member mask has arrived (`wgmma`: every
+//! thread of the warpgroup). Threads run in a fixed order, so every result is bit-identical run
+//! to run. `numerics` holds IEEE rounding in every mode, f16/bf16/tf32 conversions and the
 //! approximations.
+//!
+//! Blocks wait on one another only through spin-waits, and a spin-wait must give way: a thread
+//! at `nanosleep` (or at an unsatisfied mbarrier wait) stops and lets the others run. A CTA
+//! whose remaining threads are all stopped so, or blocked behind them at a barrier, with
+//! nothing changed since they last polled, has stalled: it stays resident, with its registers,
+//! shared and local memory, and the next CTA in linear block order starts, as long as fewer
+//! than 16 are resident. CTAs run one at a time, each until it finishes or stalls; a stalled
+//! one is retried, round-robin, once anything (a store, an atomic, an exit) has happened since
+//! it stalled. When every resident CTA is stalled, nothing has happened since, and no CTA can
+//! start, the launch fails with [`Error::SpinDeadlock`] for the earliest of them. So a block
+//! may wait on a flag a later block sets as long as at most 16 blocks wait at once (a GPU, too,
+//! holds only so many blocks). A loop that polls without `nanosleep` never gives way: it keeps
+//! its CTA running until the step budget ends it, so poll with `nanosleep` (the `#[kernel]`
+//! intrinsic of that name). A grid whose CTAs never stall runs one CTA at a time in one reused
+//! set of buffers, as before there was a scheduler.
 //!
 //! # What is emulated
 //!
@@ -33,7 +48,8 @@
 //! bf16), m16n8k8/m16n8k4 (tf32), m16n8k32 (s8/u8); `ldmatrix`, `stmatrix`; `wgmma.mma_async`
 //! m64nNk16 (f16, bf16 into f32) over a warpgroup, with A in registers or shared memory and
 //! K-major or MN-major descriptors (unswizzled or 128/64/32-byte swizzle); `mbarrier` (a
-//! thread whose wait is not yet satisfied gives way to the others); device-function calls;
+//! thread whose wait is not yet satisfied gives way to the others); `nanosleep` (gives way,
+//! see above); device-function calls;
 //! module `.global` and `.const` variables; `elect.sync`; `setmaxnreg` and the proxy fences
 //! (`fence.proxy.async`) as no-ops, since the emulator has neither register files to resize
 //! nor separate memory proxies.

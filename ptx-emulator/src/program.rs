@@ -536,6 +536,9 @@ pub(crate) enum Op {
         d: Slot,
         wide: bool,
     },
+    /// `nanosleep`: the thread gives way so that other threads, and other blocks, run before
+    /// it polls again. The duration is ignored.
+    Nanosleep,
     Trap,
 }
 

@@ -466,10 +466,10 @@ fn decode_instruction(
         | Opcode::Fence
         | Opcode::Prefetch
         | Opcode::Prefetchu
-        | Opcode::Nanosleep
         | Opcode::Pmevent
         | Opcode::Griddepcontrol
         | Opcode::Setmaxnreg => Ok(Op::Nop),
+        Opcode::Nanosleep => Ok(Op::Nanosleep),
         Opcode::Call => control::call(frame, inst, calls),
         Opcode::MbarrierInit
         | Opcode::MbarrierInval

@@ -1,6 +1,8 @@
 //! Scheduling one CTA: threads run one at a time in a fixed order until they block; warp
 //! collectives run when every lane in their member mask has reached them; a barrier opens when
-//! every thread it waits for has arrived. Anything else is a deadlock, reported as an error.
+//! every thread it waits for has arrived. A CTA whose only hope is a thread that gave way (an
+//! mbarrier wait, a `nanosleep`) stalls, and the launch runs other CTAs before retrying it;
+//! anything else is a deadlock, reported as an error.
 
 use super::context::Ctx;
 use super::report::{deadlock, fault_error, CtaShape};
@@ -13,21 +15,42 @@ use crate::program::{BarRedOp, Op, NO_SLOT};
 /// Number of named barriers per CTA.
 const BARRIERS: usize = 16;
 
-/// Runs every thread of one CTA to completion.
+/// How a run of a CTA ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// Every thread has exited.
+    Done,
+    /// Nothing can move until some other thread, of this CTA or another, makes progress: every
+    /// thread not exited is blocked, and at least one of them gave way and polls again.
+    Stalled,
+}
+
+/// What the scheduler of one CTA keeps between runs: arrivals at each named barrier.
+pub(crate) struct Sched {
+    arrived: [u32; BARRIERS],
+}
+
+impl Sched {
+    pub(crate) fn new() -> Sched {
+        Sched {
+            arrived: [0; BARRIERS],
+        }
+    }
+}
+
+/// Runs the threads of one CTA until all have exited or it stalls; a CTA that stalled resumes
+/// where it was when run again.
 pub(crate) fn run_cta(
     ctx: &mut Ctx<'_>,
     regs: &mut [u64],
     threads: &mut [Thread],
+    sched: &mut Sched,
     shape: &CtaShape,
-) -> Result<(), Error> {
+) -> Result<Outcome, Error> {
     let n = threads.len();
     let slots = ctx.kernel.slots as usize;
     let warps = n.div_ceil(32);
-    let mut arrived = [0u32; BARRIERS];
-    // Progress since the spinning threads last tried: counted across passes, because a pass
-    // that ends by running a collective or opening a barrier skips the retry below, and the
-    // arrival a spinner waits for may have come in such a pass.
-    let mut progress_seen = ctx.progress;
+    let arrived = &mut sched.arrived;
     loop {
         for w in 0..warps {
             let lanes = w * 32..(w * 32 + 32).min(n);
@@ -43,27 +66,41 @@ pub(crate) fn run_cta(
                         .map_err(|f| fault_error(ctx, shape, t, f))?;
                     }
                 }
-                if !resolve_warp(ctx, regs, threads, w, &mut arrived, shape)? {
+                if !resolve_warp(ctx, regs, threads, w, arrived, shape)? {
                     break;
                 }
             }
         }
         if threads.iter().all(|t| t.status == Status::Exited) {
-            return Ok(());
+            return Ok(Outcome::Done);
         }
         if resolve_warpgroups(ctx, regs, threads, shape)? {
             continue;
         }
-        if release_barriers(ctx, regs, threads, &mut arrived) {
+        if release_barriers(ctx, regs, threads, arrived) {
             continue;
         }
-        // Threads that gave way at an mbarrier wait try again if anything happened meanwhile.
-        if threads.iter().any(|t| t.status == Status::Yielded) && ctx.progress != progress_seen {
-            progress_seen = ctx.progress;
-            for th in threads.iter_mut().filter(|t| t.status == Status::Yielded) {
+        // A thread that gave way goes on unless it already has since the last progress: the
+        // count may have moved in a pass that ended at a barrier or collective, and a thread
+        // gets one turn even without progress, since what follows a `nanosleep` or a
+        // `test_wait` need not be a loop back to the poll.
+        let mut spinning = false;
+        let mut woke = false;
+        for th in threads.iter_mut().filter(|t| t.status == Status::Yielded) {
+            spinning = true;
+            if th.polled_at != ctx.progress {
+                th.polled_at = ctx.progress;
                 th.status = Status::Ready;
+                woke = true;
             }
+        }
+        if woke {
             continue;
+        }
+        // Another CTA may still store what a spinner waits for; a CTA blocked only at barriers
+        // and collectives cannot be helped from outside.
+        if spinning {
+            return Ok(Outcome::Stalled);
         }
         return Err(deadlock(ctx, regs, threads, shape));
     }

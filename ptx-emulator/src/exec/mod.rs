@@ -1,5 +1,7 @@
-//! Executing a decoded kernel over a grid: CTAs one after another in a fixed order, each with
-//! fresh shared memory, per-thread registers and local memory.
+//! Executing a decoded kernel over a grid: CTAs in linear block order, each with fresh shared
+//! memory, per-thread registers and local memory. A CTA runs until it finishes or stalls (its
+//! threads poll for something only another CTA can provide); a stalled CTA stays resident, with
+//! its state, while later ones are admitted, and is retried once anything has progressed.
 
 pub(crate) mod alu;
 mod async_copy;
@@ -78,6 +80,80 @@ fn special_value(reg: SpecialReg, g: &Geometry) -> u64 {
     }
 }
 
+/// The most CTAs resident at once. Only a CTA that stalls (a thread polling, through
+/// `nanosleep` or an mbarrier wait, for what another thread provides) holds a slot while the
+/// next is admitted; a grid whose CTAs never stall runs one at a time in one reused set of
+/// buffers. Each slot holds a whole CTA's registers, shared memory (with its shadows) and local
+/// memory, a few MiB at most, so 16 bounds a stalling launch to tens of MiB while leaving room
+/// for the small grids tests launch to wait on one another, a grid-wide barrier included. A
+/// GPU too keeps only so many blocks resident: a block that waits on one that cannot start is
+/// a deadlock there as well.
+pub(crate) const MAX_RESIDENT: usize = 16;
+
+/// One resident CTA: everything its threads own, kept while it is stalled.
+struct Resident {
+    regs: Vec<u64>,
+    threads: Vec<Thread>,
+    shared: SharedMem,
+    local: Vec<u8>,
+    sched: cta::Sched,
+    shape: report::CtaShape,
+    /// `progress` when it last stalled: it is retried once that has moved.
+    stalled_at: u64,
+}
+
+/// What every CTA of the launch shares, from which each run builds its [`Ctx`].
+struct Grid<'a> {
+    kernel: &'a Kernel,
+    global: &'a mut GlobalMemory,
+    params: &'a [u8],
+    budget: u64,
+    spent: u64,
+    progress: u64,
+    check_shared_init: bool,
+    block_threads: u32,
+}
+
+impl Grid<'_> {
+    /// Runs (or resumes) CTA `r` until it finishes or stalls.
+    fn run(&mut self, r: &mut Resident) -> Result<cta::Outcome, Error> {
+        let Resident {
+            regs,
+            threads,
+            shared,
+            local,
+            sched,
+            shape,
+            ..
+        } = r;
+        let mut ctx = self.ctx(shared, local);
+        let out = cta::run_cta(&mut ctx, regs, threads, sched, shape);
+        (self.spent, self.progress) = (ctx.spent, ctx.progress);
+        out
+    }
+
+    /// The deadlock report of the stalled CTA `r`.
+    fn deadlock(&mut self, r: &mut Resident) -> Error {
+        let ctx = self.ctx(&mut r.shared, &mut r.local);
+        report::deadlock(&ctx, &r.regs, &r.threads, &r.shape)
+    }
+
+    fn ctx<'b>(&'b mut self, shared: &'b mut SharedMem, local: &'b mut [u8]) -> Ctx<'b> {
+        Ctx {
+            kernel: self.kernel,
+            global: &mut *self.global,
+            shared,
+            local,
+            params: self.params,
+            budget: self.budget,
+            spent: self.spent,
+            check_shared_init: self.check_shared_init,
+            progress: self.progress,
+            block_threads: self.block_threads,
+        }
+    }
+}
+
 /// Runs `kernel` over the grid of `cfg`; returns the number of thread-instructions executed.
 pub(crate) fn launch(
     kernel: &Kernel,
@@ -118,72 +194,131 @@ pub(crate) fn launch(
         )));
     }
     let slots = kernel.slots as usize;
-    let mut regs = vec![0u64; threads * slots];
-    let mut ctaid_slots = Vec::new();
-    for t in 0..threads {
-        let g = Geometry {
-            tid: [t as u32 % bx, (t as u32 / bx) % by, t as u32 / (bx * by)],
-            block: cfg.block,
-            grid: cfg.grid,
-            ctaid: [0; 3],
-            linear: t,
-            threads,
-            dynamic_shared: cfg.dynamic_shared_bytes,
-            total_shared,
-        };
-        let file = &mut regs[t * slots..(t + 1) * slots];
-        for &(s, v) in kernel.constants.iter().chain(links) {
-            file[s as usize] = v;
+    let registers = kernel.registers as usize;
+    let ctaid_slots: Vec<(usize, Dim)> = kernel
+        .specials
+        .iter()
+        .filter_map(|&(s, reg)| match reg {
+            SpecialReg::Vector(SpecialVector::Ctaid | SpecialVector::Clusterid, d) => {
+                Some((s as usize, d))
+            }
+            _ => None,
+        })
+        .collect();
+    // A CTA's buffers, made once and reused for every CTA that runs in them.
+    let fresh = || {
+        let mut regs = vec![0u64; threads * slots];
+        for t in 0..threads {
+            let g = Geometry {
+                tid: [t as u32 % bx, (t as u32 / bx) % by, t as u32 / (bx * by)],
+                block: cfg.block,
+                grid: cfg.grid,
+                ctaid: [0; 3],
+                linear: t,
+                threads,
+                dynamic_shared: cfg.dynamic_shared_bytes,
+                total_shared,
+            };
+            let file = &mut regs[t * slots..(t + 1) * slots];
+            for &(s, v) in kernel.constants.iter().chain(links) {
+                file[s as usize] = v;
+            }
+            for &(s, reg) in &kernel.specials {
+                file[s as usize] = special_value(reg, &g);
+            }
         }
-        for &(s, reg) in &kernel.specials {
-            file[s as usize] = special_value(reg, &g);
+        Resident {
+            regs,
+            threads: vec![Thread::new(); threads],
+            shared: SharedMem::new(total_shared as usize, options.check_races),
+            local: vec![0u8; threads * kernel.local_bytes as usize],
+            sched: cta::Sched::new(),
+            shape: report::CtaShape {
+                block: [0; 3],
+                dims: cfg.block,
+            },
+            stalled_at: 0,
         }
-    }
-    for &(s, reg) in &kernel.specials {
-        if let SpecialReg::Vector(SpecialVector::Ctaid | SpecialVector::Clusterid, d) = reg {
-            ctaid_slots.push((s as usize, d));
-        }
-    }
-    let mut shared = SharedMem::new(total_shared as usize, options.check_races);
-    let mut local = vec![0u8; threads * kernel.local_bytes as usize];
-    let mut state = vec![Thread::new(); threads];
-    let mut ctx = Ctx {
+    };
+    let mut grid = Grid {
         kernel,
         global: mem,
-        shared: &mut shared,
-        local: &mut local,
         params,
         budget,
         spent: 0,
-        check_shared_init: options.check_shared_init,
         progress: 0,
+        check_shared_init: options.check_shared_init,
         block_threads: threads as u32,
     };
-    let registers = kernel.registers as usize;
+    let blocks = gx as u64 * gy as u64 * gz as u64;
+    let mut next = 0u64;
+    // In admission order, so the first is the earliest block still running.
+    let mut resident: Vec<Resident> = Vec::new();
+    let mut spare: Vec<Resident> = Vec::new();
+    // Where the round of retries goes on.
+    let mut cursor = 0usize;
     let mut executed = 0u64;
-    for cz in 0..gz {
-        for cy in 0..gy {
-            for cx in 0..gx {
-                let ctaid = [cx, cy, cz];
-                for t in 0..threads {
-                    let file = &mut regs[t * slots..(t + 1) * slots];
-                    file[..registers].fill(0);
-                    for &(s, d) in &ctaid_slots {
-                        file[s] = component(ctaid, d);
-                    }
+    loop {
+        let pick = if resident.len() < MAX_RESIDENT && next < blocks {
+            let mut r = spare.pop().unwrap_or_else(fresh);
+            let ctaid = [
+                (next % gx as u64) as u32,
+                (next / gx as u64 % gy as u64) as u32,
+                (next / (gx as u64 * gy as u64)) as u32,
+            ];
+            next += 1;
+            for t in 0..threads {
+                let file = &mut r.regs[t * slots..(t + 1) * slots];
+                file[..registers].fill(0);
+                for &(s, d) in &ctaid_slots {
+                    file[s] = component(ctaid, d);
                 }
-                if !ctx.shared.bytes.is_empty() {
-                    ctx.shared.reset();
-                }
-                state.iter_mut().for_each(Thread::reset);
-                let shape = report::CtaShape {
-                    block: ctaid,
-                    dims: cfg.block,
-                };
-                cta::run_cta(&mut ctx, &mut regs, &mut state, &shape)?;
-                executed += state.iter().map(|t| t.executed).sum::<u64>();
+            }
+            if !r.shared.bytes.is_empty() {
+                r.shared.reset();
+            }
+            r.threads.iter_mut().for_each(Thread::reset);
+            r.sched = cta::Sched::new();
+            r.shape.block = ctaid;
+            resident.push(r);
+            resident.len() - 1
+        } else if let Some(i) = (0..resident.len())
+            .map(|k| (cursor + k) % resident.len())
+            .find(|&i| resident[i].stalled_at != grid.progress)
+        {
+            i
+        } else if resident.is_empty() {
+            break;
+        } else {
+            return Err(stalled_grid(&mut grid, &mut resident, blocks - next));
+        };
+        match grid.run(&mut resident[pick])? {
+            cta::Outcome::Done => {
+                let r = resident.remove(pick);
+                executed += r.threads.iter().map(|t| t.executed).sum::<u64>();
+                spare.push(r);
+                cursor = pick;
+            }
+            cta::Outcome::Stalled => {
+                resident[pick].stalled_at = grid.progress;
+                cursor = pick + 1;
             }
         }
     }
     Ok(executed)
+}
+
+/// The error of a launch whose resident CTAs are all stalled with nothing left to change: the
+/// earliest one's deadlock, with what the others were doing.
+fn stalled_grid(grid: &mut Grid<'_>, resident: &mut [Resident], waiting: u64) -> Error {
+    let others = resident.len() - 1;
+    let mut err = grid.deadlock(&mut resident[0]);
+    if let Error::SpinDeadlock { detail, .. } = &mut err {
+        if others > 0 || waiting > 0 {
+            detail.push_str(&format!(
+                "; {others} other blocks are stalled too and {waiting} never started (the emulator keeps at most {MAX_RESIDENT} blocks resident, started in launch order)"
+            ));
+        }
+    }
+    err
 }

@@ -1,5 +1,5 @@
 //! The interpreter loop: runs one thread from its pc until it exits, reaches a barrier or a
-//! warp-collective instruction, gives way at an mbarrier wait, or faults.
+//! warp-collective instruction, gives way at an mbarrier wait or a `nanosleep`, or faults.
 
 use super::alu::{compare, f32_fast, f32_ftz, f64_fast, half_exec, int_op, testp};
 use super::async_copy::PendingCopy;
@@ -64,8 +64,8 @@ pub(crate) enum Status {
     Ready,
     /// Stopped at a `bar` or warp-collective instruction at its pc.
     Waiting,
-    /// Gave way after an unsatisfied `mbarrier` wait; runs again once another thread has made
-    /// progress.
+    /// Gave way after an unsatisfied `mbarrier` wait or at a `nanosleep`, its pc past that
+    /// instruction; runs again once another thread (of any block) has made progress.
     Yielded,
     Exited,
 }
@@ -82,6 +82,9 @@ pub(crate) struct Thread {
     pub(crate) group: u32,
     /// Device-function calls in progress: return pc and call-site index.
     pub(crate) calls: Vec<(u32, u32)>,
+    /// `ctx.progress` when this thread was last let go on after giving way (`u64::MAX`: not
+    /// yet): one that gives way again with nothing changed since waits for progress.
+    pub(crate) polled_at: u64,
 }
 
 impl Thread {
@@ -94,6 +97,7 @@ impl Thread {
             pending: Vec::new(),
             group: 0,
             calls: Vec::new(),
+            polled_at: u64::MAX,
         }
     }
 
@@ -105,6 +109,7 @@ impl Thread {
         self.pending.clear();
         self.group = 0;
         self.calls.clear();
+        self.polled_at = u64::MAX;
     }
 }
 
@@ -554,6 +559,12 @@ pub(crate) fn run(
             Op::Clock { d, wide } => {
                 let now = th.executed + executed;
                 r!(d) = if wide { now } else { now & 0xffff_ffff };
+            }
+            Op::Nanosleep => {
+                // A spin-wait's pause: let other threads, and other blocks, run first.
+                pc += 1;
+                th.status = Status::Yielded;
+                break Ok(());
             }
             Op::Trap => break Err(fault(FaultKind::Trap)),
         }
