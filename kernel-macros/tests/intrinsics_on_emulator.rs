@@ -444,6 +444,30 @@ fn atomic_inc_hands_out_each_ticket_below_the_limit_equally() -> Result<(), Erro
 }
 
 #[test]
+fn a_block_waits_on_a_flag_a_later_block_sets() -> Result<(), Error> {
+    let stream = Device::emulator().stream()?;
+    let blocks = 5u32;
+    let mut flags = Buffer::from_host(&stream, &vec![0u32; blocks as usize])?;
+    let mut out = Buffer::from_host(&stream, &vec![u32::MAX; blocks as usize])?;
+    chained_blocks(
+        &stream,
+        LaunchConfig::linear(blocks, 32),
+        &mut flags,
+        &mut out,
+    )?;
+    let want: Vec<u32> = (0..blocks).map(|b| (b + 1..=blocks).sum()).collect();
+    assert_eq!(out.to_host(&stream)?, want);
+    assert_eq!(flags.to_host(&stream)?, vec![1; blocks as usize]);
+    let ptx = CHAINED_BLOCKS
+        .ptx_for(Target::Sm80)
+        .expect("sm_80 is built");
+    for inst in ["nanosleep.u32", "ld.global.cg.u32", "fence.acq_rel.gpu"] {
+        assert!(ptx.contains(inst), "no `{inst}` in\n{ptx}");
+    }
+    Ok(())
+}
+
+#[test]
 fn the_last_block_adds_every_partial_sum() -> Result<(), Error> {
     let stream = Device::emulator().stream()?;
     let blocks = 7u32;

@@ -151,6 +151,27 @@ pub fn last_block_total(x: &[u32], partial: &mut [u32], counter: &mut [u32], tot
     }
 }
 
+/// Block `b` waits until block `b + 1` has published, then publishes `out[b + 1] + b + 1`:
+/// block 0 waits on the last block. The wait polls the flag through L2 (`load_cg`) and pauses
+/// with `nanosleep`, which on the emulator lets the later blocks run.
+#[kernel(crate = crate::common::paths, block = 32)]
+pub fn chained_blocks(flags: &mut [u32], out: &mut [u32]) {
+    let b = block_idx().x;
+    if thread_idx().x == 0 {
+        let mut below = 0u32;
+        if b + 1 < grid_dim().x {
+            while flags.load_cg(b + 1) == 0 {
+                nanosleep(200);
+            }
+            fence_gpu();
+            below = out.load_cg(b + 1);
+        }
+        out[b] = below + b + 1;
+        fence_gpu();
+        flags[b] = 1;
+    }
+}
+
 /// Copies `x` to `y` with a fence of each scope between the copy and a flag.
 #[kernel(crate = crate::common::paths)]
 pub fn fenced_copy(x: &[f32], y: &mut [f32], flags: &mut [u32], n: u32) {
