@@ -15,7 +15,7 @@ mod common;
 use common::{Bench, Res};
 use kernel_runtime::{Bf16, Buffer, Stream};
 use kernels::argmax::{argmax, argmax_workspace};
-use kernels::cross_entropy::cross_entropy;
+use kernels::cross_entropy::{cross_entropy, cross_entropy_workspace};
 use kernels::embedding::{embedding, embedding_backward};
 use kernels::rope::{rope, rope_backward, Rope, RopeLayout};
 use kernels::Error;
@@ -76,6 +76,7 @@ fn bench_vocab<T: Float>(bench: &Bench) -> Res {
     let mut loss = Buffer::<f32>::zeros(s, 2)?;
     let shape = format!("{rows}×{vocab}");
     let bytes = 2 * n * T::TYPE.bytes() + rows * 8;
+    let mut ce_ws = Buffer::<u32>::zeros(s, cross_entropy_workspace(rows, vocab))?;
     let ms = timed(bench, |s| {
         cross_entropy(
             s,
@@ -84,6 +85,7 @@ fn bench_vocab<T: Float>(bench: &Bench) -> Res {
             &mut dlogits,
             &mut row_loss,
             &mut loss,
+            &mut ce_ws,
             rows,
             vocab,
             -100,

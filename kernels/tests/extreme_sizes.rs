@@ -292,6 +292,7 @@ fn rowwise(s: &mut Sweep) {
                     &mut s.f32s(),
                     &mut rl,
                     &mut l,
+                    &mut s.u32s(),
                     rows,
                     cols,
                     -100,

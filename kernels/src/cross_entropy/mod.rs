@@ -1,15 +1,22 @@
-//! Softmax cross-entropy over a vocabulary, fused: one launch reads each row of logits once
-//! for its online (max, sum) and writes the gradient from registers (re-reading only what does
-//! not fit), with an ignore index and the mean over the rows that are not ignored. No atomics:
-//! a single-CTA kernel counts the rows before, another averages the per-row losses after.
+//! Softmax cross-entropy over a vocabulary, fused: one launch reads each row of logits for its
+//! online (max, sum) and writes the gradient, with an ignore index and the mean over the rows
+//! that are not ignored. A single-CTA kernel counts the rows before, another averages the
+//! per-row losses after, each in a fixed order.
+//!
+//! Two passes cover a row ([`RowPass`]): the streamed one gives each row one block (or warp)
+//! and reads again what its registers cannot hold; the split one gives a wide f32 row several
+//! blocks that hold it all and exchange their partials, so the row is read once.
 
 mod loss_kernel;
 mod reference;
+mod split;
+mod split_kernel;
 
 pub use reference::{reference, Reference};
 
 use crate::codegen::rows::HELD_ELEMS;
 use crate::codegen::tensor::Access;
+use crate::error::check_workspace;
 use crate::rowwise::problem::RowProblem;
 use crate::Float;
 use crate::{check_len, Error, FloatType, OpKernel};
@@ -30,6 +37,8 @@ fn row_threads(storage: FloatType, access: Access) -> u32 {
 }
 
 static CROSS_ENTROPY: [OpKernel; 8] = OpKernel::instances(loss_kernel::CROSS_ENTROPY_INSTANCES);
+static CROSS_ENTROPY_SPLIT: [OpKernel; 1] =
+    OpKernel::instances(split_kernel::CROSS_ENTROPY_SPLIT_INSTANCES);
 static CROSS_ENTROPY_COUNT: OpKernel = OpKernel::language(&loss_kernel::CROSS_ENTROPY_COUNT);
 static CROSS_ENTROPY_MEAN: OpKernel = OpKernel::language(&loss_kernel::CROSS_ENTROPY_MEAN);
 
@@ -43,9 +52,44 @@ pub static KERNELS: &[&OpKernel] = &[
     &CROSS_ENTROPY[5],
     &CROSS_ENTROPY[6],
     &CROSS_ENTROPY[7],
+    &CROSS_ENTROPY_SPLIT[0],
     &CROSS_ENTROPY_COUNT,
     &CROSS_ENTROPY_MEAN,
 ];
+
+/// The narrowest f32 row the automatic choice splits over several blocks: twice what the
+/// streamed pass's block holds in registers (1024 threads × 8), so every split row is one the
+/// streamed pass would read twice in part. The split measured ahead from 32000 columns up
+/// (BENCHMARKS.md, "Cross-entropy with the row split over blocks").
+const SPLIT_MIN_COLS: usize = 16384;
+
+/// How the fused pass covers a row of logits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RowPass {
+    /// Split where the row is f32, 16-byte aligned and at least 16384 wide; streamed
+    /// otherwise. What [`cross_entropy`] does.
+    #[default]
+    Auto,
+    /// A block (or a warp, for narrow rows) per row, holding what its registers can and
+    /// reading the rest a second time for the gradient.
+    Streamed,
+    /// Up to 32 blocks per row, each holding its slice of the row in registers; the row's
+    /// blocks exchange (max, sum) through the workspace, so the row is read once. f32 rows
+    /// whose width is a multiple of 4 and at most 262144; anything else is an error.
+    Split,
+}
+
+/// u32 words of workspace [`cross_entropy`] needs for `rows` rows of `vocab` logits, for
+/// either element type. It must be all zeros before its first use; the kernels leave its
+/// counters at zero again, so one workspace serves every later call, graph replays included.
+///
+/// ```
+/// assert_eq!(kernels::cross_entropy::cross_entropy_workspace(4096, 151936), 1 + 4096 * 39);
+/// assert_eq!(kernels::cross_entropy::cross_entropy_workspace(4, 10), 1 + 4 * 3);
+/// ```
+pub fn cross_entropy_workspace(rows: usize, vocab: usize) -> usize {
+    split::Split::of_f32(vocab).map_or(0, |s| s.workspace_words(rows))
+}
 
 /// Softmax cross-entropy of `rows × vocab` `logits` against `targets` (one class index per
 /// row), loss and gradient in one pass over the logits:
@@ -56,11 +100,13 @@ pub static KERNELS: &[&OpKernel] = &[
 /// - `dlogits` = `d loss[0] / d logits`: `(softmax(row) − onehot(target)) / loss[1]`, 0 on
 ///   ignored rows.
 ///
+/// `workspace` holds at least [`cross_entropy_workspace`] u32s, all zeros the first time.
 /// A target outside `0..vocab` that is not `ignore_index` gives NaN in its row's loss and
 /// gradient (device data cannot be checked before launch).
 ///
 /// ```
 /// use kernel_runtime::{Buffer, Device};
+/// use kernels::cross_entropy::{cross_entropy, cross_entropy_workspace};
 /// # fn main() -> Result<(), kernels::Error> {
 /// let stream = Device::emulator().stream()?;
 /// let logits = Buffer::from_host(&stream, &[0.0f32, 0.0, 1.0, 2.0])?;
@@ -68,8 +114,10 @@ pub static KERNELS: &[&OpKernel] = &[
 /// let mut dlogits = Buffer::<f32>::zeros(&stream, 4)?;
 /// let mut row_loss = Buffer::<f32>::zeros(&stream, 2)?;
 /// let mut loss = Buffer::<f32>::zeros(&stream, 2)?;
-/// kernels::cross_entropy::cross_entropy(
-///     &stream, &logits, &targets, &mut dlogits, &mut row_loss, &mut loss, 2, 2, -100,
+/// let mut workspace = Buffer::<u32>::zeros(&stream, cross_entropy_workspace(2, 2))?;
+/// cross_entropy(
+///     &stream, &logits, &targets, &mut dlogits, &mut row_loss, &mut loss, &mut workspace,
+///     2, 2, -100,
 /// )?;
 /// let loss = loss.to_host(&stream)?;
 /// assert!((loss[0] - 2f32.ln()).abs() < 1e-6 && loss[1] == 1.0);
@@ -83,9 +131,40 @@ pub fn cross_entropy<T: Float>(
     dlogits: &mut Buffer<T>,
     row_loss: &mut Buffer<f32>,
     loss: &mut Buffer<f32>,
+    workspace: &mut Buffer<u32>,
     rows: usize,
     vocab: usize,
     ignore_index: i32,
+) -> Result<(), Error> {
+    cross_entropy_with(
+        stream,
+        logits,
+        targets,
+        dlogits,
+        row_loss,
+        loss,
+        workspace,
+        rows,
+        vocab,
+        ignore_index,
+        RowPass::Auto,
+    )
+}
+
+/// [`cross_entropy`] with the pass chosen by the caller (to compare the two, or to pin one).
+#[allow(clippy::too_many_arguments)]
+pub fn cross_entropy_with<T: Float>(
+    stream: &Stream,
+    logits: &Buffer<T>,
+    targets: &Buffer<i32>,
+    dlogits: &mut Buffer<T>,
+    row_loss: &mut Buffer<f32>,
+    loss: &mut Buffer<f32>,
+    workspace: &mut Buffer<u32>,
+    rows: usize,
+    vocab: usize,
+    ignore_index: i32,
+    pass: RowPass,
 ) -> Result<(), Error> {
     const OP: &str = "cross_entropy";
     crate::float::f32_or_bf16::<T>(OP)?;
@@ -107,24 +186,60 @@ pub fn cross_entropy<T: Float>(
     check_len(OP, "loss", loss.len(), 2, || {
         "the mean loss and the count of rows not ignored".into()
     })?;
+    check_workspace(OP, workspace.len(), cross_entropy_workspace(rows, vocab))?;
+    let splittable = T::TYPE == FloatType::F32 && p.access == Access::Vector;
+    let split = splittable.then(|| split::Split::of_f32(vocab)).flatten();
+    let split = match pass {
+        RowPass::Auto => split.filter(|_| vocab >= SPLIT_MIN_COLS),
+        RowPass::Streamed => None,
+        RowPass::Split => Some(split.ok_or_else(|| Error::Unsupported {
+            op: OP,
+            detail: format!(
+                "the split pass takes f32 rows whose width is a multiple of 4 and at most 262144 \
+                 ({} × {vocab} given); use RowPass::Streamed or RowPass::Auto",
+                T::TYPE.suffix()
+            ),
+        })?),
+    };
     let single = LaunchConfig::linear(1, TALLY_THREADS);
     loss_kernel::cross_entropy_count(stream, single, targets, loss, p.rows, ignore_index)?;
     if rows > 0 {
-        let (w, cta) = p.instance(T::TYPE);
-        loss_kernel::cross_entropy(
-            stream,
-            p.launch.cfg,
-            w,
-            cta,
-            logits,
-            targets,
-            loss,
-            dlogits,
-            row_loss,
-            p.rows,
-            p.cols,
-            ignore_index,
-        )?;
+        if let Some(s) = split {
+            let blocks = p.rows * s.slices;
+            let cfg = LaunchConfig::linear(blocks, split_kernel::SPLIT_THREADS);
+            split_kernel::cross_entropy_split(
+                stream,
+                cfg,
+                p.access.width(T::TYPE),
+                logits,
+                targets,
+                loss,
+                dlogits,
+                row_loss,
+                workspace,
+                p.rows,
+                p.cols,
+                ignore_index,
+                s.slices,
+                s.per,
+            )?;
+        } else {
+            let (w, cta) = p.instance(T::TYPE);
+            loss_kernel::cross_entropy(
+                stream,
+                p.launch.cfg,
+                w,
+                cta,
+                logits,
+                targets,
+                loss,
+                dlogits,
+                row_loss,
+                p.rows,
+                p.cols,
+                ignore_index,
+            )?;
+        }
     }
     loss_kernel::cross_entropy_mean(stream, single, row_loss, loss, p.rows)?;
     Ok(())

@@ -5,6 +5,7 @@ use super::config::DecoderConfig;
 use crate::model::LayerTensor;
 use kernel_runtime::{Bf16, Buffer, Stream};
 use kernels::attention::{flash_backward_workspace, Heads};
+use kernels::cross_entropy::cross_entropy_workspace;
 use kernels::{norm, Error};
 use std::collections::HashMap;
 
@@ -46,6 +47,8 @@ pub(crate) struct Acts {
     pub logits: Buffer<f32>,
     pub dlogits: Buffer<f32>,
     pub row_loss: Buffer<f32>,
+    /// The cross-entropy's workspace (zeroed once; the kernel leaves it so).
+    pub ce_workspace: Buffer<u32>,
 }
 
 /// Buffers reused by every layer.
@@ -150,6 +153,7 @@ impl Acts {
             logits: f32s(t * v)?,
             dlogits: f32s(t * v)?,
             row_loss: f32s(t)?,
+            ce_workspace: Buffer::zeros(stream, cross_entropy_workspace(t, v))?,
         })
     }
 }

@@ -7,6 +7,7 @@ use super::config::DecoderConfig;
 use crate::model::LayerTensor;
 use kernel_runtime::{Bf16, Buffer, Stream};
 use kernels::attention::flash_backward_workspace;
+use kernels::cross_entropy::cross_entropy_workspace;
 use kernels::{norm, Error};
 use std::collections::HashMap;
 
@@ -41,6 +42,8 @@ pub(crate) struct Acts16 {
     pub logits: Buffer<Bf16>,
     pub dlogits: Buffer<Bf16>,
     pub row_loss: Buffer<f32>,
+    /// The cross-entropy's workspace (zeroed once; the kernel leaves it so).
+    pub ce_workspace: Buffer<u32>,
 }
 
 /// Buffers reused by every layer.
@@ -122,6 +125,7 @@ impl Acts16 {
             logits: bf16s(t * v)?,
             dlogits: bf16s(t * v)?,
             row_loss: f32s(t)?,
+            ce_workspace: Buffer::zeros(stream, cross_entropy_workspace(t, v))?,
         })
     }
 }

@@ -245,6 +245,7 @@ pub(crate) fn forward(
         &mut acts.dlogits,
         &mut acts.row_loss,
         loss,
+        &mut acts.ce_workspace,
         t,
         v,
         IGNORE_INDEX,

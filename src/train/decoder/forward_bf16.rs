@@ -201,6 +201,7 @@ pub(crate) fn forward16(
         &mut acts.dlogits,
         &mut acts.row_loss,
         loss,
+        &mut acts.ce_workspace,
         t,
         v,
         IGNORE_INDEX,
