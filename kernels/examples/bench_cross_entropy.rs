@@ -81,6 +81,7 @@ fn main() -> Res {
             (4096, 65536),
             (8192, 16384),
             (16384, 8192),
+            (32768, 4096),
             (4096, 50257),
         ]
     };
@@ -98,6 +99,10 @@ fn main() -> Res {
             measure::<f32>(&b, rows, vocab, RowPass::Split)?;
         }
         measure::<Bf16>(&b, rows, vocab, RowPass::Auto)?;
+        if vocab % 8 == 0 {
+            measure::<Bf16>(&b, rows, vocab, RowPass::Streamed)?;
+            measure::<Bf16>(&b, rows, vocab, RowPass::Split)?;
+        }
     }
     Ok(())
 }

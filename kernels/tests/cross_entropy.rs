@@ -81,14 +81,20 @@ const STREAMED: [(usize, usize); 8] = [
     (1, 9001),
 ];
 
-/// One slice a row, two (the second shorter), and three; `Auto` splits only the last, so the
-/// split pass is asked for by name.
+/// One slice a row, two (the second shorter), and three; `Auto` splits only the last two, so
+/// the split pass is asked for by name.
 const SPLIT: [(usize, usize); 4] = [(3, 4), (3, 64), (4, 8200), (2, 20000)];
 
 #[test]
 fn f32_cross_entropy_matches_reference_with_ignored_rows() {
     matches_reference::<f32>(RowPass::Streamed, &STREAMED);
     matches_reference::<f32>(RowPass::Auto, &[(3, 33), (2, 20000)]);
+}
+
+#[test]
+fn bf16_cross_entropy_picks_either_pass_and_matches_reference() {
+    // Streamed, then split (8192 wide).
+    matches_reference::<Bf16>(RowPass::Auto, &[(3, 4000), (2, 8192)]);
 }
 
 #[test]
@@ -99,6 +105,12 @@ fn bf16_cross_entropy_matches_reference_with_ignored_rows() {
 #[test]
 fn f32_split_cross_entropy_matches_reference_with_ignored_rows() {
     matches_reference::<f32>(RowPass::Split, &SPLIT);
+}
+
+#[test]
+fn bf16_split_cross_entropy_matches_reference_with_ignored_rows() {
+    // bf16 takes 8 elements a chunk: one slice, two (8200 is 1025 chunks) and three.
+    matches_reference::<Bf16>(RowPass::Split, &[(3, 8), (4, 8200), (2, 20000)]);
 }
 
 #[test]
@@ -113,9 +125,10 @@ fn the_split_pass_refuses_rows_it_cannot_hold_and_writes_nothing() {
             "{err}"
         );
     };
-    // bf16, a width not a multiple of 4, and a row wider than 32 blocks hold.
-    let (logits, _) = upload::<Bf16>(&s, &[1.0; 64]);
-    let mut dlogits = poisoned::<Bf16>(&s, 64);
+    // bf16 rows not of 8-element chunks, f32 rows not of 4, and a row wider than 32 blocks
+    // hold.
+    let (logits, _) = upload::<Bf16>(&s, &[1.0; 68]);
+    let mut dlogits = poisoned::<Bf16>(&s, 68);
     refused(
         cross_entropy_with(
             &s,
@@ -124,9 +137,9 @@ fn the_split_pass_refuses_rows_it_cannot_hold_and_writes_nothing() {
             &mut dlogits,
             &mut row_loss,
             &mut loss,
-            &mut workspace(&s, 1, 64),
+            &mut workspace(&s, 1, 68),
             1,
-            64,
+            68,
             IGNORE,
             RowPass::Split,
         )

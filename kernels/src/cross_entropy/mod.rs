@@ -37,7 +37,7 @@ fn row_threads(storage: FloatType, access: Access) -> u32 {
 }
 
 static CROSS_ENTROPY: [OpKernel; 8] = OpKernel::instances(loss_kernel::CROSS_ENTROPY_INSTANCES);
-static CROSS_ENTROPY_SPLIT: [OpKernel; 1] =
+static CROSS_ENTROPY_SPLIT: [OpKernel; 2] =
     OpKernel::instances(split_kernel::CROSS_ENTROPY_SPLIT_INSTANCES);
 static CROSS_ENTROPY_COUNT: OpKernel = OpKernel::language(&loss_kernel::CROSS_ENTROPY_COUNT);
 static CROSS_ENTROPY_MEAN: OpKernel = OpKernel::language(&loss_kernel::CROSS_ENTROPY_MEAN);
@@ -53,29 +53,38 @@ pub static KERNELS: &[&OpKernel] = &[
     &CROSS_ENTROPY[6],
     &CROSS_ENTROPY[7],
     &CROSS_ENTROPY_SPLIT[0],
+    &CROSS_ENTROPY_SPLIT[1],
     &CROSS_ENTROPY_COUNT,
     &CROSS_ENTROPY_MEAN,
 ];
 
-/// The narrowest f32 row the automatic choice splits over several blocks: twice what the
-/// streamed pass's block holds in registers (1024 threads × 8), so every split row is one the
-/// streamed pass would read twice in part. The split measured ahead from 32000 columns up
-/// (BENCHMARKS.md, "Cross-entropy with the row split over blocks").
-const SPLIT_MIN_COLS: usize = 16384;
+/// Whether the automatic choice splits a row of `cols` elements of `storage` (where the split
+/// pass can take it). Measured on the H200 against the streamed pass (BENCHMARKS.md,
+/// "Cross-entropy with the row split over blocks"): f32 ahead by 5 to 24 points from 4096
+/// columns to 151936; bf16 ahead at 8192 and 16384 (one and two blocks a row) and behind from
+/// 32000 up, where its streamed pass is ahead, and at 4096, where half a block idles.
+fn split_by_default(storage: FloatType, cols: usize) -> bool {
+    match storage {
+        FloatType::F32 => cols >= 4096,
+        _ => (8192..=16384).contains(&cols),
+    }
+}
 
 /// How the fused pass covers a row of logits.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum RowPass {
-    /// Split where the row is f32, 16-byte aligned and at least 16384 wide; streamed
-    /// otherwise. What [`cross_entropy`] does.
+    /// Split where the row is read in 16-byte chunks and is f32 at least 4096 wide, or bf16
+    /// from 8192 to 16384 wide (where each measured faster); streamed otherwise. What
+    /// [`cross_entropy`] does.
     #[default]
     Auto,
     /// A block (or a warp, for narrow rows) per row, holding what its registers can and
     /// reading the rest a second time for the gradient.
     Streamed,
     /// Up to 32 blocks per row, each holding its slice of the row in registers; the row's
-    /// blocks exchange (max, sum) through the workspace, so the row is read once. f32 rows
-    /// whose width is a multiple of 4 and at most 262144; anything else is an error.
+    /// blocks exchange (max, sum) through the workspace, so the row is read once. Rows read
+    /// in 16-byte chunks (a width that is a multiple of 4 for f32, of 8 for bf16) of at most
+    /// 262144 elements; anything else is an error.
     Split,
 }
 
@@ -152,6 +161,27 @@ pub fn cross_entropy<T: Float>(
 }
 
 /// [`cross_entropy`] with the pass chosen by the caller (to compare the two, or to pin one).
+///
+/// ```
+/// use kernel_runtime::{Buffer, Device};
+/// use kernels::cross_entropy::{cross_entropy_with, cross_entropy_workspace, RowPass};
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator().stream()?;
+/// let (rows, vocab) = (2, 8);
+/// let logits = Buffer::from_host(&stream, &[0.5f32; 16])?;
+/// let targets = Buffer::from_host(&stream, &[3i32, 5])?;
+/// let mut dlogits = Buffer::<f32>::zeros(&stream, rows * vocab)?;
+/// let mut row_loss = Buffer::<f32>::zeros(&stream, rows)?;
+/// let mut loss = Buffer::<f32>::zeros(&stream, 2)?;
+/// let mut workspace = Buffer::<u32>::zeros(&stream, cross_entropy_workspace(rows, vocab))?;
+/// cross_entropy_with(
+///     &stream, &logits, &targets, &mut dlogits, &mut row_loss, &mut loss, &mut workspace,
+///     rows, vocab, -100, RowPass::Split,
+/// )?;
+/// // Equal logits: every class has probability 1/8.
+/// assert!((loss.to_host(&stream)?[0] - 8f32.ln()).abs() < 1e-5);
+/// # Ok(()) }
+/// ```
 #[allow(clippy::too_many_arguments)]
 pub fn cross_entropy_with<T: Float>(
     stream: &Stream,
@@ -187,16 +217,21 @@ pub fn cross_entropy_with<T: Float>(
         "the mean loss and the count of rows not ignored".into()
     })?;
     check_workspace(OP, workspace.len(), cross_entropy_workspace(rows, vocab))?;
-    let splittable = T::TYPE == FloatType::F32 && p.access == Access::Vector;
-    let split = splittable.then(|| split::Split::of_f32(vocab)).flatten();
+    let split = (p.access == Access::Vector)
+        .then(|| {
+            let width = p.access.width(T::TYPE);
+            split::Split::of(p.cols / width, width)
+        })
+        .flatten();
     let split = match pass {
-        RowPass::Auto => split.filter(|_| vocab >= SPLIT_MIN_COLS),
+        RowPass::Auto => split.filter(|_| split_by_default(T::TYPE, vocab)),
         RowPass::Streamed => None,
         RowPass::Split => Some(split.ok_or_else(|| Error::Unsupported {
             op: OP,
             detail: format!(
-                "the split pass takes f32 rows whose width is a multiple of 4 and at most 262144 \
-                 ({} × {vocab} given); use RowPass::Streamed or RowPass::Auto",
+                "the split pass takes rows of 16-byte chunks (a width that is a multiple of 4 \
+                 for f32, of 8 for bf16) of at most 262144 elements ({} × {vocab} given); use \
+                 RowPass::Streamed or RowPass::Auto",
                 T::TYPE.suffix()
             ),
         })?),

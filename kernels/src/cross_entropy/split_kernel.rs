@@ -17,7 +17,8 @@
 //! each block has read the partials; `atomic_inc` wraps it to 0 at the last departure, which
 //! comes only after every block has seen `slices`, so the counters need zeroing only once,
 //! before the first use (partials are written before they are read). Every block of a row folds the same partials in the same lanes in the
-//! same order, so they agree on the log-sum-exp to the bit, and reruns are bit-identical.
+//! same order, so they agree on the log-sum-exp to the bit, and reruns are bit-identical. A
+//! row of one slice skips the exchange: its block's own (max, sum) is the row's.
 
 use kernel_macros::kernel;
 
@@ -29,7 +30,7 @@ pub(crate) const SPLIT_HELD: u32 = 32;
 /// `logits, dlogits: rows × cols`; `targets, row_loss: rows`; `loss: [mean, count]`;
 /// `workspace`: see the module. `rows × slices` blocks; slice `s` of a row covers chunks
 /// `s · per .. min((s + 1) · per, cols / W)`, at most `256 · 32 / W` of them; `slices ≤ 32`.
-#[kernel(crate = crate::lang, instances(T in [f32], W in [T::VEC]), block = 256)]
+#[kernel(crate = crate::lang, instances(T in [f32, bf16], W in [T::VEC]), block = 256)]
 #[allow(clippy::too_many_arguments)]
 pub fn cross_entropy_split<T: Element, const W: u32>(
     logits: &[T],
@@ -47,8 +48,13 @@ pub fn cross_entropy_split<T: Element, const W: u32>(
     let t = thread_idx().x;
     let ticket_of = shared_array::<u32, 1>();
     let lse_of = shared_array::<f32, 1>();
+    // A row of one slice waits for no one, so it needs no ticket (nor the exchange below).
     if t == 0 {
-        ticket_of[0] = workspace.atomic_inc(0, grid_dim().x - 1);
+        if slices == 1 {
+            ticket_of[0] = block_idx().x;
+        } else {
+            ticket_of[0] = workspace.atomic_inc(0, grid_dim().x - 1);
+        }
     }
     sync_threads();
     let ticket = ticket_of[0];
@@ -102,9 +108,11 @@ pub fn cross_entropy_split<T: Element, const W: u32>(
     let top = finite_or_zero(slice_max);
     let slice_sum = block_sum(s * (m - top).ex2_approx_ftz(), t, 256);
     if t < 32 {
+        // One slice: the block's own (max, sum) is the row's, as the fold below would give.
+        let mut lse = top + slice_sum.log2();
         let counter = 1 + row;
         let first = 1 + rows + row * slices * 2;
-        if t == 0 {
+        if slices > 1 && t == 0 {
             workspace[first + slice * 2] = slice_max.to_bits();
             workspace[first + slice * 2 + 1] = slice_sum.to_bits();
             fence_gpu();
@@ -113,28 +121,32 @@ pub fn cross_entropy_split<T: Element, const W: u32>(
         // The whole warp waits, so that each lane's own reads of the partials come after its
         // own sight of the count. The siblings started with neighbouring tickets and are
         // usually close behind; past a few reads, sleep between them.
-        let mut spins = 0u32;
-        while workspace.load_cg(counter) < slices {
-            spins += 1;
-            if spins > 64 {
-                nanosleep(32);
+        if slices > 1 {
+            let mut spins = 0u32;
+            while workspace.load_cg(counter) < slices {
+                spins += 1;
+                if spins > 64 {
+                    nanosleep(32);
+                }
             }
+            fence_gpu();
+            let p = min(t, slices - 1);
+            let pm = from_bits(workspace.load_cg(first + p * 2));
+            let ps = from_bits(workspace.load_cg(first + p * 2 + 1));
+            let mine = t < slices;
+            let row_max = warp_max(if mine { pm } else { f32::NEG_INFINITY });
+            let row_top = finite_or_zero(row_max);
+            let row_sum = warp_sum(if mine {
+                ps * (pm - row_top).ex2_approx_ftz()
+            } else {
+                0.0
+            });
+            if t == 0 {
+                workspace.atomic_inc(counter, 2 * slices - 1);
+            }
+            lse = row_top + row_sum.log2();
         }
-        fence_gpu();
-        let p = min(t, slices - 1);
-        let pm = from_bits(workspace.load_cg(first + p * 2));
-        let ps = from_bits(workspace.load_cg(first + p * 2 + 1));
-        let mine = t < slices;
-        let row_max = warp_max(if mine { pm } else { f32::NEG_INFINITY });
-        let row_top = finite_or_zero(row_max);
-        let row_sum = warp_sum(if mine {
-            ps * (pm - row_top).ex2_approx_ftz()
-        } else {
-            0.0
-        });
         if t == 0 {
-            workspace.atomic_inc(counter, 2 * slices - 1);
-            let lse = row_top + row_sum.log2();
             lse_of[0] = lse;
             if slice == 0 {
                 row_loss[row] = if ignored {
