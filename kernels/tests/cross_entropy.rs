@@ -69,8 +69,10 @@ fn matches_reference<T: Float>(pass: RowPass, shapes: &[(usize, usize)]) {
 }
 
 /// Every path of the streamed pass: a warp or a block per row, 16-byte or single-element
-/// access, rows past what a block holds.
-const STREAMED: [(usize, usize); 8] = [
+/// access, rows past what a block holds; and more rows than the count and the mean read in one
+/// step (16 × 256), with a partial step after.
+const STREAMED: [(usize, usize); 9] = [
+    (4400, 3),
     (1, 1),
     (3, 7),
     (3, 33),

@@ -47,8 +47,12 @@ fn check(ptxas: &Ptxas, family: &[&OpKernel], limit: impl Fn(&str) -> Option<u32
 /// 64 registers for 1024-thread blocks; 56 for bf16 cross-entropy in 16-byte chunks, two
 /// 512-thread blocks an SM; 128 for the 512-thread blocks of the softmax backward, of
 /// one-element streaming softmax, and of the other cross-entropy instances. Warp-per-row
-/// instances run 128-thread blocks.
+/// instances run 128-thread blocks. The split cross-entropy's 256-thread blocks stay within 48,
+/// five an SM: its blocks wait for one another, and the SM needs others to run meanwhile.
 fn row_limit(entry: &str) -> Option<u32> {
+    if entry.starts_with("cross_entropy_split") {
+        return Some(48);
+    }
     if !entry.ends_with("_1") {
         return None;
     }
@@ -106,7 +110,7 @@ fn row_instances_fit_their_blocks_without_spills() {
     );
     assert_eq!(
         check(&ptxas, kernels::cross_entropy::KERNELS, row_limit),
-        (8 + 2) * 4,
+        (8 + 2 + 2) * 4,
         "cross-entropy"
     );
 }
