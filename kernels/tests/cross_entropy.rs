@@ -110,6 +110,12 @@ fn f32_split_cross_entropy_matches_reference_with_ignored_rows() {
 }
 
 #[test]
+fn a_row_over_32_blocks_runs_on_the_emulator() {
+    // The widest split: 32 blocks a row, each waiting for all the others.
+    matches_reference::<f32>(RowPass::Split, &[(1, 32 * 8192)]);
+}
+
+#[test]
 fn bf16_split_cross_entropy_matches_reference_with_ignored_rows() {
     // bf16 takes 8 elements a chunk: one slice, two (8200 is 1025 chunks) and three.
     matches_reference::<Bf16>(RowPass::Split, &[(3, 8), (4, 8200), (2, 20000)]);

@@ -22,11 +22,11 @@
 //! whose remaining threads are all stopped so, or blocked behind them at a barrier, with
 //! nothing changed since they last polled, has stalled: it stays resident, with its registers,
 //! shared and local memory, and the next CTA in linear block order starts, as long as fewer
-//! than 16 are resident. CTAs run one at a time, each until it finishes or stalls; a stalled
+//! than 32 are resident. CTAs run one at a time, each until it finishes or stalls; a stalled
 //! one is retried, round-robin, once anything (a store, an atomic, an exit) has happened since
 //! it stalled. When every resident CTA is stalled, nothing has happened since, and no CTA can
 //! start, the launch fails with [`Error::SpinDeadlock`] for the earliest of them. So a block
-//! may wait on a flag a later block sets as long as at most 16 blocks wait at once (a GPU, too,
+//! may wait on a flag a later block sets as long as at most 32 blocks wait at once (a GPU, too,
 //! holds only so many blocks). A loop that polls without `nanosleep` never gives way: it keeps
 //! its CTA running until the step budget ends it, so poll with `nanosleep` (the `#[kernel]`
 //! intrinsic of that name). A grid whose CTAs never stall runs one CTA at a time in one reused

@@ -83,15 +83,15 @@ fn each_block_waits_for_the_next_one_and_the_first_for_the_last() {
 
 #[test]
 fn a_chain_as_long_as_the_resident_blocks_completes_and_a_longer_one_deadlocks() {
-    assert_eq!(run_chain(16).unwrap(), chain_sums(16));
-    // Blocks 0 to 15 all wait, so block 16, which would release them, never starts: a GPU
-    // that holds 16 blocks would hang the same way.
-    match run_chain(17) {
+    assert_eq!(run_chain(32).unwrap(), chain_sums(32));
+    // Blocks 0 to 31 all wait, so block 32, which would release them, never starts: a GPU
+    // that holds 32 blocks would hang the same way.
+    match run_chain(33) {
         Err(Error::SpinDeadlock { site, detail, .. }) => {
             assert_eq!(site.block, [0, 0, 0]);
             assert!(site.instruction.starts_with("nanosleep"), "{site}");
             assert!(
-                detail.contains("15 other blocks are stalled too and 1 never started"),
+                detail.contains("31 other blocks are stalled too and 1 never started"),
                 "{detail}"
             );
         }

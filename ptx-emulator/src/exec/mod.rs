@@ -84,11 +84,12 @@ fn special_value(reg: SpecialReg, g: &Geometry) -> u64 {
 /// `nanosleep` or an mbarrier wait, for what another thread provides) holds a slot while the
 /// next is admitted; a grid whose CTAs never stall runs one at a time in one reused set of
 /// buffers. Each slot holds a whole CTA's registers, shared memory (with its shadows) and local
-/// memory, a few MiB at most, so 16 bounds a stalling launch to tens of MiB while leaving room
-/// for the small grids tests launch to wait on one another, a grid-wide barrier included. A
-/// GPU too keeps only so many blocks resident: a block that waits on one that cannot start is
-/// a deadlock there as well.
-pub(crate) const MAX_RESIDENT: usize = 16;
+/// memory, a few MiB at most, so 32 bounds a stalling launch to about a hundred MiB while
+/// leaving room for the op library's widest wait (the split cross-entropy spreads a row over up
+/// to 32 blocks that wait for one another) and for the small grids tests launch, a grid-wide
+/// barrier included. A GPU too keeps only so many blocks resident: a block that waits on one
+/// that cannot start is a deadlock there as well.
+pub(crate) const MAX_RESIDENT: usize = 32;
 
 /// One resident CTA: everything its threads own, kept while it is stalled.
 struct Resident {
