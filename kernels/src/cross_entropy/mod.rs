@@ -91,6 +91,7 @@ pub enum RowPass {
 /// u32 words of workspace [`cross_entropy`] needs for `rows` rows of `vocab` logits, for
 /// either element type. It must be all zeros before its first use; the kernels leave its
 /// counters at zero again, so one workspace serves every later call, graph replays included.
+/// It serves one call at a time: calls that may run at once (on two streams) need one each.
 ///
 /// ```
 /// assert_eq!(kernels::cross_entropy::cross_entropy_workspace(4096, 151936), 1 + 4096 * 39);
