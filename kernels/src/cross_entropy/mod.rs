@@ -4,7 +4,7 @@
 //! per-row losses after, each in a fixed order.
 //!
 //! Two passes cover a row ([`RowPass`]): the streamed one gives each row one block (or warp)
-//! and reads again what its registers cannot hold; the split one gives a wide f32 row several
+//! and reads again what its registers cannot hold; the split one gives a wide row several
 //! blocks that hold it all and exchange their partials, so the row is read once.
 
 mod loss_kernel;

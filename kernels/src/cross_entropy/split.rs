@@ -6,7 +6,8 @@ use super::split_kernel::{SPLIT_HELD, SPLIT_THREADS};
 /// The most blocks a row is split over: one lane of a warp each when the partials are folded.
 const MAX_SLICES: u32 = 32;
 
-/// Elements of an f32 chunk (16 bytes): the only storage the split pass runs.
+/// Elements of an f32 chunk (16 bytes). The workspace is sized by f32's split: a bf16 row the
+/// split pass takes (a multiple of 8 wide) splits into as many slices as an f32 row as wide.
 const F32_WIDTH: u32 = 4;
 
 /// Rows are split over `slices` blocks of `per` chunks each (the last may hold fewer).
@@ -29,7 +30,7 @@ impl Split {
         })
     }
 
-    /// The split of an f32 row of `cols` elements.
+    /// The split of an f32 row of `cols` elements (what the workspace is sized by).
     pub(crate) fn of_f32(cols: usize) -> Option<Split> {
         u32::try_from(cols / F32_WIDTH as usize)
             .ok()

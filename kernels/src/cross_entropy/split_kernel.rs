@@ -16,9 +16,10 @@
 //! slice, row-major. A row's counter counts arrivals (0 to `slices`), then departures after
 //! each block has read the partials; `atomic_inc` wraps it to 0 at the last departure, which
 //! comes only after every block has seen `slices`, so the counters need zeroing only once,
-//! before the first use (partials are written before they are read). Every block of a row folds the same partials in the same lanes in the
-//! same order, so they agree on the log-sum-exp to the bit, and reruns are bit-identical. A
-//! row of one slice skips the exchange: its block's own (max, sum) is the row's.
+//! before the first use (partials are written before they are read). Every block of a row
+//! folds the same partials in the same lanes in the same order, so they agree on the
+//! log-sum-exp to the bit, and reruns are bit-identical. A row of one slice skips the
+//! exchange: its block's own (max, sum) is the row's.
 
 use kernel_macros::kernel;
 
