@@ -72,6 +72,47 @@ pub fn lane_id() -> u32 {
 pub fn sync_threads() {
     device_only("sync_threads")
 }
+/// Waits for every thread of the block, as [`sync_threads`], and returns whether `p` holds in
+/// any of them (`bar.red.or.pred`, CUDA's `__syncthreads_or`). Every thread gets the same
+/// result, so it may end a loop that holds barriers:
+///
+/// ```
+/// use ptxkit::prelude::*;
+///
+/// /// Blocks take chunks of 256 elements from a counter until none is left.
+/// #[kernel(block = 256)]
+/// pub fn double_by_chunks(x: &mut [f32], counter: &mut [u32], chunks: u32) {
+///     let ticket_of = shared_array::<u32, 1>();
+///     let mut more = true;
+///     while more {
+///         if thread_idx().x == 0 {
+///             ticket_of[0] = counter.atomic_add(0, 1u32);
+///         }
+///         sync_threads();
+///         let ticket = ticket_of[0];
+///         more = sync_threads_or(ticket < chunks);
+///         if ticket < chunks {
+///             let i = ticket * 256 + thread_idx().x;
+///             x[i] = 2.0 * x[i];
+///         }
+///     }
+/// }
+/// # use ptxkit::dsl::Target;
+/// # assert!(DOUBLE_BY_CHUNKS.ptx_for(Target::Sm80).unwrap().contains("bar.red.or.pred"));
+/// ```
+pub fn sync_threads_or(p: bool) -> bool {
+    device_only("sync_threads_or")
+}
+/// Waits for every thread of the block, as [`sync_threads`], and returns whether `p` holds in
+/// all of them (`bar.red.and.pred`, CUDA's `__syncthreads_and`); the same in every thread.
+pub fn sync_threads_and(p: bool) -> bool {
+    device_only("sync_threads_and")
+}
+/// Waits for every thread of the block, as [`sync_threads`], and returns how many of them hold
+/// `p` (`bar.red.popc.u32`, CUDA's `__syncthreads_count`); the same in every thread.
+pub fn sync_threads_count(p: bool) -> u32 {
+    device_only("sync_threads_count")
+}
 /// The value of `v` in lane `lane_id() + delta` (`shfl.sync.down`); 32-bit types.
 pub fn shfl_down<T: Copy>(v: T, delta: u32) -> T {
     device_only("shfl_down")

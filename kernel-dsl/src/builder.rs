@@ -44,8 +44,8 @@ use crate::ir::{
     SharedArray as SharedDecl, SpecialReg, Stmt,
 };
 use crate::op::{
-    ApproxFn, AtomOp, Cmp, CvtRounding, DivMode, MatrixCount, MmaShape, MulMode, Op, ReduxOp,
-    Rounding, ShflMode, VoteMode,
+    ApproxFn, AtomOp, BarRedOp, Cmp, CvtRounding, DivMode, MatrixCount, MmaShape, MulMode, Op,
+    ReduxOp, Rounding, ShflMode, VoteMode,
 };
 use crate::scalar::{Arith, Float, Int, Pred, Scalar, Word32, B32, F32, U32, U64};
 use crate::source_map::{SourceLoc, SourceMap};
@@ -1274,6 +1274,33 @@ impl KernelBuilder {
     /// flow around it is CTA-uniform).
     pub fn bar_sync(&mut self) {
         self.inst(Op::BarSync, vec![], vec![Operand::Imm(Imm::Int(0))]);
+    }
+
+    /// `bar.red.or.pred d, 0, p`: a `bar.sync 0` that also tells every thread whether `p`
+    /// holds in any thread of the CTA. The result is CTA-uniform.
+    pub fn bar_red_or(&mut self, p: Value<Pred>) -> Value<Pred> {
+        self.bar_red(BarRedOp::Or, p)
+    }
+
+    /// `bar.red.and.pred d, 0, p`: whether `p` holds in every thread of the CTA.
+    pub fn bar_red_and(&mut self, p: Value<Pred>) -> Value<Pred> {
+        self.bar_red(BarRedOp::And, p)
+    }
+
+    /// `bar.red.popc.u32 d, 0, p`: how many threads of the CTA hold `p`.
+    pub fn bar_red_popc(&mut self, p: Value<Pred>) -> Value<U32> {
+        self.bar_red(BarRedOp::Popc, p)
+    }
+
+    fn bar_red<T: Scalar>(&mut self, op: BarRedOp, p: Value<Pred>) -> Value<T> {
+        debug_assert_eq!(T::TY, op.result());
+        let d = self.value::<T>();
+        self.inst(
+            Op::BarRed { op },
+            vec![d.reg.into()],
+            vec![Operand::Imm(Imm::Int(0)), p.reg.into()],
+        );
+        d
     }
 
     /// A full-warp shuffle. `lane` is the source lane (idx), the delta (up/down) or the xor

@@ -112,6 +112,7 @@ pub enum Form {
     AtomBf16Add,
     Atom16BitCas,
     BarSync,
+    BarRed,
     Membar,
     Fence,
     FenceProxyAsync,
@@ -283,6 +284,11 @@ pub const CATALOG: &[Entry] = &[
         "atom.global.cas.b16",
     ),
     row(Form::BarSync, BASE, "bar.sync 0; bar.arrive 1, 64"),
+    row(
+        Form::BarRed,
+        BASE,
+        "bar.red.popc.u32 %r1, 0, %p1; bar.red.and.pred %p2, 0, %p1; bar.red.or.pred %p3, 0, %p1",
+    ),
     row(Form::Membar, BASE, "membar.gl"),
     row(Form::Fence, BASE, "fence.acq_rel.gpu"),
     row(
@@ -511,6 +517,7 @@ pub fn form(op: &Op) -> Form {
             _ => Form::AtomInt,
         },
         Op::BarSync | Op::BarArrive => Form::BarSync,
+        Op::BarRed { .. } => Form::BarRed,
         Op::Membar { .. } => Form::Membar,
         Op::Fence { .. } => Form::Fence,
         Op::FenceProxyAsync => Form::FenceProxyAsync,
@@ -597,7 +604,7 @@ mod tests {
         for e in CATALOG {
             assert_eq!(entry(e.form).form, e.form);
         }
-        assert_eq!(seen.len(), 55);
+        assert_eq!(seen.len(), 56);
     }
 
     #[test]

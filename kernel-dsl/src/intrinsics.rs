@@ -7,8 +7,8 @@
 
 use crate::catalog::{requirement, Requirement};
 use crate::op::{
-    ApproxFn, CacheOp, CvtRounding, GridDepControl, MatrixCount, MbarrierOp, MmaShape, Op, ReduxOp,
-    Rounding, Scope, ShflMode, VoteMode,
+    ApproxFn, BarRedOp, CacheOp, CvtRounding, GridDepControl, MatrixCount, MbarrierOp, MmaShape,
+    Op, ReduxOp, Rounding, Scope, ShflMode, VoteMode,
 };
 use crate::types::ScalarType;
 
@@ -253,6 +253,9 @@ pub const INTRINSICS: &[Intrinsic] = &[
     special("grid_dim", &[], Ty::Dim3, "The grid's shape in blocks (`%nctaid`).", &[MOV_U32]),
     special("lane_id", &[], Ty::Scalar(U32), "The thread's lane in its warp (`%laneid`).", &[MOV_U32]),
     special("sync_threads", &[], Ty::Unit, "Waits for every thread of the block (`bar.sync 0`).", &[Op::BarSync]),
+    special("sync_threads_or", PRED, Ty::Scalar(ScalarType::Pred), "Waits for every thread of the block, as `sync_threads`, and returns whether `p` holds in any of them (`bar.red.or.pred`). Every thread gets the same result, so it may end a loop that holds barriers.", &[Op::BarRed { op: BarRedOp::Or }]),
+    special("sync_threads_and", PRED, Ty::Scalar(ScalarType::Pred), "Waits for every thread of the block, as `sync_threads`, and returns whether `p` holds in all of them (`bar.red.and.pred`); the same result in every thread.", &[Op::BarRed { op: BarRedOp::And }]),
+    special("sync_threads_count", PRED, Ty::Scalar(U32), "Waits for every thread of the block, as `sync_threads`, and returns how many of them hold `p` (`bar.red.popc.u32`); the same result in every thread.", &[Op::BarRed { op: BarRedOp::Popc }]),
     chain("fence_cta", &[], Ty::Unit, "Orders this thread's memory accesses as seen by its block (`fence.acq_rel.cta`).", &[Op::Fence { scope: Scope::Cta }], false),
     chain("fence_gpu", &[], Ty::Unit, "Orders this thread's memory accesses as seen by the whole GPU (`fence.acq_rel.gpu`).", &[Op::Fence { scope: Scope::Gpu }], false),
     chain("fence_sys", &[], Ty::Unit, "Orders this thread's memory accesses as seen by the GPU and the host (`fence.acq_rel.sys`).", &[Op::Fence { scope: Scope::Sys }], false),

@@ -115,6 +115,15 @@ pub enum VoteMode {
     Ballot,
 }
 
+/// The block-wide combination of `bar.red`: the count of threads whose predicate holds
+/// (`.popc.u32`), or whether it holds in all of them (`.and.pred`) or in any (`.or.pred`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum BarRedOp {
+    Popc,
+    And,
+    Or,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ReduxOp {
     Add,
@@ -351,6 +360,11 @@ pub enum Op {
     /// `bar.sync id` (`barrier.sync.aligned`): every thread of the CTA must reach it.
     BarSync,
     BarArrive,
+    /// `bar.red.<op> d, 0, p`: a `bar.sync 0` that also combines `p` over the CTA; every
+    /// thread receives the same `d`.
+    BarRed {
+        op: BarRedOp,
+    },
     Membar {
         level: MembarLevel,
     },
@@ -567,6 +581,25 @@ impl ReduxOp {
     }
 }
 
+impl BarRedOp {
+    /// The operation and its type, as `bar.red` spells them (`popc.u32`).
+    pub const fn ptx(self) -> &'static str {
+        match self {
+            BarRedOp::Popc => "popc.u32",
+            BarRedOp::And => "and.pred",
+            BarRedOp::Or => "or.pred",
+        }
+    }
+
+    /// The type of the result register.
+    pub const fn result(self) -> ScalarType {
+        match self {
+            BarRedOp::Popc => ScalarType::U32,
+            BarRedOp::And | BarRedOp::Or => ScalarType::Pred,
+        }
+    }
+}
+
 impl MmaShape {
     pub const fn ptx(self) -> &'static str {
         match self {
@@ -681,6 +714,7 @@ impl Op {
             }
             Op::BarSync => "bar.sync".into(),
             Op::BarArrive => "bar.arrive".into(),
+            Op::BarRed { op } => format!("bar.red.{}", op.ptx()),
             Op::Membar { level } => match level {
                 MembarLevel::Cta => "membar.cta".into(),
                 MembarLevel::Gl => "membar.gl".into(),
@@ -760,6 +794,6 @@ impl Op {
 
     /// Whether every thread of the CTA must execute this instruction together.
     pub fn is_cta_barrier(&self) -> bool {
-        matches!(self, Op::BarSync)
+        matches!(self, Op::BarSync | Op::BarRed { .. })
     }
 }

@@ -351,6 +351,17 @@ fn probe(form: Form) -> Kernel {
         Form::BarSync => {
             p.b.inst(Op::BarSync, vec![], vec![Operand::Imm(Imm::Int(0))])
         }
+        Form::BarRed => {
+            let v = p.val(T::Pred);
+            for op in [BarRedOp::Popc, BarRedOp::And, BarRedOp::Or] {
+                let d = p.b.reg(op.result());
+                p.b.inst(
+                    Op::BarRed { op },
+                    vec![d.into()],
+                    vec![Operand::Imm(Imm::Int(0)), v.into()],
+                );
+            }
+        }
         Form::Membar => p.b.inst(
             Op::Membar {
                 level: MembarLevel::Gl,

@@ -1,9 +1,9 @@
 //! The verifier's rules, each shown by a kernel that breaks it and one that keeps it.
 
-use kernel_dsl::builder::KernelBuilder;
+use kernel_dsl::builder::{KernelBuilder, Value};
 use kernel_dsl::ir::{Dim, Imm, Operand, Stmt};
 use kernel_dsl::op::{Cmp, MulMode, Op};
-use kernel_dsl::scalar::{F32, U32};
+use kernel_dsl::scalar::{Pred, F32, U32};
 use kernel_dsl::types::ScalarType;
 use kernel_dsl::{verify::verify, Error, Target};
 
@@ -113,6 +113,60 @@ fn a_value_assigned_under_divergent_control_is_not_uniform() {
     let p = b.setp(Cmp::Eq, flag, zero);
     b.if_(p, |b| b.bar_sync());
     assert!(verify(&b.finish(), Target::Sm80).is_err());
+}
+
+/// `while more { bar.sync; more = f(ticket[0] < n) }` with the ticket read from shared
+/// memory: `f` decides whether the loop, and the barrier in it, is CTA-uniform.
+fn ticket_loop(
+    condition: impl Fn(&mut KernelBuilder, Value<Pred>) -> Value<Pred>,
+) -> Result<(), Error> {
+    let mut b = KernelBuilder::new("k");
+    let n = b.param::<U32>("n");
+    let ticket = b.shared_array::<U32>("ticket", 1);
+    let zero = b.const_u32(0);
+    let yes = b.setp(Cmp::Eq, zero, zero);
+    let more = b.var(yes);
+    b.loop_(|b| {
+        b.if_else(more, |_| {}, |b| b.break_());
+        b.bar_sync();
+        let t = b.ld_shared(&ticket, zero);
+        let left = b.setp(Cmp::Lt, t, n);
+        let next = condition(b, left);
+        b.assign(more, next);
+    });
+    verify(&b.finish(), Target::Sm80)
+}
+
+#[test]
+fn a_loop_ended_by_a_block_wide_or_may_hold_a_barrier() {
+    ticket_loop(|b, left| b.bar_red_or(left)).unwrap();
+    ticket_loop(|b, left| b.bar_red_and(left)).unwrap();
+    ticket_loop(|b, left| {
+        let count = b.bar_red_popc(left);
+        let zero = b.const_u32(0);
+        b.setp(Cmp::Ne, count, zero)
+    })
+    .unwrap();
+}
+
+#[test]
+fn a_loop_ended_by_a_shared_memory_value_may_not_hold_a_barrier() {
+    let err = ticket_loop(|_, left| left).unwrap_err();
+    assert!(detail(err).contains("`bar.sync` is under control flow that differs between threads"));
+}
+
+#[test]
+fn a_block_wide_reduction_under_a_thread_dependent_branch_is_rejected_by_name() {
+    let mut b = KernelBuilder::new("k");
+    let tid = b.tid(Dim::X);
+    let sixteen = b.const_u32(16);
+    let low = b.setp(Cmp::Lt, tid, sixteen);
+    b.if_(low, |b| {
+        b.bar_red_popc(low);
+    });
+    let err = verify(&b.finish(), Target::Sm80).unwrap_err();
+    assert!(detail(err)
+        .contains("`bar.red.popc.u32` is under control flow that differs between threads"));
 }
 
 #[test]

@@ -102,18 +102,14 @@ fn emit_one(
     }
     emit::emit_with(&lowered.kernel, target, line_info).map_err(|e| {
         let text = e.to_string();
-        // The verifier names the barrier but not its place; the first `bar.sync` is where a
-        // kernel with one barrier (the usual case) went wrong.
-        let span = if text.contains("bar.sync") {
-            lowered
-                .op_spans
-                .iter()
-                .find(|(op, _)| op.is_cta_barrier())
-                .map(|(_, s)| *s)
-                .unwrap_or(fallback)
-        } else {
-            fallback
-        };
+        // The verifier names the barrier but not its place; the first barrier of that name is
+        // where a kernel with one barrier (the usual case) went wrong.
+        let span = lowered
+            .op_spans
+            .iter()
+            .find(|(op, _)| op.is_cta_barrier() && text.contains(&format!("`{}`", op.mnemonic())))
+            .map(|(_, s)| *s)
+            .unwrap_or(fallback);
         (Diag::new(span, text), None)
     })
 }

@@ -581,3 +581,74 @@ fn f16_bits_to_f32_widens_every_kind_of_half_exactly() -> Result<(), Error> {
     assert_eq!(y[8], 65504.0);
     Ok(())
 }
+
+#[test]
+fn block_wide_votes_count_and_combine_every_threads_flag() -> Result<(), Error> {
+    let stream = Device::emulator().stream()?;
+    for threads in [64u32, 96] {
+        let t = threads as usize;
+        // Per block: none, all, only the last thread, every third thread, a scatter.
+        let mut flags = vec![0u32; t];
+        flags.extend(vec![1u32; t]);
+        flags.extend((0..t).map(|k| u32::from(k == t - 1)));
+        flags.extend((0..t).map(|k| u32::from(k % 3 == 0)));
+        flags.extend((0..t).map(|k| u32::from((k * 7 + 3) % 11 < 4)));
+        let blocks = flags.len() / t;
+        let dflags = Buffer::from_host(&stream, &flags)?;
+        let mut out = Buffer::from_host(&stream, &vec![u32::MAX; 3 * flags.len()])?;
+        block_votes(
+            &stream,
+            LaunchConfig::linear(blocks as u32, threads),
+            &dflags,
+            &mut out,
+        )?;
+        let out = out.to_host(&stream)?;
+        for (b, block) in flags.chunks(t).enumerate() {
+            let count = block.iter().filter(|&&f| f != 0).count() as u32;
+            let want = [count, u32::from(count == threads), u32::from(count > 0)];
+            for k in 0..t {
+                let i = b * t + k;
+                assert_eq!(
+                    out[i * 3..i * 3 + 3],
+                    want,
+                    "{threads} threads, block {b}, thread {k}"
+                );
+            }
+        }
+    }
+    let ptx = BLOCK_VOTES.ptx_for(Target::Sm80).expect("sm_80 is built");
+    for inst in ["bar.red.popc.u32", "bar.red.and.pred", "bar.red.or.pred"] {
+        assert!(ptx.contains(inst), "no `{inst}` in\n{ptx}");
+    }
+    Ok(())
+}
+
+#[test]
+fn a_loop_ended_by_sync_threads_or_hands_out_every_chunk_once() -> Result<(), Error> {
+    let stream = Device::emulator().stream()?;
+    for (threads, blocks, n) in [
+        (64u32, 3u32, 1000u32),
+        (96, 4, 961),
+        (96, 2, 96),
+        (64, 5, 0),
+    ] {
+        let mut seen = Buffer::from_host(&stream, &vec![0u32; n.max(1) as usize])?;
+        let mut counter = Buffer::from_host(&stream, &[0u32])?;
+        chunked_work(
+            &stream,
+            LaunchConfig::linear(blocks, threads),
+            &mut seen,
+            &mut counter,
+            n,
+        )?;
+        let seen = seen.to_host(&stream)?;
+        assert!(
+            seen[..n as usize].iter().all(|&s| s == 1),
+            "{threads}×{blocks}, n = {n}: {seen:?}"
+        );
+        // Every chunk once, then one ticket past the end per block, which ends its loop.
+        let chunks = n.div_ceil(threads);
+        assert_eq!(counter.to_host(&stream)?, [chunks + blocks]);
+    }
+    Ok(())
+}

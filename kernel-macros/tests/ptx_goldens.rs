@@ -61,7 +61,7 @@ fn ptxas() -> Option<PathBuf> {
     p.is_file().then_some(p)
 }
 
-fn coverage() -> [&'static KernelArtifacts; 10] {
+fn coverage() -> [&'static KernelArtifacts; 12] {
     use common::intrinsics::*;
     [
         &COVERAGE_MATH,
@@ -74,6 +74,8 @@ fn coverage() -> [&'static KernelArtifacts; 10] {
         &LAST_BLOCK_TOTAL,
         &FENCED_COPY,
         &MMA_TF32_16X8X8,
+        &BLOCK_VOTES,
+        &CHUNKED_WORK,
     ]
 }
 

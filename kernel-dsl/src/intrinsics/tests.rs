@@ -91,6 +91,9 @@ fn the_new_intrinsics_print_the_instructions_they_promise() {
     assert_eq!(mnemonics("fence_gpu"), ["fence.acq_rel.gpu"]);
     assert_eq!(mnemonics("fence_sys"), ["fence.acq_rel.sys"]);
     assert_eq!(mnemonics("nanosleep"), ["nanosleep.u32"]);
+    assert_eq!(mnemonics("sync_threads_or"), ["bar.red.or.pred"]);
+    assert_eq!(mnemonics("sync_threads_and"), ["bar.red.and.pred"]);
+    assert_eq!(mnemonics("sync_threads_count"), ["bar.red.popc.u32"]);
     assert_eq!(mnemonics("cvt_tf32"), ["cvt.rna.tf32.f32"]);
     assert_eq!(
         mnemonics("mma_m16n8k8_tf32"),
@@ -108,6 +111,16 @@ fn requirements_come_from_the_catalog() {
     for n in ["cvt_tf32", "mma_m16n8k8_tf32", "mma_m16n8k16_bf16"] {
         assert!(!req(n).admits(Target::Sm75), "{n}");
         assert!(req(n).admits(Target::Sm80), "{n}");
+    }
+    for n in ["sync_threads_or", "sync_threads_and", "sync_threads_count"] {
+        assert_eq!(req(n).to_string(), "sm_70 or newer (PTX ISA 6.0)", "{n}");
+        let row = find(n).unwrap();
+        let [op @ Op::BarRed { op: red }] = row.ops() else {
+            panic!("{n} is one `bar.red`")
+        };
+        // A block-wide barrier, held to `bar.sync`'s uniformity rule.
+        assert!(op.is_cta_barrier(), "{n}");
+        assert_eq!(row.result, Ty::Scalar(red.result()), "{n}");
     }
     assert!(find("shared_array").unwrap().requirement().is_none());
 }

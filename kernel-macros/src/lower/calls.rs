@@ -1,7 +1,7 @@
 //! Free-function intrinsics and calls to `#[device]` helpers, which are inlined. Which
 //! intrinsics exist, and their arity, is `kernel_dsl::intrinsics`; the table's `Chain` rows
-//! lower in `chain.rs`, and the rest (thread coordinates, shuffles, votes, shared memory,
-//! tensor-core and async-copy intrinsics, math over several types) here.
+//! lower in `chain.rs`, and the rest (thread coordinates, barriers, shuffles, votes, shared
+//! memory, tensor-core and async-copy intrinsics, math over several types) here.
 
 use super::expr::{is_float, is_int};
 use super::value::{Binding, Dim3Kind, Scalar, SharedRef, Value};
@@ -10,7 +10,7 @@ use crate::diag::{err, DResult};
 use crate::dsl_type::{rust_name, scalar_of};
 use kernel_dsl::intrinsics::{self, Lowering};
 use kernel_dsl::ir::{AddrBase, Imm, Operand, SpecialReg};
-use kernel_dsl::op::{CacheOp, MatrixCount, MmaShape, Op, ReduxOp, ShflMode, VoteMode};
+use kernel_dsl::op::{BarRedOp, CacheOp, MatrixCount, MmaShape, Op, ReduxOp, ShflMode, VoteMode};
 use kernel_dsl::ScalarType;
 use syn::{Expr, ExprCall};
 
@@ -78,6 +78,22 @@ impl Lowerer<'_> {
             "sync_threads" => {
                 self.inst(Op::BarSync, vec![], vec![Operand::Imm(Imm::Int(0))]);
                 unit
+            }
+            "sync_threads_or" | "sync_threads_and" | "sync_threads_count" => {
+                let p = self.expr_as(args[0], ScalarType::Pred)?;
+                let p = self.materialize(&p);
+                let op = match name.as_str() {
+                    "sync_threads_or" => BarRedOp::Or,
+                    "sync_threads_and" => BarRedOp::And,
+                    _ => BarRedOp::Popc,
+                };
+                let d = self.b.reg(op.result());
+                self.inst(
+                    Op::BarRed { op },
+                    vec![d.into()],
+                    vec![Operand::Imm(Imm::Int(0)), p.into()],
+                );
+                Ok(Value::Scalar(Scalar::reg(d)))
             }
             "shfl_down" | "shfl_up" | "shfl_xor" | "shfl_idx" => {
                 let mode = match name.as_str() {

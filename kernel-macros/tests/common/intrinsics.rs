@@ -211,3 +211,42 @@ pub fn mma_tf32_16x8x8(a: &[f32], b: &[f32], c: &[f32], d: &mut [f32]) {
     d[hi] = r[2];
     d[hi + 1] = r[3];
 }
+
+/// Each thread's view of the three block-wide votes over its flag: how many threads of the
+/// block hold it, whether all do, whether any does, three words per thread.
+#[kernel(crate = crate::common::paths)]
+pub fn block_votes(flags: &[u32], out: &mut [u32]) {
+    let i = block_idx().x * block_dim().x + thread_idx().x;
+    let p = flags[i] != 0;
+    let count = sync_threads_count(p);
+    let all = sync_threads_and(p);
+    let any = sync_threads_or(p);
+    out[i * 3] = count;
+    out[i * 3 + 1] = if all { 1u32 } else { 0u32 };
+    out[i * 3 + 2] = if any { 1u32 } else { 0u32 };
+}
+
+/// Blocks take chunks of `block_dim().x` elements from a counter until none is left: thread 0
+/// takes the ticket and broadcasts it through shared memory, and `sync_threads_or` ends the
+/// loop, which holds barriers, in every thread of the block at once.
+#[kernel(crate = crate::common::paths)]
+pub fn chunked_work(seen: &mut [u32], counter: &mut [u32], n: u32) {
+    let chunk = block_dim().x;
+    let chunks = (n + chunk - 1) / chunk;
+    let ticket_of = shared_array::<u32, 1>();
+    let mut more = true;
+    while more {
+        if thread_idx().x == 0 {
+            ticket_of[0] = counter.atomic_add(0, 1u32);
+        }
+        sync_threads();
+        let ticket = ticket_of[0];
+        more = sync_threads_or(ticket < chunks);
+        if ticket < chunks {
+            let i = ticket * chunk + thread_idx().x;
+            if i < n {
+                seen[i] += 1;
+            }
+        }
+    }
+}

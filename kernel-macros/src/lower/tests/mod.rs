@@ -319,6 +319,57 @@ fn barriers_under_thread_dependent_branches_are_rejected_by_the_verifier() {
     );
 }
 
+/// The work loop of the README: `more` from `sync_threads_or` bounds a loop with barriers;
+/// `more` from the shared-memory read itself does not.
+fn ticket_loop(block_wide: bool) -> Vec<Result<String, String>> {
+    let next: syn::Expr = if block_wide {
+        syn::parse_quote!(sync_threads_or(ticket < chunks))
+    } else {
+        syn::parse_quote!(ticket < chunks)
+    };
+    let l = lower_ok(syn::parse_quote! {
+        fn by_chunks(x: &mut [f32], counter: &mut [u32], chunks: u32) {
+            let ticket_of = shared_array::<u32, 1>();
+            let mut more = true;
+            while more {
+                if thread_idx().x == 0 {
+                    ticket_of[0] = counter.atomic_add(0, 1u32);
+                }
+                sync_threads();
+                let ticket = ticket_of[0];
+                more = #next;
+                if ticket < chunks {
+                    x[ticket * block_dim().x + thread_idx().x] = 1.0;
+                }
+            }
+        }
+    });
+    crate::targets::emit_all(
+        &l,
+        proc_macro2::Span::call_site().into(),
+        None,
+        crate::line_info::Mode::current(),
+    )
+    .into_iter()
+    .map(|e| e.ptx.map_err(|d| d.message))
+    .collect()
+}
+
+#[test]
+fn a_loop_ended_by_sync_threads_or_may_hold_barriers() {
+    for ptx in ticket_loop(true) {
+        let ptx = ptx.unwrap_or_else(|e| panic!("{e}"));
+        assert!(ptx.contains("bar.red.or.pred"), "{ptx}");
+    }
+    for ptx in ticket_loop(false) {
+        let e = ptx.expect_err("a loop ended by a shared-memory read");
+        assert!(
+            e.contains("`bar.sync` is under control flow that differs"),
+            "{e}"
+        );
+    }
+}
+
 #[test]
 fn device_helpers_take_arrays_by_value_and_may_return_them() {
     let helper: syn::ItemFn = syn::parse_quote! {
