@@ -1,8 +1,6 @@
 //! The AdamW step and gradient clipping, each as a share of the device's copy bandwidth (the
-//! driver's device-to-device copy of 1 GiB, measured in the same run). Clipping is timed
-//! against the builder-written kernels it replaces, side by side; AdamW's builder kernel is
-//! gone, so its rows have one column. Each row is timed twice (alternating, where there are
-//! two forms), so that clock drift shows as disagreement between the passes. About 100 M
+//! driver's device-to-device copy of 1 GiB, measured in the same run). Each row is timed
+//! twice, so that clock drift shows as disagreement between the passes. About 100 M
 //! parameters in 100 tensors of uneven lengths, and 100 M gradients.
 //!
 //! ```text
@@ -13,7 +11,7 @@
 
 mod common;
 
-use common::{filled, row, single_row, Bench, Res};
+use common::{filled, single_row, Bench, Res};
 use kernel_runtime::{Bf16, Buffer, Stream};
 use kernels::clip;
 use kernels::optim::{AdamW, AdamWConfig, AdamWState};
@@ -24,30 +22,7 @@ fn skipped(name: &str) -> bool {
     std::env::var("BENCH_ONLY").is_ok_and(|only| !name.contains(&only))
 }
 
-/// Times `f(builder)` for both forms, twice, alternating, and prints one table row; `f` moves
-/// `bytes`.
-fn compare(
-    b: &Bench,
-    op: &str,
-    dtype: &str,
-    shape: &str,
-    bytes: f64,
-    mut f: impl FnMut(&Stream, bool) -> Res,
-) -> Res {
-    if skipped(&format!("{op}/{dtype}/{shape}")) {
-        return Ok(());
-    }
-    let mut cells = Vec::new();
-    for _pass in 0..2 {
-        let old = b.time(|s| f(s, true))?;
-        let new = b.time(|s| f(s, false))?;
-        cells.push((b.percent(bytes, old), b.percent(bytes, new)));
-    }
-    row(&format!("{op:<28} | {dtype:<4} | {shape:<11}"), &cells);
-    Ok(())
-}
-
-/// Times `f` twice and prints one row of the AdamW table; `f` moves `bytes`.
+/// Times `f` twice and prints one table row; `f` moves `bytes`.
 fn measure(
     b: &Bench,
     op: &str,
@@ -154,47 +129,28 @@ fn bench_clip<T: Float>(b: &Bench) -> Res {
     let mut ws = Buffer::<f32>::zeros(&b.stream, clip::WORKSPACE_LEN as usize)?;
     let mut out = Buffer::<f32>::zeros(&b.stream, 2)?;
     let t = (n * std::mem::size_of::<T>()) as f64;
-    compare(b, "grad_norm", dtype, &shape, t, |s, builder| {
-        if builder {
-            clip::grad_norm_builder(s, &g, 1.0, &mut ws, &mut out)?
-        } else {
-            clip::grad_norm(s, &g, 1.0, &mut ws, &mut out)?
-        }
+    measure(b, "grad_norm", dtype, &shape, t, |s| {
+        clip::grad_norm(s, &g, 1.0, &mut ws, &mut out)?;
         Ok(())
     })?;
     // max_norm far above the norm: the norm plus the scale check, no writes.
-    compare(
-        b,
-        "clip_grad_norm (no clip)",
-        dtype,
-        &shape,
-        t,
-        |s, builder| {
-            if builder {
-                clip::clip_grad_norm_builder(s, &mut g, 1e30, &mut ws, &mut out)?
-            } else {
-                clip::clip_grad_norm(s, &mut g, 1e30, &mut ws, &mut out)?
-            }
-            Ok(())
-        },
-    )?;
+    measure(b, "clip_grad_norm (no clip)", dtype, &shape, t, |s| {
+        clip::clip_grad_norm(s, &mut g, 1e30, &mut ws, &mut out)?;
+        Ok(())
+    })?;
     // Clipping that writes on every run: each run first restores the gradients from a pristine
     // copy (the driver's copy, 2t bytes), then clips them to a tenth of their norm (norm read,
     // scale read + write: 3t). Clipping the same buffer again would converge to a scale of 1.
     let pristine = filled::<T>(&b.stream, n, 41)?;
-    compare(
+    measure(
         b,
         "copy + clip_grad_norm (clip)",
         dtype,
         &shape,
         5.0 * t,
-        |s, builder| {
+        |s| {
             g.copy_from(s, &pristine)?;
-            if builder {
-                clip::clip_grad_norm_builder(s, &mut g, 1e-2, &mut ws, &mut out)?
-            } else {
-                clip::clip_grad_norm(s, &mut g, 1e-2, &mut ws, &mut out)?
-            }
+            clip::clip_grad_norm(s, &mut g, 1e-2, &mut ws, &mut out)?;
             Ok(())
         },
     )?;
@@ -206,9 +162,6 @@ fn main() -> Res {
     println!("| op | dtype | shape | % copy (2 passes) |");
     println!("|---|---|---|---|");
     bench_adamw(&b)?;
-    println!();
-    println!("| op | dtype | shape | builder % copy (2 passes) | #[kernel] % copy (2 passes) | mean diff (points) |");
-    println!("|---|---|---|---|---|---|");
     bench_clip::<f32>(&b)?;
     bench_clip::<Bf16>(&b)?;
     Ok(())

@@ -74,14 +74,16 @@ fn row_limit(entry: &str) -> Option<u32> {
 }
 
 /// The norms: the forward kernels as [`row_limit`], except LayerNorm's, whose blocks stay
-/// within 512 threads (128); the backward kernels 64, for two blocks of 512 threads an SM (one
-/// block's reduction overlaps the other's loads); the column sums 64, for their 1024-thread
-/// blocks.
+/// within 512 threads (128), and the fused RMSNorm's one-element instances, within 768 (85);
+/// the backward kernels 64, for two blocks of 512 threads an SM (one block's reduction
+/// overlaps the other's loads); the column sums 64, for their 1024-thread blocks.
 fn norm_limit(entry: &str) -> Option<u32> {
     if entry.contains("_backward__") || entry.starts_with("norm_column_sum") {
         Some(64)
     } else if entry.starts_with("layer_norm__") {
         row_limit(entry).map(|_| 128)
+    } else if entry.starts_with("add_rms_norm__") && entry.contains("_1_") {
+        row_limit(entry).map(|_| 85)
     } else {
         row_limit(entry)
     }

@@ -120,6 +120,14 @@ fn add_rms_norm_writes_the_sum_and_normalizes_it() {
     }
 }
 
+/// One element at a time, blocks stop at 768 threads, so a row over 768 × 16 elements reads
+/// its last columns back.
+#[test]
+fn add_rms_norm_reads_back_wide_one_element_rows() {
+    add_rms_case::<f32>(2, 13_001, 7);
+    add_rms_case::<Bf16>(3, 12_289, 8);
+}
+
 #[test]
 fn rms_norm_heads_normalizes_each_head_with_the_shared_gamma() {
     let stream = emulator();

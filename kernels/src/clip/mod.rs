@@ -13,24 +13,25 @@
 //! gradients of an [`optim::ParamLayout`](crate::optim::ParamLayout)); padding between tensors
 //! must hold zeros.
 
-mod kernels;
 mod norm_kernel;
 pub mod reference;
 
-pub use kernels::MAX_PARTS as WORKSPACE_LEN;
+/// f32s of workspace the clipping ops need: a partial sum per block of the sum of squares,
+/// and the counter the scaling pass hands out its chunks from.
+pub const WORKSPACE_LEN: u32 = MAX_PARTS + 1;
+/// Where the scaling pass's counter lives in the workspace, after the partial sums.
+const COUNTER: u32 = MAX_PARTS;
 
-use crate::codegen::map::{map_launch, step_elems, MAP_THREADS};
-use crate::codegen::{kernel_refs, kernel_table};
+use crate::codegen::kernel_refs;
+use crate::codegen::map::MAP_THREADS;
 use crate::Float;
 use crate::{check_len, Error, FloatType, OpKernel};
-use kernel_runtime::{Buffer, KernelArg, LaunchConfig, Stream};
-use kernels::{apply, finish, sum_squares, FINISH_THREADS};
+use kernel_runtime::{Buffer, LaunchConfig, Stream};
 
-const TYPES: [FloatType; 2] = [FloatType::F32, FloatType::Bf16];
-
-kernel_table!(static SUM_SQUARES = sum_squares, TYPES, [0 1]);
-kernel_table!(static FINISH = finish, [()], [0]);
-kernel_table!(static APPLY = apply, TYPES, [0 1]);
+/// Most blocks of the passes over the gradients, so partial sums in the workspace.
+const MAX_PARTS: u32 = 1024;
+/// Threads of the finishing kernel (one block).
+const FINISH_THREADS: u32 = 1024;
 
 static GRAD_SUM_SQUARES: [OpKernel; 2] =
     OpKernel::instances(norm_kernel::GRAD_SUM_SQUARES_INSTANCES);
@@ -42,18 +43,7 @@ pub static KERNELS: &[&OpKernel] = kernel_refs![
     GRAD_SUM_SQUARES[0 1],
     GRAD_NORM_FINISH[0],
     GRAD_SCALE[0 1],
-    SUM_SQUARES[0 1],
-    FINISH[0],
-    APPLY[0 1],
 ];
-
-fn storage_index(s: FloatType) -> usize {
-    match s {
-        FloatType::F32 => 0,
-        FloatType::Bf16 => 1,
-        FloatType::F16 => unreachable!("f16 is refused when the op is called (`f32_or_bf16`)"),
-    }
-}
 
 fn check_args(
     op: &'static str,
@@ -118,44 +108,7 @@ pub fn grad_norm<T: Float>(
     let cfg = LaunchConfig::linear(parts, MAP_THREADS);
     norm_kernel::grad_sum_squares::<T>(stream, cfg, grads, workspace, n)?;
     let cfg = LaunchConfig::linear(1, FINISH_THREADS);
-    norm_kernel::grad_norm_finish(stream, cfg, workspace, norm_scale, parts, max_norm)?;
-    Ok(())
-}
-
-/// [`grad_norm`] through the builder-written kernels it replaces, kept only until the two
-/// have been measured side by side (`bench_optim`).
-#[doc(hidden)]
-pub fn grad_norm_builder<T: Float>(
-    stream: &Stream,
-    grads: &Buffer<T>,
-    max_norm: f32,
-    workspace: &mut Buffer<f32>,
-    norm_scale: &mut Buffer<f32>,
-) -> Result<(), Error> {
-    crate::float::f32_or_bf16::<T>("grad_norm_builder")?;
-    const OP: &str = "grad_norm";
-    let n = check_args(OP, grads.len(), workspace.len(), norm_scale.len(), max_norm)?;
-    let step = step_elems([T::TYPE]);
-    let parts = kernels::parts_for(n, step);
-    let args = [
-        KernelArg::from(grads),
-        KernelArg::from(&mut *workspace),
-        KernelArg::from(n),
-    ];
-    let kernel = &SUM_SQUARES[storage_index(T::TYPE)];
-    stream.launch(
-        kernel.artifacts(),
-        LaunchConfig::linear(parts, MAP_THREADS),
-        &args,
-    )?;
-    let args = [
-        KernelArg::from(&*workspace),
-        KernelArg::from(&mut *norm_scale),
-        KernelArg::from(parts),
-        KernelArg::from(max_norm),
-    ];
-    let cfg = LaunchConfig::linear(1, FINISH_THREADS);
-    stream.launch(FINISH[0].artifacts(), cfg, &args)?;
+    norm_kernel::grad_norm_finish(stream, cfg, workspace, norm_scale, parts, COUNTER, max_norm)?;
     Ok(())
 }
 
@@ -187,36 +140,14 @@ pub fn clip_grad_norm<T: Float>(
     grad_norm(stream, grads, max_norm, workspace, norm_scale)?;
     let n = grads.len() as u32;
     let cfg = LaunchConfig::linear(parts_for(n, T::TYPE), MAP_THREADS);
-    norm_kernel::grad_scale::<T>(stream, cfg, grads, norm_scale, n)?;
-    Ok(())
-}
-
-/// [`clip_grad_norm`] through the builder-written kernels it replaces, kept only until the
-/// two have been measured side by side (`bench_optim`).
-#[doc(hidden)]
-pub fn clip_grad_norm_builder<T: Float>(
-    stream: &Stream,
-    grads: &mut Buffer<T>,
-    max_norm: f32,
-    workspace: &mut Buffer<f32>,
-    norm_scale: &mut Buffer<f32>,
-) -> Result<(), Error> {
-    crate::float::f32_or_bf16::<T>("clip_grad_norm_builder")?;
-    grad_norm_builder(stream, grads, max_norm, workspace, norm_scale)?;
-    let n = grads.len() as u32;
-    let cfg = map_launch(n, step_elems([T::TYPE]));
-    let args = [
-        KernelArg::from(&mut *grads),
-        KernelArg::from(&*norm_scale),
-        KernelArg::from(n),
-    ];
-    let kernel = &APPLY[storage_index(T::TYPE)];
-    stream.launch(kernel.artifacts(), cfg, &args)?;
+    norm_kernel::grad_scale::<T>(stream, cfg, grads, norm_scale, workspace, COUNTER, n)?;
     Ok(())
 }
 
 /// Blocks of the passes over `n` gradients: enough to fill the device, at most
-/// [`WORKSPACE_LEN`]; a function of `n` only, so results do not depend on the device.
+/// [`MAX_PARTS`]; a function of `n` only, so results do not depend on the device.
 fn parts_for(n: u32, storage: FloatType) -> u32 {
-    kernels::parts_for(n, storage.per_vector())
+    (n / storage.per_vector())
+        .div_ceil(MAP_THREADS)
+        .clamp(1, MAX_PARTS)
 }

@@ -19,7 +19,6 @@ pub mod reference;
 mod rms;
 mod rms_backward;
 mod rms_backward_kernel;
-mod rms_forward;
 mod rms_kernel;
 mod row_io;
 mod spec;
@@ -29,7 +28,7 @@ pub use backward::{
     rms_norm_backward_builder, rms_norm_backward_workspace,
 };
 pub use layer::layer_norm;
-pub use rms::{add_rms_norm, add_rms_norm_builder, rms_norm, rms_norm_heads};
+pub use rms::{add_rms_norm, rms_norm, rms_norm_heads};
 
 use crate::codegen::{kernel_refs, kernel_table};
 use crate::{FloatType, OpKernel};
@@ -44,7 +43,6 @@ static LAYER_NORM_BACKWARD: [OpKernel; 4] =
     OpKernel::instances(layer_backward_kernel::LAYER_NORM_BACKWARD_INSTANCES);
 static NORM_COLUMN_SUM: [OpKernel; 2] =
     OpKernel::instances(column_sum_kernel::NORM_COLUMN_SUM_INSTANCES);
-kernel_table!(static ADD_RMS_FORWARD = rms_forward::add_rms_norm, RowSpec::ALL, [0 1 2 3 4 5 6 7]);
 kernel_table!(static RMS_BACKWARD = rms_backward::rms_norm_backward, RowSpec::BLOCK, [0 1 2 3]);
 kernel_table!(static COLUMN_SUM = partials::column_sum, [FloatType::F32, FloatType::Bf16], [0 1]);
 
@@ -56,7 +54,6 @@ pub static KERNELS: &[&OpKernel] = kernel_refs![
     RMS_NORM_BACKWARD[0 1 2 3],
     LAYER_NORM_BACKWARD[0 1 2 3],
     NORM_COLUMN_SUM[0 1],
-    ADD_RMS_FORWARD[0 1 2 3 4 5 6 7],
     RMS_BACKWARD[0 1 2 3],
     COLUMN_SUM[0 1],
 ];

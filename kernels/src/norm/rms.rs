@@ -1,12 +1,13 @@
 //! The RMSNorm forward ops: plain, fused with a residual add, and per attention head.
 
+use super::rms_kernel;
 use super::spec::RowSpec;
-use super::{rms_kernel, ADD_RMS_FORWARD};
 use crate::codegen::rows::HELD_ELEMS;
+use crate::codegen::tensor::Access;
 use crate::rowwise::problem::RowProblem;
 use crate::Float;
 use crate::{check_len, Error};
-use kernel_runtime::{Buffer, KernelArg, Stream};
+use kernel_runtime::{Buffer, Stream};
 
 /// RMSNorm over the rows of a `rows × cols` matrix:
 /// `y = x / √(mean(x²) + eps) · γ`, computed in f32, stored as `T`.
@@ -97,7 +98,13 @@ pub fn add_rms_norm<T: Float>(
     else {
         return Ok(());
     };
-    let p = p.with_row_threads(T::TYPE, HELD_ELEMS, 1024);
+    // One element at a time the kernel takes 76 registers, so at most 768 threads a block.
+    let most = if p.access == Access::Scalar {
+        768
+    } else {
+        1024
+    };
+    let p = p.with_row_threads(T::TYPE, HELD_ELEMS, most);
     let (w, cta) = p.instance(T::TYPE);
     rms_kernel::add_rms_norm(
         stream,
@@ -113,46 +120,6 @@ pub fn add_rms_norm<T: Float>(
         p.cols,
         eps,
     )?;
-    Ok(())
-}
-
-/// The builder-written fused kernel that `add_rms_norm` replaces, kept only until the two have
-/// been measured side by side (`bench_norm`).
-#[doc(hidden)]
-#[allow(clippy::too_many_arguments)]
-pub fn add_rms_norm_builder<T: Float>(
-    stream: &Stream,
-    x: &Buffer<T>,
-    residual: &Buffer<T>,
-    gamma: &Buffer<T>,
-    sum: &mut Buffer<T>,
-    y: &mut Buffer<T>,
-    rows: usize,
-    cols: usize,
-    eps: f32,
-) -> Result<(), Error> {
-    crate::float::f32_or_bf16::<T>("add_rms_norm_builder")?;
-    let Some(p) = fused_problem::<T>(
-        [x.len(), residual.len(), gamma.len(), sum.len(), y.len()],
-        rows,
-        cols,
-    )?
-    else {
-        return Ok(());
-    };
-    let spec = spec_of::<T>(&p);
-    let args = [
-        KernelArg::from(x),
-        KernelArg::from(residual),
-        KernelArg::from(gamma),
-        KernelArg::from(&mut *sum),
-        KernelArg::from(&mut *y),
-        KernelArg::from(p.rows),
-        KernelArg::from(p.cols),
-        KernelArg::from(eps),
-    ];
-    let kernel = &ADD_RMS_FORWARD[spec.index()];
-    stream.launch(kernel.artifacts(), p.launch.cfg, &args)?;
     Ok(())
 }
 

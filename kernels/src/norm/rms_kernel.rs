@@ -6,10 +6,12 @@
 //! 16 bytes when every row starts aligned) and the row group (`CTA = 0`: a warp per row;
 //! `CTA = 1`: a block per row, with barriers only that instance has). Each thread keeps its
 //! first 16 elements of the row in registers between the reduction and the write; wider rows
-//! read the rest again. Block-per-row instances take up to 1024 threads, so every instance must
-//! stay within 64 registers (`tests/norm_ptxas.rs` checks it). No launch bound says so:
-//! `maxnreg = 64` lets ptxas take 40 to 56 and halves occupancy, and `max_threads = 1024`
-//! trims them to 32 with spills (measured in BENCHMARKS.md).
+//! read the rest again. Block-per-row instances take up to 1024 threads, so they stay within
+//! 64 registers, except the fused form's one-element instances, which read all of a chunk's
+//! loads under one guard and hold γ across the reduction (76 registers, measured faster than
+//! the 56 of clamped loads) and so take up to 768 (`tests/instance_registers.rs` checks both).
+//! No launch bound says so: `maxnreg = 64` lets ptxas take 40 to 56 and halves occupancy, and
+//! `max_threads = 1024` trims them to 32 with spills (measured in BENCHMARKS.md).
 
 use kernel_macros::kernel;
 
@@ -107,31 +109,47 @@ pub fn add_rms_norm<T: Element, const W: u32, const CTA: u32>(
     let mut row = g[2];
     let chunks = cols / W;
     let cols_f = cols as f32;
+    // bf16 rows in 16-byte vectors on blocks of up to 512 threads store each chunk's sum as
+    // it is formed, its loads guarded by a branch (so a thread's next chunk is read after that
+    // store); other vector rows read every held chunk first and store the sums with the
+    // outputs. Each is the faster where it is used; neither is on the other's rows.
+    let formed = W == 8 && group <= 512;
     while row < rows {
         let base = row * cols;
         let mut held = [0.0f32; 16];
         let mut ss = 0.0f32;
-        for h in 0..(16 / W) {
-            let c = h * group + lane;
-            let col = c * W;
-            let inside = c < chunks;
-            // As in `rms_norm`: one element at a time, clamped loads rather than 32 predicates.
-            let at = if W == 1 { min(col, cols - 1) } else { col };
-            let mut s = if W == 1 {
-                x.load_vec::<W>(base + at)
-            } else {
-                x.load_vec_or::<W>(base + at, inside, 0.0 as T)
-            };
-            let r = if W == 1 {
-                residual.load_vec::<W>(base + at)
-            } else {
-                residual.load_vec_or::<W>(base + at, inside, 0.0 as T)
-            };
-            for k in 0..W {
-                s[k] = ((s[k] as f32) + (r[k] as f32)) as T;
-                // Vector loads already read 0 outside the row; clamped ones are zeroed.
-                held[h * W + k] = if W > 1 || inside { s[k] as f32 } else { 0.0 };
-                ss = held[h * W + k].mul_add(held[h * W + k], ss);
+        // The choice is made once a row, outside the chunk loop: a branch between two chunks
+        // keeps ptxas from issuing the second chunk's loads before the first's are used.
+        if W == 1 || formed {
+            for h in 0..(16 / W) {
+                let c = h * group + lane;
+                if c < chunks {
+                    let mut s = x.load_vec::<W>(base + c * W);
+                    let r = residual.load_vec::<W>(base + c * W);
+                    for k in 0..W {
+                        s[k] = ((s[k] as f32) + (r[k] as f32)) as T;
+                        held[h * W + k] = s[k] as f32;
+                    }
+                    if W > 1 {
+                        sum.store_vec::<W>(base + c * W, s);
+                    }
+                }
+                for k in 0..W {
+                    ss = held[h * W + k].mul_add(held[h * W + k], ss);
+                }
+            }
+        } else {
+            for h in 0..(16 / W) {
+                let c = h * group + lane;
+                let inside = c < chunks;
+                let mut s = x.load_vec_or::<W>(base + c * W, inside, 0.0 as T);
+                let r = residual.load_vec_or::<W>(base + c * W, inside, 0.0 as T);
+                for k in 0..W {
+                    s[k] = ((s[k] as f32) + (r[k] as f32)) as T;
+                    // Outside the row both loads read 0, so the held sum is 0 too.
+                    held[h * W + k] = s[k] as f32;
+                    ss = held[h * W + k].mul_add(held[h * W + k], ss);
+                }
             }
         }
         let mut c = (16 / W) * group + lane;
@@ -161,11 +179,7 @@ pub fn add_rms_norm<T: Element, const W: u32, const CTA: u32>(
             }
         }
         let rstd = (group_sum(ss, lane, group) / cols_f + eps).rsqrt_rn();
-        // Columns are recomputed rather than kept (16 more live registers); the one-element
-        // instances spend theirs on γ instead, which measured faster than the occupancy.
-        // The held sums are stored here, with the outputs, rather than as they are formed:
-        // a store there waits on its chunk's loads, and the warp issues in order, so the
-        // loads of the chunks after it would wait too.
+        // Columns are recomputed rather than kept (16 more live registers).
         for h in 0..(16 / W) {
             let c = h * group + lane;
             if c < chunks {
@@ -180,7 +194,7 @@ pub fn add_rms_norm<T: Element, const W: u32, const CTA: u32>(
                     s[k] = held[h * W + k] as T;
                     out[k] = (held[h * W + k] * rstd * (out[k] as f32)) as T;
                 }
-                if W > 1 {
+                if W > 1 && !formed {
                     sum.store_vec::<W>(base + c * W, s);
                 }
                 y.store_vec::<W>(base + c * W, out);

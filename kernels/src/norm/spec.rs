@@ -21,18 +21,6 @@ const fn spec(storage: FloatType, access: Access, group: Group) -> RowSpec {
 }
 
 impl RowSpec {
-    /// Every specialization, in [`RowSpec::index`] order.
-    pub(crate) const ALL: [RowSpec; 8] = [
-        spec(FloatType::F32, Access::Scalar, Group::Warp),
-        spec(FloatType::F32, Access::Scalar, Group::Block),
-        spec(FloatType::F32, Access::Vector, Group::Warp),
-        spec(FloatType::F32, Access::Vector, Group::Block),
-        spec(FloatType::Bf16, Access::Scalar, Group::Warp),
-        spec(FloatType::Bf16, Access::Scalar, Group::Block),
-        spec(FloatType::Bf16, Access::Vector, Group::Warp),
-        spec(FloatType::Bf16, Access::Vector, Group::Block),
-    ];
-
     /// The CTA-per-row specializations, in [`RowSpec::block_index`] order (kernels whose
     /// CTAs loop over rows keeping per-column state).
     pub(crate) const BLOCK: [RowSpec; 4] = [
@@ -42,7 +30,7 @@ impl RowSpec {
         spec(FloatType::Bf16, Access::Vector, Group::Block),
     ];
 
-    /// Position in [`RowSpec::ALL`].
+    /// Position among the eight specializations: storage, then access, then group.
     pub(crate) fn index(self) -> usize {
         let s = match self.storage {
             FloatType::F32 => 0,
