@@ -6,8 +6,15 @@ use kernels::norm::{self, reference};
 use kernels::Float;
 
 /// Real shapes plus odd ones: aligned wide rows, odd widths, narrow (warp) rows, rows wider
-/// than the registers hold.
-const SHAPES: [(usize, usize); 5] = [(1024, 4096), (3, 4097), (515, 128), (33, 16400), (2, 1)];
+/// than the registers hold (in vectors, and one element at a time).
+const SHAPES: [(usize, usize); 6] = [
+    (1024, 4096),
+    (3, 4097),
+    (515, 128),
+    (33, 16400),
+    (2, 1),
+    (5, 13001),
+];
 
 fn grad_tol<T: Float>() -> Tol {
     match T::TYPE {
