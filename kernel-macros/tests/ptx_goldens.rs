@@ -61,7 +61,7 @@ fn ptxas() -> Option<PathBuf> {
     p.is_file().then_some(p)
 }
 
-fn coverage() -> [&'static KernelArtifacts; 12] {
+fn coverage() -> [&'static KernelArtifacts; 16] {
     use common::intrinsics::*;
     [
         &COVERAGE_MATH,
@@ -76,6 +76,10 @@ fn coverage() -> [&'static KernelArtifacts; 12] {
         &MMA_TF32_16X8X8,
         &BLOCK_VOTES,
         &CHUNKED_WORK,
+        &BF16_WORDS,
+        &WIDEN_BF16_WORDS,
+        &GUARDED_WORDS,
+        &SWAP_BF16_PAIRS,
     ]
 }
 
@@ -125,7 +129,7 @@ fn ptxas_accepts_every_sample_for_every_target_it_emits_for() {
     }
     let _ = std::fs::remove_dir_all(&dir);
     assert!(
-        assembled >= 4 * 11 + 9,
+        assembled >= 4 * 11 + 9 + 4 * 11,
         "assembled only {assembled} modules"
     );
 }

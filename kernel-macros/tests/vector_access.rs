@@ -315,3 +315,120 @@ fn a_constant_if_picks_each_instances_launch_bound() {
         .expect("emits");
     assert!(!ptx.contains(".maxnreg"), "{ptx}");
 }
+
+/// bf16 values whose bit patterns differ in both bytes, so that a swapped or shifted half shows.
+fn bf16_values(n: usize) -> Vec<Bf16> {
+    (0..n)
+        .map(|k| Bf16::from_f32(((k * 37 % 23) as f32 - 11.0) * 1.375 + k as f32 / 64.0))
+        .collect()
+}
+
+/// The little-endian word of elements `2j` and `2j + 1`.
+fn word(h: &[Bf16], j: usize) -> u32 {
+    u32::from(h[2 * j].to_bits()) | (u32::from(h[2 * j + 1].to_bits()) << 16)
+}
+
+#[test]
+fn load_words_reads_bf16_pairs_as_little_endian_words_at_every_width() -> Result<(), Error> {
+    use common::intrinsics::bf16_words;
+    let stream = Device::emulator().stream()?;
+    let n = 40u32;
+    let h = bf16_values(n as usize * 8);
+    let mut w4 = Buffer::from_host(&stream, &vec![0u32; n as usize * 4])?;
+    let mut w2 = Buffer::from_host(&stream, &vec![0u32; n as usize * 2])?;
+    let mut w1 = Buffer::from_host(&stream, &vec![0u32; n as usize])?;
+    bf16_words(
+        &stream,
+        LaunchConfig::for_elements(n, 32),
+        &Buffer::from_host(&stream, &h)?,
+        &mut w4,
+        &mut w2,
+        &mut w1,
+        n,
+    )?;
+    let want4: Vec<u32> = (0..n as usize * 4).map(|j| word(&h, j)).collect();
+    assert_eq!(w4.to_host(&stream)?, want4);
+    let want2: Vec<u32> = (0..n as usize * 2)
+        .map(|j| word(&h, j / 2 * 4 + j % 2))
+        .collect();
+    assert_eq!(w2.to_host(&stream)?, want2);
+    let want1: Vec<u32> = (0..n as usize).map(|t| word(&h, t * 4 + 2)).collect();
+    assert_eq!(w1.to_host(&stream)?, want1);
+    Ok(())
+}
+
+#[test]
+fn shifting_and_masking_a_word_widens_its_bf16_halves_exactly() -> Result<(), Error> {
+    use common::intrinsics::widen_bf16_words;
+    let stream = Device::emulator().stream()?;
+    let n = 33u32;
+    let mut h = bf16_values(n as usize * 4);
+    h[1] = Bf16::from_f32(f32::NEG_INFINITY);
+    h[2] = Bf16::from_f32(-0.0);
+    let mut y = Buffer::from_host(&stream, &vec![f32::NAN; h.len()])?;
+    widen_bf16_words(
+        &stream,
+        LaunchConfig::for_elements(n, 32),
+        &Buffer::from_host(&stream, &h)?,
+        &mut y,
+        n,
+    )?;
+    let got: Vec<u32> = y.to_host(&stream)?.iter().map(|v| v.to_bits()).collect();
+    let want: Vec<u32> = h.iter().map(|v| v.to_f32().to_bits()).collect();
+    assert_eq!(got, want);
+    Ok(())
+}
+
+#[test]
+fn a_guarded_word_load_reads_zeros_and_no_memory_where_its_condition_fails() -> Result<(), Error> {
+    use common::intrinsics::guarded_words;
+    let stream = Device::emulator().stream()?;
+    // Exactly `n` elements: a read past them would be an out-of-bounds error on the emulator.
+    let n = 52u32;
+    let h = bf16_values(n as usize);
+    let mut out = Buffer::from_host(&stream, &[u32::MAX; 128])?;
+    guarded_words(
+        &stream,
+        LaunchConfig::linear(1, 64),
+        &Buffer::from_host(&stream, &h)?,
+        &mut out,
+        n,
+    )?;
+    let got = out.to_host(&stream)?;
+    for j in 0..128 {
+        let want = if j < n as usize / 2 { word(&h, j) } else { 0 };
+        assert_eq!(got[j], want, "word {j}");
+    }
+    Ok(())
+}
+
+#[test]
+fn store_words_writes_bf16_pairs_back_at_every_width() -> Result<(), Error> {
+    use common::intrinsics::swap_bf16_pairs;
+    let stream = Device::emulator().stream()?;
+    let x = bf16_values(64 * 8);
+    let nan = Bf16::from_f32(f32::NAN);
+    let mut y = Buffer::from_host(&stream, &vec![nan; x.len()])?;
+    let mut z = Buffer::from_host(&stream, &vec![nan; x.len()])?;
+    swap_bf16_pairs(
+        &stream,
+        LaunchConfig::linear(2, 32),
+        &Buffer::from_host(&stream, &x)?,
+        &mut y,
+        &mut z,
+    )?;
+    let bits = |v: Vec<Bf16>| v.iter().map(|b| b.to_bits()).collect::<Vec<u16>>();
+    let swapped: Vec<u16> = (0..x.len()).map(|k| x[k ^ 1].to_bits()).collect();
+    assert_eq!(bits(y.to_host(&stream)?), swapped);
+    let want: Vec<u16> = (0..x.len())
+        .map(|k| {
+            if k % 8 / 2 == 2 {
+                swapped[k]
+            } else {
+                x[k].to_bits()
+            }
+        })
+        .collect();
+    assert_eq!(bits(z.to_host(&stream)?), want);
+    Ok(())
+}

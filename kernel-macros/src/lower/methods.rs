@@ -69,6 +69,23 @@ impl Lowerer<'_> {
                         };
                         self.vector_store(VecPlace::Global(&s), lanes, args[0], args[1], span)
                     }
+                    "load_words" | "load_words_or" => {
+                        let guarded = name == "load_words_or";
+                        arity(if guarded { 2 } else { 1 })?;
+                        let span = crate::diag::range(&m);
+                        let a = self.word_count(&name, m.turbofish.as_ref(), span)?;
+                        let ok = guarded.then(|| args[1]);
+                        self.words_load(&s, a, args[0], ok, span)
+                    }
+                    "store_words" => {
+                        arity(2)?;
+                        if !s.mutable {
+                            return err(crate::diag::range(&m.receiver), format!("cannot write through `{}`: it is a `&[{}]`; declare the parameter `&mut [{}]` to write to it", s.name, rust_name(s.elem), rust_name(s.elem)));
+                        }
+                        let span = crate::diag::range(&m);
+                        let a = self.word_count(&name, m.turbofish.as_ref(), span)?;
+                        self.words_store(&s, a, args[0], args[1], span)
+                    }
                     "load_cg" => {
                         arity(1)?;
                         self.load_cg(&s, args[0], crate::diag::range(&m))
@@ -82,7 +99,7 @@ impl Lowerer<'_> {
                         self.atomic(n, StateSpace::Global, s.elem, addr, &args, crate::diag::range(&m))
                     }
                     "len" => err(crate::diag::range(&m), "a kernel's slices carry no length: pass the length as a `u32` parameter"),
-                    other => err(crate::diag::range(&m.method), format!("slices in kernels have no method `{other}`: index them, or use load_vec/load_vec_or/store_vec (load4/store4, load8/store8), load_cg, atomic_*")),
+                    other => err(crate::diag::range(&m.method), format!("slices in kernels have no method `{other}`: index them, or use load_vec/load_vec_or/store_vec (load4/store4, load8/store8), load_words/load_words_or/store_words, load_cg, atomic_*")),
                 }
             }
             Value::Shared(a) => {

@@ -18,7 +18,7 @@ use syn::Expr;
 
 /// How `lanes` elements travel: `words` memory words of type `word`, `per_word` elements each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Access {
+pub(crate) struct Access {
     lanes: usize,
     word: ScalarType,
     words: usize,
@@ -189,6 +189,26 @@ impl Lowerer<'_> {
                 }
             }
         };
+        self.load_into(place, a, &words, addr, pred);
+        if a.per_word() == 1 {
+            return Ok(Value::Array { elems: words, elem });
+        }
+        let elems = words
+            .into_iter()
+            .flat_map(|w| self.halves_of(w, elem))
+            .collect();
+        Ok(Value::Array { elems, elem })
+    }
+
+    /// One `ld` of `a.words` words into `words`, predicated on `pred` where there is one.
+    fn load_into(
+        &mut self,
+        place: VecPlace,
+        a: Access,
+        words: &[Reg],
+        addr: Operand,
+        pred: Option<Reg>,
+    ) {
         let op = Op::Ld {
             space: place.space(),
             ty: a.word,
@@ -217,14 +237,143 @@ impl Lowerer<'_> {
             }
             None => self.inst(op, vec![dst], vec![addr]),
         }
-        if a.per_word() == 1 {
-            return Ok(Value::Array { elems: words, elem });
+    }
+
+    /// The word count a `::<N>` turbofish of `load_words`/`store_words` names: 1, 2 or 4.
+    pub(crate) fn word_count(
+        &mut self,
+        method: &str,
+        turbofish: Option<&syn::AngleBracketedGenericArguments>,
+        span: SpanRange,
+    ) -> DResult<Access> {
+        let args: Vec<_> = turbofish
+            .map(|t| t.args.iter().collect())
+            .unwrap_or_default();
+        let n = match args.as_slice() {
+            [a] => self.const_generic_arg(a)?,
+            _ => {
+                return err(
+                    span,
+                    format!("give the word count as a constant: `x.{method}::<4>(i)`"),
+                )
+            }
+        };
+        if !matches!(n, 1 | 2 | 4) {
+            return err(
+                span,
+                format!(
+                    "`{method}` moves 1, 2 or 4 words (4, 8 or 16 bytes) in one access, not {n}"
+                ),
+            );
         }
-        let elems = words
-            .into_iter()
-            .flat_map(|w| self.halves_of(w, elem))
-            .collect();
-        Ok(Value::Array { elems, elem })
+        Ok(Access {
+            lanes: n as usize,
+            word: ScalarType::B32,
+            words: n as usize,
+        })
+    }
+
+    /// `x.load_words::<N>(i)`, or with `ok` `x.load_words_or::<N>(i, ok)`: the `4·N` bytes
+    /// from element `i` on as `[u32; N]`, unsplit whatever the element type (bf16 data held
+    /// as pairs the way the builder's kernels hold it). Zero words where `ok` is false.
+    pub(crate) fn words_load(
+        &mut self,
+        s: &SliceRef,
+        a: Access,
+        index: &Expr,
+        ok: Option<&Expr>,
+        span: SpanRange,
+    ) -> DResult<Value> {
+        let place = VecPlace::Global(s);
+        let idx = self.index_scalar(index)?;
+        let addr = self.vec_address(place, &idx, crate::diag::range(index))?;
+        let ok = match ok {
+            Some(e) => Some(self.expr_as(e, ScalarType::Pred)?),
+            None => None,
+        };
+        self.span = span;
+        let words: Vec<Reg> = (0..a.words).map(|_| self.b.reg(ScalarType::U32)).collect();
+        let zero = |w: Reg| (w, Operand::Imm(kernel_dsl::ir::Imm::Int(0)));
+        let pred = match ok {
+            Some(ok) if ok.const_int() == Some(0) => {
+                for &w in &words {
+                    let (w, z) = zero(w);
+                    self.inst(
+                        Op::Mov {
+                            ty: ScalarType::B32,
+                        },
+                        vec![w.into()],
+                        vec![z],
+                    );
+                }
+                return Ok(Value::Array {
+                    elems: words,
+                    elem: ScalarType::U32,
+                });
+            }
+            Some(ok) if ok.const_int().is_none() => {
+                for &w in &words {
+                    let (w, z) = zero(w);
+                    self.inst(
+                        Op::Mov {
+                            ty: ScalarType::B32,
+                        },
+                        vec![w.into()],
+                        vec![z],
+                    );
+                }
+                Some(self.materialize(&ok))
+            }
+            _ => None,
+        };
+        self.load_into(place, a, &words, addr, pred);
+        Ok(Value::Array {
+            elems: words,
+            elem: ScalarType::U32,
+        })
+    }
+
+    /// `y.store_words::<N>(i, w)` with `w: [u32; N]`: the bytes of `w` at element `i` on.
+    pub(crate) fn words_store(
+        &mut self,
+        s: &SliceRef,
+        a: Access,
+        index: &Expr,
+        value: &Expr,
+        span: SpanRange,
+    ) -> DResult<Value> {
+        let v = self.expr(value, Some(ScalarType::U32))?;
+        let regs = match v {
+            Value::Array { elems, elem } if elem == ScalarType::U32 && elems.len() == a.words => {
+                elems
+            }
+            other => {
+                return err(
+                    crate::diag::range(&value),
+                    format!("expected `[u32; {}]`, found {}", a.words, other.describe()),
+                )
+            }
+        };
+        let place = VecPlace::Global(s);
+        let idx = self.index_scalar(index)?;
+        let addr = self.vec_address(place, &idx, crate::diag::range(index))?;
+        self.span = span;
+        let src = if a.words == 1 {
+            regs[0].into()
+        } else {
+            Operand::Vector(regs.iter().map(|r| (*r).into()).collect())
+        };
+        self.inst(
+            Op::St {
+                space: place.space(),
+                ty: a.word,
+                vec: a.width(),
+                cache: None,
+            },
+            vec![],
+            vec![addr, src],
+        );
+        Ok(Value::Unit)
     }
 
     /// The low and high 16 bits of a 32-bit word, as two values of `elem`: one unpacking

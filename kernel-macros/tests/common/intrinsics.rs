@@ -250,3 +250,54 @@ pub fn chunked_work(seen: &mut [u32], counter: &mut [u32], n: u32) {
         }
     }
 }
+
+/// `load_words` of every width on a `&[bf16]`: thread `t` reads its 16 bytes as one `[u32; 4]`,
+/// the first 8 again as `[u32; 2]` and the next 4 as `[u32; 1]`, and writes the words out.
+#[kernel(crate = crate::common::paths)]
+pub fn bf16_words(h: &[bf16], w4: &mut [u32], w2: &mut [u32], w1: &mut [u32], n: u32) {
+    let t = block_idx().x * block_dim().x + thread_idx().x;
+    if t < n {
+        w4.store_words::<4>(t * 4, h.load_words::<4>(t * 8));
+        let b = h.load_words::<2>(t * 8);
+        w2[t * 2] = b[0];
+        w2[t * 2 + 1] = b[1];
+        w1[t] = h.load_words::<1>(t * 8 + 4)[0];
+    }
+}
+
+/// Four bf16 per thread widened to f32 from their words: the low half shifted up, the high
+/// half masked.
+#[kernel(crate = crate::common::paths)]
+pub fn widen_bf16_words(h: &[bf16], y: &mut [f32], n: u32) {
+    let t = block_idx().x * block_dim().x + thread_idx().x;
+    if t < n {
+        let w = h.load_words::<2>(t * 4);
+        for j in 0..2 {
+            y[t * 4 + j * 2] = from_bits(w[j] << 16);
+            y[t * 4 + j * 2 + 1] = from_bits(w[j] & 0xffff_0000);
+        }
+    }
+}
+
+/// Two words per thread where they lie below `n` elements, zeros past it.
+#[kernel(crate = crate::common::paths)]
+pub fn guarded_words(h: &[bf16], out: &mut [u32], n: u32) {
+    let t = thread_idx().x;
+    let w = h.load_words_or::<2>(t * 4, t * 4 < n);
+    out.store_words::<2>(t * 2, w);
+}
+
+/// `store_words` of every width into `&mut [bf16]`: `y` gets each pair of `x` swapped, `z` a
+/// copy of `x` whose third word is swapped.
+#[kernel(crate = crate::common::paths)]
+pub fn swap_bf16_pairs(x: &[bf16], y: &mut [bf16], z: &mut [bf16]) {
+    let t = block_idx().x * block_dim().x + thread_idx().x;
+    let mut w = x.load_words::<4>(t * 8);
+    for j in 0..4 {
+        w[j] = (w[j] >> 16) | (w[j] << 16);
+    }
+    y.store_words::<4>(t * 8, w);
+    z.store_words::<2>(t * 8, x.load_words::<2>(t * 8));
+    z.store_words::<1>(t * 8 + 4, [w[2]]);
+    z.store_words::<1>(t * 8 + 6, x.load_words::<1>(t * 8 + 6));
+}
