@@ -432,3 +432,41 @@ fn store_words_writes_bf16_pairs_back_at_every_width() -> Result<(), Error> {
     assert_eq!(bits(z.to_host(&stream)?), want);
     Ok(())
 }
+
+/// Words read from and written back to a `&mut [u32]`, reversed within each 16 bytes.
+#[kernel(crate = crate::common::paths)]
+pub fn reverse_words_in_place(y: &mut [u32]) {
+    let i = thread_idx().x * 4;
+    let w = y.load_words::<4>(i);
+    y.store_words::<4>(i, [w[3], w[2], w[1], w[0]]);
+}
+
+#[test]
+fn word_loads_take_the_cache_path_of_load_vec_on_the_same_slice() -> Result<(), Error> {
+    let emit = |k: &kernel_dsl::KernelArtifacts| {
+        (k.emit.expect("emit function"))(kernel_dsl::Target::Sm89).expect("emits")
+    };
+    let ptx = emit(&common::intrinsics::BF16_WORDS);
+    for ld in [
+        "ld.global.nc.v4.b32",
+        "ld.global.nc.v2.b32",
+        "ld.global.nc.b32",
+    ] {
+        assert!(ptx.contains(ld), "{ld}: {ptx}");
+    }
+    let ptx = emit(&common::intrinsics::GUARDED_WORDS);
+    assert!(ptx.contains("@%p1 ld.global.nc.v2.b32"), "{ptx}");
+    let ptx = emit(&REVERSE_WORDS_IN_PLACE);
+    assert!(
+        ptx.contains("ld.global.v4.b32") && !ptx.contains(".nc"),
+        "{ptx}"
+    );
+
+    let stream = Device::emulator().stream()?;
+    let x: Vec<u32> = (0..128).map(|k| k * 0x0101_0101 + 7).collect();
+    let mut y = Buffer::from_host(&stream, &x)?;
+    reverse_words_in_place(&stream, LaunchConfig::linear(1, 32), &mut y)?;
+    let want: Vec<u32> = (0..128).map(|k| x[k ^ 3]).collect();
+    assert_eq!(y.to_host(&stream)?, want);
+    Ok(())
+}

@@ -4,7 +4,9 @@
 //! writes them back. `W · size_of::<T>()` is 2, 4, 8 or 16 bytes (or W = 1), and `i` must be a
 //! multiple of `W` so that the access is aligned. `load4`/`store4` (32-bit) and `load8`/`store8`
 //! (16-bit) are the 16-byte forms under fixed names. A shared array has `load_vec` too (one
-//! `ld.shared`), for data staged there by `cp_async_16`.
+//! `ld.shared`), for data staged there by `cp_async_16`. `x.load_words::<N>(i)`,
+//! `x.load_words_or::<N>(i, ok)` and `y.store_words::<N>(i, w)` move the same bytes as `[u32; N]`
+//! without splitting them into elements.
 
 use super::expr::memory_type;
 use super::value::{SharedRef, SliceRef, Value};
