@@ -1,8 +1,6 @@
-//! Greedy decoding's arg-max in `#[kernel]` against the builder-written kernel it replaces,
-//! side by side in one process, each as a share of the device's copy bandwidth (the driver's
-//! device-to-device copy of 1 GiB, measured in the same run). Each pair is timed twice,
-//! alternating, so that clock drift shows as disagreement between the passes. The bytes are
-//! the logits, read once.
+//! Greedy decoding's arg-max, as a share of the device's copy bandwidth (the driver's
+//! device-to-device copy of 1 GiB, measured in the same run). Each row is timed twice, so that
+//! clock drift shows as disagreement between the passes. The bytes are the logits, read once.
 //!
 //! ```text
 //! cargo run --release -p kernels --example bench_argmax          # on a GPU
@@ -11,48 +9,36 @@
 
 mod common;
 
-use common::{filled, row, Bench, Res};
+use common::{filled, single_row, Bench, Res};
 use kernel_runtime::{Bf16, Buffer};
 use kernels::argmax;
 use kernels::Float;
 
-/// One table row: the builder kernel and the `#[kernel]` one on the same buffers.
-fn compare<T: Float>(b: &Bench, rows: usize, vocab: usize) -> Res {
+/// One table row.
+fn measure<T: Float>(b: &Bench, rows: usize, vocab: usize) -> Res {
     let s = &b.stream;
     let logits = filled::<T>(s, rows * vocab, 5)?;
     let mut index = Buffer::<u32>::zeros(s, rows)?;
     let mut ws = Buffer::<u32>::zeros(s, argmax::argmax_workspace(rows, vocab))?;
     let bytes = (rows * vocab * std::mem::size_of::<T>()) as f64;
-    let mut cells = Vec::new();
-    for _pass in 0..2 {
-        let mut run = |builder: bool| {
-            b.time(|s| {
-                if builder {
-                    argmax::argmax_builder(s, &logits, &mut index, &mut ws, rows, vocab)?;
-                } else {
-                    argmax::argmax(s, &logits, &mut index, &mut ws, rows, vocab)?;
-                }
-                Ok(())
-            })
-        };
-        let old = run(true)?;
-        let new = run(false)?;
-        cells.push((b.percent(bytes, old), b.percent(bytes, new)));
-    }
+    let cells = b.percent_twice(bytes, |s| {
+        argmax::argmax(s, &logits, &mut index, &mut ws, rows, vocab)?;
+        Ok(())
+    })?;
     let label = format!(
         "argmax | {:<4} | {:>5}x{:<6}",
         T::TYPE.suffix(),
         rows,
         vocab
     );
-    row(&label, &cells);
+    single_row(&label, cells);
     Ok(())
 }
 
 fn main() -> Res {
     let b = Bench::new()?;
-    println!("| op | dtype | rows x vocab | builder % copy (2 passes) | #[kernel] % copy (2 passes) | mean diff (points) |");
-    println!("|---|---|---|---|---|---|");
+    println!("| op | dtype | rows x vocab | % copy (2 passes) |");
+    println!("|---|---|---|---|");
     // Decode batches over Qwen's vocabulary (16-byte rows), one sequence, and GPT-2's odd one.
     let shapes: &[(usize, usize)] = if Bench::small() {
         &[(3, 20000), (1, 5001)]
@@ -60,8 +46,8 @@ fn main() -> Res {
         &[(64, 151936), (1, 151936), (256, 151936), (64, 50257)]
     };
     for &(rows, vocab) in shapes {
-        compare::<f32>(&b, rows, vocab)?;
-        compare::<Bf16>(&b, rows, vocab)?;
+        measure::<f32>(&b, rows, vocab)?;
+        measure::<Bf16>(&b, rows, vocab)?;
     }
     Ok(())
 }

@@ -2,27 +2,22 @@
 //! going to the lowest index, for f32 and bf16 logits. A few rows fill the GPU: each row is
 //! split over several CTAs, which leave their partials in a caller's workspace.
 
-mod combine;
-mod kernel;
 mod plan;
 mod search_kernel;
 
+use crate::codegen::kernel_refs;
 use crate::codegen::tensor::Access;
-use crate::codegen::{kernel_refs, kernel_table};
 use crate::error::check_workspace;
 use crate::rowwise::problem::validate;
-use crate::rowwise::spec::RowSpec;
 use crate::Float;
 use crate::{check_len, Error, OpKernel};
-use kernel_runtime::{Buffer, KernelArg, Stream};
+use kernel_runtime::{Buffer, Stream};
 use plan::{access_for, Split};
-
-kernel_table!(static ARGMAX = kernel::argmax, RowSpec::CTA, [0 1 2 3]);
 
 static ARGMAX_SEARCH: [OpKernel; 4] = OpKernel::instances(search_kernel::ARGMAX_INSTANCES);
 
 /// Every specialization this module ships.
-pub static KERNELS: &[&OpKernel] = kernel_refs![ARGMAX_SEARCH[0 1 2 3], ARGMAX[0 1 2 3]];
+pub static KERNELS: &[&OpKernel] = kernel_refs![ARGMAX_SEARCH[0 1 2 3]];
 
 /// u32 words of workspace [`argmax`] needs for a `rows × cols` problem.
 ///
@@ -114,41 +109,6 @@ fn checked<T: Float>(
         return Ok(None);
     }
     Ok(Some((access, split)))
-}
-
-/// The builder-written kernel that [`argmax`] replaces, kept only until the two have been
-/// measured side by side (`bench_argmax`).
-#[doc(hidden)]
-pub fn argmax_builder<T: Float>(
-    stream: &Stream,
-    logits: &Buffer<T>,
-    index: &mut Buffer<u32>,
-    workspace: &mut Buffer<u32>,
-    rows: usize,
-    cols: usize,
-) -> Result<(), Error> {
-    crate::float::f32_or_bf16::<T>("argmax_builder")?;
-    let Some((access, split)) =
-        checked::<T>(logits.len(), index.len(), workspace.len(), rows, cols)?
-    else {
-        return Ok(());
-    };
-    let spec = RowSpec::CTA
-        .into_iter()
-        .find(|s| s.storage == T::TYPE && s.access == access)
-        .expect("RowSpec::CTA covers every storage and access");
-    let args = [
-        KernelArg::from(logits),
-        KernelArg::from(&mut *index),
-        KernelArg::from(&mut *workspace),
-        KernelArg::from(rows as u32),
-        KernelArg::from(cols as u32),
-        KernelArg::from(split.splits),
-        KernelArg::from(split.seg),
-    ];
-    let kernel = &ARGMAX[spec.cta_index()];
-    stream.launch(kernel.artifacts(), split.launch(rows as u32), &args)?;
-    Ok(())
 }
 
 /// The CPU reference: the first index of each row's maximum (NaN counts as +∞).

@@ -9,9 +9,6 @@ use kernel_runtime::LaunchConfig;
 
 /// Threads per arg-max CTA.
 pub(crate) const ARGMAX_THREADS: u32 = 256;
-/// Chunks each thread loads per step of its loop (all loads issued before any is used): 128
-/// bytes per thread in flight with 16-byte vectors.
-pub(crate) const ARGMAX_UNROLL: u32 = 8;
 /// CTAs a launch aims for: several per SM on any current GPU.
 const TARGET_CTAS: u32 = 1024;
 /// The fewest chunks a CTA is given (four per thread), so its fixed cost (a CTA reduction and

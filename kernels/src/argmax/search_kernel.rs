@@ -68,23 +68,51 @@ pub fn argmax<T: Element, const W: u32>(
         while c < s1 {
             // Chunks past the segment load its last chunk again (a cache hit): a repeated
             // (value, column) changes no candidate, so no load needs a guard.
-            let mut v = [0.0f32; 8 * W];
             let mut col = [0u32; 8];
-            for h in 0..8 {
-                col[h] = min(c + h * 256, s1 - 1) * W;
-                let x = logits.load_vec::<W>(base + col[h]);
-                for k in 0..W {
-                    // `min` returns its other operand for NaN: NaN counts as +∞.
-                    v[h * W + k] = min(x[k] as f32, f32::INFINITY);
+            if W == 8 {
+                // bf16 in 16-byte chunks: held as the loaded words and widened by a shift or a
+                // mask as each is compared, rather than split into 16-bit registers first.
+                let mut raw = [0u32; 32];
+                for h in 0..8 {
+                    col[h] = min(c + h * 256, s1 - 1) * W;
+                    let x = logits.load_words::<4>(base + col[h]);
+                    for j in 0..4 {
+                        raw[h * 4 + j] = x[j];
+                    }
                 }
-            }
-            // A thread meets its columns in increasing order (repeats aside), so only a
-            // strictly greater value replaces its candidate.
-            for h in 0..8 {
-                for k in 0..W {
-                    let greater = v[h * W + k] > best;
-                    at = if greater { col[h] + k } else { at };
-                    best = if greater { v[h * W + k] } else { best };
+                for h in 0..8 {
+                    for j in 0..4 {
+                        // `min` returns its other operand for NaN: NaN counts as +∞.
+                        let lo = min(from_bits(raw[h * 4 + j] << 16), f32::INFINITY);
+                        let hi = min(from_bits(raw[h * 4 + j] & 0xffff_0000), f32::INFINITY);
+                        // A thread meets its columns in increasing order (repeats aside), so
+                        // only a strictly greater value replaces its candidate.
+                        let greater = lo > best;
+                        at = if greater { col[h] + 2 * j } else { at };
+                        best = if greater { lo } else { best };
+                        let greater = hi > best;
+                        at = if greater { col[h] + 2 * j + 1 } else { at };
+                        best = if greater { hi } else { best };
+                    }
+                }
+            } else {
+                let mut v = [0.0f32; 8 * W];
+                for h in 0..8 {
+                    col[h] = min(c + h * 256, s1 - 1) * W;
+                    let x = logits.load_vec::<W>(base + col[h]);
+                    for k in 0..W {
+                        // `min` returns its other operand for NaN: NaN counts as +∞.
+                        v[h * W + k] = min(x[k] as f32, f32::INFINITY);
+                    }
+                }
+                // A thread meets its columns in increasing order (repeats aside), so only a
+                // strictly greater value replaces its candidate.
+                for h in 0..8 {
+                    for k in 0..W {
+                        let greater = v[h * W + k] > best;
+                        at = if greater { col[h] + k } else { at };
+                        best = if greater { v[h * W + k] } else { best };
+                    }
                 }
             }
             c += 8 * 256;
