@@ -202,6 +202,25 @@ impl Lowerer<'_> {
         Ok(Value::Array { elems, elem })
     }
 
+    /// One `st` of `regs` (a word each, or one scalar) at `addr`: `a`'s width and word type.
+    fn store_from(&mut self, place: VecPlace<'_>, a: Access, addr: Operand, regs: &[Reg]) {
+        let src = if a.words == 1 {
+            regs[0].into()
+        } else {
+            Operand::Vector(regs.iter().map(|r| (*r).into()).collect())
+        };
+        self.inst(
+            Op::St {
+                space: place.space(),
+                ty: a.word,
+                vec: a.width(),
+                cache: None,
+            },
+            vec![],
+            vec![addr, src],
+        );
+    }
+
     /// One `ld` of `a.words` words into `words`, predicated on `pred` where there is one.
     fn load_into(
         &mut self,
@@ -360,21 +379,7 @@ impl Lowerer<'_> {
         let idx = self.index_scalar(index)?;
         let addr = self.vec_address(place, &idx, crate::diag::range(index))?;
         self.span = span;
-        let src = if a.words == 1 {
-            regs[0].into()
-        } else {
-            Operand::Vector(regs.iter().map(|r| (*r).into()).collect())
-        };
-        self.inst(
-            Op::St {
-                space: place.space(),
-                ty: a.word,
-                vec: a.width(),
-                cache: None,
-            },
-            vec![],
-            vec![addr, src],
-        );
+        self.store_from(place, a, addr, &regs);
         Ok(Value::Unit)
     }
 
@@ -458,21 +463,7 @@ impl Lowerer<'_> {
         } else {
             elems
         };
-        let src = if a.words == 1 {
-            regs[0].into()
-        } else {
-            Operand::Vector(regs.iter().map(|r| (*r).into()).collect())
-        };
-        self.inst(
-            Op::St {
-                space: place.space(),
-                ty: a.word,
-                vec: a.width(),
-                cache: None,
-            },
-            vec![],
-            vec![addr, src],
-        );
+        self.store_from(place, a, addr, &regs);
         Ok(Value::Unit)
     }
 }
