@@ -98,7 +98,7 @@ pub fn add_rms_norm<T: Float>(
     else {
         return Ok(());
     };
-    // One element at a time the kernel takes 76 registers, so at most 768 threads a block.
+    // One element at a time the kernel takes up to 76 registers, so at most 768 threads a block.
     let most = if p.access == Access::Scalar {
         768
     } else {

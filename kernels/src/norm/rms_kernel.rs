@@ -8,7 +8,7 @@
 //! first 16 elements of the row in registers between the reduction and the write; wider rows
 //! read the rest again. Block-per-row instances take up to 1024 threads, so they stay within
 //! 64 registers, except the fused form's one-element instances, which read all of a chunk's
-//! loads under one guard and hold γ across the reduction (76 registers, measured faster than
+//! loads under one guard and hold γ across the reduction (74 or 76 registers, faster than
 //! the 56 of clamped loads) and so take up to 768 (`tests/instance_registers.rs` checks both).
 //! No launch bound says so: `maxnreg = 64` lets ptxas take 40 to 56 and halves occupancy, and
 //! `max_threads = 1024` trims them to 32 with spills (measured in BENCHMARKS.md).
