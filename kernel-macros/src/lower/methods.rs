@@ -56,12 +56,16 @@ impl Lowerer<'_> {
                         let guard = guarded.then(|| (args[1], args[2]));
                         self.vector_load(VecPlace::Global(&s), lanes, args[0], guard, span)
                     }
-                    "store4" | "store8" | "store_vec" => {
+                    "store4" | "store8" | "store_vec" | "store_words" => {
                         arity(2)?;
                         if !s.mutable {
                             return err(crate::diag::range(&m.receiver), format!("cannot write through `{}`: it is a `&[{}]`; declare the parameter `&mut [{}]` to write to it", s.name, rust_name(s.elem), rust_name(s.elem)));
                         }
                         let span = crate::diag::range(&m);
+                        if name == "store_words" {
+                            let a = self.word_count(&name, m.turbofish.as_ref(), span)?;
+                            return self.words_store(&s, a, args[0], args[1], span);
+                        }
                         let lanes = match name.as_str() {
                             "store4" => self.fixed_lanes(&s, 4, 32, &name, span)?,
                             "store8" => self.fixed_lanes(&s, 8, 16, &name, span)?,
@@ -76,15 +80,6 @@ impl Lowerer<'_> {
                         let a = self.word_count(&name, m.turbofish.as_ref(), span)?;
                         let ok = guarded.then(|| args[1]);
                         self.words_load(&s, a, args[0], ok, span)
-                    }
-                    "store_words" => {
-                        arity(2)?;
-                        if !s.mutable {
-                            return err(crate::diag::range(&m.receiver), format!("cannot write through `{}`: it is a `&[{}]`; declare the parameter `&mut [{}]` to write to it", s.name, rust_name(s.elem), rust_name(s.elem)));
-                        }
-                        let span = crate::diag::range(&m);
-                        let a = self.word_count(&name, m.turbofish.as_ref(), span)?;
-                        self.words_store(&s, a, args[0], args[1], span)
                     }
                     "load_cg" => {
                         arity(1)?;

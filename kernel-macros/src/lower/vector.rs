@@ -314,39 +314,27 @@ impl Lowerer<'_> {
         };
         self.span = span;
         let words: Vec<Reg> = (0..a.words).map(|_| self.b.reg(ScalarType::U32)).collect();
-        let zero = |w: Reg| (w, Operand::Imm(kernel_dsl::ir::Imm::Int(0)));
-        let pred = match ok {
-            Some(ok) if ok.const_int() == Some(0) => {
-                for &w in &words {
-                    let (w, z) = zero(w);
-                    self.inst(
-                        Op::Mov {
-                            ty: ScalarType::B32,
-                        },
-                        vec![w.into()],
-                        vec![z],
-                    );
-                }
-                return Ok(Value::Array {
-                    elems: words,
-                    elem: ScalarType::U32,
-                });
+        // A guard not known to hold zero-fills the words first; one known to fail reads nothing.
+        let never = ok.as_ref().is_some_and(|ok| ok.const_int() == Some(0));
+        let guarded = ok.filter(|ok| ok.const_int().is_none());
+        if never || guarded.is_some() {
+            for &w in &words {
+                self.inst(
+                    Op::Mov {
+                        ty: ScalarType::B32,
+                    },
+                    vec![w.into()],
+                    vec![Operand::Imm(kernel_dsl::ir::Imm::Int(0))],
+                );
             }
-            Some(ok) if ok.const_int().is_none() => {
-                for &w in &words {
-                    let (w, z) = zero(w);
-                    self.inst(
-                        Op::Mov {
-                            ty: ScalarType::B32,
-                        },
-                        vec![w.into()],
-                        vec![z],
-                    );
-                }
-                Some(self.materialize(&ok))
-            }
-            _ => None,
-        };
+        }
+        if never {
+            return Ok(Value::Array {
+                elems: words,
+                elem: ScalarType::U32,
+            });
+        }
+        let pred = guarded.map(|ok| self.materialize(&ok));
         self.load_into(place, a, &words, addr, pred);
         Ok(Value::Array {
             elems: words,
