@@ -114,29 +114,31 @@ pub(crate) fn warp_sums4(v: [f32; 4], lane: u32) -> f32 {
     s
 }
 
-/// The block's sums of two values, in every thread of it, in a fixed order: one pair of
-/// barriers for both. The same contract as [`block_sum`].
+/// The block's sums of two values, in every thread of it, in a fixed order, with one barrier:
+/// consecutive calls (`round` counting them) alternate between two shared buffers, so a call
+/// never writes the buffer that a slower warp may still be reading from the call before (to
+/// reach a third call, every warp has passed the second call's barrier). Otherwise the same
+/// contract as [`block_sum`].
 #[device(crate = crate::lang)]
-pub(crate) fn block_sums2(v: [f32; 2], t: u32, threads: u32) -> [f32; 2] {
+pub(crate) fn block_sums2(v: [f32; 2], t: u32, threads: u32, round: u32) -> [f32; 2] {
     let lane = t % 32;
     let s = warp_sums2(v, lane);
-    // Sum `j` of warp `w` at `j·32 + w`.
-    let partial = shared_array::<f32, 64>();
+    // Sum `j` of warp `w` at `j·32 + w`, in this round's half.
+    let partial = shared_array::<f32, 128>();
+    let half = (round % 2) * 64;
     if lane % 16 == 0 {
-        partial[(lane / 16) * 32 + t / 32] = s;
+        partial[half + (lane / 16) * 32 + t / 32] = s;
     }
     sync_threads();
     let warps = threads / 32;
     let w = min(lane, warps - 1);
-    let p0 = partial[w];
-    let p1 = partial[32 + w];
+    let p0 = partial[half + w];
+    let p1 = partial[half + 32 + w];
     let mine = lane < warps;
     let total = warp_sums2(
         [if mine { p0 } else { 0.0 }, if mine { p1 } else { 0.0 }],
         lane,
     );
-    // The next call writes `partial` again.
-    sync_threads();
     [shfl_idx(total, 0), shfl_idx(total, 16)]
 }
 

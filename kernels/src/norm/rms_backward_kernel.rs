@@ -12,7 +12,57 @@
 //! row's loads together at its top. Two 512-thread blocks share an SM, one's
 //! reduction hiding the other's loads, hence the cap of 64 registers.
 
-use kernel_macros::kernel;
+use kernel_macros::{device, kernel};
+
+/// The eight values of a 16-byte bf16 chunk held as its four words: element `2j` is the low
+/// half of word `j`, widened by a shift, and `2j + 1` the high half, by a mask.
+#[device(crate = crate::lang)]
+fn bf16_halves(w: [u32; 4]) -> [f32; 8] {
+    let mut f = [0.0f32; 8];
+    for j in 0..4 {
+        f[2 * j] = from_bits(w[j] << 16);
+        f[2 * j + 1] = from_bits(w[j] & 0xffff_0000);
+    }
+    f
+}
+
+/// A thread's eight held values of x or dy as f32: from the words of the staged instances
+/// (`W > 1 && T::VEC == 8`), else from the elements.
+#[device(crate = crate::lang)]
+fn held_f32<T, const W: u32>(elems: [T; 8], words: [u32; 4]) -> [f32; 8] {
+    let mut f = [0.0f32; 8];
+    if W > 1 && T::VEC == 8 {
+        let h = bf16_halves(words);
+        for i in 0..8 {
+            f[i] = h[i];
+        }
+    } else {
+        for i in 0..8 {
+            f[i] = elems[i] as f32;
+        }
+    }
+    f
+}
+
+/// γ's `W` columns from `i` as f32 (the first `W` of eight), read from L1 where they are
+/// used: every block reads the same γ, and holding it across the row loop would cost
+/// registers that the second block of an SM needs.
+#[device(crate = crate::lang)]
+fn gamma_f32<T, const W: u32>(gamma: &[T], i: u32) -> [f32; 8] {
+    let mut f = [0.0f32; 8];
+    if W > 1 && T::VEC == 8 {
+        let h = bf16_halves(gamma.load_words::<4>(i));
+        for k in 0..8 {
+            f[k] = h[k];
+        }
+    } else {
+        let g = gamma.load_vec::<W>(i);
+        for k in 0..W {
+            f[k] = g[k] as f32;
+        }
+    }
+    f
+}
 
 /// `x, dy, dx: rows × cols`, γ: `cols`, `partial`: a `blocks × cols` f32 workspace.
 #[kernel(
@@ -51,16 +101,16 @@ pub fn rms_norm_backward<T: Element, const W: u32>(
     // The bf16 16-byte instances stage the held chunks of x and dy of the next two rows in
     // shared memory through cp.async while the current row is reduced and written: twice the
     // bytes in flight of one row loaded ahead into registers, and in no registers. Two slots
-    // of `[x, dy]`, each 4096 elements (512 threads × 8); one element in the other instances.
-    let stage = shared_array::<T, { 1 + (W / 8) * 16383 }>();
+    // of `[x, dy]`, each 2048 words (512 threads × 16 bytes); one word in the other instances.
+    let stage = shared_array::<u32, { 1 + (W / 8) * 8191 }>();
     let mut trip = 0u32;
     if W > 1 && T::VEC == 8 {
         let at = min(t, last) * 8;
         for k in 0..2 {
             let r = row + k * step;
             if r < rows {
-                cp_async_16(stage, k * 8192 + t * 8, x, r * cols + at);
-                cp_async_16(stage, k * 8192 + 4096 + t * 8, dy, r * cols + at);
+                cp_async_16(stage, k * 4096 + t * 4, x, r * cols + at);
+                cp_async_16(stage, k * 4096 + 2048 + t * 4, dy, r * cols + at);
             }
             cp_async_commit();
         }
@@ -70,15 +120,18 @@ pub fn rms_norm_backward<T: Element, const W: u32>(
         // This row's held chunks, as loaded.
         let mut xh = [0.0 as T; 8];
         let mut dh = [0.0 as T; 8];
-        let slot = (trip % 2) * 8192 + t * 8;
+        // The staged instances hold their chunk as the copied words, widened where used.
+        let mut xw = [0u32; 4];
+        let mut dw = [0u32; 4];
+        let slot = (trip % 2) * 4096 + t * 4;
         if W > 1 && T::VEC == 8 {
             // This row's copies are the older of the two groups in flight.
             cp_async_wait(1);
-            let xv = stage.load_vec::<W>(slot);
-            let dv = stage.load_vec::<W>(slot + 4096);
-            for k in 0..W {
-                xh[k] = xv[k];
-                dh[k] = dv[k];
+            let xv = stage.load_vec::<4>(slot);
+            let dv = stage.load_vec::<4>(slot + 2048);
+            for k in 0..4 {
+                xw[k] = xv[k];
+                dw[k] = dv[k];
             }
         } else {
             for h in 0..(8 / W) {
@@ -102,21 +155,21 @@ pub fn rms_norm_backward<T: Element, const W: u32>(
 
         let mut ss = 0.0f32;
         let mut dot = 0.0f32;
-        // γ is read where it is used, from L1 (every block reads the same γ): holding it across
-        // the row loop would cost registers that the second block of an SM needs.
+        let xs = held_f32::<T, W>(xh, xw);
+        let ds = held_f32::<T, W>(dh, dw);
         for h in 0..(8 / W) {
             let c = h * threads + t;
-            let gv = gamma.load_vec::<W>(min(c, last) * W);
+            let gf = gamma_f32::<T, W>(gamma, min(c, last) * W);
             for k in 0..W {
                 // Guarded vector loads read 0 outside the row; clamped or staged ones are
                 // zeroed.
                 let xv = if (W > 1 && T::VEC != 8) || c < chunks {
-                    xh[h * W + k] as f32
+                    xs[h * W + k]
                 } else {
                     0.0
                 };
                 ss = xv.mul_add(xv, ss);
-                dot = ((dh[h * W + k] as f32) * (gv[k] as f32)).mul_add(xv, dot);
+                dot = (ds[h * W + k] * gf[k]).mul_add(xv, dot);
             }
         }
         if W > 1 && T::VEC == 8 {
@@ -125,7 +178,7 @@ pub fn rms_norm_backward<T: Element, const W: u32>(
             if r < rows {
                 let at = r * cols + min(t, last) * 8;
                 cp_async_16(stage, slot, x, at);
-                cp_async_16(stage, slot + 4096, dy, at);
+                cp_async_16(stage, slot + 2048, dy, at);
             }
             cp_async_commit();
         }
@@ -141,18 +194,19 @@ pub fn rms_norm_backward<T: Element, const W: u32>(
             }
             c += threads;
         }
-        let sums = block_sums2([ss, dot], t, threads);
+        let sums = block_sums2([ss, dot], t, threads, trip);
         let rstd = (sums[0] * inv_n + eps).rsqrt_rn();
         let neg_coef = -(sums[1] * (rstd * rstd * rstd) * inv_n);
 
+        let xs = held_f32::<T, W>(xh, xw);
+        let ds = held_f32::<T, W>(dh, dw);
         for h in 0..(8 / W) {
             let c = h * threads + t;
-            let gv = gamma.load_vec::<W>(min(c, last) * W);
+            let gf = gamma_f32::<T, W>(gamma, min(c, last) * W);
             let mut out = [0.0 as T; W];
             for k in 0..W {
-                let xv = xh[h * W + k] as f32;
-                let dv = dh[h * W + k] as f32;
-                out[k] = ((gv[k] as f32) * dv).mul_add(rstd, xv * neg_coef) as T;
+                let (xv, dv) = (xs[h * W + k], ds[h * W + k]);
+                out[k] = (gf[k] * dv).mul_add(rstd, xv * neg_coef) as T;
                 // Chunks outside the row add to gradients that are never stored.
                 grad[h * W + k] = dv.mul_add(xv * rstd, grad[h * W + k]);
             }
