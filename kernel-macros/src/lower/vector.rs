@@ -118,15 +118,26 @@ impl Lowerer<'_> {
         turbofish: Option<&syn::AngleBracketedGenericArguments>,
         span: SpanRange,
     ) -> DResult<i64> {
+        self.turbofish_constant(
+            turbofish,
+            span,
+            "give the vector width as a constant: `x.load_vec::<4>(i)` or `x.load_vec::<{ T::VEC }>(i)`",
+        )
+    }
+
+    /// The one constant a method's `::<N>` turbofish names; `missing` is the error otherwise.
+    fn turbofish_constant(
+        &mut self,
+        turbofish: Option<&syn::AngleBracketedGenericArguments>,
+        span: SpanRange,
+        missing: &str,
+    ) -> DResult<i64> {
         let args: Vec<_> = turbofish
             .map(|t| t.args.iter().collect())
             .unwrap_or_default();
         match args.as_slice() {
             [a] => self.const_generic_arg(a),
-            _ => err(
-                span,
-                "give the vector width as a constant: `x.load_vec::<4>(i)` or `x.load_vec::<{ T::VEC }>(i)`",
-            ),
+            _ => err(span, missing),
         }
     }
 
@@ -204,11 +215,7 @@ impl Lowerer<'_> {
 
     /// One `st` of `regs` (a word each, or one scalar) at `addr`: `a`'s width and word type.
     fn store_from(&mut self, place: VecPlace<'_>, a: Access, addr: Operand, regs: &[Reg]) {
-        let src = if a.words == 1 {
-            regs[0].into()
-        } else {
-            Operand::Vector(regs.iter().map(|r| (*r).into()).collect())
-        };
+        let src = words_operand(regs);
         self.inst(
             Op::St {
                 space: place.space(),
@@ -237,11 +244,7 @@ impl Lowerer<'_> {
             nc: place.nc(),
             cache: None,
         };
-        let dst = if a.words == 1 {
-            words[0].into()
-        } else {
-            Operand::Vector(words.iter().map(|r| (*r).into()).collect())
-        };
+        let dst = words_operand(words);
         match pred {
             Some(p) => {
                 self.op_spans.push((op, self.span));
@@ -267,18 +270,8 @@ impl Lowerer<'_> {
         turbofish: Option<&syn::AngleBracketedGenericArguments>,
         span: SpanRange,
     ) -> DResult<Access> {
-        let args: Vec<_> = turbofish
-            .map(|t| t.args.iter().collect())
-            .unwrap_or_default();
-        let n = match args.as_slice() {
-            [a] => self.const_generic_arg(a)?,
-            _ => {
-                return err(
-                    span,
-                    format!("give the word count as a constant: `x.{method}::<4>(i)`"),
-                )
-            }
-        };
+        let missing = format!("give the word count as a constant: `x.{method}::<4>(i)`");
+        let n = self.turbofish_constant(turbofish, span, &missing)?;
         if !matches!(n, 1 | 2 | 4) {
             return err(
                 span,
@@ -480,5 +473,13 @@ mod tests {
             .contains("no larger than `f32::VEC` (4)"));
         assert!(access(ScalarType::Bf16, 3).is_err());
         assert!(access(ScalarType::F64, 4).is_err());
+    }
+}
+
+/// The operand of an access's words: the register itself for one, a `{…}` vector otherwise.
+fn words_operand(words: &[Reg]) -> Operand {
+    match words {
+        [w] => (*w).into(),
+        _ => Operand::Vector(words.iter().map(|r| (*r).into()).collect()),
     }
 }
