@@ -449,6 +449,14 @@ impl Lowerer<'_> {
     }
 }
 
+/// The operand of an access's words: the register itself for one, a `{…}` vector otherwise.
+fn words_operand(words: &[Reg]) -> Operand {
+    match words {
+        [w] => (*w).into(),
+        _ => Operand::Vector(words.iter().map(|r| (*r).into()).collect()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::access;
@@ -473,13 +481,5 @@ mod tests {
             .contains("no larger than `f32::VEC` (4)"));
         assert!(access(ScalarType::Bf16, 3).is_err());
         assert!(access(ScalarType::F64, 4).is_err());
-    }
-}
-
-/// The operand of an access's words: the register itself for one, a `{…}` vector otherwise.
-fn words_operand(words: &[Reg]) -> Operand {
-    match words {
-        [w] => (*w).into(),
-        _ => Operand::Vector(words.iter().map(|r| (*r).into()).collect()),
     }
 }
