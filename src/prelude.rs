@@ -520,6 +520,28 @@ pub fn wgmma_f16<const H: usize>(
 ) {
     device_only("wgmma_f16")
 }
+/// `acc += a × b` over one warpgroup's 64×N×16 bf16 tile with A in registers: warp `w` holds
+/// rows `16 w ..` as the m16n8k16 A fragment (`[u32; 4]` of bf16 pairs, the layout an `acc`
+/// of the same rows packs into), B by descriptor (`wgmma.mma_async`, sm_90a).
+pub fn wgmma_bf16_regs<const H: usize>(
+    acc: &mut [f32; H],
+    a: [u32; 4],
+    b: u64,
+    accumulate: bool,
+    b_mn_major: bool,
+) {
+    device_only("wgmma_bf16_regs")
+}
+/// [`wgmma_bf16_regs`] for f16 operands.
+pub fn wgmma_f16_regs<const H: usize>(
+    acc: &mut [f32; H],
+    a: [u32; 4],
+    b: u64,
+    accumulate: bool,
+    b_mn_major: bool,
+) {
+    device_only("wgmma_f16_regs")
+}
 /// Raises this warpgroup's registers per thread to `count` (`setmaxnreg.inc`, sm_90a).
 pub fn setmaxnreg_inc(count: u32) {
     device_only("setmaxnreg_inc")

@@ -151,6 +151,13 @@ const WGMMA: &[Param] = &[
     p("a_mn_major", Ty::ConstBool),
     p("b_mn_major", Ty::ConstBool),
 ];
+const WGMMA_REGS: &[Param] = &[
+    p("acc", Ty::Generic),
+    p("a", Ty::Array(U32, 4)),
+    p("b", Ty::Scalar(ScalarType::U64)),
+    p("accumulate", Ty::Scalar(ScalarType::Pred)),
+    p("b_mn_major", Ty::ConstBool),
+];
 const fn mbarrier(op: MbarrierOp) -> Op {
     Op::Mbarrier { op }
 }
@@ -340,6 +347,8 @@ pub const INTRINSICS: &[Intrinsic] = &[
     special("wgmma_wait_group", &[p("pending", Ty::ConstU32)], Ty::Unit, "Waits until at most `pending` committed `wgmma` groups are in flight (`wgmma.wait_group`, sm_90a).", &[Op::WgmmaWait]),
     special("wgmma_bf16", WGMMA, Ty::Unit, "`acc += a × b` over one warpgroup's 64×N×16 bf16 tile, N = 2 × the length of `acc` (`[f32; N / 2]`, N a multiple of 8 up to 256), operands by descriptor (`wgmma.mma_async`, sm_90a).", &[wgmma(ScalarType::Bf16)]),
     special("wgmma_f16", WGMMA, Ty::Unit, "`wgmma_bf16` for f16 operands.", &[wgmma(ScalarType::F16)]),
+    special("wgmma_bf16_regs", WGMMA_REGS, Ty::Unit, "`wgmma_bf16` with A in registers: each warp's 16 rows of A as the m16n8k16 A fragment (`[u32; 4]` of bf16 pairs), B by descriptor (`wgmma.mma_async`, sm_90a).", &[wgmma(ScalarType::Bf16)]),
+    special("wgmma_f16_regs", WGMMA_REGS, Ty::Unit, "`wgmma_bf16_regs` for f16 operands.", &[wgmma(ScalarType::F16)]),
     special("setmaxnreg_inc", &[p("count", Ty::ConstU32)], Ty::Unit, "Raises this warpgroup's registers per thread to `count` (24 to 256, a multiple of 8; `setmaxnreg.inc`, sm_90a).", &[Op::Setmaxnreg { increase: true, count: 240 }]),
     special("setmaxnreg_dec", &[p("count", Ty::ConstU32)], Ty::Unit, "Lowers this warpgroup's registers per thread to `count` (`setmaxnreg.dec`, sm_90a).", &[Op::Setmaxnreg { increase: false, count: 40 }]),
     special("warpgroup_idx", &[], Ty::Scalar(U32), "The thread's warpgroup in its block (`thread_idx().x / 128`).", &[MOV_U32]),

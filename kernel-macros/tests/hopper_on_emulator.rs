@@ -110,6 +110,121 @@ fn a_tma_fed_wgmma_tile_matches_the_cpu_product_over_several_k_slabs() -> Result
     Ok(())
 }
 
+/// `c[64 × 64] = a[64 × k] · b` by one warpgroup with A in registers: each warp builds its 16
+/// rows' m16n8k16 A fragments from `a`'s bf16 pairs (`a_words`, k contiguous), and B's slabs
+/// land by TMA, read k-contiguous (`b` stored `64 × k`) or MN-major (`b` stored `k × 64`).
+#[kernel(crate = crate::common::paths, block = 128, needs = sm_90a, instances(<0>, <1>))]
+pub fn wgmma_regs_tile_64x64<const B_MN: u32>(
+    a_words: &[u32],
+    b: &TensorMap<bf16, 2>,
+    c: &mut [f32],
+    k: u32,
+) {
+    let smem = dynamic_shared::<bf16, { 512 + 64 * 64 }>();
+    let bars = shared_array::<u64, 1>();
+    let at = align_index(smem, 1024);
+    let t = thread_idx().x;
+    if t == 0 {
+        mbarrier_init(bars, 0, 1);
+        fence_proxy_async();
+    }
+    sync_threads();
+    let warp = t / 32;
+    let g = (t % 32) / 4;
+    let q = t % 4;
+    let top = (16 * warp + g) * k / 2 + q;
+    let low = top + 4 * k;
+    let mut acc = [0.0f32; 32];
+    let mut phase = 0u32;
+    let mut k0 = 0u32;
+    while k0 < k {
+        if t == 0 {
+            mbarrier_arrive_expect_tx(bars, 0, 64 * 64 * 2);
+            if B_MN == 1 {
+                tma_load(smem, at, b, [0, k0], bars, 0);
+            } else {
+                tma_load(smem, at, b, [k0, 0], bars, 0);
+            }
+        }
+        while !mbarrier_try_wait_parity(bars, 0, phase) {}
+        wgmma_fence();
+        for ks in [0, 1, 2, 3] {
+            let w = (k0 + 16 * ks) / 2;
+            let frag = [
+                a_words[top + w],
+                a_words[low + w],
+                a_words[top + w + 4],
+                a_words[low + w + 4],
+            ];
+            if B_MN == 1 {
+                // 16 k rows of 128 bytes a step; 8-row groups 1024 bytes apart.
+                let db = wgmma_desc(smem, at + ks * 1024, 8192, 1024, 128);
+                wgmma_bf16_regs(&mut acc, frag, db, true, true);
+            } else {
+                let db = wgmma_desc(smem, at + ks * 16, 16, 1024, 128);
+                wgmma_bf16_regs(&mut acc, frag, db, true, false);
+            }
+        }
+        wgmma_commit_group();
+        wgmma_wait_group(0);
+        sync_threads();
+        phase ^= 1;
+        k0 += 64;
+    }
+    for i in 0..32 {
+        let row = 16 * warp + g + 8 * ((i / 2) % 2);
+        let col = 8 * (i / 4) + 2 * q + i % 2;
+        c[row * 64 + col] = acc[i];
+    }
+}
+
+#[test]
+fn a_wgmma_with_a_in_registers_matches_the_cpu_product_for_both_b_layouts() -> Result<(), Error> {
+    let stream = Device::emulator_for(Target::Sm90a).stream()?;
+    let k = 2 * BK;
+    let a = operand(64 * k, 5);
+    let b = operand(64 * k, 11);
+    let bits = |x: f32| Bf16::from_f32(x).to_bits() as u32;
+    let words: Vec<u32> = a.chunks(2).map(|p| bits(p[0]) | bits(p[1]) << 16).collect();
+    let da = Buffer::from_host(&stream, &words)?;
+    let db = Buffer::from_host(
+        &stream,
+        &b.iter().map(|&x| Bf16::from_f32(x)).collect::<Vec<_>>(),
+    )?;
+    for b_mn in [0u32, 1] {
+        // `b` as stored: 64 rows of k (k-contiguous) or k rows of 64 (MN-major), one 64 × 64
+        // box a slab either way.
+        let (rows, cols) = if b_mn == 1 { (k, 64) } else { (64, k) };
+        let tiling = TensorTiling::matrix(
+            rows as u64,
+            cols as u64,
+            cols as u64,
+            64,
+            64,
+            TensorSwizzle::B128,
+        );
+        let mb = TensorMap::tiled(db.view(), &tiling)?;
+        let mut c = Buffer::from_host(&stream, &vec![f32::NAN; 64 * 64])?;
+        let cfg = LaunchConfig::linear(1, 128).with_dynamic_shared(1024 + 64 * 64 * 2);
+        wgmma_regs_tile_64x64(&stream, cfg, b_mn, &da, &mb, &mut c, k as u32)?;
+        let c = c.to_host(&stream)?;
+        for i in 0..64 {
+            for j in 0..64 {
+                let bj = |p: usize| {
+                    if b_mn == 1 {
+                        b[p * 64 + j]
+                    } else {
+                        b[j * k + p]
+                    }
+                };
+                let want: f64 = (0..k).map(|p| a[i * k + p] as f64 * bj(p) as f64).sum();
+                assert_eq!(c[i * 64 + j] as f64, want, "B layout {b_mn}: c[{i}][{j}]");
+            }
+        }
+    }
+    Ok(())
+}
+
 #[test]
 fn a_tensor_map_of_another_element_type_is_refused_before_launch() -> Result<(), Error> {
     let stream = Device::emulator_for(Target::Sm90a).stream()?;
@@ -156,17 +271,22 @@ fn the_accumulator_stays_in_registers_across_the_k_loop() {
         eprintln!("skipping: no ptxas found (set PTXKIT_PTXAS)");
         return;
     };
-    let ptx = (WGMMA_TILE_64X64.emit.expect("an emit function"))(Target::Sm90a)
-        .expect("the kernel emits for sm_90a");
-    let out = ptxas.assemble(&ptx).expect("ptxas accepts the module");
-    let r = &out.reports[0];
-    assert_eq!(
-        (r.spill_stores, r.spill_loads, r.stack_bytes),
-        (0, 0, 0),
-        "{}",
-        out.log
-    );
-    assert!(!out.log.contains("warning"), "{}", out.log);
+    let kernels = [&WGMMA_TILE_64X64]
+        .into_iter()
+        .chain(WGMMA_REGS_TILE_64X64_INSTANCES);
+    for k in kernels {
+        let ptx = (k.emit.expect("an emit function"))(Target::Sm90a)
+            .expect("the kernel emits for sm_90a");
+        let out = ptxas.assemble(&ptx).expect("ptxas accepts the module");
+        let r = &out.reports[0];
+        assert_eq!(
+            (r.spill_stores, r.spill_loads, r.stack_bytes),
+            (0, 0, 0),
+            "{}",
+            out.log
+        );
+        assert!(!out.log.contains("warning"), "{}", out.log);
+    }
 }
 
 /// Two warpgroups: each thread records its warpgroup, the groups trade registers, and warp 0

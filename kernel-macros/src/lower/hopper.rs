@@ -26,6 +26,8 @@ pub const HOPPER: &[&str] = &[
     "wgmma_wait_group",
     "wgmma_bf16",
     "wgmma_f16",
+    "wgmma_bf16_regs",
+    "wgmma_f16_regs",
     "setmaxnreg_inc",
     "setmaxnreg_dec",
     "warpgroup_idx",
@@ -144,13 +146,13 @@ impl Lowerer<'_> {
                 self.inst(Op::WgmmaWait, vec![], vec![imm(n)]);
                 Ok(Value::Unit)
             }
-            "wgmma_bf16" | "wgmma_f16" => {
-                let ab = if name == "wgmma_bf16" {
+            "wgmma_bf16" | "wgmma_f16" | "wgmma_bf16_regs" | "wgmma_f16_regs" => {
+                let ab = if name.starts_with("wgmma_bf16") {
                     ScalarType::Bf16
                 } else {
                     ScalarType::F16
                 };
-                self.wgmma(ab, &args, span)
+                self.wgmma(ab, name.ends_with("_regs"), &args, span)
             }
             "setmaxnreg_inc" | "setmaxnreg_dec" => {
                 let count = self.const_eval(args[0])?;
@@ -430,10 +432,12 @@ impl Lowerer<'_> {
     }
 
     /// `wgmma.mma_async` into the registers of the accumulator `&mut acc` itself, so that a
-    /// loop carries them with no copies.
+    /// loop carries them with no copies. With `regs_a`, A is a `[u32; 4]` of 16-bit pairs in
+    /// registers (the m16n8k16 A fragment of each warp's 16 rows) and only B has a descriptor.
     fn wgmma(
         &mut self,
         ab: ScalarType,
+        regs_a: bool,
         args: &[&Expr],
         span: crate::diag::SpanRange,
     ) -> DResult<Value> {
@@ -465,36 +469,44 @@ impl Lowerer<'_> {
         if n == 0 || n % 8 != 0 || n > 256 {
             return err(range(&args[0]), format!("a wgmma accumulator holds N / 2 floats for N a multiple of 8 up to 256, not {}", acc.len()));
         }
-        let a = self.expr_as(args[1], ScalarType::U64)?;
-        let b = self.expr_as(args[2], ScalarType::U64)?;
-        let scale = self.expr_as(args[3], ScalarType::Pred)?;
         let flag = |l: &mut Self, e: &Expr| -> DResult<i64> {
             match l.const_eval(e)? {
                 v @ (0 | 1) => Ok(v),
                 v => err(range(&e), format!("expected `true` or `false`, found {v}")),
             }
         };
-        let trans_a = flag(self, args[4])?;
-        let trans_b = flag(self, args[5])?;
-        let (a, b, scale) = (
-            self.materialize(&a),
-            self.materialize(&b),
-            self.materialize(&scale),
-        );
+        let a = if regs_a {
+            match self.expr(args[1], Some(ScalarType::U32))? {
+                Value::Array { elems, elem } if elem == ScalarType::U32 && elems.len() == 4 => {
+                    vector(&elems)
+                }
+                other => {
+                    return err(
+                        range(&args[1]),
+                        format!(
+                            "A in registers is a `[u32; 4]` of 16-bit pairs, found {}",
+                            other.describe()
+                        ),
+                    )
+                }
+            }
+        } else {
+            let a = self.expr_as(args[1], ScalarType::U64)?;
+            self.materialize(&a).into()
+        };
+        let b = self.expr_as(args[2], ScalarType::U64)?;
+        let scale = self.expr_as(args[3], ScalarType::Pred)?;
+        // Register A has no layout flag: only B's is written.
+        let trans = if regs_a {
+            vec![flag(self, args[4])?]
+        } else {
+            vec![flag(self, args[4])?, flag(self, args[5])?]
+        };
+        let (b, scale) = (self.materialize(&b), self.materialize(&scale));
         self.span = span;
-        self.inst(
-            Op::Wgmma { n: n as u32, ab },
-            vec![vector(&acc)],
-            vec![
-                a.into(),
-                b.into(),
-                scale.into(),
-                imm(1),
-                imm(1),
-                imm(trans_a),
-                imm(trans_b),
-            ],
-        );
+        let mut srcs = vec![a, b.into(), scale.into(), imm(1), imm(1)];
+        srcs.extend(trans.into_iter().map(imm));
+        self.inst(Op::Wgmma { n: n as u32, ab }, vec![vector(&acc)], srcs);
         Ok(Value::Unit)
     }
 }

@@ -27,4 +27,11 @@ pub fn accumulator_by_value(c: &mut [f32], a: u64, b: u64) {
     wgmma_bf16(acc, a, b, true, false, false);
 }
 
+// A in registers is each warp's m16n8k16 A fragment: four words of 16-bit pairs.
+#[kernel(crate = crate::paths, block = 128, needs = sm_90a)]
+pub fn register_a_of_two_words(c: &mut [f32], b: u64) {
+    let mut acc = [0.0f32; 32];
+    wgmma_bf16_regs(&mut acc, [1u32, 2], b, true, false);
+}
+
 fn main() {}
