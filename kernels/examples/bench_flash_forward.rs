@@ -1,6 +1,8 @@
 //! The flash-attention forward's throughput at B4 H32 S4096 (four sequences of 4096 tokens
-//! packed as one varlen batch), head dims 64 and 128, full and causal: bf16 throughout, f16
-//! for one row. FLOPs count both matrix products, 4·B·H·S²·d, half of that when causal.
+//! packed as one varlen batch), head dims 64, 128 and 256, full and causal: bf16 throughout,
+//! f16 for one row. FLOPs count both matrix products, 4·B·H·S²·d, half of that when causal.
+//! On Hopper each row times both paths in turn, `mma.sync` and `wgmma`; elsewhere
+//! `mma.sync` alone.
 //!
 //! ```text
 //! cargo run --release -p kernels --example bench_flash_forward          # on a GPU
@@ -11,7 +13,9 @@ mod common;
 
 use common::{Bench, Res};
 use kernel_runtime::{Bf16, Buffer, Stream, F16};
-use kernels::attention::{flash_forward, Attention, Batch, HalfElement, Heads, Mask};
+use kernels::attention::{
+    flash_forward_with, Attention, Batch, ForwardPath, HalfElement, Heads, Mask,
+};
 
 /// A deterministic pattern in [-1, 1), never all zeros.
 fn filled<T: HalfElement>(stream: &Stream, n: usize, seed: u32) -> Res<Buffer<T>> {
@@ -22,6 +26,15 @@ fn filled<T: HalfElement>(stream: &Stream, n: usize, seed: u32) -> Res<Buffer<T>
         })
         .collect();
     Ok(Buffer::from_host(stream, &host)?)
+}
+
+/// The paths to time on this device: `mma.sync`, and `wgmma` where it runs.
+fn paths(stream: &Stream) -> Vec<ForwardPath> {
+    let mut paths = vec![ForwardPath::MmaSync];
+    if ForwardPath::for_target(stream.device().target()) == ForwardPath::Wgmma {
+        paths.push(ForwardPath::Wgmma);
+    }
+    paths
 }
 
 /// One table row: `seqs` sequences of `len` tokens, `heads` heads of `dim`.
@@ -58,7 +71,6 @@ fn row<T: HalfElement>(
         mask,
         scale: 1.0 / (dim as f32).sqrt(),
     };
-    let ms = b.time(|s| Ok(flash_forward(s, &q, &k, &v, batch, attn, &mut o, &mut lse)?))?;
     let mut flops = 4.0 * (seqs * heads) as f64 * (len * len) as f64 * dim as f64;
     if mask == Mask::Causal {
         flops /= 2.0;
@@ -68,9 +80,25 @@ fn row<T: HalfElement>(
     } else {
         "full"
     };
+    let mut cells = Vec::new();
+    let mut tflops = Vec::new();
+    for path in paths(&b.stream) {
+        let ms = b.time(|s| {
+            Ok(flash_forward_with(
+                s, path, &q, &k, &v, batch, attn, &mut o, &mut lse,
+            )?)
+        })?;
+        let rate = flops / (ms * 1e-3) / 1e12;
+        cells.push(format!("{ms:>8.3} | {rate:>7.1}"));
+        tflops.push(rate);
+    }
+    let ratio = match tflops.as_slice() {
+        [old, new] => format!("{:.2}", new / old),
+        _ => "—".into(),
+    };
     println!(
-        "| {name:<4} | {dim:>3} | {mask_name:<6} | {seqs} × {heads} × {len:>4} | {ms:>8.3} | {:>7.1} |",
-        flops / (ms * 1e-3) / 1e12
+        "| {name:<4} | {dim:>3} | {mask_name:<6} | {seqs} × {heads} × {len:>4} | {} | {ratio} |",
+        cells.join(" | ")
     );
     Ok(())
 }
@@ -83,9 +111,14 @@ fn main() -> Res {
         (4, 4096, 32)
     };
     println!();
-    println!("| type | d | mask | B × H × S | ms | TFLOP/s |");
-    println!("| --- | ---: | --- | --- | ---: | ---: |");
-    for dim in [64, 128] {
+    if paths(&b.stream).len() == 2 {
+        println!("| type | d | mask | B × H × S | mma.sync ms | TFLOP/s | wgmma ms | TFLOP/s | wgmma / mma.sync |");
+        println!("| --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: |");
+    } else {
+        println!("| type | d | mask | B × H × S | mma.sync ms | TFLOP/s | |");
+        println!("| --- | ---: | --- | --- | ---: | ---: | --- |");
+    }
+    for dim in [64, 128, 256] {
         for mask in [Mask::Full, Mask::Causal] {
             row::<Bf16>(&b, "bf16", seqs, len, heads, dim, mask)?;
         }

@@ -5,6 +5,7 @@
 mod common_flash_forward;
 
 use common_flash_forward::{check, Case};
+use kernel_dsl::Target;
 use kernel_runtime::{Bf16, Buffer, Device, Stream, F16};
 use kernels::attention::{flash_forward, Attention, Batch, Heads, Mask};
 use kernels::Error;
@@ -53,6 +54,37 @@ fn a_launch_for_longer_sequences_writes_only_the_real_rows() {
     case.spare_len = 100;
     case.spare_tokens = 5;
     check::<Bf16>(&stream(), &case);
+}
+
+/// An emulated Hopper, where `flash_forward` takes its `wgmma` path (the copy engine and
+/// warpgroup products, 128 query rows a block).
+fn hopper() -> Stream {
+    Device::emulator_for(Target::Sm90a)
+        .stream()
+        .expect("the emulator opens a stream")
+}
+
+#[test]
+fn on_hopper_head_dim_64_matches_reference_over_257_keys_in_full() {
+    check::<Bf16>(&hopper(), &Case::new(&[257], 1, 1, 64, Mask::Full));
+}
+
+#[test]
+fn on_hopper_head_dim_128_f16_causal_ragged_gqa_4_matches_reference() {
+    check::<F16>(&hopper(), &Case::new(&[7, 1, 33], 4, 1, 128, Mask::Causal));
+}
+
+#[test]
+fn on_hopper_head_dim_256_bf16_causal_over_two_query_tiles_matches_reference() {
+    check::<Bf16>(&hopper(), &Case::new(&[130], 2, 2, 256, Mask::Causal));
+}
+
+#[test]
+fn on_hopper_a_launch_for_longer_sequences_writes_only_the_real_rows() {
+    let mut case = Case::new(&[7, 33], 8, 1, 64, Mask::Full);
+    case.spare_len = 200;
+    case.spare_tokens = 5;
+    check::<F16>(&hopper(), &case);
 }
 
 /// A valid call's pieces, which each error test breaks one way.

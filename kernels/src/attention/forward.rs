@@ -1,12 +1,12 @@
 //! The public flash-attention forward: check every shape, then launch the `#[kernel]`
 //! ([`super::forward_kernel`]) for the element type, head dim and mask.
 
-use super::forward_kernel;
 use super::pair_mma::{Bf16Pairs, F16Pairs};
+use super::{forward_kernel, forward_wgmma_kernel};
 use super::{Attention, Batch, HalfElement, Mask};
 use crate::FloatType;
 use crate::{check_len, Error};
-use kernel_runtime::{Buffer, LaunchConfig, Stream};
+use kernel_runtime::{Buffer, LaunchConfig, Stream, TensorMap, TensorSwizzle, TensorTiling};
 
 const OP: &str = "flash_forward";
 
@@ -35,7 +35,8 @@ pub(crate) fn shared_bytes(dim: usize) -> u32 {
 /// row log-sum-exp `lse` the backward reads (layouts as [`crate::attention`] documents).
 ///
 /// bf16 or f16, head dim 64, 128 or 256, [`Mask::Full`] or [`Mask::Causal`], query heads a
-/// multiple of kv heads (GQA, MQA). The launch covers `batch.max_len` rows of every sequence;
+/// multiple of kv heads (GQA, MQA). On Hopper it runs `wgmma` kernels, elsewhere `mma.sync`
+/// ones ([`ForwardPath::for_target`]; [`flash_forward_with`] picks one). The launch covers `batch.max_len` rows of every sequence;
 /// blocks past a sequence's length exit, so a captured graph replays with new lengths up to
 /// `max_len`. Softmax and accumulation are in f32; `o` is rounded to `T`. Every size is
 /// checked before launch and nothing is written on error; zero tokens or sequences launch
@@ -77,6 +78,96 @@ pub fn flash_forward<T: HalfElement>(
     o: &mut Buffer<T>,
     lse: &mut Buffer<f32>,
 ) -> Result<(), Error> {
+    let path = ForwardPath::for_target(stream.device().target());
+    flash_forward_with(stream, path, q, k, v, batch, attn, o, lse)
+}
+
+/// The kernels a flash-attention forward runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ForwardPath {
+    /// `mma.sync`, `ldmatrix` and `cp.async`, 64 query rows a block (FlashAttention-2's
+    /// design): sm_80 and newer.
+    MmaSync,
+    /// `wgmma` on tiles the copy engine brings, a producer warpgroup and two consumers of 64
+    /// query rows each (FlashAttention-3's design): Hopper (sm_90) only.
+    Wgmma,
+}
+
+impl ForwardPath {
+    /// The path [`flash_forward`] takes on `target`: [`ForwardPath::Wgmma`] on sm_90.
+    ///
+    /// ```
+    /// use kernel_dsl::Target;
+    /// use kernels::attention::ForwardPath;
+    /// assert_eq!(ForwardPath::for_target(Target::Sm90), ForwardPath::Wgmma);
+    /// assert_eq!(ForwardPath::for_target(Target::Sm89), ForwardPath::MmaSync);
+    /// ```
+    pub fn for_target(target: kernel_dsl::Target) -> ForwardPath {
+        if target.sm() == 90 {
+            ForwardPath::Wgmma
+        } else {
+            ForwardPath::MmaSync
+        }
+    }
+}
+
+/// [`flash_forward`] on the kernels of `path`, for comparing the two paths on a Hopper
+/// device. [`ForwardPath::Wgmma`] is refused on any other device, before launch.
+///
+/// ```
+/// use kernel_runtime::{Bf16, Buffer, Device};
+/// use kernels::attention::{flash_forward_with, Attention, Batch, ForwardPath, Heads, Mask};
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator_for(kernel_dsl::Target::Sm90a).stream()?;
+/// let heads = Heads { q: 2, kv: 1, dim: 64 };
+/// let q = Buffer::from_host(&stream, &vec![Bf16::from_f32(0.5); 3 * 2 * 64])?;
+/// let kv = Buffer::from_host(&stream, &vec![Bf16::from_f32(0.25); 3 * 64])?;
+/// let cu_seqlens = Buffer::from_host(&stream, &[0u32, 3])?;
+/// let batch = Batch { cu_seqlens: &cu_seqlens, seqs: 1, tokens: 3, max_len: 3 };
+/// let attn = Attention { heads, mask: Mask::Full, scale: 0.125 };
+/// let mut outs = Vec::new();
+/// for path in [ForwardPath::MmaSync, ForwardPath::Wgmma] {
+///     let mut o = Buffer::<Bf16>::zeros(&stream, 3 * 2 * 64)?;
+///     let mut lse = Buffer::<f32>::zeros(&stream, 2 * 3)?;
+///     flash_forward_with(&stream, path, &q, &kv, &kv, batch, attn, &mut o, &mut lse)?;
+///     outs.push(o.to_host(&stream)?);
+/// }
+/// // Every key and value is the same, so both paths return the values exactly.
+/// assert!(outs.iter().flatten().all(|x| x.to_f32() == 0.25));
+/// // An sm_80 device has no `wgmma`.
+/// let ampere = Device::emulator().stream()?;
+/// let mut o = Buffer::<Bf16>::zeros(&ampere, 3 * 2 * 64)?;
+/// let mut lse = Buffer::<f32>::zeros(&ampere, 2 * 3)?;
+/// let (q, kv, cu_seqlens) = (q.to_host(&stream)?, kv.to_host(&stream)?, [0u32, 3]);
+/// let (q, kv) = (Buffer::from_host(&ampere, &q)?, Buffer::from_host(&ampere, &kv)?);
+/// let cu_seqlens = Buffer::from_host(&ampere, &cu_seqlens)?;
+/// let batch = Batch { cu_seqlens: &cu_seqlens, ..batch };
+/// let path = ForwardPath::Wgmma;
+/// assert!(flash_forward_with(&ampere, path, &q, &kv, &kv, batch, attn, &mut o, &mut lse).is_err());
+/// # Ok(()) }
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn flash_forward_with<T: HalfElement>(
+    stream: &Stream,
+    path: ForwardPath,
+    q: &Buffer<T>,
+    k: &Buffer<T>,
+    v: &Buffer<T>,
+    batch: Batch,
+    attn: Attention,
+    o: &mut Buffer<T>,
+    lse: &mut Buffer<f32>,
+) -> Result<(), Error> {
+    let target = stream.device().target();
+    if path == ForwardPath::Wgmma && target.sm() != 90 {
+        return Err(Error::Unsupported {
+            op: OP,
+            detail: format!(
+                "the wgmma path needs a Hopper (sm_90) device, but this one is {}; use ForwardPath::MmaSync or flash_forward",
+                target.name()
+            ),
+        });
+    }
     let launch = Launch::plan(&batch, &attn)?;
     let heads = attn.heads;
     let q_len = launch.q_elems;
@@ -110,6 +201,9 @@ pub fn flash_forward<T: HalfElement>(
     let Some(config) = launch.config else {
         return Ok(());
     };
+    if path == ForwardPath::Wgmma {
+        return forward_hopper(stream, q, k, v, batch, attn, o, lse);
+    }
     let kernel = match T::TYPE {
         FloatType::Bf16 => forward_kernel::flash_forward::<T, Bf16Pairs>,
         FloatType::F16 => forward_kernel::flash_forward::<T, F16Pairs>,
@@ -136,6 +230,75 @@ pub fn flash_forward<T: HalfElement>(
         u(batch.tokens),
         u(heads.q),
         u(heads.kv),
+        u(heads.group()),
+        attn.scale * std::f32::consts::LOG2_E,
+    )?;
+    Ok(())
+}
+
+/// The Hopper path ([`forward_wgmma_kernel`]), for a call already checked: tensor maps over
+/// `q`, `k` and `v`, one block of three warpgroups per 128 query rows of a head of a sequence.
+#[allow(clippy::too_many_arguments)]
+fn forward_hopper<T: HalfElement>(
+    stream: &Stream,
+    q: &Buffer<T>,
+    k: &Buffer<T>,
+    v: &Buffer<T>,
+    batch: Batch,
+    attn: Attention,
+    o: &mut Buffer<T>,
+    lse: &mut Buffer<f32>,
+) -> Result<(), Error> {
+    let heads = attn.heads;
+    let dim = heads.dim as u32;
+    let keys = forward_wgmma_kernel::key_tile(dim);
+    let rows = forward_wgmma_kernel::BLOCK_ROWS;
+    // `[tokens, heads, dim]` in boxes of 64 elements (one swizzled row) × 1 head × `rows`.
+    let map = |buf: &Buffer<T>, n_heads: usize, rows: u32| {
+        let d = heads.dim as u64;
+        let tiling = TensorTiling {
+            dims: vec![d, n_heads as u64, batch.tokens as u64],
+            strides: vec![d, n_heads as u64 * d],
+            boxes: vec![64, 1, rows],
+            swizzle: TensorSwizzle::B128,
+        };
+        TensorMap::tiled(buf.view(), &tiling)
+    };
+    let (map_q, map_k, map_v) = (
+        map(q, heads.q, rows)?,
+        map(k, heads.kv, keys)?,
+        map(v, heads.kv, keys)?,
+    );
+    let tiles = batch.max_len.min(batch.tokens).div_ceil(rows as usize) as u32;
+    let config = LaunchConfig {
+        grid: [tiles, heads.q as u32, batch.seqs as u32],
+        block: [forward_wgmma_kernel::THREADS, 1, 1],
+        dynamic_shared_bytes: 0,
+    }
+    .with_dynamic_shared(forward_wgmma_kernel::shared_bytes(dim));
+    let kernel = match T::TYPE {
+        FloatType::Bf16 => forward_wgmma_kernel::flash_forward_wgmma::<T, Bf16Pairs>,
+        _ => forward_wgmma_kernel::flash_forward_wgmma::<T, F16Pairs>,
+    };
+    // The instances' `HALF`: 1 selects the f16 `wgmma`.
+    let half = u32::from(T::TYPE == FloatType::F16);
+    let causal = u32::from(attn.mask == Mask::Causal);
+    let u = |x: usize| x as u32;
+    kernel(
+        stream,
+        config,
+        half,
+        dim,
+        keys,
+        causal,
+        &map_q,
+        &map_k,
+        &map_v,
+        batch.cu_seqlens,
+        o,
+        lse,
+        u(batch.tokens),
+        u(heads.q),
         u(heads.group()),
         attn.scale * std::f32::consts::LOG2_E,
     )?;

@@ -28,11 +28,12 @@ mod decode;
 mod decode_kernel;
 mod forward;
 mod forward_kernel;
+mod forward_wgmma_kernel;
 pub mod reference;
 
 pub use backward::{flash_backward, flash_backward_workspace};
 pub use decode::{decode_splits, paged_decode, paged_decode_workspace, Decode};
-pub use forward::flash_forward;
+pub use forward::{flash_forward, flash_forward_with, ForwardPath};
 
 /// Head counts and head size of an attention op.
 ///
@@ -120,12 +121,15 @@ static BACKWARD_DKDV: [OpKernel; 6] =
 static BACKWARD_DQ: [OpKernel; 6] =
     OpKernel::instances(backward_dq_kernel::FLASH_BACKWARD_DQ_INSTANCES);
 static FORWARD: [OpKernel; 12] = OpKernel::instances(forward_kernel::FLASH_FORWARD_INSTANCES);
+static FORWARD_WGMMA: [OpKernel; 12] =
+    OpKernel::instances(forward_wgmma_kernel::FLASH_FORWARD_WGMMA_INSTANCES);
 static DECODE: [OpKernel; 12] = OpKernel::instances(decode_kernel::PAGED_DECODE_INSTANCES);
 static COMBINE: [OpKernel; 2] = OpKernel::instances(decode_kernel::PAGED_DECODE_COMBINE_INSTANCES);
 
 /// Every specialization this module ships.
 pub static KERNELS: &[&OpKernel] = kernel_refs![
     FORWARD[0 1 2 3 4 5 6 7 8 9 10 11],
+    FORWARD_WGMMA[0 1 2 3 4 5 6 7 8 9 10 11],
     BACKWARD_DELTA[0 1 2 3 4 5],
     BACKWARD_DKDV[0 1 2 3 4 5],
     BACKWARD_DQ[0 1 2 3 4 5],

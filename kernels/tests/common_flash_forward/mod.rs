@@ -4,7 +4,10 @@
 #![allow(dead_code)]
 
 use kernel_runtime::{Buffer, Stream};
-use kernels::attention::{flash_forward, reference, Attention, Batch, HalfElement, Heads, Mask};
+use kernels::attention::{
+    flash_forward, flash_forward_with, reference, Attention, Batch, ForwardPath, HalfElement,
+    Heads, Mask,
+};
 use kernels::FloatType;
 
 /// xorshift64*: small, seeded, good enough for test data.
@@ -40,6 +43,8 @@ pub struct Case {
     pub spare_len: usize,
     pub spare_tokens: usize,
     pub seed: u64,
+    /// The kernels to run; `None` lets `flash_forward` choose for the device.
+    pub path: Option<ForwardPath>,
 }
 
 impl Case {
@@ -51,6 +56,7 @@ impl Case {
             spare_len: 0,
             spare_tokens: 0,
             seed: 7,
+            path: None,
         }
     }
 
@@ -136,9 +142,11 @@ pub fn run<T: HalfElement>(stream: &Stream, case: &Case, inp: &Inputs<T>) -> (Ve
         mask: case.mask,
         scale: case.scale(),
     };
-    flash_forward(
-        stream, &inp.q, &inp.k, &inp.v, batch, attn, &mut o, &mut lse,
-    )
+    let (q, k, v) = (&inp.q, &inp.k, &inp.v);
+    match case.path {
+        Some(path) => flash_forward_with(stream, path, q, k, v, batch, attn, &mut o, &mut lse),
+        None => flash_forward(stream, q, k, v, batch, attn, &mut o, &mut lse),
+    }
     .unwrap();
     let o = o
         .to_host(stream)

@@ -1,15 +1,32 @@
 //! The flash-attention forward on the GPU at real shapes: ragged batches of up to a thousand
 //! tokens a sequence, GQA 8/2, every head dim, both masks and both element types, against the
-//! f64 reference, and a rerun that must be bit-identical.
+//! f64 reference, and a rerun that must be bit-identical; on Hopper over both paths.
 
 use crate::common_flash_forward::{check, run, upload, Case};
 use crate::common_rowwise::gpu_stream;
 use kernel_runtime::{Bf16, Stream, F16};
-use kernels::attention::{HalfElement, Mask};
+use kernels::attention::{ForwardPath, HalfElement, Mask};
 
 fn forward_at<T: HalfElement>(s: &Stream, lens: &[usize], dim: usize, mask: Mask) {
+    let mut paths = vec![ForwardPath::MmaSync];
+    if ForwardPath::for_target(s.device().target()) == ForwardPath::Wgmma {
+        paths.push(ForwardPath::Wgmma);
+    }
+    for path in paths {
+        forward_on::<T>(s, path, lens, dim, mask);
+    }
+}
+
+fn forward_on<T: HalfElement>(
+    s: &Stream,
+    path: ForwardPath,
+    lens: &[usize],
+    dim: usize,
+    mask: Mask,
+) {
     let mut case = Case::new(lens, 8, 2, dim, mask);
     case.seed = dim as u64 + 31 * lens.len() as u64;
+    case.path = Some(path);
     let first = check::<T>(s, &case);
     let (o, lse) = run::<T>(s, &case, &upload::<T>(s, &case));
     let again: Vec<u32> = o
