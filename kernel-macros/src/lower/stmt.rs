@@ -465,8 +465,8 @@ impl Lowerer<'_> {
                 ty,
             },
         };
-        // Constant bounds and a body that indexes a local array: unroll, so the indices
-        // are constants and the array stays in registers.
+        // Constant bounds and a body that indexes a local array (or hands one over as
+        // `&mut`): unroll, so the indices are constants and the array stays in registers.
         if let (Some(a), Some(b), Some(k)) = (s.const_int(), e.const_int(), step.const_int()) {
             let last = if inclusive { b + 1 } else { b };
             let trips = if last > a { (last - a + k - 1) / k } else { 0 };
@@ -588,6 +588,26 @@ impl Lowerer<'_> {
                     }
                 }
                 syn::visit::visit_expr_index(self, i);
+            }
+            // `&mut acc` hands a whole array to an intrinsic that writes it in place (a
+            // `wgmma` accumulator): unrolled, its operands' offsets become constants.
+            fn visit_expr_reference(&mut self, r: &'ast syn::ExprReference) {
+                if let Expr::Path(p) = &*r.expr {
+                    if let Some(id) = p.path.get_ident() {
+                        if r.mutability.is_some()
+                            && matches!(
+                                self.l.lookup(&id.to_string()),
+                                Some(Binding {
+                                    value: Value::Array { .. },
+                                    ..
+                                })
+                            )
+                        {
+                            self.found = true;
+                        }
+                    }
+                }
+                syn::visit::visit_expr_reference(self, r);
             }
         }
         let mut f = Finder {

@@ -94,7 +94,8 @@ pub fn flash_forward_wgmma<
     let q_full = shared_array::<u64, 1>();
     let k_full = shared_array::<u64, 2>();
     let v_full = shared_array::<u64, 2>();
-    let empty = shared_array::<u64, 2>();
+    let k_empty = shared_array::<u64, 2>();
+    let v_empty = shared_array::<u64, 2>();
     // The 128-byte swizzle repeats every 1024 bytes: every box starts on that boundary.
     let q_at = align_index(smem, 1024);
     let kv_at = q_at + 128 * D;
@@ -111,7 +112,8 @@ pub fn flash_forward_wgmma<
             mbarrier_init(k_full, s, 1);
             mbarrier_init(v_full, s, 1);
             // One arrival per consumer warpgroup.
-            mbarrier_init(empty, s, 2);
+            mbarrier_init(k_empty, s, 2);
+            mbarrier_init(v_empty, s, 2);
         }
         fence_proxy_async();
     }
@@ -135,16 +137,20 @@ pub fn flash_forward_wgmma<
             let mut j = 0u32;
             while j < n_tiles {
                 let stage = j % 2;
-                // From the third tile on, the stage's previous tile must be released: that
-                // is the empty barrier's phase j / 2 − 1.
+                // From the third tile on, the stage's previous K and V must be released:
+                // that is their empty barriers' phase j / 2 − 1.
+                let parity = (j / 2 + 1) % 2;
                 if j >= 2 {
-                    while !mbarrier_try_wait_parity(empty, stage, (j / 2 + 1) % 2) {}
+                    while !mbarrier_try_wait_parity(k_empty, stage, parity) {}
                 }
                 let kt = kv_at + stage * 2 * N * D;
                 let row = start + j * N;
                 mbarrier_arrive_expect_tx(k_full, stage, N * D * 2);
                 for b in 0..D / 64 {
                     tma_load(smem, kt + b * N * 64, k, [b * 64, hk, row], k_full, stage);
+                }
+                if j >= 2 {
+                    while !mbarrier_try_wait_parity(v_empty, stage, parity) {}
                 }
                 mbarrier_arrive_expect_tx(v_full, stage, N * D * 2);
                 for b in 0..D / 64 {
@@ -173,18 +179,24 @@ pub fn flash_forward_wgmma<
         let mut l0 = 0.0f32;
         let mut l1 = 0.0f32;
         while !mbarrier_try_wait_parity(q_full, 0, 0) {}
+        // Iteration j issues tile j's `S`, then tile j − 1's `P·V`, and runs tile j's softmax
+        // while the tensor cores work through both: FlashAttention-3's order within a
+        // warpgroup. The last tile's `P·V` follows the loop. Everything but that `P·V` is
+        // unconditional in the loop and both groups are committed each time (the first `P·V`
+        // group empty), so ptxas can tell which group a wait retires and keeps the `wgmma`s
+        // asynchronous.
+        let mut pf = [0u32; N / 4];
+        let mut s = [0.0f32; N / 2];
         let mut j = 0u32;
         while j < n_tiles {
             let stage = j % 2;
-            let phase = (j / 2) % 2;
-            let kt = kv_at + stage * 2 * N * D;
-            let vt = kt + N * D;
-            // s[4·t ..]: keys 8·t .. 8·t + 8 of the tile, laid out as acc.
-            let mut s = [0.0f32; N / 2];
-            while !mbarrier_try_wait_parity(k_full, stage, phase) {}
+            // `s`, `pf` and `acc` were written by threads since the last `wgmma`s.
             wgmma_fence();
+            while !mbarrier_try_wait_parity(k_full, stage, (j / 2) % 2) {}
+            let kt = kv_at + stage * 2 * N * D;
             for ks in 0..D / 16 {
-                // Box ks / 4 of the head dim, 32 bytes along its rows a step.
+                // Box ks / 4 of the head dim, 32 bytes along its rows a step; the first
+                // step overwrites what `s` held.
                 let da = wgmma_desc(
                     smem,
                     qa + (ks / 4) * 128 * 64 + (ks % 4) * 16,
@@ -194,14 +206,33 @@ pub fn flash_forward_wgmma<
                 );
                 let db = wgmma_desc(smem, kt + (ks / 4) * N * 64 + (ks % 4) * 16, 16, 1024, 128);
                 if HALF == 1 {
-                    wgmma_f16(&mut s, da, db, true, false, false);
+                    wgmma_f16(&mut s, da, db, ks > 0, false, false);
                 } else {
-                    wgmma_bf16(&mut s, da, db, true, false, false);
+                    wgmma_bf16(&mut s, da, db, ks > 0, false, false);
                 }
             }
             wgmma_commit_group();
-            wgmma_wait_group(0);
-
+            if j > 0 {
+                let prev = 1 - stage;
+                while !mbarrier_try_wait_parity(v_full, prev, ((j - 1) / 2) % 2) {}
+                let vt = kv_at + prev * 2 * N * D + N * D;
+                for kk in 0..N / 16 {
+                    let a = [pf[kk * 4], pf[kk * 4 + 1], pf[kk * 4 + 2], pf[kk * 4 + 3]];
+                    // 16 keys are 16 rows of 128 bytes; the head dim's boxes are N rows apart.
+                    let db = wgmma_desc(smem, vt + kk * 1024, N * 128, 1024, 128);
+                    if HALF == 1 {
+                        wgmma_f16_regs(&mut acc, a, db, true, true);
+                    } else {
+                        wgmma_bf16_regs(&mut acc, a, db, true, true);
+                    }
+                }
+            }
+            wgmma_commit_group();
+            wgmma_wait_group(1);
+            // `S` has retired: the stage's K goes back to the producer.
+            if lead {
+                mbarrier_arrive(k_empty, stage);
+            }
             for x in 0..N / 2 {
                 s[x] = s[x] * scale_log2;
             }
@@ -244,35 +275,49 @@ pub fn flash_forward_wgmma<
             let c1 = ex2_approx_ftz(m1 - n1);
             m0 = n0;
             m1 = n1;
-            l0 = l0 * c0;
-            l1 = l1 * c1;
+            let mut sum0 = 0.0f32;
+            let mut sum1 = 0.0f32;
+            for i in 0..N / 8 {
+                s[i * 4] = ex2_approx_ftz(s[i * 4] - n0);
+                s[i * 4 + 1] = ex2_approx_ftz(s[i * 4 + 1] - n0);
+                s[i * 4 + 2] = ex2_approx_ftz(s[i * 4 + 2] - n1);
+                s[i * 4 + 3] = ex2_approx_ftz(s[i * 4 + 3] - n1);
+                sum0 = sum0 + s[i * 4] + s[i * 4 + 1];
+                sum1 = sum1 + s[i * 4 + 2] + s[i * 4 + 3];
+            }
+            l0 = l0 * c0 + sum0;
+            l1 = l1 * c1 + sum1;
+
+            // The previous tile's `P·V` has retired: its V goes back, and `O` may be
+            // rescaled and `P` rewritten.
+            wgmma_wait_group(0);
+            if j > 0 && lead {
+                mbarrier_arrive(v_empty, 1 - stage);
+            }
             for i in 0..D / 8 {
                 acc[i * 4] = acc[i * 4] * c0;
                 acc[i * 4 + 1] = acc[i * 4 + 1] * c0;
                 acc[i * 4 + 2] = acc[i * 4 + 2] * c1;
                 acc[i * 4 + 3] = acc[i * 4 + 3] * c1;
             }
-            for i in 0..N / 8 {
-                s[i * 4] = ex2_approx_ftz(s[i * 4] - n0);
-                s[i * 4 + 1] = ex2_approx_ftz(s[i * 4 + 1] - n0);
-                s[i * 4 + 2] = ex2_approx_ftz(s[i * 4 + 2] - n1);
-                s[i * 4 + 3] = ex2_approx_ftz(s[i * 4 + 3] - n1);
-                l0 = l0 + s[i * 4] + s[i * 4 + 1];
-                l1 = l1 + s[i * 4 + 2] + s[i * 4 + 3];
-            }
-
-            // O += P·V, P's 16 keys of step kk being S's columns 16·kk .. 16·kk + 16.
-            while !mbarrier_try_wait_parity(v_full, stage, phase) {}
-            wgmma_fence();
+            // P's 16 keys of step kk are S's columns 16·kk .. 16·kk + 16.
             for kk in 0..N / 16 {
                 let lo = kk * 8;
                 let hi = lo + 4;
-                let a = [
-                    M::pack(s[lo + 1], s[lo]),
-                    M::pack(s[lo + 3], s[lo + 2]),
-                    M::pack(s[hi + 1], s[hi]),
-                    M::pack(s[hi + 3], s[hi + 2]),
-                ];
+                pf[kk * 4] = M::pack(s[lo + 1], s[lo]);
+                pf[kk * 4 + 1] = M::pack(s[lo + 3], s[lo + 2]);
+                pf[kk * 4 + 2] = M::pack(s[hi + 1], s[hi]);
+                pf[kk * 4 + 3] = M::pack(s[hi + 3], s[hi + 2]);
+            }
+            j += 1;
+        }
+        wgmma_fence();
+        {
+            let prev = (n_tiles - 1) % 2;
+            while !mbarrier_try_wait_parity(v_full, prev, ((n_tiles - 1) / 2) % 2) {}
+            let vt = kv_at + prev * 2 * N * D + N * D;
+            for kk in 0..N / 16 {
+                let a = [pf[kk * 4], pf[kk * 4 + 1], pf[kk * 4 + 2], pf[kk * 4 + 3]];
                 // 16 keys are 16 rows of 128 bytes; the head dim's boxes are N rows apart.
                 let db = wgmma_desc(smem, vt + kk * 1024, N * 128, 1024, 128);
                 if HALF == 1 {
@@ -281,14 +326,9 @@ pub fn flash_forward_wgmma<
                     wgmma_bf16_regs(&mut acc, a, db, true, true);
                 }
             }
-            wgmma_commit_group();
-            wgmma_wait_group(0);
-            // Both products of this stage have retired: it goes back to the producer.
-            if lead {
-                mbarrier_arrive(empty, stage);
-            }
-            j += 1;
         }
+        wgmma_commit_group();
+        wgmma_wait_group(0);
 
         // The four lanes of a quad hold a row's sums between them.
         for d in [1, 2] {

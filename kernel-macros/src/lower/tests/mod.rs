@@ -166,6 +166,28 @@ fn constant_bound_loops_over_local_arrays_unroll_into_registers() {
 }
 
 #[test]
+fn constant_bound_loops_that_hand_an_array_to_wgmma_unroll() {
+    let l = lower_ok(syn::parse_quote! {
+        fn steps(c: &mut [f32], a: u64, b: u64) {
+            let mut acc = [0.0f32; 4];
+            for k in 0..4 {
+                wgmma_bf16(&mut acc, a + k as u64, b, k > 0, false, false);
+            }
+            c[0] = acc[0];
+        }
+    });
+    assert!(
+        !l.kernel.body.iter().any(|s| matches!(s, Stmt::Loop { .. })),
+        "the loop was unrolled"
+    );
+    let n = ops(&l)
+        .iter()
+        .filter(|o| matches!(o, Op::Wgmma { .. }))
+        .count();
+    assert_eq!(n, 4);
+}
+
+#[test]
 fn short_circuit_guards_a_load_behind_the_bounds_test() {
     let l = lower_ok(syn::parse_quote! {
         fn pos(x: &[f32], y: &mut [u32], n: u32) {
