@@ -96,6 +96,8 @@ pub fn flash_forward_wgmma<
     let v_full = shared_array::<u64, 2>();
     let k_empty = shared_array::<u64, 2>();
     let v_empty = shared_array::<u64, 2>();
+    // Consumer c may issue its products once `turn[c]` completes: the consumers take turns.
+    let turn = shared_array::<u64, 2>();
     // The 128-byte swizzle repeats every 1024 bytes: every box starts on that boundary.
     let q_at = align_index(smem, 1024);
     let kv_at = q_at + 128 * D;
@@ -114,6 +116,7 @@ pub fn flash_forward_wgmma<
             // One arrival per consumer warpgroup.
             mbarrier_init(k_empty, s, 2);
             mbarrier_init(v_empty, s, 2);
+            mbarrier_init(turn, s, 1);
         }
         fence_proxy_async();
     }
@@ -188,8 +191,16 @@ pub fn flash_forward_wgmma<
         let mut pf = [0u32; N / 4];
         let mut s = [0.0f32; N / 2];
         let mut j = 0u32;
+        // The consumers issue their products in turn, the first one first, and each runs its
+        // softmax while the other's products are on the tensor cores (FlashAttention-3's
+        // ping-pong): consumer 0 waits for consumer 1's previous turn, consumer 1 for
+        // consumer 0's current one.
+        let me = wg - 1;
         while j < n_tiles {
             let stage = j % 2;
+            if me == 1 || j > 0 {
+                while !mbarrier_try_wait_parity(turn, me, (j + me + 1) % 2) {}
+            }
             // `s`, `pf` and `acc` were written by threads since the last `wgmma`s.
             wgmma_fence();
             while !mbarrier_try_wait_parity(k_full, stage, (j / 2) % 2) {}
@@ -228,6 +239,9 @@ pub fn flash_forward_wgmma<
                 }
             }
             wgmma_commit_group();
+            if lead {
+                mbarrier_arrive(turn, 1 - me);
+            }
             wgmma_wait_group(1);
             // `S` has retired: the stage's K goes back to the producer.
             if lead {
