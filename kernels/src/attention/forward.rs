@@ -89,7 +89,8 @@ pub enum ForwardPath {
     /// design): sm_80 and newer.
     MmaSync,
     /// `wgmma` on tiles the copy engine brings, a producer warpgroup and two consumers of 64
-    /// query rows each (FlashAttention-3's design): Hopper (sm_90) only.
+    /// query rows each (FlashAttention-3's design): Hopper (sm_90) only. It folds the softmax
+    /// scale into each exponent, so a zero or negative scale runs [`ForwardPath::MmaSync`].
     Wgmma,
 }
 
@@ -201,7 +202,9 @@ pub fn flash_forward_with<T: HalfElement>(
     let Some(config) = launch.config else {
         return Ok(());
     };
-    if path == ForwardPath::Wgmma {
+    // The `wgmma` kernels fold the scale into each exponent, which needs it positive; a zero
+    // or negative scale takes the `mma.sync` kernels, which run on Hopper too.
+    if path == ForwardPath::Wgmma && attn.scale > 0.0 {
         return forward_hopper(stream, q, k, v, batch, attn, o, lse);
     }
     let kernel = match T::TYPE {

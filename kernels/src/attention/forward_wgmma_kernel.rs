@@ -49,8 +49,8 @@ pub const fn shared_bytes(dim: u32) -> u32 {
 /// `block_idx().z` (layouts as the module [`crate::attention`] documents; `group` query heads
 /// share a kv head). `q`, `k` and `v` are tensor maps over `[tokens, heads, D]` in boxes of
 /// 64 elements × 1 head × 128 (`q`) or `N` (`k`, `v`) tokens, 128-byte swizzled.
-/// `scale_log2` is the softmax scale times `log2 e`. Blocks past the sequence's length exit
-/// at once. Dynamic shared memory: [`shared_bytes`].
+/// `scale_log2` is the softmax scale times `log2 e`, and positive. Blocks past the sequence's
+/// length exit at once. Dynamic shared memory: [`shared_bytes`].
 #[kernel(crate = crate::lang, block = 384, needs = sm_90a, instances(
     <bf16, Bf16Pairs, 0, 64, 128, 0>, <bf16, Bf16Pairs, 0, 64, 128, 1>,
     <bf16, Bf16Pairs, 0, 128, 128, 0>, <bf16, Bf16Pairs, 0, 128, 128, 1>,
@@ -247,9 +247,6 @@ pub fn flash_forward_wgmma<
             if lead {
                 mbarrier_arrive(k_empty, stage);
             }
-            for x in 0..N / 2 {
-                s[x] = s[x] * scale_log2;
-            }
             let key0 = j * N;
             if key0 + N > len || (C == 1 && key0 + N > first_row + 1) {
                 for i in 0..N / 8 {
@@ -273,18 +270,22 @@ pub fn flash_forward_wgmma<
                 }
             }
 
-            // Online softmax. Key 0 is in every row's first tile, so the maxima are finite
-            // from then on and a fully masked row of a later tile only contributes zeros.
-            let mut n0 = m0;
-            let mut n1 = m1;
+            // Online softmax on the unscaled scores: the scale is positive, so the largest
+            // score is the largest scaled one, and each exponent is one fused multiply-add.
+            // Key 0 is in every row's first tile, so the maxima are finite from then on and a
+            // fully masked row of a later tile only contributes zeros.
+            let mut e0 = f32::NEG_INFINITY;
+            let mut e1 = f32::NEG_INFINITY;
             for i in 0..N / 8 {
-                n0 = max(n0, max(s[i * 4], s[i * 4 + 1]));
-                n1 = max(n1, max(s[i * 4 + 2], s[i * 4 + 3]));
+                e0 = max(e0, max(s[i * 4], s[i * 4 + 1]));
+                e1 = max(e1, max(s[i * 4 + 2], s[i * 4 + 3]));
             }
             for d in [1, 2] {
-                n0 = max(n0, shfl_xor(n0, d));
-                n1 = max(n1, shfl_xor(n1, d));
+                e0 = max(e0, shfl_xor(e0, d));
+                e1 = max(e1, shfl_xor(e1, d));
             }
+            let n0 = max(m0, e0 * scale_log2);
+            let n1 = max(m1, e1 * scale_log2);
             let c0 = ex2_approx_ftz(m0 - n0);
             let c1 = ex2_approx_ftz(m1 - n1);
             m0 = n0;
@@ -292,10 +293,10 @@ pub fn flash_forward_wgmma<
             let mut sum0 = 0.0f32;
             let mut sum1 = 0.0f32;
             for i in 0..N / 8 {
-                s[i * 4] = ex2_approx_ftz(s[i * 4] - n0);
-                s[i * 4 + 1] = ex2_approx_ftz(s[i * 4 + 1] - n0);
-                s[i * 4 + 2] = ex2_approx_ftz(s[i * 4 + 2] - n1);
-                s[i * 4 + 3] = ex2_approx_ftz(s[i * 4 + 3] - n1);
+                s[i * 4] = ex2_approx_ftz(fma(s[i * 4], scale_log2, -n0));
+                s[i * 4 + 1] = ex2_approx_ftz(fma(s[i * 4 + 1], scale_log2, -n0));
+                s[i * 4 + 2] = ex2_approx_ftz(fma(s[i * 4 + 2], scale_log2, -n1));
+                s[i * 4 + 3] = ex2_approx_ftz(fma(s[i * 4 + 3], scale_log2, -n1));
                 sum0 = sum0 + s[i * 4] + s[i * 4 + 1];
                 sum1 = sum1 + s[i * 4 + 2] + s[i * 4 + 3];
             }
