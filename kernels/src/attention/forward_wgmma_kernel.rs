@@ -12,6 +12,12 @@
 //! with `P` rounded to `T` straight from `S` as `wgmma`'s register A operand and V read
 //! MN-major, so nothing is rearranged by threads and `P` never touches shared memory.
 //!
+//! The tensor cores are kept busy two ways, as FlashAttention-3 does. Within a consumer, tile
+//! j's `S` is issued before tile j − 1's `P·V`, and tile j's softmax runs while both are
+//! multiplied (K is released once `S` retires, V once `P·V` does, so each has a tile of slack).
+//! Between the consumers, a pair of mbarriers makes them issue their products in turn, so one
+//! consumer's softmax overlaps the other's products instead of both waiting on the same tile.
+//!
 //! Q and K are k-contiguous operands (the head dim is their k): a 64-wide box of the head dim
 //! is one swizzled row, and a k16 step is 32 bytes along it. V is the MN-major B operand of
 //! `P·V`: 16 keys (k) are 16 rows of 128 bytes, and the head dim's 64-wide boxes lie a whole
