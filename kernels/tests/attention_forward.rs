@@ -70,6 +70,11 @@ fn on_hopper_head_dim_64_matches_reference_over_257_keys_in_full() {
 }
 
 #[test]
+fn on_hopper_head_dim_128_bf16_full_over_a_partial_second_key_tile_matches_reference() {
+    check::<Bf16>(&hopper(), &Case::new(&[1, 200], 2, 1, 128, Mask::Full));
+}
+
+#[test]
 fn on_hopper_head_dim_128_f16_causal_ragged_gqa_4_matches_reference() {
     check::<F16>(&hopper(), &Case::new(&[7, 1, 33], 4, 1, 128, Mask::Causal));
 }

@@ -254,7 +254,8 @@ fn forward_hopper<T: HalfElement>(
 ) -> Result<(), Error> {
     let heads = attn.heads;
     let dim = heads.dim as u32;
-    let keys = forward_wgmma_kernel::key_tile(dim);
+    let causal = attn.mask == Mask::Causal;
+    let keys = forward_wgmma_kernel::key_tile(dim, causal);
     let rows = forward_wgmma_kernel::BLOCK_ROWS;
     // `[tokens, heads, dim]` in boxes of 64 elements (one swizzled row) × 1 head × `rows`.
     let map = |buf: &Buffer<T>, n_heads: usize, rows: u32| {
@@ -278,14 +279,13 @@ fn forward_hopper<T: HalfElement>(
         block: [forward_wgmma_kernel::THREADS, 1, 1],
         dynamic_shared_bytes: 0,
     }
-    .with_dynamic_shared(forward_wgmma_kernel::shared_bytes(dim));
+    .with_dynamic_shared(forward_wgmma_kernel::shared_bytes(dim, keys));
     let kernel = match T::TYPE {
         FloatType::Bf16 => forward_wgmma_kernel::flash_forward_wgmma::<T, Bf16Pairs>,
         _ => forward_wgmma_kernel::flash_forward_wgmma::<T, F16Pairs>,
     };
     // The instances' `HALF`: 1 selects the f16 `wgmma`.
     let half = u32::from(T::TYPE == FloatType::F16);
-    let causal = u32::from(attn.mask == Mask::Causal);
     let u = |x: usize| x as u32;
     kernel(
         stream,
@@ -293,7 +293,7 @@ fn forward_hopper<T: HalfElement>(
         half,
         dim,
         keys,
-        causal,
+        u32::from(causal),
         &map_q,
         &map_k,
         &map_v,

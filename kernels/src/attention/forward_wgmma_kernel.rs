@@ -35,19 +35,23 @@ pub const BLOCK_ROWS: u32 = 128;
 /// Threads per block: a producer warpgroup and two consumers.
 pub const THREADS: u32 = 384;
 
-/// Keys per tile for head dim `dim`: 128, or 64 for 256 so two stages fit.
-pub const fn key_tile(dim: u32) -> u32 {
+/// Keys per tile for head dim `dim` and the mask: 128; 176 for head dim 128 unmasked (longer
+/// products against the same softmax work, and two stages still fit); 64 for 256 so two
+/// stages fit.
+pub const fn key_tile(dim: u32, causal: bool) -> u32 {
     if dim == 256 {
         64
+    } else if dim == 128 && !causal {
+        176
     } else {
         128
     }
 }
 
-/// Dynamic shared memory for head dim `dim`: 1 KiB of slack to align the tiles, Q, and two
-/// stages of K and V.
-pub const fn shared_bytes(dim: u32) -> u32 {
-    1024 + (BLOCK_ROWS + 4 * key_tile(dim)) * dim * 2
+/// Dynamic shared memory for head dim `dim` and keys a tile `keys`: 1 KiB of slack to align
+/// the tiles, Q, and two stages of K and V.
+pub const fn shared_bytes(dim: u32, keys: u32) -> u32 {
+    1024 + (BLOCK_ROWS + 4 * keys) * dim * 2
 }
 
 /// `o = softmax(scale · q·kᵀ)·v` and its row log-sum-exp for the 128 query rows of tile
@@ -59,10 +63,10 @@ pub const fn shared_bytes(dim: u32) -> u32 {
 /// length exit at once. Dynamic shared memory: [`shared_bytes`].
 #[kernel(crate = crate::lang, block = 384, needs = sm_90a, instances(
     <bf16, Bf16Pairs, 0, 64, 128, 0>, <bf16, Bf16Pairs, 0, 64, 128, 1>,
-    <bf16, Bf16Pairs, 0, 128, 128, 0>, <bf16, Bf16Pairs, 0, 128, 128, 1>,
+    <bf16, Bf16Pairs, 0, 128, 176, 0>, <bf16, Bf16Pairs, 0, 128, 128, 1>,
     <bf16, Bf16Pairs, 0, 256, 64, 0>, <bf16, Bf16Pairs, 0, 256, 64, 1>,
     <f16, F16Pairs, 1, 64, 128, 0>, <f16, F16Pairs, 1, 64, 128, 1>,
-    <f16, F16Pairs, 1, 128, 128, 0>, <f16, F16Pairs, 1, 128, 128, 1>,
+    <f16, F16Pairs, 1, 128, 176, 0>, <f16, F16Pairs, 1, 128, 128, 1>,
     <f16, F16Pairs, 1, 256, 64, 0>, <f16, F16Pairs, 1, 256, 64, 1>,
 ))]
 pub fn flash_forward_wgmma<
