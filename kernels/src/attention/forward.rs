@@ -160,7 +160,7 @@ pub fn flash_forward_with<T: HalfElement>(
     lse: &mut Buffer<f32>,
 ) -> Result<(), Error> {
     let target = stream.device().target();
-    if path == ForwardPath::Wgmma && target.sm() != 90 {
+    if path == ForwardPath::Wgmma && ForwardPath::for_target(target) != ForwardPath::Wgmma {
         return Err(Error::Unsupported {
             op: OP,
             detail: format!(
