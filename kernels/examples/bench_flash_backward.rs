@@ -1,7 +1,8 @@
-//! Throughput of the flash-attention backward (`kernels::attention::flash_backward`, the
-//! `mma.sync` kernels) at B4 H32 S4096, head sizes 64 and 128, full and causal, bf16: the
-//! median time of the whole backward (delta, dK/dV and dQ) and TFLOP/s, counting the backward
-//! as 2.5 × the forward's `4·B·H·S²·d` (half of it when causal).
+//! Throughput of the flash-attention backward (`kernels::attention::flash_backward_with`, on
+//! the `mma.sync` kernels and, on Hopper, the `wgmma` ones) at B4 H32 S4096, head sizes 64
+//! and 128, full and causal, bf16: the median time of the whole backward (delta, dK/dV and
+//! dQ) and TFLOP/s, counting the backward as 2.5 × the forward's `4·B·H·S²·d` (half of it
+//! when causal).
 //!
 //! ```text
 //! cargo run --release -p kernels --example bench_flash_backward            # on a GPU
@@ -16,7 +17,9 @@ mod common;
 
 use common::{Bench, Res};
 use kernel_runtime::{Bf16, Buffer, Stream};
-use kernels::attention::{flash_backward, flash_backward_workspace, Attention, Batch, Heads, Mask};
+use kernels::attention::{
+    flash_backward_with, flash_backward_workspace, Attention, AttentionPath, Batch, Heads, Mask,
+};
 
 /// A fixed pattern in [-0.5, 0.5), the range of normalized activations.
 fn pattern(stream: &Stream, n: usize, seed: u32) -> Res<Buffer<Bf16>> {
@@ -50,8 +53,9 @@ fn main() -> Res {
         max_len: s,
     };
     println!("flash_backward, bf16, B{b} H{h} S{s} (kv heads = query heads)");
-    println!("| head dim | mask   |      ms | TFLOP/s |");
-    println!("|----------|--------|---------|---------|");
+    println!("| path     | head dim | mask   |      ms | TFLOP/s |");
+    println!("|----------|----------|--------|---------|---------|");
+    let paths = AttentionPath::available(stream.device().target());
     for dim in [64, 128] {
         let heads = Heads { q: h, kv: h, dim };
         let n = tokens * h * dim;
@@ -69,15 +73,19 @@ fn main() -> Res {
             Buffer::<Bf16>::zeros(stream, n)?,
         );
         let mut ws = Buffer::<f32>::zeros(stream, flash_backward_workspace(tokens, heads)?)?;
-        for mask in [Mask::Full, Mask::Causal] {
+        for (mask, &path) in [Mask::Full, Mask::Causal]
+            .into_iter()
+            .flat_map(|m| paths.iter().map(move |p| (m, p)))
+        {
             let attn = Attention {
                 heads,
                 mask,
                 scale: 1.0 / (dim as f32).sqrt(),
             };
             let ms = bench.time(|st| {
-                flash_backward(
-                    st, &q, &k, &v, &o, &d_o, &lse, batch, attn, &mut dq, &mut dk, &mut dv, &mut ws,
+                flash_backward_with(
+                    st, path, &q, &k, &v, &o, &d_o, &lse, batch, attn, &mut dq, &mut dk, &mut dv,
+                    &mut ws,
                 )?;
                 Ok(())
             })?;
@@ -89,7 +97,8 @@ fn main() -> Res {
                 "full"
             };
             println!(
-                "| {dim:>8} | {name:<6} | {ms:>7.3} | {:>7.1} |",
+                "| {:<8} | {dim:>8} | {name:<6} | {ms:>7.3} | {:>7.1} |",
+                format!("{path:?}"),
                 flops / (ms * 1e-3) / 1e12
             );
         }

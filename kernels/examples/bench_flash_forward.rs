@@ -14,7 +14,7 @@ mod common;
 use common::{Bench, Res};
 use kernel_runtime::{Bf16, Buffer, Stream, F16};
 use kernels::attention::{
-    flash_forward_with, Attention, Batch, ForwardPath, HalfElement, Heads, Mask,
+    flash_forward_with, Attention, AttentionPath, Batch, HalfElement, Heads, Mask,
 };
 
 /// A deterministic pattern in [-1, 1), never all zeros.
@@ -29,12 +29,8 @@ fn filled<T: HalfElement>(stream: &Stream, n: usize, seed: u32) -> Res<Buffer<T>
 }
 
 /// The paths to time on this device: `mma.sync`, and `wgmma` where it runs.
-fn paths(stream: &Stream) -> Vec<ForwardPath> {
-    let mut paths = vec![ForwardPath::MmaSync];
-    if ForwardPath::for_target(stream.device().target()) == ForwardPath::Wgmma {
-        paths.push(ForwardPath::Wgmma);
-    }
-    paths
+fn paths(stream: &Stream) -> Vec<AttentionPath> {
+    AttentionPath::available(stream.device().target())
 }
 
 /// One table row: `seqs` sequences of `len` tokens, `heads` heads of `dim`.

@@ -6,14 +6,23 @@
 mod common_attention;
 
 use common_attention::*;
+use kernel_dsl::Target;
 use kernel_runtime::{Bf16, Buffer, Device, Stream, F16};
 use kernels::attention::{
-    flash_backward, flash_backward_workspace, reference, Attention, Batch, Heads, Mask,
+    flash_backward, flash_backward_workspace, reference, Attention, AttentionPath, Batch, Heads,
+    Mask,
 };
 use kernels::Error;
 
 fn emulator() -> Stream {
     Device::emulator().stream().expect("emulator stream")
+}
+
+/// An sm_90a emulator: `flash_backward` takes the `wgmma` kernels there.
+fn hopper() -> Stream {
+    Device::emulator_for(Target::Sm90a)
+        .stream()
+        .expect("emulator stream")
 }
 
 fn case(lens: &[usize], q: usize, kv: usize, dim: usize, mask: Mask, seed: u64) -> Case {
@@ -50,6 +59,45 @@ fn f16_causal_sequence_of_257_matches_reference() {
 #[test]
 fn bf16_causal_head_dim_128_matches_reference() {
     check::<Bf16>(&emulator(), &case(&[1, 33], 2, 1, 128, Mask::Causal, 6));
+}
+
+#[test]
+fn on_hopper_bf16_causal_ragged_batch_with_gqa_4_matches_reference() {
+    check::<Bf16>(&hopper(), &case(&[1, 7, 33], 4, 1, 64, Mask::Causal, 11));
+}
+
+#[test]
+fn on_hopper_f16_full_with_gqa_8_at_head_dim_128_matches_reference() {
+    check::<F16>(&hopper(), &case(&[33, 7], 8, 1, 128, Mask::Full, 12));
+}
+
+/// Two key blocks, three query tiles of the dQ kernel's 128 rows, and a partial last tile
+/// of each.
+#[test]
+fn on_hopper_bf16_causal_sequence_of_257_at_head_dim_128_matches_reference() {
+    check::<Bf16>(&hopper(), &case(&[257], 1, 1, 128, Mask::Causal, 13));
+}
+
+/// Head size 256 runs the `mma.sync` kernels on Hopper.
+#[test]
+fn on_hopper_head_dim_256_matches_reference() {
+    let stream = hopper();
+    check::<Bf16>(&stream, &case(&[7], 1, 1, 256, Mask::Full, 14));
+}
+
+#[test]
+fn on_hopper_reruns_are_bit_identical_and_match_mma_sync() {
+    let stream = hopper();
+    let p = Problem::<Bf16>::new(&stream, &case(&[33, 1], 4, 2, 64, Mask::Full, 15));
+    let first = p.run_on(&stream, AttentionPath::Wgmma);
+    let second = p.run_on(&stream, AttentionPath::Wgmma);
+    for (a, b) in first.iter().zip(&second) {
+        assert_eq!(bits(&stream, a), bits(&stream, b));
+    }
+    let mma_sync = p.run_on(&stream, AttentionPath::MmaSync);
+    let got = |bufs: &[Buffer<Bf16>; 3]| bufs.each_ref().map(|b| download(&stream, b));
+    assert_gradients::<Bf16>("wgmma", got(&first), &p.reference());
+    assert_gradients::<Bf16>("mma.sync", got(&mma_sync), &p.reference());
 }
 
 /// The kernel's gradients against central differences of `L = ⟨o, d_o⟩` from the f64

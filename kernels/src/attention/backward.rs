@@ -1,15 +1,18 @@
 //! The fused flash-attention backward: shapes checked, then three launches in a fixed order
 //! (`delta = rowsum(dO ∘ O)`, dK/dV, dQ), none of them with atomics, so the gradients are
-//! bit-identical run to run.
+//! bit-identical run to run. dK/dV and dQ run `mma.sync` kernels, or on Hopper `wgmma` ones
+//! ([`AttentionPath`]).
 
 use super::backward_delta_kernel::flash_backward_delta;
 use super::backward_dkdv_kernel::flash_backward_dkdv;
+use super::backward_dkdv_wgmma_kernel::{self as dkdv_wgmma, flash_backward_dkdv_wgmma};
 use super::backward_dq_kernel::flash_backward_dq;
+use super::backward_dq_wgmma_kernel::{self as dq_wgmma, flash_backward_dq_wgmma};
 use super::pair_mma::{Bf16Pairs, F16Pairs};
-use super::{Attention, Batch, HalfElement, Heads, Mask};
+use super::{Attention, AttentionPath, Batch, HalfElement, Heads, Mask};
 use crate::FloatType;
 use crate::{check_len, Error};
-use kernel_runtime::{Buffer, LaunchConfig, Stream};
+use kernel_runtime::{Buffer, LaunchConfig, Stream, TensorMap, TensorSwizzle, TensorTiling};
 
 const OP: &str = "flash_backward";
 
@@ -55,7 +58,9 @@ pub fn flash_backward_workspace(batch_tokens: usize, heads: Heads) -> Result<usi
 /// [module](super) documents them). kv heads sum the gradients of the query heads that share
 /// them (GQA, MQA). `workspace` holds at least [`flash_backward_workspace`] f32 elements.
 ///
-/// bf16 or f16, head size 64, 128 or 256, sm_80 or newer (`mma.sync`). Every length, the
+/// bf16 or f16, head size 64, 128 or 256, sm_80 or newer: `mma.sync`, or on Hopper `wgmma`
+/// for head sizes 64 and 128 ([`AttentionPath::for_target`]; [`flash_backward_with`] picks
+/// one). Every length, the
 /// head counts, the head size and the scale are checked before anything runs; nothing is
 /// written on error. The sums run in a fixed order with no atomics: the same inputs give
 /// bit-identical gradients on every run. The offsets are read on the device only: a sequence
@@ -98,6 +103,62 @@ pub fn flash_backward<T: HalfElement>(
     dv: &mut Buffer<T>,
     workspace: &mut Buffer<f32>,
 ) -> Result<(), Error> {
+    let path = AttentionPath::for_target(stream.device().target());
+    flash_backward_with(
+        stream, path, q, k, v, o, d_o, lse, batch, attn, dq, dk, dv, workspace,
+    )
+}
+
+/// [`flash_backward`] on the kernels of `path`, for comparing the two paths on a Hopper
+/// device. [`AttentionPath::Wgmma`] is refused on any other device, before launch; with head
+/// size 256 or a scale that is not positive it runs `mma.sync`.
+///
+/// ```
+/// use kernel_runtime::{Bf16, Buffer, Device};
+/// use kernels::attention::{flash_backward_with, flash_backward_workspace};
+/// use kernels::attention::{Attention, AttentionPath, Batch, Heads, Mask};
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator_for(kernel_dsl::Target::Sm90a).stream()?;
+/// let heads = Heads { q: 1, kv: 1, dim: 64 };
+/// // One sequence of one token: its softmax is 1, so dV = dO and dQ = dK = 0.
+/// let x = |v: f32| Buffer::from_host(&stream, &vec![Bf16::from_f32(v); 64]);
+/// let (q, k, v, o, d_o) = (x(0.5)?, x(0.25)?, x(1.0)?, x(1.0)?, x(2.0)?);
+/// let lse = Buffer::from_host(&stream, &[0.5f32 * 0.25 * 64.0 * 0.125])?;
+/// let cu = Buffer::from_host(&stream, &[0u32, 1])?;
+/// let batch = Batch { cu_seqlens: &cu, seqs: 1, tokens: 1, max_len: 1 };
+/// let attn = Attention { heads, mask: Mask::Full, scale: 0.125 };
+/// let (mut dq, mut dk, mut dv) = (x(9.0)?, x(9.0)?, x(9.0)?);
+/// let mut ws = Buffer::<f32>::zeros(&stream, flash_backward_workspace(1, heads)?)?;
+/// let path = AttentionPath::Wgmma;
+/// flash_backward_with(&stream, path, &q, &k, &v, &o, &d_o, &lse, batch, attn, &mut dq, &mut dk, &mut dv, &mut ws)?;
+/// assert!(dv.to_host(&stream)?.iter().all(|x| x.to_f32() == 2.0));
+/// assert!(dq.to_host(&stream)?.iter().all(|x| x.to_f32() == 0.0));
+/// # Ok(()) }
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn flash_backward_with<T: HalfElement>(
+    stream: &Stream,
+    path: AttentionPath,
+    q: &Buffer<T>,
+    k: &Buffer<T>,
+    v: &Buffer<T>,
+    o: &Buffer<T>,
+    d_o: &Buffer<T>,
+    lse: &Buffer<f32>,
+    batch: Batch,
+    attn: Attention,
+    dq: &mut Buffer<T>,
+    dk: &mut Buffer<T>,
+    dv: &mut Buffer<T>,
+    workspace: &mut Buffer<f32>,
+) -> Result<(), Error> {
+    let target = stream.device().target();
+    if !AttentionPath::available(target).contains(&path) {
+        return Err(unsupported(format!(
+            "the wgmma path needs a Hopper (sm_90) device, but this one is {}; use AttentionPath::MmaSync or flash_backward",
+            target.name()
+        )));
+    }
     let heads = attn.heads;
     check_heads(heads)?;
     if !attn.scale.is_finite() {
@@ -206,6 +267,24 @@ pub fn flash_backward<T: HalfElement>(
         u(heads.q),
         u(tokens),
     )?;
+    // The `wgmma` kernels fold the scale into each exponent, which needs it positive, and
+    // hold dK and dV for 64 keys in a thread's registers, which head size 256 outgrows.
+    if path == AttentionPath::Wgmma && attn.scale > 0.0 && heads.dim <= 128 {
+        return backward_hopper(
+            stream,
+            q,
+            k,
+            v,
+            d_o,
+            lse,
+            &*workspace,
+            batch,
+            attn,
+            dq,
+            dk,
+            dv,
+        );
+    }
     let dkdv_cfg = LaunchConfig {
         grid: [tiles, u(heads.kv * slices), u(batch.seqs)],
         block: [32 * w, 1, 1],
@@ -265,6 +344,117 @@ pub fn flash_backward<T: HalfElement>(
         attn.scale,
         scale_log2,
         causal,
+    )?;
+    Ok(())
+}
+
+/// dK/dV, then dQ, by the `wgmma` kernels, after `delta` is in `workspace`.
+#[allow(clippy::too_many_arguments)]
+fn backward_hopper<T: HalfElement>(
+    stream: &Stream,
+    q: &Buffer<T>,
+    k: &Buffer<T>,
+    v: &Buffer<T>,
+    d_o: &Buffer<T>,
+    lse: &Buffer<f32>,
+    delta: &Buffer<f32>,
+    batch: Batch,
+    attn: Attention,
+    dq: &mut Buffer<T>,
+    dk: &mut Buffer<T>,
+    dv: &mut Buffer<T>,
+) -> Result<(), Error> {
+    let heads = attn.heads;
+    let dim = heads.dim as u32;
+    // `[tokens, heads, dim]` in boxes of 64 elements (one swizzled row) × 1 head × `rows`.
+    let map = |buf: &Buffer<T>, n_heads: usize, rows: u32| {
+        let d = heads.dim as u64;
+        let tiling = TensorTiling {
+            dims: vec![d, n_heads as u64, batch.tokens as u64],
+            strides: vec![d, n_heads as u64 * d],
+            boxes: vec![64, 1, rows],
+            swizzle: TensorSwizzle::B128,
+        };
+        TensorMap::tiled(buf.view(), &tiling)
+    };
+    let u = |x: usize| x as u32;
+    let causal = u32::from(attn.mask == Mask::Causal);
+    // The instances' `HALF`: 1 selects the f16 `wgmma`.
+    let half = u32::from(T::TYPE == FloatType::F16);
+    let scale_log2 = attn.scale * std::f32::consts::LOG2_E;
+    let longest = batch.max_len.min(batch.tokens);
+
+    let (kv_rows, q_rows) = (dkdv_wgmma::BLOCK_KEYS, dkdv_wgmma::QUERY_TILE);
+    let dkdv_cfg = LaunchConfig {
+        grid: [
+            u(longest.div_ceil(kv_rows as usize)),
+            u(heads.kv),
+            u(batch.seqs),
+        ],
+        block: [dkdv_wgmma::THREADS, 1, 1],
+        dynamic_shared_bytes: 0,
+    }
+    .with_dynamic_shared(dkdv_wgmma::shared_bytes(dim));
+    let dkdv = match T::TYPE {
+        FloatType::F16 => flash_backward_dkdv_wgmma::<T, F16Pairs>,
+        _ => flash_backward_dkdv_wgmma::<T, Bf16Pairs>,
+    };
+    dkdv(
+        stream,
+        dkdv_cfg,
+        half,
+        dim,
+        causal,
+        &map(q, heads.q, q_rows)?,
+        &map(k, heads.kv, kv_rows)?,
+        &map(v, heads.kv, kv_rows)?,
+        &map(d_o, heads.q, q_rows)?,
+        lse,
+        delta,
+        batch.cu_seqlens,
+        dk,
+        dv,
+        u(batch.tokens),
+        u(heads.kv),
+        u(heads.group()),
+        attn.scale,
+        scale_log2,
+    )?;
+
+    let (q_rows, kv_rows) = (dq_wgmma::BLOCK_ROWS, dq_wgmma::KEY_TILE);
+    let dq_cfg = LaunchConfig {
+        grid: [
+            u(longest.div_ceil(q_rows as usize)),
+            u(heads.q),
+            u(batch.seqs),
+        ],
+        block: [dq_wgmma::THREADS, 1, 1],
+        dynamic_shared_bytes: 0,
+    }
+    .with_dynamic_shared(dq_wgmma::shared_bytes(dim));
+    let dq_launch = match T::TYPE {
+        FloatType::F16 => flash_backward_dq_wgmma::<T, F16Pairs>,
+        _ => flash_backward_dq_wgmma::<T, Bf16Pairs>,
+    };
+    dq_launch(
+        stream,
+        dq_cfg,
+        half,
+        dim,
+        causal,
+        &map(q, heads.q, q_rows)?,
+        &map(k, heads.kv, kv_rows)?,
+        &map(v, heads.kv, kv_rows)?,
+        &map(d_o, heads.q, q_rows)?,
+        lse,
+        delta,
+        batch.cu_seqlens,
+        dq,
+        u(batch.tokens),
+        u(heads.q),
+        u(heads.group()),
+        attn.scale,
+        scale_log2,
     )?;
     Ok(())
 }

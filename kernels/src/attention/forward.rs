@@ -3,7 +3,7 @@
 
 use super::pair_mma::{Bf16Pairs, F16Pairs};
 use super::{forward_kernel, forward_wgmma_kernel};
-use super::{Attention, Batch, HalfElement, Mask};
+use super::{Attention, AttentionPath, Batch, HalfElement, Mask};
 use crate::FloatType;
 use crate::{check_len, Error};
 use kernel_runtime::{Buffer, LaunchConfig, Stream, TensorMap, TensorSwizzle, TensorTiling};
@@ -36,7 +36,7 @@ pub(crate) fn shared_bytes(dim: usize) -> u32 {
 ///
 /// bf16 or f16, head dim 64, 128 or 256, [`Mask::Full`] or [`Mask::Causal`], query heads a
 /// multiple of kv heads (GQA, MQA). On Hopper it runs `wgmma` kernels, elsewhere `mma.sync`
-/// ones ([`ForwardPath::for_target`]; [`flash_forward_with`] picks one). The launch covers `batch.max_len` rows of every sequence;
+/// ones ([`AttentionPath::for_target`]; [`flash_forward_with`] picks one). The launch covers `batch.max_len` rows of every sequence;
 /// blocks past a sequence's length exit, so a captured graph replays with new lengths up to
 /// `max_len`. Softmax and accumulation are in f32; `o` is rounded to `T`. Every size is
 /// checked before launch and nothing is written on error; zero tokens or sequences launch
@@ -78,46 +78,16 @@ pub fn flash_forward<T: HalfElement>(
     o: &mut Buffer<T>,
     lse: &mut Buffer<f32>,
 ) -> Result<(), Error> {
-    let path = ForwardPath::for_target(stream.device().target());
+    let path = AttentionPath::for_target(stream.device().target());
     flash_forward_with(stream, path, q, k, v, batch, attn, o, lse)
 }
 
-/// The kernels a flash-attention forward runs on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ForwardPath {
-    /// `mma.sync`, `ldmatrix` and `cp.async`, 64 query rows a block (FlashAttention-2's
-    /// design): sm_80 and newer.
-    MmaSync,
-    /// `wgmma` on tiles the copy engine brings, a producer warpgroup and two consumers of 64
-    /// query rows each (FlashAttention-3's design): Hopper (sm_90) only. It folds the softmax
-    /// scale into each exponent, so a zero or negative scale runs [`ForwardPath::MmaSync`].
-    Wgmma,
-}
-
-impl ForwardPath {
-    /// The path [`flash_forward`] takes on `target`: [`ForwardPath::Wgmma`] on sm_90.
-    ///
-    /// ```
-    /// use kernel_dsl::Target;
-    /// use kernels::attention::ForwardPath;
-    /// assert_eq!(ForwardPath::for_target(Target::Sm90), ForwardPath::Wgmma);
-    /// assert_eq!(ForwardPath::for_target(Target::Sm89), ForwardPath::MmaSync);
-    /// ```
-    pub fn for_target(target: kernel_dsl::Target) -> ForwardPath {
-        if target.sm() == 90 {
-            ForwardPath::Wgmma
-        } else {
-            ForwardPath::MmaSync
-        }
-    }
-}
-
 /// [`flash_forward`] on the kernels of `path`, for comparing the two paths on a Hopper
-/// device. [`ForwardPath::Wgmma`] is refused on any other device, before launch.
+/// device. [`AttentionPath::Wgmma`] is refused on any other device, before launch.
 ///
 /// ```
 /// use kernel_runtime::{Bf16, Buffer, Device};
-/// use kernels::attention::{flash_forward_with, Attention, Batch, ForwardPath, Heads, Mask};
+/// use kernels::attention::{flash_forward_with, Attention, Batch, AttentionPath, Heads, Mask};
 /// # fn main() -> Result<(), kernels::Error> {
 /// let stream = Device::emulator_for(kernel_dsl::Target::Sm90a).stream()?;
 /// let heads = Heads { q: 2, kv: 1, dim: 64 };
@@ -127,7 +97,7 @@ impl ForwardPath {
 /// let batch = Batch { cu_seqlens: &cu_seqlens, seqs: 1, tokens: 3, max_len: 3 };
 /// let attn = Attention { heads, mask: Mask::Full, scale: 0.125 };
 /// let mut outs = Vec::new();
-/// for path in [ForwardPath::MmaSync, ForwardPath::Wgmma] {
+/// for path in [AttentionPath::MmaSync, AttentionPath::Wgmma] {
 ///     let mut o = Buffer::<Bf16>::zeros(&stream, 3 * 2 * 64)?;
 ///     let mut lse = Buffer::<f32>::zeros(&stream, 2 * 3)?;
 ///     flash_forward_with(&stream, path, &q, &kv, &kv, batch, attn, &mut o, &mut lse)?;
@@ -143,14 +113,14 @@ impl ForwardPath {
 /// let (q, kv) = (Buffer::from_host(&ampere, &q)?, Buffer::from_host(&ampere, &kv)?);
 /// let cu_seqlens = Buffer::from_host(&ampere, &cu_seqlens)?;
 /// let batch = Batch { cu_seqlens: &cu_seqlens, ..batch };
-/// let path = ForwardPath::Wgmma;
+/// let path = AttentionPath::Wgmma;
 /// assert!(flash_forward_with(&ampere, path, &q, &kv, &kv, batch, attn, &mut o, &mut lse).is_err());
 /// # Ok(()) }
 /// ```
 #[allow(clippy::too_many_arguments)]
 pub fn flash_forward_with<T: HalfElement>(
     stream: &Stream,
-    path: ForwardPath,
+    path: AttentionPath,
     q: &Buffer<T>,
     k: &Buffer<T>,
     v: &Buffer<T>,
@@ -160,11 +130,11 @@ pub fn flash_forward_with<T: HalfElement>(
     lse: &mut Buffer<f32>,
 ) -> Result<(), Error> {
     let target = stream.device().target();
-    if path == ForwardPath::Wgmma && ForwardPath::for_target(target) != ForwardPath::Wgmma {
+    if !AttentionPath::available(target).contains(&path) {
         return Err(Error::Unsupported {
             op: OP,
             detail: format!(
-                "the wgmma path needs a Hopper (sm_90) device, but this one is {}; use ForwardPath::MmaSync or flash_forward",
+                "the wgmma path needs a Hopper (sm_90) device, but this one is {}; use AttentionPath::MmaSync or flash_forward",
                 target.name()
             ),
         });
@@ -204,7 +174,7 @@ pub fn flash_forward_with<T: HalfElement>(
     };
     // The `wgmma` kernels fold the scale into each exponent, which needs it positive; a zero
     // or negative scale takes the `mma.sync` kernels, which run on Hopper too.
-    if path == ForwardPath::Wgmma && attn.scale > 0.0 {
+    if path == AttentionPath::Wgmma && attn.scale > 0.0 {
         return forward_hopper(stream, q, k, v, batch, attn, o, lse);
     }
     let kernel = match T::TYPE {

@@ -23,7 +23,9 @@ mod backward_delta_kernel;
 #[macro_use]
 mod backward_tiles;
 mod backward_dkdv_kernel;
+mod backward_dkdv_wgmma_kernel;
 mod backward_dq_kernel;
+mod backward_dq_wgmma_kernel;
 mod decode;
 mod decode_kernel;
 mod forward;
@@ -31,9 +33,56 @@ mod forward_kernel;
 mod forward_wgmma_kernel;
 pub mod reference;
 
-pub use backward::{flash_backward, flash_backward_workspace};
+pub use backward::{flash_backward, flash_backward_with, flash_backward_workspace};
 pub use decode::{decode_splits, paged_decode, paged_decode_workspace, Decode};
-pub use forward::{flash_forward, flash_forward_with, ForwardPath};
+pub use forward::{flash_forward, flash_forward_with};
+
+/// The kernels the flash-attention forward and backward run on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AttentionPath {
+    /// `mma.sync`, `ldmatrix` and `cp.async` (FlashAttention-2's design): sm_80 and newer.
+    MmaSync,
+    /// `wgmma` on tiles the copy engine brings, a producer warpgroup and two consumers
+    /// (FlashAttention-3's design): Hopper (sm_90) only. Its kernels fold the softmax scale
+    /// into each exponent, so a zero or negative scale runs [`AttentionPath::MmaSync`], as
+    /// does the backward with head dim 256.
+    Wgmma,
+}
+
+impl AttentionPath {
+    /// The path [`flash_forward`] and [`flash_backward`] take on `target`: [`AttentionPath::Wgmma`] on sm_90.
+    ///
+    /// ```
+    /// use kernel_dsl::Target;
+    /// use kernels::attention::AttentionPath;
+    /// assert_eq!(AttentionPath::for_target(Target::Sm90), AttentionPath::Wgmma);
+    /// assert_eq!(AttentionPath::for_target(Target::Sm89), AttentionPath::MmaSync);
+    /// ```
+    pub fn for_target(target: kernel_dsl::Target) -> AttentionPath {
+        if target.sm() == 90 {
+            AttentionPath::Wgmma
+        } else {
+            AttentionPath::MmaSync
+        }
+    }
+
+    /// The paths that run on `target`, `mma.sync` first: both on Hopper, for comparing them.
+    ///
+    /// ```
+    /// use kernel_dsl::Target;
+    /// use kernels::attention::AttentionPath;
+    /// let both = [AttentionPath::MmaSync, AttentionPath::Wgmma];
+    /// assert_eq!(AttentionPath::available(Target::Sm90a), both);
+    /// assert_eq!(AttentionPath::available(Target::Sm120), [AttentionPath::MmaSync]);
+    /// ```
+    pub fn available(target: kernel_dsl::Target) -> Vec<AttentionPath> {
+        let mut paths = vec![AttentionPath::MmaSync];
+        if AttentionPath::for_target(target) == AttentionPath::Wgmma {
+            paths.push(AttentionPath::Wgmma);
+        }
+        paths
+    }
+}
 
 /// Head counts and head size of an attention op.
 ///
@@ -123,6 +172,10 @@ static BACKWARD_DQ: [OpKernel; 6] =
 static FORWARD: [OpKernel; 12] = OpKernel::instances(forward_kernel::FLASH_FORWARD_INSTANCES);
 static FORWARD_WGMMA: [OpKernel; 12] =
     OpKernel::instances(forward_wgmma_kernel::FLASH_FORWARD_WGMMA_INSTANCES);
+static BACKWARD_DKDV_WGMMA: [OpKernel; 8] =
+    OpKernel::instances(backward_dkdv_wgmma_kernel::FLASH_BACKWARD_DKDV_WGMMA_INSTANCES);
+static BACKWARD_DQ_WGMMA: [OpKernel; 8] =
+    OpKernel::instances(backward_dq_wgmma_kernel::FLASH_BACKWARD_DQ_WGMMA_INSTANCES);
 static DECODE: [OpKernel; 12] = OpKernel::instances(decode_kernel::PAGED_DECODE_INSTANCES);
 static COMBINE: [OpKernel; 2] = OpKernel::instances(decode_kernel::PAGED_DECODE_COMBINE_INSTANCES);
 
@@ -133,6 +186,8 @@ pub static KERNELS: &[&OpKernel] = kernel_refs![
     BACKWARD_DELTA[0 1 2 3 4 5],
     BACKWARD_DKDV[0 1 2 3 4 5],
     BACKWARD_DQ[0 1 2 3 4 5],
+    BACKWARD_DKDV_WGMMA[0 1 2 3 4 5 6 7],
+    BACKWARD_DQ_WGMMA[0 1 2 3 4 5 6 7],
     DECODE[0 1 2 3 4 5 6 7 8 9 10 11],
     COMBINE[0 1],
 ];

@@ -5,7 +5,8 @@
 
 use kernel_runtime::{Buffer, Stream};
 use kernels::attention::{
-    flash_backward, flash_backward_workspace, reference, Attention, Batch, HalfElement, Heads, Mask,
+    flash_backward_with, flash_backward_workspace, reference, Attention, AttentionPath, Batch,
+    HalfElement, Heads, Mask,
 };
 
 /// xorshift64*: small, seeded, good enough for test inputs.
@@ -153,6 +154,11 @@ impl<T: HalfElement> Problem<T> {
 
     /// Runs the kernel into NaN-poisoned outputs; returns `[dq, dk, dv]` on the device.
     pub fn run(&self, stream: &Stream) -> [Buffer<T>; 3] {
+        self.run_on(stream, AttentionPath::for_target(stream.device().target()))
+    }
+
+    /// [`Problem::run`] on the kernels of `path`.
+    pub fn run_on(&self, stream: &Stream, path: AttentionPath) -> [Buffer<T>; 3] {
         let h = self.case.heads;
         let n = self.case.tokens();
         let nan =
@@ -168,8 +174,9 @@ impl<T: HalfElement> Problem<T> {
         )
         .unwrap();
         let [q, k, v, o, d_o] = &self.bufs;
-        flash_backward(
+        flash_backward_with(
             stream,
+            path,
             q,
             k,
             v,
@@ -183,7 +190,7 @@ impl<T: HalfElement> Problem<T> {
             &mut dv,
             &mut ws,
         )
-        .expect("flash_backward");
+        .expect("flash_backward_with");
         [dq, dk, dv]
     }
 

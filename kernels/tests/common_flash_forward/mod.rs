@@ -5,7 +5,7 @@
 
 use kernel_runtime::{Buffer, Stream};
 use kernels::attention::{
-    flash_forward, flash_forward_with, reference, Attention, Batch, ForwardPath, HalfElement,
+    flash_forward, flash_forward_with, reference, Attention, AttentionPath, Batch, HalfElement,
     Heads, Mask,
 };
 use kernels::FloatType;
@@ -44,7 +44,7 @@ pub struct Case {
     pub spare_tokens: usize,
     pub seed: u64,
     /// The kernels to run; `None` lets `flash_forward` choose for the device.
-    pub path: Option<ForwardPath>,
+    pub path: Option<AttentionPath>,
 }
 
 impl Case {

@@ -1,12 +1,12 @@
 //! The flash-attention backward on the GPU at real shapes (a ragged batch of up to 1000
 //! tokens a sequence, 8 query heads over 2 kv heads, every head size, both masks) against the
-//! f64 reference, with bit-identical reruns; and a small case of each head size for the
-//! sanitizers.
+//! f64 reference, with bit-identical reruns, on every path the device runs (`wgmma` and
+//! `mma.sync` on Hopper); and a small case of each head size for the sanitizers.
 
 use crate::common_attention::{assert_gradients, bits, download, Case, Problem};
 use crate::common_rowwise::gpu_stream;
 use kernel_runtime::{Bf16, Stream, F16};
-use kernels::attention::{HalfElement, Heads, Mask};
+use kernels::attention::{AttentionPath, HalfElement, Heads, Mask};
 
 fn check_on_gpu<T: HalfElement>(s: &Stream, dim: usize, mask: Mask, seed: u64) {
     check_case::<T>(
@@ -22,12 +22,19 @@ fn check_on_gpu<T: HalfElement>(s: &Stream, dim: usize, mask: Mask, seed: u64) {
 
 fn check_case<T: HalfElement>(s: &Stream, case: Case) {
     let p = Problem::<T>::new(s, &case);
-    let out = p.run(s);
-    let got = out.each_ref().map(|b| download(s, b));
-    assert_gradients::<T>(&format!("{case:?}"), got, &p.reference());
-    let again = p.run(s);
-    for (a, b) in out.iter().zip(&again) {
-        assert_eq!(bits(s, a), bits(s, b), "two runs are bit-identical");
+    let want = p.reference();
+    for path in AttentionPath::available(s.device().target()) {
+        let out = p.run_on(s, path);
+        let got = out.each_ref().map(|b| download(s, b));
+        assert_gradients::<T>(&format!("{path:?} {case:?}"), got, &want);
+        let again = p.run_on(s, path);
+        for (a, b) in out.iter().zip(&again) {
+            assert_eq!(
+                bits(s, a),
+                bits(s, b),
+                "{path:?}: two runs are bit-identical"
+            );
+        }
     }
 }
 

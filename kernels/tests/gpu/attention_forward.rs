@@ -5,21 +5,17 @@
 use crate::common_flash_forward::{check, run, upload, Case};
 use crate::common_rowwise::gpu_stream;
 use kernel_runtime::{Bf16, Stream, F16};
-use kernels::attention::{ForwardPath, HalfElement, Mask};
+use kernels::attention::{AttentionPath, HalfElement, Mask};
 
 fn forward_at<T: HalfElement>(s: &Stream, lens: &[usize], dim: usize, mask: Mask) {
-    let mut paths = vec![ForwardPath::MmaSync];
-    if ForwardPath::for_target(s.device().target()) == ForwardPath::Wgmma {
-        paths.push(ForwardPath::Wgmma);
-    }
-    for path in paths {
+    for path in AttentionPath::available(s.device().target()) {
         forward_on::<T>(s, path, lens, dim, mask);
     }
 }
 
 fn forward_on<T: HalfElement>(
     s: &Stream,
-    path: ForwardPath,
+    path: AttentionPath,
     lens: &[usize],
     dim: usize,
     mask: Mask,
