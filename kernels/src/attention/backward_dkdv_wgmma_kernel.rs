@@ -85,6 +85,9 @@ pub fn flash_backward_dkdv_wgmma<
     let kv_full = shared_array::<u64, 1>();
     let qd_full = shared_array::<u64, 2>();
     let qd_empty = shared_array::<u64, 2>();
+    // Consumer c may issue a tile's first products once `turn[c]` completes: the consumers
+    // take turns.
+    let turn = shared_array::<u64, 2>();
     // Per stage, the query tile's log-sum-exp (base 2) and delta.
     let lse_s = shared_array::<f32, 128>();
     let delta_s = shared_array::<f32, 128>();
@@ -106,8 +109,10 @@ pub fn flash_backward_dkdv_wgmma<
             // The copy engine's bytes, and one arrival from each lane of the warp that
             // brings `lse` and `delta`.
             mbarrier_init(qd_full, s, 33);
-            // One arrival per consumer warpgroup.
-            mbarrier_init(qd_empty, s, 2);
+            // One arrival per consumer thread: each reads the stage's `lse` and `delta`
+            // itself.
+            mbarrier_init(qd_empty, s, 256);
+            mbarrier_init(turn, s, 1);
         }
         fence_proxy_async();
     }
@@ -193,6 +198,12 @@ pub fn flash_backward_dkdv_wgmma<
             let qt = qd_at + stage * 2 * 64 * D;
             let dot = qt + 64 * D;
             while !mbarrier_try_wait_parity(qd_full, stage, (it / 2) % 2) {}
+            // The consumers issue `Sᵀ` and `dPᵀ` in turn, the first one first, so one's
+            // softmax runs while the other's products are on the tensor cores: consumer 0
+            // waits for consumer 1's previous turn, consumer 1 for consumer 0's current one.
+            if w == 1 || it > 0 {
+                while !mbarrier_try_wait_parity(turn, w, (it + w + 1) % 2) {}
+            }
             wgmma_fence();
             for ks in 0..D / 16 {
                 // Box ks / 4 of the head dim, 32 bytes along its rows a step.
@@ -217,6 +228,9 @@ pub fn flash_backward_dkdv_wgmma<
                 }
             }
             wgmma_commit_group();
+            if lead {
+                mbarrier_arrive(turn, 1 - w);
+            }
             wgmma_wait_group(1);
             // Pᵀ, with the queries past the sequence and, when causal, before the key masked
             // out.
@@ -285,10 +299,8 @@ pub fn flash_backward_dkdv_wgmma<
             }
             wgmma_commit_group();
             wgmma_wait_group(0);
-            // The stage's Q and dO go back to the producer.
-            if lead {
-                mbarrier_arrive(qd_empty, stage);
-            }
+            // The stage goes back to the producer once every thread is done with it.
+            mbarrier_arrive(qd_empty, stage);
             it += 1;
         }
 

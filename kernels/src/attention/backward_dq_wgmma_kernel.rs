@@ -83,6 +83,9 @@ pub fn flash_backward_dq_wgmma<
     let v_full = shared_array::<u64, 2>();
     let k_empty = shared_array::<u64, 2>();
     let v_empty = shared_array::<u64, 2>();
+    // Consumer c may issue a tile's first products once `turn[c]` completes: the consumers
+    // take turns.
+    let turn = shared_array::<u64, 2>();
     // The 128-byte swizzle repeats every 1024 bytes: every box starts on that boundary.
     let q_at = align_index(smem, 1024);
     let do_at = q_at + 128 * D;
@@ -102,6 +105,7 @@ pub fn flash_backward_dq_wgmma<
             // One arrival per consumer warpgroup.
             mbarrier_init(k_empty, s, 2);
             mbarrier_init(v_empty, s, 2);
+            mbarrier_init(turn, s, 1);
         }
         fence_proxy_async();
     }
@@ -149,6 +153,7 @@ pub fn flash_backward_dq_wgmma<
         let g = (t % 32) / 4;
         let p = t % 4;
         let lead = t % 128 == 0;
+        let me = wg - 1;
         // This warpgroup's 64 rows: its half of every Q and dO box.
         let first_row = q0 + (wg - 1) * 64;
         let qa = q_at + (wg - 1) * 64 * 64;
@@ -181,6 +186,12 @@ pub fn flash_backward_dq_wgmma<
             let phase = (j / 2) % 2;
             let kt = kv_at + stage * 2 * 64 * D;
             let vt = kt + 64 * D;
+            // The consumers issue `S` and `dP` in turn, the first one first, so one's
+            // softmax runs while the other's products are on the tensor cores: consumer 0
+            // waits for consumer 1's previous turn, consumer 1 for consumer 0's current one.
+            if me == 1 || j > 0 {
+                while !mbarrier_try_wait_parity(turn, me, (j + me + 1) % 2) {}
+            }
             wgmma_fence();
             while !mbarrier_try_wait_parity(k_full, stage, phase) {}
             for ks in 0..D / 16 {
@@ -207,6 +218,9 @@ pub fn flash_backward_dq_wgmma<
                 }
             }
             wgmma_commit_group();
+            if lead {
+                mbarrier_arrive(turn, 1 - me);
+            }
             wgmma_wait_group(1);
             // P, with the keys past the sequence and, when causal, past the row masked out.
             let key0 = j * 64;
