@@ -9,8 +9,8 @@ use common_attention::*;
 use kernel_dsl::Target;
 use kernel_runtime::{Bf16, Buffer, Device, Stream, F16};
 use kernels::attention::{
-    flash_backward, flash_backward_workspace, reference, Attention, AttentionPath, Batch, Heads,
-    Mask,
+    flash_backward, flash_backward_with, flash_backward_workspace, reference, Attention,
+    AttentionPath, Batch, Heads, Mask,
 };
 use kernels::Error;
 
@@ -362,4 +362,42 @@ fn zero_tokens_is_ok() {
         &mut dv, &mut ws,
     )
     .expect("zero tokens");
+}
+
+/// The `wgmma` path on a device without it is a typed error before anything runs: the
+/// gradients and the workspace keep what they held.
+#[test]
+fn the_wgmma_path_off_hopper_is_refused_and_writes_nothing() {
+    let stream = emulator();
+    let p = Problem::<Bf16>::new(&stream, &case(&[7], 2, 1, 64, Mask::Causal, 16));
+    let n = p.case.tokens() * 2 * 64;
+    let fill = |len: usize| Buffer::from_host(&stream, &vec![Bf16::from_f32(7.0); len]).unwrap();
+    let (mut dq, mut dk, mut dv) = (fill(n), fill(n / 2), fill(n / 2));
+    let ws_len = flash_backward_workspace(p.case.tokens(), p.case.heads).unwrap();
+    let mut ws = Buffer::from_host(&stream, &vec![7.0f32; ws_len]).unwrap();
+    let [q, k, v, o, d_o] = &p.bufs;
+    let r = flash_backward_with(
+        &stream,
+        AttentionPath::Wgmma,
+        q,
+        k,
+        v,
+        o,
+        d_o,
+        &p.lse,
+        p.batch(),
+        p.attention(),
+        &mut dq,
+        &mut dk,
+        &mut dv,
+        &mut ws,
+    );
+    match r {
+        Err(e @ Error::Unsupported { .. }) => assert!(e.to_string().contains("Hopper"), "{e}"),
+        r => panic!("expected an unsupported error, got {r:?}"),
+    }
+    for b in [&dq, &dk, &dv] {
+        assert!(download(&stream, b).iter().all(|&x| x == 7.0), "written");
+    }
+    assert!(ws.to_host(&stream).unwrap().iter().all(|&x| x == 7.0));
 }

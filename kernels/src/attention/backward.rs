@@ -60,12 +60,12 @@ pub fn flash_backward_workspace(batch_tokens: usize, heads: Heads) -> Result<usi
 ///
 /// bf16 or f16, head size 64, 128 or 256, sm_80 or newer: `mma.sync`, or on Hopper `wgmma`
 /// for head sizes 64 and 128 ([`AttentionPath::for_target`]; [`flash_backward_with`] picks
-/// one). Every length, the
-/// head counts, the head size and the scale are checked before anything runs; nothing is
-/// written on error. The sums run in a fixed order with no atomics: the same inputs give
-/// bit-identical gradients on every run. The offsets are read on the device only: a sequence
-/// reaching past `batch.tokens` is clipped to it, and one longer than `batch.max_len` gets
-/// gradients only for the tokens the launch covers (`max_len` rounded up to a tile of 64 or 128).
+/// one). Every length, the head counts, the head size and the scale are checked before
+/// anything runs; nothing is written on error. The sums run in a fixed order with no atomics:
+/// the same inputs give bit-identical gradients on every run. The offsets are read on the
+/// device only: a sequence reaching past `batch.tokens` is clipped to it, and one longer than
+/// `batch.max_len` gets gradients only for the tokens the launch covers (`max_len` rounded up
+/// to a tile of 64 or 128).
 ///
 /// ```
 /// use kernel_runtime::{Bf16, Buffer, Device};
