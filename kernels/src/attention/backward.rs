@@ -9,10 +9,10 @@ use super::backward_dkdv_wgmma_kernel::{self as dkdv_wgmma, flash_backward_dkdv_
 use super::backward_dq_kernel::flash_backward_dq;
 use super::backward_dq_wgmma_kernel::{self as dq_wgmma, flash_backward_dq_wgmma};
 use super::pair_mma::{Bf16Pairs, F16Pairs};
-use super::{Attention, AttentionPath, Batch, HalfElement, Heads, Mask};
+use super::{head_tiles, Attention, AttentionPath, Batch, HalfElement, Heads, Mask};
 use crate::FloatType;
 use crate::{check_len, Error};
-use kernel_runtime::{Buffer, LaunchConfig, Stream, TensorMap, TensorSwizzle, TensorTiling};
+use kernel_runtime::{Buffer, LaunchConfig, Stream};
 
 const OP: &str = "flash_backward";
 
@@ -153,12 +153,7 @@ pub fn flash_backward_with<T: HalfElement>(
     workspace: &mut Buffer<f32>,
 ) -> Result<(), Error> {
     let target = stream.device().target();
-    if !AttentionPath::available(target).contains(&path) {
-        return Err(unsupported(format!(
-            "the wgmma path needs a Hopper (sm_90) device, but this one is {}; use AttentionPath::MmaSync or flash_backward",
-            target.name()
-        )));
-    }
+    path.check_runs_on(target, OP)?;
     let heads = attn.heads;
     check_heads(heads)?;
     if !attn.scale.is_finite() {
@@ -366,16 +361,8 @@ fn backward_hopper<T: HalfElement>(
 ) -> Result<(), Error> {
     let heads = attn.heads;
     let dim = heads.dim as u32;
-    // `[tokens, heads, dim]` in boxes of 64 elements (one swizzled row) × 1 head × `rows`.
     let map = |buf: &Buffer<T>, n_heads: usize, rows: u32| {
-        let d = heads.dim as u64;
-        let tiling = TensorTiling {
-            dims: vec![d, n_heads as u64, batch.tokens as u64],
-            strides: vec![d, n_heads as u64 * d],
-            boxes: vec![64, 1, rows],
-            swizzle: TensorSwizzle::B128,
-        };
-        TensorMap::tiled(buf.view(), &tiling)
+        head_tiles(buf, batch.tokens, n_heads, heads.dim, rows)
     };
     let u = |x: usize| x as u32;
     let causal = u32::from(attn.mask == Mask::Causal);

@@ -3,10 +3,10 @@
 
 use super::pair_mma::{Bf16Pairs, F16Pairs};
 use super::{forward_kernel, forward_wgmma_kernel};
-use super::{Attention, AttentionPath, Batch, HalfElement, Mask};
+use super::{head_tiles, Attention, AttentionPath, Batch, HalfElement, Mask};
 use crate::FloatType;
 use crate::{check_len, Error};
-use kernel_runtime::{Buffer, LaunchConfig, Stream, TensorMap, TensorSwizzle, TensorTiling};
+use kernel_runtime::{Buffer, LaunchConfig, Stream};
 
 const OP: &str = "flash_forward";
 
@@ -130,15 +130,7 @@ pub fn flash_forward_with<T: HalfElement>(
     lse: &mut Buffer<f32>,
 ) -> Result<(), Error> {
     let target = stream.device().target();
-    if !AttentionPath::available(target).contains(&path) {
-        return Err(Error::Unsupported {
-            op: OP,
-            detail: format!(
-                "the wgmma path needs a Hopper (sm_90) device, but this one is {}; use AttentionPath::MmaSync or flash_forward",
-                target.name()
-            ),
-        });
-    }
+    path.check_runs_on(target, OP)?;
     let launch = Launch::plan(&batch, &attn)?;
     let heads = attn.heads;
     let q_len = launch.q_elems;
@@ -227,16 +219,8 @@ fn forward_hopper<T: HalfElement>(
     let causal = attn.mask == Mask::Causal;
     let keys = forward_wgmma_kernel::key_tile(dim, causal);
     let rows = forward_wgmma_kernel::BLOCK_ROWS;
-    // `[tokens, heads, dim]` in boxes of 64 elements (one swizzled row) × 1 head × `rows`.
     let map = |buf: &Buffer<T>, n_heads: usize, rows: u32| {
-        let d = heads.dim as u64;
-        let tiling = TensorTiling {
-            dims: vec![d, n_heads as u64, batch.tokens as u64],
-            strides: vec![d, n_heads as u64 * d],
-            boxes: vec![64, 1, rows],
-            swizzle: TensorSwizzle::B128,
-        };
-        TensorMap::tiled(buf.view(), &tiling)
+        head_tiles(buf, batch.tokens, n_heads, heads.dim, rows)
     };
     let (map_q, map_k, map_v) = (
         map(q, heads.q, rows)?,

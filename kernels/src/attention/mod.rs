@@ -82,6 +82,43 @@ impl AttentionPath {
         }
         paths
     }
+
+    /// `Ok` where this path runs on `target`; else the error `op` returns before anything runs.
+    pub(crate) fn check_runs_on(
+        self,
+        target: kernel_dsl::Target,
+        op: &'static str,
+    ) -> Result<(), crate::Error> {
+        if AttentionPath::available(target).contains(&self) {
+            return Ok(());
+        }
+        Err(crate::Error::Unsupported {
+            op,
+            detail: format!(
+                "the wgmma path needs a Hopper (sm_90) device, but this one is {}; use AttentionPath::MmaSync or {op}",
+                target.name()
+            ),
+        })
+    }
+}
+
+/// The tensor map the Hopper kernels read a packed `[tokens, heads, dim]` tensor through: boxes
+/// of 64 elements (one 128-byte swizzled row) × 1 head × `rows` tokens.
+pub(crate) fn head_tiles<T: HalfElement>(
+    buf: &kernel_runtime::Buffer<T>,
+    tokens: usize,
+    heads: usize,
+    dim: usize,
+    rows: u32,
+) -> Result<kernel_runtime::TensorMap, crate::Error> {
+    let (d, h) = (dim as u64, heads as u64);
+    let tiling = kernel_runtime::TensorTiling {
+        dims: vec![d, h, tokens as u64],
+        strides: vec![d, h * d],
+        boxes: vec![64, 1, rows],
+        swizzle: kernel_runtime::TensorSwizzle::B128,
+    };
+    Ok(kernel_runtime::TensorMap::tiled(buf.view(), &tiling)?)
 }
 
 /// Head counts and head size of an attention op.
