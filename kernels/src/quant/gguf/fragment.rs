@@ -1,10 +1,10 @@
 //! `#[device]` helpers for the tensor-core GEMV (`gemv_mma_kernel.rs`): a weight row's codes
-//! turned into the bf16 `B` operand of `mma.m16n8k16` in registers, and the activations into
-//! its `A` operand. A block of 256 weights is eight groups of 32; lane `(g, t)` of a warp
-//! (`g = lane / 4`, `t = lane % 4`) holds eight consecutive weights `8t..8t + 8` of a group
-//! in weight row `g`, the first four feeding one `mma` and the last four the next. The
-//! reduction's order inside a group is free, so `x` is read in the same order, four bf16
-//! pairs from one 16-byte load.
+//! turned into bf16 words of the `A` operand of `mma.m16n8k16` in registers, and the
+//! activations into its `B` operand. A block of 256 weights is eight groups of 32; lane
+//! `(g, t)` of a warp (`g = lane / 4`, `t = lane % 4`) holds eight consecutive weights
+//! `8t..8t + 8` of a group in each of its weight rows, the first four feeding one `mma` and
+//! the last four the next. The reduction's order inside a group is free, so `x` is read in
+//! the same order, four bf16 pairs from one 16-byte load.
 //!
 //! The kernel sees a format (its parameter `F`: 1 Q4_K, 2 Q6_K) through five steps:
 //! [`block_bytes`], [`load_block`] (the lane's words of a block, as loaded),
@@ -372,7 +372,7 @@ pub(crate) fn code_operand(a: [u32; 18], s: u32, sc: [u32; 2]) -> [u32; 4] {
     ]
 }
 
-/// The `B` operand words of group `s` (two for each of the group's two `mma`s) from
+/// One weight row's `A` operand words of group `s` (two for each of the group's two `mma`s) from
 /// [`align_block`]'s words and [`group_scales`].
 #[device(crate = crate::lang)]
 pub(crate) fn group_operand(a: [u32; 18], s: u32, sc: [u32; 2]) -> [u32; 4] {

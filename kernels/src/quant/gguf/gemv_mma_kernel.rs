@@ -1,14 +1,14 @@
 //! The decode GEMV `y = x·Wᵀ` for up to 16 rows of `x` on the tensor cores (sm_80+), over
-//! Q8_0, Q4_K or Q6_K weights. The rows of `x` are the `m` of `mma.m16n8k16` (rows past `m` read
-//! row `m − 1` and are never stored); a warp takes `NT` tiles of 8 weight rows, the `n`, so
-//! each `A` operand it loads feeds `NT` products (four tiles measured no faster than two,
-//! and spill with f32 `x`). The eight warps of a block share the same `8·NT` rows and take
-//! every eighth block of 256 weights of them, a lane loading the words of its next block
-//! before decoding the current one. A lane
+//! Q8_0, Q4_K or Q6_K weights. The weights are the `A` operand of `mma.m16n8k16` and the
+//! rows of `x` its `n`: a warp takes the weight rows `g` and `g + 8` of a tile of 16 (with
+//! one tile of 8, `A`'s upper rows are zero), so one product covers 256 weights and the
+//! activation operand is two registers straight from a 16-byte load; rows of `x` past 8
+//! take a second product on the same `A`, and none is issued for them when `m ≤ 8`. The
+//! eight warps of a block share the same rows and take every eighth block of 256 weights of
+//! them, a lane loading the words of its next block while it decodes the current one. A lane
 //! turns its codes into bf16 weights in registers (`fragment.rs`): the weight bytes are read
-//! once and nothing is staged in shared memory. With at most 8 rows of `x` the upper half of
-//! `A` repeats the lower instead of loading rows that are not there. The warps' f32
-//! accumulators are summed through shared memory in warp order: reruns give the same bits.
+//! once and nothing is staged in shared memory. The warps' f32 accumulators
+//! are summed through shared memory in warp order: reruns give the same bits.
 
 use kernel_macros::kernel;
 
@@ -17,8 +17,8 @@ pub(crate) const GEMV_MMA_THREADS: u32 = 256;
 
 /// `w`: `n` rows of `row_bytes` bytes of format `F` (0 Q8_0, 1 Q4_K, 2 Q6_K; `k` a multiple
 /// of 256); `x`: `m × k` elements of `T` read as words (`k / 2` a row for bf16); `y`:
-/// `m × n`; `1 ≤ m ≤ 16`. Q8_0, and Q6_K with f32 `x`, take one tile: with two, their 22
-/// and 23 words a block in flight for each tile spill.
+/// `m × n`; `1 ≤ m ≤ 16`. `NT` tiles of 8 weight rows a warp: Q8_0, and Q6_K with f32 `x`,
+/// take one (with two, the words of two blocks in flight for each tile spill).
 #[kernel(
     crate = crate::lang,
     instances(
@@ -50,18 +50,20 @@ pub fn gguf_gemv_mma<T: Element, const F: u32, const NT: u32>(
     let t = lane % 4;
     let tile = block_idx().x * 8 * NT;
     let bytes = block_bytes();
-    // Byte offsets of the lane's weight rows, one a tile.
+    // Byte offsets of the lane's weight rows: `g`, then `g + 8`.
     let mut base = [0u32; NT];
     for j in 0..NT {
         base[j] = min(tile + 8 * j + g, n - 1) * row_bytes;
     }
+    // The lane's rows of `x`, the `n` of the product: `g`, and `g + 8` when `m > 8`.
     let x0 = min(g, m - 1) * k;
     let x1 = min(g + 8, m - 1) * k;
     let blocks = k / 256;
-    let mut acc = [0.0f32; 4 * NT];
+    // Products for the rows of `x` below 8, then above.
+    let mut acc = [0.0f32; 8];
     let mut c0 = warp;
-    // The words of this warp's current block; those of its next block are loaded before the
-    // current one is decoded, so a warp always has a block's loads in flight.
+    // The words of this warp's current block. Once they are aligned, the next block's loads
+    // go out into the same registers, so a warp always has a block's loads in flight.
     let mut raw = [0u32; 24 * NT];
     for j in 0..NT {
         let v = load_block(w, base[j] + bytes * min(c0, blocks - 1), t);
@@ -70,15 +72,6 @@ pub fn gguf_gemv_mma<T: Element, const F: u32, const NT: u32>(
         }
     }
     while c0 < blocks {
-        let mut next = [0u32; 24 * NT];
-        for j in 0..NT {
-            let v = load_block(w, base[j] + bytes * min(c0 + 8, blocks - 1), t);
-            for i in 0..24 {
-                next[24 * j + i] = v[i];
-            }
-        }
-        let xa0 = x_word(x0 + 256 * c0 + 8 * t);
-        let xb0 = x_word(x1 + 256 * c0 + 8 * t);
         // Per tile: the block's words in a fixed layout, and what its groups share.
         let mut words = [0u32; 18 * NT];
         let mut shared = [0u32; 8 * NT];
@@ -96,21 +89,18 @@ pub fn gguf_gemv_mma<T: Element, const F: u32, const NT: u32>(
                 shared[8 * j + i] = p[i];
             }
         }
-        for s in 0..8 {
-            // Group s: weights 32s..32s + 32 of the block. The offset from the block's words
-            // is a constant of the unrolled loop.
-            let xa = x_pairs(x, xa0 + x_word(32 * s));
-            let mut xb = [0u32; 4];
-            if m > 8 {
-                let v = x_pairs(x, xb0 + x_word(32 * s));
-                for i in 0..4 {
-                    xb[i] = v[i];
-                }
-            } else {
-                for i in 0..4 {
-                    xb[i] = xa[i];
-                }
+        for j in 0..NT {
+            let v = load_block(w, base[j] + bytes * min(c0 + 8, blocks - 1), t);
+            for i in 0..24 {
+                raw[24 * j + i] = v[i];
             }
+        }
+        let xa0 = x_word(x0 + 256 * c0 + 8 * t);
+        let xb0 = x_word(x1 + 256 * c0 + 8 * t);
+        for s in 0..8 {
+            // Group s: weights 32s..32s + 32 of the block, the lane's eight of each of its
+            // rows. With one tile, `A`'s rows 8–15 stay zero.
+            let mut b = [0u32; 8];
             for j in 0..NT {
                 let mut a = [0u32; 18];
                 for i in 0..18 {
@@ -120,37 +110,51 @@ pub fn gguf_gemv_mma<T: Element, const F: u32, const NT: u32>(
                 for i in 0..8 {
                     p[i] = shared[8 * j + i];
                 }
-                let b = group_operand(a, s, group_scales(p, s));
-                let prev = [acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]];
-                let d0 = mma_m16n8k16_bf16([xa[0], xb[0], xa[1], xb[1]], [b[0], b[1]], prev);
-                let d1 = mma_m16n8k16_bf16([xa[2], xb[2], xa[3], xb[3]], [b[2], b[3]], d0);
+                let o = group_operand(a, s, group_scales(p, s));
                 for i in 0..4 {
-                    acc[4 * j + i] = d1[i];
+                    b[4 * j + i] = o[i];
                 }
             }
-        }
-        for i in 0..24 * NT {
-            raw[i] = next[i];
+            let lo = [b[0], b[4], b[1], b[5]];
+            let hi = [b[2], b[6], b[3], b[7]];
+            let xa = x_pairs(x, xa0 + x_word(32 * s));
+            let prev = [acc[0], acc[1], acc[2], acc[3]];
+            let d0 = mma_m16n8k16_bf16(lo, [xa[0], xa[1]], prev);
+            let d1 = mma_m16n8k16_bf16(hi, [xa[2], xa[3]], d0);
+            for i in 0..4 {
+                acc[i] = d1[i];
+            }
+            if m > 8 {
+                let xb = x_pairs(x, xb0 + x_word(32 * s));
+                let prev = [acc[4], acc[5], acc[6], acc[7]];
+                let e0 = mma_m16n8k16_bf16(lo, [xb[0], xb[1]], prev);
+                let e1 = mma_m16n8k16_bf16(hi, [xb[2], xb[3]], e0);
+                for i in 0..4 {
+                    acc[4 + i] = e1[i];
+                }
+            }
         }
         c0 += 8;
     }
     // Element i of lane l of warp v at (i·8 + v)·32 + l: each store and load a row of banks.
-    let part = shared_array::<f32, { 1024 * NT }>();
-    for i in 0..4 * NT {
+    let part = shared_array::<f32, 2048>();
+    for i in 0..8 {
         part[(i * 8 + warp) * 32 + lane] = acc[i];
     }
     sync_threads();
-    // Warp j < NT sums tile j over the eight warps, in warp order.
-    if warp < NT {
+    // Warp 0 sums the products for the rows of `x` below 8 over the eight warps, in warp
+    // order, and warp 1 those above. Element i of a lane is weight row g + 8·(i / 2) of the
+    // tile and row 2t + i % 2 of `x` (plus 8 for warp 1).
+    if warp < 2 {
         for i in 0..4 {
             let e = 4 * warp + i;
             let mut total = part[e * 256 + lane];
             for v in 1..8 {
                 total += part[(e * 8 + v) * 32 + lane];
             }
-            let row = g + 8 * (i / 2);
-            let col = tile + 8 * warp + 2 * t + i % 2;
-            if row < m && col < n {
+            let row = 8 * warp + 2 * t + i % 2;
+            let col = tile + g + 8 * (i / 2);
+            if row < m && col < n && g + 8 * (i / 2) < 8 * NT {
                 y[row * n + col] = total as T;
             }
         }

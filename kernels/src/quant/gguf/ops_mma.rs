@@ -18,9 +18,8 @@ use kernel_runtime::{Buffer, LaunchConfig, Stream};
 /// bf16. `x` is taken as bf16 (f32 rows rounded to nearest even), products
 /// are summed in f32 and `y` rounded to `T` once. `m` is 1 to
 /// [`GEMV_MAX_ROWS`](super::GEMV_MAX_ROWS) (0 does nothing); every weight byte is read once
-/// for all `m` rows, and reruns give the same bits. The tensor core works on 16 rows whatever
-/// `m` is, so the time hardly depends on `m`; at one row, [`gemv_q8`](super::gemv_q8) on
-/// activations already quantized is faster.
+/// for all `m` rows, and reruns give the same bits. The tensor core works on 8 rows of `x` at
+/// a time (a second product for rows 9 to 16), so the time hardly depends on `m` up to 8.
 ///
 /// ```
 /// use kernel_runtime::{Buffer, Device};
@@ -49,7 +48,8 @@ pub fn gemv_mma<T: Float>(
 }
 
 /// How [`gemv_mma_with`] splits the work: the tiles of 8 weight rows a warp takes, 1 or 2.
-/// Two read each activation operand half as often; one makes twice the blocks.
+/// Two fill the 16 rows of the tensor core's weight operand; one leaves half of it zero and
+/// makes twice the blocks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GemvMmaPlan {
     pub tiles: usize,
