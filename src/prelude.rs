@@ -411,6 +411,19 @@ pub fn mma_m16n8k16_f16(a: [u32; 4], b: [u32; 2], acc: [f32; 4]) -> [f32; 4] {
 pub fn mma_m16n8k8_tf32(a: [u32; 4], b: [u32; 2], acc: [f32; 4]) -> [f32; 4] {
     device_only("mma_m16n8k8_tf32")
 }
+/// `acc + a × b` on one warp's 16×8×32 int8 tile (`mma.sync`, sm_80+), exact in `i32` as
+/// long as it does not overflow: four bytes a word, lane `l` holding bytes `4·(l%4)..+4` of
+/// rows `l/4` and `l/4 + 8` of `a`, then the same of columns `16..32` (`a[0..4]`), and of
+/// `b` bytes `4·(l%4)..+4` and `16 + 4·(l%4)..+4` of column `l/4` (`b[0..2]`); `acc` and the
+/// result as for [`mma_m16n8k16_bf16`].
+pub fn mma_m16n8k32_s8(a: [u32; 4], b: [u32; 2], acc: [i32; 4]) -> [i32; 4] {
+    device_only("mma_m16n8k32_s8")
+}
+/// [`mma_m16n8k32_s8`] with the bytes of `a` read as u8 (`mma.sync` `.u8.s8`, sm_80+): the
+/// 4-bit codes of a quantized weight, unpacked to bytes, against int8 activations.
+pub fn mma_m16n8k32_u8_s8(a: [u32; 4], b: [u32; 2], acc: [i32; 4]) -> [i32; 4] {
+    device_only("mma_m16n8k32_u8_s8")
+}
 /// Starts a 16-byte copy from `src[src_index..]` to `dst[dst_index..]` (`cp.async`, sm_80+).
 pub fn cp_async_16<T>(dst: &mut [T], dst_index: u32, src: &[T], src_index: u32) {
     device_only("cp_async_16")

@@ -141,6 +141,11 @@ const MMA: &[Param] = &[
     p("b", Ty::Array(U32, 2)),
     p("acc", Ty::Array(F32, 4)),
 ];
+const MMA_INT8: &[Param] = &[
+    p("a", Ty::Array(U32, 4)),
+    p("b", Ty::Array(U32, 2)),
+    p("acc", Ty::Array(ScalarType::S32, 4)),
+];
 
 const BARRIER: &[Param] = &[p("bars", Ty::Mbarriers), p("index", Ty::Scalar(U32))];
 const WGMMA: &[Param] = &[
@@ -208,6 +213,16 @@ const fn mma(shape: MmaShape, ab: ScalarType) -> Op {
         a: ab,
         b: ab,
         c: F32,
+    }
+}
+/// `mma.sync.m16n8k32` on bytes (`a` read as `a_ty`, `b` as int8) into an `s32` accumulator.
+const fn mma_int8(a_ty: ScalarType) -> Op {
+    Op::Mma {
+        shape: MmaShape::M16n8k32,
+        d: ScalarType::S32,
+        a: a_ty,
+        b: ScalarType::S8,
+        c: ScalarType::S32,
     }
 }
 
@@ -329,6 +344,8 @@ pub const INTRINSICS: &[Intrinsic] = &[
     special("mma_m16n8k16_bf16", MMA, Ty::Array(F32, 4), "`acc + a × b` on one warp's 16×8×16 bf16 tile (`mma.sync`, sm_80+).", &[mma(MmaShape::M16n8k16, ScalarType::Bf16)]),
     special("mma_m16n8k16_f16", MMA, Ty::Array(F32, 4), "`acc + a × b` on one warp's 16×8×16 f16 tile (`mma.sync`, sm_80+).", &[mma(MmaShape::M16n8k16, ScalarType::F16)]),
     special("mma_m16n8k8_tf32", MMA, Ty::Array(F32, 4), "`acc + a × b` on one warp's 16×8×8 tf32 tile (`mma.sync`, sm_80+); operands from `cvt_tf32`.", &[mma(MmaShape::M16n8k8, ScalarType::Tf32)]),
+    special("mma_m16n8k32_s8", MMA_INT8, Ty::Array(ScalarType::S32, 4), "`acc + a × b` on one warp's 16×8×32 int8 tile, exact in `i32` (`mma.sync`, sm_80+); four bytes a word.", &[mma_int8(ScalarType::S8)]),
+    special("mma_m16n8k32_u8_s8", MMA_INT8, Ty::Array(ScalarType::S32, 4), "`mma_m16n8k32_s8` with the bytes of `a` read as u8 (`mma.sync` `.u8.s8`, sm_80+).", &[mma_int8(ScalarType::U8)]),
     special("cp_async_16", &[p("dst", Ty::Slice { mutable: true }), p("dst_index", Ty::Scalar(U32)), p("src", Ty::Slice { mutable: false }), p("src_index", Ty::Scalar(U32))], Ty::Unit, "Starts a 16-byte copy from global to shared memory (`cp.async.cg`, sm_80+).", &[Op::CpAsync { cache: CacheOp::Cg, bytes: 16, zero_fill: false }]),
     special("cp_async_16_or", &[p("dst", Ty::Slice { mutable: true }), p("dst_index", Ty::Scalar(U32)), p("src", Ty::Slice { mutable: false }), p("src_index", Ty::Scalar(U32)), p("ok", Ty::Scalar(ScalarType::Pred))], Ty::Unit, "`cp_async_16` where `ok`; elsewhere it reads nothing and zero-fills the 16 bytes (`cp.async.cg` with a source size of 0, sm_80+): the edge of a tile.", &[Op::CpAsync { cache: CacheOp::Cg, bytes: 16, zero_fill: true }]),
     special("cp_async_commit", &[], Ty::Unit, "Closes the current group of async copies.", &[Op::CpAsyncCommit]),

@@ -556,6 +556,78 @@ fn tf32_mma_computes_a_times_b_plus_c() -> Result<(), Error> {
 }
 
 #[test]
+fn int8_mma_computes_a_times_b_plus_c_with_a_signed_or_unsigned() -> Result<(), Error> {
+    let stream = Device::emulator().stream()?;
+    // Bytes over the whole range, so the signed and unsigned readings of `a` differ, and
+    // accumulators of both signs.
+    let a: Vec<u8> = (0..16 * 32).map(|k| (k * 73 + 11) as u8).collect();
+    let b: Vec<i8> = (0..32 * 8).map(|k| (k * 37 + 5) as u8 as i8).collect();
+    let c: Vec<i32> = (0..16 * 8).map(|k: i32| (k - 64) * 1001).collect();
+    let mut bt = vec![0u8; 8 * 32];
+    for k in 0..32 {
+        for n in 0..8 {
+            bt[n * 32 + k] = b[k * 8 + n] as u8;
+        }
+    }
+    let words = |v: &[u8]| -> Vec<u32> {
+        v.chunks(4)
+            .map(|q| u32::from_le_bytes([q[0], q[1], q[2], q[3]]))
+            .collect()
+    };
+    let (da, db, dc) = (
+        Buffer::from_host(&stream, &words(&a))?,
+        Buffer::from_host(&stream, &words(&bt))?,
+        Buffer::from_host(&stream, &c)?,
+    );
+    let mut ds = Buffer::from_host(&stream, &[i32::MIN; 16 * 8])?;
+    let mut du = Buffer::from_host(&stream, &[i32::MIN; 16 * 8])?;
+    mma_int8_16x8x32(
+        &stream,
+        LaunchConfig::linear(1, 32),
+        &da,
+        &db,
+        &dc,
+        &mut ds,
+        &mut du,
+    )?;
+    let (ds, du) = (ds.to_host(&stream)?, du.to_host(&stream)?);
+    for m in 0..16 {
+        for n in 0..8 {
+            let dot = |signed: bool| -> i32 {
+                (0..32)
+                    .map(|k| {
+                        let x = a[m * 32 + k];
+                        let x = if signed { x as i8 as i32 } else { x as i32 };
+                        x * b[k * 8 + n] as i32
+                    })
+                    .sum()
+            };
+            assert_eq!(ds[m * 8 + n], c[m * 8 + n] + dot(true), "s8 d[{m}][{n}]");
+            assert_eq!(du[m * 8 + n], c[m * 8 + n] + dot(false), "u8 d[{m}][{n}]");
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn int8_mma_emits_both_byte_readings_and_ptxas_takes_them() {
+    let ptx = MMA_INT8_16X8X32
+        .ptx_for(Target::Sm80)
+        .expect("sm_80 is built");
+    for want in [
+        "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32",
+        "mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32",
+    ] {
+        assert!(ptx.contains(want), "no `{want}` in\n{ptx}");
+    }
+    let Some(ptxas) = kernel_dsl::ptxas::Ptxas::find() else {
+        eprintln!("skipping the ptxas half: no ptxas found (set PTXKIT_PTXAS)");
+        return;
+    };
+    ptxas.assemble(&ptx).expect("ptxas accepts the module");
+}
+
+#[test]
 fn f16_bits_to_f32_widens_every_kind_of_half_exactly() -> Result<(), Error> {
     let stream = Device::emulator().stream()?;
     // Normals, subnormals, zeros of both signs, infinities and the largest half, with junk

@@ -108,7 +108,13 @@ fn requirements_come_from_the_catalog() {
     assert_eq!(req("nanosleep").min_sm, 70);
     assert_eq!(req("nanosleep").to_string(), "sm_70 or newer (PTX ISA 6.2)");
     assert_eq!(req("tanh").min_sm, 75);
-    for n in ["cvt_tf32", "mma_m16n8k8_tf32", "mma_m16n8k16_bf16"] {
+    for n in [
+        "cvt_tf32",
+        "mma_m16n8k8_tf32",
+        "mma_m16n8k16_bf16",
+        "mma_m16n8k32_s8",
+        "mma_m16n8k32_u8_s8",
+    ] {
         assert!(!req(n).admits(Target::Sm75), "{n}");
         assert!(req(n).admits(Target::Sm80), "{n}");
     }

@@ -311,33 +311,62 @@ impl Lowerer<'_> {
                     elem: ScalarType::U32,
                 })
             }
-            "mma_m16n8k16_bf16" | "mma_m16n8k16_f16" | "mma_m16n8k8_tf32" => {
-                let (shape, ab) = match name.as_str() {
-                    "mma_m16n8k16_bf16" => (MmaShape::M16n8k16, ScalarType::Bf16),
-                    "mma_m16n8k16_f16" => (MmaShape::M16n8k16, ScalarType::F16),
-                    _ => (MmaShape::M16n8k8, ScalarType::Tf32),
+            "mma_m16n8k16_bf16" | "mma_m16n8k16_f16" | "mma_m16n8k8_tf32" | "mma_m16n8k32_s8"
+            | "mma_m16n8k32_u8_s8" => {
+                // Shape, the types of a and b, and of the accumulator.
+                let (shape, a_ty, b_ty, acc_ty) = match name.as_str() {
+                    "mma_m16n8k16_bf16" => (
+                        MmaShape::M16n8k16,
+                        ScalarType::Bf16,
+                        ScalarType::Bf16,
+                        ScalarType::F32,
+                    ),
+                    "mma_m16n8k16_f16" => (
+                        MmaShape::M16n8k16,
+                        ScalarType::F16,
+                        ScalarType::F16,
+                        ScalarType::F32,
+                    ),
+                    "mma_m16n8k32_s8" => (
+                        MmaShape::M16n8k32,
+                        ScalarType::S8,
+                        ScalarType::S8,
+                        ScalarType::S32,
+                    ),
+                    "mma_m16n8k32_u8_s8" => (
+                        MmaShape::M16n8k32,
+                        ScalarType::U8,
+                        ScalarType::S8,
+                        ScalarType::S32,
+                    ),
+                    _ => (
+                        MmaShape::M16n8k8,
+                        ScalarType::Tf32,
+                        ScalarType::Tf32,
+                        ScalarType::F32,
+                    ),
                 };
                 let a = self.array_arg(args[0], ScalarType::U32, 4)?;
                 let b = self.array_arg(args[1], ScalarType::U32, 2)?;
-                let acc = self.array_arg(args[2], ScalarType::F32, 4)?;
-                let d: Vec<_> = (0..4).map(|_| self.b.reg(ScalarType::F32)).collect();
+                let acc = self.array_arg(args[2], acc_ty, 4)?;
+                let d: Vec<_> = (0..4).map(|_| self.b.reg(acc_ty)).collect();
                 let vec_of = |rs: &[kernel_dsl::ir::Reg]| {
                     Operand::Vector(rs.iter().map(|r| Operand::Reg(*r)).collect())
                 };
                 self.inst(
                     Op::Mma {
                         shape,
-                        d: ScalarType::F32,
-                        a: ab,
-                        b: ab,
-                        c: ScalarType::F32,
+                        d: acc_ty,
+                        a: a_ty,
+                        b: b_ty,
+                        c: acc_ty,
                     },
                     vec![vec_of(&d)],
                     vec![vec_of(&a), vec_of(&b), vec_of(&acc)],
                 );
                 Ok(Value::Array {
                     elems: d,
-                    elem: ScalarType::F32,
+                    elem: acc_ty,
                 })
             }
             "cp_async_16" | "cp_async_16_or" => {

@@ -212,6 +212,37 @@ pub fn mma_tf32_16x8x8(a: &[f32], b: &[f32], c: &[f32], d: &mut [f32]) {
     d[hi + 1] = r[3];
 }
 
+/// One warp computes `d = a × b + c` for a 16×32 `a` (bytes, row-major), a 32×8 `b` (int8,
+/// stored column by column: `bt[n·32 + k]`) and a 16×8 `c` (`i32`, row-major), twice:
+/// `a` read as int8 into `ds`, as u8 into `du`.
+#[kernel(crate = crate::common::paths, block = 32)]
+pub fn mma_int8_16x8x32(a: &[u32], bt: &[u32], c: &[i32], ds: &mut [i32], du: &mut [i32]) {
+    let lane = thread_idx().x;
+    let group = lane >> 2;
+    let quad = lane & 3;
+    // Words: a row of `a` is 8, a column of `b` 8.
+    let a_frag = [
+        a[group * 8 + quad],
+        a[(group + 8) * 8 + quad],
+        a[group * 8 + quad + 4],
+        a[(group + 8) * 8 + quad + 4],
+    ];
+    let b_frag = [bt[group * 8 + quad], bt[group * 8 + quad + 4]];
+    let lo = group * 8 + quad * 2;
+    let hi = (group + 8) * 8 + quad * 2;
+    let acc = [c[lo], c[lo + 1], c[hi], c[hi + 1]];
+    let s = mma_m16n8k32_s8(a_frag, b_frag, acc);
+    let u = mma_m16n8k32_u8_s8(a_frag, b_frag, acc);
+    ds[lo] = s[0];
+    ds[lo + 1] = s[1];
+    ds[hi] = s[2];
+    ds[hi + 1] = s[3];
+    du[lo] = u[0];
+    du[lo + 1] = u[1];
+    du[hi] = u[2];
+    du[hi + 1] = u[3];
+}
+
 /// Each thread's view of the three block-wide votes over its flag: how many threads of the
 /// block hold it, whether all do, whether any does, three words per thread.
 #[kernel(crate = crate::common::paths)]
