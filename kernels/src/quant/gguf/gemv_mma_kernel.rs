@@ -1,9 +1,10 @@
 //! The decode GEMV `y = x·Wᵀ` for up to 16 rows of `x` on the tensor cores (sm_80+), over
-//! Q8_0, Q4_K or Q6_K weights. The weights are the `A` operand of `mma.m16n8k16` and the
-//! rows of `x` its `n`: a warp takes the weight rows `g` and `g + 8` of a tile of 16 (with
-//! one tile of 8, `A`'s upper rows are zero), so one product covers 256 weights and the
-//! activation operand is two registers straight from a 16-byte load; rows of `x` past 8
-//! take a second product on the same `A`, and none is issued for them when `m ≤ 8`. The
+//! Q8_0, Q4_K or Q6_K weights. A warp taking two tiles of 8 weight rows makes them the `A`
+//! operand of `mma.m16n8k16` (rows `g` and `g + 8`) and the rows of `x` its `n`: one product
+//! covers 256 weights and the activation operand is two registers straight from a 16-byte
+//! load; rows of `x` past 8 take a second product on the same `A`, none when `m ≤ 8`. A warp
+//! taking one tile makes the rows of `x` the `A` (its upper half repeating the lower when
+//! `m ≤ 8`) and its 8 weight rows the `n`, so no half of a product is zeros. The
 //! eight warps of a block share the same rows and take every eighth block of 256 weights of
 //! them, a lane loading the words of its next block while it decodes the current one. A lane
 //! turns its codes into bf16 weights in registers (`fragment.rs`): the weight bytes are read
@@ -55,12 +56,13 @@ pub fn gguf_gemv_mma<T: Element, const F: u32, const NT: u32>(
     for j in 0..NT {
         base[j] = min(tile + 8 * j + g, n - 1) * row_bytes;
     }
-    // The lane's rows of `x`, the `n` of the product: `g`, and `g + 8` when `m > 8`.
+    // The lane's rows of `x`: `g`, and `g + 8` when `m > 8`.
     let x0 = min(g, m - 1) * k;
     let x1 = min(g + 8, m - 1) * k;
     let blocks = k / 256;
-    // Products for the rows of `x` below 8, then above.
-    let mut acc = [0.0f32; 8];
+    // With two tiles, products for the rows of `x` below 8, then above; with one, a
+    // product's four accumulators.
+    let mut acc = [0.0f32; 4 * NT];
     let mut c0 = warp;
     // The words of this warp's current block. Once they are aligned, the next block's loads
     // go out into the same registers, so a warp always has a block's loads in flight.
@@ -99,8 +101,8 @@ pub fn gguf_gemv_mma<T: Element, const F: u32, const NT: u32>(
         let xb0 = x_word(x1 + 256 * c0 + 8 * t);
         for s in 0..8 {
             // Group s: weights 32s..32s + 32 of the block, the lane's eight of each of its
-            // rows. With one tile, `A`'s rows 8–15 stay zero.
-            let mut b = [0u32; 8];
+            // rows.
+            let mut b = [0u32; 4 * NT];
             for j in 0..NT {
                 let mut a = [0u32; 18];
                 for i in 0..18 {
@@ -115,22 +117,44 @@ pub fn gguf_gemv_mma<T: Element, const F: u32, const NT: u32>(
                     b[4 * j + i] = o[i];
                 }
             }
-            let lo = [b[0], b[4], b[1], b[5]];
-            let hi = [b[2], b[6], b[3], b[7]];
             let xa = x_pairs(x, xa0 + x_word(32 * s));
-            let prev = [acc[0], acc[1], acc[2], acc[3]];
-            let d0 = mma_m16n8k16_bf16(lo, [xa[0], xa[1]], prev);
-            let d1 = mma_m16n8k16_bf16(hi, [xa[2], xa[3]], d0);
-            for i in 0..4 {
-                acc[i] = d1[i];
-            }
-            if m > 8 {
-                let xb = x_pairs(x, xb0 + x_word(32 * s));
-                let prev = [acc[4], acc[5], acc[6], acc[7]];
-                let e0 = mma_m16n8k16_bf16(lo, [xb[0], xb[1]], prev);
-                let e1 = mma_m16n8k16_bf16(hi, [xb[2], xb[3]], e0);
+            if NT == 2 {
+                // The weights are `A`, the rows of `x` the `n`.
+                let lo = [b[0], b[4], b[1], b[5]];
+                let hi = [b[2], b[6], b[3], b[7]];
+                let prev = [acc[0], acc[1], acc[2], acc[3]];
+                let d0 = mma_m16n8k16_bf16(lo, [xa[0], xa[1]], prev);
+                let d1 = mma_m16n8k16_bf16(hi, [xa[2], xa[3]], d0);
                 for i in 0..4 {
-                    acc[4 + i] = e1[i];
+                    acc[i] = d1[i];
+                }
+                if m > 8 {
+                    let xb = x_pairs(x, xb0 + x_word(32 * s));
+                    let prev = [acc[4], acc[5], acc[6], acc[7]];
+                    let e0 = mma_m16n8k16_bf16(lo, [xb[0], xb[1]], prev);
+                    let e1 = mma_m16n8k16_bf16(hi, [xb[2], xb[3]], e0);
+                    for i in 0..4 {
+                        acc[4 + i] = e1[i];
+                    }
+                }
+            } else {
+                // The rows of `x` are `A`; with at most 8, its upper half repeats the lower.
+                let mut xb = [0u32; 4];
+                if m > 8 {
+                    let v = x_pairs(x, xb0 + x_word(32 * s));
+                    for i in 0..4 {
+                        xb[i] = v[i];
+                    }
+                } else {
+                    for i in 0..4 {
+                        xb[i] = xa[i];
+                    }
+                }
+                let prev = [acc[0], acc[1], acc[2], acc[3]];
+                let d0 = mma_m16n8k16_bf16([xa[0], xb[0], xa[1], xb[1]], [b[0], b[1]], prev);
+                let d1 = mma_m16n8k16_bf16([xa[2], xb[2], xa[3], xb[3]], [b[2], b[3]], d0);
+                for i in 0..4 {
+                    acc[i] = d1[i];
                 }
             }
         }
@@ -138,23 +162,27 @@ pub fn gguf_gemv_mma<T: Element, const F: u32, const NT: u32>(
     }
     // Element i of lane l of warp v at (i·8 + v)·32 + l: each store and load a row of banks.
     let part = shared_array::<f32, 2048>();
-    for i in 0..8 {
+    for i in 0..4 * NT {
         part[(i * 8 + warp) * 32 + lane] = acc[i];
     }
     sync_threads();
-    // Warp 0 sums the products for the rows of `x` below 8 over the eight warps, in warp
-    // order, and warp 1 those above. Element i of a lane is weight row g + 8·(i / 2) of the
-    // tile and row 2t + i % 2 of `x` (plus 8 for warp 1).
-    if warp < 2 {
+    // Warp j < NT sums four elements over the eight warps, in warp order. With two tiles,
+    // element i of a lane is weight row g + 8·(i / 2) and row 2t + i % 2 of `x` (plus 8 for
+    // warp 1); with one, row g + 8·(i / 2) of `x` and weight row 2t + i % 2.
+    if warp < NT {
         for i in 0..4 {
             let e = 4 * warp + i;
             let mut total = part[e * 256 + lane];
             for v in 1..8 {
                 total += part[(e * 8 + v) * 32 + lane];
             }
-            let row = 8 * warp + 2 * t + i % 2;
-            let col = tile + g + 8 * (i / 2);
-            if row < m && col < n && g + 8 * (i / 2) < 8 * NT {
+            let mut row = 8 * warp + 2 * t + i % 2;
+            let mut col = tile + g + 8 * (i / 2);
+            if NT == 1 {
+                row = g + 8 * (i / 2);
+                col = tile + 2 * t + i % 2;
+            }
+            if row < m && col < n {
                 y[row * n + col] = total as T;
             }
         }
