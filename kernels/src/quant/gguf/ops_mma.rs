@@ -18,8 +18,8 @@ use kernel_runtime::{Buffer, LaunchConfig, Stream};
 /// bf16. `x` is taken as bf16 (f32 rows rounded to nearest even), products
 /// are summed in f32 and `y` rounded to `T` once. `m` is 1 to
 /// [`GEMV_MAX_ROWS`](super::GEMV_MAX_ROWS) (0 does nothing); every weight byte is read once
-/// for all `m` rows, and reruns give the same bits. The tensor core works on 8 rows of `x` at
-/// a time (a second product for rows 9 to 16), so the time hardly depends on `m` up to 8.
+/// for all `m` rows, and reruns give the same bits. The tensor core works on 8 or 16 rows of
+/// `x` whatever `m` is, so the time hardly depends on `m`.
 ///
 /// ```
 /// use kernel_runtime::{Buffer, Device};
@@ -48,8 +48,9 @@ pub fn gemv_mma<T: Float>(
 }
 
 /// How [`gemv_mma_with`] splits the work: the tiles of 8 weight rows a warp takes, 1 or 2.
-/// Two fill the 16 rows of the tensor core's weight operand; one leaves half of it zero and
-/// makes twice the blocks.
+/// Two make the weights the tensor core's 16-row operand, so the activations need no
+/// rearranging and rows of `x` past 8 cost a product only when present; one makes twice the
+/// blocks (the rows of `x` are then the 16-row operand).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GemvMmaPlan {
     pub tiles: usize,
