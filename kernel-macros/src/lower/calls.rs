@@ -10,7 +10,7 @@ use crate::diag::{err, DResult};
 use crate::dsl_type::{rust_name, scalar_of};
 use kernel_dsl::intrinsics::{self, Lowering};
 use kernel_dsl::ir::{AddrBase, Imm, Operand, SpecialReg};
-use kernel_dsl::op::{BarRedOp, CacheOp, MatrixCount, MmaShape, Op, ReduxOp, ShflMode, VoteMode};
+use kernel_dsl::op::{BarRedOp, CacheOp, MatrixCount, Op, ReduxOp, ShflMode, VoteMode};
 use kernel_dsl::ScalarType;
 use syn::{Expr, ExprCall};
 
@@ -313,38 +313,9 @@ impl Lowerer<'_> {
             }
             "mma_m16n8k16_bf16" | "mma_m16n8k16_f16" | "mma_m16n8k8_tf32" | "mma_m16n8k32_s8"
             | "mma_m16n8k32_u8_s8" => {
-                // Shape, the types of a and b, and of the accumulator.
-                let (shape, a_ty, b_ty, acc_ty) = match name.as_str() {
-                    "mma_m16n8k16_bf16" => (
-                        MmaShape::M16n8k16,
-                        ScalarType::Bf16,
-                        ScalarType::Bf16,
-                        ScalarType::F32,
-                    ),
-                    "mma_m16n8k16_f16" => (
-                        MmaShape::M16n8k16,
-                        ScalarType::F16,
-                        ScalarType::F16,
-                        ScalarType::F32,
-                    ),
-                    "mma_m16n8k32_s8" => (
-                        MmaShape::M16n8k32,
-                        ScalarType::S8,
-                        ScalarType::S8,
-                        ScalarType::S32,
-                    ),
-                    "mma_m16n8k32_u8_s8" => (
-                        MmaShape::M16n8k32,
-                        ScalarType::U8,
-                        ScalarType::S8,
-                        ScalarType::S32,
-                    ),
-                    _ => (
-                        MmaShape::M16n8k8,
-                        ScalarType::Tf32,
-                        ScalarType::Tf32,
-                        ScalarType::F32,
-                    ),
+                // The instruction, shape and types included, is the intrinsic's row.
+                let [op @ Op::Mma { c: acc_ty, .. }] = *intr.ops() else {
+                    unreachable!("`{name}` lowers to one `mma`")
                 };
                 let a = self.array_arg(args[0], ScalarType::U32, 4)?;
                 let b = self.array_arg(args[1], ScalarType::U32, 2)?;
@@ -354,13 +325,7 @@ impl Lowerer<'_> {
                     Operand::Vector(rs.iter().map(|r| Operand::Reg(*r)).collect())
                 };
                 self.inst(
-                    Op::Mma {
-                        shape,
-                        d: acc_ty,
-                        a: a_ty,
-                        b: b_ty,
-                        c: acc_ty,
-                    },
+                    op,
                     vec![vec_of(&d)],
                     vec![vec_of(&a), vec_of(&b), vec_of(&acc)],
                 );
