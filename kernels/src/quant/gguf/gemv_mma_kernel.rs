@@ -161,7 +161,7 @@ pub fn gguf_gemv_mma<T: Element, const F: u32, const NT: u32>(
         c0 += 8;
     }
     // Element i of lane l of warp v at (i·8 + v)·32 + l: each store and load a row of banks.
-    let part = shared_array::<f32, 2048>();
+    let part = shared_array::<f32, { 1024 * NT }>();
     for i in 0..4 * NT {
         part[(i * 8 + warp) * 32 + lane] = acc[i];
     }
