@@ -70,6 +70,10 @@ pub struct KernelMeta {
     /// The fewest bytes of dynamic shared memory its declarations show it indexes (0 where
     /// they show nothing): a launch giving fewer is refused.
     pub min_dynamic_shared_bytes: u32,
+    /// Whether the kernel waits for the grid before it (`griddep_wait`) ahead of touching
+    /// memory that grid uses, so a launch on sm_90 or newer may let it start while that grid
+    /// finishes (programmatic dependent launch).
+    pub waits_on_prior_grid: bool,
 }
 
 /// A module's PTX as embedded: text, or deflated text (what a build embeds: PTX is wordy
@@ -242,6 +246,7 @@ impl KernelMeta {
             static_shared_bytes: kernel.static_shared_bytes(),
             uses_dynamic_shared: kernel.dynamic_shared.is_some(),
             min_dynamic_shared_bytes: kernel.dynamic_shared_min_bytes,
+            waits_on_prior_grid: kernel.waits_on_prior_grid(),
         }
     }
 }

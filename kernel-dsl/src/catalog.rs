@@ -568,6 +568,14 @@ pub fn entry(form: Form) -> &'static Entry {
         .expect("every Form has a catalog row (checked by a unit test)")
 }
 
+/// Whether `op` is left out of `target`'s PTX instead of refused there: the grid-dependency
+/// controls (`griddep_wait`, `griddep_launch_dependents`) below sm_90, where no launch is
+/// programmatic, so a wait has no grid to wait for and an early release no grid to release.
+/// Library kernels built for every target can then call them unconditionally.
+pub fn elided(op: &Op, target: Target) -> bool {
+    matches!(op, Op::GridDep { .. }) && target.sm() < 90
+}
+
 /// What `op` needs from the target.
 pub fn requirement(op: &Op) -> Requirement {
     entry(form(op)).requirement

@@ -18,7 +18,9 @@ pub fn required_isa(kernels: &[Kernel], target: Target) -> IsaVersion {
     let mut isa = target.min_isa();
     for k in kernels {
         k.for_each_inst(&mut |inst| {
-            isa = isa.max(catalog::requirement(&inst.op).min_isa);
+            if !catalog::elided(&inst.op, target) {
+                isa = isa.max(catalog::requirement(&inst.op).min_isa);
+            }
         });
     }
     isa
@@ -89,7 +91,7 @@ pub fn emit_module_with(
     }
     for (i, k) in kernels.iter().enumerate() {
         out.push('\n');
-        KernelPrinter::new(k, lines.for_kernel(i)).print(&mut out);
+        KernelPrinter::new(k, target, lines.for_kernel(i)).print(&mut out);
     }
     lines.print_function_names(&mut out);
     Ok(out)
@@ -97,6 +99,7 @@ pub fn emit_module_with(
 
 struct KernelPrinter<'a> {
     kernel: &'a Kernel,
+    target: Target,
     /// Printed name of each register, indexed by id.
     names: Vec<String>,
     /// Registers per class, for the `.reg` declarations.
@@ -111,7 +114,11 @@ struct KernelPrinter<'a> {
 }
 
 impl<'a> KernelPrinter<'a> {
-    fn new(kernel: &'a Kernel, lines: crate::line_directives::KernelLines<'a>) -> Self {
+    fn new(
+        kernel: &'a Kernel,
+        target: Target,
+        lines: crate::line_directives::KernelLines<'a>,
+    ) -> Self {
         let mut counts: BTreeMap<RegClass, u32> = BTreeMap::new();
         let names = kernel
             .regs
@@ -125,6 +132,7 @@ impl<'a> KernelPrinter<'a> {
             .collect();
         KernelPrinter {
             kernel,
+            target,
             names,
             counts,
             labels: 0,
@@ -266,6 +274,9 @@ impl<'a> KernelPrinter<'a> {
     }
 
     fn inst(&mut self, inst: &Inst, out: &mut String) {
+        if catalog::elided(&inst.op, self.target) {
+            return;
+        }
         if let Some(loc) = inst.loc {
             if self.last_loc != Some(loc) && self.lines.print_loc(loc, out) {
                 self.last_loc = Some(loc);

@@ -277,6 +277,21 @@ impl Kernel {
         })
     }
 
+    /// Whether the kernel waits for the grid launched before it (`griddepcontrol.wait`), so
+    /// that the runtime may start it while that grid finishes (programmatic dependent launch).
+    pub fn waits_on_prior_grid(&self) -> bool {
+        let mut waits = false;
+        self.for_each_inst(&mut |inst| {
+            waits |= matches!(
+                inst.op,
+                crate::op::Op::GridDep {
+                    kind: crate::op::GridDepControl::Wait
+                }
+            );
+        });
+        waits
+    }
+
     /// Visits every instruction in program order.
     pub fn for_each_inst<'a>(&'a self, f: &mut impl FnMut(&'a Inst)) {
         fn walk<'a>(stmts: &'a [Stmt], f: &mut impl FnMut(&'a Inst)) {

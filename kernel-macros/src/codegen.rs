@@ -103,6 +103,7 @@ fn artifacts(
     let smem = k.static_shared_bytes();
     let dynamic = k.dynamic_shared.is_some();
     let min_dynamic = k.dynamic_shared_min_bytes;
+    let waits = k.waits_on_prior_grid();
     let ptx = targets::ptx_entries(&b.emitted, dsl);
     let cubins = b.cubins.iter().map(|c| {
         let cfg = targets::pair_cfg(c.target, c.module);
@@ -131,6 +132,7 @@ fn artifacts(
                 static_shared_bytes: #smem,
                 uses_dynamic_shared: #dynamic,
                 min_dynamic_shared_bytes: #min_dynamic,
+                waits_on_prior_grid: #waits,
             },
             ptx: ::std::borrow::Cow::Borrowed(&[#ptx]),
             cubins: ::std::borrow::Cow::Borrowed(&[#(#cubins)*]),

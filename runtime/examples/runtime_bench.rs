@@ -42,6 +42,7 @@ fn vector_add_meta() -> KernelMeta {
         static_shared_bytes: 0,
         uses_dynamic_shared: false,
         min_dynamic_shared_bytes: 0,
+        waits_on_prior_grid: false,
     }
 }
 

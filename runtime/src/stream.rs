@@ -141,7 +141,7 @@ impl Stream {
     /// # use kernel_dsl::{BlockContract, KernelArtifacts, KernelMeta};
     /// # static VECTOR_ADD: KernelArtifacts = KernelArtifacts {
     /// #     meta: KernelMeta { entry: Cow::Borrowed("vector_add"), params: Cow::Borrowed(&[]),
-    /// #         block: BlockContract::Any, static_shared_bytes: 0, uses_dynamic_shared: false, min_dynamic_shared_bytes: 0 },
+    /// #         block: BlockContract::Any, static_shared_bytes: 0, uses_dynamic_shared: false, min_dynamic_shared_bytes: 0, waits_on_prior_grid: false },
     /// #     ptx: Cow::Borrowed(&[]), cubins: Cow::Borrowed(&[]), emit: None, ir: None };
     /// use kernel_runtime::{Buffer, Device, KernelArg, LaunchConfig};
     /// # fn main() -> Result<(), kernel_runtime::Error> {
@@ -203,12 +203,16 @@ impl Stream {
                     .cuda
                     .as_ref()
                     .ok_or(Error::DeviceMismatch { op: "launch" })?;
+                // A kernel that waits for the grid before it may start while that grid
+                // finishes, on devices that have programmatic dependent launch.
+                let early = meta.waits_on_prior_grid && dev.props.target.sm() >= 90;
                 cuda::launch(
                     &kernel.handle,
                     stream,
                     &cfg,
                     meta.static_shared_bytes,
                     &mut params[..args.len()],
+                    early,
                 )?;
             }
             KernelRef::Emulator(kernel) => {
@@ -261,7 +265,7 @@ impl Stream {
     /// # use kernel_dsl::{BlockContract, KernelArtifacts, KernelMeta};
     /// # static STEP: KernelArtifacts = KernelArtifacts {
     /// #     meta: KernelMeta { entry: Cow::Borrowed("step"), params: Cow::Borrowed(&[]),
-    /// #         block: BlockContract::Any, static_shared_bytes: 0, uses_dynamic_shared: false, min_dynamic_shared_bytes: 0 },
+    /// #         block: BlockContract::Any, static_shared_bytes: 0, uses_dynamic_shared: false, min_dynamic_shared_bytes: 0, waits_on_prior_grid: false },
     /// #     ptx: Cow::Borrowed(&[]), cubins: Cow::Borrowed(&[]), emit: None, ir: None };
     /// # fn main() -> Result<(), kernel_runtime::Error> {
     /// # let stream = kernel_runtime::Device::best().stream()?;

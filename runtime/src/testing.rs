@@ -40,6 +40,7 @@ pub(crate) fn vector_add_meta() -> KernelMeta {
         static_shared_bytes: 0,
         uses_dynamic_shared: false,
         min_dynamic_shared_bytes: 0,
+        waits_on_prior_grid: false,
     }
 }
 
@@ -56,6 +57,7 @@ pub(crate) fn axpy_meta() -> KernelMeta {
         static_shared_bytes: 0,
         uses_dynamic_shared: false,
         min_dynamic_shared_bytes: 0,
+        waits_on_prior_grid: false,
     }
 }
 
@@ -70,6 +72,7 @@ pub(crate) fn reverse_meta() -> KernelMeta {
         static_shared_bytes: 1024,
         uses_dynamic_shared: true,
         min_dynamic_shared_bytes: 4,
+        waits_on_prior_grid: false,
     }
 }
 

@@ -100,6 +100,9 @@ pub fn paged_decode<T: Element, const D: u32, const R: u32>(
     span: u32,
     scale_log2: f32,
 ) {
+    // Before any memory access: where the launch lets this kernel start while the one
+    // before it finishes (sm_90+), it waits here until that one is done.
+    griddep_wait();
     let words = dynamic_shared::<u32>();
     let elems = dynamic_shared::<T>();
     let tid = thread_idx().x;
@@ -379,6 +382,9 @@ pub fn paged_decode_combine<T: Element>(
     dim: u32,
     splits: u32,
 ) {
+    // Before any memory access: where the launch lets this kernel start while the one
+    // before it finishes (sm_90+), it waits here until that one is done.
+    griddep_wait();
     let i = block_idx().x * 256 + thread_idx().x;
     let n = rows * dim;
     if i < n {

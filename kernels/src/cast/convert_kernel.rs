@@ -23,6 +23,9 @@ pub(crate) const fn tile_elems(src_bytes: u32) -> u32 {
          instances(S in [f32, bf16, f16], D in [f32, bf16, f16],
                    P in [if S::VEC < D::VEC { S::VEC } else { D::VEC }]))]
 pub fn cast<S: Element, D: Element, const P: u32>(src: &[S], dst: &mut [D], n: u32) {
+    // Before any memory access: where the launch lets this kernel start while the one
+    // before it finishes (sm_90+), it waits here until that one is done.
+    griddep_wait();
     let t = thread_idx().x;
     let tiles = n / (256 * 2 * S::VEC);
     let mut b = block_idx().x;

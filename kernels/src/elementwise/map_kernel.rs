@@ -125,6 +125,9 @@ impl Binary for GeluTanhBackward {
 /// `out = O(x)`.
 #[kernel(crate = crate::lang, instances(T in [f32, bf16], O in [Silu, GeluTanh]))]
 pub fn map_unary<T: Element, O: Unary>(x: &[T], out: &mut [T], n: u32) {
+    // Before any memory access: where the launch lets this kernel start while the one
+    // before it finishes (sm_90+), it waits here until that one is done.
+    griddep_wait();
     let stride = block_dim().x * grid_dim().x;
     let first = block_idx().x * block_dim().x + thread_idx().x;
     let steps = n / T::VEC;
@@ -148,6 +151,9 @@ pub fn map_unary<T: Element, O: Unary>(x: &[T], out: &mut [T], n: u32) {
 #[kernel(crate = crate::lang,
          instances(T in [f32, bf16], O in [Add, Mul, Swiglu, SiluBackward, GeluTanhBackward]))]
 pub fn map_binary<T: Element, O: Binary>(a: &[T], b: &[T], out: &mut [T], n: u32) {
+    // Before any memory access: where the launch lets this kernel start while the one
+    // before it finishes (sm_90+), it waits here until that one is done.
+    griddep_wait();
     let stride = block_dim().x * grid_dim().x;
     let first = block_idx().x * block_dim().x + thread_idx().x;
     let steps = n / T::VEC;

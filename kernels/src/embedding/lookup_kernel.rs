@@ -37,6 +37,9 @@ pub fn embedding<T: Element, const W: u32, const CTA: u32>(
     hidden: u32,
     vocab: u32,
 ) {
+    // Before any memory access: where the launch lets this kernel start while the one
+    // before it finishes (sm_90+), it waits here until that one is done.
+    griddep_wait();
     let g = row_group();
     let lane = g[0];
     let group = g[1];

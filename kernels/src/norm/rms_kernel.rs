@@ -25,6 +25,9 @@ pub fn rms_norm<T: Element, const W: u32, const CTA: u32>(
     cols: u32,
     eps: f32,
 ) {
+    // Before any memory access: where the launch lets this kernel start while the one
+    // before it finishes (sm_90+), it waits here until that one is done.
+    griddep_wait();
     let g = row_group();
     let lane = g[0];
     let group = g[1];
@@ -103,6 +106,9 @@ pub fn add_rms_norm<T: Element, const W: u32, const CTA: u32>(
     cols: u32,
     eps: f32,
 ) {
+    // Before any memory access: where the launch lets this kernel start while the one
+    // before it finishes (sm_90+), it waits here until that one is done.
+    griddep_wait();
     let g = row_group();
     let lane = g[0];
     let group = g[1];

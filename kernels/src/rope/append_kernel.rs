@@ -39,6 +39,9 @@ pub fn rope_append<S: Element, T: Element, const INTERLEAVED: u32>(
     seqs: u32,
     blocks_per_seq: u32,
 ) {
+    // Before any memory access: where the launch lets this kernel start while the one
+    // before it finishes (sm_90+), it waits here until that one is done.
+    griddep_wait();
     let pairs = head_dim / 2;
     let per_token = (heads_q + 2 * heads_kv) * pairs;
     let items = tokens * per_token;

@@ -5,7 +5,10 @@ use crate::cache::Loader;
 use crate::config::LaunchConfig;
 use crate::error::{Error, Result};
 use crate::select::{ModuleImage, Selected};
-use cudarc::driver::sys::{self, CUfunction_attribute, CUjit_option};
+use cudarc::driver::sys::{
+    self, CUfunction_attribute, CUjit_option, CUlaunchAttribute, CUlaunchAttributeID,
+    CUlaunchAttributeValue, CUlaunchConfig,
+};
 use cudarc::driver::{CudaContext, CudaStream};
 use kernel_dsl::Target;
 use std::ffi::{c_void, CString};
@@ -203,13 +206,17 @@ impl CudaKernel {
     }
 }
 
-/// Launches `kernel` on `stream` with one pointer to each parameter's bytes.
+/// Launches `kernel` on `stream` with one pointer to each parameter's bytes. With `early`
+/// (the kernel waits for the grid before it, and the device is sm_90 or newer) the launch
+/// allows programmatic stream serialization: the kernel's blocks may start, and run up to
+/// their `griddepcontrol.wait`, while the kernel before it on the stream finishes.
 pub(crate) fn launch(
     kernel: &CudaKernel,
     stream: &CudaStream,
     cfg: &LaunchConfig,
     static_shared: u32,
     params: &mut [*mut c_void],
+    early: bool,
 ) -> Result<()> {
     kernel
         .module
@@ -219,6 +226,39 @@ pub(crate) fn launch(
     kernel.ensure_dynamic_shared(static_shared, cfg.dynamic_shared_bytes)?;
     let [gx, gy, gz] = cfg.grid;
     let [bx, by, bz] = cfg.block;
+    if early {
+        let mut attrs = [CUlaunchAttribute {
+            id: CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+            pad: [0; 4],
+            value: CUlaunchAttributeValue {
+                programmaticStreamSerializationAllowed: 1,
+            },
+        }];
+        let config = CUlaunchConfig {
+            gridDimX: gx,
+            gridDimY: gy,
+            gridDimZ: gz,
+            blockDimX: bx,
+            blockDimY: by,
+            blockDimZ: bz,
+            sharedMemBytes: cfg.dynamic_shared_bytes,
+            hStream: stream.cu_stream(),
+            attrs: attrs.as_mut_ptr(),
+            numAttrs: attrs.len() as u32,
+        };
+        // SAFETY: as for `cuLaunchKernel` below; `config` and the attribute array it points to
+        // live until the call returns (the driver copies them).
+        return unsafe {
+            sys::cuLaunchKernelEx(
+                &config,
+                kernel.function,
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        }
+        .result()
+        .map_err(|e| Error::driver("cuLaunchKernelEx", e));
+    }
     // SAFETY: the launch was validated against the kernel's metadata: one pointer per
     // parameter, each to at least as many bytes as its parameter (64-bit little-endian slots,
     // or a tensor map's 128 bytes), buffer slots holding addresses of live allocations on this

@@ -53,6 +53,7 @@ pub const fn meta(entry: &'static str, params: &'static [ParamMeta], dynamic: bo
         static_shared_bytes: 0,
         uses_dynamic_shared: dynamic,
         min_dynamic_shared_bytes: 0,
+        waits_on_prior_grid: false,
     }
 }
 

@@ -42,6 +42,9 @@ pub fn gguf_gemv<T: Element, const F: u32, const MT: u32, const NORM: u32, const
     row_bytes: u32,
     eps: f32,
 ) {
+    // Before any memory access: where the launch lets this kernel start while the one
+    // before it finishes (sm_90+), it waits here until that one is done.
+    griddep_wait();
     let lane = lane_id();
     let row = block_idx().x * 4 + thread_idx().x / 32;
     if row < n {

@@ -45,6 +45,9 @@ pub fn gguf_gemv_mma<T: Element, const F: u32, const NT: u32>(
     k: u32,
     row_bytes: u32,
 ) {
+    // Before any memory access: where the launch lets this kernel start while the one
+    // before it finishes (sm_90+), it waits here until that one is done.
+    griddep_wait();
     let lane = lane_id();
     let warp = thread_idx().x / 32;
     let g = lane / 4;

@@ -35,6 +35,9 @@ pub fn gguf_gemv_q8<T: Element, const F: u32, const MT: u32, const U: u32>(
     k: u32,
     row_bytes: u32,
 ) {
+    // Before any memory access: where the launch lets this kernel start while the one
+    // before it finishes (sm_90+), it waits here until that one is done.
+    griddep_wait();
     let lane = lane_id();
     let row = block_idx().x * 4 + thread_idx().x / 32;
     if row < n {

@@ -26,6 +26,9 @@ pub fn gguf_quantize_activations<T: Element, const NORM: u32>(
     k: u32,
     eps: f32,
 ) {
+    // Before any memory access: where the launch lets this kernel start while the one
+    // before it finishes (sm_90+), it waits here until that one is done.
+    griddep_wait();
     let row = block_idx().x;
     let t = thread_idx().x;
     let lane = lane_id();
