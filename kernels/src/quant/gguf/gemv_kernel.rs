@@ -115,6 +115,9 @@ pub fn gguf_gemv<T: Element, const F: u32, const MT: u32, const NORM: u32, const
             }
             c0 += 32 * U;
         }
+        // Every weight is loaded: the next kernel's blocks may be placed while this block
+        // reduces and stores (releasing at the top crowded them onto the SMs with room).
+        griddep_launch_dependents();
         for i in 0..MT {
             let mut s = acc[i];
             let mut q = sq[i];

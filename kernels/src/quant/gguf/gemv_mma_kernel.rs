@@ -163,6 +163,9 @@ pub fn gguf_gemv_mma<T: Element, const F: u32, const NT: u32>(
         }
         c0 += 8;
     }
+    // Every weight is loaded: the next kernel's blocks may be placed while this block
+    // reduces and stores (releasing at the top crowded them onto the SMs with room).
+    griddep_launch_dependents();
     // Element i of lane l of warp v at (i·8 + v)·32 + l: each store and load a row of banks.
     let part = shared_array::<f32, { 1024 * NT }>();
     for i in 0..4 * NT {

@@ -75,6 +75,9 @@ pub fn gguf_gemv_q8<T: Element, const F: u32, const MT: u32, const U: u32>(
             }
             c0 += 32 * U;
         }
+        // Every weight is loaded: the next kernel's blocks may be placed while this block
+        // reduces and stores (releasing at the top crowded them onto the SMs with room).
+        griddep_launch_dependents();
         for i in 0..MT {
             let mut t = acc[i];
             for d in [16, 8, 4, 2, 1] {
