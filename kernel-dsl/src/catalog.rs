@@ -573,7 +573,12 @@ pub fn entry(form: Form) -> &'static Entry {
 /// programmatic, so a wait has no grid to wait for and an early release no grid to release.
 /// Library kernels built for every target can then call them unconditionally.
 pub fn elided(op: &Op, target: Target) -> bool {
-    matches!(op, Op::GridDep { .. }) && target.sm() < 90
+    matches!(op, Op::GridDep { .. }) && !programmatic_launch(target)
+}
+
+/// Whether `target` has programmatic dependent launch: its grid-dependency row admits it.
+pub fn programmatic_launch(target: Target) -> bool {
+    entry(Form::GridDepControl).requirement.admits(target)
 }
 
 /// What `op` needs from the target.

@@ -205,7 +205,8 @@ impl Stream {
                     .ok_or(Error::DeviceMismatch { op: "launch" })?;
                 // A kernel that waits for the grid before it may start while that grid
                 // finishes, on devices that have programmatic dependent launch.
-                let early = meta.waits_on_prior_grid && dev.props.target.sm() >= 90;
+                let early = meta.waits_on_prior_grid
+                    && kernel_dsl::catalog::programmatic_launch(dev.props.target);
                 cuda::launch(
                     &kernel.handle,
                     stream,
