@@ -3,6 +3,8 @@
 //! each, decode steps replayed from captured graphs. Prints tokens/s per batch size.
 //!
 //! `cargo run --release --example bench_generate` (needs a GPU; says so and exits without).
+//! `BENCH_ONLY=medium/1/` runs the rows whose `model/batch/` label contains the text (for a
+//! profiler).
 
 use ptxkit::gguf::llama::{quantize, Checkpoint, QuantType};
 use ptxkit::gguf::Gguf;
@@ -20,8 +22,9 @@ fn main() {
     };
     let stream = device.stream().unwrap();
     let models = [
-        ("small (8 x 512)", ModelConfig::SMALL),
+        ("small", "small (8 x 512)", ModelConfig::SMALL),
         (
+            "medium",
             "medium (8 x 2048)",
             ModelConfig {
                 hidden: 2048,
@@ -36,11 +39,19 @@ fn main() {
         ),
     ];
     println!("model              batch  prefill tok/s  decode tok/s  graphs");
-    for (name, cfg) in models {
+    let only = std::env::var("BENCH_ONLY").ok();
+    let wanted = |label: &str| only.as_deref().is_none_or(|o| label.contains(o));
+    for (short, name, cfg) in models {
+        if ![1, 4, 16].iter().any(|b| wanted(&format!("{short}/{b}/"))) {
+            continue;
+        }
         let (w, _) = quantize(&Checkpoint::random(&cfg, 1), QuantType::Q4KM).unwrap();
         let file = Gguf::parse(w.to_bytes().unwrap()).unwrap();
         let model = ServeModel::load(&stream, &file).unwrap();
         for batch in [1usize, 4, 16] {
+            if !wanted(&format!("{short}/{batch}/")) {
+                continue;
+            }
             let engine_cfg = EngineConfig {
                 max_batch: batch,
                 ..EngineConfig::for_model(&cfg)

@@ -13,7 +13,9 @@ mod error;
 mod float;
 mod lang;
 mod op_kernel;
-// `#[device]` row helpers, before the op modules whose kernels call them.
+// `#[device]` helpers, before the op modules whose kernels call them.
+#[macro_use]
+mod activation;
 #[macro_use]
 mod row_group;
 #[allow(dead_code)]

@@ -33,25 +33,6 @@ pub struct SiluBackward;
 /// `dy · gelu'(x)`.
 pub struct GeluTanhBackward;
 
-/// `e^v` through `ex2.approx.ftz` (relative error about 2⁻²²; results under 2⁻¹²⁶ are 0,
-/// which no activation can tell apart).
-#[device(crate = crate::lang)]
-fn exp_fast(v: f32) -> f32 {
-    ex2_approx_ftz(v * 1.442_695_04)
-}
-
-/// The logistic function `1 / (1 + e^-v)`; saturates cleanly at ±∞.
-#[device(crate = crate::lang)]
-fn sigmoid(v: f32) -> f32 {
-    div_full(1.0, 1.0 + exp_fast(-v))
-}
-
-/// `tanh(v) = 1 − 2 / (e^{2v} + 1)`: exact limits ±1, absolute error near 1e-7.
-#[device(crate = crate::lang)]
-fn tanh_fast(v: f32) -> f32 {
-    1.0 - div_full(2.0, exp_fast(v * 2.0) + 1.0)
-}
-
 /// `d silu / dx = σ·(1 + x·(1 − σ))` given `s = σ(x)`.
 #[device(crate = crate::lang)]
 fn silu_grad(x: f32, s: f32) -> f32 {
@@ -99,7 +80,7 @@ impl Binary for Mul {
 #[device(crate = crate::lang)]
 impl Binary for Swiglu {
     fn apply(a: f32, b: f32) -> f32 {
-        (a * sigmoid(a)) * b
+        swiglu_value(a, b)
     }
 }
 

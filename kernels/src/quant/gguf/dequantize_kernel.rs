@@ -6,11 +6,13 @@ use kernel_macros::kernel;
 /// Threads per block.
 pub(crate) const DEQUANTIZE_THREADS: u32 = 128;
 
-/// `w`: `rows` rows of `row_bytes` bytes of format `F`; `out`: `rows × cols`.
+/// `w`: rows of `row_bytes` bytes of format `F`; `out`: `rows × cols`, from row `first` of
+/// `w` on.
 #[kernel(crate = crate::lang, instances(T in [f32, bf16], F in [0, 1, 2]), block = 128)]
 pub fn gguf_dequantize<T: Element, const F: u32>(
     w: &[u32],
     out: &mut [T],
+    first: u32,
     rows: u32,
     cols: u32,
     row_bytes: u32,
@@ -21,7 +23,7 @@ pub fn gguf_dequantize<T: Element, const F: u32>(
         let row = u / chunks;
         let c = u % chunks;
         let at = chunk_at(c);
-        let v = decode_chunk(w, row * row_bytes + at[0], at[1]);
+        let v = decode_chunk(w, (first + row) * row_bytes + at[0], at[1]);
         let first = row * cols + chunk_first(c);
         // Runs of `rl` consecutive elements; a vector never straddles two.
         let rl = 32u32 >> F;

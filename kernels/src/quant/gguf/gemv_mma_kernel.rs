@@ -16,32 +16,46 @@ use kernel_macros::kernel;
 /// Threads per block: eight warps over the same weight rows.
 pub(crate) const GEMV_MMA_THREADS: u32 = 256;
 
-/// `w`: `n` rows of `row_bytes` bytes of format `F` (0 Q8_0, 1 Q4_K, 2 Q6_K; `k` a multiple
-/// of 256); `x`: `m × k` elements of `T` read as words (`k / 2` a row for bf16); `y`:
-/// `m × n`; `1 ≤ m ≤ 16`. `NT` tiles of 8 weight rows a warp: Q8_0, and Q6_K with f32 `x`,
-/// take one (with two, the words of two blocks in flight for each tile spill).
+/// `w`: weight rows of `row_bytes` bytes of format `F` (0 Q8_0, 1 Q4_K, 2 Q6_K; `k` a
+/// multiple of 256); `x`: `m × k` elements of `T` read as words (`k / 2` a row for bf16);
+/// `1 ≤ m ≤ 16`. `NT` tiles of 8 weight rows a warp: Q8_0, and Q6_K with f32 `x`, take one
+/// (with two, the words of two blocks in flight for each tile spill).
+///
+/// `GLU = 0`: `w` has `n` rows and product column `c` goes to `y0` (`m × n0`) below `n0`,
+/// to `y1` (`m × n1`) below `n0 + n1` and to `y2` (`m × (n − n0 − n1)`) past that: a stacked
+/// weight's parts land in their own outputs. `GLU = 1` (two tiles only): `w` is a gate's `n`
+/// rows stacked over an up's `n`; a warp's two tiles are the same 8 rows of each, and `y0`
+/// (`m × n`) receives `silu(gate) · up`.
 #[kernel(
     crate = crate::lang,
     instances(
-        <f32, 0, 1>,
-        <bf16, 0, 1>,
-        <f32, 1, 1>,
-        <f32, 1, 2>,
-        <f32, 2, 1>,
-        <bf16, 1, 1>,
-        <bf16, 1, 2>,
-        <bf16, 2, 1>,
-        <bf16, 2, 2>
+        <f32, 0, 1, 0>,
+        <bf16, 0, 1, 0>,
+        <f32, 1, 1, 0>,
+        <f32, 1, 2, 0>,
+        <f32, 2, 1, 0>,
+        <bf16, 1, 1, 0>,
+        <bf16, 1, 2, 0>,
+        <bf16, 2, 1, 0>,
+        <bf16, 2, 2, 0>,
+        <f32, 1, 2, 1>,
+        <bf16, 1, 2, 1>,
+        <bf16, 2, 2, 1>
     ),
     block = 256,
     min_blocks = 2
 )]
-pub fn gguf_gemv_mma<T: Element, const F: u32, const NT: u32>(
+#[allow(clippy::too_many_arguments)]
+pub fn gguf_gemv_mma<T: Element, const F: u32, const NT: u32, const GLU: u32>(
     w: &[u32],
     x: &[u32],
-    y: &mut [T],
+    y0: &mut [T],
+    y1: &mut [T],
+    y2: &mut [T],
     m: u32,
     n: u32,
+    n0: u32,
+    n1: u32,
     k: u32,
     row_bytes: u32,
 ) {
@@ -52,12 +66,19 @@ pub fn gguf_gemv_mma<T: Element, const F: u32, const NT: u32>(
     let warp = thread_idx().x / 32;
     let g = lane / 4;
     let t = lane % 4;
-    let tile = block_idx().x * 8 * NT;
+    // The block's first output column: its rows of `w`, or with `GLU` its rows of each half.
+    let mut tile = block_idx().x * 8 * NT;
+    if GLU == 1 {
+        tile = block_idx().x * 8;
+    }
     let bytes = block_bytes();
-    // Byte offsets of the lane's weight rows: `g`, then `g + 8`.
+    // Byte offsets of the lane's weight rows: `g`, then `g + 8` (with `GLU`, the up's `g`).
     let mut base = [0u32; NT];
     for j in 0..NT {
         base[j] = min(tile + 8 * j + g, n - 1) * row_bytes;
+        if GLU == 1 {
+            base[j] = (min(tile + g, n - 1) + j * n) * row_bytes;
+        }
     }
     // The lane's rows of `x`: `g`, and `g + 8` when `m > 8`.
     let x0 = min(g, m - 1) * k;
@@ -176,20 +197,42 @@ pub fn gguf_gemv_mma<T: Element, const F: u32, const NT: u32>(
     // element i of a lane is weight row g + 8·(i / 2) and row 2t + i % 2 of `x` (plus 8 for
     // warp 1); with one, row g + 8·(i / 2) of `x` and weight row 2t + i % 2.
     if warp < NT {
+        let mut total = [0.0f32; 4];
         for i in 0..4 {
             let e = 4 * warp + i;
-            let mut total = part[e * 256 + lane];
+            total[i] = part[e * 256 + lane];
             for v in 1..8 {
-                total += part[(e * 8 + v) * 32 + lane];
+                total[i] += part[(e * 8 + v) * 32 + lane];
             }
-            let mut row = 8 * warp + 2 * t + i % 2;
-            let mut col = tile + g + 8 * (i / 2);
-            if NT == 1 {
-                row = g + 8 * (i / 2);
-                col = tile + 2 * t + i % 2;
+        }
+        if GLU == 1 {
+            // Elements i and i + 2 are the gate's and the up's row g for the same row of `x`.
+            let col = tile + g;
+            for i in 0..2 {
+                let row = 8 * warp + 2 * t + i;
+                if row < m && col < n {
+                    y0[row * n + col] = swiglu_value(total[i], total[i + 2]) as T;
+                }
             }
-            if row < m && col < n {
-                y[row * n + col] = total as T;
+        } else {
+            for i in 0..4 {
+                let mut row = 8 * warp + 2 * t + i % 2;
+                let mut col = tile + g + 8 * (i / 2);
+                if NT == 1 {
+                    row = g + 8 * (i / 2);
+                    col = tile + 2 * t + i % 2;
+                }
+                if row < m && col < n {
+                    let v = total[i] as T;
+                    if col < n0 {
+                        y0[row * n0 + col] = v;
+                    } else if col < n0 + n1 {
+                        y1[row * n1 + col - n0] = v;
+                    } else {
+                        let n2 = n - n0 - n1;
+                        y2[row * n2 + col - n0 - n1] = v;
+                    }
+                }
             }
         }
     }

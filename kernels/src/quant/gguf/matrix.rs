@@ -100,6 +100,49 @@ impl GgufMatrix {
         })
     }
 
+    /// One matrix holding the rows of `parts` one after another (the first's rows, then the
+    /// second's, …): the weight that [`gemv_mma_parts`](super::gemv_mma_parts) and
+    /// [`gemv_mma_swiglu`](super::gemv_mma_swiglu) read several products from in one launch.
+    /// The parts must share the format and the columns.
+    ///
+    /// ```
+    /// use kernels::quant::gguf::{GgufFormat, GgufMatrix};
+    /// # fn main() -> Result<(), kernels::Error> {
+    /// let a = GgufMatrix::quantize(GgufFormat::Q8_0, 2, 32, &[1.0; 64])?;
+    /// let b = GgufMatrix::quantize(GgufFormat::Q8_0, 1, 32, &[-2.0; 32])?;
+    /// let ab = GgufMatrix::stack(&[&a, &b])?;
+    /// assert_eq!((ab.rows(), ab.cols()), (3, 32));
+    /// assert_eq!(ab.dequantize(), [a.dequantize(), b.dequantize()].concat());
+    /// assert!(GgufMatrix::stack(&[&a, &GgufMatrix::quantize(GgufFormat::Q8_0, 1, 64, &[0.0; 64])?]).is_err());
+    /// # Ok(()) }
+    /// ```
+    pub fn stack(parts: &[&GgufMatrix]) -> Result<GgufMatrix, Error> {
+        const OP: &str = "GgufMatrix::stack";
+        let Some(first) = parts.first() else {
+            return Err(Error::Unsupported {
+                op: OP,
+                detail: "no matrices to stack: give one or more".into(),
+            });
+        };
+        for (i, p) in parts.iter().enumerate() {
+            if p.format != first.format || p.cols != first.cols {
+                return Err(Error::Unsupported {
+                    op: OP,
+                    detail: format!(
+                        "part {i} is {} with {} columns, part 0 {} with {}: stacked parts share the format and the columns",
+                        p.format, p.cols, first.format, first.cols
+                    ),
+                });
+            }
+        }
+        Ok(GgufMatrix {
+            format: first.format,
+            rows: parts.iter().map(|p| p.rows).sum(),
+            cols: first.cols,
+            bytes: parts.iter().flat_map(|p| p.bytes.iter().copied()).collect(),
+        })
+    }
+
     /// The weights, row-major, decoded block by block as ggml's reference dequantizers do.
     pub fn dequantize(&self) -> Vec<f32> {
         let (n, size) = (self.format.block_len(), self.format.block_bytes());

@@ -8,6 +8,7 @@ use crate::gemm::{gemm, Epilogue, GemmShape, Layout, Math};
 use crate::Float;
 use crate::{check_len, Error};
 use kernel_runtime::{Buffer, LaunchConfig, Stream};
+use std::ops::Range;
 
 /// The most rows of `x` [`gemv`] takes; use [`prefill`] for more.
 pub const GEMV_MAX_ROWS: usize = 16;
@@ -76,13 +77,49 @@ pub fn dequantize<T: Float>(
     w: &GgufWeights,
     out: &mut Buffer<T>,
 ) -> Result<(), Error> {
+    dequantize_rows(stream, w, 0..w.rows(), out)
+}
+
+/// [`dequantize`] of the rows `rows` of `w` only, into `out` (`rows.len() × cols`): one part
+/// of a stacked weight ([`GgufMatrix::stack`](super::GgufMatrix::stack)).
+///
+/// ```
+/// use kernel_runtime::{Buffer, Device};
+/// use kernels::quant::gguf::{dequantize_rows, GgufFormat, GgufMatrix};
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator().stream()?;
+/// let w: Vec<f32> = (0..3 * 256).map(|i| (i / 256) as f32).collect();
+/// let q = GgufMatrix::quantize(GgufFormat::Q6K, 3, 256, &w)?;
+/// let mut out = Buffer::<f32>::zeros(&stream, 2 * 256)?;
+/// dequantize_rows(&stream, &q.to_device(&stream)?, 1..3, &mut out)?;
+/// assert_eq!(out.to_host(&stream)?, q.dequantize()[256..].to_vec());
+/// # Ok(()) }
+/// ```
+pub fn dequantize_rows<T: Float>(
+    stream: &Stream,
+    w: &GgufWeights,
+    rows: Range<usize>,
+    out: &mut Buffer<T>,
+) -> Result<(), Error> {
     crate::float::f32_or_bf16::<T>("dequantize")?;
     const OP: &str = "gguf::dequantize";
-    let (rows, cols, row_bytes) = sizes(OP, w)?;
-    check_len(OP, "out", out.len(), w.rows() * w.cols(), || {
-        format!("rows × cols = {} × {}", w.rows(), w.cols())
+    let (_, cols, row_bytes) = sizes(OP, w)?;
+    if rows.start > rows.end || rows.end > w.rows() {
+        return Err(Error::Unsupported {
+            op: OP,
+            detail: format!(
+                "rows {rows:?} of a weight of {} rows: give a range inside 0..{}",
+                w.rows(),
+                w.rows()
+            ),
+        });
+    }
+    let n = rows.len();
+    check_len(OP, "out", out.len(), n * w.cols(), || {
+        format!("rows × cols = {n} × {}", w.cols())
     })?;
-    let chunks = rows * (cols / 32);
+    // `n × cols` fits a u32: `sizes` checked the whole weight's.
+    let chunks = (n * (w.cols() / 32)) as u32;
     if chunks == 0 {
         return Ok(());
     }
@@ -93,7 +130,8 @@ pub fn dequantize<T: Float>(
         w.format().code(),
         w.words(),
         out,
-        rows,
+        rows.start as u32,
+        n as u32,
         cols,
         row_bytes,
     )?;

@@ -3,9 +3,10 @@
 
 use super::gemv_mma_kernel::{self, GEMV_MMA_THREADS};
 use super::{GgufFormat, GgufWeights};
+use crate::check_len;
 use crate::Error;
 use crate::{Float, FloatType};
-use kernel_runtime::{Buffer, LaunchConfig, Stream};
+use kernel_runtime::{Buffer, BufferViewMut, LaunchConfig, Stream};
 
 /// `y = x·Wᵀ` for the `m` rows of `x` (`m × cols`), `W` the `rows × cols` Q8_0, Q4_K or
 /// Q6_K weights of `w` (for Q8_0, `cols` a multiple of 256), `y` `m × rows`, on the tensor
@@ -143,7 +144,7 @@ pub fn gemv_mma_with<T: Float>(
 ) -> Result<(), Error> {
     crate::float::f32_or_bf16::<T>("gemv_mma")?;
     const OP: &str = "gguf::gemv_mma";
-    let (n, k, row_bytes) = super::ops::sizes(OP, w)?;
+    let (n, _, _) = super::ops::sizes(OP, w)?;
     if let Some(detail) = unread(stream, w) {
         return Err(Error::Unsupported { op: OP, detail });
     }
@@ -167,22 +168,228 @@ pub fn gemv_mma_with<T: Float>(
     if m == 0 || n == 0 {
         return Ok(());
     }
+    let (y1, y2) = (x.unused_output::<T>(), x.unused_output::<T>());
+    launch(
+        stream,
+        w,
+        x,
+        Outputs::Parts([y.view_mut(), y1, y2], [n, 0]),
+        m,
+        plan,
+    )
+}
+
+/// Where the tensor-core GEMV's products go.
+enum Outputs<'a> {
+    /// Columns below `n0` to the first view, below `n0 + n1` to the second, the rest to the
+    /// third.
+    Parts([BufferViewMut<'a>; 3], [u32; 2]),
+    /// `silu(gate)·up` of a stacked gate/up weight, to one view.
+    Swiglu(BufferViewMut<'a>),
+}
+
+/// Launches the tensor-core GEMV once the caller has checked every shape.
+fn launch<T: Float>(
+    stream: &Stream,
+    w: &GgufWeights,
+    x: &Buffer<T>,
+    outputs: Outputs<'_>,
+    m: usize,
+    plan: GemvMmaPlan,
+) -> Result<(), Error> {
+    let (n, k, row_bytes) = super::ops::sizes("gguf::gemv_mma", w)?;
     let nt = plan.tiles as u32;
-    let cfg = LaunchConfig::linear(n.div_ceil(8 * nt), GEMV_MMA_THREADS);
+    let (glu, [mut y0, mut y1, mut y2], [n0, n1], cols, blocks) = match outputs {
+        Outputs::Parts(views, splits) => (0, views, splits, n, n.div_ceil(8 * nt)),
+        Outputs::Swiglu(y) => {
+            let (y1, y2) = (x.unused_output::<T>(), x.unused_output::<T>());
+            (1, [y, y1, y2], [n / 2, 0], n / 2, (n / 2).div_ceil(8))
+        }
+    };
+    let cfg = LaunchConfig::linear(blocks, GEMV_MMA_THREADS);
     gemv_mma_kernel::gguf_gemv_mma::<T>(
         stream,
         cfg,
         w.format().code(),
         nt,
+        glu,
         w.words(),
         &x.view_as::<u32>()?,
-        y,
+        &mut y0,
+        &mut y1,
+        &mut y2,
         m as u32,
-        n,
+        cols,
+        n0,
+        n1,
         k,
         row_bytes,
     )?;
     Ok(())
+}
+
+/// [`gemv_mma`] over a weight stacked from up to three (rows of the first, then the
+/// second's, then the third's: [`GgufMatrix::stack`](super::GgufMatrix::stack)), each part's
+/// products written to its own output in one launch: `parts[i]` rows of `w` go to `ys[i]`
+/// (`m × parts[i]`). For the q, k and v projections of a decoder layer, which read the same
+/// normalized `x`: one launch instead of three, and a grid that fills more SMs. The values
+/// are those [`gemv_mma`] writes for the stacked weight.
+///
+/// ```
+/// use kernel_runtime::{Buffer, Device};
+/// use kernels::quant::gguf::{gemv_mma_parts, GgufFormat, GgufMatrix};
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator().stream()?;
+/// let ones = |rows| GgufMatrix::quantize(GgufFormat::Q4K, rows, 256, &vec![1.0; rows * 256]);
+/// let w = GgufMatrix::stack(&[&ones(2)?, &ones(1)?])?.to_device(&stream)?;
+/// let x = Buffer::from_host(&stream, &vec![0.5f32; 256])?;
+/// let (mut a, mut b) = (Buffer::<f32>::zeros(&stream, 2)?, Buffer::<f32>::zeros(&stream, 1)?);
+/// gemv_mma_parts(&stream, &w, &[2, 1], &x, &mut [&mut a, &mut b], 1)?;
+/// assert_eq!((a.to_host(&stream)?, b.to_host(&stream)?), (vec![128.0; 2], vec![128.0]));
+/// # Ok(()) }
+/// ```
+pub fn gemv_mma_parts<T: Float>(
+    stream: &Stream,
+    w: &GgufWeights,
+    parts: &[usize],
+    x: &Buffer<T>,
+    ys: &mut [&mut Buffer<T>],
+    m: usize,
+) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("gemv_mma_parts")?;
+    const OP: &str = "gguf::gemv_mma_parts";
+    if parts.is_empty() || parts.len() > 3 || parts.len() != ys.len() {
+        return Err(Error::Unsupported {
+            op: OP,
+            detail: format!(
+                "{} parts and {} outputs: give one output a part, one to three of them",
+                parts.len(),
+                ys.len()
+            ),
+        });
+    }
+    let total: usize = parts.iter().sum();
+    if total != w.rows() {
+        return Err(Error::Unsupported {
+            op: OP,
+            detail: format!(
+                "the parts {parts:?} cover {total} rows, but the weight has {}",
+                w.rows()
+            ),
+        });
+    }
+    if let Some(detail) = unread(stream, w) {
+        return Err(Error::Unsupported { op: OP, detail });
+    }
+    super::ops::check_batch(OP, w, x.len(), m * w.rows(), m)?;
+    for (i, (y, &rows)) in ys.iter().zip(parts).enumerate() {
+        check_len(OP, "ys", y.len(), m * rows, || {
+            format!("output {i}: m × parts[{i}] = {m} × {rows}")
+        })?;
+    }
+    if m == 0 || total == 0 {
+        return Ok(());
+    }
+    let sms = stream.device().props().sm_count as usize;
+    let plan = GemvMmaPlan::for_weight::<T>(w.format(), w.rows(), sms);
+    let splits = [parts[0] as u32, parts.get(1).map_or(0, |&p| p as u32)];
+    let mut views = ys.iter_mut().map(|y| y.view_mut());
+    let y0 = views.next().expect("one part at least");
+    let y1 = views.next().unwrap_or_else(|| x.unused_output::<T>());
+    let y2 = views.next().unwrap_or_else(|| x.unused_output::<T>());
+    launch(stream, w, x, Outputs::Parts([y0, y1, y2], splits), m, plan)
+}
+
+/// `out = silu(x·W_gateᵀ) ⊙ (x·W_upᵀ)` for the `m` rows of `x`, from one weight that stacks
+/// the gate's `n` rows over the up's `n` ([`GgufMatrix::stack`](super::GgufMatrix::stack));
+/// `out` is `m × n`. One launch reads each row of `x` once for both products and writes
+/// neither: a warp takes the same 8 rows of each half, so both products of an output are
+/// in one lane. The products are [`gemv_mma`]'s, and the SwiGLU's arithmetic is
+/// [`crate::elementwise::swiglu`]'s, so the output is bit for bit `swiglu(gate, up)` of
+/// [`gemv_mma`]'s f32 products. Takes the two-tile kernel: Q4_K with f32 or bf16 `x`, Q6_K
+/// with bf16 `x` ([`gemv_mma_swiglu_reads`] says whether a weight qualifies).
+///
+/// ```
+/// use kernel_runtime::{Buffer, Device};
+/// use kernels::quant::gguf::{gemv_mma_swiglu, GgufFormat, GgufMatrix};
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator().stream()?;
+/// let fill = |v: f32| GgufMatrix::quantize(GgufFormat::Q4K, 1, 256, &vec![v; 256]);
+/// let w = GgufMatrix::stack(&[&fill(0.0)?, &fill(1.0)?])?.to_device(&stream)?;
+/// let x = Buffer::from_host(&stream, &vec![1.0f32; 256])?;
+/// let mut out = Buffer::<f32>::zeros(&stream, 1)?;
+/// gemv_mma_swiglu(&stream, &w, &x, &mut out, 1)?;
+/// assert_eq!(out.to_host(&stream)?, vec![0.0]); // silu(0) · 256
+/// # Ok(()) }
+/// ```
+pub fn gemv_mma_swiglu<T: Float>(
+    stream: &Stream,
+    w: &GgufWeights,
+    x: &Buffer<T>,
+    out: &mut Buffer<T>,
+    m: usize,
+) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("gemv_mma_swiglu")?;
+    const OP: &str = "gguf::gemv_mma_swiglu";
+    if let Some(detail) = swiglu_unread::<T>(stream, w) {
+        return Err(Error::Unsupported { op: OP, detail });
+    }
+    let n = w.rows() / 2;
+    super::ops::check_batch(OP, w, x.len(), m * w.rows(), m)?;
+    check_len(OP, "out", out.len(), m * n, || {
+        format!("m × rows / 2 = {m} × {n}")
+    })?;
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    launch(
+        stream,
+        w,
+        x,
+        Outputs::Swiglu(out.view_mut()),
+        m,
+        GemvMmaPlan { tiles: 2 },
+    )
+}
+
+/// Whether [`gemv_mma_swiglu`] reads `w` with activations of `T` on the device of
+/// `stream`: [`gemv_mma_reads`] holds, the format has the two-tile kernel for `T`, and the
+/// rows are an even number (a gate and an up of equal height).
+///
+/// ```
+/// use kernel_runtime::{Bf16, Device};
+/// use kernels::quant::gguf::{gemv_mma_swiglu_reads, GgufFormat, GgufMatrix};
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator().stream()?;
+/// let w = |f| GgufMatrix::quantize(f, 2, 256, &vec![1.0; 512]);
+/// let q6 = w(GgufFormat::Q6K)?.to_device(&stream)?;
+/// assert!(gemv_mma_swiglu_reads::<Bf16>(&stream, &q6));
+/// assert!(!gemv_mma_swiglu_reads::<f32>(&stream, &q6));
+/// # Ok(()) }
+/// ```
+pub fn gemv_mma_swiglu_reads<T: Float>(stream: &Stream, w: &GgufWeights) -> bool {
+    swiglu_unread::<T>(stream, w).is_none()
+}
+
+/// Why [`gemv_mma_swiglu`] cannot read `w` with activations of `T`, if it cannot.
+fn swiglu_unread<T: Float>(stream: &Stream, w: &GgufWeights) -> Option<String> {
+    if let Some(detail) = unread(stream, w) {
+        return Some(detail);
+    }
+    if one_tile_only::<T>(w.format()) {
+        return Some(format!(
+            "a {} weight with {:?} activations has only the one-tile GEMV, and the SwiGLU pair needs two tiles a warp; call gemv_mma on the gate and the up and then elementwise::swiglu",
+            w.format(),
+            T::TYPE
+        ));
+    }
+    if !w.rows().is_multiple_of(2) {
+        return Some(format!(
+            "the weight has {} rows, and a stacked gate and up have an even number",
+            w.rows()
+        ));
+    }
+    None
 }
 
 #[cfg(test)]
