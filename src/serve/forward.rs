@@ -8,7 +8,7 @@
 //! it takes at every batch size, so a sequence's tokens do not depend on the batch it is in.
 
 use super::kv_cache::PagedKvCache;
-use super::model::{Layer, ServeModel};
+use super::model::{Layer, Projections, ServeModel};
 use crate::model::ModelConfig;
 use kernel_runtime::{Bf16, Buffer, Stream};
 use kernels::attention::{
@@ -22,11 +22,13 @@ use kernels::gemm::{gemm, Epilogue, GemmShape, Layout, Math};
 use kernels::layout::kv_cache_append;
 use kernels::norm::{add_rms_norm, rms_norm};
 use kernels::quant::gguf::{
-    dequantize, gemv, gemv_mma, gemv_mma_reads, gemv_rms_norm, GgufWeights,
+    dequantize_rows, gemv, gemv_mma, gemv_mma_parts, gemv_mma_reads, gemv_mma_swiglu,
+    gemv_rms_norm, GgufWeights,
 };
 use kernels::rope::{rope, rope_append, Rope, RopeLayout};
 use kernels::Error;
 use std::collections::HashMap;
+use std::ops::Range;
 
 /// ggml's RoPE for the `llama` architecture: adjacent pairs, which the converter's q/k row
 /// permutation makes equal to Hugging Face's half-split pairs.
@@ -78,23 +80,25 @@ impl PrefillBatch {
     }
 }
 
-/// Dequantizes `w` into a workspace of its size and runs `y = x·Wᵀ (+ bias)` for `m` rows.
+/// Dequantizes the rows `rows` of `w` (one projection of a stacked weight, or all of it)
+/// into a workspace of their size and runs `y = x·Wᵀ (+ bias)` for `m` rows.
 fn project(
     stream: &Stream,
     workspaces: &mut HashMap<usize, Buffer<f32>>,
-    w: &GgufWeights,
+    (w, rows): (&GgufWeights, Range<usize>),
     x: &Buffer<f32>,
     y: &mut Buffer<f32>,
     m: usize,
     bias: Option<&Buffer<f32>>,
 ) -> Result<(), Error> {
-    let len = w.rows() * w.cols();
+    let n = rows.len();
+    let len = n * w.cols();
     let ws = match workspaces.entry(len) {
         std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
         std::collections::hash_map::Entry::Vacant(v) => v.insert(Buffer::zeros(stream, len)?),
     };
-    dequantize(stream, w, ws)?;
-    let shape = GemmShape::new(Layout::Nt, m, w.rows(), w.cols());
+    dequantize_rows(stream, w, rows, ws)?;
+    let shape = GemmShape::new(Layout::Nt, m, n, w.cols());
     let epilogue = Epilogue {
         bias,
         ..Epilogue::default()
@@ -167,9 +171,9 @@ pub(crate) fn prefill(
     for (l, layer) in model.layers.iter().enumerate() {
         let bias = |i: usize| layer.bias.as_ref().map(|b| &b[i]);
         rms_norm(stream, &x, &layer.attn_norm, &mut n, t, hid, cfg.norm_eps)?;
-        project(stream, &mut ws, &layer.q, &n, &mut q, t, bias(0))?;
-        project(stream, &mut ws, &layer.k, &n, &mut k, t, bias(1))?;
-        project(stream, &mut ws, &layer.v, &n, &mut v, t, bias(2))?;
+        project(stream, &mut ws, layer.qkv.part(0), &n, &mut q, t, bias(0))?;
+        project(stream, &mut ws, layer.qkv.part(1), &n, &mut k, t, bias(1))?;
+        project(stream, &mut ws, layer.qkv.part(2), &n, &mut v, t, bias(2))?;
         rope(
             stream,
             &q,
@@ -215,13 +219,31 @@ pub(crate) fn prefill(
         )?;
         flash_forward(stream, &qb, &kb, &vb, packed, attention, &mut ob, &mut lse)?;
         cast(stream, &ob, &mut o)?;
-        project(stream, &mut ws, &layer.o, &o, &mut attn, t, None)?;
+        let o_rows = 0..layer.o.rows();
+        project(stream, &mut ws, (&layer.o, o_rows), &o, &mut attn, t, None)?;
         add(stream, &x, &attn, &mut h)?;
         rms_norm(stream, &h, &layer.ffn_norm, &mut n, t, hid, cfg.norm_eps)?;
-        project(stream, &mut ws, &layer.gate, &n, &mut gate, t, None)?;
-        project(stream, &mut ws, &layer.up, &n, &mut up, t, None)?;
+        project(
+            stream,
+            &mut ws,
+            layer.gate_up.part(0),
+            &n,
+            &mut gate,
+            t,
+            None,
+        )?;
+        project(stream, &mut ws, layer.gate_up.part(1), &n, &mut up, t, None)?;
         swiglu(stream, &gate, &up, &mut act)?;
-        project(stream, &mut ws, &layer.down, &act, &mut mlp, t, None)?;
+        let down_rows = 0..layer.down.rows();
+        project(
+            stream,
+            &mut ws,
+            (&layer.down, down_rows),
+            &act,
+            &mut mlp,
+            t,
+            None,
+        )?;
         add(stream, &h, &mlp, &mut x)?;
     }
     // The embedding gather picks each sequence's last row out of the `t × hidden` stream.
@@ -491,7 +513,7 @@ impl DecodeStep {
             let gamma = &layer.ffn_norm;
             add_then_norm_for(
                 stream,
-                &[&layer.gate, &layer.up],
+                &layer.gate_up.weights(),
                 &self.x,
                 &self.attn,
                 gamma,
@@ -501,23 +523,22 @@ impl DecodeStep {
                 b,
             )?;
             let (h, normed) = (&self.h, &self.normed);
-            project_normed_rows(
-                stream,
-                &layer.gate,
-                h,
-                normed,
-                gamma,
-                eps,
-                &mut self.gate,
-                b,
-            )?;
-            project_normed_rows(stream, &layer.up, h, normed, gamma, eps, &mut self.up, b)?;
-            swiglu(stream, &self.gate, &self.up, &mut self.act)?;
+            match &layer.gate_up {
+                Projections::Stacked { w, .. } => {
+                    gemv_mma_swiglu(stream, w, normed, &mut self.act, b)?;
+                }
+                Projections::Apart(ws) => {
+                    let (gate, up) = (&mut self.gate, &mut self.up);
+                    project_normed_rows(stream, &ws[0], h, normed, gamma, eps, gate, b)?;
+                    project_normed_rows(stream, &ws[1], h, normed, gamma, eps, up, b)?;
+                    swiglu(stream, &self.gate, &self.up, &mut self.act)?;
+                }
+            }
             project_rows(stream, &layer.down, &self.act, &mut self.mlp, b)?;
             // The residual add, with the norm the next products read: the next layer's
             // attention norm, or after the last layer the output norm.
             let (next, gamma) = match model.layers.get(l + 1) {
-                Some(n) => (vec![&n.q, &n.k, &n.v], &n.attn_norm),
+                Some(n) => (n.qkv.weights(), &n.attn_norm),
                 None => (vec![&model.output], &model.output_norm),
             };
             normed_ready = add_then_norm_for(
@@ -555,28 +576,39 @@ impl DecodeStep {
     ) -> Result<(), Error> {
         let (b, eps) = (self.b, cfg.norm_eps);
         let (x, gamma) = (&self.x, &layer.attn_norm);
-        let weights = [&layer.q, &layer.k, &layer.v];
         if !normed_ready {
-            norm_for(stream, &weights, x, gamma, eps, &mut self.normed, b)?;
+            norm_for(
+                stream,
+                &layer.qkv.weights(),
+                x,
+                gamma,
+                eps,
+                &mut self.normed,
+                b,
+            )?;
         }
         let normed = &self.normed;
-        match &mut self.unbiased {
-            None => {
-                let outs = [&mut self.q, &mut self.k, &mut self.v];
-                for (w, y) in weights.into_iter().zip(outs) {
-                    project_normed_rows(stream, w, x, normed, gamma, eps, y, b)?;
-                }
-                Ok(())
+        // With biases the products go to `unbiased` and the sums to q, k and v.
+        let [q, k, v] = match &mut self.unbiased {
+            None => [&mut self.q, &mut self.k, &mut self.v],
+            Some([q, k, v]) => [q, k, v],
+        };
+        match &layer.qkv {
+            Projections::Stacked { w, parts } => {
+                gemv_mma_parts(stream, w, parts, normed, &mut [q, k, v], b)?;
             }
-            Some([q, k, v]) => {
-                for (w, y) in weights.into_iter().zip([&mut *q, &mut *k, &mut *v]) {
+            Projections::Apart(ws) => {
+                for (w, y) in ws.iter().zip([q, k, v]) {
                     project_normed_rows(stream, w, x, normed, gamma, eps, y, b)?;
                 }
-                let bias = &self.biases[l];
-                add(stream, q, &bias[0], &mut self.q)?;
-                add(stream, k, &bias[1], &mut self.k)?;
-                add(stream, v, &bias[2], &mut self.v)
             }
         }
+        if let Some([q, k, v]) = &self.unbiased {
+            let bias = &self.biases[l];
+            add(stream, q, &bias[0], &mut self.q)?;
+            add(stream, k, &bias[1], &mut self.k)?;
+            add(stream, v, &bias[2], &mut self.v)?;
+        }
+        Ok(())
     }
 }

@@ -6,21 +6,66 @@ use crate::gguf::llama::{self, LlamaError, Weight};
 use crate::gguf::{Gguf, TensorType};
 use crate::model::ModelConfig;
 use kernel_runtime::{Buffer, Stream};
-use kernels::quant::gguf::{GgufMatrix, GgufWeights};
+use kernels::quant::gguf::{gemv_mma_reads, gemv_mma_swiglu_reads, GgufMatrix, GgufWeights};
+use std::ops::Range;
 
 /// One decoder block's weights.
 pub(crate) struct Layer {
     pub attn_norm: Buffer<f32>,
-    pub q: GgufWeights,
-    pub k: GgufWeights,
-    pub v: GgufWeights,
+    /// q, k and v, in that order.
+    pub qkv: Projections,
     pub o: GgufWeights,
     /// The q, k and v biases of a Qwen2-style model.
     pub bias: Option<[Buffer<f32>; 3]>,
     pub ffn_norm: Buffer<f32>,
-    pub gate: GgufWeights,
-    pub up: GgufWeights,
+    /// The MLP's gate and up, in that order.
+    pub gate_up: Projections,
     pub down: GgufWeights,
+}
+
+/// Projections that read the same input (q, k and v; the gate and the up): one stacked
+/// weight where a decode step reads them all in one launch, else a weight each.
+pub(crate) enum Projections {
+    /// The parts' rows one after another, `parts[i]` rows of the i-th.
+    Stacked {
+        w: GgufWeights,
+        parts: Vec<usize>,
+    },
+    Apart(Vec<GgufWeights>),
+}
+
+impl Projections {
+    /// The weights a decode step reads (to decide which norm they take).
+    pub fn weights(&self) -> Vec<&GgufWeights> {
+        match self {
+            Projections::Stacked { w, .. } => vec![w],
+            Projections::Apart(ws) => ws.iter().collect(),
+        }
+    }
+
+    /// The weight holding part `i`, and that part's rows in it.
+    pub fn part(&self, i: usize) -> (&GgufWeights, Range<usize>) {
+        match self {
+            Projections::Stacked { w, parts } => {
+                let first: usize = parts[..i].iter().sum();
+                (w, first..first + parts[i])
+            }
+            Projections::Apart(ws) => (&ws[i], 0..ws[i].rows()),
+        }
+    }
+}
+
+/// Whether [`ServeModel::load_with`] stacks the projections that read the same input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stacking {
+    /// q, k and v in one weight where they share a format and the tensor-core GEMV reads
+    /// them (one launch a decode step instead of three), and the gate and the up in one
+    /// where the GEMV's SwiGLU form reads them (one launch instead of three, the SwiGLU
+    /// included). [`ServeModel::load`] takes this.
+    Stacked,
+    /// Every projection its own weight and launch: the form before stacking, kept to
+    /// measure against.
+    Apart,
 }
 
 /// A model loaded for serving.
@@ -30,6 +75,7 @@ pub struct ServeModel {
     pub(crate) layers: Vec<Layer>,
     pub(crate) output_norm: Buffer<f32>,
     pub(crate) output: GgufWeights,
+    stacking: Stacking,
 }
 
 impl ServeModel {
@@ -46,8 +92,35 @@ impl ServeModel {
     /// # Ok(()) }
     /// ```
     pub fn load(stream: &Stream, file: &Gguf) -> Result<ServeModel, ServeError> {
+        ServeModel::load_with(stream, file, Stacking::Stacked)
+    }
+
+    /// [`load`](Self::load), stacking the projections or not (`Stacking::Apart` is there to
+    /// measure the stacked form against). Both give the same tokens.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), ptxkit::serve::ServeError> {
+    /// use ptxkit::serve::{ServeModel, Stacking};
+    /// let file = ptxkit::serve::tiny_model_file()?;
+    /// let stream = ptxkit::runtime::Device::emulator().stream()?;
+    /// let model = ServeModel::load_with(&stream, &file, Stacking::Apart)?;
+    /// assert_eq!(model.stacking(), Stacking::Apart);
+    /// # Ok(()) }
+    /// ```
+    pub fn load_with(
+        stream: &Stream,
+        file: &Gguf,
+        stacking: Stacking,
+    ) -> Result<ServeModel, ServeError> {
         let config = llama::read_config(file)?;
-        let matrix = |w: Weight| load_matrix(stream, file, &config, w);
+        let host = |w: Weight| read_matrix(file, &config, w);
+        let matrix = |w: Weight| Ok::<_, ServeError>(host(w)?.to_device(stream)?);
+        let stacked = |ws: &[Weight], reads: &dyn Fn(&GgufWeights) -> bool| {
+            let mats = ws.iter().map(|&w| host(w)).collect::<Result<Vec<_>, _>>()?;
+            projections(stream, mats, stacking, reads)
+        };
+        let qkv_reads = |w: &GgufWeights| gemv_mma_reads(stream, w);
+        let swiglu_reads = |w: &GgufWeights| gemv_mma_swiglu_reads::<f32>(stream, w);
         let vector = |w: Weight| load_vector(stream, file, &config, w);
         let mut layers = Vec::with_capacity(config.layers);
         for i in 0..config.layers {
@@ -62,14 +135,14 @@ impl ServeModel {
             };
             layers.push(Layer {
                 attn_norm: vector(Weight::AttnNorm(i))?,
-                q: matrix(Weight::AttnQ(i))?,
-                k: matrix(Weight::AttnK(i))?,
-                v: matrix(Weight::AttnV(i))?,
+                qkv: stacked(
+                    &[Weight::AttnQ(i), Weight::AttnK(i), Weight::AttnV(i)],
+                    &qkv_reads,
+                )?,
                 o: matrix(Weight::AttnOutput(i))?,
                 bias,
                 ffn_norm: vector(Weight::FfnNorm(i))?,
-                gate: matrix(Weight::FfnGate(i))?,
-                up: matrix(Weight::FfnUp(i))?,
+                gate_up: stacked(&[Weight::FfnGate(i), Weight::FfnUp(i)], &swiglu_reads)?,
                 down: matrix(Weight::FfnDown(i))?,
             });
         }
@@ -85,7 +158,13 @@ impl ServeModel {
             output_norm: vector(Weight::OutputNorm)?,
             output: matrix(head)?,
             config,
+            stacking,
         })
+    }
+
+    /// Whether the projections were stacked where they could be.
+    pub fn stacking(&self) -> Stacking {
+        self.stacking
     }
 
     /// The model's sizes, from the file's metadata.
@@ -113,12 +192,27 @@ fn checked<'a>(
     Ok(t)
 }
 
-fn load_matrix(
+/// `mats` as [`Projections`]: stacked if `stacking` asks, they share a format and the GEMV
+/// that would read the stack (`reads`) does, else apart.
+fn projections(
     stream: &Stream,
-    file: &Gguf,
-    cfg: &ModelConfig,
-    w: Weight,
-) -> Result<GgufWeights, ServeError> {
+    mats: Vec<GgufMatrix>,
+    stacking: Stacking,
+    reads: &dyn Fn(&GgufWeights) -> bool,
+) -> Result<Projections, ServeError> {
+    let same = mats.iter().all(|m| m.format() == mats[0].format());
+    if stacking == Stacking::Stacked && same {
+        let w = GgufMatrix::stack(&mats.iter().collect::<Vec<_>>())?.to_device(stream)?;
+        if reads(&w) {
+            let parts = mats.iter().map(GgufMatrix::rows).collect();
+            return Ok(Projections::Stacked { w, parts });
+        }
+    }
+    let apart = mats.iter().map(|m| m.to_device(stream));
+    Ok(Projections::Apart(apart.collect::<Result<_, _>>()?))
+}
+
+fn read_matrix(file: &Gguf, cfg: &ModelConfig, w: Weight) -> Result<GgufMatrix, ServeError> {
     let t = checked(file, cfg, w)?;
     let format =
         t.ty.quant_format()
@@ -128,7 +222,7 @@ fn load_matrix(
             })?;
     let (rows, cols) = t.matrix().expect("checked to be a matrix");
     let data = file.tensor_data(&t.name)?.to_vec();
-    Ok(GgufMatrix::from_bytes(format, rows, cols, data)?.to_device(stream)?)
+    Ok(GgufMatrix::from_bytes(format, rows, cols, data)?)
 }
 
 /// A tensor's values as f32, row-major: F32 as stored, quantized types decoded.

@@ -251,3 +251,60 @@ fn a_long_context_splits_decode_attention_and_still_follows_the_reference() {
         .greedy(&tokenizer::encode(b"split"), 3);
     assert_eq!(done[0].tokens, want);
 }
+
+#[test]
+fn stacked_projections_give_the_tokens_of_projections_apart() {
+    // The Q4_K_M test model stacks every layer's gate and up, and q, k and v where they share
+    // a format; Q8_0 rows of 256 stack q, k and v (its gate and up have no SwiGLU form).
+    for (cfg, qt) in [
+        (TEST_MODEL, QuantType::Q4KM),
+        (
+            ModelConfig {
+                qkv_bias: true,
+                ..TEST_MODEL
+            },
+            QuantType::Q4KM,
+        ),
+        (TEST_MODEL, QuantType::Q8_0),
+    ] {
+        let (_, file) = files(&cfg, qt);
+        let s = stream();
+        let stacked = ServeModel::load(&s, &file).unwrap();
+        let apart = ServeModel::load_with(&s, &file, Stacking::Apart).unwrap();
+        let is_stacked = |p: &model::Projections| matches!(p, model::Projections::Stacked { .. });
+        assert!(stacked.layers.iter().any(|l| is_stacked(&l.qkv)), "{qt:?}");
+        assert_eq!(
+            stacked.layers.iter().all(|l| is_stacked(&l.gate_up)),
+            qt == QuantType::Q4KM
+        );
+        assert!(apart
+            .layers
+            .iter()
+            .all(|l| !is_stacked(&l.qkv) && !is_stacked(&l.gate_up)));
+        let sampled = Sampling {
+            temperature: 1.2,
+            top_k: 50,
+            top_p: 0.98,
+        };
+        let run = |model: &ServeModel| {
+            let cfg = EngineConfig {
+                max_batch: 2,
+                ..EngineConfig::for_model(model.config())
+            };
+            let mut engine = Engine::new(&s, model, cfg).unwrap();
+            engine.submit(request(b"stack", 5, sampled, 7)).unwrap();
+            engine
+                .submit(request(b"apart!", 4, Sampling::GREEDY, 8))
+                .unwrap();
+            let mut done = engine.run().unwrap();
+            done.sort_by_key(|c| c.id);
+            done
+        };
+        let (a, b) = (run(&stacked), run(&apart));
+        for (x, y) in a.iter().zip(&b) {
+            assert_eq!(x.tokens, y.tokens, "{qt:?} bias {}", cfg.qkv_bias);
+            let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&x.prompt_logits), bits(&y.prompt_logits), "{qt:?}");
+        }
+    }
+}
