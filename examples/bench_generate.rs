@@ -1,16 +1,18 @@
 //! Decode throughput of `ptxkit::serve` on the GPU: a random Llama-style model quantized
 //! Q4_K_M, batches of 1, 4 and 16 sequences of a 128-token prompt generating 128 tokens
-//! each, decode steps replayed from captured graphs. Prints tokens/s per batch size.
+//! each, decode steps replayed from captured graphs. Prints tokens/s per batch size, for the
+//! model loaded with its projections stacked (q/k/v and gate/up one launch each, the default)
+//! and apart, one after the other in the same process.
 //!
 //! `cargo run --release --example bench_generate` (needs a GPU; says so and exits without).
-//! `BENCH_ONLY=medium/1/` runs the rows whose `model/batch/` label contains the text (for a
-//! profiler).
+//! `BENCH_ONLY=medium/1/` runs the rows whose `model/batch/projections` label contains the
+//! text (`medium/1/apart` one row, for a profiler).
 
 use ptxkit::gguf::llama::{quantize, Checkpoint, QuantType};
 use ptxkit::gguf::Gguf;
 use ptxkit::model::ModelConfig;
 use ptxkit::runtime::Device;
-use ptxkit::serve::{Engine, EngineConfig, Request, Sampling, ServeModel};
+use ptxkit::serve::{Engine, EngineConfig, Fusion, Request, Sampling, ServeModel};
 
 fn main() {
     let device = match Device::cuda(0) {
@@ -38,7 +40,7 @@ fn main() {
             },
         ),
     ];
-    println!("model              batch  prefill tok/s  decode tok/s  graphs");
+    println!("model              batch  projections  prefill tok/s  decode tok/s  graphs");
     let only = std::env::var("BENCH_ONLY").ok();
     let wanted = |label: &str| only.as_deref().is_none_or(|o| label.contains(o));
     for (short, name, cfg) in models {
@@ -47,16 +49,20 @@ fn main() {
         }
         let (w, _) = quantize(&Checkpoint::random(&cfg, 1), QuantType::Q4KM).unwrap();
         let file = Gguf::parse(w.to_bytes().unwrap()).unwrap();
-        let model = ServeModel::load(&stream, &file).unwrap();
-        for batch in [1usize, 4, 16] {
-            if !wanted(&format!("{short}/{batch}/")) {
+        let stacked = ServeModel::load(&stream, &file).unwrap();
+        let apart = ServeModel::load_with(&stream, &file, Fusion::Unfused).unwrap();
+        for (batch, (form, model)) in [1usize, 4, 16]
+            .into_iter()
+            .flat_map(|b| [("stacked", &stacked), ("apart", &apart)].map(|m| (b, m)))
+        {
+            if !wanted(&format!("{short}/{batch}/{form}")) {
                 continue;
             }
             let engine_cfg = EngineConfig {
                 max_batch: batch,
                 ..EngineConfig::for_model(&cfg)
             };
-            let mut engine = Engine::new(&stream, &model, engine_cfg).unwrap();
+            let mut engine = Engine::new(&stream, model, engine_cfg).unwrap();
             for i in 0..batch {
                 engine
                     .submit(Request {
@@ -71,7 +77,7 @@ fn main() {
             engine.run().unwrap();
             let s = engine.stats();
             println!(
-                "{name:<18} {batch:>5}  {:>13.0}  {:>12.0}  {:>6}",
+                "{name:<18} {batch:>5}  {form:<11}  {:>13.0}  {:>12.0}  {:>6}",
                 s.prefill_tokens as f64 / s.prefill_secs,
                 s.decode_tokens_per_sec(),
                 s.graphs_captured

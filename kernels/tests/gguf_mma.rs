@@ -206,3 +206,69 @@ fn gemv_mma_refuses_bad_calls_before_writing() {
     assert!(y.to_host(&s).unwrap().iter().all(|&v| v == 7.0));
     assert!(short.to_host(&s).unwrap().iter().all(|&v| v == 7.0));
 }
+
+#[test]
+fn gemv_mma_reads_bf16_activations_into_f32_outputs() {
+    // The product reads bf16 whatever x's type: bf16 x into f32 y is f32 x of the same
+    // values into f32 y, bit for bit, for every format and both tile plans.
+    let s = Device::emulator().stream().unwrap();
+    for (f, tiles) in [
+        (GgufFormat::Q4K, 1),
+        (GgufFormat::Q4K, 2),
+        (GgufFormat::Q6K, 1),
+        (GgufFormat::Q6K, 2),
+        (GgufFormat::Q8_0, 1),
+    ] {
+        let (m, n, k) = (9, 21, 1280);
+        let dev = GgufMatrix::quantize(f, n, k, &weights(n, k))
+            .unwrap()
+            .to_device(&s)
+            .unwrap();
+        let xb: Vec<Bf16> = activations(m, k)
+            .iter()
+            .map(|&v| Bf16::from_f32(v))
+            .collect();
+        let xf: Vec<f32> = xb.iter().map(|v| v.to_f32()).collect();
+        let plan = GemvMmaPlan { tiles };
+        let mut want = Buffer::<f32>::zeros(&s, m * n).unwrap();
+        let mut got = Buffer::<f32>::zeros(&s, m * n).unwrap();
+        // The f32-x plan with two tiles exists for Q4_K only; Q6_K's f32 reference takes one.
+        let f32_plan = if f == GgufFormat::Q6K {
+            GemvMmaPlan { tiles: 1 }
+        } else {
+            plan
+        };
+        gemv_mma_with(
+            &s,
+            &dev,
+            &Buffer::from_host(&s, &xf).unwrap(),
+            &mut want,
+            m,
+            f32_plan,
+        )
+        .unwrap();
+        gemv_mma_with(
+            &s,
+            &dev,
+            &Buffer::from_host(&s, &xb).unwrap(),
+            &mut got,
+            m,
+            plan,
+        )
+        .unwrap();
+        let bits = |b: &Buffer<f32>| -> Vec<u32> {
+            b.to_host(&s).unwrap().iter().map(|v| v.to_bits()).collect()
+        };
+        assert_eq!(bits(&got), bits(&want), "{f} {plan:?}");
+    }
+    // f32 x into bf16 y is not offered.
+    let dev = GgufMatrix::quantize(GgufFormat::Q4K, 2, 256, &weights(2, 256))
+        .unwrap()
+        .to_device(&s)
+        .unwrap();
+    let x = Buffer::from_host(&s, &activations(1, 256)).unwrap();
+    let mut y = Buffer::<Bf16>::from_host(&s, &[Bf16::from_f32(7.0); 2]).unwrap();
+    let e = gemv_mma(&s, &dev, &x, &mut y, 1).unwrap_err().to_string();
+    assert!(e.contains("cast x first"), "{e}");
+    assert_eq!(y.to_host(&s).unwrap(), vec![Bf16::from_f32(7.0); 2]);
+}

@@ -320,7 +320,7 @@ fn gguf_instances_assemble_without_spills() {
     }
     assert_eq!(
         check(&ptxas, kernels::quant::gguf::KERNELS, |_| Some(128)),
-        (6 + 36 + 4 + 18 + 12) * 4,
+        (6 + 36 + 4 + 18 + 17) * 4,
         "gguf"
     );
 }

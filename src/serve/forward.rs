@@ -8,7 +8,7 @@
 //! it takes at every batch size, so a sequence's tokens do not depend on the batch it is in.
 
 use super::kv_cache::PagedKvCache;
-use super::model::{Layer, Projections, ServeModel};
+use super::model::{Fusion, Layer, Projections, ServeModel};
 use crate::model::ModelConfig;
 use kernel_runtime::{Bf16, Buffer, Stream};
 use kernels::attention::{
@@ -508,8 +508,14 @@ impl DecodeStep {
                 &mut self.workspace,
                 &mut self.ob,
             )?;
-            cast(stream, &self.ob, &mut self.o)?;
-            project_rows(stream, &layer.o, &self.o, &mut self.attn, b)?;
+            if model.fusion() == Fusion::Fused && gemv_mma_reads(stream, &layer.o) {
+                // The GEMV reads its input as bf16 whatever its type: attention's output
+                // needs no cast.
+                gemv_mma(stream, &layer.o, &self.ob, &mut self.attn, b)?;
+            } else {
+                cast(stream, &self.ob, &mut self.o)?;
+                project_rows(stream, &layer.o, &self.o, &mut self.attn, b)?;
+            }
             let gamma = &layer.ffn_norm;
             add_then_norm_for(
                 stream,

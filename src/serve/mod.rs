@@ -48,7 +48,7 @@ mod sampling;
 
 pub use engine::{Completion, Engine, EngineConfig, Finish, Request, Stats};
 pub use error::ServeError;
-pub use model::{ServeModel, Stacking};
+pub use model::{Fusion, ServeModel};
 pub use reference::ReferenceModel;
 pub use sampling::{Rng, Sampling};
 

@@ -55,17 +55,18 @@ impl Projections {
     }
 }
 
-/// Whether [`ServeModel::load_with`] stacks the projections that read the same input.
+/// Whether a decode step of a model loaded by [`ServeModel::load_with`] fuses launches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Stacking {
-    /// q, k and v in one weight where they share a format and the tensor-core GEMV reads
-    /// them (one launch a decode step instead of three), and the gate and the up in one
-    /// where the GEMV's SwiGLU form reads them (one launch instead of three, the SwiGLU
-    /// included). [`ServeModel::load`] takes this.
-    Stacked,
-    /// Every projection its own weight and launch: the form before stacking, kept to
-    /// measure against.
-    Apart,
+pub enum Fusion {
+    /// q, k and v stacked into one weight where they share a format and the tensor-core
+    /// GEMV reads them (one launch instead of three); the gate and the up stacked where the
+    /// GEMV's SwiGLU form reads them (one launch instead of three, the SwiGLU included); the
+    /// o projection reading attention's bf16 output (no cast in front). Four to five
+    /// launches a layer fewer. [`ServeModel::load`] takes this.
+    Fused,
+    /// Every projection its own weight and launch, and the cast in front of the o
+    /// projection: the form before fusing, kept to measure against.
+    Unfused,
 }
 
 /// A model loaded for serving.
@@ -75,7 +76,7 @@ pub struct ServeModel {
     pub(crate) layers: Vec<Layer>,
     pub(crate) output_norm: Buffer<f32>,
     pub(crate) output: GgufWeights,
-    stacking: Stacking,
+    fusion: Fusion,
 }
 
 impl ServeModel {
@@ -92,32 +93,32 @@ impl ServeModel {
     /// # Ok(()) }
     /// ```
     pub fn load(stream: &Stream, file: &Gguf) -> Result<ServeModel, ServeError> {
-        ServeModel::load_with(stream, file, Stacking::Stacked)
+        ServeModel::load_with(stream, file, Fusion::Fused)
     }
 
-    /// [`load`](Self::load), stacking the projections or not (`Stacking::Apart` is there to
-    /// measure the stacked form against). Both give the same tokens.
+    /// [`load`](Self::load), with a decode step's launches fused or not (`Fusion::Unfused`
+    /// is there to measure the fused form against). Both give the same tokens.
     ///
     /// ```
     /// # fn main() -> Result<(), ptxkit::serve::ServeError> {
-    /// use ptxkit::serve::{ServeModel, Stacking};
+    /// use ptxkit::serve::{Fusion, ServeModel};
     /// let file = ptxkit::serve::tiny_model_file()?;
     /// let stream = ptxkit::runtime::Device::emulator().stream()?;
-    /// let model = ServeModel::load_with(&stream, &file, Stacking::Apart)?;
-    /// assert_eq!(model.stacking(), Stacking::Apart);
+    /// let model = ServeModel::load_with(&stream, &file, Fusion::Unfused)?;
+    /// assert_eq!(model.fusion(), Fusion::Unfused);
     /// # Ok(()) }
     /// ```
     pub fn load_with(
         stream: &Stream,
         file: &Gguf,
-        stacking: Stacking,
+        fusion: Fusion,
     ) -> Result<ServeModel, ServeError> {
         let config = llama::read_config(file)?;
         let host = |w: Weight| read_matrix(file, &config, w);
         let matrix = |w: Weight| Ok::<_, ServeError>(host(w)?.to_device(stream)?);
         let stacked = |ws: &[Weight], reads: &dyn Fn(&GgufWeights) -> bool| {
             let mats = ws.iter().map(|&w| host(w)).collect::<Result<Vec<_>, _>>()?;
-            projections(stream, mats, stacking, reads)
+            projections(stream, mats, fusion, reads)
         };
         let qkv_reads = |w: &GgufWeights| gemv_mma_reads(stream, w);
         let swiglu_reads = |w: &GgufWeights| gemv_mma_swiglu_reads::<f32>(stream, w);
@@ -158,13 +159,13 @@ impl ServeModel {
             output_norm: vector(Weight::OutputNorm)?,
             output: matrix(head)?,
             config,
-            stacking,
+            fusion,
         })
     }
 
-    /// Whether the projections were stacked where they could be.
-    pub fn stacking(&self) -> Stacking {
-        self.stacking
+    /// Whether a decode step fuses launches where it can.
+    pub fn fusion(&self) -> Fusion {
+        self.fusion
     }
 
     /// The model's sizes, from the file's metadata.
@@ -192,16 +193,16 @@ fn checked<'a>(
     Ok(t)
 }
 
-/// `mats` as [`Projections`]: stacked if `stacking` asks, they share a format and the GEMV
+/// `mats` as [`Projections`]: stacked if `fusion` asks, they share a format and the GEMV
 /// that would read the stack (`reads`) does, else apart.
 fn projections(
     stream: &Stream,
     mats: Vec<GgufMatrix>,
-    stacking: Stacking,
+    fusion: Fusion,
     reads: &dyn Fn(&GgufWeights) -> bool,
 ) -> Result<Projections, ServeError> {
     let same = mats.iter().all(|m| m.format() == mats[0].format());
-    if stacking == Stacking::Stacked && same {
+    if fusion == Fusion::Fused && same {
         let w = GgufMatrix::stack(&mats.iter().collect::<Vec<_>>())?.to_device(stream)?;
         if reads(&w) {
             let parts = mats.iter().map(GgufMatrix::rows).collect();

@@ -253,9 +253,10 @@ fn a_long_context_splits_decode_attention_and_still_follows_the_reference() {
 }
 
 #[test]
-fn stacked_projections_give_the_tokens_of_projections_apart() {
-    // The Q4_K_M test model stacks every layer's gate and up, and q, k and v where they share
-    // a format; Q8_0 rows of 256 stack q, k and v (its gate and up have no SwiGLU form).
+fn a_fused_decode_step_gives_the_tokens_of_the_unfused_one() {
+    // Fused, the Q4_K_M test model stacks every layer's gate and up, and q, k and v where
+    // they share a format; Q8_0 rows of 256 stack q, k and v (its gate and up have no SwiGLU
+    // form); the o projection reads attention's bf16 output in both.
     for (cfg, qt) in [
         (TEST_MODEL, QuantType::Q4KM),
         (
@@ -270,7 +271,7 @@ fn stacked_projections_give_the_tokens_of_projections_apart() {
         let (_, file) = files(&cfg, qt);
         let s = stream();
         let stacked = ServeModel::load(&s, &file).unwrap();
-        let apart = ServeModel::load_with(&s, &file, Stacking::Apart).unwrap();
+        let apart = ServeModel::load_with(&s, &file, Fusion::Unfused).unwrap();
         let is_stacked = |p: &model::Projections| matches!(p, model::Projections::Stacked { .. });
         assert!(stacked.layers.iter().any(|l| is_stacked(&l.qkv)), "{qt:?}");
         assert_eq!(

@@ -27,10 +27,10 @@ pub(crate) fn code_pair(q: u32, lo: u32, ab: u32, nb: u32) -> u32 {
 }
 
 /// The word of `x` holding element `e` (`e` even): rows of bf16 are read two elements a
-/// word, rows of f32 one.
+/// word, rows of f32 one (`X` the calling kernel's activation type).
 #[device(crate = crate::lang)]
 pub(crate) fn x_word(e: u32) -> u32 {
-    if T::VEC == 8 {
+    if X::VEC == 8 {
         e / 2
     } else {
         e
@@ -42,7 +42,7 @@ pub(crate) fn x_word(e: u32) -> u32 {
 #[device(crate = crate::lang)]
 pub(crate) fn x_pairs(x: &[u32], i: u32) -> [u32; 4] {
     let mut p = [0u32; 4];
-    if T::VEC == 8 {
+    if X::VEC == 8 {
         let v = x.load_vec::<4>(i);
         for j in 0..4 {
             p[j] = v[j];

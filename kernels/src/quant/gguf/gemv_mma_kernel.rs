@@ -17,8 +17,9 @@ use kernel_macros::kernel;
 pub(crate) const GEMV_MMA_THREADS: u32 = 256;
 
 /// `w`: weight rows of `row_bytes` bytes of format `F` (0 Q8_0, 1 Q4_K, 2 Q6_K; `k` a
-/// multiple of 256); `x`: `m × k` elements of `T` read as words (`k / 2` a row for bf16);
-/// `1 ≤ m ≤ 16`. `NT` tiles of 8 weight rows a warp: Q8_0, and Q6_K with f32 `x`, take one
+/// multiple of 256); `x`: `m × k` elements of `X` read as words (`k / 2` a row for bf16);
+/// `1 ≤ m ≤ 16`; the outputs are `T` (bf16 `x` may give f32 `y`: the products read `x` as
+/// bf16 whatever its type, so a bf16 input needs no cast in front). `NT` tiles of 8 weight rows a warp: Q8_0, and Q6_K with f32 `x`, take one
 /// (with two, the words of two blocks in flight for each tile spill).
 ///
 /// `GLU = 0`: `w` has `n` rows and product column `c` goes to `y0` (`m × n0`) below `n0`,
@@ -29,24 +30,29 @@ pub(crate) const GEMV_MMA_THREADS: u32 = 256;
 #[kernel(
     crate = crate::lang,
     instances(
-        <f32, 0, 1, 0>,
-        <bf16, 0, 1, 0>,
-        <f32, 1, 1, 0>,
-        <f32, 1, 2, 0>,
-        <f32, 2, 1, 0>,
-        <bf16, 1, 1, 0>,
-        <bf16, 1, 2, 0>,
-        <bf16, 2, 1, 0>,
-        <bf16, 2, 2, 0>,
-        <f32, 1, 2, 1>,
-        <bf16, 1, 2, 1>,
-        <bf16, 2, 2, 1>
+        <f32, f32, 0, 1, 0>,
+        <bf16, bf16, 0, 1, 0>,
+        <f32, f32, 1, 1, 0>,
+        <f32, f32, 1, 2, 0>,
+        <f32, f32, 2, 1, 0>,
+        <bf16, bf16, 1, 1, 0>,
+        <bf16, bf16, 1, 2, 0>,
+        <bf16, bf16, 2, 1, 0>,
+        <bf16, bf16, 2, 2, 0>,
+        <f32, f32, 1, 2, 1>,
+        <bf16, bf16, 1, 2, 1>,
+        <bf16, bf16, 2, 2, 1>,
+        <bf16, f32, 0, 1, 0>,
+        <bf16, f32, 1, 1, 0>,
+        <bf16, f32, 1, 2, 0>,
+        <bf16, f32, 2, 1, 0>,
+        <bf16, f32, 2, 2, 0>
     ),
     block = 256,
     min_blocks = 2
 )]
 #[allow(clippy::too_many_arguments)]
-pub fn gguf_gemv_mma<T: Element, const F: u32, const NT: u32, const GLU: u32>(
+pub fn gguf_gemv_mma<X: Element, T: Element, const F: u32, const NT: u32, const GLU: u32>(
     w: &[u32],
     x: &[u32],
     y0: &mut [T],

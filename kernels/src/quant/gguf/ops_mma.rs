@@ -17,7 +17,9 @@ use kernel_runtime::{Buffer, BufferViewMut, LaunchConfig, Stream};
 /// `a = scale·d` and offset `b = min·dmin` each rounded to bf16 from `d` and `dmin` rounded
 /// to bf16; Q6_K's `a·(q − 32)` with `a = d·scale` rounded to bf16 from `d` rounded to
 /// bf16. `x` is taken as bf16 (f32 rows rounded to nearest even), products
-/// are summed in f32 and `y` rounded to `T` once. `m` is 1 to
+/// are summed in f32 and `y` rounded to `T` once. `x` and `y` are both f32 or both bf16, or
+/// `x` bf16 and `y` f32 (a bf16 input, such as attention's output, needs no cast to feed an
+/// f32 stream: the product reads the same bf16 values). `m` is 1 to
 /// [`GEMV_MAX_ROWS`](super::GEMV_MAX_ROWS) (0 does nothing); every weight byte is read once
 /// for all `m` rows, and reruns give the same bits. The tensor core works on 8 or 16 rows of
 /// `x` whatever `m` is, so the time hardly depends on `m`.
@@ -36,15 +38,15 @@ use kernel_runtime::{Buffer, BufferViewMut, LaunchConfig, Stream};
 /// assert_eq!(y.to_host(&stream)?, vec![256.0; 12]);
 /// # Ok(()) }
 /// ```
-pub fn gemv_mma<T: Float>(
+pub fn gemv_mma<X: Float, T: Float>(
     stream: &Stream,
     w: &GgufWeights,
-    x: &Buffer<T>,
+    x: &Buffer<X>,
     y: &mut Buffer<T>,
     m: usize,
 ) -> Result<(), Error> {
     let sms = stream.device().props().sm_count as usize;
-    let plan = GemvMmaPlan::for_weight::<T>(w.format(), w.rows(), sms);
+    let plan = GemvMmaPlan::for_weight::<X>(w.format(), w.rows(), sms);
     gemv_mma_with(stream, w, x, y, m, plan)
 }
 
@@ -134,16 +136,27 @@ fn unread(stream: &Stream, w: &GgufWeights) -> Option<String> {
 
 /// [`gemv_mma`] with the caller's [`GemvMmaPlan`]: for tuning, and for benchmarks that
 /// compare plans.
-pub fn gemv_mma_with<T: Float>(
+pub fn gemv_mma_with<X: Float, T: Float>(
     stream: &Stream,
     w: &GgufWeights,
-    x: &Buffer<T>,
+    x: &Buffer<X>,
     y: &mut Buffer<T>,
     m: usize,
     plan: GemvMmaPlan,
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<X>("gemv_mma")?;
     crate::float::f32_or_bf16::<T>("gemv_mma")?;
     const OP: &str = "gguf::gemv_mma";
+    if X::TYPE != T::TYPE && (X::TYPE, T::TYPE) != (FloatType::Bf16, FloatType::F32) {
+        return Err(Error::Unsupported {
+            op: OP,
+            detail: format!(
+                "{:?} x with {:?} y: the GEMV writes the type it reads, or f32 from bf16; cast x first",
+                X::TYPE,
+                T::TYPE
+            ),
+        });
+    }
     let (n, _, _) = super::ops::sizes(OP, w)?;
     if let Some(detail) = unread(stream, w) {
         return Err(Error::Unsupported { op: OP, detail });
@@ -154,13 +167,13 @@ pub fn gemv_mma_with<T: Float>(
             detail: format!("{plan:?}: a warp takes 1 or 2 tiles of 8 weight rows"),
         });
     }
-    if plan.tiles == 2 && one_tile_only::<T>(w.format()) {
+    if plan.tiles == 2 && one_tile_only::<X>(w.format()) {
         return Err(Error::Unsupported {
             op: OP,
             detail: format!(
                 "{plan:?}: a {} weight with {:?} activations takes 1 tile a warp (GemvMmaPlan::for_weight gives the plan that exists)",
                 w.format(),
-                T::TYPE
+                X::TYPE
             ),
         });
     }
@@ -169,7 +182,7 @@ pub fn gemv_mma_with<T: Float>(
         return Ok(());
     }
     let (y1, y2) = (x.unused_output::<T>(), x.unused_output::<T>());
-    launch(
+    launch::<X, T>(
         stream,
         w,
         x,
@@ -189,10 +202,10 @@ enum Outputs<'a> {
 }
 
 /// Launches the tensor-core GEMV once the caller has checked every shape.
-fn launch<T: Float>(
+fn launch<X: Float, T: Float>(
     stream: &Stream,
     w: &GgufWeights,
-    x: &Buffer<T>,
+    x: &Buffer<X>,
     outputs: Outputs<'_>,
     m: usize,
     plan: GemvMmaPlan,
@@ -207,7 +220,7 @@ fn launch<T: Float>(
         }
     };
     let cfg = LaunchConfig::linear(blocks, GEMV_MMA_THREADS);
-    gemv_mma_kernel::gguf_gemv_mma::<T>(
+    gemv_mma_kernel::gguf_gemv_mma::<X, T>(
         stream,
         cfg,
         w.format().code(),
@@ -297,7 +310,7 @@ pub fn gemv_mma_parts<T: Float>(
     let y0 = views.next().expect("one part at least");
     let y1 = views.next().unwrap_or_else(|| x.unused_output::<T>());
     let y2 = views.next().unwrap_or_else(|| x.unused_output::<T>());
-    launch(stream, w, x, Outputs::Parts([y0, y1, y2], splits), m, plan)
+    launch::<T, T>(stream, w, x, Outputs::Parts([y0, y1, y2], splits), m, plan)
 }
 
 /// `out = silu(x·W_gateᵀ) ⊙ (x·W_upᵀ)` for the `m` rows of `x`, from one weight that stacks
@@ -342,7 +355,7 @@ pub fn gemv_mma_swiglu<T: Float>(
     if m == 0 || n == 0 {
         return Ok(());
     }
-    launch(
+    launch::<T, T>(
         stream,
         w,
         x,
