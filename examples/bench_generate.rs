@@ -1,12 +1,12 @@
 //! Decode throughput of `ptxkit::serve` on the GPU: a random Llama-style model quantized
 //! Q4_K_M, batches of 1, 4 and 16 sequences of a 128-token prompt generating 128 tokens
 //! each, decode steps replayed from captured graphs. Prints tokens/s per batch size, for the
-//! model loaded with its projections stacked (q/k/v and gate/up one launch each, the default)
-//! and apart, one after the other in the same process.
+//! model loaded with a decode step's launches fused (`Fusion::Fused`, the default) and
+//! unfused, one after the other in the same process.
 //!
 //! `cargo run --release --example bench_generate` (needs a GPU; says so and exits without).
-//! `BENCH_ONLY=medium/1/` runs the rows whose `model/batch/projections` label contains the
-//! text (`medium/1/apart` one row, for a profiler).
+//! `BENCH_ONLY=medium/1/` runs the rows whose `model/batch/fusion` label contains the text
+//! (`medium/1/unfused` one row, for a profiler).
 
 use ptxkit::gguf::llama::{quantize, Checkpoint, QuantType};
 use ptxkit::gguf::Gguf;
@@ -40,7 +40,7 @@ fn main() {
             },
         ),
     ];
-    println!("model              batch  projections  prefill tok/s  decode tok/s  graphs");
+    println!("model              batch  launches  prefill tok/s  decode tok/s  graphs");
     let only = std::env::var("BENCH_ONLY").ok();
     let wanted = |label: &str| only.as_deref().is_none_or(|o| label.contains(o));
     for (short, name, cfg) in models {
@@ -49,11 +49,11 @@ fn main() {
         }
         let (w, _) = quantize(&Checkpoint::random(&cfg, 1), QuantType::Q4KM).unwrap();
         let file = Gguf::parse(w.to_bytes().unwrap()).unwrap();
-        let stacked = ServeModel::load(&stream, &file).unwrap();
-        let apart = ServeModel::load_with(&stream, &file, Fusion::Unfused).unwrap();
+        let fused = ServeModel::load(&stream, &file).unwrap();
+        let unfused = ServeModel::load_with(&stream, &file, Fusion::Unfused).unwrap();
         for (batch, (form, model)) in [1usize, 4, 16]
             .into_iter()
-            .flat_map(|b| [("stacked", &stacked), ("apart", &apart)].map(|m| (b, m)))
+            .flat_map(|b| [("fused", &fused), ("unfused", &unfused)].map(|m| (b, m)))
         {
             if !wanted(&format!("{short}/{batch}/{form}")) {
                 continue;
@@ -77,7 +77,7 @@ fn main() {
             engine.run().unwrap();
             let s = engine.stats();
             println!(
-                "{name:<18} {batch:>5}  {form:<11}  {:>13.0}  {:>12.0}  {:>6}",
+                "{name:<18} {batch:>5}  {form:<8}  {:>13.0}  {:>12.0}  {:>6}",
                 s.prefill_tokens as f64 / s.prefill_secs,
                 s.decode_tokens_per_sec(),
                 s.graphs_captured
