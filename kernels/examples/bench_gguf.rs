@@ -4,7 +4,9 @@
 //! outputs are not counted), timed twice so that clock drift shows: the f32 route (`gemv`),
 //! the int8 route's GEMV alone (`gemv_q8` on activations quantized once) and with the
 //! activations' quantization in each launch pair, and the tensor-core GEMV (`gemv_mma`,
-//! also by the row tiles a warp takes); then the prefill at M = 512
+//! also by the row tiles a warp takes); the stacked forms a decode layer launches (q, k and v
+//! as one `gemv_mma_parts`, gate and up as one `gemv_mma_swiglu`) against the launches they
+//! replace; then the prefill at M = 512
 //! (dequantize to bf16, then the bf16 GEMM) against the bf16 GEMM alone on the
 //! already-dequantized weight.
 //!
@@ -18,10 +20,12 @@ mod common;
 
 use common::{filled, Bench, Res};
 use kernel_runtime::{Bf16, Buffer, Stream};
+use kernels::elementwise::swiglu;
 use kernels::gemm::{gemm, Epilogue, GemmShape, Layout, Math};
 use kernels::quant::gguf::{
-    dequantize, gemv, gemv_mma, gemv_mma_with, gemv_q8, prefill, prefill_workspace_len,
-    quantize_activations, GemvMmaPlan, GgufFormat, GgufMatrix, GgufWeights, QuantizedActivations,
+    dequantize, gemv, gemv_mma, gemv_mma_parts, gemv_mma_swiglu, gemv_mma_with, gemv_q8, prefill,
+    prefill_workspace_len, quantize_activations, GemvMmaPlan, GgufFormat, GgufMatrix, GgufWeights,
+    QuantizedActivations,
 };
 use kernels::Float;
 
@@ -38,6 +42,11 @@ const LAUNCHES: usize = 20;
 
 /// Deterministic blocks with finite scales near 1 (the speed does not depend on the values).
 fn weights(s: &Stream, format: GgufFormat, rows: usize, cols: usize) -> Res<GgufWeights> {
+    Ok(matrix(format, rows, cols)?.to_device(s)?)
+}
+
+/// [`weights`] on the host.
+fn matrix(format: GgufFormat, rows: usize, cols: usize) -> Res<GgufMatrix> {
     let mut h = 0x9e37_79b9u32;
     let mut bytes: Vec<u8> = (0..rows * format.row_bytes(cols))
         .map(|_| {
@@ -59,7 +68,7 @@ fn weights(s: &Stream, format: GgufFormat, rows: usize, cols: usize) -> Res<Gguf
             block[at..at + 2].copy_from_slice(&v.to_le_bytes());
         }
     }
-    Ok(GgufMatrix::from_bytes(format, rows, cols, bytes)?.to_device(s)?)
+    Ok(GgufMatrix::from_bytes(format, rows, cols, bytes)?)
 }
 
 fn skip(name: &str) -> bool {
@@ -145,6 +154,71 @@ fn tiles_row(b: &Bench, w: &GgufWeights, shape: &str, m: usize) -> Res {
     Ok(())
 }
 
+/// A decoder layer's projections that read one input: `(name, hidden, kv width, ffn)`.
+type Layer = (&'static str, usize, usize, usize);
+
+/// The serve path's (Q4_K, f32 `x` and `y`): q, k and v as one `gemv_mma_parts` against
+/// three `gemv_mma`, and gate and up as one `gemv_mma_swiglu` against two `gemv_mma` and the
+/// elementwise SwiGLU; µs a call, and the stacked form's share of the other's time.
+fn stacked_row(b: &Bench, (name, hidden, kv, ffn): Layer, m: usize) -> Res {
+    let label = format!("stacked/{name}/m{m}");
+    if skip(&label) {
+        return Ok(());
+    }
+    let s = &b.stream;
+    let f = GgufFormat::Q4K;
+    let (q, k, v) = (
+        matrix(f, hidden, hidden)?,
+        matrix(f, kv, hidden)?,
+        matrix(f, kv, hidden)?,
+    );
+    let qkv = GgufMatrix::stack(&[&q, &k, &v])?.to_device(s)?;
+    let (q, k, v) = (q.to_device(s)?, k.to_device(s)?, v.to_device(s)?);
+    let (gate, up) = (matrix(f, ffn, hidden)?, matrix(f, ffn, hidden)?);
+    let gate_up = GgufMatrix::stack(&[&gate, &up])?.to_device(s)?;
+    let (gate, up) = (gate.to_device(s)?, up.to_device(s)?);
+    let x = filled::<f32>(s, m * hidden, 5)?;
+    let out = |n: usize| Buffer::<f32>::zeros(s, m * n);
+    let (mut yq, mut yk, mut yv) = (out(hidden)?, out(kv)?, out(kv)?);
+    let (mut yg, mut yu, mut act) = (out(ffn)?, out(ffn)?, out(ffn)?);
+    let per_call = |ms: f64| 1000.0 * ms / LAUNCHES as f64;
+    let stacked_qkv = per_call(b.time(|s| {
+        for _ in 0..LAUNCHES {
+            let parts = [hidden, kv, kv];
+            gemv_mma_parts(s, &qkv, &parts, &x, &mut [&mut yq, &mut yk, &mut yv], m)?;
+        }
+        Ok(())
+    })?);
+    let apart_qkv = per_call(b.time(|s| {
+        for _ in 0..LAUNCHES {
+            gemv_mma(s, &q, &x, &mut yq, m)?;
+            gemv_mma(s, &k, &x, &mut yk, m)?;
+            gemv_mma(s, &v, &x, &mut yv, m)?;
+        }
+        Ok(())
+    })?);
+    let stacked_mlp = per_call(b.time(|s| {
+        for _ in 0..LAUNCHES {
+            gemv_mma_swiglu(s, &gate_up, &x, &mut act, m)?;
+        }
+        Ok(())
+    })?);
+    let apart_mlp = per_call(b.time(|s| {
+        for _ in 0..LAUNCHES {
+            gemv_mma(s, &gate, &x, &mut yg, m)?;
+            gemv_mma(s, &up, &x, &mut yu, m)?;
+            swiglu(s, &yg, &yu, &mut act)?;
+        }
+        Ok(())
+    })?);
+    println!(
+        "| {name:<22} | {m:>2} | {stacked_qkv:>7.2} | {apart_qkv:>7.2} | {:>5.2} | {stacked_mlp:>7.2} | {apart_mlp:>7.2} | {:>5.2} |",
+        stacked_qkv / apart_qkv,
+        stacked_mlp / apart_mlp
+    );
+    Ok(())
+}
+
 fn prefill_row(b: &Bench, w: &GgufWeights, shape: &str, m: usize) -> Res {
     let name = format!("prefill/{}/{shape}/m{m}", w.format());
     if skip(&name) {
@@ -207,6 +281,22 @@ fn main() -> Res {
             for m in [8, 16] {
                 tiles_row(&b, &w, shape, m)?;
             }
+        }
+    }
+    let layers: Vec<Layer> = if small {
+        vec![("small 256/128/512", 256, 128, 512)]
+    } else {
+        vec![
+            ("8 x 2048 2048/512/5632", 2048, 512, 5632),
+            ("Llama-3-8B 4096/1024/14336", 4096, 1024, 14336),
+        ]
+    };
+    println!("\nStacked GEMVs (Q4_K, f32) against the launches they replace, µs a call\n");
+    println!("| layer (hidden/kv/ffn) | M | qkv stacked | qkv apart | ratio | gate+up+SwiGLU stacked | apart | ratio |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
+    for &layer in &layers {
+        for m in [1, 16] {
+            stacked_row(&b, layer, m)?;
         }
     }
     let m = if small { 64 } else { 512 };
