@@ -6,6 +6,8 @@
 //! f32-route GEMV with RMSNorm fused in front). Activations are f32;
 //! attention reads and writes bf16, as the KV cache holds it. Whichever GEMV a weight takes,
 //! it takes at every batch size, so a sequence's tokens do not depend on the batch it is in.
+//! A model loaded with `Fusion::Fused` launches its stacked q/k/v and gate/up once each (the
+//! SwiGLU in the GEMV) and feeds attention's bf16 output to the o projection uncast.
 
 use super::kv_cache::PagedKvCache;
 use super::model::{Fusion, Layer, Projections, ServeModel};
