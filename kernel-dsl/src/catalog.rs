@@ -576,6 +576,20 @@ pub fn elided(op: &Op, target: Target) -> bool {
     matches!(op, Op::GridDep { .. }) && !programmatic_launch(target)
 }
 
+/// Whether `target` refuses `op`: the op's requirement does not admit the target and the op
+/// is not [`elided`] there. The verifier and the macro's per-target check both ask this.
+///
+/// ```
+/// use kernel_dsl::op::{GridDepControl, Op};
+/// use kernel_dsl::{catalog, Target};
+/// let wait = Op::GridDep { kind: GridDepControl::Wait };
+/// assert!(!catalog::refused(&wait, Target::Sm80)); // left out, not refused
+/// assert!(!catalog::refused(&wait, Target::Sm90));
+/// ```
+pub fn refused(op: &Op, target: Target) -> bool {
+    !requirement(op).admits(target) && !elided(op, target)
+}
+
 /// Whether `target` has programmatic dependent launch: its grid-dependency row admits it.
 pub fn programmatic_launch(target: Target) -> bool {
     entry(Form::GridDepControl).requirement.admits(target)

@@ -447,7 +447,7 @@ impl Verifier<'_> {
         let mut result = Ok(());
         self.kernel.for_each_inst(&mut |inst| {
             let req = catalog::requirement(&inst.op);
-            if result.is_ok() && !req.admits(target) && !catalog::elided(&inst.op, target) {
+            if result.is_ok() && catalog::refused(&inst.op, target) {
                 let help = if req.arch_specific {
                     format!("emit this kernel for sm_{}a (enable the `sm_{}a` feature) and keep it off other targets", req.min_sm, req.min_sm)
                 } else {

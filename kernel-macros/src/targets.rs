@@ -86,7 +86,7 @@ fn emit_one(
     // user's line rather than the kernel as a whole.
     for (op, span) in &lowered.op_spans {
         let req = catalog::requirement(op);
-        if !req.admits(target) && !catalog::elided(op, target) {
+        if catalog::refused(op, target) {
             let lowest = Target::ALL.into_iter().find(|t| req.admits(*t));
             return Err((
                 Diag::new(
