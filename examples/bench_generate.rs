@@ -44,7 +44,8 @@ fn main() {
     let only = std::env::var("BENCH_ONLY").ok();
     let wanted = |label: &str| only.as_deref().is_none_or(|o| label.contains(o));
     for (short, name, cfg) in models {
-        if ![1, 4, 16].iter().any(|b| wanted(&format!("{short}/{b}/"))) {
+        let rows = [1, 4, 16].map(|b| ["fused", "unfused"].map(|f| format!("{short}/{b}/{f}")));
+        if !rows.iter().flatten().any(|label| wanted(label)) {
             continue;
         }
         let (w, _) = quantize(&Checkpoint::random(&cfg, 1), QuantType::Q4KM).unwrap();

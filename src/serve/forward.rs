@@ -353,6 +353,12 @@ fn head(
     project_normed_rows(stream, w, x, normed, gamma, eps, logits, m)
 }
 
+/// Whether the decode step's o projection of `layer` reads attention's bf16 output as it is
+/// (the tensor-core GEMV reads its input as bf16 whatever its type), rather than a cast of it.
+fn reads_attention_directly(stream: &Stream, model: &ServeModel, layer: &Layer) -> bool {
+    model.fusion() == Fusion::Fused && gemv_mma_reads(stream, &layer.o)
+}
+
 /// Everything one decode step of a batch of `b` rows reads and writes. The engine copies the
 /// step's inputs into `tokens`, `positions`, `seq_lens` and `table`, then runs (or replays)
 /// the step; rows past the live sequences are padding: length 0, table entries past the
@@ -379,8 +385,11 @@ pub(crate) struct DecodeStep {
     biases: Vec<[Buffer<f32>; 3]>,
     qb: Buffer<Bf16>,
     ob: Buffer<Bf16>,
+    /// Attention's output cast to f32, for o projections that do not read `ob` (empty where
+    /// none is).
     o: Buffer<f32>,
     attn: Buffer<f32>,
+    /// The gate's and the up's products, where a layer's are not fused (empty where none is).
     gate: Buffer<f32>,
     up: Buffer<f32>,
     act: Buffer<f32>,
@@ -420,6 +429,17 @@ impl DecodeStep {
         } else {
             None
         };
+        let layers = &model.layers;
+        let casts_o = layers
+            .iter()
+            .any(|l| !reads_attention_directly(stream, model, l));
+        let apart_gate_up = layers
+            .iter()
+            .any(|l| matches!(l.gate_up, Projections::Apart(_)));
+        let (o_len, gate_up_len) = (
+            if casts_o { b * hid } else { 0 },
+            if apart_gate_up { b * ffn } else { 0 },
+        );
         let seq_ids: Vec<u32> = (0..b as u32).collect();
         // Split the cache so that the step's blocks fill the device at the longest context
         // (the launch is fixed once captured).
@@ -446,10 +466,10 @@ impl DecodeStep {
             biases,
             qb: bf16s(b * hid)?,
             ob: bf16s(b * hid)?,
-            o: f32s(b * hid)?,
+            o: f32s(o_len)?,
             attn: f32s(b * hid)?,
-            gate: f32s(b * ffn)?,
-            up: f32s(b * ffn)?,
+            gate: f32s(gate_up_len)?,
+            up: f32s(gate_up_len)?,
             act: f32s(b * ffn)?,
             mlp: f32s(b * hid)?,
             splits,
@@ -510,9 +530,7 @@ impl DecodeStep {
                 &mut self.workspace,
                 &mut self.ob,
             )?;
-            if model.fusion() == Fusion::Fused && gemv_mma_reads(stream, &layer.o) {
-                // The GEMV reads its input as bf16 whatever its type: attention's output
-                // needs no cast.
+            if reads_attention_directly(stream, model, layer) {
                 gemv_mma(stream, &layer.o, &self.ob, &mut self.attn, b)?;
             } else {
                 cast(stream, &self.ob, &mut self.o)?;

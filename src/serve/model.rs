@@ -116,12 +116,12 @@ impl ServeModel {
         let config = llama::read_config(file)?;
         let host = |w: Weight| read_matrix(file, &config, w);
         let matrix = |w: Weight| Ok::<_, ServeError>(host(w)?.to_device(stream)?);
-        let stacked = |ws: &[Weight], reads: &dyn Fn(&GgufWeights) -> bool| {
+        let stacked = |ws: &[Weight], reads: &dyn Fn(&GgufMatrix) -> bool| {
             let mats = ws.iter().map(|&w| host(w)).collect::<Result<Vec<_>, _>>()?;
             projections(stream, mats, fusion, reads)
         };
-        let qkv_reads = |w: &GgufWeights| gemv_mma_reads(stream, w);
-        let swiglu_reads = |w: &GgufWeights| gemv_mma_swiglu_reads::<f32>(stream, w);
+        let qkv_reads = |w: &GgufMatrix| gemv_mma_reads(stream, w);
+        let swiglu_reads = |w: &GgufMatrix| gemv_mma_swiglu_reads::<f32>(stream, w);
         let vector = |w: Weight| load_vector(stream, file, &config, w);
         let mut layers = Vec::with_capacity(config.layers);
         for i in 0..config.layers {
@@ -199,13 +199,14 @@ fn projections(
     stream: &Stream,
     mats: Vec<GgufMatrix>,
     fusion: Fusion,
-    reads: &dyn Fn(&GgufWeights) -> bool,
+    reads: &dyn Fn(&GgufMatrix) -> bool,
 ) -> Result<Projections, ServeError> {
     let same = mats.iter().all(|m| m.format() == mats[0].format());
     if fusion == Fusion::Fused && same {
-        let w = GgufMatrix::stack(&mats.iter().collect::<Vec<_>>())?.to_device(stream)?;
-        if reads(&w) {
+        let stack = GgufMatrix::stack(&mats.iter().collect::<Vec<_>>())?;
+        if reads(&stack) {
             let parts = mats.iter().map(GgufMatrix::rows).collect();
+            let w = stack.to_device(stream)?;
             return Ok(Projections::Stacked { w, parts });
         }
     }

@@ -217,6 +217,54 @@ impl GgufMatrix {
     }
 }
 
+/// What decides which GEMV can read quantized weights: their format and shape, the same on
+/// the host ([`GgufMatrix`]) as on the device ([`GgufWeights`]), so that a caller can ask
+/// before it uploads.
+pub trait GgufShape {
+    /// The format.
+    fn format(&self) -> GgufFormat;
+    /// Rows (output features).
+    fn rows(&self) -> usize;
+    /// Columns (input features).
+    fn cols(&self) -> usize;
+}
+
+impl GgufShape for GgufMatrix {
+    fn format(&self) -> GgufFormat {
+        self.format
+    }
+    fn rows(&self) -> usize {
+        self.rows
+    }
+    fn cols(&self) -> usize {
+        self.cols
+    }
+}
+
+impl<S: GgufShape + ?Sized> GgufShape for &S {
+    fn format(&self) -> GgufFormat {
+        (**self).format()
+    }
+    fn rows(&self) -> usize {
+        (**self).rows()
+    }
+    fn cols(&self) -> usize {
+        (**self).cols()
+    }
+}
+
+impl GgufShape for GgufWeights {
+    fn format(&self) -> GgufFormat {
+        self.format
+    }
+    fn rows(&self) -> usize {
+        self.rows
+    }
+    fn cols(&self) -> usize {
+        self.cols
+    }
+}
+
 /// A [`GgufMatrix`] on the device: the same bytes as little-endian 32-bit words (kernels read
 /// whole words and take fields apart in registers), zero-padded by at least 16 bytes.
 pub struct GgufWeights {

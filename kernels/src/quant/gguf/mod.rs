@@ -65,7 +65,7 @@ pub mod reference;
 
 pub use activations::QuantizedActivations;
 pub use format::GgufFormat;
-pub use matrix::{GgufMatrix, GgufWeights};
+pub use matrix::{GgufMatrix, GgufShape, GgufWeights};
 pub use ops::{
     dequantize, dequantize_rows, gemv, gemv_rms_norm, prefill, prefill_workspace_len, GEMV_MAX_ROWS,
 };

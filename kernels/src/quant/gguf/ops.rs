@@ -41,6 +41,20 @@ pub(super) fn check_batch(
     y_len: usize,
     m: usize,
 ) -> Result<(), Error> {
+    check_input(op, w, x_len, m)?;
+    check_len(op, "y", y_len, m * w.rows(), || {
+        format!("m × rows = {m} × {}", w.rows())
+    })
+}
+
+/// A decode product's input: `m` at most [`GEMV_MAX_ROWS`] and `x` of `m × cols` elements (the
+/// outputs are the caller's to check where they are not one `m × rows` buffer).
+pub(super) fn check_input(
+    op: &'static str,
+    w: &GgufWeights,
+    x_len: usize,
+    m: usize,
+) -> Result<(), Error> {
     if m > GEMV_MAX_ROWS {
         return Err(Error::Unsupported {
             op,
@@ -51,9 +65,6 @@ pub(super) fn check_batch(
     }
     check_len(op, "x", x_len, m * w.cols(), || {
         format!("m × cols = {m} × {}", w.cols())
-    })?;
-    check_len(op, "y", y_len, m * w.rows(), || {
-        format!("m × rows = {m} × {}", w.rows())
     })
 }
 

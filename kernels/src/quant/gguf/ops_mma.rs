@@ -2,7 +2,7 @@
 //! activations passed as words.
 
 use super::gemv_mma_kernel::{self, GEMV_MMA_THREADS};
-use super::{GgufFormat, GgufWeights};
+use super::{GgufFormat, GgufShape, GgufWeights};
 use crate::check_len;
 use crate::Error;
 use crate::{Float, FloatType};
@@ -101,7 +101,7 @@ fn one_tile_only<T: Float>(format: GgufFormat) -> bool {
 
 /// Whether [`gemv_mma`] reads `w` on the device of `stream` (sm_80 or newer; Q8_0 rows in
 /// whole units of 256): callers that pick a GEMV per weight ask this rather than repeat its
-/// rules.
+/// rules, of the weights on the device or, before they upload them, on the host.
 ///
 /// ```
 /// use kernel_runtime::Device;
@@ -110,15 +110,15 @@ fn one_tile_only<T: Float>(format: GgufFormat) -> bool {
 /// let stream = Device::emulator_for(kernel_dsl::Target::Sm80).stream()?;
 /// let q8 = |cols| GgufMatrix::quantize(GgufFormat::Q8_0, 1, cols, &vec![1.0; cols]);
 /// assert!(gemv_mma_reads(&stream, &q8(512)?.to_device(&stream)?));
-/// assert!(!gemv_mma_reads(&stream, &q8(288)?.to_device(&stream)?));
+/// assert!(!gemv_mma_reads(&stream, &q8(288)?));
 /// # Ok(()) }
 /// ```
-pub fn gemv_mma_reads(stream: &Stream, w: &GgufWeights) -> bool {
+pub fn gemv_mma_reads(stream: &Stream, w: &impl GgufShape) -> bool {
     unread(stream, w).is_none()
 }
 
 /// Why [`gemv_mma`] cannot read `w` on the device of `stream`, if it cannot.
-fn unread(stream: &Stream, w: &GgufWeights) -> Option<String> {
+fn unread(stream: &Stream, w: &impl GgufShape) -> Option<String> {
     let sm = stream.device().target().sm();
     if sm < 80 {
         return Some(format!(
@@ -294,7 +294,7 @@ pub fn gemv_mma_parts<T: Float>(
     if let Some(detail) = unread(stream, w) {
         return Err(Error::Unsupported { op: OP, detail });
     }
-    super::ops::check_batch(OP, w, x.len(), m * w.rows(), m)?;
+    super::ops::check_input(OP, w, x.len(), m)?;
     for (i, (y, &rows)) in ys.iter().zip(parts).enumerate() {
         check_len(OP, "ys", y.len(), m * rows, || {
             format!("output {i}: m × parts[{i}] = {m} × {rows}")
@@ -348,7 +348,7 @@ pub fn gemv_mma_swiglu<T: Float>(
         return Err(Error::Unsupported { op: OP, detail });
     }
     let n = w.rows() / 2;
-    super::ops::check_batch(OP, w, x.len(), m * w.rows(), m)?;
+    super::ops::check_input(OP, w, x.len(), m)?;
     check_len(OP, "out", out.len(), m * n, || {
         format!("m × rows / 2 = {m} × {n}")
     })?;
@@ -380,12 +380,12 @@ pub fn gemv_mma_swiglu<T: Float>(
 /// assert!(!gemv_mma_swiglu_reads::<f32>(&stream, &q6));
 /// # Ok(()) }
 /// ```
-pub fn gemv_mma_swiglu_reads<T: Float>(stream: &Stream, w: &GgufWeights) -> bool {
+pub fn gemv_mma_swiglu_reads<T: Float>(stream: &Stream, w: &impl GgufShape) -> bool {
     swiglu_unread::<T>(stream, w).is_none()
 }
 
 /// Why [`gemv_mma_swiglu`] cannot read `w` with activations of `T`, if it cannot.
-fn swiglu_unread<T: Float>(stream: &Stream, w: &GgufWeights) -> Option<String> {
+fn swiglu_unread<T: Float>(stream: &Stream, w: &impl GgufShape) -> Option<String> {
     if let Some(detail) = unread(stream, w) {
         return Some(detail);
     }
