@@ -4,7 +4,7 @@
 //! outputs are not counted), timed twice so that clock drift shows: the f32 route (`gemv`),
 //! the int8 route's GEMV alone (`gemv_q8` on activations quantized once) and with the
 //! activations' quantization in each launch pair, and the tensor-core GEMV (`gemv_mma`,
-//! also by the row tiles a warp takes); the stacked forms a decode layer launches (q, k and v
+//! also by the row tiles a warp takes and by a block a tile against blocks that walk tiles); the stacked forms a decode layer launches (q, k and v
 //! as one `gemv_mma_parts`, gate and up as one `gemv_mma_swiglu`) against the launches they
 //! replace; then the prefill at M = 512
 //! (dequantize to bf16, then the bf16 GEMM) against the bf16 GEMM alone on the
@@ -125,7 +125,8 @@ fn gemv_row<T: Float>(b: &Bench, w: &GgufWeights, shape: &str, m: usize) -> Res 
     Ok(())
 }
 
-/// The tensor-core GEMV with each plan (row tiles a warp takes), side by side.
+/// The tensor-core GEMV with each plan, side by side: the row tiles a warp takes, and a
+/// block a tile of rows against as many blocks as the SMs hold, each walking tiles.
 fn tiles_row(b: &Bench, w: &GgufWeights, shape: &str, m: usize) -> Res {
     let name = format!("tiles/{}/{shape}/m{m}", w.format());
     if skip(&name) {
@@ -134,19 +135,23 @@ fn tiles_row(b: &Bench, w: &GgufWeights, shape: &str, m: usize) -> Res {
     let x = filled::<Bf16>(&b.stream, m * w.cols(), 3)?;
     let mut y = Buffer::<Bf16>::zeros(&b.stream, m * w.rows())?;
     let bytes = (w.quantized_bytes() * LAUNCHES) as f64;
+    let sms = b.stream.device().props().sm_count as usize;
+    let walking = sms * GemvMmaPlan::BLOCKS_PER_SM;
     let mut cells = Vec::new();
     for tiles in [1, 2] {
-        let plan = GemvMmaPlan { tiles };
-        let [a, c] = b.percent_twice(bytes, |s| {
-            for _ in 0..LAUNCHES {
-                gemv_mma_with(s, w, &x, &mut y, m, plan)?;
-            }
-            Ok(())
-        })?;
-        cells.push(format!("{a:>5.1} / {c:>5.1}"));
+        for grid in [w.rows(), walking] {
+            let plan = GemvMmaPlan { tiles, grid };
+            let [a, c] = b.percent_twice(bytes, |s| {
+                for _ in 0..LAUNCHES {
+                    gemv_mma_with(s, w, &x, &mut y, m, plan)?;
+                }
+                Ok(())
+            })?;
+            cells.push(format!("{a:>5.1} / {c:>5.1}"));
+        }
     }
     println!(
-        "| {:<5} | {:<16} | {m:>2} | {} |",
+        "| {:<5} | {:<22} | {m:>2} | {} |",
         w.format().name(),
         format!("{shape} {}x{}", w.rows(), w.cols()),
         cells.join(" | ")
@@ -272,13 +277,21 @@ fn main() -> Res {
         }
     }
     println!("\ngemv_mma (bf16) by the row tiles a warp takes, % of copy (two passes)\n");
-    println!("| format | shape | M | 1 tile | 2 tiles |");
-    println!("| --- | --- | --- | --- | --- |");
+    println!(
+        "| format | shape | M | 1 tile, a block a tile | 1 tile, blocks walk tiles | 2 tiles, a block a tile | 2 tiles, blocks walk tiles |"
+    );
+    println!("| --- | --- | --- | --- | --- | --- | --- |");
+    // Beside Llama-3-8B's, the serve benchmark's 8 × 2048 model: gate and up stacked, and
+    // down (rows of 8 and 22 blocks of 256).
+    let mut tile_shapes = shapes.clone();
+    if !small {
+        tile_shapes.extend([("8x2048 gate_up", 11264, 2048), ("8x2048 down", 2048, 5632)]);
+    }
     // Q8_0 has the one-tile plan only.
     for format in [GgufFormat::Q4K, GgufFormat::Q6K] {
-        for &(shape, n, k) in &shapes {
+        for &(shape, n, k) in &tile_shapes {
             let w = weights(&b.stream, format, n, k)?;
-            for m in [8, 16] {
+            for m in [1, 16] {
                 tiles_row(&b, &w, shape, m)?;
             }
         }

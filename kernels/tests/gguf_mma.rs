@@ -33,7 +33,8 @@ fn bf16(v: f32) -> f32 {
 /// error allowed is f32 accumulation's over `Σ |x·w|`, plus `y`'s own rounding to `T`.
 fn check<T: Float>(s: &Stream, f: GgufFormat, m: usize, n: usize, k: usize, tiles: usize) {
     let q = GgufMatrix::quantize(f, n, k, &weights(n, k)).unwrap();
-    let plan = GemvMmaPlan { tiles };
+    // Two blocks: each takes every other tile, as on a device of one SM.
+    let plan = GemvMmaPlan { tiles, grid: 2 };
     let w = q.bf16_operand();
     let x = activations(m, k);
     let xt: Vec<T> = x.iter().map(|&v| T::from_f32(v)).collect();
@@ -184,16 +185,19 @@ fn gemv_mma_refuses_bad_calls_before_writing() {
     );
     let x17 = Buffer::from_host(&s, &activations(17, k)).unwrap();
     let mut y17 = Buffer::from_host(&s, &vec![7.0f32; 17 * n]).unwrap();
-    let odd = GemvMmaPlan { tiles: 4 };
+    let odd = GemvMmaPlan { tiles: 4, grid: 2 };
     let e = message(gemv_mma_with(&s, &q4, &x, &mut y, 2, odd).unwrap_err());
     assert!(e.contains("1 or 2 tiles"), "{e}");
     let q6 = GgufMatrix::quantize(GgufFormat::Q6K, n, k, &weights(n, k))
         .unwrap()
         .to_device(&s)
         .unwrap();
-    let two = GemvMmaPlan { tiles: 2 };
+    let two = GemvMmaPlan { tiles: 2, grid: 2 };
     let e = message(gemv_mma_with(&s, &q6, &x, &mut y, 2, two).unwrap_err());
     assert!(e.contains("1 tile") && e.contains("for_weight"), "{e}");
+    let none = GemvMmaPlan { tiles: 1, grid: 0 };
+    let e = message(gemv_mma_with(&s, &q4, &x, &mut y, 2, none).unwrap_err());
+    assert!(e.contains("one block at least"), "{e}");
     let e = message(gemv_mma(&s, &q4, &x17, &mut y17, 17).unwrap_err());
     assert!(e.contains("at most 16") && e.contains("prefill"), "{e}");
     let mut short = Buffer::from_host(&s, &vec![7.0f32; n]).unwrap();
@@ -229,12 +233,12 @@ fn gemv_mma_reads_bf16_activations_into_f32_outputs() {
             .map(|&v| Bf16::from_f32(v))
             .collect();
         let xf: Vec<f32> = xb.iter().map(|v| v.to_f32()).collect();
-        let plan = GemvMmaPlan { tiles };
+        let plan = GemvMmaPlan { tiles, grid: 2 };
         let mut want = Buffer::<f32>::zeros(&s, m * n).unwrap();
         let mut got = Buffer::<f32>::zeros(&s, m * n).unwrap();
         // The f32-x plan with two tiles exists for Q4_K only; Q6_K's f32 reference takes one.
         let f32_plan = if f == GgufFormat::Q6K {
-            GemvMmaPlan { tiles: 1 }
+            GemvMmaPlan { tiles: 1, grid: 2 }
         } else {
             plan
         };
@@ -271,4 +275,45 @@ fn gemv_mma_reads_bf16_activations_into_f32_outputs() {
     let e = gemv_mma(&s, &dev, &x, &mut y, 1).unwrap_err().to_string();
     assert!(e.contains("cast x first"), "{e}");
     assert_eq!(y.to_host(&s).unwrap(), vec![Bf16::from_f32(7.0); 2]);
+}
+
+#[test]
+fn gemv_mma_gives_the_same_bits_whatever_the_grid() {
+    // A block's tiles are summed alike whichever block takes them: one block walking every
+    // tile, two or three taking every other or third (the next tile's loads in flight
+    // across the boundary), and a block a tile.
+    let s = Device::emulator().stream().unwrap();
+    for (f, tiles, k) in [
+        (GgufFormat::Q4K, 1, 1280),
+        (GgufFormat::Q4K, 2, 19 * 256),
+        (GgufFormat::Q6K, 2, 1280),
+        (GgufFormat::Q8_0, 1, 19 * 256),
+    ] {
+        let (m, n) = (11, 53);
+        let dev = GgufMatrix::quantize(f, n, k, &weights(n, k))
+            .unwrap()
+            .to_device(&s)
+            .unwrap();
+        let xb: Vec<Bf16> = activations(m, k)
+            .iter()
+            .map(|&v| Bf16::from_f32(v))
+            .collect();
+        let x = Buffer::from_host(&s, &xb).unwrap();
+        let run = |grid: usize| {
+            let mut y = Buffer::<f32>::zeros(&s, m * n).unwrap();
+            gemv_mma_with(&s, &dev, &x, &mut y, m, GemvMmaPlan { tiles, grid }).unwrap();
+            y.to_host(&s).unwrap()
+        };
+        let one_each = run(n);
+        assert!(one_each.iter().any(|&v| v != 0.0));
+        for grid in [1, 2, 3] {
+            let got = run(grid);
+            assert!(
+                got.iter()
+                    .zip(&one_each)
+                    .all(|(a, b)| a.to_bits() == b.to_bits()),
+                "{f:?}, {tiles} tiles a warp, {grid} blocks: other bits than a block a tile"
+            );
+        }
+    }
 }

@@ -50,27 +50,42 @@ pub fn gemv_mma<X: Float, T: Float>(
     gemv_mma_with(stream, w, x, y, m, plan)
 }
 
-/// How [`gemv_mma_with`] splits the work: the tiles of 8 weight rows a warp takes, 1 or 2.
-/// Two make the weights the tensor core's 16-row operand, so the activations need no
-/// rearranging and rows of `x` past 8 cost a product only when present; one makes twice the
-/// blocks (the rows of `x` are then the 16-row operand).
+/// How [`gemv_mma_with`] splits the work: the tiles of 8 weight rows a warp takes, 1 or 2,
+/// and the blocks launched at most. Two tiles make the weights the tensor core's 16-row
+/// operand, so the activations need no rearranging and rows of `x` past 8 cost a product
+/// only when present; one makes twice the blocks (the rows of `x` are then the 16-row
+/// operand). A block takes every `grid`-th tile of the weight's rows (a block's tile is 8 or
+/// 16 rows), its loads of the next one in flight while it finishes the current one; with
+/// `grid` at least the tile count, a block takes one tile. Q6_K with two tiles takes a block
+/// a tile whatever `grid` says (a loop over tiles would hold more than its registers).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GemvMmaPlan {
     pub tiles: usize,
+    pub grid: usize,
 }
 
 impl GemvMmaPlan {
+    /// Blocks of the kernel an SM holds at once (its registers are capped for two).
+    pub const BLOCKS_PER_SM: usize = 2;
+
     /// The plan [`gemv_mma`] takes for a weight of `rows` rows on `sms` SMs: two tiles a warp
-    /// where that still gives every SM a block, else one.
+    /// where that still gives every SM a block, else one; a block a tile of rows unless there
+    /// are at least twice as many tiles as the SMs hold blocks, and then as many blocks as
+    /// they hold, each walking tiles (with fewer, the blocks that take one tile more than the
+    /// others leave SMs idle at the end).
     ///
     /// ```
     /// use kernels::quant::gguf::GemvMmaPlan;
-    /// assert_eq!(GemvMmaPlan::for_rows(4096, 132).tiles, 2);
+    /// assert_eq!(GemvMmaPlan::for_rows(4096, 132), GemvMmaPlan { tiles: 2, grid: 256 });
+    /// assert_eq!(GemvMmaPlan::for_rows(28672, 132), GemvMmaPlan { tiles: 2, grid: 264 });
     /// assert_eq!(GemvMmaPlan::for_rows(1024, 132).tiles, 1);
     /// ```
     pub fn for_rows(rows: usize, sms: usize) -> GemvMmaPlan {
         let tiles = if rows.div_ceil(16) >= sms { 2 } else { 1 };
-        GemvMmaPlan { tiles }
+        GemvMmaPlan {
+            tiles,
+            grid: Self::grid(rows.div_ceil(8 * tiles), sms),
+        }
     }
 
     /// The plan [`gemv_mma`] takes for a weight of `format` and `rows` rows with activations
@@ -87,9 +102,23 @@ impl GemvMmaPlan {
     /// ```
     pub fn for_weight<T: Float>(format: GgufFormat, rows: usize, sms: usize) -> GemvMmaPlan {
         if one_tile_only::<T>(format) {
-            return GemvMmaPlan { tiles: 1 };
+            return GemvMmaPlan {
+                tiles: 1,
+                grid: Self::grid(rows.div_ceil(8), sms),
+            };
         }
         GemvMmaPlan::for_rows(rows, sms)
+    }
+
+    /// The blocks for `tiles` tiles of rows on `sms` SMs: as many as the SMs hold where the
+    /// tiles are at least twice that, else a block a tile.
+    fn grid(tiles: usize, sms: usize) -> usize {
+        let held = sms.max(1) * Self::BLOCKS_PER_SM;
+        if tiles >= 2 * held {
+            held
+        } else {
+            tiles.max(1)
+        }
     }
 }
 
@@ -167,6 +196,12 @@ pub fn gemv_mma_with<X: Float, T: Float>(
             detail: format!("{plan:?}: a warp takes 1 or 2 tiles of 8 weight rows"),
         });
     }
+    if plan.grid == 0 {
+        return Err(Error::Unsupported {
+            op: OP,
+            detail: format!("{plan:?}: launch one block at least (GemvMmaPlan::for_weight gives a grid for the device)"),
+        });
+    }
     if plan.tiles == 2 && one_tile_only::<X>(w.format()) {
         return Err(Error::Unsupported {
             op: OP,
@@ -219,7 +254,13 @@ fn launch<X: Float, T: Float>(
             (1, [y, y1, y2], [n / 2, 0], n / 2, (n / 2).div_ceil(8))
         }
     };
-    let cfg = LaunchConfig::linear(blocks, GEMV_MMA_THREADS);
+    // Q6_K with two tiles has no loop over tiles (its registers would spill): a block a tile.
+    let grid = if nt == 2 && w.format() == GgufFormat::Q6K {
+        blocks
+    } else {
+        blocks.min(plan.grid as u32)
+    };
+    let cfg = LaunchConfig::linear(grid, GEMV_MMA_THREADS);
     gemv_mma_kernel::gguf_gemv_mma::<X, T>(
         stream,
         cfg,
@@ -361,7 +402,10 @@ pub fn gemv_mma_swiglu<T: Float>(
         x,
         Outputs::Swiglu(out.view_mut()),
         m,
-        GemvMmaPlan { tiles: 2 },
+        GemvMmaPlan {
+            tiles: 2,
+            grid: GemvMmaPlan::grid(n.div_ceil(8), stream.device().props().sm_count as usize),
+        },
     )
 }
 
