@@ -9,10 +9,10 @@
 //! them, a lane loading the words of its next block while it decodes the current one. A
 //! block takes every `grid_dim().x`-th tile of rows, and past a tile's last block a warp's
 //! next loads are its next tile's first, in flight while the block sums and stores: at short
-//! rows (a few blocks of 256 a warp) a block is not one load latency long and then gone. A lane
-//! turns its codes into bf16 weights in registers (`fragment.rs`): the weight bytes are read
-//! once and nothing is staged in shared memory. The warps' f32 accumulators
-//! are summed through shared memory in warp order: reruns give the same bits.
+//! rows (a few blocks of 256 a warp) a block is not one load latency long and then gone. A
+//! lane turns its codes into bf16 weights in registers (`fragment.rs`): the weight bytes are
+//! read once and nothing is staged in shared memory. The warps' f32 accumulators are summed
+//! through shared memory in warp order: reruns give the same bits.
 
 use kernel_macros::kernel;
 
@@ -277,20 +277,22 @@ pub fn gguf_gemv_mma<X: Element, T: Element, const F: u32, const NT: u32, const 
                 }
             }
         }
-        // The partial sums are the next tile's to write.
-        sync_threads();
-        tile_i = next_i;
-        for j in 0..NT {
-            base[j] = min(tile_i * width + 8 * j + g, n - 1) * row_bytes;
-            if GLU == 1 {
-                base[j] = (min(tile_i * width + g, n - 1) + j * n) * row_bytes;
-            }
-        }
-        more = tile_i * width < n;
+        more = next_i * width < n;
         if F == 2 && NT == 2 {
             // Q6_K with two tiles takes one tile a block (the host launches a block a tile):
             // a loop over tiles holds more than its registers.
             more = false;
+        }
+        if more {
+            // The partial sums are the next tile's to write.
+            sync_threads();
+            tile_i = next_i;
+            for j in 0..NT {
+                base[j] = min(tile_i * width + 8 * j + g, n - 1) * row_bytes;
+                if GLU == 1 {
+                    base[j] = (min(tile_i * width + g, n - 1) + j * n) * row_bytes;
+                }
+            }
         }
     }
 }
