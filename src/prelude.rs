@@ -72,6 +72,12 @@ pub fn lane_id() -> u32 {
 pub fn sync_threads() {
     device_only("sync_threads")
 }
+/// Waits until every lane of the warp arrives (`bar.warp.sync 0xffffffff`); what the lanes
+/// wrote to shared memory before it, `cp.async` copies they waited for included, is visible
+/// to all of them after it.
+pub fn sync_warp() {
+    device_only("sync_warp")
+}
 /// Waits for every thread of the block, as [`sync_threads`], and returns whether `p` holds in
 /// any of them (`bar.red.or.pred`, CUDA's `__syncthreads_or`). Every thread gets the same
 /// result, so it may end a loop that holds barriers:

@@ -112,6 +112,7 @@ pub enum Form {
     AtomBf16Add,
     Atom16BitCas,
     BarSync,
+    BarWarpSync,
     BarRed,
     Membar,
     Fence,
@@ -284,6 +285,7 @@ pub const CATALOG: &[Entry] = &[
         "atom.global.cas.b16",
     ),
     row(Form::BarSync, BASE, "bar.sync 0; bar.arrive 1, 64"),
+    row(Form::BarWarpSync, BASE, "bar.warp.sync 0xffffffff"),
     row(
         Form::BarRed,
         BASE,
@@ -517,6 +519,7 @@ pub fn form(op: &Op) -> Form {
             _ => Form::AtomInt,
         },
         Op::BarSync | Op::BarArrive => Form::BarSync,
+        Op::BarWarpSync => Form::BarWarpSync,
         Op::BarRed { .. } => Form::BarRed,
         Op::Membar { .. } => Form::Membar,
         Op::Fence { .. } => Form::Fence,

@@ -275,6 +275,7 @@ pub const INTRINSICS: &[Intrinsic] = &[
     special("grid_dim", &[], Ty::Dim3, "The grid's shape in blocks (`%nctaid`).", &[MOV_U32]),
     special("lane_id", &[], Ty::Scalar(U32), "The thread's lane in its warp (`%laneid`).", &[MOV_U32]),
     special("sync_threads", &[], Ty::Unit, "Waits for every thread of the block (`bar.sync 0`).", &[Op::BarSync]),
+    special("sync_warp", &[], Ty::Unit, "Waits for every lane of the warp, and makes what they wrote to shared memory before it (`cp.async` copies they waited for included) visible to all (`bar.warp.sync 0xffffffff`).", &[Op::BarWarpSync]),
     special("sync_threads_or", PRED, Ty::Scalar(ScalarType::Pred), "Waits for every thread of the block, as `sync_threads`, and returns whether `p` holds in any of them (`bar.red.or.pred`). Every thread gets the same result, so it may end a loop that holds barriers.", &[Op::BarRed { op: BarRedOp::Or }]),
     special("sync_threads_and", PRED, Ty::Scalar(ScalarType::Pred), "Waits for every thread of the block, as `sync_threads`, and returns whether `p` holds in all of them (`bar.red.and.pred`); the same result in every thread.", &[Op::BarRed { op: BarRedOp::And }]),
     special("sync_threads_count", PRED, Ty::Scalar(U32), "Waits for every thread of the block, as `sync_threads`, and returns how many of them hold `p` (`bar.red.popc.u32`); the same result in every thread.", &[Op::BarRed { op: BarRedOp::Popc }]),

@@ -360,6 +360,9 @@ pub enum Op {
     /// `bar.sync id` (`barrier.sync.aligned`): every thread of the CTA must reach it.
     BarSync,
     BarArrive,
+    /// `bar.warp.sync 0xffffffff`: every lane of the warp meets here, and memory they wrote
+    /// before it (shared stores, completed `cp.async` copies) is visible to all after.
+    BarWarpSync,
     /// `bar.red.<op> d, 0, p`: a `bar.sync 0` that also combines `p` over the CTA; every
     /// thread receives the same `d`.
     BarRed {
@@ -713,6 +716,7 @@ impl Op {
                 format!("red{}.{}{noftz}.{ty}", space(s), op.ptx())
             }
             Op::BarSync => "bar.sync".into(),
+            Op::BarWarpSync => "bar.warp.sync".into(),
             Op::BarArrive => "bar.arrive".into(),
             Op::BarRed { op } => format!("bar.red.{}", op.ptx()),
             Op::Membar { level } => match level {

@@ -24,8 +24,8 @@ use kernels::elementwise::swiglu;
 use kernels::gemm::{gemm, Epilogue, GemmShape, Layout, Math};
 use kernels::quant::gguf::{
     dequantize, gemv, gemv_mma, gemv_mma_parts, gemv_mma_swiglu, gemv_mma_with, gemv_q8, prefill,
-    prefill_workspace_len, quantize_activations, GemvMmaPlan, GgufFormat, GgufMatrix, GgufWeights,
-    QuantizedActivations,
+    prefill_workspace_len, quantize_activations, staged_blocks_per_sm, GemvMmaPlan, GgufFormat,
+    GgufMatrix, GgufWeights, QuantizedActivations,
 };
 use kernels::Float;
 
@@ -139,8 +139,17 @@ fn tiles_row(b: &Bench, w: &GgufWeights, shape: &str, m: usize) -> Res {
     let walking = sms * GemvMmaPlan::BLOCKS_PER_SM;
     let mut cells = Vec::new();
     for tiles in [1, 2] {
-        for grid in [w.rows(), walking] {
-            let plan = GemvMmaPlan { tiles, grid };
+        let staged_grid = sms * staged_blocks_per_sm(w.format(), tiles);
+        for (grid, staged) in [(w.rows(), false), (walking, false), (staged_grid, true)] {
+            if tiles == 2 && w.format() == GgufFormat::Q8_0 {
+                cells.push("–".to_string());
+                continue;
+            }
+            let plan = GemvMmaPlan {
+                tiles,
+                grid,
+                staged,
+            };
             let [a, c] = b.percent_twice(bytes, |s| {
                 for _ in 0..LAUNCHES {
                     gemv_mma_with(s, w, &x, &mut y, m, plan)?;
@@ -278,9 +287,9 @@ fn main() -> Res {
     }
     println!("\ngemv_mma (bf16) by the row tiles a warp takes, % of copy (two passes)\n");
     println!(
-        "| format | shape | M | 1 tile, a block a tile | 1 tile, blocks walk tiles | 2 tiles, a block a tile | 2 tiles, blocks walk tiles |"
+        "| format | shape | M | 1 tile, a block a tile | 1 tile, blocks walk tiles | 1 tile, staged | 2 tiles, a block a tile | 2 tiles, blocks walk tiles | 2 tiles, staged |"
     );
-    println!("| --- | --- | --- | --- | --- | --- | --- |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     // Beside Llama-3-8B's, the serve benchmark's 8 × 2048 model: gate and up stacked, and
     // down (rows of 8 and 22 blocks of 256).
     let mut tile_shapes = shapes.clone();
@@ -288,7 +297,7 @@ fn main() -> Res {
         tile_shapes.extend([("8x2048 gate_up", 11264, 2048), ("8x2048 down", 2048, 5632)]);
     }
     // Q8_0 has the one-tile plan only.
-    for format in [GgufFormat::Q4K, GgufFormat::Q6K] {
+    for format in GgufFormat::ALL {
         for &(shape, n, k) in &tile_shapes {
             let w = weights(&b.stream, format, n, k)?;
             for m in [1, 16] {

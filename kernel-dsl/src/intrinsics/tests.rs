@@ -91,6 +91,7 @@ fn the_new_intrinsics_print_the_instructions_they_promise() {
     assert_eq!(mnemonics("fence_gpu"), ["fence.acq_rel.gpu"]);
     assert_eq!(mnemonics("fence_sys"), ["fence.acq_rel.sys"]);
     assert_eq!(mnemonics("nanosleep"), ["nanosleep.u32"]);
+    assert_eq!(mnemonics("sync_warp"), ["bar.warp.sync"]);
     assert_eq!(mnemonics("sync_threads_or"), ["bar.red.or.pred"]);
     assert_eq!(mnemonics("sync_threads_and"), ["bar.red.and.pred"]);
     assert_eq!(mnemonics("sync_threads_count"), ["bar.red.popc.u32"]);

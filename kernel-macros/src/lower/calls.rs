@@ -79,6 +79,14 @@ impl Lowerer<'_> {
                 self.inst(Op::BarSync, vec![], vec![Operand::Imm(Imm::Int(0))]);
                 unit
             }
+            "sync_warp" => {
+                self.inst(
+                    Op::BarWarpSync,
+                    vec![],
+                    vec![Operand::Imm(Imm::Int(0xffff_ffff))],
+                );
+                unit
+            }
             "sync_threads_or" | "sync_threads_and" | "sync_threads_count" => {
                 let p = self.expr_as(args[0], ScalarType::Pred)?;
                 let p = self.materialize(&p);
