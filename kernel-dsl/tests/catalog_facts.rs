@@ -351,6 +351,11 @@ fn probe(form: Form) -> Kernel {
         Form::BarSync => {
             p.b.inst(Op::BarSync, vec![], vec![Operand::Imm(Imm::Int(0))])
         }
+        Form::BarWarpSync => p.b.inst(
+            Op::BarWarpSync,
+            vec![],
+            vec![Operand::Imm(Imm::Int(0xffff_ffff))],
+        ),
         Form::BarRed => {
             let v = p.val(T::Pred);
             for op in [BarRedOp::Popc, BarRedOp::And, BarRedOp::Or] {
