@@ -353,50 +353,40 @@ fn launch<X: Float, T: Float>(
     } else {
         blocks.min(plan.grid as u32)
     };
+    // The two kernels take the same arguments; the staged one also its rings.
+    let view = x.view_as::<u32>()?;
+    macro_rules! launch_kernel {
+        ($kernel:expr, $cfg:expr) => {
+            $kernel(
+                stream,
+                $cfg,
+                w.format().code(),
+                nt,
+                glu,
+                w.words(),
+                &view,
+                &mut y0,
+                &mut y1,
+                &mut y2,
+                m as u32,
+                cols,
+                n0,
+                n1,
+                k,
+                row_bytes,
+            )
+        };
+    }
     if plan.staged {
         let cfg = LaunchConfig {
             dynamic_shared_bytes: staged_shared_bytes(w.format(), nt),
             ..LaunchConfig::linear(blocks.min(plan.grid as u32), GEMV_MMA_THREADS)
         };
-        gemv_staged_kernel::gguf_gemv_staged::<X, T>(
-            stream,
-            cfg,
-            w.format().code(),
-            nt,
-            glu,
-            w.words(),
-            &x.view_as::<u32>()?,
-            &mut y0,
-            &mut y1,
-            &mut y2,
-            m as u32,
-            cols,
-            n0,
-            n1,
-            k,
-            row_bytes,
-        )?;
-        return Ok(());
+        launch_kernel!(gemv_staged_kernel::gguf_gemv_staged::<X, T>, cfg)?;
+    } else {
+        let cfg = LaunchConfig::linear(grid, GEMV_MMA_THREADS);
+        launch_kernel!(gemv_mma_kernel::gguf_gemv_mma::<X, T>, cfg)?;
     }
-    let cfg = LaunchConfig::linear(grid, GEMV_MMA_THREADS);
-    gemv_mma_kernel::gguf_gemv_mma::<X, T>(
-        stream,
-        cfg,
-        w.format().code(),
-        nt,
-        glu,
-        w.words(),
-        &x.view_as::<u32>()?,
-        &mut y0,
-        &mut y1,
-        &mut y2,
-        m as u32,
-        cols,
-        n0,
-        n1,
-        k,
-        row_bytes,
-    )?;
     Ok(())
 }
 
