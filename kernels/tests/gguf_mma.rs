@@ -4,7 +4,7 @@
 
 use kernel_runtime::{Bf16, Buffer, Device, Stream};
 use kernels::quant::gguf::{
-    gemv_mma, gemv_mma_with, reference, GemvMmaPlan, GgufFormat, GgufMatrix,
+    gemv_mma, gemv_mma_with, reference, GemvMmaPlan, GgufFormat, GgufMatrix, GgufWeights,
 };
 use kernels::{Error, Float};
 
@@ -22,6 +22,22 @@ fn weights(n: usize, k: usize) -> Vec<f32> {
 fn activations(m: usize, k: usize) -> Vec<f32> {
     (0..m * k)
         .map(|i| (((i * 40503) % 997) as f32 / 498.5 - 1.0) * (1.0 + (i / k) as f32))
+        .collect()
+}
+
+/// [`weights`] quantized to `f` and on the device of `s`.
+fn device_weights(s: &Stream, f: GgufFormat, n: usize, k: usize) -> GgufWeights {
+    GgufMatrix::quantize(f, n, k, &weights(n, k))
+        .unwrap()
+        .to_device(s)
+        .unwrap()
+}
+
+/// [`activations`] rounded to bf16.
+fn bf16_activations(m: usize, k: usize) -> Vec<Bf16> {
+    activations(m, k)
+        .iter()
+        .map(|&v| Bf16::from_f32(v))
         .collect()
 }
 
@@ -276,14 +292,8 @@ fn gemv_mma_reads_bf16_activations_into_f32_outputs() {
         (GgufFormat::Q8_0, 1),
     ] {
         let (m, n, k) = (9, 21, 1280);
-        let dev = GgufMatrix::quantize(f, n, k, &weights(n, k))
-            .unwrap()
-            .to_device(&s)
-            .unwrap();
-        let xb: Vec<Bf16> = activations(m, k)
-            .iter()
-            .map(|&v| Bf16::from_f32(v))
-            .collect();
+        let dev = device_weights(&s, f, n, k);
+        let xb = bf16_activations(m, k);
         let xf: Vec<f32> = xb.iter().map(|v| v.to_f32()).collect();
         let plan = GemvMmaPlan {
             tiles,
@@ -350,14 +360,8 @@ fn gemv_mma_gives_the_same_bits_whatever_the_grid() {
         (GgufFormat::Q8_0, 1, 19 * 256),
     ] {
         let (m, n) = (11, 53);
-        let dev = GgufMatrix::quantize(f, n, k, &weights(n, k))
-            .unwrap()
-            .to_device(&s)
-            .unwrap();
-        let xb: Vec<Bf16> = activations(m, k)
-            .iter()
-            .map(|&v| Bf16::from_f32(v))
-            .collect();
+        let dev = device_weights(&s, f, n, k);
+        let xb = bf16_activations(m, k);
         let x = Buffer::from_host(&s, &xb).unwrap();
         let run = |grid: usize, staged: bool| {
             let mut y = Buffer::<f32>::zeros(&s, m * n).unwrap();

@@ -347,13 +347,21 @@ fn launch<X: Float, T: Float>(
             (1, [y, y1, y2], [n / 2, 0], n / 2, (n / 2).div_ceil(8))
         }
     };
-    // Q6_K with two tiles has no loop over tiles (its registers would spill): a block a tile.
-    let grid = if nt == 2 && w.format() == GgufFormat::Q6K {
+    // The register kernel's Q6_K with two tiles has no loop over tiles (its registers would
+    // spill): a block a tile. The staged kernel's rings live in dynamic shared memory.
+    let blocks_a_tile = !plan.staged && nt == 2 && w.format() == GgufFormat::Q6K;
+    let grid = if blocks_a_tile {
         blocks
     } else {
         blocks.min(plan.grid as u32)
     };
-    // The two kernels take the same arguments; the staged one also its rings.
+    let rings = if plan.staged {
+        staged_shared_bytes(w.format(), nt)
+    } else {
+        0
+    };
+    let cfg = LaunchConfig::linear(grid, GEMV_MMA_THREADS).with_dynamic_shared(rings);
+    // The two kernels take the same arguments.
     let view = x.view_as::<u32>()?;
     macro_rules! launch_kernel {
         ($kernel:expr, $cfg:expr) => {
@@ -378,13 +386,8 @@ fn launch<X: Float, T: Float>(
         };
     }
     if plan.staged {
-        let cfg = LaunchConfig {
-            dynamic_shared_bytes: staged_shared_bytes(w.format(), nt),
-            ..LaunchConfig::linear(blocks.min(plan.grid as u32), GEMV_MMA_THREADS)
-        };
         launch_kernel!(gemv_staged_kernel::gguf_gemv_staged::<X, T>, cfg)?;
     } else {
-        let cfg = LaunchConfig::linear(grid, GEMV_MMA_THREADS);
         launch_kernel!(gemv_mma_kernel::gguf_gemv_mma::<X, T>, cfg)?;
     }
     Ok(())
