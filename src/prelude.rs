@@ -489,6 +489,33 @@ pub fn tma_load<T, const RANK: usize>(
 ) {
     device_only("tma_load")
 }
+/// Copies the box at `src[src_index..]` in shared memory to the box of `map` at `coords`
+/// (innermost first); elements past the tensor's edges are dropped (`cp.async.bulk.tensor` to
+/// global, sm_90+). The threads that wrote the tile call [`fence_proxy_async`] and synchronize
+/// first.
+pub fn tma_store<T, const RANK: usize>(
+    map: &TensorMap<T, RANK>,
+    coords: [u32; RANK],
+    src: &[T],
+    src_index: u32,
+) {
+    device_only("tma_store")
+}
+/// Closes this thread's current group of tensor stores (`cp.async.bulk.commit_group`, sm_90+).
+pub fn tma_store_commit() {
+    device_only("tma_store_commit")
+}
+/// Waits until at most `pending` of this thread's committed store groups are incomplete
+/// (`cp.async.bulk.wait_group`, sm_90+).
+pub fn tma_store_wait(pending: u32) {
+    device_only("tma_store_wait")
+}
+/// Waits until at most `pending` of this thread's committed store groups have not yet read
+/// their shared source, whose tiles may then be overwritten (`cp.async.bulk.wait_group.read`,
+/// sm_90+).
+pub fn tma_store_wait_read(pending: u32) {
+    device_only("tma_store_wait_read")
+}
 /// The `wgmma` matrix descriptor of the operand at `tile[index..]` in shared memory, with its
 /// leading and stride byte offsets and swizzle span (0, 32, 64 or 128 bytes).
 pub fn wgmma_desc<T>(
@@ -560,6 +587,70 @@ pub fn wgmma_f16_regs<const H: usize>(
     b_mn_major: bool,
 ) {
     device_only("wgmma_f16_regs")
+}
+/// `acc += a × b` over one warpgroup's 64×N×8 tile of tf32 operands (f32 in shared memory,
+/// read as tf32), both K-major, by descriptor (`wgmma.mma_async`, sm_90a).
+pub fn wgmma_tf32<const H: usize>(acc: &mut [f32; H], a: u64, b: u64, accumulate: bool) {
+    device_only("wgmma_tf32")
+}
+/// [`wgmma_tf32`] with A in registers: warp `w` holds rows `16 w ..` as the m16n8k8 tf32 A
+/// fragment (`[u32; 4]` of f32 bits).
+pub fn wgmma_tf32_regs<const H: usize>(acc: &mut [f32; H], a: [u32; 4], b: u64, accumulate: bool) {
+    device_only("wgmma_tf32_regs")
+}
+/// `acc += a × b` over one warpgroup's 64×N×32 tile of fp8 operands, A and B in e4m3, both
+/// K-major, by descriptor (`wgmma.mma_async`, sm_90a).
+pub fn wgmma_e4m3_e4m3<const H: usize>(acc: &mut [f32; H], a: u64, b: u64, accumulate: bool) {
+    device_only("wgmma_e4m3_e4m3")
+}
+/// [`wgmma_e4m3_e4m3`] with B in e5m2.
+pub fn wgmma_e4m3_e5m2<const H: usize>(acc: &mut [f32; H], a: u64, b: u64, accumulate: bool) {
+    device_only("wgmma_e4m3_e5m2")
+}
+/// [`wgmma_e4m3_e4m3`] with A in e5m2.
+pub fn wgmma_e5m2_e4m3<const H: usize>(acc: &mut [f32; H], a: u64, b: u64, accumulate: bool) {
+    device_only("wgmma_e5m2_e4m3")
+}
+/// [`wgmma_e4m3_e4m3`] with both operands in e5m2.
+pub fn wgmma_e5m2_e5m2<const H: usize>(acc: &mut [f32; H], a: u64, b: u64, accumulate: bool) {
+    device_only("wgmma_e5m2_e5m2")
+}
+/// [`wgmma_e4m3_e4m3`] with A in registers: warp `w` holds rows `16 w ..` as the m16n8k32
+/// A fragment (`[u32; 4]`, four bytes a word, the lowest byte first along K).
+pub fn wgmma_e4m3_e4m3_regs<const H: usize>(
+    acc: &mut [f32; H],
+    a: [u32; 4],
+    b: u64,
+    accumulate: bool,
+) {
+    device_only("wgmma_e4m3_e4m3_regs")
+}
+/// [`wgmma_e4m3_e5m2`] with A in registers, as [`wgmma_e4m3_e4m3_regs`].
+pub fn wgmma_e4m3_e5m2_regs<const H: usize>(
+    acc: &mut [f32; H],
+    a: [u32; 4],
+    b: u64,
+    accumulate: bool,
+) {
+    device_only("wgmma_e4m3_e5m2_regs")
+}
+/// [`wgmma_e5m2_e4m3`] with A in registers, as [`wgmma_e4m3_e4m3_regs`].
+pub fn wgmma_e5m2_e4m3_regs<const H: usize>(
+    acc: &mut [f32; H],
+    a: [u32; 4],
+    b: u64,
+    accumulate: bool,
+) {
+    device_only("wgmma_e5m2_e4m3_regs")
+}
+/// [`wgmma_e5m2_e5m2`] with A in registers, as [`wgmma_e4m3_e4m3_regs`].
+pub fn wgmma_e5m2_e5m2_regs<const H: usize>(
+    acc: &mut [f32; H],
+    a: [u32; 4],
+    b: u64,
+    accumulate: bool,
+) {
+    device_only("wgmma_e5m2_e5m2_regs")
 }
 /// Raises this warpgroup's registers per thread to `count` (`setmaxnreg.inc`, sm_90a).
 pub fn setmaxnreg_inc(count: u32) {

@@ -43,9 +43,9 @@ impl Requirement {
     /// ```
     /// use kernel_dsl::catalog::requirement;
     /// use kernel_dsl::op::Op;
-    /// use kernel_dsl::ScalarType;
+    /// use kernel_dsl::op::WgmmaInput;
     /// let regs = requirement(&Op::Setmaxnreg { increase: true, count: 240 });
-    /// let wgmma = requirement(&Op::Wgmma { n: 64, ab: ScalarType::Bf16 });
+    /// let wgmma = requirement(&Op::Wgmma { n: 64, a: WgmmaInput::Bf16, b: WgmmaInput::Bf16 });
     /// assert_eq!(regs.to_string(), "sm_90a or a newer `a` target (PTX ISA 8.0)");
     /// assert_eq!(regs.and(wgmma).to_string(), "sm_90a (PTX ISA 8.0)");
     /// ```
@@ -133,6 +133,8 @@ pub enum Form {
     Stmatrix,
     CpAsync,
     CpAsyncBulkTensor,
+    CpAsyncBulkTensorStore,
+    CpAsyncBulkGroup,
     Mbarrier,
     MbarrierTryWait,
     MbarrierExpectTx,
@@ -371,6 +373,16 @@ pub const CATALOG: &[Entry] = &[
         "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
     ),
     row(
+        Form::CpAsyncBulkTensorStore,
+        Requirement::new(90, (8, 0)),
+        "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%rd1, {%r1, %r2}], [%r3]",
+    ),
+    row(
+        Form::CpAsyncBulkGroup,
+        Requirement::new(90, (8, 0)),
+        "cp.async.bulk.wait_group.read 0",
+    ),
+    row(
         Form::Mbarrier,
         Requirement::new(80, (7, 0)),
         "mbarrier.init.shared.b64, mbarrier.arrive.shared.b64, mbarrier.test_wait.shared.b64",
@@ -550,6 +562,8 @@ pub fn form(op: &Op) -> Form {
             Form::CpAsync
         }
         Op::CpAsyncBulkTensor { .. } => Form::CpAsyncBulkTensor,
+        Op::CpAsyncBulkTensorStore { .. } => Form::CpAsyncBulkTensorStore,
+        Op::CpAsyncBulkCommit | Op::CpAsyncBulkWait { .. } => Form::CpAsyncBulkGroup,
         Op::Mbarrier { op } => match op {
             MbarrierOp::TryWaitParity => Form::MbarrierTryWait,
             MbarrierOp::ArriveExpectTx => Form::MbarrierExpectTx,
@@ -622,7 +636,7 @@ pub fn kernel_requirement(kernel: &crate::ir::Kernel) -> Requirement {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::op::{MmaShape, Op};
+    use crate::op::{MmaShape, Op, WgmmaInput};
 
     #[test]
     fn every_form_has_exactly_one_row() {
@@ -634,7 +648,7 @@ mod tests {
         for e in CATALOG {
             assert_eq!(entry(e.form).form, e.form);
         }
-        assert_eq!(seen.len(), 57);
+        assert_eq!(seen.len(), 59);
     }
 
     #[test]
@@ -661,7 +675,8 @@ mod tests {
 
         let w = requirement(&Op::Wgmma {
             n: 64,
-            ab: ScalarType::Bf16,
+            a: WgmmaInput::Bf16,
+            b: WgmmaInput::Bf16,
         });
         assert!(w.admits(Target::Sm90a));
         assert!(!w.admits(Target::Sm90));
@@ -679,7 +694,8 @@ mod tests {
         });
         let wgmma = requirement(&Op::Wgmma {
             n: 64,
-            ab: ScalarType::Bf16,
+            a: WgmmaInput::Bf16,
+            b: WgmmaInput::Bf16,
         });
         for need in [regs.and(wgmma), wgmma.and(regs)] {
             assert_eq!(need.to_string(), "sm_90a (PTX ISA 8.0)");

@@ -8,7 +8,7 @@
 use crate::catalog::{requirement, Requirement};
 use crate::op::{
     ApproxFn, BarRedOp, CacheOp, CvtRounding, GridDepControl, MatrixCount, MbarrierOp, MmaShape,
-    Op, ReduxOp, Rounding, Scope, ShflMode, VoteMode,
+    Op, ReduxOp, Rounding, Scope, ShflMode, VoteMode, WgmmaInput,
 };
 use crate::types::ScalarType;
 
@@ -166,8 +166,20 @@ const WGMMA_REGS: &[Param] = &[
 const fn mbarrier(op: MbarrierOp) -> Op {
     Op::Mbarrier { op }
 }
-const fn wgmma(ab: ScalarType) -> Op {
-    Op::Wgmma { n: 64, ab }
+const WGMMA_K_MAJOR: &[Param] = &[
+    p("acc", Ty::Generic),
+    p("a", Ty::Scalar(ScalarType::U64)),
+    p("b", Ty::Scalar(ScalarType::U64)),
+    p("accumulate", Ty::Scalar(ScalarType::Pred)),
+];
+const WGMMA_K_MAJOR_REGS: &[Param] = &[
+    p("acc", Ty::Generic),
+    p("a", Ty::Array(U32, 4)),
+    p("b", Ty::Scalar(ScalarType::U64)),
+    p("accumulate", Ty::Scalar(ScalarType::Pred)),
+];
+const fn wgmma_of(a: WgmmaInput, b: WgmmaInput) -> Op {
+    Op::Wgmma { n: 64, a, b }
 }
 
 const fn approx(func: ApproxFn, ftz: bool) -> Op {
@@ -358,15 +370,29 @@ pub const INTRINSICS: &[Intrinsic] = &[
     special("mbarrier_arrive_expect_tx", &[p("bars", Ty::Mbarriers), p("index", Ty::Scalar(U32)), p("bytes", Ty::Scalar(U32))], Ty::Unit, "Arrives on `bars[index]` and announces `bytes` that bulk copies will complete on it (`mbarrier.arrive.expect_tx`, sm_90+).", &[mbarrier(MbarrierOp::ArriveExpectTx)]),
     special("mbarrier_try_wait_parity", &[p("bars", Ty::Mbarriers), p("index", Ty::Scalar(U32)), p("parity", Ty::Scalar(U32))], Ty::Scalar(ScalarType::Pred), "Whether the phase of `bars[index]` with parity `parity` (0 or 1) has completed, after a bounded wait (`mbarrier.try_wait.parity`, sm_90+); loop until it holds.", &[mbarrier(MbarrierOp::TryWaitParity)]),
     special("tma_load", &[p("dst", Ty::Slice { mutable: true }), p("dst_index", Ty::Scalar(U32)), p("map", Ty::TensorMap), p("coords", Ty::Generic), p("bars", Ty::Mbarriers), p("bar", Ty::Scalar(U32))], Ty::Unit, "Copies the box of `map` at `coords` (`[u32; RANK]`, innermost first) to shared memory at `dst[dst_index..]`, its bytes completing on the mbarrier `bars[bar]` (`cp.async.bulk.tensor`, sm_90+).", &[Op::CpAsyncBulkTensor { dims: 2 }]),
+    special("tma_store", &[p("map", Ty::TensorMap), p("coords", Ty::Generic), p("src", Ty::Slice { mutable: false }), p("src_index", Ty::Scalar(U32))], Ty::Unit, "Copies the box at `src[src_index..]` in shared memory to the box of `map` at `coords` (`[u32; RANK]`, innermost first); elements past the tensor's edges are dropped (`cp.async.bulk.tensor` to global, sm_90+). The threads that wrote the tile call `fence_proxy_async()` and synchronize first; `tma_store_commit()` then closes the group.", &[Op::CpAsyncBulkTensorStore { dims: 2 }]),
+    special("tma_store_commit", &[], Ty::Unit, "Closes this thread's current group of tensor stores (`cp.async.bulk.commit_group`, sm_90+).", &[Op::CpAsyncBulkCommit]),
+    special("tma_store_wait", &[p("pending", Ty::ConstU32)], Ty::Unit, "Waits until at most `pending` of this thread's committed store groups are incomplete: the rest are written to global memory (`cp.async.bulk.wait_group`, sm_90+).", &[Op::CpAsyncBulkWait { read: false }]),
+    special("tma_store_wait_read", &[p("pending", Ty::ConstU32)], Ty::Unit, "Waits until at most `pending` of this thread's committed store groups have not yet read their shared source, so the rest's tiles may be overwritten (`cp.async.bulk.wait_group.read`, sm_90+).", &[Op::CpAsyncBulkWait { read: true }]),
     special("wgmma_desc", &[p("tile", Ty::Slice { mutable: false }), p("index", Ty::Scalar(U32)), p("leading_bytes", Ty::ConstU32), p("stride_bytes", Ty::ConstU32), p("swizzle_bytes", Ty::ConstU32)], Ty::Scalar(ScalarType::U64), "The `wgmma` matrix descriptor of the operand at `tile[index..]` in shared memory: leading and stride byte offsets, swizzle span 0, 32, 64 or 128 bytes.", &[Op::Shr { ty: ScalarType::U64 }]),
     special("align_index", &[p("tile", Ty::Slice { mutable: false }), p("align_bytes", Ty::ConstU32)], Ty::Scalar(U32), "The first index of the shared array `tile` whose address is a multiple of `align_bytes` (a power of two): where a swizzled tile may start in dynamic shared memory.", &[Op::Add { ty: U32, rnd: None, ftz: false, sat: false }]),
     special("wgmma_fence", &[], Ty::Unit, "Orders register accesses to `wgmma` accumulators before the next `wgmma` (`wgmma.fence`, sm_90a).", &[Op::WgmmaFence]),
     special("wgmma_commit_group", &[], Ty::Unit, "Closes the current group of `wgmma`s (`wgmma.commit_group`, sm_90a).", &[Op::WgmmaCommit]),
     special("wgmma_wait_group", &[p("pending", Ty::ConstU32)], Ty::Unit, "Waits until at most `pending` committed `wgmma` groups are in flight (`wgmma.wait_group`, sm_90a).", &[Op::WgmmaWait]),
-    special("wgmma_bf16", WGMMA, Ty::Unit, "`acc += a × b` over one warpgroup's 64×N×16 bf16 tile, N = 2 × the length of `acc` (`[f32; N / 2]`, N a multiple of 8 up to 256), operands by descriptor (`wgmma.mma_async`, sm_90a).", &[wgmma(ScalarType::Bf16)]),
-    special("wgmma_f16", WGMMA, Ty::Unit, "`wgmma_bf16` for f16 operands.", &[wgmma(ScalarType::F16)]),
-    special("wgmma_bf16_regs", WGMMA_REGS, Ty::Unit, "`wgmma_bf16` with A in registers: each warp's 16 rows of A as the m16n8k16 A fragment (`[u32; 4]` of bf16 pairs), B by descriptor (`wgmma.mma_async`, sm_90a).", &[wgmma(ScalarType::Bf16)]),
-    special("wgmma_f16_regs", WGMMA_REGS, Ty::Unit, "`wgmma_bf16_regs` for f16 operands.", &[wgmma(ScalarType::F16)]),
+    special("wgmma_bf16", WGMMA, Ty::Unit, "`acc += a × b` over one warpgroup's 64×N×16 bf16 tile, N = 2 × the length of `acc` (`[f32; N / 2]`, N a multiple of 8 up to 256), operands by descriptor (`wgmma.mma_async`, sm_90a).", &[wgmma_of(WgmmaInput::Bf16, WgmmaInput::Bf16)]),
+    special("wgmma_f16", WGMMA, Ty::Unit, "`wgmma_bf16` for f16 operands.", &[wgmma_of(WgmmaInput::F16, WgmmaInput::F16)]),
+    special("wgmma_bf16_regs", WGMMA_REGS, Ty::Unit, "`wgmma_bf16` with A in registers: each warp's 16 rows of A as the m16n8k16 A fragment (`[u32; 4]` of bf16 pairs), B by descriptor (`wgmma.mma_async`, sm_90a).", &[wgmma_of(WgmmaInput::Bf16, WgmmaInput::Bf16)]),
+    special("wgmma_f16_regs", WGMMA_REGS, Ty::Unit, "`wgmma_bf16_regs` for f16 operands.", &[wgmma_of(WgmmaInput::F16, WgmmaInput::F16)]),
+    special("wgmma_tf32", WGMMA_K_MAJOR, Ty::Unit, "`acc += a × b` over one warpgroup's 64×N×8 tile of tf32 operands (f32 in shared memory, read as tf32), both K-major, by descriptor (`wgmma.mma_async`, sm_90a).", &[wgmma_of(WgmmaInput::Tf32, WgmmaInput::Tf32)]),
+    special("wgmma_tf32_regs", WGMMA_K_MAJOR_REGS, Ty::Unit, "`wgmma_tf32` with A in registers: each warp's 16 rows as the m16n8k8 tf32 A fragment (`[u32; 4]` of f32 bits).", &[wgmma_of(WgmmaInput::Tf32, WgmmaInput::Tf32)]),
+    special("wgmma_e4m3_e4m3", WGMMA_K_MAJOR, Ty::Unit, "`acc += a × b` over one warpgroup's 64×N×32 tile of fp8 operands, A e4m3 and B e4m3, both K-major, by descriptor (`wgmma.mma_async`, sm_90a).", &[wgmma_of(WgmmaInput::E4m3, WgmmaInput::E4m3)]),
+    special("wgmma_e4m3_e5m2", WGMMA_K_MAJOR, Ty::Unit, "`wgmma_e4m3_e4m3` with B in e5m2.", &[wgmma_of(WgmmaInput::E4m3, WgmmaInput::E5m2)]),
+    special("wgmma_e5m2_e4m3", WGMMA_K_MAJOR, Ty::Unit, "`wgmma_e4m3_e4m3` with A in e5m2.", &[wgmma_of(WgmmaInput::E5m2, WgmmaInput::E4m3)]),
+    special("wgmma_e5m2_e5m2", WGMMA_K_MAJOR, Ty::Unit, "`wgmma_e4m3_e4m3` with both operands in e5m2.", &[wgmma_of(WgmmaInput::E5m2, WgmmaInput::E5m2)]),
+    special("wgmma_e4m3_e4m3_regs", WGMMA_K_MAJOR_REGS, Ty::Unit, "`wgmma_e4m3_e4m3` with A in registers: each warp's 16 rows as the m16n8k32 A fragment (`[u32; 4]`, four bytes a word).", &[wgmma_of(WgmmaInput::E4m3, WgmmaInput::E4m3)]),
+    special("wgmma_e4m3_e5m2_regs", WGMMA_K_MAJOR_REGS, Ty::Unit, "`wgmma_e4m3_e5m2` with A in registers, as `wgmma_e4m3_e4m3_regs`.", &[wgmma_of(WgmmaInput::E4m3, WgmmaInput::E5m2)]),
+    special("wgmma_e5m2_e4m3_regs", WGMMA_K_MAJOR_REGS, Ty::Unit, "`wgmma_e5m2_e4m3` with A in registers, as `wgmma_e4m3_e4m3_regs`.", &[wgmma_of(WgmmaInput::E5m2, WgmmaInput::E4m3)]),
+    special("wgmma_e5m2_e5m2_regs", WGMMA_K_MAJOR_REGS, Ty::Unit, "`wgmma_e5m2_e5m2` with A in registers, as `wgmma_e4m3_e4m3_regs`.", &[wgmma_of(WgmmaInput::E5m2, WgmmaInput::E5m2)]),
     special("setmaxnreg_inc", &[p("count", Ty::ConstU32)], Ty::Unit, "Raises this warpgroup's registers per thread to `count` (24 to 256, a multiple of 8; `setmaxnreg.inc`, sm_90a).", &[Op::Setmaxnreg { increase: true, count: 240 }]),
     special("setmaxnreg_dec", &[p("count", Ty::ConstU32)], Ty::Unit, "Lowers this warpgroup's registers per thread to `count` (`setmaxnreg.dec`, sm_90a).", &[Op::Setmaxnreg { increase: false, count: 40 }]),
     special("warpgroup_idx", &[], Ty::Scalar(U32), "The thread's warpgroup in its block (`thread_idx().x / 128`).", &[MOV_U32]),

@@ -201,6 +201,56 @@ pub enum MbarrierOp {
     Inval,
 }
 
+/// An input type of `wgmma.mma_async`. Both operands have one type, except fp8, where e4m3
+/// and e5m2 pair freely. The type fixes the K of one instruction: each row of an operand
+/// covers 32 bytes of K.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum WgmmaInput {
+    F16,
+    Bf16,
+    Tf32,
+    E4m3,
+    E5m2,
+}
+
+impl WgmmaInput {
+    /// Bytes of one element.
+    pub const fn bytes(self) -> u32 {
+        match self {
+            WgmmaInput::F16 | WgmmaInput::Bf16 => 2,
+            WgmmaInput::Tf32 => 4,
+            WgmmaInput::E4m3 | WgmmaInput::E5m2 => 1,
+        }
+    }
+
+    /// K of one instruction: 16 for f16/bf16, 8 for tf32, 32 for fp8.
+    pub const fn k(self) -> u32 {
+        32 / self.bytes()
+    }
+
+    /// Whether an operand of this type may be read MN-major (the transpose flags): only the
+    /// 16-bit types; tf32 and fp8 operands are K-major.
+    pub const fn transposable(self) -> bool {
+        self.bytes() == 2
+    }
+
+    /// Whether `a` and `b` may be one instruction's operands.
+    pub fn pairs_with(self, b: WgmmaInput) -> bool {
+        self == b || (self.bytes() == 1 && b.bytes() == 1)
+    }
+
+    /// The PTX type suffix.
+    pub const fn ptx(self) -> &'static str {
+        match self {
+            WgmmaInput::F16 => "f16",
+            WgmmaInput::Bf16 => "bf16",
+            WgmmaInput::Tf32 => "tf32",
+            WgmmaInput::E4m3 => "e4m3",
+            WgmmaInput::E5m2 => "e5m2",
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum GridDepControl {
     LaunchDependents,
@@ -432,14 +482,27 @@ pub enum Op {
     CpAsyncBulkTensor {
         dims: u8,
     },
+    /// Bulk tensor copy, shared to global (`[map, {coords}], [src]`), completing through the
+    /// bulk async-group.
+    CpAsyncBulkTensorStore {
+        dims: u8,
+    },
+    /// `cp.async.bulk.commit_group`: closes the thread's current bulk async-group.
+    CpAsyncBulkCommit,
+    /// `cp.async.bulk.wait_group{.read} n`: waits until at most `n` bulk groups are pending;
+    /// with `read`, only until their sources have been read.
+    CpAsyncBulkWait {
+        read: bool,
+    },
     Mbarrier {
         op: MbarrierOp,
     },
-    /// `wgmma.mma_async.sync.aligned.m64n<n>k16.f32.<ab>.<ab>` with both operands described by
-    /// shared-memory descriptors.
+    /// `wgmma.mma_async.sync.aligned.m64n<n>k<k>.f32.<a>.<b>`, B described by a shared-memory
+    /// descriptor, A by one too or held in registers.
     Wgmma {
         n: u32,
-        ab: ScalarType,
+        a: WgmmaInput,
+        b: WgmmaInput,
     },
     WgmmaFence,
     WgmmaCommit,
@@ -770,6 +833,13 @@ impl Op {
             Op::CpAsyncBulkTensor { dims } => format!(
                 "cp.async.bulk.tensor.{dims}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
             ),
+            Op::CpAsyncBulkTensorStore { dims } => {
+                format!("cp.async.bulk.tensor.{dims}d.global.shared::cta.tile.bulk_group")
+            }
+            Op::CpAsyncBulkCommit => "cp.async.bulk.commit_group".into(),
+            Op::CpAsyncBulkWait { read } => {
+                format!("cp.async.bulk.wait_group{}", flag(read, ".read"))
+            }
             Op::Mbarrier { op } => match op {
                 MbarrierOp::Init => "mbarrier.init.shared.b64".into(),
                 MbarrierOp::Arrive => "mbarrier.arrive.shared.b64".into(),
@@ -778,7 +848,12 @@ impl Op {
                 MbarrierOp::TestWait => "mbarrier.test_wait.shared.b64".into(),
                 MbarrierOp::Inval => "mbarrier.inval.shared.b64".into(),
             },
-            Op::Wgmma { n, ab } => format!("wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ab}.{ab}"),
+            Op::Wgmma { n, a, b } => format!(
+                "wgmma.mma_async.sync.aligned.m64n{n}k{}.f32.{}.{}",
+                a.k(),
+                a.ptx(),
+                b.ptx()
+            ),
             Op::WgmmaFence => "wgmma.fence.sync.aligned".into(),
             Op::WgmmaCommit => "wgmma.commit_group.sync.aligned".into(),
             Op::WgmmaWait => "wgmma.wait_group.sync.aligned".into(),

@@ -506,6 +506,23 @@ fn probe(form: Form) -> Kernel {
                 vec![s, Operand::TensorCoords { map, coords }, bar],
             );
         }
+        Form::CpAsyncBulkTensorStore => {
+            let coords = vec![Operand::Reg(p.val(T::S32)), Operand::Reg(p.val(T::S32))];
+            let (s, map) = (p.saddr(), p.global);
+            p.b.inst(
+                Op::CpAsyncBulkTensorStore { dims: 2 },
+                vec![],
+                vec![Operand::TensorCoords { map, coords }, s],
+            );
+        }
+        Form::CpAsyncBulkGroup => {
+            p.b.inst(Op::CpAsyncBulkCommit, vec![], vec![]);
+            p.b.inst(
+                Op::CpAsyncBulkWait { read: true },
+                vec![],
+                vec![Operand::Imm(Imm::Int(0))],
+            );
+        }
         Form::Mbarrier => {
             let a = p.saddr();
             p.b.inst(

@@ -1,6 +1,7 @@
 //! The element types the op library computes on in f32, as a value: what kernel specs are
 //! keyed by and entry names are spelled with.
 
+use kernel_dsl::op::WgmmaInput;
 use kernel_dsl::ScalarType;
 
 /// How a tensor the op library computes on is stored: loads widen to f32, stores round to
@@ -26,6 +27,15 @@ impl FloatType {
             FloatType::F32 => ScalarType::F32,
             FloatType::Bf16 => ScalarType::Bf16,
             FloatType::F16 => ScalarType::F16,
+        }
+    }
+
+    /// The `wgmma` input type of an operand held in this type (f32 is read as tf32).
+    pub const fn wgmma_input(self) -> WgmmaInput {
+        match self {
+            FloatType::F32 => WgmmaInput::Tf32,
+            FloatType::Bf16 => WgmmaInput::Bf16,
+            FloatType::F16 => WgmmaInput::F16,
         }
     }
 

@@ -3,7 +3,7 @@
 //! indices, and every modifier folded into small enums. Nothing here holds a string that the
 //! run loop looks at.
 
-use crate::numerics::{Approx, CvtMode, CvtType, FloatMode, Half, PrmtMode, RoundedOp};
+use crate::numerics::{Approx, CvtMode, CvtType, FloatMode, Fp8, Half, PrmtMode, RoundedOp};
 use ptx_parser::SpecialReg;
 
 /// Index of a 64-bit slot in a thread's register file.
@@ -520,6 +520,8 @@ pub(crate) enum Op {
     /// `cp.async.bulk.tensor` from global to shared memory; the payload indexes the kernel's
     /// tensor copies.
     TensorCopy(u32),
+    /// Index into the kernel's `tensor_stores`.
+    TensorStore(u32),
     /// Waits until at most `n` committed groups are pending (`wait_all`: `u32::MAX`, which also
     /// completes copies not yet committed).
     CpAsyncWait {
@@ -561,6 +563,17 @@ pub(crate) struct TensorCopy {
     pub coords: Vec<Slot>,
     /// The mbarrier that receives the box's bytes as completed transactions.
     pub mbar: MemRef,
+}
+
+/// A decoded `cp.async.bulk.tensor` from shared to global memory (tile mode, bulk-group
+/// completion).
+#[derive(Debug, Clone)]
+pub(crate) struct TensorStore {
+    /// The box's first byte in shared memory.
+    pub src: MemRef,
+    pub map: MapSource,
+    /// Signed 32-bit coordinates, innermost first; their count is the instruction's `.Nd`.
+    pub coords: Vec<Slot>,
 }
 
 /// The `mbarrier` operations. `b` is the count, transaction bytes, state token or parity.
@@ -637,6 +650,40 @@ pub(crate) enum MmaKind {
     M16N8K32Int8 { a_signed: bool, b_signed: bool },
 }
 
+/// An input type of `wgmma.mma_async`: it fixes the element size and the K of one product
+/// (32 bytes of K per row for every type).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WgmmaInput {
+    Half(Half),
+    Tf32,
+    Fp8(Fp8),
+}
+
+impl WgmmaInput {
+    pub(crate) fn bytes(self) -> usize {
+        match self {
+            WgmmaInput::Half(_) => 2,
+            WgmmaInput::Tf32 => 4,
+            WgmmaInput::Fp8(_) => 1,
+        }
+    }
+
+    /// K of one instruction: 16 for f16/bf16, 8 for tf32, 32 for fp8.
+    pub(crate) fn k(self) -> usize {
+        32 / self.bytes()
+    }
+
+    /// The value of one element from its little-endian bits; the tensor core reads the top
+    /// 19 bits of a tf32 operand.
+    pub(crate) fn value(self, bits: u32) -> f64 {
+        match self {
+            WgmmaInput::Half(h) => h.to_f64(bits as u16),
+            WgmmaInput::Tf32 => f32::from_bits(bits & 0xffff_e000) as f64,
+            WgmmaInput::Fp8(f) => f.to_f64(bits as u8),
+        }
+    }
+}
+
 /// Warp-collective instructions: executed once for all participating lanes together.
 #[derive(Debug, Clone)]
 pub(crate) enum Collective {
@@ -694,7 +741,8 @@ pub(crate) enum Collective {
     /// `wgmma.mma_async` over the warpgroup (4 warps): `D = A*B (+ D if scale_d)`, A from
     /// registers (`a` non-empty) or a shared-memory descriptor, B from a descriptor.
     Wgmma {
-        half: Half,
+        a_ty: WgmmaInput,
+        b_ty: WgmmaInput,
         n: u32,
         d: Vec<Slot>,
         a: Vec<Slot>,
@@ -817,4 +865,5 @@ pub(crate) struct Kernel {
     pub calls: Vec<CallSite>,
     pub bar_reds: Vec<BarRed>,
     pub tensor_copies: Vec<TensorCopy>,
+    pub tensor_stores: Vec<TensorStore>,
 }

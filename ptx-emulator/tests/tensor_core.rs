@@ -489,6 +489,41 @@ fn wgmma_with_a_matrix_base_offset_is_reported_as_unsupported_at_run_time() {
     }
 }
 
+#[test]
+fn wgmma_with_a_k_or_layout_flags_its_input_type_lacks_is_refused() {
+    for (shape, flags, why) in [
+        ("m64n8k16.f32.tf32.tf32", "", "shape"),
+        ("m64n8k16.f32.e4m3.e5m2", "", "shape"),
+        ("m64n8k8.f32.tf32.tf32", ", 0, 1", "imm-trans"),
+        ("m64n8k16.f32.bf16.f16", ", 0, 0", "types"),
+    ] {
+        let source = ptx(&format!(
+            r#"
+.visible .entry refused()
+{{
+	.reg .pred 	%p<2>;
+	.reg .f32 	%f<5>;
+	.reg .b64 	%rd<3>;
+	mov.u64 	%rd1, 0;
+	mov.u64 	%rd2, 0;
+	setp.ne.u32 	%p1, 0, 0;
+	wgmma.mma_async.sync.aligned.{shape} 	{{%f1, %f2, %f3, %f4}}, %rd1, %rd2, %p1, 1, 1{flags};
+	ret;
+}}
+"#
+        ));
+        let err = launch(
+            &source,
+            "refused",
+            LaunchConfig::linear(1, 128),
+            &[],
+            &mut GlobalMemory::new(),
+        )
+        .unwrap_err();
+        assert!(format!("{err:?}").contains(why), "{shape}{flags}: {err:?}");
+    }
+}
+
 /// One warpgroup: D (64x16) = A * B with both operands MN-major (`imm-trans-a/b` = 1) in the
 /// unswizzled canonical layout: 16-byte chunks run along M (or N); chunks along M/N are the
 /// stride byte offset apart, groups of 8 K rows the leading byte offset apart. A arrives

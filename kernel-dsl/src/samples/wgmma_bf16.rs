@@ -70,7 +70,8 @@ pub fn wgmma_bf16_64x8x16() -> Kernel {
     b.inst(
         Op::Wgmma {
             n: 8,
-            ab: ScalarType::Bf16,
+            a: crate::op::WgmmaInput::Bf16,
+            b: crate::op::WgmmaInput::Bf16,
         },
         vec![Operand::Vector(
             acc.iter().map(|r| Operand::Reg(*r)).collect(),

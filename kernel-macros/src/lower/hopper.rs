@@ -1,4 +1,4 @@
-//! The Hopper intrinsics: mbarriers in shared memory, the bulk tensor copy from a
+//! The Hopper intrinsics: mbarriers in shared memory, the bulk tensor copies to and from a
 //! `&TensorMap<T, RANK>` parameter, `wgmma` descriptors and `wgmma.mma_async` on register
 //! accumulators, register reallocation, warpgroup indices and `stmatrix`. What each needs from
 //! the target is its instructions' catalog rows, checked as for every intrinsic.
@@ -8,7 +8,7 @@ use super::Lowerer;
 use crate::diag::{err, range, DResult};
 use crate::dsl_type::rust_name;
 use kernel_dsl::ir::{Imm, Operand, Reg, SpecialReg};
-use kernel_dsl::op::{MatrixCount, MbarrierOp, Op};
+use kernel_dsl::op::{MatrixCount, MbarrierOp, Op, WgmmaInput};
 use kernel_dsl::ScalarType;
 use syn::{Expr, ExprCall};
 
@@ -19,6 +19,10 @@ pub const HOPPER: &[&str] = &[
     "mbarrier_arrive_expect_tx",
     "mbarrier_try_wait_parity",
     "tma_load",
+    "tma_store",
+    "tma_store_commit",
+    "tma_store_wait",
+    "tma_store_wait_read",
     "wgmma_desc",
     "align_index",
     "wgmma_fence",
@@ -28,6 +32,16 @@ pub const HOPPER: &[&str] = &[
     "wgmma_f16",
     "wgmma_bf16_regs",
     "wgmma_f16_regs",
+    "wgmma_tf32",
+    "wgmma_tf32_regs",
+    "wgmma_e4m3_e4m3",
+    "wgmma_e4m3_e5m2",
+    "wgmma_e5m2_e4m3",
+    "wgmma_e5m2_e5m2",
+    "wgmma_e4m3_e4m3_regs",
+    "wgmma_e4m3_e5m2_regs",
+    "wgmma_e5m2_e4m3_regs",
+    "wgmma_e5m2_e5m2_regs",
     "setmaxnreg_inc",
     "setmaxnreg_dec",
     "warpgroup_idx",
@@ -82,6 +96,25 @@ impl Lowerer<'_> {
                 Ok(Value::Scalar(Scalar::reg(done)))
             }
             "tma_load" => self.tma_load(&args, span),
+            "tma_store" => self.tma_store(&args, span),
+            "tma_store_commit" => {
+                self.span = span;
+                self.inst(Op::CpAsyncBulkCommit, vec![], vec![]);
+                Ok(Value::Unit)
+            }
+            "tma_store_wait" | "tma_store_wait_read" => {
+                let n = self.const_eval(args[0])?;
+                if !(0..=u32::MAX as i64).contains(&n) {
+                    return err(
+                        range(&args[0]),
+                        format!("`{name}` takes a count of pending groups, not {n}"),
+                    );
+                }
+                self.span = span;
+                let read = name == "tma_store_wait_read";
+                self.inst(Op::CpAsyncBulkWait { read }, vec![], vec![imm(n)]);
+                Ok(Value::Unit)
+            }
             "wgmma_desc" => self.wgmma_desc(&args, span),
             "align_index" => {
                 let tile = self.shared_of(args[0])?;
@@ -146,13 +179,9 @@ impl Lowerer<'_> {
                 self.inst(Op::WgmmaWait, vec![], vec![imm(n)]);
                 Ok(Value::Unit)
             }
-            "wgmma_bf16" | "wgmma_f16" | "wgmma_bf16_regs" | "wgmma_f16_regs" => {
-                let ab = if name.starts_with("wgmma_bf16") {
-                    ScalarType::Bf16
-                } else {
-                    ScalarType::F16
-                };
-                self.wgmma(ab, name.ends_with("_regs"), &args, span)
+            _ if name.starts_with("wgmma_") && wgmma_inputs(name).is_some() => {
+                let (a, b) = wgmma_inputs(name).expect("checked by the guard");
+                self.wgmma(a, b, name.ends_with("_regs"), &args, span)
             }
             "setmaxnreg_inc" | "setmaxnreg_dec" => {
                 let count = self.const_eval(args[0])?;
@@ -296,36 +325,77 @@ impl Lowerer<'_> {
         let dst = self.shared_of(args[0])?;
         let di = self.index_scalar(args[1])?;
         let at = self.shared_address(&dst, &di, range(&args[1]))?;
-        let (map, elem, rank) = match self.expr(args[2], None)? {
+        let (map, coords) = self.tensor_box("tma_load", args[2], args[3], &dst, args[0])?;
+        let bar = self.mbarrier_at(args[4], args[5])?;
+        self.span = span;
+        self.inst(
+            Op::CpAsyncBulkTensor {
+                dims: coords.len() as u8,
+            },
+            vec![],
+            vec![at, Operand::TensorCoords { map, coords }, bar],
+        );
+        Ok(Value::Unit)
+    }
+
+    fn tma_store(&mut self, args: &[&Expr], span: crate::diag::SpanRange) -> DResult<Value> {
+        let src = self.shared_of(args[2])?;
+        let si = self.index_scalar(args[3])?;
+        let at = self.shared_address(&src, &si, range(&args[3]))?;
+        let (map, coords) = self.tensor_box("tma_store", args[0], args[1], &src, args[2])?;
+        self.span = span;
+        self.inst(
+            Op::CpAsyncBulkTensorStore {
+                dims: coords.len() as u8,
+            },
+            vec![],
+            vec![Operand::TensorCoords { map, coords }, at],
+        );
+        Ok(Value::Unit)
+    }
+
+    /// The tensor-map parameter `map` and the box coordinates `coords` of a tensor copy
+    /// through the shared array `tile`: the map's element size must be the tile's, and there
+    /// is one coordinate per dimension.
+    fn tensor_box(
+        &mut self,
+        what: &str,
+        map: &Expr,
+        coords: &Expr,
+        tile: &SharedRef,
+        tile_expr: &Expr,
+    ) -> DResult<(Reg, Vec<Operand>)> {
+        let (map_reg, elem, rank) = match self.expr(map, None)? {
             Value::TensorMap { addr, elem, rank } => (addr, elem, rank),
             other => {
                 return err(
-                    range(&args[2]),
+                    range(&map),
                     format!(
-                        "`tma_load` reads a `&TensorMap<T, RANK>` parameter, found {}",
+                        "`{what}` takes a `&TensorMap<T, RANK>` parameter, found {}",
                         other.describe()
                     ),
                 )
             }
         };
-        if elem.bytes() != dst.elem.bytes() {
+        if elem.bytes() != tile.elem.bytes() {
             return err(
-                range(&args[0]),
+                range(&tile_expr),
                 format!(
-                    "the tensor map holds `{}` but the shared array `{}`: copy into an array of the map's element type",
+                    "the tensor map holds `{}` but the shared array `{}`: copy through an array of the map's element type",
                     rust_name(elem),
-                    rust_name(dst.elem)
+                    rust_name(tile.elem)
                 ),
             );
         }
-        let coords = match self.expr(args[3], Some(ScalarType::U32))? {
+        let coords_expr = coords;
+        let coords = match self.expr(coords_expr, Some(ScalarType::U32))? {
             Value::Array {
                 elems,
                 elem: ScalarType::U32 | ScalarType::S32,
             } => elems,
             other => {
                 return err(
-                    range(&args[3]),
+                    range(&coords_expr),
                     format!(
                         "the coordinates are a `[u32; {rank}]`, innermost first; found {}",
                         other.describe()
@@ -335,7 +405,7 @@ impl Lowerer<'_> {
         };
         if coords.len() != rank as usize {
             return err(
-                range(&args[3]),
+                range(&coords_expr),
                 format!(
                     "the tensor map has {rank} dimension{}, so the box is named by {rank} coordinate{}, not {}",
                     if rank == 1 { "" } else { "s" },
@@ -344,21 +414,7 @@ impl Lowerer<'_> {
                 ),
             );
         }
-        let bar = self.mbarrier_at(args[4], args[5])?;
-        self.span = span;
-        self.inst(
-            Op::CpAsyncBulkTensor { dims: rank as u8 },
-            vec![],
-            vec![
-                at,
-                Operand::TensorCoords {
-                    map,
-                    coords: coords.iter().map(|r| Operand::Reg(*r)).collect(),
-                },
-                bar,
-            ],
-        );
-        Ok(Value::Unit)
+        Ok((map_reg, coords.iter().map(|r| Operand::Reg(*r)).collect()))
     }
 
     fn wgmma_desc(&mut self, args: &[&Expr], span: crate::diag::SpanRange) -> DResult<Value> {
@@ -432,11 +488,13 @@ impl Lowerer<'_> {
     }
 
     /// `wgmma.mma_async` into the registers of the accumulator `&mut acc` itself, so that a
-    /// loop carries them with no copies. With `regs_a`, A is a `[u32; 4]` of 16-bit pairs in
-    /// registers (the m16n8k16 A fragment of each warp's 16 rows) and only B has a descriptor.
+    /// loop carries them with no copies. With `regs_a`, A is a `[u32; 4]` in registers (the
+    /// `mma.sync` A fragment of each warp's 16 rows for the same K) and only B has a
+    /// descriptor. Only 16-bit operands take the MN-major flags.
     fn wgmma(
         &mut self,
-        ab: ScalarType,
+        a_ty: WgmmaInput,
+        b_ty: WgmmaInput,
         regs_a: bool,
         args: &[&Expr],
         span: crate::diag::SpanRange,
@@ -484,7 +542,12 @@ impl Lowerer<'_> {
                     return err(
                         range(&args[1]),
                         format!(
-                            "A in registers is a `[u32; 4]` of 16-bit pairs, found {}",
+                            "A in registers is a `[u32; 4]` ({} a word), found {}",
+                            match a_ty.bytes() {
+                                1 => "four fp8 values",
+                                2 => "two 16-bit values",
+                                _ => "one tf32 value",
+                            },
                             other.describe()
                         ),
                     )
@@ -496,19 +559,47 @@ impl Lowerer<'_> {
         };
         let b = self.expr_as(args[2], ScalarType::U64)?;
         let scale = self.expr_as(args[3], ScalarType::Pred)?;
-        // Register A has no layout flag: only B's is written.
-        let trans = if regs_a {
-            vec![flag(self, args[4])?]
-        } else {
-            vec![flag(self, args[4])?, flag(self, args[5])?]
+        // Register A has no layout flag: only B's is written; tf32 and fp8 have none.
+        let trans = match (a_ty.transposable(), regs_a) {
+            (false, _) => vec![],
+            (true, true) => vec![flag(self, args[4])?],
+            (true, false) => vec![flag(self, args[4])?, flag(self, args[5])?],
         };
         let (b, scale) = (self.materialize(&b), self.materialize(&scale));
         self.span = span;
         let mut srcs = vec![a, b.into(), scale.into(), imm(1), imm(1)];
         srcs.extend(trans.into_iter().map(imm));
-        self.inst(Op::Wgmma { n: n as u32, ab }, vec![vector(&acc)], srcs);
+        self.inst(
+            Op::Wgmma {
+                n: n as u32,
+                a: a_ty,
+                b: b_ty,
+            },
+            vec![vector(&acc)],
+            srcs,
+        );
         Ok(Value::Unit)
     }
+}
+
+/// The input types a `wgmma_*` intrinsic's name spells: `wgmma_bf16`, `wgmma_tf32_regs`,
+/// `wgmma_e4m3_e5m2` (A's type, then B's where they may differ).
+fn wgmma_inputs(name: &str) -> Option<(WgmmaInput, WgmmaInput)> {
+    let types = name.strip_prefix("wgmma_")?;
+    let types = types.strip_suffix("_regs").unwrap_or(types);
+    let input = |t: &str| match t {
+        "f16" => Some(WgmmaInput::F16),
+        "bf16" => Some(WgmmaInput::Bf16),
+        "tf32" => Some(WgmmaInput::Tf32),
+        "e4m3" => Some(WgmmaInput::E4m3),
+        "e5m2" => Some(WgmmaInput::E5m2),
+        _ => None,
+    };
+    let pair = match types.split_once('_') {
+        Some((a, b)) => (input(a)?, input(b)?),
+        None => (input(types)?, input(types)?),
+    };
+    (pair.0.pairs_with(pair.1) && (pair.0.bytes() == 1) == types.contains('_')).then_some(pair)
 }
 
 fn vector(regs: &[Reg]) -> Operand {

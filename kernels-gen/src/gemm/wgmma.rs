@@ -307,7 +307,8 @@ pub fn mma_async(
     b.inst(
         Op::Wgmma {
             n: acc.len() as u32 * 2,
-            ab: input.scalar(),
+            a: input.wgmma_input(),
+            b: input.wgmma_input(),
         },
         vec![Operand::Vector(
             acc.iter().map(|v| Operand::Reg(v.reg())).collect(),

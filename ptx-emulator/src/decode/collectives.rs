@@ -4,9 +4,9 @@
 use super::operands::{Frame, Kind};
 use super::suffix::{operands, types};
 use crate::error::Error;
-use crate::numerics::Half;
+use crate::numerics::{Fp8, Half};
 use crate::program::{
-    Collective, MmaKind, Op, ReduxOp, ShflMode, Slot, Space, VoteMode, NO_SLOT, W,
+    Collective, MmaKind, Op, ReduxOp, ShflMode, Slot, Space, VoteMode, WgmmaInput, NO_SLOT, W,
 };
 use ptx_parser::{AtomicOp, Flag, Instruction, Modifier, Opcode, Operand, Shape, Type};
 
@@ -337,8 +337,9 @@ fn mma(frame: &mut Frame, inst: &Instruction) -> Result<Collective, Error> {
     })
 }
 
-/// `wgmma.mma_async.sync.aligned.m64nNk16.f32.{bf16,f16}.{bf16,f16} d, a, b-desc, scale-d,
-/// imm-scale-a, imm-scale-b{, imm-trans-a}, imm-trans-b`.
+/// `wgmma.mma_async.sync.aligned.m64nNkK.f32.<a>.<b> d, a, b-desc, scale-d, imm-scale-a,
+/// imm-scale-b{, imm-trans-a, imm-trans-b}`: f16/bf16 (K 16, the transpose flags), tf32 (K 8)
+/// or fp8 e4m3/e5m2 in any pairing (K 32), both K-major and without transpose flags.
 fn wgmma(frame: &mut Frame, inst: &Instruction) -> Result<Collective, Error> {
     let shape = inst
         .modifiers
@@ -349,15 +350,29 @@ fn wgmma(frame: &mut Frame, inst: &Instruction) -> Result<Collective, Error> {
         })
         .ok_or_else(|| frame.malformed("wgmma needs a shape"))?;
     let tys = types(inst);
-    let half = match tys.as_slice() {
-        [Type::F32, Type::Bf16, Type::Bf16] => Half::Bf16,
-        [Type::F32, Type::F16, Type::F16] => Half::F16,
-        _ => {
-            return Err(frame.unsupported("wgmma types other than .f32.bf16.bf16 and .f32.f16.f16"))
-        }
+    let input = |t: Type| match t {
+        Type::Bf16 => Some(WgmmaInput::Half(Half::Bf16)),
+        Type::F16 => Some(WgmmaInput::Half(Half::F16)),
+        Type::Tf32 => Some(WgmmaInput::Tf32),
+        Type::E4m3 => Some(WgmmaInput::Fp8(Fp8::E4m3)),
+        Type::E5m2 => Some(WgmmaInput::Fp8(Fp8::E5m2)),
+        _ => None,
     };
-    if shape.m != 64 || shape.k != Some(16) || shape.n % 8 != 0 || shape.n == 0 || shape.n > 256 {
-        return Err(frame.unsupported(format!("wgmma shape .{shape}")));
+    let (a_ty, b_ty) = match tys.as_slice() {
+        [Type::F32, a, b] => match (input(*a), input(*b)) {
+            (Some(a @ WgmmaInput::Fp8(_)), Some(b @ WgmmaInput::Fp8(_))) => (a, b),
+            (Some(a), Some(b)) if a == b => (a, b),
+            _ => return Err(frame.unsupported(format!("wgmma types .f32.{a}.{b}"))),
+        },
+        _ => return Err(frame.unsupported("wgmma accumulating other than in f32 (.f32.<a>.<b>)")),
+    };
+    if shape.m != 64
+        || shape.k != Some(a_ty.k() as u32)
+        || shape.n % 8 != 0
+        || shape.n == 0
+        || shape.n > 256
+    {
+        return Err(frame.unsupported(format!("wgmma shape .{shape} for {a_ty:?}")));
     }
     let ops = operands(frame, inst, 6)?;
     let d = vector_regs(frame, &ops[0], true, (shape.n / 2) as usize)?;
@@ -384,18 +399,18 @@ fn wgmma(frame: &mut Frame, inst: &Instruction) -> Result<Collective, Error> {
         .iter()
         .map(|o| imm(frame, Some(o)))
         .collect::<Result<Vec<_>, _>>()?;
+    let sixteen_bit = matches!(a_ty, WgmmaInput::Half(_));
     let (trans_a, trans_b) = match (a.is_empty(), flags.as_slice()) {
-        (true, [ta, tb]) => (*ta == 1, *tb == 1),
-        (false, [tb]) => (false, *tb == 1),
+        (true, [ta, tb]) if sixteen_bit => (*ta == 1, *tb == 1),
+        (false, [tb]) if sixteen_bit => (false, *tb == 1),
         (_, []) => (false, false),
-        _ => {
-            return Err(
-                frame.malformed("wgmma takes imm-trans-a (shared-memory A only) and imm-trans-b")
-            )
-        }
+        _ => return Err(frame.malformed(
+            "wgmma takes imm-trans-a (shared-memory A only) and imm-trans-b, for f16 and bf16 only",
+        )),
     };
     Ok(Collective::Wgmma {
-        half,
+        a_ty,
+        b_ty,
         n: shape.n,
         d,
         a,

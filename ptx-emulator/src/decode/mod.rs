@@ -14,6 +14,7 @@ mod source_lines;
 mod special;
 mod suffix;
 mod tensor_copy;
+mod tensor_store;
 mod text;
 
 use crate::error::Error;
@@ -197,6 +198,7 @@ pub(crate) fn decode_kernel(module: &Module, func: &Function) -> Result<Kernel, 
         calls,
         bar_reds: frame.bar_reds,
         tensor_copies: frame.tensor_copies,
+        tensor_stores: frame.tensor_stores,
     })
 }
 

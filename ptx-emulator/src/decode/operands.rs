@@ -77,6 +77,7 @@ pub(crate) struct Frame {
     link_slots: HashMap<String, Slot>,
     /// `cp.async.bulk.tensor` operands, indexed by `Op::TensorCopy`.
     pub tensor_copies: Vec<crate::program::TensorCopy>,
+    pub tensor_stores: Vec<crate::program::TensorStore>,
 }
 
 impl Frame {
@@ -104,6 +105,7 @@ impl Frame {
             links: Vec::new(),
             link_slots: HashMap::new(),
             tensor_copies: Vec::new(),
+            tensor_stores: Vec::new(),
         }
     }
 

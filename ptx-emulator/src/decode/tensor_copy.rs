@@ -1,6 +1,6 @@
 //! Decoding of `cp.async.bulk.tensor`: the tile-mode load of a box from a tensor in global
-//! memory into shared memory, completing on an mbarrier. The other forms (im2col, multicast,
-//! stores and reductions into global memory) are reported as unsupported, by name.
+//! memory into shared memory, completing on an mbarrier (stores are `tensor_store.rs`). The
+//! other forms (im2col, multicast) are reported as unsupported, by name.
 
 use super::memory::spaces;
 use super::operands::{Frame, Kind, Symbol};
@@ -17,11 +17,7 @@ pub(crate) fn tensor_copy(frame: &mut Frame, inst: &Instruction) -> Result<Op, E
     use StateSpace::{Global, Shared, SharedCluster, SharedCta};
     match spaces(inst).as_slice() {
         [Shared | SharedCta | SharedCluster, Global] => {}
-        [Global, ..] => {
-            return Err(frame.unsupported(
-                "copies from shared to global memory; only loads into shared memory are emulated",
-            ))
-        }
+        [Global, ..] => return super::tensor_store::tensor_store(frame, inst),
         _ => {
             return Err(frame.unsupported(
                 "state spaces other than `.shared::cluster.global` or `.shared::cta.global`",
@@ -65,7 +61,7 @@ pub(crate) fn tensor_copy(frame: &mut Frame, inst: &Instruction) -> Result<Op, E
     Ok(Op::TensorCopy(frame.tensor_copies.len() as u32 - 1))
 }
 
-fn has_word(inst: &Instruction, word: &str) -> bool {
+pub(super) fn has_word(inst: &Instruction, word: &str) -> bool {
     inst.modifiers
         .iter()
         .any(|m| matches!(m, Modifier::Other(w) if w == word))
@@ -111,7 +107,7 @@ fn words(frame: &Frame, inst: &Instruction) -> Result<usize, Error> {
 
 /// The tensor map operand: a register holding its address, a kernel parameter, or a module
 /// `.const`/`.global` variable.
-fn map_source(frame: &mut Frame, name: &str) -> Result<MapSource, Error> {
+pub(super) fn map_source(frame: &mut Frame, name: &str) -> Result<MapSource, Error> {
     if let Some(slot) = frame.lookup(name) {
         return Ok(MapSource::Address(slot));
     }

@@ -13,6 +13,7 @@ pub(crate) mod mma;
 mod report;
 pub(crate) mod spaces;
 mod tensor_copy;
+mod tensor_store;
 pub(crate) mod thread;
 mod warp;
 mod wgmma;

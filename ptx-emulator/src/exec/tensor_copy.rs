@@ -14,11 +14,11 @@ use crate::TensorMap;
 /// The shared destination's alignment the PTX ISA requires. (A 128-byte swizzle lines its
 /// pattern up with 1024-byte blocks, so kernels align such tiles to 1024 bytes on hardware;
 /// the emulator swizzles absolute addresses and so accepts any 128-byte-aligned tile.)
-const DST_ALIGN: u64 = 128;
+pub(crate) const DST_ALIGN: u64 = 128;
 /// A tensor map in memory must be aligned like a `CUtensorMap`.
 const MAP_ALIGN: u64 = 64;
 /// Swizzles permute 16-byte chunks, and every box row is a whole number of them.
-const CHUNK: usize = 16;
+pub(crate) const CHUNK: usize = 16;
 /// The bytes of a tensor map.
 const MAP_BYTES: usize = 128;
 
@@ -78,7 +78,7 @@ pub(crate) fn tensor_copy(
 
 /// Byte offset in the tensor of box row `r` (dimensions 1 and up), or `None` when the row
 /// lies outside the tensor and is all zeros.
-fn row_offset(map: &TensorMap, coords: &[i64], r: u64) -> Option<u64> {
+pub(crate) fn row_offset(map: &TensorMap, coords: &[i64], r: u64) -> Option<u64> {
     let rank = map.rank as usize;
     let mut rest = r;
     let mut offset = 0u64;
@@ -98,7 +98,7 @@ fn row_offset(map: &TensorMap, coords: &[i64], r: u64) -> Option<u64> {
 }
 
 /// Reads, decodes and checks the tensor map; a fault names where it came from.
-fn load_map(
+pub(crate) fn load_map(
     ctx: &mut Ctx<'_>,
     regs: &[u64],
     t: usize,

@@ -8,6 +8,7 @@ use super::context::{effective, extend, le, put_le, Ctx};
 use super::mbarrier::mbarrier;
 use super::spaces::{from_generic, resolve_generic, to_generic};
 use super::tensor_copy::tensor_copy;
+use super::tensor_store::tensor_store;
 use crate::error::Access;
 use crate::numerics::{approx_f32, approx_f64, convert, f32_op, f64_op, pack_half2_from_f32, Half};
 use crate::program::{BoolCombine, Op, Space, NO_SLOT};
@@ -530,6 +531,12 @@ pub(crate) fn run(
                 let op = crate::program::MbarOp::CompleteTx;
                 if let Err(f) = mbarrier(ctx, th, t, op, copy.mbar.space, at, bytes) {
                     break Err(fault(f.kind));
+                }
+            }
+            Op::TensorStore(i) => {
+                let kernel = ctx.kernel;
+                if let Err(kind) = tensor_store(ctx, regs, t, &kernel.tensor_stores[i as usize]) {
+                    break Err(fault(kind));
                 }
             }
             Op::CpAsyncWait { n } => {

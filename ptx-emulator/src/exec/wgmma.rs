@@ -1,6 +1,7 @@
-//! `wgmma.mma_async`, executed once all four warps of a warpgroup have reached it. Shared-memory
-//! operands are read through matrix descriptors in the PTX ISA's canonical layouts, K-major or
-//! MN-major, unswizzled (16-byte chunks of 8 elements; the leading byte offset steps along K for
+//! `wgmma.mma_async` (f16, bf16, tf32 and fp8 inputs), executed once all four warps of a
+//! warpgroup have reached it. Shared-memory operands are read through matrix descriptors in the
+//! PTX ISA's canonical layouts, K-major or MN-major (16-bit types only), unswizzled (16-byte
+//! chunks of 8 rows; the leading byte offset steps along K for
 //! K-major and the stride byte offset along M/N, the other way round for MN-major) or swizzled
 //! with 128/64/32-byte rows whose 16-byte chunks are permuted by XOR with address bits 7 and up,
 //! as the hardware applies it to the shared-memory address.
@@ -10,7 +11,7 @@ use super::mma;
 use super::thread::FaultKind;
 use super::warp::Regs;
 use crate::error::Access;
-use crate::program::{Collective, MmaKind, Space};
+use crate::program::{Collective, MmaKind, Space, WgmmaInput};
 
 /// A decoded shared-memory matrix descriptor.
 struct Descriptor {
@@ -41,19 +42,22 @@ impl Descriptor {
         })
     }
 
-    /// Shared address of the 16-bit element at (`row` of M or N, `k` < 16), in the PTX ISA's
-    /// canonical K-major or (`mn_major`) MN-major layout.
-    fn address(&self, row: usize, k: usize, mn_major: bool) -> u64 {
-        let (row, k) = (row as u64, k as u64);
+    /// Shared address of the element of `bytes` bytes at (`row` of M or N, `k` within the
+    /// instruction's 32 bytes of K), in the PTX ISA's canonical K-major or (`mn_major`, 16-bit
+    /// types only) MN-major layout.
+    fn address(&self, row: usize, k: usize, mn_major: bool, bytes: usize) -> u64 {
+        let (row, k, bytes) = (row as u64, k as u64, bytes as u64);
+        // Elements of K in one 16-byte chunk of a core matrix row.
+        let chunk = 16 / bytes;
         let linear = match (mn_major, self.swizzle) {
             (false, 0) => {
                 return self.start
                     + (row / 8) * self.stride
-                    + (k / 8) * self.leading
+                    + (k / chunk) * self.leading
                     + (row % 8) * 16
-                    + (k % 8) * 2;
+                    + (k % chunk) * bytes;
             }
-            (false, pitch) => self.start + (row / 8) * self.stride + (row % 8) * pitch + k * 2,
+            (false, pitch) => self.start + (row / 8) * self.stride + (row % 8) * pitch + k * bytes,
             (true, 0) => {
                 return self.start
                     + (row % 8) * 2
@@ -86,7 +90,8 @@ pub(crate) fn execute(
     ctx: &mut Ctx<'_>,
 ) -> Result<(), (usize, FaultKind)> {
     let Collective::Wgmma {
-        half,
+        a_ty,
+        b_ty,
         n,
         ref d,
         ref a,
@@ -102,41 +107,63 @@ pub(crate) fn execute(
         return Ok(());
     };
     let n = n as usize;
+    let depth = a_ty.k();
     let first = threads[0];
-    let read = |ctx: &mut Ctx<'_>, addr: u64, t: usize| -> Result<f64, (usize, FaultKind)> {
+    let read = |ctx: &mut Ctx<'_>, ty: WgmmaInput, addr: u64, t: usize| {
         let bytes = ctx
-            .read(Space::Shared, addr, 2, t, Access::Load)
+            .read(Space::Shared, addr, ty.bytes() as u32, t, Access::Load)
             .map_err(|k| (t, k))?;
-        Ok(half.to_f64(u16::from_le_bytes([bytes[0], bytes[1]])))
+        let mut word = [0u8; 4];
+        word[..ty.bytes()].copy_from_slice(&bytes[..ty.bytes()]);
+        Ok::<f64, (usize, FaultKind)>(ty.value(u32::from_le_bytes(word)))
     };
     let sign_a = if negate_a { -1.0 } else { 1.0 };
     let sign_b = if negate_b { -1.0 } else { 1.0 };
-    let mut ma = vec![[0.0f64; 16]; 64];
+    let mut ma = vec![vec![0.0f64; depth]; 64];
     if a.is_empty() {
         let desc = Descriptor::decode(regs.get(first, a_desc)).map_err(|k| (first, k))?;
         for (m, row) in ma.iter_mut().enumerate() {
             for (k, v) in row.iter_mut().enumerate() {
-                *v = sign_a * read(ctx, desc.address(m, k, trans_a), first)?;
+                let at = desc.address(m, k, trans_a, a_ty.bytes());
+                *v = sign_a * read(ctx, a_ty, at, first)?;
             }
         }
     } else {
-        // Each warp holds its 16 rows in the m16n8k16 A-fragment layout.
-        let kind = MmaKind::M16N8K16Half(half);
+        // Each warp holds its 16 rows in the A-fragment layout of the `mma.sync` with the
+        // same K: m16n8k16 for 16-bit types, m16n8k8 for tf32, m16n8k32 (four bytes a
+        // register) for fp8.
+        let kind = match a_ty {
+            WgmmaInput::Half(h) => MmaKind::M16N8K16Half(h),
+            WgmmaInput::Tf32 => MmaKind::M16N8K8Tf32,
+            WgmmaInput::Fp8(_) => MmaKind::M16N8K32Int8 {
+                a_signed: false,
+                b_signed: false,
+            },
+        };
+        let bits = 8 * a_ty.bytes();
         for &t in threads {
             let (warp, lane) = ((t - base) / 32, (t - base) % 32);
             for (reg, &slot) in a.iter().enumerate() {
-                for h in 0..2 {
-                    let (r, col) = mma::a_position(kind, lane, reg, h);
-                    ma[16 * warp + r][col] = sign_a * mma::input_value(kind, regs.get(t, slot), h);
+                let word = regs.get(t, slot) as u32;
+                for part in 0..4 / a_ty.bytes() {
+                    let (r, col) = mma::a_position(kind, lane, reg, part);
+                    let field = (word as u64 >> (bits * part)) as u32;
+                    let field = if bits == 32 {
+                        field
+                    } else {
+                        field & ((1 << bits) - 1)
+                    };
+                    ma[16 * warp + r][col] = sign_a * a_ty.value(field);
                 }
             }
         }
     }
     let desc = Descriptor::decode(regs.get(first, b_desc)).map_err(|k| (first, k))?;
-    let mut mb = vec![[0.0f64; 16]; n];
+    let mut mb = vec![vec![0.0f64; depth]; n];
     for (col, column) in mb.iter_mut().enumerate() {
         for (k, v) in column.iter_mut().enumerate() {
-            *v = sign_b * read(ctx, desc.address(col, k, trans_b), first)?;
+            let at = desc.address(col, k, trans_b, b_ty.bytes());
+            *v = sign_b * read(ctx, b_ty, at, first)?;
         }
     }
     let accumulate = regs.get(first, scale_d) != 0;
@@ -151,7 +178,7 @@ pub(crate) fn execute(
             } else {
                 0.0
             };
-            for k in 0..16 {
+            for k in 0..depth {
                 acc += ma[row][k] * mb[col][k];
             }
             regs.set(t, slot, mma::to_f32_bits(acc));
