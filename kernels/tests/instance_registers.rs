@@ -207,23 +207,27 @@ fn gemm_instances_assemble_without_spills() {
     assert_eq!(check(&ptxas, &ported("gemm_mma__"), most), 15 * 4, "mma");
 }
 
-/// The `#[kernel]` Hopper GEMM, sm_90a only: in every instance (split-k and SwiGLU too) each
-/// consumer's 128 accumulators stay in registers across the k loop (no spills, no stack),
-/// within the 168 a thread of its 384-thread block holds at launch (the consumers take more
-/// with `setmaxnreg` after).
+/// The `#[kernel]` Hopper GEMMs, sm_90a only: in every instance (split-k, SwiGLU and fp8 too)
+/// each consumer's 128 accumulators stay in registers across the k loop (no spills, no
+/// stack), within the 168 a thread of its 384-thread block holds at launch (the consumers take
+/// more with `setmaxnreg` after).
 #[test]
 fn tma_wgmma_gemm_keeps_its_accumulator_in_registers() {
     let Some(ptxas) = ptxas() else { return };
-    let instances: Vec<_> = kernels::gemm::KERNELS
-        .iter()
-        .filter(|k| k.kernel().name.starts_with("gemm_tma_wgmma__"))
-        .collect();
+    let named = |prefix: &str| -> Vec<_> {
+        kernels::gemm::KERNELS
+            .iter()
+            .filter(|k| k.kernel().name.starts_with(prefix))
+            .collect()
+    };
+    let (instances, fp8) = (named("gemm_tma_wgmma__"), named("gemm_fp8_wgmma__"));
     assert_eq!(
         instances.len(),
         20,
         "bf16 and f16 whole tiles (two outputs) and split-k, three layouts, and SwiGLU"
     );
-    for k in instances {
+    assert_eq!(fp8.len(), 6, "fp8: three pairings of formats, two outputs");
+    for k in instances.into_iter().chain(fp8) {
         let ptx = kernel_dsl::emit::emit(&k.kernel(), Target::Sm90a).expect("emits for sm_90a");
         let assembled = ptxas.assemble(&ptx).expect("ptxas accepts it");
         let r = &assembled.reports[0];

@@ -17,6 +17,11 @@ mod epilogue;
 // `#[device]` epilogue helpers, before the kernels that call them.
 #[macro_use]
 mod finish;
+// The tile order of the persistent Hopper kernels, before them.
+#[macro_use]
+mod tile_order;
+mod fp8;
+mod fp8_kernel;
 mod layout;
 mod mma_kernel;
 mod ops;
@@ -30,6 +35,7 @@ mod tma_wgmma;
 mod tma_wgmma_kernel;
 
 pub use epilogue::{Activation, Epilogue};
+pub use fp8::{gemm_fp8, Fp8Format, Fp8Matrix};
 pub use kernels_gen::gemm::Layout;
 pub use layout::GemmShape;
 pub use ops::{gemm, gemm_split_k, gemm_with_f32_copy, gemm_with_plan, matmul};
@@ -50,6 +56,7 @@ static MMA: [OpKernel; 15] = OpKernel::instances(mma_kernel::GEMM_MMA_INSTANCES)
 static MMA_BUILDER: [OpKernel; 15] = OpKernel::embedded(&built::GEMM_MMA);
 static WGMMA: [OpKernel; 12] = OpKernel::embedded(&built::GEMM_WGMMA);
 static TMA_WGMMA: [OpKernel; 20] = OpKernel::instances(tma_wgmma_kernel::GEMM_TMA_WGMMA_INSTANCES);
+static FP8: [OpKernel; 6] = OpKernel::instances(fp8_kernel::GEMM_FP8_WGMMA_INSTANCES);
 static SPLIT_REDUCE: [OpKernel; 4] =
     OpKernel::instances(split_reduce_kernel::GEMM_SPLITK_REDUCE_INSTANCES);
 
@@ -61,4 +68,5 @@ pub static KERNELS: &[&OpKernel] = kernel_refs![
     WGMMA[0 1 2 3 4 5 6 7 8 9 10 11],
     SPLIT_REDUCE[0 1 2 3],
     TMA_WGMMA[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19],
+    FP8[0 1 2 3 4 5],
 ];

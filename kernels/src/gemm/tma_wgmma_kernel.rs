@@ -25,7 +25,7 @@
 //! wait on a block barrier, and the copies of the next slabs run while a slab is multiplied.
 //!
 //! Blocks are persistent: block `b` takes tiles `b, b + grid, …` (in groups of eight row tiles
-//! walked a column at a time, [`tile_at`]), so one block per SM overlaps a tile's stores with
+//! walked a column at a time, `tile_order.rs`), so one block per SM overlaps a tile's stores with
 //! the copies of its next tile. With `splits` above 1
 //! (split-k, for problems whose tiles leave SMs idle) work item `i` is tile `i % tiles` over the
 //! `i / tiles`-th range of k, and its raw sums go to matrix `range · batches + z` of `c`, the
@@ -42,7 +42,7 @@
 //! on, unrounded to `copy` as well). Odd pitches, and β with the f32 copy (which reads the old
 //! values from the copy), go one element at a time.
 
-use kernel_macros::{device, kernel};
+use kernel_macros::kernel;
 
 /// Output rows per tile (two consumer warpgroups of 64).
 pub const TILE_M: u32 = 128;
@@ -56,19 +56,6 @@ pub const MN_BOX: u32 = 64;
 pub const THREADS: u32 = 384;
 /// Dynamic shared memory: 1 KiB of slack to align the stages, then four slabs of A and B.
 pub const SHARED_BYTES: u32 = 1024 + 4 * (TILE_M + TILE_N) * BK * 2;
-
-/// Tile `tile`'s row and column among `tiles_m × tiles_n`, numbered in groups of eight row
-/// tiles walked a column at a time: the 132 or so tiles resident at once then share
-/// a few row blocks of A and column blocks of B, which stay in L2, rather than one row block
-/// and every column block of B.
-#[device(crate = crate::lang)]
-fn tile_at(tile: u32, tiles_m: u32, tiles_n: u32) -> [u32; 2] {
-    let per_group = 8 * tiles_n;
-    let first = tile / per_group * 8;
-    let rows = min(tiles_m - first, 8);
-    let within = tile % per_group;
-    [first + within % rows, within / rows]
-}
 
 #[kernel(crate = crate::lang, block = 384, needs = sm_90a, instances(
     <bf16, f32, 0, 1, 0, 0, 0>, <bf16, f32, 0, 1, 1, 0, 0>, <bf16, f32, 0, 0, 0, 0, 0>,

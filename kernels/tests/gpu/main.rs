@@ -6,6 +6,8 @@
 mod common_attention;
 #[path = "../common_flash_forward/mod.rs"]
 mod common_flash_forward;
+#[path = "../common_fp8/mod.rs"]
+mod common_fp8;
 #[path = "../common_rowwise/mod.rs"]
 mod common_rowwise;
 #[path = "../common_tensor/mod.rs"]
@@ -22,6 +24,7 @@ mod collectives;
 mod cross_entropy;
 mod elementwise;
 mod embedding;
+mod gemm_fp8;
 mod gemm_tma_wgmma;
 mod gguf;
 mod gguf_q8;
