@@ -213,6 +213,9 @@ pub enum Error {
     #[error("`cp.async.bulk.tensor` cannot run ({site}): {detail}\n  help: pass a map built with TensorMap::encode (ArgValue::from(map)) whose check() passes, and a 128-byte-aligned shared destination")]
     TensorCopy { site: Box<Site>, detail: String },
 
+    #[error("thread-block cluster access fails ({site}): {detail}\n  help: map addresses with `mapa` to a rank below %cluster_nctarank, and end with `barrier.cluster` arrive and wait so that no CTA exits while others still use its shared memory")]
+    Cluster { site: Box<Site>, detail: String },
+
     #[error("`trap` executed ({site})")]
     Trap { site: Box<Site> },
 

@@ -227,7 +227,6 @@ fn other_forms_are_unsupported_by_name_and_bad_operands_are_malformed() {
     let check = |line: &str| emu.load(&one_line(line)).unwrap().check("k");
     let unsupported = [
         ("cp.async.bulk.tensor.3d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%r1], [tmap, {%r2, %r3, %r4}], [%r5], {%rs1};", ".im2col"),
-        ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%r1], [tmap, {%r2, %r3}], [%r5], %rs1;", "multicast::cluster"),
         ("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [tmap, {%r2, %r3}], [%r1];", "shared to global"),
         ("cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [tmap, {%r2, %r3}], [%r1];", "reductions"),
     ];
@@ -243,6 +242,7 @@ fn other_forms_are_unsupported_by_name_and_bad_operands_are_malformed() {
         ("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r1], [tmap, {%r2, %r3}], [%r5];", "takes 3 coordinates, but 2"),
         ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r1], [small, {%r2, %r3}], [%r5];", "`small` is 16 bytes"),
         ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r1], [nowhere, {%r2, %r3}], [%r5];", "`nowhere` is not a register"),
+        ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%r1], [tmap, {%r2, %r3}], [%r5];", "needs a CTA-mask operand"),
     ];
     for (line, word) in malformed {
         match check(line) {
@@ -252,8 +252,10 @@ fn other_forms_are_unsupported_by_name_and_bad_operands_are_malformed() {
             other => panic!("{line}: expected malformed, got {other:?}"),
         }
     }
-    // The accepted spellings: `.shared::cta`, no `.tile`, an L2 cache hint (ignored).
+    // The accepted spellings: `.shared::cta`, no `.tile`, an L2 cache hint (ignored), a
+    // multicast to the CTAs of a 16-bit mask.
     for line in [
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%r1], [tmap, {%r2, %r3}], [%r5], %rs1;",
         "cp.async.bulk.tensor.2d.shared::cta.global.mbarrier::complete_tx::bytes [%r1], [tmap, {%r2, %r3}], [%r5];",
         "cp.async.bulk.tensor.1d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint [%r1], [%rd1, {%r2}], [%r5], %rd2;",
     ] {
