@@ -81,7 +81,7 @@ impl Lowerer<'_> {
                 );
                 Ok(Value::Scalar(Scalar::reg(done)))
             }
-            "tma_load" => self.tma_load(&args, span),
+            "tma_load" => self.tma_copy(&args, None, span),
             "wgmma_desc" => self.wgmma_desc(&args, span),
             "align_index" => {
                 let tile = self.shared_of(args[0])?;
@@ -243,7 +243,7 @@ impl Lowerer<'_> {
     }
 
     /// An address operand in a register of its own (32-bit shared address).
-    fn addr_reg(&mut self, addr: Operand) -> Reg {
+    pub(super) fn addr_reg(&mut self, addr: Operand) -> Reg {
         let r = self.b.reg(ScalarType::U32);
         match addr {
             Operand::Addr {
@@ -292,7 +292,19 @@ impl Lowerer<'_> {
         );
     }
 
-    fn tma_load(&mut self, args: &[&Expr], span: crate::diag::SpanRange) -> DResult<Value> {
+    /// `tma_load`, or with `multicast` (the 16-bit CTA mask) `tma_load_multicast`: the same
+    /// operands and checks, the mask last.
+    pub(super) fn tma_copy(
+        &mut self,
+        args: &[&Expr],
+        multicast: Option<Reg>,
+        span: crate::diag::SpanRange,
+    ) -> DResult<Value> {
+        let name = if multicast.is_some() {
+            "tma_load_multicast"
+        } else {
+            "tma_load"
+        };
         let dst = self.shared_of(args[0])?;
         let di = self.index_scalar(args[1])?;
         let at = self.shared_address(&dst, &di, range(&args[1]))?;
@@ -302,7 +314,7 @@ impl Lowerer<'_> {
                 return err(
                     range(&args[2]),
                     format!(
-                        "`tma_load` reads a `&TensorMap<T, RANK>` parameter, found {}",
+                        "`{name}` reads a `&TensorMap<T, RANK>` parameter, found {}",
                         other.describe()
                     ),
                 )
@@ -346,18 +358,22 @@ impl Lowerer<'_> {
         }
         let bar = self.mbarrier_at(args[4], args[5])?;
         self.span = span;
-        self.inst(
-            Op::CpAsyncBulkTensor { dims: rank as u8 },
-            vec![],
-            vec![
-                at,
-                Operand::TensorCoords {
-                    map,
-                    coords: coords.iter().map(|r| Operand::Reg(*r)).collect(),
-                },
-                bar,
-            ],
-        );
+        let mut srcs = vec![
+            at,
+            Operand::TensorCoords {
+                map,
+                coords: coords.iter().map(|r| Operand::Reg(*r)).collect(),
+            },
+            bar,
+        ];
+        let op = match multicast {
+            Some(mask) => {
+                srcs.push(mask.into());
+                Op::CpAsyncBulkTensorMulticast { dims: rank as u8 }
+            }
+            None => Op::CpAsyncBulkTensor { dims: rank as u8 },
+        };
+        self.inst(op, vec![], srcs);
         Ok(Value::Unit)
     }
 
