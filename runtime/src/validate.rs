@@ -123,7 +123,7 @@ fn check_shape(meta: &KernelMeta, cfg: &LaunchConfig, props: &DeviceProps) -> Re
         });
     }
     if let Some(cluster) = meta.cluster {
-        if (0..3).any(|k| cfg.grid[k] % cluster[k] != 0) {
+        if (0..3).any(|k| !cfg.grid[k].is_multiple_of(cluster[k])) {
             return Err(Error::ClusterGrid {
                 kernel: kernel(),
                 grid: cfg.grid,

@@ -280,7 +280,7 @@ pub(crate) fn launch(
         )));
     }
     let cluster = kernel.cluster;
-    if (0..3).any(|k| cfg.grid[k] % cluster[k] != 0) {
+    if (0..3).any(|k| !cfg.grid[k].is_multiple_of(cluster[k])) {
         return Err(shape_error(format!(
             "the grid {:?} is not a whole number of the kernel's {cluster:?} clusters (`.reqnctapercluster`) in every dimension",
             cfg.grid
