@@ -103,6 +103,58 @@ fn a_grid_that_is_not_whole_clusters_is_refused_before_anything_runs() {
     assert!(ids.to_host(&stream).unwrap().iter().all(|&v| v == u32::MAX));
 }
 
+/// A consumer block frees a producer's slot: rank 0 waits on its own mbarrier (one arrival),
+/// which only rank 1 completes, from the other block, after writing the slot in rank 0's
+/// shared memory; rank 0 then publishes the slot.
+#[kernel(crate = crate::common::paths, block = 32, cluster = 2, needs = sm_90)]
+pub fn hand_over(out: &mut [u32]) {
+    let bars = shared_array::<u64, 1>();
+    let slot = shared_array::<u32, 32>();
+    let t = thread_idx().x;
+    let b = block_idx().x;
+    let rank = cluster_ctarank();
+    if t == 0 {
+        mbarrier_init(bars, 0, 1);
+    }
+    cluster_sync();
+    if rank == 1 {
+        dsmem_store(slot, t, 0, 7 * b + t);
+        sync_threads();
+        if t == 0 {
+            mbarrier_arrive_cluster(bars, 0, 0);
+        }
+    } else {
+        while !mbarrier_try_wait_parity(bars, 0, 0) {}
+        out[32 * (b / 2) + t] = slot[t];
+    }
+    cluster_sync();
+}
+
+#[test]
+fn a_remote_mbarrier_arrival_releases_the_other_block() -> Result<(), Error> {
+    let stream = Device::emulator_for(Target::Sm90).stream()?;
+    let mut out = Buffer::from_host(&stream, &[u32::MAX; 64])?;
+    hand_over(&stream, LaunchConfig::linear(4, 32), &mut out)?;
+    let out = out.to_host(&stream)?;
+    for cluster in 0..2u32 {
+        // Rank 1 of cluster `c` is block `2c + 1`.
+        for t in 0..32u32 {
+            assert_eq!(out[(32 * cluster + t) as usize], 7 * (2 * cluster + 1) + t);
+        }
+    }
+    let ptx = (HAND_OVER.emit.expect("an emit function"))(Target::Sm90).expect("emits");
+    assert!(
+        ptx.contains("mbarrier.arrive.release.cluster.shared::cluster.b64"),
+        "{ptx}"
+    );
+    if let Some(ptxas) = kernel_dsl::ptxas::Ptxas::find() {
+        ptxas
+            .assemble(&ptx)
+            .expect("ptxas accepts the hand-over kernel");
+    }
+    Ok(())
+}
+
 /// Rows of the multicast source and the box: 32 f32 wide, two rows a cluster.
 const COLS: u64 = 32;
 const ROWS: u64 = 8;
