@@ -203,7 +203,7 @@ pub enum Error {
         present: bool,
     },
 
-    #[error("deadlock: {waiting} threads spin at a wait that no thread of the grid will satisfy ({site}); {detail}\n  help: at an mbarrier wait, check the barrier's arrival count and expected transaction bytes, and that every producer arrives; at a `nanosleep` polling a flag, check that some block sets it and does not itself wait on a block that cannot start")]
+    #[error("deadlock: {waiting} threads spin at a wait that no thread of the grid will satisfy ({site}); {detail}\n  help: at an mbarrier wait, check the barrier's arrival count and expected transaction bytes, and that every producer arrives; at a `nanosleep` polling a flag, check that some block sets it and does not itself wait on a block that cannot start; at `barrier.cluster.wait`, check that every thread of every block of the cluster arrives (or exits)")]
     SpinDeadlock {
         site: Box<Site>,
         waiting: u32,
