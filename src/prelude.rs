@@ -516,6 +516,52 @@ pub fn tma_store_wait(pending: u32) {
 pub fn tma_store_wait_read(pending: u32) {
     device_only("tma_store_wait_read")
 }
+/// `tma_load` into every block of the thread-block cluster whose bit is set in `cta_mask`
+/// (bit `r` for the block of rank `r`): the box lands at `dst[dst_index..]` of each and
+/// completes its bytes on `bars[bar]` of each (`cp.async.bulk.tensor` `.multicast::cluster`,
+/// sm_90a).
+pub fn tma_load_multicast<T, const RANK: usize>(
+    dst: &mut [T],
+    dst_index: u32,
+    map: &TensorMap<T, RANK>,
+    coords: [u32; RANK],
+    bars: &mut [u64],
+    bar: u32,
+    cta_mask: u16,
+) {
+    device_only("tma_load_multicast")
+}
+/// The block's rank in its thread-block cluster, 0 to `cluster_nctarank() - 1`
+/// (`%cluster_ctarank`, sm_90+).
+pub fn cluster_ctarank() -> u32 {
+    device_only("cluster_ctarank")
+}
+/// How many blocks the thread-block cluster holds (`%cluster_nctarank`, sm_90+).
+pub fn cluster_nctarank() -> u32 {
+    device_only("cluster_nctarank")
+}
+/// Waits until every thread of every block of the cluster has arrived; shared-memory writes
+/// before it are visible to the whole cluster after it (`barrier.cluster.arrive` and
+/// `barrier.cluster.wait`, release/acquire, sm_90+).
+pub fn cluster_sync() {
+    device_only("cluster_sync")
+}
+/// `tile[index]` in the shared memory of the block of rank `rank` in the cluster
+/// (`mapa` + `ld.shared::cluster`, sm_90+).
+pub fn dsmem_load<T>(tile: &[T], index: u32, rank: u32) -> T {
+    device_only("dsmem_load")
+}
+/// Writes `value` to `tile[index]` in the shared memory of the block of rank `rank` in the
+/// cluster (`mapa` + `st.shared::cluster`, sm_90+).
+pub fn dsmem_store<T>(tile: &mut [T], index: u32, rank: u32, value: T) {
+    device_only("dsmem_store")
+}
+/// Arrives once, with release at cluster scope, on the mbarrier `bars[index]` of the block of
+/// rank `rank` in the cluster (`mbarrier.arrive.release.cluster.shared::cluster`, sm_90+): a
+/// consumer frees a producer's slot in another block.
+pub fn mbarrier_arrive_cluster(bars: &mut [u64], index: u32, rank: u32) {
+    device_only("mbarrier_arrive_cluster")
+}
 /// The `wgmma` matrix descriptor of the operand at `tile[index..]` in shared memory, with its
 /// leading and stride byte offsets and swizzle span (0, 32, 64 or 128 bytes).
 pub fn wgmma_desc<T>(

@@ -74,6 +74,9 @@ pub struct KernelMeta {
     /// memory that grid uses, so a launch on sm_90 or newer may let it start while that grid
     /// finishes (programmatic dependent launch).
     pub waits_on_prior_grid: bool,
+    /// The thread-block cluster shape the kernel is compiled for (`.reqnctapercluster`), if
+    /// any: a launch's grid must be a multiple of it in every dimension.
+    pub cluster: Option<[u32; 3]>,
 }
 
 /// A module's PTX as embedded: text, or deflated text (what a build embeds: PTX is wordy
@@ -247,6 +250,7 @@ impl KernelMeta {
             uses_dynamic_shared: kernel.dynamic_shared.is_some(),
             min_dynamic_shared_bytes: kernel.dynamic_shared_min_bytes,
             waits_on_prior_grid: kernel.waits_on_prior_grid(),
+            cluster: kernel.perf.reqnctapercluster,
         }
     }
 }

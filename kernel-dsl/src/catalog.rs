@@ -135,6 +135,11 @@ pub enum Form {
     CpAsyncBulkTensor,
     CpAsyncBulkTensorStore,
     CpAsyncBulkGroup,
+    CpAsyncBulkTensorMulticast,
+    ClusterBarrier,
+    ClusterSpecialReg,
+    Dsmem,
+    MbarrierArriveCluster,
     Mbarrier,
     MbarrierTryWait,
     MbarrierExpectTx,
@@ -372,6 +377,33 @@ pub const CATALOG: &[Entry] = &[
         Requirement::new(90, (8, 0)),
         "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
     ),
+    // ptxas takes `.multicast::cluster` on plain sm_90 only with an advisory warning (its
+    // performance may fall on later plain targets), so the row asks for an `a` target.
+    row(
+        Form::CpAsyncBulkTensorMulticast,
+        Requirement::arch(90, (8, 0), 100),
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster",
+    ),
+    row(
+        Form::ClusterBarrier,
+        Requirement::new(90, (7, 8)),
+        "barrier.cluster.arrive.aligned; barrier.cluster.wait.aligned",
+    ),
+    row(
+        Form::ClusterSpecialReg,
+        Requirement::new(90, (7, 8)),
+        "mov.u32 %r1, %cluster_ctarank; mov.u32 %r2, %cluster_nctarank",
+    ),
+    row(
+        Form::Dsmem,
+        Requirement::new(90, (7, 8)),
+        "mapa.shared::cluster.u32 %r2, %r1, %r3; ld.shared::cluster.f32; st.shared::cluster.u32",
+    ),
+    row(
+        Form::MbarrierArriveCluster,
+        Requirement::new(90, (8, 0)),
+        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%r1]",
+    ),
     row(
         Form::CpAsyncBulkTensorStore,
         Requirement::new(90, (8, 0)),
@@ -564,7 +596,12 @@ pub fn form(op: &Op) -> Form {
         Op::CpAsyncBulkTensor { .. } => Form::CpAsyncBulkTensor,
         Op::CpAsyncBulkTensorStore { .. } => Form::CpAsyncBulkTensorStore,
         Op::CpAsyncBulkCommit | Op::CpAsyncBulkWait { .. } => Form::CpAsyncBulkGroup,
+        Op::CpAsyncBulkTensorMulticast { .. } => Form::CpAsyncBulkTensorMulticast,
+        Op::ClusterBarrier { .. } => Form::ClusterBarrier,
+        Op::ClusterReg => Form::ClusterSpecialReg,
+        Op::Mapa | Op::LdCluster { .. } | Op::StCluster { .. } => Form::Dsmem,
         Op::Mbarrier { op } => match op {
+            MbarrierOp::ArriveCluster => Form::MbarrierArriveCluster,
             MbarrierOp::TryWaitParity => Form::MbarrierTryWait,
             MbarrierOp::ArriveExpectTx => Form::MbarrierExpectTx,
             _ => Form::Mbarrier,
@@ -612,6 +649,12 @@ pub fn programmatic_launch(target: Target) -> bool {
     entry(Form::GridDepControl).requirement.admits(target)
 }
 
+/// What a kernel with a cluster shape (`.reqnctapercluster`) needs: what the cluster
+/// instructions need, since a launch in clusters exists exactly where they do.
+pub fn cluster_requirement() -> Requirement {
+    entry(Form::ClusterBarrier).requirement
+}
+
 /// What `op` needs from the target.
 pub fn requirement(op: &Op) -> Requirement {
     entry(form(op)).requirement
@@ -648,7 +691,7 @@ mod tests {
         for e in CATALOG {
             assert_eq!(entry(e.form).form, e.form);
         }
-        assert_eq!(seen.len(), 59);
+        assert_eq!(seen.len(), 64);
     }
 
     #[test]

@@ -225,8 +225,8 @@ fn meta_source(meta: &KernelMeta) -> String {
         BlockContract::AtMost(n) => format!("::kernel_dsl::BlockContract::AtMost({n})"),
     };
     format!(
-        "::kernel_dsl::KernelMeta {{ entry: ::std::borrow::Cow::Borrowed({:?}), params: ::std::borrow::Cow::Borrowed(&[{params}]), block: {block}, static_shared_bytes: {}, uses_dynamic_shared: {}, min_dynamic_shared_bytes: {}, waits_on_prior_grid: {} }}",
-        meta.entry, meta.static_shared_bytes, meta.uses_dynamic_shared, meta.min_dynamic_shared_bytes, meta.waits_on_prior_grid
+        "::kernel_dsl::KernelMeta {{ entry: ::std::borrow::Cow::Borrowed({:?}), params: ::std::borrow::Cow::Borrowed(&[{params}]), block: {block}, static_shared_bytes: {}, uses_dynamic_shared: {}, min_dynamic_shared_bytes: {}, waits_on_prior_grid: {}, cluster: {:?} }}",
+        meta.entry, meta.static_shared_bytes, meta.uses_dynamic_shared, meta.min_dynamic_shared_bytes, meta.waits_on_prior_grid, meta.cluster
     )
 }
 

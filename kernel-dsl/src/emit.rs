@@ -17,6 +17,9 @@ use std::fmt::Write;
 pub fn required_isa(kernels: &[Kernel], target: Target) -> IsaVersion {
     let mut isa = target.min_isa();
     for k in kernels {
+        if k.perf.reqnctapercluster.is_some() {
+            isa = isa.max(catalog::cluster_requirement().min_isa);
+        }
         k.for_each_inst(&mut |inst| {
             if !catalog::elided(&inst.op, target) {
                 isa = isa.max(catalog::requirement(&inst.op).min_isa);
@@ -171,6 +174,9 @@ impl<'a> KernelPrinter<'a> {
         }
         if let Some(n) = p.minnctapersm {
             let _ = writeln!(out, ".minnctapersm {n}");
+        }
+        if let Some([x, y, z]) = p.reqnctapercluster {
+            let _ = writeln!(out, ".reqnctapercluster {x}, {y}, {z}");
         }
         out.push_str("{\n");
         for (class, n) in &self.counts {

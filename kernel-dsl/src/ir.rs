@@ -50,6 +50,10 @@ pub enum SpecialReg {
     GlobalTimer,
     /// `%dynamic_smem_size`: bytes of dynamic shared memory this launch received.
     DynamicSmemSize,
+    /// `%cluster_ctarank`: the CTA's rank in its cluster (sm_90+).
+    ClusterCtaRank,
+    /// `%cluster_nctarank`: how many CTAs its cluster holds (sm_90+).
+    ClusterNctaRank,
 }
 
 impl SpecialReg {
@@ -67,6 +71,8 @@ impl SpecialReg {
             SpecialReg::Clock64 => "%clock64".into(),
             SpecialReg::GlobalTimer => "%globaltimer".into(),
             SpecialReg::DynamicSmemSize => "%dynamic_smem_size".into(),
+            SpecialReg::ClusterCtaRank => "%cluster_ctarank".into(),
+            SpecialReg::ClusterNctaRank => "%cluster_nctarank".into(),
         }
     }
 
@@ -87,6 +93,8 @@ impl SpecialReg {
                 | SpecialReg::NWarpId
                 | SpecialReg::SmId
                 | SpecialReg::DynamicSmemSize
+                | SpecialReg::ClusterCtaRank
+                | SpecialReg::ClusterNctaRank
         )
     }
 }
@@ -229,6 +237,10 @@ pub struct PerfDirectives {
     pub maxntid: Option<[u32; 3]>,
     pub maxnreg: Option<u32>,
     pub minnctapersm: Option<u32>,
+    /// `.reqnctapercluster x, y, z`: the kernel launches in thread-block clusters of this
+    /// shape (sm_90+).
+    #[serde(default)]
+    pub reqnctapercluster: Option<[u32; 3]>,
 }
 
 impl PerfDirectives {
@@ -239,6 +251,11 @@ impl PerfDirectives {
             (None, Some(m)) => BlockContract::AtMost(m[0] * m[1] * m[2]),
             (None, None) => BlockContract::Any,
         }
+    }
+
+    /// The CTAs of one cluster, 1 for a kernel without a cluster shape.
+    pub fn cluster_ctas(&self) -> u32 {
+        self.reqnctapercluster.map_or(1, |[x, y, z]| x * y * z)
     }
 }
 

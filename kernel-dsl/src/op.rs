@@ -199,6 +199,9 @@ pub enum MbarrierOp {
     /// `mbarrier.test_wait`: poll a state token.
     TestWait,
     Inval,
+    /// `mbarrier.arrive.release.cluster.shared::cluster.b64 _, [addr]`: arrive on an mbarrier
+    /// of another CTA of the cluster, `addr` from `mapa`.
+    ArriveCluster,
 }
 
 /// An input type of `wgmma.mma_async`. Both operands have one type, except fp8, where e4m3
@@ -494,8 +497,32 @@ pub enum Op {
     CpAsyncBulkWait {
         read: bool,
     },
+    /// The bulk tensor copy written to the same shared offset of every CTA of the cluster in a
+    /// 16-bit mask, completing on the mbarrier at the same offset in each.
+    CpAsyncBulkTensorMulticast {
+        dims: u8,
+    },
     Mbarrier {
         op: MbarrierOp,
+    },
+    /// `barrier.cluster.arrive.aligned` (`wait: false`) or `barrier.cluster.wait.aligned`:
+    /// the two halves of a barrier over every thread of the cluster, release/acquire by
+    /// default.
+    ClusterBarrier {
+        wait: bool,
+    },
+    /// `mov.u32 d, %cluster_ctarank` and the like: a special register only clusters have.
+    ClusterReg,
+    /// `mapa.shared::cluster.u32 d, a, rank`: the shared address `a` of this CTA mapped to
+    /// the same offset in CTA `rank` of the cluster.
+    Mapa,
+    /// `ld.shared::cluster.<ty>`: a load from the shared memory of a CTA of the cluster.
+    LdCluster {
+        ty: ScalarType,
+    },
+    /// `st.shared::cluster.<ty>`.
+    StCluster {
+        ty: ScalarType,
     },
     /// `wgmma.mma_async.sync.aligned.m64n<n>k<k>.f32.<a>.<b>`, B described by a shared-memory
     /// descriptor, A by one too or held in registers.
@@ -847,7 +874,18 @@ impl Op {
                 MbarrierOp::TryWaitParity => "mbarrier.try_wait.parity.shared::cta.b64".into(),
                 MbarrierOp::TestWait => "mbarrier.test_wait.shared.b64".into(),
                 MbarrierOp::Inval => "mbarrier.inval.shared.b64".into(),
+                MbarrierOp::ArriveCluster => "mbarrier.arrive.release.cluster.shared::cluster.b64".into(),
             },
+            Op::CpAsyncBulkTensorMulticast { dims } => format!(
+                "cp.async.bulk.tensor.{dims}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+            ),
+            Op::ClusterBarrier { wait } => {
+                format!("barrier.cluster.{}.aligned", if wait { "wait" } else { "arrive" })
+            }
+            Op::ClusterReg => "mov.u32".into(),
+            Op::Mapa => "mapa.shared::cluster.u32".into(),
+            Op::LdCluster { ty } => format!("ld.shared::cluster.{ty}"),
+            Op::StCluster { ty } => format!("st.shared::cluster.{ty}"),
             Op::Wgmma { n, a, b } => format!(
                 "wgmma.mma_async.sync.aligned.m64n{n}k{}.f32.{}.{}",
                 a.k(),
@@ -873,6 +911,9 @@ impl Op {
 
     /// Whether every thread of the CTA must execute this instruction together.
     pub fn is_cta_barrier(&self) -> bool {
-        matches!(self, Op::BarSync | Op::BarRed { .. })
+        matches!(
+            self,
+            Op::BarSync | Op::BarRed { .. } | Op::ClusterBarrier { .. }
+        )
     }
 }

@@ -24,7 +24,7 @@
 
 use crate::catalog;
 use crate::error::Error;
-use crate::ir::{AddrBase, Inst, Kernel, Operand, Reg, Stmt};
+use crate::ir::{AddrBase, Inst, Kernel, Operand, Reg, SpecialReg, Stmt};
 use crate::op::{MulMode, Op};
 use crate::target::Target;
 use crate::types::{ScalarType, StateSpace};
@@ -300,6 +300,32 @@ impl Verifier<'_> {
                 expect(&i.dsts[0], ty, "destination")?;
                 expect(&i.srcs[0], ty, "source")?;
             }
+            Op::ClusterReg => {
+                arity(1, 1)?;
+                expect(&i.dsts[0], ScalarType::U32, "destination")?;
+                if !matches!(
+                    i.srcs[0],
+                    Operand::Special(SpecialReg::ClusterCtaRank | SpecialReg::ClusterNctaRank)
+                ) {
+                    return Err(bad("reads `%cluster_ctarank` or `%cluster_nctarank`".into()));
+                }
+            }
+            Op::Mapa => {
+                arity(1, 2)?;
+                for o in i.dsts.iter().chain(&i.srcs) {
+                    expect(o, ScalarType::U32, "operand")?;
+                }
+            }
+            Op::LdCluster { ty } => {
+                arity(1, 1)?;
+                expect(&i.dsts[0], ty, "destination")?;
+                self.address(&i.srcs[0], StateSpace::Shared, &mnemonic)?;
+            }
+            Op::StCluster { ty } => {
+                arity(0, 2)?;
+                self.address(&i.srcs[0], StateSpace::Shared, &mnemonic)?;
+                expect(&i.srcs[1], ty, "value")?;
+            }
             Op::Mov { ty } => {
                 arity(1, 1)?;
                 if let Operand::Vector(parts) = &i.dsts[0] {
@@ -444,6 +470,17 @@ impl Verifier<'_> {
     }
 
     fn capability(&self, target: Target) -> Result<(), Error> {
+        if self.kernel.perf.reqnctapercluster.is_some() {
+            let req = catalog::cluster_requirement();
+            if !req.admits(target) {
+                return Err(Error::BeyondTarget {
+                    instruction: ".reqnctapercluster".into(),
+                    need: req.to_string(),
+                    target,
+                    help: format!("remove the `{}` feature, or the kernel's cluster shape: clusters exist from sm_{}", target.feature(), req.min_sm),
+                });
+            }
+        }
         let mut result = Ok(());
         self.kernel.for_each_inst(&mut |inst| {
             let req = catalog::requirement(&inst.op);
@@ -472,6 +509,11 @@ impl Verifier<'_> {
                 "declares {smem} bytes of static shared memory, over {target}'s {} bytes; move the excess to dynamic shared memory",
                 lim.static_shared_bytes
             )));
+        }
+        if let Some(shape) = self.kernel.perf.reqnctapercluster {
+            if shape.contains(&0) {
+                return Err(self.err(format!("a cluster of {shape:?} has a zero dimension")));
+            }
         }
         for shape in [self.kernel.perf.reqntid, self.kernel.perf.maxntid]
             .into_iter()

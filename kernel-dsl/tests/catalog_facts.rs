@@ -523,6 +523,61 @@ fn probe(form: Form) -> Kernel {
                 vec![Operand::Imm(Imm::Int(0))],
             );
         }
+        Form::CpAsyncBulkTensorMulticast => {
+            let coords = vec![Operand::Reg(p.val(T::S32)), Operand::Reg(p.val(T::S32))];
+            let (s, bar) = (
+                p.saddr(),
+                Operand::Addr {
+                    base: AddrBase::Reg(p.shared),
+                    offset: 1024,
+                },
+            );
+            let mask = p.val(T::U16);
+            let map = p.global;
+            p.b.inst(
+                Op::CpAsyncBulkTensorMulticast { dims: 2 },
+                vec![],
+                vec![s, Operand::TensorCoords { map, coords }, bar, mask.into()],
+            );
+        }
+        Form::ClusterBarrier => {
+            p.b.inst(Op::ClusterBarrier { wait: false }, vec![], vec![]);
+            p.b.inst(Op::ClusterBarrier { wait: true }, vec![], vec![]);
+        }
+        Form::ClusterSpecialReg => {
+            let d = p.b.reg(T::U32);
+            p.b.inst(
+                Op::ClusterReg,
+                vec![d.into()],
+                vec![Operand::Special(SpecialReg::ClusterCtaRank)],
+            );
+        }
+        Form::Dsmem => {
+            let (d, v) = (p.b.reg(T::U32), p.b.reg(T::F32));
+            let rank = p.val(T::U32);
+            let shared = p.shared;
+            p.b.inst(Op::Mapa, vec![d.into()], vec![shared.into(), rank.into()]);
+            let at = Operand::Addr {
+                base: AddrBase::Reg(d),
+                offset: 0,
+            };
+            p.b.inst(
+                Op::LdCluster { ty: T::F32 },
+                vec![v.into()],
+                vec![at.clone()],
+            );
+            p.b.inst(Op::StCluster { ty: T::F32 }, vec![], vec![at, v.into()]);
+        }
+        Form::MbarrierArriveCluster => {
+            let a = p.saddr();
+            p.b.inst(
+                Op::Mbarrier {
+                    op: MbarrierOp::ArriveCluster,
+                },
+                vec![Operand::Sink],
+                vec![a],
+            );
+        }
         Form::Mbarrier => {
             let a = p.saddr();
             p.b.inst(
@@ -810,4 +865,30 @@ fn dynamic_shared_memory_and_performance_directives_assemble() {
     let out = ptxas.assemble(&ptx).unwrap();
     assert!(out.reports[0].registers <= 64);
     let _ = U32;
+}
+
+#[test]
+fn a_cluster_shape_assembles_on_sm90_and_is_refused_below() {
+    let ptxas = Ptxas::find()
+        .expect("ptxas not found: run `bash scripts/install-ptxas.sh` or set PTXKIT_PTXAS");
+    let mut p = Probe::new();
+    p.b.perf_mut().reqnctapercluster = Some([2, 1, 1]);
+    p.b.inst(Op::ClusterBarrier { wait: false }, vec![], vec![]);
+    p.b.inst(Op::ClusterBarrier { wait: true }, vec![], vec![]);
+    let k = p.finish();
+    let ptx = emit::emit(&k, Target::Sm90).unwrap();
+    assert!(ptx.contains(".reqnctapercluster 2, 1, 1"), "{ptx}");
+    ptxas.assemble(&ptx).unwrap();
+    ptxas.assemble(&retarget(&ptx, Target::Sm90a)).unwrap();
+    // The directive alone is refused below sm_90, by the emitter and by ptxas.
+    let mut q = Probe::new();
+    q.b.perf_mut().reqnctapercluster = Some([2, 1, 1]);
+    let k = q.finish();
+    let err = emit::emit(&k, Target::Sm89).unwrap_err().to_string();
+    assert!(
+        err.contains(".reqnctapercluster") && err.contains("sm_90"),
+        "{err}"
+    );
+    let ptx = emit::emit(&k, Target::Sm90).unwrap();
+    assert!(ptxas.assemble(&retarget(&ptx, Target::Sm89)).is_err());
 }

@@ -16,6 +16,9 @@
 //!   target itself, or its SM's plain target (sm_90 builds the sm_90a module, as the runtime
 //!   loads on such a device); other enabled targets get no module and no error, and the
 //!   runtime emits it from the IR where a device asks for it;
+//! - `cluster = 2` or `cluster = [2, 1, 1]`: the kernel launches in thread-block clusters of
+//!   this shape (`.reqnctapercluster`, sm_90+), at most 8 blocks (the portable size); a
+//!   launch's grid must be a multiple of it in every dimension;
 //! - `crate = some::path`: where the generated code finds ptxkit's items (default `::ptxkit`).
 
 use crate::diag::{err, DResult};
@@ -53,6 +56,8 @@ pub struct KernelAttr {
     pub min_blocks: Option<Expr>,
     /// `needs = sm_90a`: build only for the enabled targets that can run that target's code.
     pub needs: Option<kernel_dsl::Target>,
+    /// `cluster = 2` or `cluster = [2, 1, 1]`: the cluster shape (`.reqnctapercluster`).
+    pub cluster: Option<(Vec<Expr>, crate::diag::SpanRange)>,
     pub krate: Option<syn::Path>,
 }
 
@@ -66,6 +71,7 @@ impl KernelAttr {
             || self.maxnreg.is_some()
             || self.min_blocks.is_some()
             || self.needs.is_some()
+            || self.cluster.is_some()
     }
 
     /// The path prefix generated code uses for ptxkit's items.
@@ -173,6 +179,21 @@ impl Parse for KernelAttr {
                         input.parse::<Token![=]>()?;
                         attr.min_blocks = Some(input.parse()?);
                     }
+                    "cluster" => {
+                        input.parse::<Token![=]>()?;
+                        let e: Expr = input.parse()?;
+                        let at = crate::diag::range(&e);
+                        let dims: Vec<Expr> = match e {
+                            Expr::Array(a) => a.elems.into_iter().collect(),
+                            Expr::Tuple(t) => t.elems.into_iter().collect(),
+                            Expr::Paren(p) => vec![*p.expr],
+                            other => vec![other],
+                        };
+                        if dims.is_empty() || dims.len() > 3 {
+                            return Err(syn::Error::new(key.span(), "`cluster` takes one to three dimensions: `cluster = 2` or `cluster = [2, 1, 1]`"));
+                        }
+                        attr.cluster = Some((dims, at));
+                    }
                     "needs" => {
                         input.parse::<Token![=]>()?;
                         let t: syn::Ident = input.parse()?;
@@ -185,7 +206,7 @@ impl Parse for KernelAttr {
                     other => {
                         return Err(syn::Error::new(
                             key.span(),
-                            format!("unknown `#[kernel]` argument `{other}`: expected `instances(...)`, `block = ...`, `max_threads = ...`, `maxnreg = ...`, `min_blocks = ...`, `needs = sm_90a` or `crate = path`"),
+                            format!("unknown `#[kernel]` argument `{other}`: expected `instances(...)`, `block = ...`, `max_threads = ...`, `maxnreg = ...`, `min_blocks = ...`, `cluster = ...`, `needs = sm_90a` or `crate = path`"),
                         ))
                     }
                 }

@@ -104,6 +104,10 @@ fn artifacts(
     let dynamic = k.dynamic_shared.is_some();
     let min_dynamic = k.dynamic_shared_min_bytes;
     let waits = k.waits_on_prior_grid();
+    let cluster = match k.perf.reqnctapercluster {
+        Some([x, y, z]) => quote!(::core::option::Option::Some([#x, #y, #z])),
+        None => quote!(::core::option::Option::None),
+    };
     let ptx = targets::ptx_entries(&b.emitted, dsl);
     let cubins = b.cubins.iter().map(|c| {
         let cfg = targets::pair_cfg(c.target, c.module);
@@ -133,6 +137,7 @@ fn artifacts(
                 uses_dynamic_shared: #dynamic,
                 min_dynamic_shared_bytes: #min_dynamic,
                 waits_on_prior_grid: #waits,
+                cluster: #cluster,
             },
             ptx: ::std::borrow::Cow::Borrowed(&[#ptx]),
             cubins: ::std::borrow::Cow::Borrowed(&[#(#cubins)*]),

@@ -291,6 +291,7 @@ fn build_instance(
         None => None,
     };
     let (maxnreg, min_blocks) = register_bounds(attr, &inst.spec)?;
+    let cluster = cluster_shape(attr, &inst.spec)?;
     let mut lowered = lower::lower_kernel(func, &inst.entry, &inst.spec, block, devices)?;
     let perf = &mut lowered.kernel.perf;
     if let Some(n) = max_threads {
@@ -298,6 +299,7 @@ fn build_instance(
     }
     perf.maxnreg = maxnreg;
     perf.minnctapersm = min_blocks;
+    perf.reqnctapercluster = cluster;
     let t1 = Instant::now();
     let mode = crate::line_info::Mode::current();
     let mut emitted = targets::emit_all(
@@ -306,6 +308,18 @@ fn build_instance(
         attr.needs,
         mode,
     );
+    // A cluster shape on a target without clusters is an error at the attribute, not at the
+    // kernel as a whole.
+    if let (Some(_), Some((_, at))) = (cluster, &attr.cluster) {
+        let req = kernel_dsl::catalog::cluster_requirement();
+        for e in &mut emitted {
+            if !req.admits(e.module) {
+                e.ptx = Err(Diag::new(*at, format!("a cluster shape (`.reqnctapercluster`) needs {req}, but this crate builds for {}", e.module)));
+                e.with_lines = None;
+                e.lowest = kernel_dsl::Target::ALL.into_iter().find(|t| req.admits(*t));
+            }
+        }
+    }
     for e in &mut emitted {
         if let Err(d) = &mut e.ptx {
             *d = inst.note(d.clone());
@@ -462,6 +476,34 @@ fn with_stub(func: &syn::ItemFn, d: Diag) -> TokenStream {
     let e = d.to_compile_error();
     let s = stub(func, "this kernel did not compile");
     quote!(#e #s)
+}
+
+/// `cluster = …` for one instance, checked: every dimension at least 1, and at most 8 blocks
+/// in all, the cluster size every sm_90+ device launches (larger ones are opt-in per kernel
+/// and device).
+fn cluster_shape(attr: &KernelAttr, spec: &lower::Specialization) -> DResult<Option<[u32; 3]>> {
+    let Some((dims, at)) = &attr.cluster else {
+        return Ok(None);
+    };
+    let mut shape = [1u32; 3];
+    for (k, e) in dims.iter().enumerate() {
+        let v = instance::eval(e, spec)?;
+        if !(1..=8).contains(&v) {
+            return Err(Diag::new(
+                crate::diag::range(e),
+                format!("a cluster dimension of {v} is not possible: 1 to 8"),
+            ));
+        }
+        shape[k] = v as u32;
+    }
+    let ctas: u32 = shape.iter().product();
+    if ctas > 8 {
+        return Err(Diag::new(
+            *at,
+            format!("a cluster of {shape:?} holds {ctas} blocks, more than the portable 8: make it at most 8 blocks"),
+        ));
+    }
+    Ok(Some(shape))
 }
 
 /// `maxnreg = …` and `min_blocks = …` for one instance, checked.

@@ -93,7 +93,7 @@ fn emit_one(
                     *span,
                     format!(
                         "`{}` needs {req}, but this crate builds for {target}",
-                        op.mnemonic()
+                        op_name(op)
                     ),
                 ),
                 lowest,
@@ -112,6 +112,15 @@ fn emit_one(
             .unwrap_or(fallback);
         (Diag::new(span, text), None)
     })
+}
+
+/// How an error names `op`: its mnemonic, and for a read of a cluster register (a `mov`, as
+/// any special register's read) the register too.
+fn op_name(op: &kernel_dsl::op::Op) -> String {
+    match op {
+        kernel_dsl::op::Op::ClusterReg => "mov.u32 %cluster_ctarank / %cluster_nctarank".into(),
+        other => other.mnemonic(),
+    }
 }
 
 /// `#[cfg(...)]` that holds when `target` is one the crate builds for.

@@ -51,6 +51,7 @@ fn builder_artifacts(kernel: kernel_dsl::ir::Kernel) -> &'static KernelArtifacts
             uses_dynamic_shared: kernel.dynamic_shared.is_some(),
             min_dynamic_shared_bytes: kernel.dynamic_shared_min_bytes,
             waits_on_prior_grid: kernel.waits_on_prior_grid(),
+            cluster: kernel.perf.reqnctapercluster,
         },
         ptx: Cow::Owned(vec![(target, kernel_dsl::Ptx::Text(ptx))]),
         cubins: Cow::Borrowed(&[]),

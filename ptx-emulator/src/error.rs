@@ -203,7 +203,7 @@ pub enum Error {
         present: bool,
     },
 
-    #[error("deadlock: {waiting} threads spin at a wait that no thread of the grid will satisfy ({site}); {detail}\n  help: at an mbarrier wait, check the barrier's arrival count and expected transaction bytes, and that every producer arrives; at a `nanosleep` polling a flag, check that some block sets it and does not itself wait on a block that cannot start")]
+    #[error("deadlock: {waiting} threads spin at a wait that no thread of the grid will satisfy ({site}); {detail}\n  help: at an mbarrier wait, check the barrier's arrival count and expected transaction bytes, and that every producer arrives; at a `nanosleep` polling a flag, check that some block sets it and does not itself wait on a block that cannot start; at `barrier.cluster.wait`, check that every thread of every block of the cluster arrives (or exits)")]
     SpinDeadlock {
         site: Box<Site>,
         waiting: u32,
@@ -212,6 +212,9 @@ pub enum Error {
 
     #[error("`cp.async.bulk.tensor` cannot run ({site}): {detail}\n  help: pass a map built with TensorMap::encode (ArgValue::from(map)) whose check() passes, and a 128-byte-aligned shared destination")]
     TensorCopy { site: Box<Site>, detail: String },
+
+    #[error("thread-block cluster access fails ({site}): {detail}\n  help: map addresses with `mapa` to a rank below %cluster_nctarank, and end with `barrier.cluster` arrive and wait so that no CTA exits while others still use its shared memory")]
+    Cluster { site: Box<Site>, detail: String },
 
     #[error("`trap` executed ({site})")]
     Trap { site: Box<Site> },

@@ -58,17 +58,29 @@
 //! [`TensorMap`] encoding, passed as a kernel parameter declared
 //! `.param .align 64 .b8 tmap[128]` (with [`ArgValue::from`] a map) and named in the
 //! instruction (`[tmap, {%r1, %r2}]`), or placed in global memory (64-byte aligned) and named
-//! by a register holding its address (`[%rd1, {%r1, %r2}]`). The copy runs when issued (the
-//! cluster is the CTA): the box at the signed coordinates is written row-major to the shared
-//! destination (which must be 128-byte aligned; hardware kernels align 128-byte-swizzled tiles
-//! to 1024 bytes so the pattern lines up), elements outside the tensor read as zero, each
+//! by a register holding its address (`[%rd1, {%r1, %r2}]`). The copy runs when issued: the
+//! box at the signed coordinates is written row-major to the shared destination (which must
+//! be 128-byte aligned; hardware kernels align 128-byte-swizzled tiles to 1024 bytes so the
+//! pattern lines up), elements outside the tensor read as zero, each
 //! 16-byte chunk is moved by the map's swizzle applied to the absolute shared address (the
 //! pattern `wgmma` descriptors read), and the mbarrier sees the whole box's bytes completed.
-//! `.L2::cache_hint` is accepted and ignored. A map that does not decode or breaks a rule of
+//! `.L2::cache_hint` is accepted and ignored. With `.multicast::cluster` the box lands at the
+//! same offset in every CTA of the cluster whose bit is set in the 16-bit mask, each of whose
+//! mbarriers (at the same offset) sees the bytes.
+//!
+//! Thread-block clusters: a kernel with `.reqnctapercluster` runs a whole cluster's CTAs
+//! resident together (a launch whose grid is not whole clusters is an
+//! [`Error::LaunchShape`]); `%cluster_ctarank`, `%cluster_nctarank`, `%clusterid`,
+//! `%cluster_ctaid` and the rest read the cluster geometry; `barrier.cluster.arrive`/`wait`
+//! wait for every thread of the cluster that has not exited (one that never arrives is a
+//! deadlock, reported as such); `mapa.shared::cluster` and `ld`/`st`/`mbarrier` on
+//! `.shared::cluster` addresses reach another resident CTA's shared memory, bounds-checked, and
+//! a CTA that has exited, or a rank beyond the cluster, is an [`Error::Cluster`]. In the
+//! emulator a cluster address keeps the CTA offset in its low 24 bits and 1 + the rank above. A map that does not decode or breaks a rule of
 //! [`TensorMap::check`] is an [`Error::TensorCopy`] naming the parameter or address.
 //!
 //! Not emulated (reported as [`Error::Unsupported`]): `wgmma` with non-16-bit inputs, `wmma`,
-//! the other tensor-copy forms (`.im2col`, `.multicast::cluster`, shared-to-global stores,
+//! the other tensor-copy forms (`.im2col`, shared-to-global stores,
 //! `cp.reduce.async.bulk`), textures and surfaces, indirect calls, recursion.
 //!
 //! Deliberately strict: a `bar.sync` that some thread exited before reaching is an error, as is

@@ -541,6 +541,18 @@ pub(crate) enum Op {
     /// `nanosleep`: the thread gives way so that other threads, and other blocks, run before
     /// it polls again. The duration is ignored.
     Nanosleep,
+    /// `barrier.cluster.arrive` (`wait: false`) or `barrier.cluster.wait`: the two halves of
+    /// the barrier over every thread of the cluster.
+    ClusterBarrier {
+        wait: bool,
+    },
+    /// `mapa.shared::cluster.u32 d, a, rank`: the shared address `a` (of this CTA, or already
+    /// mapped) mapped to CTA `rank` of the cluster, in the emulator's cluster-address form.
+    Mapa {
+        d: Slot,
+        a: Slot,
+        rank: Slot,
+    },
     Trap,
 }
 
@@ -563,6 +575,9 @@ pub(crate) struct TensorCopy {
     pub coords: Vec<Slot>,
     /// The mbarrier that receives the box's bytes as completed transactions.
     pub mbar: MemRef,
+    /// `.multicast::cluster`: the 16-bit mask of the cluster's CTAs that each receive the box
+    /// at `dst` and its bytes on the mbarrier at `mbar`, both offsets in their own memory.
+    pub multicast: Option<Slot>,
 }
 
 /// A decoded `cp.async.bulk.tensor` from shared to global memory (tile mode, bulk-group
@@ -866,4 +881,6 @@ pub(crate) struct Kernel {
     pub bar_reds: Vec<BarRed>,
     pub tensor_copies: Vec<TensorCopy>,
     pub tensor_stores: Vec<TensorStore>,
+    /// The thread-block cluster shape (`.reqnctapercluster`); `[1, 1, 1]` without one.
+    pub cluster: [u32; 3],
 }

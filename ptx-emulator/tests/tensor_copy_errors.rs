@@ -227,7 +227,6 @@ fn other_forms_are_unsupported_by_name_and_bad_operands_are_malformed() {
     let check = |line: &str| emu.load(&one_line(line)).unwrap().check("k");
     let unsupported = [
         ("cp.async.bulk.tensor.3d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%r1], [tmap, {%r2, %r3, %r4}], [%r5], {%rs1};", ".im2col"),
-        ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%r1], [tmap, {%r2, %r3}], [%r5], %rs1;", "multicast::cluster"),
         ("cp.async.bulk.tensor.3d.global.shared::cta.im2col_no_offs.bulk_group [tmap, {%r2, %r3, %r4}], [%r1];", ".im2col_no_offs"),
         ("cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [tmap, {%r2, %r3}], [%r1];", "reductions"),
     ];
@@ -245,6 +244,7 @@ fn other_forms_are_unsupported_by_name_and_bad_operands_are_malformed() {
         ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r1], [nowhere, {%r2, %r3}], [%r5];", "`nowhere` is not a register"),
         ("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [tmap, {%r2, %r3, %r4}], [%r1];", "takes 2 coordinates, but 3"),
         ("cp.async.bulk.tensor.2d.global.shared::cta.tile [tmap, {%r2, %r3}], [%r1];", "through `.bulk_group`"),
+        ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%r1], [tmap, {%r2, %r3}], [%r5];", "needs a CTA-mask operand"),
     ];
     for (line, word) in malformed {
         match check(line) {
@@ -254,9 +254,10 @@ fn other_forms_are_unsupported_by_name_and_bad_operands_are_malformed() {
             other => panic!("{line}: expected malformed, got {other:?}"),
         }
     }
-    // The accepted spellings: `.shared::cta`, no `.tile`, an L2 cache hint (ignored); stores
-    // likewise.
+    // The accepted spellings: `.shared::cta`, no `.tile`, an L2 cache hint (ignored), a
+    // multicast to the CTAs of a 16-bit mask; stores likewise.
     for line in [
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%r1], [tmap, {%r2, %r3}], [%r5], %rs1;",
         "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [tmap, {%r2, %r3}], [%r1];",
         "cp.async.bulk.tensor.1d.global.shared::cta.tile.bulk_group.L2::cache_hint [%rd1, {%r2}], [%r1], %rd2;",
         "cp.async.bulk.tensor.2d.shared::cta.global.mbarrier::complete_tx::bytes [%r1], [tmap, {%r2, %r3}], [%r5];",

@@ -43,6 +43,7 @@ fn vector_add_meta() -> KernelMeta {
         uses_dynamic_shared: false,
         min_dynamic_shared_bytes: 0,
         waits_on_prior_grid: false,
+        cluster: None,
     }
 }
 

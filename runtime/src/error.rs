@@ -144,6 +144,12 @@ pub enum Error {
         bytes: u32,
         min: u32,
     },
+    #[error("kernel `{kernel}` runs in thread-block clusters of {cluster:?} blocks (`#[kernel(cluster = ..)]`), but the grid {grid:?} is not a whole number of clusters in every dimension: make each grid dimension a multiple of the cluster's")]
+    ClusterGrid {
+        kernel: String,
+        grid: [u32; 3],
+        cluster: [u32; 3],
+    },
     #[error("kernel `{kernel}` has {count} parameters; the launcher handles at most {max}: pack parameters into a buffer")]
     TooManyParams {
         kernel: String,

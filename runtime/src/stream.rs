@@ -141,7 +141,7 @@ impl Stream {
     /// # use kernel_dsl::{BlockContract, KernelArtifacts, KernelMeta};
     /// # static VECTOR_ADD: KernelArtifacts = KernelArtifacts {
     /// #     meta: KernelMeta { entry: Cow::Borrowed("vector_add"), params: Cow::Borrowed(&[]),
-    /// #         block: BlockContract::Any, static_shared_bytes: 0, uses_dynamic_shared: false, min_dynamic_shared_bytes: 0, waits_on_prior_grid: false },
+    /// #         block: BlockContract::Any, static_shared_bytes: 0, uses_dynamic_shared: false, min_dynamic_shared_bytes: 0, waits_on_prior_grid: false, cluster: None },
     /// #     ptx: Cow::Borrowed(&[]), cubins: Cow::Borrowed(&[]), emit: None, ir: None };
     /// use kernel_runtime::{Buffer, Device, KernelArg, LaunchConfig};
     /// # fn main() -> Result<(), kernel_runtime::Error> {
@@ -266,7 +266,7 @@ impl Stream {
     /// # use kernel_dsl::{BlockContract, KernelArtifacts, KernelMeta};
     /// # static STEP: KernelArtifacts = KernelArtifacts {
     /// #     meta: KernelMeta { entry: Cow::Borrowed("step"), params: Cow::Borrowed(&[]),
-    /// #         block: BlockContract::Any, static_shared_bytes: 0, uses_dynamic_shared: false, min_dynamic_shared_bytes: 0, waits_on_prior_grid: false },
+    /// #         block: BlockContract::Any, static_shared_bytes: 0, uses_dynamic_shared: false, min_dynamic_shared_bytes: 0, waits_on_prior_grid: false, cluster: None },
     /// #     ptx: Cow::Borrowed(&[]), cubins: Cow::Borrowed(&[]), emit: None, ir: None };
     /// # fn main() -> Result<(), kernel_runtime::Error> {
     /// # let stream = kernel_runtime::Device::best().stream()?;

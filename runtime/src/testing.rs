@@ -41,6 +41,7 @@ pub(crate) fn vector_add_meta() -> KernelMeta {
         uses_dynamic_shared: false,
         min_dynamic_shared_bytes: 0,
         waits_on_prior_grid: false,
+        cluster: None,
     }
 }
 
@@ -58,6 +59,7 @@ pub(crate) fn axpy_meta() -> KernelMeta {
         uses_dynamic_shared: false,
         min_dynamic_shared_bytes: 0,
         waits_on_prior_grid: false,
+        cluster: None,
     }
 }
 
@@ -73,6 +75,7 @@ pub(crate) fn reverse_meta() -> KernelMeta {
         uses_dynamic_shared: true,
         min_dynamic_shared_bytes: 4,
         waits_on_prior_grid: false,
+        cluster: None,
     }
 }
 

@@ -122,6 +122,15 @@ fn check_shape(meta: &KernelMeta, cfg: &LaunchConfig, props: &DeviceProps) -> Re
             max: props.max_grid_dims,
         });
     }
+    if let Some(cluster) = meta.cluster {
+        if (0..3).any(|k| !cfg.grid[k].is_multiple_of(cluster[k])) {
+            return Err(Error::ClusterGrid {
+                kernel: kernel(),
+                grid: cfg.grid,
+                cluster,
+            });
+        }
+    }
     if cfg.dynamic_shared_bytes > 0 && !meta.uses_dynamic_shared {
         return Err(Error::DynamicSharedNotDeclared {
             kernel: kernel(),

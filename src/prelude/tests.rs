@@ -22,6 +22,7 @@ fn stubs() -> BTreeMap<String, syn::ItemFn> {
 
 fn rust_name(t: ScalarType) -> &'static str {
     match t {
+        ScalarType::U16 => "u16",
         ScalarType::U32 => "u32",
         ScalarType::S32 => "i32",
         ScalarType::U64 => "u64",

@@ -438,6 +438,7 @@ impl Lowerer<'_> {
                 unit
             }
             n if super::hopper::HOPPER.contains(&n) => self.hopper_call(n, c),
+            n if super::cluster::CLUSTER.contains(&n) => self.cluster_call(n, c),
             other => err(
                 crate::diag::range(&c),
                 format!("`{other}` is not implemented"),

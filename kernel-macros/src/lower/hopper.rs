@@ -95,7 +95,7 @@ impl Lowerer<'_> {
                 );
                 Ok(Value::Scalar(Scalar::reg(done)))
             }
-            "tma_load" => self.tma_load(&args, span),
+            "tma_load" => self.tma_copy(&args, None, span),
             "tma_store" => self.tma_store(&args, span),
             "tma_store_commit" => {
                 self.span = span;
@@ -272,7 +272,7 @@ impl Lowerer<'_> {
     }
 
     /// An address operand in a register of its own (32-bit shared address).
-    fn addr_reg(&mut self, addr: Operand) -> Reg {
+    pub(super) fn addr_reg(&mut self, addr: Operand) -> Reg {
         let r = self.b.reg(ScalarType::U32);
         match addr {
             Operand::Addr {
@@ -321,20 +321,35 @@ impl Lowerer<'_> {
         );
     }
 
-    fn tma_load(&mut self, args: &[&Expr], span: crate::diag::SpanRange) -> DResult<Value> {
+    /// `tma_load`, or with `multicast` (the 16-bit CTA mask) `tma_load_multicast`: the same
+    /// operands and checks, the mask last.
+    pub(super) fn tma_copy(
+        &mut self,
+        args: &[&Expr],
+        multicast: Option<Reg>,
+        span: crate::diag::SpanRange,
+    ) -> DResult<Value> {
+        let name = if multicast.is_some() {
+            "tma_load_multicast"
+        } else {
+            "tma_load"
+        };
         let dst = self.shared_of(args[0])?;
         let di = self.index_scalar(args[1])?;
         let at = self.shared_address(&dst, &di, range(&args[1]))?;
-        let (map, coords) = self.tensor_box("tma_load", args[2], args[3], &dst, args[0])?;
+        let (map, coords) = self.tensor_box(name, args[2], args[3], &dst, args[0])?;
         let bar = self.mbarrier_at(args[4], args[5])?;
         self.span = span;
-        self.inst(
-            Op::CpAsyncBulkTensor {
-                dims: coords.len() as u8,
-            },
-            vec![],
-            vec![at, Operand::TensorCoords { map, coords }, bar],
-        );
+        let dims = coords.len() as u8;
+        let mut srcs = vec![at, Operand::TensorCoords { map, coords }, bar];
+        let op = match multicast {
+            Some(mask) => {
+                srcs.push(mask.into());
+                Op::CpAsyncBulkTensorMulticast { dims }
+            }
+            None => Op::CpAsyncBulkTensor { dims },
+        };
+        self.inst(op, vec![], srcs);
         Ok(Value::Unit)
     }
 

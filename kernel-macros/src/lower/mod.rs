@@ -10,6 +10,7 @@ mod calls;
 pub(crate) use calls::MATH_UNARY;
 mod casts;
 mod chain;
+mod cluster;
 mod expr;
 mod hopper;
 mod location;

@@ -23,6 +23,20 @@ pub(crate) fn control(frame: &mut Frame, inst: &Instruction) -> Result<Op, Error
         Opcode::Ret => Ok(Op::Ret),
         Opcode::Exit => Ok(Op::Exit),
         Opcode::Trap => Ok(Op::Trap),
+        Opcode::Barrier
+            if inst
+                .modifiers
+                .iter()
+                .any(|m| matches!(m, Modifier::Scope(ptx_parser::Scope::Cluster))) =>
+        {
+            // barrier.cluster.arrive{.release}{.aligned} / barrier.cluster.wait{.acquire}{.aligned}
+            if !inst.operands.is_empty() {
+                return Err(frame.malformed("`barrier.cluster` takes no operands"));
+            }
+            Ok(Op::ClusterBarrier {
+                wait: !inst.has_flag(Flag::Arrive),
+            })
+        }
         Opcode::Bar | Opcode::Barrier => {
             let arrive = inst.has_flag(Flag::Arrive);
             if inst.has_flag(Flag::Red) {

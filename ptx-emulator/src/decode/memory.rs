@@ -343,7 +343,11 @@ pub(crate) fn mbarrier(frame: &mut Frame, inst: &Instruction) -> Result<Op, Erro
     };
     let space = match inst.space() {
         None => Space::Generic,
-        Some(StateSpace::Shared | StateSpace::SharedCta) => Space::Shared,
+        // A `.shared::cluster` address may name another CTA's mbarrier (from `mapa`); the
+        // shared space resolves it.
+        Some(StateSpace::Shared | StateSpace::SharedCta | StateSpace::SharedCluster) => {
+            Space::Shared
+        }
         Some(other) => return Err(frame.unsupported(format!("mbarrier in .{other}"))),
     };
     let ops = &inst.operands;
@@ -401,6 +405,19 @@ pub(crate) fn mbarrier(frame: &mut Frame, inst: &Instruction) -> Result<Op, Erro
         _ => return Err(frame.unsupported("")),
     };
     Ok(Op::Mbarrier { op, at, d, b })
+}
+
+/// `mapa.shared::cluster.{u32,u64} d, a, rank`.
+pub(crate) fn mapa(frame: &mut Frame, inst: &Instruction) -> Result<Op, Error> {
+    if inst.space() != Some(StateSpace::SharedCluster) {
+        return Err(frame.unsupported("`mapa` outside `.shared::cluster` (generic addresses)"));
+    }
+    let ops = operands(frame, inst, 3)?;
+    Ok(Op::Mapa {
+        d: frame.dst(&ops[0])?,
+        a: frame.src(&ops[1], Kind::Int(W::B32))?,
+        rank: frame.src(&ops[2], Kind::Int(W::B32))?,
+    })
 }
 
 /// `cp.async.bulk` between global and shared memory (the non-tensor forms).

@@ -138,6 +138,20 @@ pub(crate) fn decode_kernel(module: &Module, func: &Function) -> Result<Kernel, 
         });
     }
 
+    // A cluster shape given at compile time is how every launch of the kernel runs.
+    let mut cluster = [1u32; 3];
+    for d in &func.directives {
+        if let ptx_parser::FunctionDirectiveKind::Reqnctapercluster(dims) = &d.kind {
+            if dims.is_empty() || dims.len() > 3 || dims.contains(&0) {
+                return Err(frame.malformed(format!(
+                    "`.reqnctapercluster` takes one to three non-zero extents, not {dims:?}"
+                )));
+            }
+            for (k, &n) in dims.iter().enumerate() {
+                cluster[k] = n;
+            }
+        }
+    }
     let total: usize = units.iter().map(|(_, u)| u.instructions.len() + 1).sum();
     let mut code = Vec::with_capacity(total);
     let mut text = Vec::with_capacity(total);
@@ -199,6 +213,7 @@ pub(crate) fn decode_kernel(module: &Module, func: &Function) -> Result<Kernel, 
         bar_reds: frame.bar_reds,
         tensor_copies: frame.tensor_copies,
         tensor_stores: frame.tensor_stores,
+        cluster,
     })
 }
 
@@ -482,6 +497,7 @@ fn decode_instruction(
         | Opcode::MbarrierTryWait
         | Opcode::CpAsyncMbarrierArrive => memory::mbarrier(frame, inst),
         Opcode::Other(w) if w == "mbarrier" => memory::mbarrier(frame, inst),
+        Opcode::Other(w) if w == "mapa" => memory::mapa(frame, inst),
         Opcode::Bra | Opcode::Ret | Opcode::Exit | Opcode::Trap | Opcode::Bar | Opcode::Barrier => {
             control::control(frame, inst)
         }

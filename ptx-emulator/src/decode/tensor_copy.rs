@@ -1,6 +1,7 @@
 //! Decoding of `cp.async.bulk.tensor`: the tile-mode load of a box from a tensor in global
-//! memory into shared memory, completing on an mbarrier (stores are `tensor_store.rs`). The
-//! other forms (im2col, multicast) are reported as unsupported, by name.
+//! memory into shared memory, completing on an mbarrier, to one CTA or (`.multicast::cluster`)
+//! to every CTA of a mask in the cluster (stores are `tensor_store.rs`). The other forms
+//! (im2col, reductions into global memory) are reported as unsupported, by name.
 
 use super::memory::spaces;
 use super::operands::{Frame, Kind, Symbol};
@@ -39,16 +40,26 @@ pub(crate) fn tensor_copy(frame: &mut Frame, inst: &Instruction) -> Result<Op, E
     }
     // The cache policy operand is only a hint: checked, then ignored, like the cache hints of
     // `ld` and `st`.
+    let mut next = 3;
+    let multicast = if has_word(inst, "multicast::cluster") {
+        let mask = ops
+            .get(next)
+            .ok_or_else(|| frame.malformed("`.multicast::cluster` needs a CTA-mask operand"))?;
+        next += 1;
+        Some(frame.src(mask, Kind::Int(W::B16))?)
+    } else {
+        None
+    };
     if has_word(inst, "L2::cache_hint") {
         let policy = ops
-            .get(3)
+            .get(next)
             .ok_or_else(|| frame.malformed("`.L2::cache_hint` needs a cache-policy operand"))?;
         frame.src(policy, Kind::Int(W::B64))?;
-    } else if ops.len() > 3 {
+    } else if ops.len() > next {
         return Err(frame.malformed("too many operands"));
     }
     let copy = TensorCopy {
-        // A cluster is one CTA here, so cluster shared addresses are the CTA's own.
+        // Offsets in this CTA's shared memory, or (multicast) in each CTA's of the mask.
         dst: frame.address(dst, Space::Shared)?,
         map: map_source(frame, map)?,
         coords: coords
@@ -56,6 +67,7 @@ pub(crate) fn tensor_copy(frame: &mut Frame, inst: &Instruction) -> Result<Op, E
             .map(|c| frame.src(c, Kind::Int(W::B32)))
             .collect::<Result<_, _>>()?,
         mbar: frame.address(mbar, Space::Shared)?,
+        multicast,
     };
     frame.tensor_copies.push(copy);
     Ok(Op::TensorCopy(frame.tensor_copies.len() as u32 - 1))
@@ -77,21 +89,16 @@ fn words(frame: &Frame, inst: &Instruction) -> Result<usize, Error> {
             other => return Err(frame.unsupported(format!("`.{other}`"))),
         };
         match word {
-            "tile" | "mbarrier::complete_tx::bytes" | "L2::cache_hint" => {}
+            "tile" | "mbarrier::complete_tx::bytes" | "L2::cache_hint" | "multicast::cluster" => {}
             "1d" | "2d" | "3d" | "4d" | "5d" => rank = Some((word.as_bytes()[0] - b'0') as usize),
-            "multicast::cluster" => {
-                return Err(frame.unsupported(
-                    "`.multicast::cluster`; clusters are single CTAs in the emulator",
-                ))
-            }
             w if w.starts_with("im2col") => {
                 return Err(
                     frame.unsupported(format!("the `.{w}` load mode; only `.tile` is emulated"))
                 )
             }
             "bulk_group" => {
-                return Err(frame.unsupported(
-                    "`.bulk_group` completion (stores to global memory); only loads are emulated",
+                return Err(frame.malformed(
+                    "a load into shared memory completes on an mbarrier, not through `.bulk_group`",
                 ))
             }
             other => return Err(frame.unsupported(format!("`.{other}`"))),

@@ -24,6 +24,41 @@ pub(crate) struct Ctx<'a> {
     /// round of spin-waits with no progress is recognised as a deadlock.
     pub progress: u64,
     pub block_threads: u32,
+    /// The CTA's thread-block cluster: its rank, the other resident CTAs' shared memory and
+    /// the cluster barrier.
+    pub cluster: ClusterView<'a>,
+}
+
+/// A `.shared::cluster` address is this form: the CTA-local offset in the low 24 bits, and
+/// in the bits above, 1 + the rank of the CTA whose memory it names (0: this CTA's own, as a
+/// `.shared::cta` address is also a valid `.shared::cluster` one).
+pub(crate) const CLUSTER_OFFSET: u64 = (1 << 24) - 1;
+
+/// The high bits [`CLUSTER_OFFSET`] leaves for `rank`.
+pub(crate) fn cluster_base(rank: u32) -> u64 {
+    (rank as u64 + 1) << 24
+}
+
+/// What a CTA sees of its cluster.
+pub(crate) struct ClusterView<'a> {
+    pub rank: u32,
+    /// CTAs in the cluster.
+    pub size: u32,
+    /// The shared memory of the cluster's other resident CTAs, by rank (one that has exited
+    /// is absent).
+    pub peers: Vec<(u32, &'a mut SharedMem)>,
+    pub barrier: &'a mut ClusterBarrier,
+}
+
+/// The cluster-wide barrier (`barrier.cluster`): arrivals in the current phase, phases
+/// completed, the threads of the whole cluster, and those that have exited (a phase waits
+/// for every thread that has not).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ClusterBarrier {
+    pub arrived: u32,
+    pub completed: u64,
+    pub threads: u32,
+    pub exited: u32,
 }
 
 /// Little-endian value of 1, 2, 4 or 8 bytes (fixed-size reads: no `memcpy` call).
@@ -93,6 +128,14 @@ impl Ctx<'_> {
         };
         match space {
             Space::Global | Space::Generic => self.global.bytes_mut(addr, size as u64).ok_or(oob),
+            Space::Shared if addr > CLUSTER_OFFSET => {
+                let rank = (addr >> 24) as u32 - 1;
+                let offset = addr & CLUSTER_OFFSET;
+                if rank == self.cluster.rank {
+                    return self.bytes(space, offset, size, thread, access);
+                }
+                self.remote_bytes(rank, offset, size, access)
+            }
             Space::Shared => {
                 let start = addr as usize;
                 let end = start.saturating_add(size as usize);
@@ -143,6 +186,75 @@ impl Ctx<'_> {
             }
             Space::Const | Space::Param => Err(oob),
         }
+    }
+
+    /// The bytes of another CTA of the cluster, checked for bounds and (reads) for having been
+    /// written. The race check covers one CTA's threads, so it leaves these alone.
+    fn remote_bytes(
+        &mut self,
+        rank: u32,
+        offset: u64,
+        size: u32,
+        access: Access,
+    ) -> Result<&mut [u8], FaultKind> {
+        let cluster_size = self.cluster.size;
+        if rank >= cluster_size {
+            return Err(FaultKind::Cluster(format!(
+                "the shared::cluster address {:#x} names rank {rank}, but the cluster holds {cluster_size} CTAs",
+                offset | cluster_base(rank)
+            )));
+        }
+        let check_init = self.check_shared_init;
+        let Some((_, mem)) = self.cluster.peers.iter_mut().find(|(r, _)| *r == rank) else {
+            return Err(FaultKind::Cluster(format!(
+                "CTA {rank} of the cluster has exited, and its shared memory with it"
+            )));
+        };
+        let start = offset as usize;
+        let end = start.saturating_add(size as usize);
+        if end > mem.bytes.len() {
+            return Err(FaultKind::OutOfBounds {
+                space: Space::Shared,
+                access,
+                addr: offset | cluster_base(rank),
+                size,
+            });
+        }
+        let written = &mut mem.written[start..end];
+        if access != Access::Store && check_init {
+            if let Some(i) = written.iter().position(|w| !w) {
+                return Err(FaultKind::Uninitialized {
+                    addr: (offset + i as u64) | cluster_base(rank),
+                });
+            }
+        }
+        if access != Access::Load {
+            written.fill(true);
+        }
+        Ok(&mut mem.bytes[start..end])
+    }
+
+    /// Completes the cluster barrier's phase once every thread of the cluster that has not
+    /// exited has arrived.
+    pub(crate) fn cluster_settle(&mut self) {
+        let bar = &mut *self.cluster.barrier;
+        if bar.arrived == 0 || bar.arrived + bar.exited < bar.threads {
+            return;
+        }
+        bar.arrived = 0;
+        bar.completed += 1;
+        // Release/acquire across the cluster: stores before the barrier are ordered before
+        // loads after it in every CTA, a new epoch to the race check.
+        self.shared.epoch += 1;
+        for (_, peer) in self.cluster.peers.iter_mut() {
+            peer.epoch += 1;
+        }
+    }
+
+    /// A thread of this CTA has exited: later cluster-barrier phases no longer wait for it.
+    pub(crate) fn cluster_exit(&mut self) {
+        self.cluster.barrier.exited += 1;
+        self.cluster_settle();
     }
 
     /// Resolves generic addresses and checks alignment.

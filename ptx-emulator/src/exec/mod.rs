@@ -22,7 +22,7 @@ use crate::error::Error;
 use crate::memory::GlobalMemory;
 use crate::program::Kernel;
 use crate::LaunchConfig;
-use context::Ctx;
+use context::{ClusterBarrier, ClusterView, Ctx};
 use ptx_parser::{Dim, SpecialReg, SpecialScalar, SpecialVector};
 use spaces::SharedMem;
 use thread::Thread;
@@ -40,6 +40,7 @@ struct Geometry {
     block: [u32; 3],
     grid: [u32; 3],
     ctaid: [u32; 3],
+    cluster: [u32; 3],
     linear: usize,
     threads: usize,
     dynamic_shared: u32,
@@ -54,19 +55,22 @@ fn special_value(reg: SpecialReg, g: &Geometry) -> u64 {
         SpecialReg::Vector(v, d) => match v {
             SpecialVector::Tid => component(g.tid, d),
             SpecialVector::Ntid => component(g.block, d),
-            SpecialVector::Ctaid | SpecialVector::Clusterid => component(g.ctaid, d),
-            SpecialVector::Nctaid | SpecialVector::Nclusterid => component(g.grid, d),
-            SpecialVector::ClusterCtaid => 0,
-            SpecialVector::ClusterNctaid => 1,
+            SpecialVector::Ctaid => component(g.ctaid, d),
+            SpecialVector::Clusterid => component(div3(g.ctaid, g.cluster), d),
+            SpecialVector::Nctaid => component(g.grid, d),
+            SpecialVector::Nclusterid => component(div3(g.grid, g.cluster), d),
+            SpecialVector::ClusterCtaid => component(rem3(g.ctaid, g.cluster), d),
+            SpecialVector::ClusterNctaid => component(g.cluster, d),
         },
         SpecialReg::Scalar(s) => match s {
             SpecialScalar::Laneid => lane as u64,
             SpecialScalar::Warpid => (g.linear / 32) as u64,
             SpecialScalar::Nwarpid => g.threads.div_ceil(32) as u64,
-            SpecialScalar::Smid | SpecialScalar::Gridid | SpecialScalar::ClusterCtarank => 0,
-            SpecialScalar::Nsmid
-            | SpecialScalar::ClusterNctarank
-            | SpecialScalar::ClusterNclusterid => 1,
+            SpecialScalar::Smid | SpecialScalar::Gridid => 0,
+            SpecialScalar::ClusterCtarank => linear3(rem3(g.ctaid, g.cluster), g.cluster),
+            SpecialScalar::ClusterNctarank => volume(g.cluster),
+            SpecialScalar::ClusterNclusterid => volume(div3(g.grid, g.cluster)),
+            SpecialScalar::Nsmid => 1,
             SpecialScalar::LanemaskEq => 1u64 << lane,
             SpecialScalar::LanemaskLt => lt,
             SpecialScalar::LanemaskLe => le & 0xffff_ffff,
@@ -74,12 +78,50 @@ fn special_value(reg: SpecialReg, g: &Geometry) -> u64 {
             SpecialScalar::LanemaskGt => !le & 0xffff_ffff,
             SpecialScalar::DynamicSmemSize => g.dynamic_shared as u64,
             SpecialScalar::TotalSmemSize | SpecialScalar::AggrSmemSize => g.total_shared as u64,
-            SpecialScalar::IsExplicitCluster => 0,
+            SpecialScalar::IsExplicitCluster => (volume(g.cluster) > 1) as u64,
             // Clocks are read through `mov`, decoded to their own instruction.
             _ => 0,
         },
     }
 }
+
+fn div3(a: [u32; 3], b: [u32; 3]) -> [u32; 3] {
+    [a[0] / b[0], a[1] / b[1], a[2] / b[2]]
+}
+
+fn rem3(a: [u32; 3], b: [u32; 3]) -> [u32; 3] {
+    [a[0] % b[0], a[1] % b[1], a[2] % b[2]]
+}
+
+/// `v`'s index in a box of `shape`, x fastest.
+fn linear3(v: [u32; 3], shape: [u32; 3]) -> u64 {
+    v[0] as u64 + shape[0] as u64 * (v[1] as u64 + shape[1] as u64 * v[2] as u64)
+}
+
+fn volume(v: [u32; 3]) -> u64 {
+    v.iter().map(|&d| d as u64).product()
+}
+
+/// The point of index `i` in a box of `shape`, x fastest.
+fn point3(i: u64, shape: [u32; 3]) -> [u32; 3] {
+    let (x, y) = (shape[0] as u64, shape[1] as u64);
+    [(i % x) as u32, (i / x % y) as u32, (i / (x * y)) as u32]
+}
+
+/// Whether a special register differs between the CTAs of a launch (set as each is admitted).
+fn per_cta(reg: SpecialReg) -> bool {
+    matches!(
+        reg,
+        SpecialReg::Vector(
+            SpecialVector::Ctaid | SpecialVector::Clusterid | SpecialVector::ClusterCtaid,
+            _
+        ) | SpecialReg::Scalar(SpecialScalar::ClusterCtarank)
+    )
+}
+
+/// The largest cluster the emulator keeps resident at once (the hardware's non-portable
+/// maximum).
+const MAX_CLUSTER: u64 = 16;
 
 /// The most CTAs resident at once. Only a CTA that stalls (a thread polling, through
 /// `nanosleep` or an mbarrier wait, for what another thread provides) holds a slot while the
@@ -100,9 +142,16 @@ struct Resident {
     local: Vec<u8>,
     sched: cta::Sched,
     shape: report::CtaShape,
-    /// `progress` when it last stalled: it is retried once that has moved.
+    /// `progress` when it last stalled: it is retried once that has moved ([`FRESH`]: it has
+    /// not run yet).
     stalled_at: u64,
+    /// Its cluster (by index in launch order) and rank there.
+    cluster: u64,
+    rank: u32,
 }
+
+/// The `stalled_at` of a CTA admitted but not yet run.
+const FRESH: u64 = u64::MAX;
 
 /// What every CTA of the launch shares, from which each run builds its [`Ctx`].
 struct Grid<'a> {
@@ -114,11 +163,20 @@ struct Grid<'a> {
     progress: u64,
     check_shared_init: bool,
     block_threads: u32,
+    cluster_size: u32,
 }
 
 impl Grid<'_> {
-    /// Runs (or resumes) CTA `r` until it finishes or stalls.
-    fn run(&mut self, r: &mut Resident) -> Result<cta::Outcome, Error> {
+    /// Runs (or resumes) CTA `resident[pick]` until it finishes or stalls; the other resident
+    /// CTAs of its cluster lend it their shared memory.
+    fn run(
+        &mut self,
+        resident: &mut [Resident],
+        pick: usize,
+        barrier: &mut ClusterBarrier,
+    ) -> Result<cta::Outcome, Error> {
+        let (before, rest) = resident.split_at_mut(pick);
+        let (me, after) = rest.split_first_mut().expect("pick is a resident CTA");
         let Resident {
             regs,
             threads,
@@ -126,9 +184,23 @@ impl Grid<'_> {
             local,
             sched,
             shape,
+            cluster,
+            rank,
             ..
-        } = r;
-        let mut ctx = self.ctx(shared, local);
+        } = me;
+        let peers = before
+            .iter_mut()
+            .chain(after.iter_mut())
+            .filter(|r| r.cluster == *cluster)
+            .map(|r| (r.rank, &mut r.shared))
+            .collect();
+        let view = ClusterView {
+            rank: *rank,
+            size: self.cluster_size,
+            peers,
+            barrier,
+        };
+        let mut ctx = self.ctx(shared, local, view);
         let out = cta::run_cta(&mut ctx, regs, threads, sched, shape);
         (self.spent, self.progress) = (ctx.spent, ctx.progress);
         out
@@ -136,11 +208,23 @@ impl Grid<'_> {
 
     /// The deadlock report of the stalled CTA `r`.
     fn deadlock(&mut self, r: &mut Resident) -> Error {
-        let ctx = self.ctx(&mut r.shared, &mut r.local);
+        let mut barrier = ClusterBarrier::default();
+        let view = ClusterView {
+            rank: r.rank,
+            size: self.cluster_size,
+            peers: Vec::new(),
+            barrier: &mut barrier,
+        };
+        let ctx = self.ctx(&mut r.shared, &mut r.local, view);
         report::deadlock(&ctx, &r.regs, &r.threads, &r.shape)
     }
 
-    fn ctx<'b>(&'b mut self, shared: &'b mut SharedMem, local: &'b mut [u8]) -> Ctx<'b> {
+    fn ctx<'b>(
+        &'b mut self,
+        shared: &'b mut SharedMem,
+        local: &'b mut [u8],
+        cluster: ClusterView<'b>,
+    ) -> Ctx<'b> {
         Ctx {
             kernel: self.kernel,
             global: &mut *self.global,
@@ -152,6 +236,7 @@ impl Grid<'_> {
             check_shared_init: self.check_shared_init,
             progress: self.progress,
             block_threads: self.block_threads,
+            cluster,
         }
     }
 }
@@ -195,17 +280,26 @@ pub(crate) fn launch(
             "the block needs {total_shared} bytes of shared memory, more than the 227 KiB a CTA can have"
         )));
     }
+    let cluster = kernel.cluster;
+    if (0..3).any(|k| !cfg.grid[k].is_multiple_of(cluster[k])) {
+        return Err(shape_error(format!(
+            "the grid {:?} is not a whole number of the kernel's {cluster:?} clusters (`.reqnctapercluster`) in every dimension",
+            cfg.grid
+        )));
+    }
+    let cluster_size = volume(cluster);
+    if cluster_size > MAX_CLUSTER {
+        return Err(shape_error(format!(
+            "a cluster of {cluster:?} holds {cluster_size} CTAs, more than the {MAX_CLUSTER} a cluster can have"
+        )));
+    }
     let slots = kernel.slots as usize;
     let registers = kernel.registers as usize;
-    let ctaid_slots: Vec<(usize, Dim)> = kernel
+    let cta_slots: Vec<(usize, SpecialReg)> = kernel
         .specials
         .iter()
-        .filter_map(|&(s, reg)| match reg {
-            SpecialReg::Vector(SpecialVector::Ctaid | SpecialVector::Clusterid, d) => {
-                Some((s as usize, d))
-            }
-            _ => None,
-        })
+        .filter(|&&(_, reg)| per_cta(reg))
+        .map(|&(s, reg)| (s as usize, reg))
         .collect();
     // A CTA's buffers, made once and reused for every CTA that runs in them.
     let fresh = || {
@@ -216,6 +310,7 @@ pub(crate) fn launch(
                 block: cfg.block,
                 grid: cfg.grid,
                 ctaid: [0; 3],
+                cluster,
                 linear: t,
                 threads,
                 dynamic_shared: cfg.dynamic_shared_bytes,
@@ -239,7 +334,9 @@ pub(crate) fn launch(
                 block: [0; 3],
                 dims: cfg.block,
             },
-            stalled_at: 0,
+            stalled_at: FRESH,
+            cluster: 0,
+            rank: 0,
         }
     };
     let mut grid = Grid {
@@ -251,7 +348,11 @@ pub(crate) fn launch(
         progress: 0,
         check_shared_init: options.check_shared_init,
         block_threads: threads as u32,
+        cluster_size: cluster_size as u32,
     };
+    // Each cluster's barrier, while any of its CTAs is resident.
+    let mut barriers: std::collections::HashMap<u64, ClusterBarrier> = Default::default();
+    let clusters_per_grid = div3(cfg.grid, cluster);
     let blocks = gx as u64 * gy as u64 * gz as u64;
     let mut next = 0u64;
     // In admission order, so the first is the earliest block still running.
@@ -261,29 +362,55 @@ pub(crate) fn launch(
     let mut cursor = 0usize;
     let mut executed = 0u64;
     loop {
-        let pick = if resident.len() < MAX_RESIDENT && next < blocks {
-            let mut r = spare.pop().unwrap_or_else(fresh);
-            let ctaid = [
-                (next % gx as u64) as u32,
-                (next / gx as u64 % gy as u64) as u32,
-                (next / (gx as u64 * gy as u64)) as u32,
-            ];
-            next += 1;
-            for t in 0..threads {
-                let file = &mut r.regs[t * slots..(t + 1) * slots];
-                file[..registers].fill(0);
-                for &(s, d) in &ctaid_slots {
-                    file[s] = component(ctaid, d);
+        let pick = if let Some(i) = resident.iter().position(|r| r.stalled_at == FRESH) {
+            i
+        } else if resident.len() + cluster_size as usize <= MAX_RESIDENT && next < blocks {
+            // A whole cluster at once, its CTAs in rank order, so each finds the others'
+            // shared memory; clusters go in launch order (one CTA each without a shape).
+            let index = next / cluster_size;
+            for rank in 0..cluster_size {
+                let mut r = spare.pop().unwrap_or_else(fresh);
+                let at = point3(index, clusters_per_grid);
+                let within = point3(rank, cluster);
+                let ctaid = [0, 1, 2].map(|k| at[k] * cluster[k] + within[k]);
+                next += 1;
+                let g = Geometry {
+                    tid: [0; 3],
+                    block: cfg.block,
+                    grid: cfg.grid,
+                    ctaid,
+                    cluster,
+                    linear: 0,
+                    threads,
+                    dynamic_shared: cfg.dynamic_shared_bytes,
+                    total_shared,
+                };
+                for t in 0..threads {
+                    let file = &mut r.regs[t * slots..(t + 1) * slots];
+                    file[..registers].fill(0);
+                    for &(s, reg) in &cta_slots {
+                        file[s] = special_value(reg, &g);
+                    }
                 }
+                if !r.shared.bytes.is_empty() {
+                    r.shared.reset();
+                }
+                r.threads.iter_mut().for_each(Thread::reset);
+                r.sched = cta::Sched::new();
+                r.shape.block = ctaid;
+                r.stalled_at = FRESH;
+                r.cluster = index;
+                r.rank = rank as u32;
+                resident.push(r);
             }
-            if !r.shared.bytes.is_empty() {
-                r.shared.reset();
-            }
-            r.threads.iter_mut().for_each(Thread::reset);
-            r.sched = cta::Sched::new();
-            r.shape.block = ctaid;
-            resident.push(r);
-            resident.len() - 1
+            barriers.insert(
+                index,
+                ClusterBarrier {
+                    threads: (threads as u64 * cluster_size) as u32,
+                    ..Default::default()
+                },
+            );
+            resident.len() - cluster_size as usize
         } else if let Some(i) = (0..resident.len())
             .map(|k| (cursor + k) % resident.len())
             .find(|&i| resident[i].stalled_at != grid.progress)
@@ -294,9 +421,16 @@ pub(crate) fn launch(
         } else {
             return Err(stalled_grid(&mut grid, &mut resident, blocks - next));
         };
-        match grid.run(&mut resident[pick])? {
+        let id = resident[pick].cluster;
+        let barrier = barriers
+            .get_mut(&id)
+            .expect("a resident CTA's cluster has a barrier");
+        match grid.run(&mut resident, pick, barrier)? {
             cta::Outcome::Done => {
                 let r = resident.remove(pick);
+                if !resident.iter().any(|o| o.cluster == id) {
+                    barriers.remove(&id);
+                }
                 executed += r.threads.iter().map(|t| t.executed).sum::<u64>();
                 spare.push(r);
                 cursor = pick;

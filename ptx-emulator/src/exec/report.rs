@@ -127,8 +127,13 @@ pub(crate) fn deadlock(ctx: &Ctx<'_>, regs: &[u64], threads: &[Thread], shape: &
             .iter()
             .filter(|t| t.status == Status::Yielded)
             .count() as u32;
-        // The yielded thread's pc is past its wait instruction.
-        let pc = threads[spinner].pc.saturating_sub(1);
+        // The yielded thread's pc is past its wait instruction, but at a cluster barrier's
+        // wait, which runs again when it resumes.
+        let at = threads[spinner].pc;
+        let pc = match ctx.kernel.code.get(at as usize).map(|i| &i.op) {
+            Some(crate::program::Op::ClusterBarrier { wait: true }) => at,
+            _ => at.saturating_sub(1),
+        };
         return Error::SpinDeadlock {
             site: shape.site(ctx, spinner, pc),
             waiting,
@@ -258,6 +263,7 @@ pub(crate) fn fault_error(ctx: &Ctx<'_>, shape: &CtaShape, t: usize, fault: Faul
             detail: format!(" ({what})"),
         },
         FaultKind::TensorCopy(detail) => Error::TensorCopy { site, detail },
+        FaultKind::Cluster(detail) => Error::Cluster { site, detail },
         FaultKind::ShuffleSource {
             lane,
             source,

@@ -22,12 +22,14 @@ pub(crate) const CHUNK: usize = 16;
 /// The bytes of a tensor map.
 const MAP_BYTES: usize = 128;
 
-/// Performs `copy` for thread `t`; returns the bytes the mbarrier is to see completed.
+/// Performs `copy` for thread `t` into the shared memory `base` selects (0: this CTA's, else a
+/// cluster rank's, as `mapa` forms it); returns the bytes the mbarrier is to see completed.
 pub(crate) fn tensor_copy(
     ctx: &mut Ctx<'_>,
     regs: &[u64],
     t: usize,
     copy: &TensorCopy,
+    base: u64,
 ) -> Result<u64, FaultKind> {
     let map = load_map(ctx, regs, t, &copy.map)?;
     let rank = map.rank as usize;
@@ -37,7 +39,7 @@ pub(crate) fn tensor_copy(
             copy.coords.len()
         )));
     }
-    let dst = effective(regs, &copy.dst) & 0xffff_ffff;
+    let dst = effective(regs, &copy.dst) & super::context::CLUSTER_OFFSET;
     if !dst.is_multiple_of(DST_ALIGN) {
         return Err(FaultKind::TensorCopy(format!(
             "the shared destination {dst:#x} is not {DST_ALIGN}-byte aligned (hardware also wants \
@@ -70,7 +72,7 @@ pub(crate) fn tensor_copy(
         let line = dst + r * row_bytes;
         for (k, chunk) in row.chunks_exact(CHUNK).enumerate() {
             let to = map.swizzle.apply(line + (k * CHUNK) as u64);
-            ctx.write(Space::Shared, to, chunk, t)?;
+            ctx.write(Space::Shared, to | base, chunk, t)?;
         }
     }
     Ok(map.box_bytes())

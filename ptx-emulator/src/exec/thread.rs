@@ -4,6 +4,7 @@
 use super::alu::{compare, f32_fast, f32_ftz, f64_fast, half_exec, int_op, testp};
 use super::async_copy::PendingCopy;
 use super::atomics::atom_apply;
+use super::context::{cluster_base, CLUSTER_OFFSET};
 use super::context::{effective, extend, le, put_le, Ctx};
 use super::mbarrier::mbarrier;
 use super::spaces::{from_generic, resolve_generic, to_generic};
@@ -42,6 +43,8 @@ pub(crate) enum FaultKind {
     Unsupported(&'static str),
     /// A `cp.async.bulk.tensor` whose tensor map or destination is unusable.
     TensorCopy(String),
+    /// A `.shared::cluster` access to a rank outside the cluster, or to a CTA that has exited.
+    Cluster(String),
     /// A shuffle whose source lane is not among the lanes taking part: outside the member
     /// mask, or absent from a partial warp.
     ShuffleSource {
@@ -86,6 +89,11 @@ pub(crate) struct Thread {
     /// `ctx.progress` when this thread was last let go on after giving way (`u64::MAX`: not
     /// yet): one that gives way again with nothing changed since waits for progress.
     pub(crate) polled_at: u64,
+    /// The cluster-barrier phase this thread's last `barrier.cluster.arrive` waits to see
+    /// completed.
+    pub(crate) cluster_phase: u64,
+    /// Whether it has arrived at (or waits on) `cluster_phase` and not yet passed its wait.
+    pub(crate) cluster_pending: bool,
 }
 
 impl Thread {
@@ -99,6 +107,8 @@ impl Thread {
             group: 0,
             calls: Vec::new(),
             polled_at: u64::MAX,
+            cluster_phase: 0,
+            cluster_pending: false,
         }
     }
 
@@ -111,6 +121,8 @@ impl Thread {
         self.group = 0;
         self.calls.clear();
         self.polled_at = u64::MAX;
+        self.cluster_phase = 0;
+        self.cluster_pending = false;
     }
 }
 
@@ -416,12 +428,14 @@ pub(crate) fn run(
             Op::Exit => {
                 ctx.progress += 1;
                 th.status = Status::Exited;
+                ctx.cluster_exit();
                 break ctx.complete_copies(th, t, u32::MAX);
             }
             Op::Ret => match th.calls.pop() {
                 None => {
                     ctx.progress += 1;
                     th.status = Status::Exited;
+                    ctx.cluster_exit();
                     break ctx.complete_copies(th, t, u32::MAX);
                 }
                 Some((back, site)) => {
@@ -523,14 +537,75 @@ pub(crate) fn run(
             Op::TensorCopy(i) => {
                 let kernel = ctx.kernel;
                 let copy = &kernel.tensor_copies[i as usize];
-                let bytes = match tensor_copy(ctx, regs, t, copy) {
-                    Ok(bytes) => bytes,
-                    Err(kind) => break Err(fault(kind)),
+                // The CTAs that receive the box: this one, or every rank in the multicast
+                // mask, each at the same offsets in its own shared memory.
+                let ranks: Vec<Option<u32>> = match copy.multicast {
+                    None => vec![None],
+                    Some(m) => {
+                        let mask = r!(m) as u32 & 0xffff;
+                        let size = ctx.cluster.size;
+                        if mask >> size != 0 {
+                            break Err(fault(FaultKind::Cluster(format!(
+                                "the multicast CTA mask {mask:#06x} names ranks beyond the cluster's {size} CTAs"
+                            ))));
+                        }
+                        (0..size).filter(|r| mask >> r & 1 == 1).map(Some).collect()
+                    }
                 };
-                let at = effective(regs, &copy.mbar);
-                let op = crate::program::MbarOp::CompleteTx;
-                if let Err(f) = mbarrier(ctx, th, t, op, copy.mbar.space, at, bytes) {
-                    break Err(fault(f.kind));
+                let mut failed = None;
+                for rank in ranks {
+                    let base = rank.map_or(0, cluster_base);
+                    let bytes = match tensor_copy(ctx, regs, t, copy, base) {
+                        Ok(bytes) => bytes,
+                        Err(kind) => {
+                            failed = Some(fault(kind));
+                            break;
+                        }
+                    };
+                    let mut at = effective(regs, &copy.mbar);
+                    if rank.is_some() {
+                        at = (at & CLUSTER_OFFSET) | base;
+                    }
+                    let op = crate::program::MbarOp::CompleteTx;
+                    if let Err(f) = mbarrier(ctx, th, t, op, copy.mbar.space, at, bytes) {
+                        failed = Some(fault(f.kind));
+                        break;
+                    }
+                }
+                if let Some(f) = failed {
+                    break Err(f);
+                }
+            }
+            Op::Mapa { d, a, rank } => {
+                let rank = r!(rank) as u32;
+                let size = ctx.cluster.size;
+                if rank >= size {
+                    break Err(fault(FaultKind::Cluster(format!(
+                        "`mapa` to rank {rank}, but the cluster holds {size} CTAs"
+                    ))));
+                }
+                r!(d) = (r!(a) & CLUSTER_OFFSET) | cluster_base(rank);
+            }
+            Op::ClusterBarrier { wait: false } => {
+                th.cluster_phase = ctx.cluster.barrier.completed + 1;
+                th.cluster_pending = true;
+                ctx.cluster.barrier.arrived += 1;
+                ctx.cluster_settle();
+                ctx.progress += 1;
+            }
+            Op::ClusterBarrier { wait: true } => {
+                if !th.cluster_pending {
+                    // A wait with no arrival of its own waits for the phase in progress.
+                    th.cluster_phase = ctx.cluster.barrier.completed + 1;
+                    th.cluster_pending = true;
+                }
+                if ctx.cluster.barrier.completed >= th.cluster_phase {
+                    th.cluster_pending = false;
+                } else {
+                    // Not every thread of the cluster has arrived: give way (other CTAs of the
+                    // cluster run) and execute the wait again when something has changed.
+                    th.status = Status::Yielded;
+                    break Ok(());
                 }
             }
             Op::TensorStore(i) => {

@@ -210,6 +210,11 @@ impl CudaKernel {
 /// (the kernel waits for the grid before it, and the device is sm_90 or newer) the launch
 /// allows programmatic stream serialization: the kernel's blocks may start, and run up to
 /// their `griddepcontrol.wait`, while the kernel before it on the stream finishes.
+///
+/// A kernel with a cluster shape carries it in its code (`.reqnctapercluster`), which the
+/// driver applies to every launch, plain or extended; giving it again as a launch attribute
+/// is not needed (and a compile-time shape may not be changed at launch), so none is passed.
+/// The grid was checked to be whole clusters before this.
 pub(crate) fn launch(
     kernel: &CudaKernel,
     stream: &CudaStream,

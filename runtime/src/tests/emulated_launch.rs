@@ -377,6 +377,7 @@ fn an_endless_loop_on_the_emulator_stops_at_the_devices_step_budget() {
         uses_dynamic_shared: false,
         min_dynamic_shared_bytes: 0,
         waits_on_prior_grid: false,
+        cluster: None,
     };
     let spin = artifacts_for(meta, &[(Target::Sm80, SPIN_SM80)], &[], None);
     let err = stream

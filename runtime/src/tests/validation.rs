@@ -446,3 +446,29 @@ fn dynamic_shared_memory_smaller_than_the_kernel_declares_is_refused_with_both_s
     assert!(msg.contains("256") && msg.contains("128"), "{msg}");
     assert_nothing_loaded(&s);
 }
+
+#[test]
+fn a_grid_that_is_not_whole_clusters_is_refused_naming_both_shapes() {
+    let mut s = setup();
+    let mut meta = vector_add_meta();
+    meta.cluster = Some([2, 1, 1]);
+    let add = artifacts_for(meta, &[(Target::Sm80, VECTOR_ADD_SM80)], &[], None);
+    let args = [(&s.x).into(), (&mut s.y).into()];
+    let err = s
+        .stream
+        .launch(add, LaunchConfig::linear(3, 32), &args)
+        .unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            Error::ClusterGrid {
+                grid: [3, 1, 1],
+                cluster: [2, 1, 1],
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("multiple of the cluster"), "{err}");
+    assert_nothing_loaded(&s);
+}

@@ -54,6 +54,7 @@ pub const fn meta(entry: &'static str, params: &'static [ParamMeta], dynamic: bo
         uses_dynamic_shared: dynamic,
         min_dynamic_shared_bytes: 0,
         waits_on_prior_grid: false,
+        cluster: None,
     }
 }
 
