@@ -377,6 +377,15 @@ pub fn f16_bits_to_f32(x: u32) -> f32 {
 pub fn fma_bf16x2(a: u32, b: u32, c: u32) -> u32 {
     device_only("fma_bf16x2")
 }
+/// Rounds two f32 to e4m3 (nearest even, saturating at ±448) and packs them into the low 16
+/// bits, `hi` in the upper byte (`cvt.rn.satfinite.e4m3x2.f32`, sm_89+).
+pub fn pack_e4m3x2(hi: f32, lo: f32) -> u32 {
+    device_only("pack_e4m3x2")
+}
+/// [`pack_e4m3x2`] for e5m2 (saturating at ±57344; sm_89+).
+pub fn pack_e5m2x2(hi: f32, lo: f32) -> u32 {
+    device_only("pack_e5m2x2")
+}
 /// Packs two f32 into one `bf16x2` word, `hi` in the upper half (sm_80+).
 pub fn pack_bf16x2(hi: f32, lo: f32) -> u32 {
     device_only("pack_bf16x2")

@@ -98,6 +98,7 @@ pub enum Form {
     Cvt,
     CvtToBf16,
     CvtPackF32x2,
+    CvtPackFp8,
     CvtFromBf16,
     CvtTf32,
     CvtRelu,
@@ -229,6 +230,12 @@ pub const CATALOG: &[Entry] = &[
         Form::CvtPackF32x2,
         Requirement::new(80, (7, 0)),
         "cvt.rn.bf16x2.f32, cvt.rn.f16x2.f32",
+    ),
+    row(
+        Form::CvtPackFp8,
+        // sm_90 takes it from PTX ISA 7.8; sm_89 only from 8.1.
+        Requirement::new(89, (8, 1)),
+        "cvt.rn.satfinite.e4m3x2.f32, cvt.rn.satfinite.e5m2x2.f32",
     ),
     row(
         Form::CvtFromBf16,
@@ -547,6 +554,7 @@ pub fn form(op: &Op) -> Form {
                 Form::Cvt
             }
         }
+        Op::CvtPackFp8 { .. } => Form::CvtPackFp8,
         Op::Cvta {
             space: StateSpace::Param,
             ..
@@ -691,7 +699,7 @@ mod tests {
         for e in CATALOG {
             assert_eq!(entry(e.form).form, e.form);
         }
-        assert_eq!(seen.len(), 64);
+        assert_eq!(seen.len(), 65);
     }
 
     #[test]

@@ -7,8 +7,8 @@
 
 use crate::catalog::{requirement, Requirement};
 use crate::op::{
-    ApproxFn, BarRedOp, CacheOp, CvtRounding, GridDepControl, MatrixCount, MbarrierOp, MmaShape,
-    Op, ReduxOp, Rounding, Scope, ShflMode, VoteMode, WgmmaInput,
+    ApproxFn, BarRedOp, CacheOp, CvtRounding, Fp8, GridDepControl, MatrixCount, MbarrierOp,
+    MmaShape, Op, ReduxOp, Rounding, Scope, ShflMode, VoteMode, WgmmaInput,
 };
 use crate::types::ScalarType;
 
@@ -345,6 +345,8 @@ pub const INTRINSICS: &[Intrinsic] = &[
     special("f16_bits_to_f32", X_U32, Ty::Scalar(F32), "The f16 whose bits are the low 16 bits of `x`, as an f32, exactly (`cvt.f32.f16`): the scales of GGUF blocks.", &[Op::Cvt { dst: ScalarType::U16, src: U32, rnd: None, ftz: false, sat: false, relu: false }, Op::Mov { ty: ScalarType::B16 }, Op::Cvt { dst: F32, src: ScalarType::F16, rnd: None, ftz: false, sat: false, relu: false }]),
     special("fma_bf16x2", THREE_U32, Ty::Scalar(U32), "`a × b + c` on each bf16 half of the words, rounded once to nearest even (`fma.rn.bf16x2`, sm_80+): two weights a cycle where a tensor-core operand is formed in registers.", &[Op::Fma { ty: ScalarType::Bf16x2, rnd: Rounding::Rn, ftz: false, sat: false }]),
     chain("cvt_tf32", X_F32, Ty::Scalar(U32), "`x` rounded to tf32 (nearest, ties away), as the 32-bit word `mma_m16n8k8_tf32` takes (`cvt.rna.tf32.f32`, sm_80+).", &[Op::Cvt { dst: ScalarType::Tf32, src: F32, rnd: Some(CvtRounding::Rna), ftz: false, sat: false, relu: false }], false),
+    special("pack_e4m3x2", &[p("hi", Ty::Scalar(F32)), p("lo", Ty::Scalar(F32))], Ty::Scalar(U32), "Rounds two f32 to e4m3 (nearest even, saturating at ±448) and packs them into the low 16 bits, `hi` in the upper byte (`cvt.rn.satfinite.e4m3x2.f32`, sm_89+).", &[Op::CvtPackFp8 { to: Fp8::E4m3 }, Op::Cvt { dst: U32, src: ScalarType::U16, rnd: None, ftz: false, sat: false, relu: false }]),
+    special("pack_e5m2x2", &[p("hi", Ty::Scalar(F32)), p("lo", Ty::Scalar(F32))], Ty::Scalar(U32), "`pack_e4m3x2` for e5m2 (saturating at ±57344; `cvt.rn.satfinite.e5m2x2.f32`, sm_89+).", &[Op::CvtPackFp8 { to: Fp8::E5m2 }, Op::Cvt { dst: U32, src: ScalarType::U16, rnd: None, ftz: false, sat: false, relu: false }]),
     special("pack_bf16x2", &[p("hi", Ty::Scalar(F32)), p("lo", Ty::Scalar(F32))], Ty::Scalar(U32), "Packs two f32 into one `bf16x2` word, `hi` in the upper half (sm_80+).", &[Op::Cvt { dst: ScalarType::Bf16x2, src: F32, rnd: Some(CvtRounding::Rn), ftz: false, sat: false, relu: false }, Op::Mov { ty: ScalarType::B32 }]),
     special("pack_f16x2", &[p("hi", Ty::Scalar(F32)), p("lo", Ty::Scalar(F32))], Ty::Scalar(U32), "Packs two f32 into one `f16x2` word, `hi` in the upper half (sm_80+).", &[Op::Cvt { dst: ScalarType::F16x2, src: F32, rnd: Some(CvtRounding::Rn), ftz: false, sat: false, relu: false }, Op::Mov { ty: ScalarType::B32 }]),
     // Shared memory, tensor cores and async copies.

@@ -204,6 +204,13 @@ pub enum MbarrierOp {
     ArriveCluster,
 }
 
+/// An 8-bit float format of `cvt` (OCP FP8).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Fp8 {
+    E4m3,
+    E5m2,
+}
+
 /// An input type of `wgmma.mma_async`. Both operands have one type, except fp8, where e4m3
 /// and e5m2 pair freely. The type fixes the K of one instruction: each row of an operand
 /// covers 32 bytes of K.
@@ -378,6 +385,11 @@ pub enum Op {
         ftz: bool,
         sat: bool,
         relu: bool,
+    },
+    /// `cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 d, a, b`: two f32 rounded to the format and
+    /// packed into the 16-bit `d`, `a` in the upper byte.
+    CvtPackFp8 {
+        to: Fp8,
     },
     Mov {
         ty: ScalarType,
@@ -774,6 +786,13 @@ impl Op {
                 flag(ftz, ".ftz"),
                 flag(relu, ".relu"),
                 flag(sat, ".sat"),
+            ),
+            Op::CvtPackFp8 { to } => format!(
+                "cvt.rn.satfinite.{}.f32",
+                match to {
+                    Fp8::E4m3 => "e4m3x2",
+                    Fp8::E5m2 => "e5m2x2",
+                }
             ),
             Op::Mov { ty } => format!("mov.{ty}"),
             Op::Cvta { space: s, to_generic } => {

@@ -248,6 +248,7 @@ fn probe(form: Form) -> Kernel {
             T::B32,
             &[T::F32, T::F32],
         ),
+        Form::CvtPackFp8 => p.compute(Op::CvtPackFp8 { to: Fp8::E5m2 }, T::B16, &[T::F32, T::F32]),
         Form::CvtFromBf16 => p.compute(
             Op::Cvt {
                 dst: T::F32,

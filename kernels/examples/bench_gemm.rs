@@ -24,6 +24,8 @@
 //! transpose) forward (`y = x·Wᵀ`, NT) with both gradients (`dx = dy·W`, NN; `dW = dyᵀ·x`,
 //! TN); LoRA adapters of rank 8–64 on a 4096 × 4096 layer.
 
+mod common;
+
 use kernel_dsl::Target;
 use kernel_runtime::{Bf16, Buffer, Device, Stream};
 use kernels::cast::cast;
@@ -468,7 +470,7 @@ fn main() -> Res {
 
 /// cuBLAS through cudarc, on its own stream of device 0 (the same GPU).
 mod blas {
-    use super::{median, GemmShape, Kind, Layout, Res};
+    use super::{GemmShape, Kind, Layout, Res};
     use cudarc::cublas::{result, sys, CudaBlas};
     use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
     use std::ffi::c_void;
@@ -560,7 +562,7 @@ mod blas {
             };
             let alpha = 1.0f32;
             let beta = 0.0f32;
-            let mut launch = || -> Res {
+            let launch = || -> Res {
                 let (pa, _ra) = a.device_ptr(&self.stream);
                 let (pb, _rb) = b.device_ptr(&self.stream);
                 let (pc, _rc) = c.device_ptr_mut(&self.stream);
@@ -591,21 +593,7 @@ mod blas {
                 }
                 Ok(())
             };
-            for _ in 0..warmup {
-                launch()?;
-            }
-            let flags = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
-            let mut ms = Vec::with_capacity(runs);
-            for _ in 0..runs {
-                let start = self.ctx.new_event(flags)?;
-                let end = self.ctx.new_event(flags)?;
-                start.record(&self.stream)?;
-                launch()?;
-                end.record(&self.stream)?;
-                end.synchronize()?;
-                ms.push(start.elapsed_ms(&end)? as f64);
-            }
-            Ok(median(ms))
+            super::common::vendor_median_ms(&self.ctx, &self.stream, warmup, runs, launch)
         }
     }
 }

@@ -132,3 +132,94 @@ fn fp8_gemm_refuses_bad_operands_and_writes_nothing() {
     assert!(err.to_string().contains("not f16"), "{err}");
     assert_eq!(c.to_host(&s).unwrap(), vec![7.0; 24]);
 }
+
+/// Every value of the format and the midpoints between neighbours (ties), both signs, past
+/// the largest value and into the subnormals, times `scale`.
+fn quantization_inputs(format: Fp8Format, scale: f32) -> Vec<f32> {
+    let mut v = Vec::new();
+    for bits in 0..0x7eu8 {
+        let (lo, hi) = (format.decode(bits), format.decode(bits + 1));
+        if hi.is_finite() {
+            for x in [lo, (lo + hi) / 2.0, lo + (hi - lo) * 0.3] {
+                v.extend([x * scale, -x * scale]);
+            }
+        }
+    }
+    v.extend([1e9, -1e9, f32::INFINITY, f32::NEG_INFINITY, 0.0, -0.0]);
+    // Whole rows of 16.
+    v.resize(v.len().next_multiple_of(16), 1.0);
+    v
+}
+
+#[test]
+fn fp8_quantization_on_the_device_rounds_as_the_host_encoding_does() {
+    let s = hopper();
+    let scale = 0.75f32;
+    let dscale = Buffer::from_host(&s, &[scale]).unwrap();
+    for format in [Fp8Format::E4m3, Fp8Format::E5m2] {
+        let x = quantization_inputs(format, scale);
+        let rows = (x.len() / 16) as u32;
+        let dx = Buffer::from_host(&s, &x).unwrap();
+        let q = Fp8Matrix::quantize(&s, format, &dx, rows, 16, &dscale).unwrap();
+        let want: Vec<u8> = x.iter().map(|&v| format.encode(v / scale)).collect();
+        assert_eq!(q.to_bytes(&s).unwrap(), want, "{format:?} from f32");
+        // bf16 inputs: the same rounding of the widened value.
+        let xb: Vec<Bf16> = x.iter().map(|&v| Bf16::from_f32(v)).collect();
+        let dxb = Buffer::from_host(&s, &xb).unwrap();
+        let q = Fp8Matrix::quantize(&s, format, &dxb, rows, 16, &dscale).unwrap();
+        let want: Vec<u8> = xb
+            .iter()
+            .map(|v| format.encode(v.to_f32() / scale))
+            .collect();
+        assert_eq!(q.to_bytes(&s).unwrap(), want, "{format:?} from bf16");
+    }
+}
+
+#[test]
+fn quantized_operands_feed_the_gemm() {
+    let s = hopper();
+    let (m, n, k) = (40usize, 24usize, 64usize);
+    let a = common_fp8::operand(m * k, 21);
+    let b = common_fp8::operand(n * k, 22);
+    // Scaled up by 4 on the host and back down by the quantization's scale: the same quarters.
+    let up = |v: &[f32]| v.iter().map(|x| x * 4.0).collect::<Vec<f32>>();
+    let (da, db) = (
+        Buffer::from_host(&s, &up(&a)).unwrap(),
+        Buffer::from_host(&s, &up(&b)).unwrap(),
+    );
+    let four = Buffer::from_host(&s, &[4.0f32]).unwrap();
+    let qa = Fp8Matrix::quantize(&s, Fp8Format::E4m3, &da, m as u32, k as u32, &four).unwrap();
+    let qb = Fp8Matrix::quantize(&s, Fp8Format::E4m3, &db, n as u32, k as u32, &four).unwrap();
+    let scales = Buffer::from_host(&s, &[1.0f32, 1.0]).unwrap();
+    let mut c = Buffer::from_host(&s, &vec![f32::NAN; m * n]).unwrap();
+    gemm_fp8(&s, &qa, &qb, &scales, &mut c).unwrap();
+    let c = c.to_host(&s).unwrap();
+    for i in 0..m {
+        for j in 0..n {
+            let want: f64 = (0..k)
+                .map(|p| a[i * k + p] as f64 * b[j * k + p] as f64)
+                .sum();
+            assert_eq!(c[i * n + j] as f64, want, "c[{i}][{j}]");
+        }
+    }
+}
+
+#[test]
+fn fp8_quantization_refuses_f16_and_bad_lengths() {
+    let s = hopper();
+    let scale = Buffer::from_host(&s, &[1.0f32]).unwrap();
+    let x = Buffer::from_host(&s, &[1.0f32; 32]).unwrap();
+    let err = Fp8Matrix::quantize(&s, Fp8Format::E4m3, &x, 3, 16, &scale)
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("3 × 16"), "{err}");
+    let err = Fp8Matrix::quantize(&s, Fp8Format::E4m3, &x, 4, 8, &scale)
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("multiple of 16"), "{err}");
+    let h = Buffer::from_host(&s, &[kernel_runtime::F16::from_f32(1.0); 32]).unwrap();
+    let err = Fp8Matrix::quantize(&s, Fp8Format::E4m3, &h, 2, 16, &scale)
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("not f16"), "{err}");
+}

@@ -262,6 +262,36 @@ impl Lowerer<'_> {
                 );
                 Ok(Value::Scalar(Scalar::reg(d)))
             }
+            "pack_e4m3x2" | "pack_e5m2x2" => {
+                let to = if name == "pack_e4m3x2" {
+                    kernel_dsl::op::Fp8::E4m3
+                } else {
+                    kernel_dsl::op::Fp8::E5m2
+                };
+                let hi = self.expr_as(args[0], ScalarType::F32)?;
+                let lo = self.expr_as(args[1], ScalarType::F32)?;
+                let (hi, lo) = (self.materialize(&hi), self.materialize(&lo));
+                let packed = self.b.reg(ScalarType::B16);
+                self.inst(
+                    Op::CvtPackFp8 { to },
+                    vec![packed.into()],
+                    vec![hi.into(), lo.into()],
+                );
+                let d = self.b.reg(ScalarType::U32);
+                self.inst(
+                    Op::Cvt {
+                        dst: ScalarType::U32,
+                        src: ScalarType::U16,
+                        rnd: None,
+                        ftz: false,
+                        sat: false,
+                        relu: false,
+                    },
+                    vec![d.into()],
+                    vec![packed.into()],
+                );
+                Ok(Value::Scalar(Scalar::reg(d)))
+            }
             "pack_bf16x2" | "pack_f16x2" => {
                 let pair = if name == "pack_bf16x2" {
                     ScalarType::Bf16x2

@@ -120,3 +120,31 @@ pub fn row(label: &str, cells: &[(f64, f64)]) {
         (l[0] + l[1] - o[0] - o[1]) / 2.0
     );
 }
+
+/// Median milliseconds of `launch`, a vendor library's call on its own cudarc stream, timed
+/// with that stream's CUDA events after `warmup` untimed calls: the other side of a
+/// side-by-side GEMM figure.
+pub fn vendor_median_ms(
+    ctx: &std::sync::Arc<cudarc::driver::CudaContext>,
+    stream: &std::sync::Arc<cudarc::driver::CudaStream>,
+    warmup: usize,
+    runs: usize,
+    mut launch: impl FnMut() -> Res,
+) -> Res<f64> {
+    for _ in 0..warmup {
+        launch()?;
+    }
+    let flags = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+    let mut ms = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let start = ctx.new_event(flags)?;
+        let end = ctx.new_event(flags)?;
+        start.record(stream)?;
+        launch()?;
+        end.record(stream)?;
+        end.synchronize()?;
+        ms.push(start.elapsed_ms(&end)? as f64);
+    }
+    ms.sort_by(f64::total_cmp);
+    Ok(ms[ms.len() / 2])
+}

@@ -3,6 +3,7 @@
 //! launches persistent blocks over the 128×256 tiles.
 
 use super::fp8_kernel::{gemm_fp8_wgmma, BK, SHARED_BYTES, THREADS, TILE_M, TILE_N};
+use super::fp8_quantize_kernel::{fp8_quantize, THREADS as QUANTIZE_THREADS};
 use crate::{check_len, Error, Float, FloatType};
 use kernel_runtime::{Buffer, LaunchConfig, Stream, TensorMap, TensorSwizzle, TensorTiling};
 
@@ -114,9 +115,9 @@ impl Fp8Format {
     }
 }
 
-/// An fp8 matrix on the device: `rows × cols` values of one format, row-major, one byte each.
-/// `cols` is a multiple of 16, so that every row starts 16-byte aligned as the copy engine
-/// needs.
+/// An fp8 matrix on the device: `rows × cols` values of one format, row-major, four values to
+/// a `u32` word with the first in the lowest byte (the order of the bytes in memory). `cols` is
+/// a multiple of 16, so that every row starts 16-byte aligned as the copy engine needs.
 ///
 /// ```
 /// use kernels::gemm::{Fp8Format, Fp8Matrix};
@@ -125,13 +126,13 @@ impl Fp8Format {
 /// let stream = Device::emulator().stream()?;
 /// let m = Fp8Matrix::from_f32(&stream, Fp8Format::E4m3, 2, 16, &[0.5; 32])?;
 /// assert_eq!((m.rows(), m.cols()), (2, 16));
-/// assert_eq!(m.bytes().to_host(&stream)?, vec![0x30; 32]);
+/// assert_eq!(m.to_bytes(&stream)?, vec![0x30; 32]);
 /// // A row of 8 values would start rows unaligned: refused.
 /// assert!(Fp8Matrix::from_f32(&stream, Fp8Format::E4m3, 4, 8, &[0.5; 32]).is_err());
 /// # Ok(()) }
 /// ```
 pub struct Fp8Matrix {
-    bytes: Buffer<u8>,
+    words: Buffer<u32>,
     format: Fp8Format,
     rows: u32,
     cols: u32,
@@ -151,7 +152,7 @@ impl Fp8Matrix {
         Fp8Matrix::from_bytes(stream, format, rows, cols, &bytes)
     }
 
-    /// Uploads values already encoded in `format`.
+    /// Uploads values already encoded in `format`, one byte each.
     pub fn from_bytes(
         stream: &Stream,
         format: Fp8Format,
@@ -159,12 +160,7 @@ impl Fp8Matrix {
         cols: u32,
         bytes: &[u8],
     ) -> Result<Fp8Matrix, Error> {
-        if rows == 0 || cols == 0 || !cols.is_multiple_of(16) {
-            return Err(Error::Unsupported {
-                op: OP,
-                detail: format!("an fp8 matrix has positive extents and a multiple of 16 columns (16-byte rows for the copy engine), not {rows} × {cols}: pad the rows with zeros"),
-            });
-        }
+        check_shape(OP, rows, cols)?;
         check_len(
             OP,
             "bytes",
@@ -172,8 +168,64 @@ impl Fp8Matrix {
             rows as usize * cols as usize,
             || format!("rows × cols = {rows} × {cols}"),
         )?;
+        let words: Vec<u32> = bytes
+            .chunks_exact(4)
+            .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+            .collect();
         Ok(Fp8Matrix {
-            bytes: Buffer::from_host(stream, bytes)?,
+            words: Buffer::from_host(stream, &words)?,
+            format,
+            rows,
+            cols,
+        })
+    }
+
+    /// Quantizes `x` (`rows × cols`, row-major, f32 or bf16) on the device: each value divided
+    /// by `scale[0]` (read on the device, so a captured graph takes a new scale each replay),
+    /// then rounded to `format` as [`Fp8Format::encode`] rounds (`cvt.rn.satfinite`, sm_89 and
+    /// newer).
+    ///
+    /// ```
+    /// use kernels::gemm::{Fp8Format, Fp8Matrix};
+    /// use kernel_runtime::{Buffer, Device};
+    /// # fn main() -> Result<(), kernels::Error> {
+    /// let stream = Device::emulator_for(kernel_dsl::Target::Sm90a).stream()?;
+    /// let x = Buffer::from_host(&stream, &[3.0f32; 32])?;
+    /// let scale = Buffer::from_host(&stream, &[2.0f32])?;
+    /// let q = Fp8Matrix::quantize(&stream, Fp8Format::E4m3, &x, 2, 16, &scale)?;
+    /// assert_eq!(q.to_bytes(&stream)?, vec![Fp8Format::E4m3.encode(1.5); 32]);
+    /// # Ok(()) }
+    /// ```
+    pub fn quantize<T: Float>(
+        stream: &Stream,
+        format: Fp8Format,
+        x: &Buffer<T>,
+        rows: u32,
+        cols: u32,
+        scale: &Buffer<f32>,
+    ) -> Result<Fp8Matrix, Error> {
+        const QUANTIZE: &str = "fp8_quantize";
+        if T::TYPE == FloatType::F16 {
+            return Err(Error::Unsupported {
+                op: QUANTIZE,
+                detail: "fp8 quantization reads f32 or bf16, not f16; cast first".into(),
+            });
+        }
+        check_shape(QUANTIZE, rows, cols)?;
+        let len = rows as usize * cols as usize;
+        check_len(QUANTIZE, "x", x.len(), len, || {
+            format!("rows × cols = {rows} × {cols}")
+        })?;
+        check_len(QUANTIZE, "scale", scale.len(), 1, || "one scale".into())?;
+        let mut words = Buffer::<u32>::zeros(stream, len / 4)?;
+        let n = (len / 4) as u32;
+        let blocks = n.div_ceil(QUANTIZE_THREADS);
+        let sms = stream.device().props().sm_count.max(1);
+        let cfg = LaunchConfig::linear(blocks.min(8 * sms), QUANTIZE_THREADS);
+        let e5m2 = (format == Fp8Format::E5m2) as u32;
+        fp8_quantize::<T>(stream, cfg, e5m2, x, scale, &mut words, n)?;
+        Ok(Fp8Matrix {
+            words,
             format,
             rows,
             cols,
@@ -192,20 +244,37 @@ impl Fp8Matrix {
         self.cols
     }
 
-    /// The encoded values.
-    pub fn bytes(&self) -> &Buffer<u8> {
-        &self.bytes
+    /// The encoded values, four to a word.
+    pub fn words(&self) -> &Buffer<u32> {
+        &self.words
     }
 
-    /// The tensor map the kernel reads: `u32` words of four values, boxes of `box_rows` rows by
-    /// one 128-deep slab, 128-byte swizzled.
+    /// Downloads the encoded values, one byte each.
+    pub fn to_bytes(&self, stream: &Stream) -> Result<Vec<u8>, Error> {
+        let words = self.words.to_host(stream)?;
+        Ok(words.iter().flat_map(|w| w.to_le_bytes()).collect())
+    }
+
+    /// The tensor map the GEMM reads: words of four values, boxes of `box_rows` rows by one
+    /// 128-deep slab, 128-byte swizzled.
     fn map(&self, box_rows: u32) -> Result<TensorMap, Error> {
         let (rows, words) = (self.rows as u64, self.cols as u64 / 4);
         let tiling =
             TensorTiling::matrix(rows, words, words, box_rows, BK / 4, TensorSwizzle::B128)
                 .batched(1, rows * words);
-        Ok(TensorMap::tiled(self.bytes.view_as::<u32>()?, &tiling)?)
+        Ok(TensorMap::tiled(self.words.view(), &tiling)?)
     }
+}
+
+/// Positive extents and 16-byte rows.
+fn check_shape(op: &'static str, rows: u32, cols: u32) -> Result<(), Error> {
+    if rows == 0 || cols == 0 || !cols.is_multiple_of(16) {
+        return Err(Error::Unsupported {
+            op,
+            detail: format!("an fp8 matrix has positive extents and a multiple of 16 columns (16-byte rows for the copy engine), not {rows} × {cols}: pad the rows with zeros"),
+        });
+    }
+    Ok(())
 }
 
 /// `c = scales[0] · scales[1] · a · bᵀ` for fp8 `a` (`m × k`) and `b` (`n × k`) into `c`

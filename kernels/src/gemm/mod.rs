@@ -22,6 +22,7 @@ mod finish;
 mod tile_order;
 mod fp8;
 mod fp8_kernel;
+mod fp8_quantize_kernel;
 mod layout;
 mod mma_kernel;
 mod ops;
@@ -57,6 +58,8 @@ static MMA_BUILDER: [OpKernel; 15] = OpKernel::embedded(&built::GEMM_MMA);
 static WGMMA: [OpKernel; 12] = OpKernel::embedded(&built::GEMM_WGMMA);
 static TMA_WGMMA: [OpKernel; 20] = OpKernel::instances(tma_wgmma_kernel::GEMM_TMA_WGMMA_INSTANCES);
 static FP8: [OpKernel; 6] = OpKernel::instances(fp8_kernel::GEMM_FP8_WGMMA_INSTANCES);
+static FP8_QUANTIZE: [OpKernel; 4] =
+    OpKernel::instances(fp8_quantize_kernel::FP8_QUANTIZE_INSTANCES);
 static SPLIT_REDUCE: [OpKernel; 4] =
     OpKernel::instances(split_reduce_kernel::GEMM_SPLITK_REDUCE_INSTANCES);
 
@@ -69,4 +72,5 @@ pub static KERNELS: &[&OpKernel] = kernel_refs![
     SPLIT_REDUCE[0 1 2 3],
     TMA_WGMMA[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19],
     FP8[0 1 2 3 4 5],
+    FP8_QUANTIZE[0 1 2 3],
 ];

@@ -14,7 +14,7 @@ use crate::TensorMap;
 /// The shared destination's alignment the PTX ISA requires. (A 128-byte swizzle lines its
 /// pattern up with 1024-byte blocks, so kernels align such tiles to 1024 bytes on hardware;
 /// the emulator swizzles absolute addresses and so accepts any 128-byte-aligned tile.)
-pub(crate) const DST_ALIGN: u64 = 128;
+const DST_ALIGN: u64 = 128;
 /// A tensor map in memory must be aligned like a `CUtensorMap`.
 const MAP_ALIGN: u64 = 64;
 /// Swizzles permute 16-byte chunks, and every box row is a whole number of them.
@@ -31,26 +31,10 @@ pub(crate) fn tensor_copy(
     copy: &TensorCopy,
     base: u64,
 ) -> Result<u64, FaultKind> {
-    let map = load_map(ctx, regs, t, &copy.map)?;
+    let (map, coords) = map_and_box(ctx, regs, t, &copy.map, &copy.coords)?;
     let rank = map.rank as usize;
-    if rank != copy.coords.len() {
-        return Err(FaultKind::TensorCopy(format!(
-            "the instruction is `.{}d`, but the tensor map has rank {rank}",
-            copy.coords.len()
-        )));
-    }
     let dst = effective(regs, &copy.dst) & super::context::CLUSTER_OFFSET;
-    if !dst.is_multiple_of(DST_ALIGN) {
-        return Err(FaultKind::TensorCopy(format!(
-            "the shared destination {dst:#x} is not {DST_ALIGN}-byte aligned (hardware also wants \
-             1024-byte alignment with a 128-byte swizzle, so the pattern lines up)"
-        )));
-    }
-    let coords: Vec<i64> = copy
-        .coords
-        .iter()
-        .map(|&s| regs[s as usize] as u32 as i32 as i64)
-        .collect();
+    check_tile(dst, "destination")?;
     let eb = map.elem_bytes as u64;
     let row_bytes = map.boxes[0] as u64 * eb;
     let rows: u64 = map.boxes[1..rank].iter().map(|&b| b as u64).product();
@@ -78,6 +62,42 @@ pub(crate) fn tensor_copy(
     Ok(map.box_bytes())
 }
 
+/// The tensor map `source` names, checked against the instruction's rank (one coordinate a
+/// dimension), and the box's signed coordinates.
+pub(crate) fn map_and_box(
+    ctx: &mut Ctx<'_>,
+    regs: &[u64],
+    t: usize,
+    source: &MapSource,
+    coords: &[crate::program::Slot],
+) -> Result<(TensorMap, Vec<i64>), FaultKind> {
+    let map = load_map(ctx, regs, t, source)?;
+    if map.rank as usize != coords.len() {
+        return Err(FaultKind::TensorCopy(format!(
+            "the instruction is `.{}d`, but the tensor map has rank {}",
+            coords.len(),
+            map.rank
+        )));
+    }
+    let coords = coords
+        .iter()
+        .map(|&s| regs[s as usize] as u32 as i32 as i64)
+        .collect();
+    Ok((map, coords))
+}
+
+/// A tile in shared memory (the `what` of a tensor copy) starts on the boundary the PTX ISA
+/// requires.
+pub(crate) fn check_tile(addr: u64, what: &str) -> Result<(), FaultKind> {
+    if addr.is_multiple_of(DST_ALIGN) {
+        return Ok(());
+    }
+    Err(FaultKind::TensorCopy(format!(
+        "the shared {what} {addr:#x} is not {DST_ALIGN}-byte aligned (hardware also wants \
+         1024-byte alignment with a 128-byte swizzle, so the pattern lines up)"
+    )))
+}
+
 /// Byte offset in the tensor of box row `r` (dimensions 1 and up), or `None` when the row
 /// lies outside the tensor and is all zeros.
 pub(crate) fn row_offset(map: &TensorMap, coords: &[i64], r: u64) -> Option<u64> {
@@ -100,7 +120,7 @@ pub(crate) fn row_offset(map: &TensorMap, coords: &[i64], r: u64) -> Option<u64>
 }
 
 /// Reads, decodes and checks the tensor map; a fault names where it came from.
-pub(crate) fn load_map(
+fn load_map(
     ctx: &mut Ctx<'_>,
     regs: &[u64],
     t: usize,

@@ -4,7 +4,7 @@
 //! drops them. The store completes when issued.
 
 use super::context::{effective, Ctx};
-use super::tensor_copy::{load_map, row_offset, CHUNK, DST_ALIGN};
+use super::tensor_copy::{check_tile, map_and_box, row_offset, CHUNK};
 use super::thread::FaultKind;
 use crate::error::Access;
 use crate::program::{Space, TensorStore};
@@ -16,25 +16,10 @@ pub(crate) fn tensor_store(
     t: usize,
     store: &TensorStore,
 ) -> Result<(), FaultKind> {
-    let map = load_map(ctx, regs, t, &store.map)?;
+    let (map, coords) = map_and_box(ctx, regs, t, &store.map, &store.coords)?;
     let rank = map.rank as usize;
-    if rank != store.coords.len() {
-        return Err(FaultKind::TensorCopy(format!(
-            "the instruction is `.{}d`, but the tensor map has rank {rank}",
-            store.coords.len()
-        )));
-    }
     let src = effective(regs, &store.src) & 0xffff_ffff;
-    if !src.is_multiple_of(DST_ALIGN) {
-        return Err(FaultKind::TensorCopy(format!(
-            "the shared source {src:#x} of a tensor store is not {DST_ALIGN}-byte aligned"
-        )));
-    }
-    let coords: Vec<i64> = store
-        .coords
-        .iter()
-        .map(|&s| regs[s as usize] as u32 as i32 as i64)
-        .collect();
+    check_tile(src, "source")?;
     let eb = map.elem_bytes as u64;
     let row_bytes = map.boxes[0] as u64 * eb;
     let rows: u64 = map.boxes[1..rank].iter().map(|&b| b as u64).product();
