@@ -20,6 +20,7 @@ mod attention_decode;
 mod attention_forward;
 mod cast;
 mod clip;
+mod clusters;
 mod collectives;
 mod cross_entropy;
 mod elementwise;
