@@ -91,7 +91,7 @@ fn fp8_encoding_rounds_to_nearest_even_and_saturates() {
 }
 
 #[test]
-fn fp8_gemm_refuses_bad_operands_and_writes_nothing() {
+fn fp8_gemm_refuses_bad_operands_and_devices_and_writes_nothing() {
     let s = hopper();
     let e4 = |rows, cols| {
         Fp8Matrix::from_f32(
@@ -131,6 +131,19 @@ fn fp8_gemm_refuses_bad_operands_and_writes_nothing() {
     let err = gemm_fp8(&s, &e4(4, 16), &e4(6, 16), &scales, &mut half).unwrap_err();
     assert!(err.to_string().contains("not f16"), "{err}");
     assert_eq!(c.to_host(&s).unwrap(), vec![7.0; 24]);
+    // A device without wgmma (the emulator as an sm_89) is refused before launch.
+    let ada = Device::emulator_for(kernel_dsl::Target::Sm89)
+        .stream()
+        .unwrap();
+    let e4 = |rows, cols| {
+        let v = vec![1.0; (rows * cols) as usize];
+        Fp8Matrix::from_f32(&ada, Fp8Format::E4m3, rows, cols, &v).unwrap()
+    };
+    let scales = Buffer::from_host(&ada, &[1.0f32, 1.0]).unwrap();
+    let mut c = Buffer::from_host(&ada, &[7.0f32; 24]).unwrap();
+    let err = gemm_fp8(&ada, &e4(4, 16), &e4(6, 16), &scales, &mut c).unwrap_err();
+    assert!(err.to_string().contains("not sm_89"), "{err}");
+    assert_eq!(c.to_host(&ada).unwrap(), vec![7.0; 24]);
 }
 
 /// Every value of the format and the midpoints between neighbours (ties), both signs, past
@@ -205,7 +218,7 @@ fn quantized_operands_feed_the_gemm() {
 }
 
 #[test]
-fn fp8_quantization_refuses_f16_and_bad_lengths() {
+fn fp8_quantization_refuses_f16_bad_lengths_and_devices_without_fp8() {
     let s = hopper();
     let scale = Buffer::from_host(&s, &[1.0f32]).unwrap();
     let x = Buffer::from_host(&s, &[1.0f32; 32]).unwrap();
@@ -222,4 +235,14 @@ fn fp8_quantization_refuses_f16_and_bad_lengths() {
         .err()
         .unwrap();
     assert!(err.to_string().contains("not f16"), "{err}");
+    // No fp8 conversion below sm_89: refused before launch.
+    let ampere = Device::emulator_for(kernel_dsl::Target::Sm80)
+        .stream()
+        .unwrap();
+    let x = Buffer::from_host(&ampere, &[1.0f32; 32]).unwrap();
+    let scale = Buffer::from_host(&ampere, &[1.0f32]).unwrap();
+    let err = Fp8Matrix::quantize(&ampere, Fp8Format::E4m3, &x, 2, 16, &scale)
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("not sm_80"), "{err}");
 }

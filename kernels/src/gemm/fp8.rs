@@ -211,6 +211,16 @@ impl Fp8Matrix {
                 detail: "fp8 quantization reads f32 or bf16, not f16; cast first".into(),
             });
         }
+        let target = stream.device().target();
+        if target.sm() < 89 {
+            return Err(Error::Unsupported {
+                op: QUANTIZE,
+                detail: format!(
+                    "fp8 conversion (cvt.rn.satfinite) needs sm_89 or newer, not {}: encode on the host with Fp8Matrix::from_f32",
+                    target.name()
+                ),
+            });
+        }
         check_shape(QUANTIZE, rows, cols)?;
         let len = rows as usize * cols as usize;
         check_len(QUANTIZE, "x", x.len(), len, || {
@@ -323,6 +333,16 @@ pub fn gemm_fp8<O: Float>(
         return Err(Error::Unsupported {
             op: OP,
             detail: "the fp8 GEMM writes f32 or bf16 outputs, not f16".into(),
+        });
+    }
+    let target = stream.device().target();
+    if target.sm() != 90 {
+        return Err(Error::Unsupported {
+            op: OP,
+            detail: format!(
+                "the fp8 GEMM runs on the tensor cores of sm_90 (wgmma), not {}",
+                target.name()
+            ),
         });
     }
     if a.cols != b.cols {
