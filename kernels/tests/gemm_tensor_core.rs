@@ -545,3 +545,113 @@ fn f32_copy_refuses_an_f32_output_and_a_short_copy_before_writing() {
         .iter()
         .all(|&v| v == 7.0));
 }
+
+/// One bf16 problem with an epilogue, run by `launch` on fresh buffers of the same seeded
+/// inputs; the bits of C as it leaves.
+fn workspace_run(
+    stream: &kernel_runtime::Stream,
+    shape: &GemmShape,
+    launch: impl FnOnce(
+        &kernel_runtime::Buffer<Bf16>,
+        &kernel_runtime::Buffer<Bf16>,
+        &mut kernel_runtime::Buffer<f32>,
+        &kernels::gemm::Epilogue<Bf16>,
+    ),
+) -> Vec<u32> {
+    let mut rng = Rng::new(720);
+    let (a, _) = upload::<Bf16>(stream, &rng.vec(shape.m * shape.k));
+    let (b, _) = upload::<Bf16>(stream, &rng.vec(shape.n * shape.k));
+    let (bias, _) = upload::<Bf16>(stream, &rng.vec(shape.n));
+    let (mut c, _) = upload::<f32>(stream, &rng.vec(shape.m * shape.n));
+    let epi = kernels::gemm::Epilogue::default()
+        .scaled(0.5, 1.0)
+        .with_bias(&bias);
+    launch(&a, &b, &mut c, &epi);
+    bits(stream, &c)
+}
+
+#[test]
+fn a_workspace_lets_a_captured_gemm_split_k_with_the_bits_of_a_direct_split() {
+    use kernels::gemm::{gemm_split_k, gemm_with_workspace, split_k_partials, GemmWorkspace};
+    // One 16 × 24 tile with k = 1024 on 132 SMs: `gemm` splits it into four ranges, except in
+    // a capture, where it has nowhere to put them.
+    let stream = hopper_with_sms(132);
+    let shape = GemmShape::new(Layout::Nt, 16, 24, 1024);
+    assert_eq!(
+        split_k_partials::<Bf16, f32>(&stream, &shape, Math::Fp32).unwrap(),
+        4 * 16 * 24
+    );
+    let split = |n: usize| {
+        workspace_run(&stream, &shape, |a, b, c, e| {
+            gemm_split_k(&stream, &shape, a, b, c, e, n).unwrap()
+        })
+    };
+    let (four, two, whole) = (split(4), split(2), split(1));
+    assert_ne!(four, whole);
+    // Captured, with and without a workspace; the graph replayed once.
+    let captured = |ws: Option<&mut GemmWorkspace>| {
+        workspace_run(&stream, &shape, |a, b, c, e| {
+            // Loads the kernels the capture launches, as a warm-up step would.
+            if ws.is_some() {
+                let mut warm = GemmWorkspace::new(&stream, 4 * 16 * 24).unwrap();
+                let mut scratch = kernel_runtime::Buffer::<f32>::zeros(&stream, 16 * 24).unwrap();
+                gemm_with_workspace(
+                    &stream,
+                    &shape,
+                    a,
+                    b,
+                    &mut scratch,
+                    e,
+                    Math::Fp32,
+                    &mut warm,
+                )
+                .unwrap();
+            }
+            let mut recorded = Ok(());
+            let graph = stream
+                .capture(|s| {
+                    recorded = match ws {
+                        Some(ws) => gemm_with_workspace(s, &shape, a, b, c, e, Math::Fp32, ws),
+                        None => kernels::gemm::gemm(s, &shape, a, b, c, e, Math::Fp32),
+                    };
+                    Ok(())
+                })
+                .unwrap();
+            recorded.unwrap();
+            graph.replay().unwrap();
+        })
+    };
+    assert_eq!(
+        captured(None),
+        whole,
+        "no workspace: whole tiles in a capture"
+    );
+    let mut ws = GemmWorkspace::for_shapes::<Bf16, f32>(&stream, &[shape], Math::Fp32).unwrap();
+    assert_eq!(ws.len(), 4 * 16 * 24);
+    assert_eq!(captured(Some(&mut ws)), four);
+    // A workspace with room for two ranges splits into two; one with room for fewer, not at all.
+    let mut small = GemmWorkspace::new(&stream, 3 * 16 * 24 - 1).unwrap();
+    assert_eq!(captured(Some(&mut small)), two);
+    let mut tiny = GemmWorkspace::new(&stream, 16 * 24 + 5).unwrap();
+    assert_eq!(captured(Some(&mut tiny)), whole);
+}
+
+#[test]
+fn a_workspace_splits_on_a_sealed_device_as_it_does_before_sealing() {
+    use kernels::gemm::{gemm_with_workspace, GemmWorkspace};
+    let stream = hopper_with_sms(132);
+    let shape = GemmShape::new(Layout::Nt, 16, 24, 1024);
+    let mut ws = GemmWorkspace::for_shapes::<Bf16, f32>(&stream, &[shape], Math::Fp32).unwrap();
+    let mut run = || {
+        workspace_run(&stream, &shape, |a, b, c, e| {
+            gemm_with_workspace(&stream, &shape, a, b, c, e, Math::Fp32, &mut ws).unwrap()
+        })
+    };
+    let before = run();
+    let whole = workspace_run(&stream, &shape, |a, b, c, e| {
+        kernels::gemm::gemm_split_k(&stream, &shape, a, b, c, e, 1).unwrap()
+    });
+    assert_ne!(whole, before, "the workspace run splits");
+    stream.device().seal();
+    assert_eq!(run(), before);
+}

@@ -90,6 +90,7 @@ mod props;
 mod select;
 mod stream;
 mod tensor_map;
+mod tensor_map_cache;
 mod validate;
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 use crate::arg::BufferView;
 use crate::buffer::{BufferCore, Storage};
 use crate::error::{Error, Result};
+use crate::tensor_map_cache;
 use kernel_dsl::{ScalarType, TENSOR_MAP_BYTES};
 use std::sync::Arc;
 
@@ -183,15 +184,21 @@ pub(crate) struct MapBytes(pub [u8; TENSOR_MAP_BYTES as usize]);
 impl TensorMap {
     /// Encodes the map of `tiling` over `view` for the view's device. Every rule of the copy
     /// engine (rank, strides, box, swizzle, alignment, the buffer's size) is checked first.
+    /// An encoding computed before for the same element type, address and tiling is reused,
+    /// so a call repeated on the same buffers costs no driver encoding.
     pub fn tiled(view: BufferView<'_>, tiling: &TensorTiling) -> Result<TensorMap> {
         let elem = view.elem();
         let elem_bytes = elem.bytes() as u64;
         supported(elem)?;
         tiling.check(elem_bytes, view.addr(), view.len() as u64)?;
-        let bytes = match &view.core.storage {
-            Storage::Cuda(_) => crate::cuda::encode_tensor_map(elem, view.addr(), tiling)?,
-            Storage::Emulator(_) => crate::emulator::encode_tensor_map(elem, view.addr(), tiling)?,
-        };
+        let addr = view.addr();
+        let on_device = matches!(view.core.storage, Storage::Cuda(_));
+        let bytes = tensor_map_cache::encoding(on_device, elem, addr, tiling, || {
+            match &view.core.storage {
+                Storage::Cuda(_) => crate::cuda::encode_tensor_map(elem, addr, tiling),
+                Storage::Emulator(_) => crate::emulator::encode_tensor_map(elem, addr, tiling),
+            }
+        })?;
         Ok(TensorMap {
             bytes: Box::new(MapBytes(bytes)),
             box_bytes: tiling.box_bytes(elem_bytes as u32),
@@ -199,6 +206,13 @@ impl TensorMap {
             rank: tiling.dims.len(),
             core: view.core.clone(),
         })
+    }
+
+    /// How many encodings the calling thread has computed rather than found remembered (an
+    /// encoding is remembered by element type, address and tiling).
+    #[doc(hidden)]
+    pub fn encodings_computed_on_this_thread() -> u64 {
+        tensor_map_cache::computed_on_this_thread()
     }
 
     /// The element type of the tensor the map describes.

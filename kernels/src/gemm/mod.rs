@@ -10,7 +10,8 @@
 //! instance on its own). The `wgmma` GEMM fed by `cp.async`, for strides the copy engine cannot
 //! address, is still written with the builder in `kernels-gen` and built by this crate's build
 //! script for the enabled targets. [`select`] picks the kernel; [`gemm`] checks, selects and
-//! launches; [`gemm_with_f32_copy`] also keeps an f32 copy of a 16-bit output; [`gemm_swiglu`] is a gated MLP's two projections and SwiGLU in one op (one launch
+//! launches; [`gemm_with_workspace`] splits k into the caller's [`GemmWorkspace`], so that a
+//! skinny problem splits inside a graph capture too; [`gemm_with_f32_copy`] also keeps an f32 copy of a 16-bit output; [`gemm_swiglu`] is a gated MLP's two projections and SwiGLU in one op (one launch
 //! on Hopper); [`reference`] is the f64 CPU reference the tests compare with.
 
 mod epilogue;
@@ -34,6 +35,7 @@ mod split_reduce_kernel;
 mod swiglu;
 mod tma_wgmma;
 mod tma_wgmma_kernel;
+mod workspace;
 
 pub use epilogue::{Activation, Epilogue};
 pub use fp8::{gemm_fp8, Fp8Format, Fp8Matrix};
@@ -43,6 +45,7 @@ pub use ops::{gemm, gemm_split_k, gemm_with_f32_copy, gemm_with_plan, matmul};
 pub use select::{select, Math, Plan};
 pub use swiglu::gemm_swiglu;
 pub use tma_wgmma::tma_wgmma_bf16_nt;
+pub use workspace::{gemm_with_workspace, split_k_partials, GemmWorkspace};
 
 use crate::codegen::kernel_refs;
 use crate::OpKernel;

@@ -6,7 +6,7 @@ use super::layout::{extent, GemmShape};
 use super::mma_kernel::{self, Bf16Mma, F16Mma, Tf32Mma};
 use super::select::{select, Launch, Math, Plan};
 use super::simt_kernel;
-use super::split_k::{split_count, splits_types};
+use super::split_k::{planned_splits, splits_types};
 use super::split_reduce_kernel::{self, REDUCE_THREADS};
 use super::tma_wgmma::dense_column_pairs;
 use super::tma_wgmma_kernel::{self, BK, MN_BOX, TILE_M, TILE_N};
@@ -191,7 +191,7 @@ pub fn gemm_with_plan<T: Float, O: Float>(
 
 /// Where the kernel comes from: selected for the device, or given.
 #[derive(Clone, Copy)]
-enum Choice {
+pub(super) enum Choice {
     Select(Math),
     Plan(Plan),
 }
@@ -238,15 +238,16 @@ pub fn gemm_split_k<T: Float, O: Float>(
     )
 }
 
-/// How k is split: as the device and shape suggest, or a forced count.
-#[derive(Clone, Copy)]
-enum Splits {
+/// How k is split: as the device and shape suggest (into partials of its own, or into the
+/// caller's workspace), or a forced count.
+pub(super) enum Splits<'w> {
     Auto,
+    Into(&'w mut Buffer<f32>),
     Exactly(usize),
 }
 
 #[allow(clippy::too_many_arguments)]
-fn run<T: Float, O: Float>(
+pub(super) fn run<T: Float, O: Float>(
     stream: &Stream,
     shape: &GemmShape,
     a: &Buffer<T>,
@@ -255,7 +256,7 @@ fn run<T: Float, O: Float>(
     copy: Option<&mut Buffer<f32>>,
     epilogue: &Epilogue<T>,
     choice: Choice,
-    requested: Splits,
+    requested: Splits<'_>,
 ) -> Result<(), Error> {
     const OP: &str = "gemm";
     shape.check(OP, a.len(), b.len(), c.len())?;
@@ -304,7 +305,7 @@ fn run<T: Float, O: Float>(
             ),
         });
     }
-    let forced = match requested {
+    let (forced, mut workspace) = match requested {
         Splits::Exactly(0) => {
             return Err(unsupported_split("split into 0 ranges; pass 1 or more"))
         }
@@ -318,8 +319,9 @@ fn run<T: Float, O: Float>(
                 "split-k allocates its partials, which a graph capture cannot; run it outside the capture or use `gemm`",
             ))
         }
-        Splits::Exactly(n) => Some(n),
-        Splits::Auto => None,
+        Splits::Exactly(n) => (Some(n), None),
+        Splits::Auto => (None, None),
+        Splits::Into(workspace) => (None, Some(workspace)),
     };
     if shape.is_empty() {
         return Ok(());
@@ -353,20 +355,26 @@ fn run<T: Float, O: Float>(
         // the batches.
         let sms = stream.device().props().sm_count.max(1);
         let per_batch = sms.div_ceil(config.grid[2]).max(1);
-        let tiles = config.grid[0] as usize * config.grid[2] as usize;
-        let splits = forced.unwrap_or_else(|| split_count(tiles, shape.k, sms as usize));
-        let partial_elems = splits * shape.batch.max(1) * shape.m * shape.n;
+        let per_split = shape.batch.max(1) * shape.m * shape.n;
+        let splits = forced.unwrap_or_else(|| planned_splits(&plan, shape, sms as usize));
+        // A caller's workspace holds as many ranges as fit in it.
+        let splits = match &workspace {
+            Some(ws) => splits.min(ws.len() / per_split.max(1)).max(1),
+            None => splits,
+        };
+        let partial_elems = splits * per_split;
         if forced.is_some() && partial_elems >= 1 << 31 {
             return Err(unsupported_split(
                 "the partials of this many ranges outgrow a 32-bit index; split into fewer",
             ));
         }
         // Split-k allocates its partials, which a graph capture cannot; such captures (and
-        // problems whose partials outgrow a 32-bit index) keep whole tiles. So does a sealed
-        // device, so that a program that has sealed its runtime computes the same bits in a
-        // graph and in direct launches.
+        // problems whose partials outgrow a 32-bit index) keep whole tiles, unless the caller
+        // gave a workspace. So does a sealed device, so that a program that has sealed its
+        // runtime computes the same bits in a graph and in direct launches (with a
+        // workspace, both split alike).
         let device = stream.device();
-        let whole_tiles = stream.is_capturing() || device.is_sealed();
+        let whole_tiles = workspace.is_none() && (stream.is_capturing() || device.is_sealed());
         if splits > 1
             && !whole_tiles
             && partial_elems < 1 << 31
@@ -374,16 +382,28 @@ fn run<T: Float, O: Float>(
             && splits_types(T::TYPE, O::TYPE)
         {
             config.grid[0] = (config.grid[0] * splits as u32).min(per_batch);
-            // A capture of this call keeps whole tiles (above), in the instance for `O`, so
-            // load that one too: a step pre-warmed outside a capture then finds it loaded when
-            // it is captured.
-            device.prewarm(&[plan.kernel.artifacts()])?;
+            // A capture of this call without a workspace keeps whole tiles (above), in the
+            // instance for `O`, so load that one too: a step pre-warmed outside a capture then
+            // finds it loaded when it is captured.
+            if workspace.is_none() {
+                device.prewarm(&[plan.kernel.artifacts()])?;
+            }
             let split = SplitLaunch {
                 splits,
                 partial_elems,
                 config,
             };
-            return split.run(stream, shape, a, c, copy, epilogue, flags, maps);
+            return split.run(
+                stream,
+                shape,
+                a,
+                c,
+                copy,
+                epilogue,
+                flags,
+                maps,
+                workspace.take(),
+            );
         }
         config.grid[0] = config.grid[0].min(per_batch);
     }
@@ -639,8 +659,16 @@ impl SplitLaunch {
         epilogue: &Epilogue<'_, T>,
         flags: u32,
         maps: &(TensorMap, TensorMap),
+        workspace: Option<&mut Buffer<f32>>,
     ) -> Result<(), Error> {
-        let mut partials = Buffer::<f32>::zeros(stream, self.partial_elems)?;
+        let mut owned;
+        let partials = match workspace {
+            Some(ws) => ws,
+            None => {
+                owned = Buffer::<f32>::zeros(stream, self.partial_elems)?;
+                &mut owned
+            }
+        };
         // The kernel's `c` is the partials buffer, with no epilogue: ranges and batches are
         // whole m × n matrices of it, n apart per row, so column pairs stay 8-byte aligned
         // where n is even.
@@ -658,7 +686,7 @@ impl SplitLaunch {
             &raw,
             a,
             maps,
-            &mut partials,
+            partials,
             None,
             &plain,
             pairs,
@@ -674,7 +702,7 @@ impl SplitLaunch {
         split_reduce_kernel::gemm_splitk_reduce::<T, O>(
             stream,
             reduce_config,
-            &partials,
+            partials,
             c,
             &mut copy_arg(copy, a),
             epilogue.bias.unwrap_or(a),

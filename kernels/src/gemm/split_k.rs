@@ -4,6 +4,8 @@
 //! (`split_reduce_kernel.rs`) adds them in a fixed order. Here: how many ranges, and which
 //! types split.
 
+use super::layout::GemmShape;
+use super::select::{Launch, Plan};
 use super::tma_wgmma_kernel::BK;
 use crate::FloatType;
 
@@ -29,4 +31,20 @@ pub(crate) fn split_count(tiles: usize, k: usize, sms: usize) -> usize {
 /// output of the input's type or f32 (the reduce's instances, `split_reduce_kernel.rs`).
 pub(crate) fn splits_types(input: FloatType, output: FloatType) -> bool {
     input != FloatType::F32 && (output == input || output == FloatType::F32)
+}
+
+/// The k-ranges [`super::gemm`] splits a planned problem into by itself on `sms` SMs: 1
+/// (whole tiles) unless the plan is the TMA kernel, the types have a split form, the tiles
+/// leave SMs idle and the partials keep a 32-bit index.
+pub(crate) fn planned_splits(plan: &Plan, shape: &GemmShape, sms: usize) -> usize {
+    let (input, output, _) = plan.problem;
+    if plan.launch != Launch::Tma || !splits_types(input, output) {
+        return 1;
+    }
+    let tiles = plan.config.grid[0] as usize * plan.config.grid[2] as usize;
+    let splits = split_count(tiles, shape.k, sms);
+    if splits * shape.batch.max(1) * shape.m * shape.n >= 1 << 31 {
+        return 1;
+    }
+    splits
 }

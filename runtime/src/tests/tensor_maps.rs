@@ -88,3 +88,29 @@ fn a_map_where_a_buffer_is_expected_is_refused_before_launch() {
     assert!(matches!(err, Error::ArgKind { index: 0, .. }), "{err}");
     assert!(err.to_string().contains("a `&TensorMap`"), "{err}");
 }
+
+#[test]
+fn an_encoding_is_reused_for_the_same_address_and_tiling_only() {
+    let stream = mock_device().stream().unwrap();
+    let a = Buffer::<f32>::zeros(&stream, 96 * 40).unwrap();
+    // A tiling no other test encodes, so no other thread's encoding can be found first.
+    let tiling = TensorTiling::matrix(96, 36, 40, 24, 12, TensorSwizzle::None);
+    let before = TensorMap::encodings_computed_on_this_thread();
+    let first = TensorMap::tiled(a.view(), &tiling).unwrap();
+    assert_eq!(TensorMap::encodings_computed_on_this_thread(), before + 1);
+    let again = TensorMap::tiled(a.view(), &tiling).unwrap();
+    assert_eq!(TensorMap::encodings_computed_on_this_thread(), before + 1);
+    assert_eq!(first.bytes(), again.bytes());
+    // Another box, or the same tiling over another address, is encoded anew.
+    let other_box = TensorTiling::matrix(96, 36, 40, 12, 12, TensorSwizzle::None);
+    let third = TensorMap::tiled(a.view(), &other_box).unwrap();
+    assert_ne!(first.bytes(), third.bytes());
+    let b = Buffer::<f32>::zeros(&stream, 96 * 40).unwrap();
+    let fourth = TensorMap::tiled(b.view(), &tiling).unwrap();
+    assert_ne!(first.bytes(), fourth.bytes());
+    assert_eq!(TensorMap::encodings_computed_on_this_thread(), before + 3);
+    // A refused tiling is not remembered: it is refused again.
+    let unaligned = TensorTiling::matrix(96, 36, 39, 24, 12, TensorSwizzle::None);
+    assert!(TensorMap::tiled(a.view(), &unaligned).is_err());
+    assert!(TensorMap::tiled(a.view(), &unaligned).is_err());
+}

@@ -1,0 +1,137 @@
+//! Room for split-k's partial sums, owned by the caller: a graph capture cannot allocate, so
+//! without it a captured GEMM keeps whole tiles, and a skinny problem (a LoRA adapter) leaves
+//! most SMs idle inside the graph that a training step replays.
+
+use super::epilogue::Epilogue;
+use super::layout::GemmShape;
+use super::ops::{run, Choice, Splits};
+use super::select::{select, Math};
+use super::split_k::planned_splits;
+use crate::{Error, Float};
+use kernel_runtime::{Buffer, Stream};
+
+/// f32 partials for [`gemm_with_workspace`], allocated once outside any capture and reused by
+/// every call (each call's ranges overwrite what they read, so calls on one stream may share
+/// it; calls on streams that run concurrently may not).
+pub struct GemmWorkspace {
+    partials: Buffer<f32>,
+}
+
+impl GemmWorkspace {
+    /// A workspace of `elems` f32 values.
+    pub fn new(stream: &Stream, elems: usize) -> Result<GemmWorkspace, Error> {
+        Ok(GemmWorkspace {
+            partials: Buffer::zeros(stream, elems)?,
+        })
+    }
+
+    /// The smallest workspace in which [`gemm_with_workspace`] splits each of `shapes`
+    /// (inputs `T`, output `O`, `math`) as far as [`super::gemm`] does on `stream`'s device
+    /// outside a capture.
+    ///
+    /// ```
+    /// use kernel_runtime::{Bf16, Device, EmulatorOptions};
+    /// use kernels::gemm::{GemmShape, GemmWorkspace, Layout, Math};
+    /// # fn main() -> Result<(), kernels::Error> {
+    /// let hopper = EmulatorOptions::new().target(kernel_dsl::Target::Sm90a).sm_count(132);
+    /// let stream = Device::emulator_with(hopper).stream()?;
+    /// // A rank-16 adapter: one tile, k = 4096, split into 8 ranges of 16 × 64 partials.
+    /// let lora = GemmShape::new(Layout::Nt, 64, 16, 4096);
+    /// let ws = GemmWorkspace::for_shapes::<Bf16, f32>(&stream, &[lora], Math::Fp32)?;
+    /// assert_eq!(ws.len(), 8 * 16 * 64);
+    /// # Ok(()) }
+    /// ```
+    pub fn for_shapes<T: Float, O: Float>(
+        stream: &Stream,
+        shapes: &[GemmShape],
+        math: Math,
+    ) -> Result<GemmWorkspace, Error> {
+        let mut elems = 0;
+        for shape in shapes {
+            elems = elems.max(split_k_partials::<T, O>(stream, shape, math)?);
+        }
+        GemmWorkspace::new(stream, elems)
+    }
+
+    /// How many f32 partials it holds.
+    pub fn len(&self) -> usize {
+        self.partials.len()
+    }
+
+    /// Whether it holds none (every GEMM through it then keeps whole tiles).
+    pub fn is_empty(&self) -> bool {
+        self.partials.is_empty()
+    }
+}
+
+/// The f32 partials [`super::gemm`] would split `shape` into on `stream`'s device outside a
+/// capture: 0 where it keeps whole tiles.
+pub fn split_k_partials<T: Float, O: Float>(
+    stream: &Stream,
+    shape: &GemmShape,
+    math: Math,
+) -> Result<usize, Error> {
+    let device = stream.device();
+    let plan = select(T::TYPE, O::TYPE, math, shape, device.target())?;
+    let sms = device.props().sm_count.max(1) as usize;
+    let splits = planned_splits(&plan, shape, sms);
+    Ok(if splits > 1 {
+        splits * shape.batch.max(1) * shape.m * shape.n
+    } else {
+        0
+    })
+}
+
+/// [`super::gemm`], splitting k into `workspace` rather than into partials of its own: it
+/// splits inside a graph capture and on a sealed device too, so a captured step runs a skinny
+/// problem as fast as a direct launch does, with the same bits. A workspace smaller than the
+/// problem wants holds fewer ranges (as many as fit; with room for fewer than two, whole
+/// tiles); [`GemmWorkspace::for_shapes`] sizes one that never limits.
+///
+/// ```
+/// use kernel_runtime::{Bf16, Buffer, Device, EmulatorOptions};
+/// use kernels::gemm::{gemm_with_workspace, Epilogue, GemmShape, GemmWorkspace, Layout, Math};
+/// # fn main() -> Result<(), kernels::Error> {
+/// let hopper = EmulatorOptions::new().target(kernel_dsl::Target::Sm90a).sm_count(132);
+/// let stream = Device::emulator_with(hopper).stream()?;
+/// let shape = GemmShape::new(Layout::Nt, 16, 8, 1024);
+/// let a = Buffer::from_host(&stream, &vec![Bf16::from_f32(0.5); 16 * 1024])?;
+/// let b = Buffer::from_host(&stream, &vec![Bf16::from_f32(0.25); 8 * 1024])?;
+/// let mut c = Buffer::<f32>::zeros(&stream, 16 * 8)?;
+/// let mut ws = GemmWorkspace::for_shapes::<Bf16, f32>(&stream, &[shape], Math::Fp32)?;
+/// let none = Epilogue::default();
+/// // Loads the split kernels outside the capture, as a warm-up step would.
+/// gemm_with_workspace(&stream, &shape, &a, &b, &mut c, &none, Math::Fp32, &mut ws)?;
+/// let mut recorded = Ok(());
+/// let graph = stream.capture(|s| {
+///     recorded = gemm_with_workspace(s, &shape, &a, &b, &mut c, &none, Math::Fp32, &mut ws);
+///     Ok(())
+/// })?;
+/// recorded?;
+/// graph.replay()?;
+/// assert!(c.to_host(&stream)?.iter().all(|&x| x == 128.0));
+/// # Ok(()) }
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_with_workspace<T: Float, O: Float>(
+    stream: &Stream,
+    shape: &GemmShape,
+    a: &Buffer<T>,
+    b: &Buffer<T>,
+    c: &mut Buffer<O>,
+    epilogue: &Epilogue<T>,
+    math: Math,
+    workspace: &mut GemmWorkspace,
+) -> Result<(), Error> {
+    run(
+        stream,
+        shape,
+        a,
+        b,
+        c,
+        None,
+        epilogue,
+        Choice::Select(math),
+        Splits::Into(&mut workspace.partials),
+    )
+}
