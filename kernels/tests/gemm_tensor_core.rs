@@ -181,6 +181,20 @@ fn hopper_with_16_bit_inputs_selects_wgmma_and_tf32_mma_sync() {
         .kernel
         .kernel()
         .name
+        .starts_with("gemm_tma_wgmma__f32_f32"));
+    // tf32 `wgmma` reads k-contiguous operands only: NN and TN stay on `mma.sync`.
+    let tf32_nn = kernels::gemm::select(
+        FloatType::F32,
+        FloatType::F32,
+        Math::Tf32,
+        &GemmShape::new(Layout::Nn, 8, 8, 8),
+        kernel_dsl::Target::Sm90,
+    )
+    .expect("plan");
+    assert!(tf32_nn
+        .kernel
+        .kernel()
+        .name
         .starts_with("gemm_mma__f32_f32_tf32mma"));
     let sm80 = kernels::gemm::select(
         FloatType::Bf16,
@@ -654,4 +668,29 @@ fn a_workspace_splits_on_a_sealed_device_as_it_does_before_sealing() {
     assert_ne!(whole, before, "the workspace run splits");
     stream.device().seal();
     assert_eq!(run(), before);
+}
+
+#[test]
+fn tf32_on_hopper_runs_the_tma_gemm_and_matches_reference() {
+    let stream = hopper();
+    let every = EpiCase::every();
+    // Two tiles each way, k of two whole 32-deep slabs and a ragged third; then a batch of two
+    // with every epilogue part.
+    let shape = GemmShape::new(Layout::Nt, 130, 260, 72);
+    let plan = kernels::gemm::select(
+        kernels::FloatType::F32,
+        kernels::FloatType::F32,
+        Math::Tf32,
+        &shape,
+        kernel_dsl::Target::Sm90a,
+    )
+    .expect("plan");
+    assert!(plan
+        .kernel
+        .kernel()
+        .name
+        .starts_with("gemm_tma_wgmma__f32_f32"));
+    check::<f32, f32>(&stream, &shape, EpiCase::plain(), Math::Tf32, TF32_TOL, 730);
+    let batched = GemmShape::batched(Layout::Nt, 2, 40, 36, 132);
+    check::<f32, f32>(&stream, &batched, every, Math::Tf32, TF32_TOL, 731);
 }

@@ -59,7 +59,7 @@ static SIMT: [OpKernel; 3] = OpKernel::instances(simt_kernel::GEMM_SIMT_INSTANCE
 static MMA: [OpKernel; 15] = OpKernel::instances(mma_kernel::GEMM_MMA_INSTANCES);
 static MMA_BUILDER: [OpKernel; 15] = OpKernel::embedded(&built::GEMM_MMA);
 static WGMMA: [OpKernel; 12] = OpKernel::embedded(&built::GEMM_WGMMA);
-static TMA_WGMMA: [OpKernel; 20] = OpKernel::instances(tma_wgmma_kernel::GEMM_TMA_WGMMA_INSTANCES);
+static TMA_WGMMA: [OpKernel; 21] = OpKernel::instances(tma_wgmma_kernel::GEMM_TMA_WGMMA_INSTANCES);
 static FP8: [OpKernel; 6] = OpKernel::instances(fp8_kernel::GEMM_FP8_WGMMA_INSTANCES);
 static FP8_QUANTIZE: [OpKernel; 4] =
     OpKernel::instances(fp8_quantize_kernel::FP8_QUANTIZE_INSTANCES);
@@ -73,7 +73,7 @@ pub static KERNELS: &[&OpKernel] = kernel_refs![
     MMA_BUILDER[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14],
     WGMMA[0 1 2 3 4 5 6 7 8 9 10 11],
     SPLIT_REDUCE[0 1 2 3],
-    TMA_WGMMA[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19],
+    TMA_WGMMA[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20],
     FP8[0 1 2 3 4 5],
     FP8_QUANTIZE[0 1 2 3],
 ];

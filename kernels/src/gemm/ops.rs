@@ -9,7 +9,7 @@ use super::simt_kernel;
 use super::split_k::{planned_splits, splits_types};
 use super::split_reduce_kernel::{self, REDUCE_THREADS};
 use super::tma_wgmma::dense_column_pairs;
-use super::tma_wgmma_kernel::{self, BK, MN_BOX, TILE_M, TILE_N};
+use super::tma_wgmma_kernel::{self, slab_depth, BK, MN_BOX, TILE_M, TILE_N};
 use crate::Error;
 use crate::Float;
 use crate::FloatType;
@@ -758,7 +758,11 @@ fn tensor_maps<T: Float>(
     let (a_rows, a_cols) = shape.layout.a_rows_cols(shape.m, shape.k);
     let (b_rows, b_cols) = shape.layout.b_rows_cols(shape.n, shape.k);
     let map = |buf: &Buffer<T>, rows, cols, ld, stride, k_major, tile| {
-        let (box_rows, box_cols) = if k_major { (tile, BK) } else { (BK, MN_BOX) };
+        let (box_rows, box_cols) = if k_major {
+            (tile, slab_depth(T::TYPE))
+        } else {
+            (BK, MN_BOX)
+        };
         let batch_stride = if shape.batch <= 1 { rows * ld } else { stride };
         let tiling = TensorTiling::matrix(
             rows as u64,

@@ -4,7 +4,7 @@
 
 use super::layout::GemmShape;
 use super::simt_kernel::{SIMT_THREADS, SIMT_TILE};
-use super::tma_wgmma_kernel::{SHARED_BYTES, THREADS, TILE_M, TILE_N};
+use super::tma_wgmma_kernel::{SHARED_BYTES, TF32_NT_INSTANCE, THREADS, TILE_M, TILE_N};
 use super::{MMA, MMA_BUILDER, SIMT, TMA_WGMMA, WGMMA};
 use crate::FloatType;
 use crate::{Error, OpKernel};
@@ -139,7 +139,24 @@ pub fn select(
             target.name()
         )));
     }
-    if target.sm() == 90 && tma_fits(shape) {
+    if target.sm() == 90
+        && input == FloatType::F32
+        && output == FloatType::F32
+        && shape.layout == Layout::Nt
+        && tma_fits(shape, input)
+    {
+        // Hopper TF32 with both operands k-contiguous, the one layout tf32 `wgmma` reads:
+        // the TMA GEMM's tf32 instance.
+        return Ok(Plan {
+            kernel: &TMA_WGMMA[TF32_NT_INSTANCE],
+            config: tile_walk(shape).with_dynamic_shared(SHARED_BYTES),
+            vector_elems: 4,
+            tensor_maps: true,
+            problem: (input, output, *shape),
+            launch: Launch::Tma,
+        });
+    }
+    if target.sm() == 90 && tma_fits(shape, input) {
         // Hopper with 16-byte aligned rows: wgmma fed by the copy engine (the runtime loads
         // the sm_90a variant on an sm_90 device).
         // The instances are in `WGMMA_SPECS` order.
@@ -202,10 +219,10 @@ pub fn select(
     })
 }
 
-/// The copy engine reads rows (and batch strides) that start 16-byte aligned: for 16-bit
-/// elements, leading dimensions and strides that are multiples of 8.
-fn tma_fits(shape: &GemmShape) -> bool {
-    let aligned = |x: usize| x.is_multiple_of(8);
+/// The copy engine reads rows (and batch strides) that start 16-byte aligned: leading
+/// dimensions and strides that are multiples of 8 16-bit elements, or of 4 f32.
+fn tma_fits(shape: &GemmShape, input: FloatType) -> bool {
+    let aligned = |x: usize| x.is_multiple_of(16 / input.bytes());
     aligned(shape.lda)
         && aligned(shape.ldb)
         && (shape.batch <= 1 || (aligned(shape.stride_a) && aligned(shape.stride_b)))

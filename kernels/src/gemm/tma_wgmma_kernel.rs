@@ -1,7 +1,8 @@
 //! The Hopper GEMM in `#[kernel]` (sm_90a): bf16 or f16 inputs copied by TMA into a
 //! four-stage ring of 128-byte swizzled slabs, `wgmma.mma_async.m64n256k16` into f32
 //! accumulators that stay in registers across the k loop, and `gemm/finish.rs`'s epilogue into
-//! an f32 or same-type output.
+//! an f32 or same-type output. f32 inputs run the same pipeline on tf32 `wgmma` (k8, slabs of
+//! 32), in the one layout tf32 `wgmma` reads, both operands k-contiguous (NT).
 //!
 //! Instances: the input `T`, the output `O`, `HALF` (1 for f16 inputs), the layout as `A_K`
 //! (A stored `m × k`) and `B_K` (B stored `n × k`): NN `<1, 0>`, NT `<1, 1>`, TN `<0, 0>`, and
@@ -10,8 +11,9 @@
 //! output), which store raw sums and so carry none of the epilogue's code; then the two
 //! SwiGLU instances (`GLU` 1, NT, same-type output): B's 256 rows are 128 rows of the gate
 //! weight `b` and the same 128 rows of the up weight `b2`, and the tile's 128 output columns
-//! are `silu(gate) · up`, so one pass over A gives both products. A k-contiguous operand lands as one
-//! box of rows × 64 k; the other as 64-wide blocks over 64 k rows, read through transposed
+//! are `silu(gate) · up`, so one pass over A gives both products; last, the tf32 NT instance
+//! (`<f32, f32, 0, 1, 1, 0, 0>`). A k-contiguous operand lands as one
+//! box of rows × one slab; the other as 64-wide blocks over 64 k rows, read through transposed
 //! (MN-major) descriptors, so no operand is rearranged by threads. The maps are 3-D: the batch
 //! is their outer coordinate and the grid's z.
 //!
@@ -48,10 +50,18 @@ use kernel_macros::kernel;
 pub const TILE_M: u32 = 128;
 /// Output columns per tile (the instruction's N).
 pub const TILE_N: u32 = 256;
-/// Depth of one slab: 64 16-bit elements, one 128-byte swizzled row.
+/// Depth of one slab of 16-bit inputs: 64 elements, one 128-byte swizzled row.
 pub const BK: u32 = 64;
+
+/// Depth of one slab of `input` elements: one 128-byte swizzled row (64 16-bit elements, 32
+/// f32 read as tf32).
+pub const fn slab_depth(input: crate::FloatType) -> u32 {
+    128 / input.bytes() as u32
+}
 /// Width of one box of an MN-contiguous operand: 64 16-bit elements, one swizzled row.
 pub const MN_BOX: u32 = 64;
+/// The tf32 NT instance's index among the instances (after the 16-bit ones).
+pub const TF32_NT_INSTANCE: usize = 20;
 /// Threads per block: a producer warpgroup and two consumers.
 pub const THREADS: u32 = 384;
 /// Dynamic shared memory: 1 KiB of slack to align the stages, then four slabs of A and B.
@@ -65,6 +75,7 @@ pub const SHARED_BYTES: u32 = 1024 + 4 * (TILE_M + TILE_N) * BK * 2;
     <bf16, f32, 0, 1, 0, 1, 0>, <bf16, f32, 0, 1, 1, 1, 0>, <bf16, f32, 0, 0, 0, 1, 0>,
     <f16, f32, 1, 1, 0, 1, 0>, <f16, f32, 1, 1, 1, 1, 0>, <f16, f32, 1, 0, 0, 1, 0>,
     <bf16, bf16, 0, 1, 1, 0, 1>, <f16, f16, 1, 1, 1, 0, 1>,
+    <f32, f32, 0, 1, 1, 0, 0>,
 ))]
 pub fn gemm_tma_wgmma<
     T: Element,
@@ -97,14 +108,17 @@ pub fn gemm_tma_wgmma<
     let z = block_idx().z;
     let batches = grid_dim().z;
     let residual = &residual[z as u64 * stride_c as u64..];
-    // Elements: 512 of slack (1 KiB), then per stage 128 rows of A and 256 of B, 64 k each.
-    let smem = dynamic_shared::<T, { 512 + 4 * 384 * 64 }>();
+    // A slab is one 128-byte swizzled row of k per operand row: 64 16-bit elements or 32 f32
+    // (`8 · T::VEC`), so a stage is 48 KiB for every `T`. Elements: 1 KiB of slack, then per
+    // stage 128 rows of A and 256 of B.
+    let smem = dynamic_shared::<T, { 64 * T::VEC + 4 * 384 * 8 * T::VEC }>();
     let full = shared_array::<u64, 4>();
     let empty = shared_array::<u64, 4>();
     // The 128-byte swizzle repeats every 1024 bytes: stages start on that boundary.
     let at = align_index(smem, 1024);
     let t = thread_idx().x;
-    let slabs = (k + 63) / 64;
+    let bk = 8 * T::VEC;
+    let slabs = (k + (bk - 1)) / bk;
     // A SwiGLU tile is 128 output columns: 128 rows of each weight fill the 256 of B.
     let tn = if GLU == 1 { 128 } else { 256 };
     let tiles_n = (n + tn - 1) / tn;
@@ -143,8 +157,8 @@ pub fn gemm_tma_wgmma<
                     if q >= 4 {
                         while !mbarrier_try_wait_parity(empty, stage, (q / 4 + 1) % 2) {}
                     }
-                    let st = at + stage * (384 * 64);
-                    let k0 = s * 64;
+                    let st = at + stage * (384 * bk);
+                    let k0 = s * bk;
                     mbarrier_arrive_expect_tx(full, stage, 384 * 64 * 2);
                     if A_K == 1 {
                         tma_load(smem, st, a, [k0, m0, z], full, stage);
@@ -152,7 +166,7 @@ pub fn gemm_tma_wgmma<
                         for blk in 0..2 {
                             tma_load(
                                 smem,
-                                st + blk * 4096,
+                                st + blk * (64 * bk),
                                 a,
                                 [m0 + blk * 64, k0, z],
                                 full,
@@ -160,14 +174,15 @@ pub fn gemm_tma_wgmma<
                             );
                         }
                     }
+                    let sb = st + 128 * bk;
                     if GLU == 1 {
-                        tma_load(smem, st + 8192, b, [k0, n0, z], full, stage);
-                        tma_load(smem, st + 16384, b2, [k0, n0, z], full, stage);
+                        tma_load(smem, sb, b, [k0, n0, z], full, stage);
+                        tma_load(smem, sb + 128 * bk, b2, [k0, n0, z], full, stage);
                     } else if B_K == 1 {
-                        tma_load(smem, st + 8192, b, [k0, n0, z], full, stage);
+                        tma_load(smem, sb, b, [k0, n0, z], full, stage);
                     } else {
                         for blk in 0..4 {
-                            let dst = st + 8192 + blk * 4096;
+                            let dst = sb + blk * (64 * bk);
                             tma_load(smem, dst, b, [n0 + blk * 64, k0, z], full, stage);
                         }
                     }
@@ -181,7 +196,7 @@ pub fn gemm_tma_wgmma<
         setmaxnreg_inc(232);
         // This consumer's rows of the A slab: 64 swizzled rows of 128 bytes (k-contiguous), or
         // its 64-wide block (MN-contiguous), 8 KiB either way.
-        let rows = (wg - 1) * 4096;
+        let rows = (wg - 1) * (64 * bk);
         let lead = t % 128 == 0;
         let parts = epilogue_parts(flags);
         // With even pitches (n, ldc and the batch stride) column pairs are read and stored at
@@ -207,26 +222,28 @@ pub fn gemm_tma_wgmma<
             let mut s = first;
             while s < end {
                 let stage = q % 4;
-                let sa = at + stage * (384 * 64) + rows;
-                let sb = at + stage * (384 * 64) + 8192;
+                let sa = at + stage * (384 * bk) + rows;
+                let sb = at + stage * (384 * bk) + 128 * bk;
                 while !mbarrier_try_wait_parity(full, stage, (q / 4) % 2) {}
                 wgmma_fence();
                 for ks in [0, 1, 2, 3] {
-                    // k-contiguous: a k16 step is 32 bytes along the swizzled row, 8-row groups
-                    // 1024 bytes apart. MN-contiguous: a step is 16 k rows (2048 bytes), the
-                    // 64-wide blocks 8 KiB apart.
+                    // k-contiguous: a step (k16, or k8 of tf32) is 32 bytes along the swizzled
+                    // row, 8-row groups 1024 bytes apart. MN-contiguous (16-bit inputs only):
+                    // a step is 16 k rows (2048 bytes), the 64-wide blocks 8 KiB apart.
                     let da = if A_K == 1 {
-                        wgmma_desc(smem, sa + ks * 16, 16, 1024, 128)
+                        wgmma_desc(smem, sa + ks * 2 * T::VEC, 16, 1024, 128)
                     } else {
                         wgmma_desc(smem, sa + ks * 1024, 8192, 1024, 128)
                     };
                     let db = if B_K == 1 {
-                        wgmma_desc(smem, sb + ks * 16, 16, 1024, 128)
+                        wgmma_desc(smem, sb + ks * 2 * T::VEC, 16, 1024, 128)
                     } else {
                         wgmma_desc(smem, sb + ks * 1024, 8192, 1024, 128)
                     };
                     // An operand that is not k-contiguous is read MN-major.
-                    if HALF == 1 {
+                    if T::VEC == 4 {
+                        wgmma_tf32(&mut acc, da, db, true);
+                    } else if HALF == 1 {
                         wgmma_f16(&mut acc, da, db, true, 1 - A_K, 1 - B_K);
                     } else {
                         wgmma_bf16(&mut acc, da, db, true, 1 - A_K, 1 - B_K);
