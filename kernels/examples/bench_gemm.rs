@@ -20,6 +20,11 @@
 //! `BENCH_KINDS=copy` the bf16 output with its f32 copy against an f32 GEMM and a cast
 //! ([`copy_rows`]).
 //!
+//! `BENCH_KINDS=async` times, on Hopper, the `#[kernel]` `wgmma` GEMM fed by `cp.async` (what
+//! `gemm` picks where rows are not 16-byte aligned, so the copy engine cannot read them)
+//! against the builder kernel it replaces and cuBLAS, bf16 in and out, at
+//! [`unaligned_problems`]; with `BENCH_SMALL=1` these rows run on an emulated sm_90a.
+//!
 //! Shapes: 4096³ and 8192³; a linear layer of 4096 tokens × 4864 outputs × 896 inputs (and its
 //! transpose) forward (`y = x·Wᵀ`, NT) with both gradients (`dx = dy·W`, NN; `dW = dyᵀ·x`,
 //! TN); LoRA adapters of rank 8–64 on a 4096 × 4096 layer.
@@ -51,6 +56,8 @@ enum Kind {
     /// bf16 NT with f32 output through the `#[kernel]` TMA + `wgmma` GEMM's own launcher
     /// (`tma_wgmma_bf16_nt`).
     TmaBf16,
+    /// bf16 on Hopper at rows that are not 16-byte aligned: the `cp.async`-fed `wgmma` GEMM.
+    AsyncBf16,
 }
 
 impl Kind {
@@ -61,6 +68,7 @@ impl Kind {
             Kind::Bf16 => "bf16",
             Kind::MmaBf16 => "mma",
             Kind::TmaBf16 => "tma",
+            Kind::AsyncBf16 => "async",
         }
     }
 }
@@ -158,12 +166,17 @@ fn row(b: &Bench, kind: Kind, label: &str, shape: &GemmShape) -> Res {
     {
         return Ok(());
     }
+    // The cp.async wgmma GEMM runs on sm_90 only.
+    if kind == Kind::AsyncBf16 && device.sm() != 90 {
+        return Ok(());
+    }
     let (ms, builder) = match kind {
         Kind::TmaBf16 => ours_tma(b, shape)?,
         Kind::Fp32 => ours::<f32, f32>(b, shape, Math::Fp32, device)?,
         Kind::Tf32 => ours::<f32, f32>(b, shape, Math::Tf32, device)?,
         Kind::Bf16 => ours::<Bf16, Bf16>(b, shape, Math::Fp32, device)?,
         Kind::MmaBf16 => ours::<Bf16, Bf16>(b, shape, Math::Fp32, Target::Sm80)?,
+        Kind::AsyncBf16 => ours::<Bf16, Bf16>(b, shape, Math::Fp32, device)?,
     };
     let old = match builder {
         Some(t) => format!("{t:>10.3} | {:>12.2}", t / ms),
@@ -377,6 +390,17 @@ fn linear_layers(small: bool) -> &'static [(usize, usize, usize)] {
     }
 }
 
+/// Problems whose rows are not 16-byte aligned (a leading dimension of 4100 bf16), for
+/// [`Kind::AsyncBf16`]: square-ish in each layout.
+fn unaligned_problems(small: bool) -> Vec<(String, GemmShape)> {
+    let (s, odd) = if small { (40, 36) } else { (4096, 4100) };
+    vec![
+        ("unaligned".into(), GemmShape::new(Layout::Nt, s, s, odd)),
+        ("unaligned".into(), GemmShape::new(Layout::Nn, s, s, odd)),
+        ("unaligned".into(), GemmShape::new(Layout::Tn, odd, s, s)),
+    ]
+}
+
 /// The problems: (label, shape).
 fn problems(small: bool) -> Vec<(String, GemmShape)> {
     let sq: &[usize] = if small { &[64] } else { &[4096, 8192] };
@@ -406,7 +430,16 @@ fn problems(small: bool) -> Vec<(String, GemmShape)> {
 
 fn main() -> Res {
     let small = std::env::var_os("BENCH_SMALL").is_some();
-    let device = if small {
+    // BENCH_KINDS=bf16,mma (say) runs only those rows.
+    let only = std::env::var("BENCH_KINDS").ok();
+    let wants = |name: &str| {
+        only.as_deref()
+            .is_none_or(|o| o.split(',').any(|w| w == name))
+    };
+    let device = if small && only.is_some() && wants("async") {
+        // The async rows need Hopper.
+        Device::emulator_for(Target::Sm90a)
+    } else if small {
         Device::emulator()
     } else {
         Device::cuda(0).map_err(|e| {
@@ -430,39 +463,31 @@ fn main() -> Res {
     println!("device: {}", b.device.props().name);
     println!("| math | problem     | ly | m     × n     × k     |  ours ms | TFLOP/s | builder ms | ours/builder | cuBLAS ms | TFLOP/s | ours/cuBLAS |");
     println!("|------|-------------|----|-----------------------|----------|---------|------------|--------------|-----------|---------|-------------|");
-    // BENCH_KINDS=bf16,mma (say) runs only those rows.
-    let only = std::env::var("BENCH_KINDS").ok();
     let kinds = [
         Kind::Fp32,
         Kind::Tf32,
         Kind::Bf16,
         Kind::MmaBf16,
         Kind::TmaBf16,
+        Kind::AsyncBf16,
     ];
-    for kind in kinds.into_iter().filter(|k| {
-        only.as_deref()
-            .is_none_or(|o| o.split(',').any(|w| w == k.name()))
-    }) {
-        for (label, shape) in problems(small) {
+    for kind in kinds.into_iter().filter(|k| wants(k.name())) {
+        let list = if kind == Kind::AsyncBf16 {
+            unaligned_problems(small)
+        } else {
+            problems(small)
+        };
+        for (label, shape) in list {
             row(&b, kind, &label, &shape)?;
         }
     }
-    if only
-        .as_deref()
-        .is_none_or(|o| o.split(',').any(|w| w == "swiglu"))
-    {
+    if wants("swiglu") {
         swiglu_rows(&b, small)?;
     }
-    if only
-        .as_deref()
-        .is_none_or(|o| o.split(',').any(|w| w == "epilogue"))
-    {
+    if wants("epilogue") {
         epilogue_rows(&b, small)?;
     }
-    if only
-        .as_deref()
-        .is_none_or(|o| o.split(',').any(|w| w == "copy"))
-    {
+    if wants("copy") {
         copy_rows(&b, small)?;
     }
     Ok(())
@@ -536,7 +561,7 @@ mod blas {
                     sys::cudaDataType_t::CUDA_R_32F,
                     sys::cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32,
                 ),
-                Kind::Bf16 | Kind::MmaBf16 | Kind::TmaBf16 => (
+                Kind::Bf16 | Kind::MmaBf16 | Kind::TmaBf16 | Kind::AsyncBf16 => (
                     2,
                     sys::cudaDataType_t::CUDA_R_16BF,
                     sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,

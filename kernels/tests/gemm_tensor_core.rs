@@ -168,7 +168,11 @@ fn hopper_with_16_bit_inputs_selects_wgmma_and_tf32_mma_sync() {
         kernel_dsl::Target::Sm90,
     )
     .expect("plan");
-    assert!(plan.kernel.kernel().name.starts_with("gemm_wgmma_bf16"));
+    assert!(plan
+        .kernel
+        .kernel()
+        .name
+        .starts_with("gemm_async_wgmma__bf16"));
     let tf32 = kernels::gemm::select(
         FloatType::F32,
         FloatType::F32,
@@ -242,7 +246,7 @@ fn wgmma_matches_reference_at_odd_and_aligned_shapes() {
     ];
     for layout in Layout::ALL {
         let odd = hopper_kernel(&GemmShape::new(layout, 17, 63, 329));
-        assert!(odd.starts_with("gemm_wgmma_bf16"), "{odd}");
+        assert!(odd.starts_with("gemm_async_wgmma__bf16"), "{odd}");
         let aligned = hopper_kernel(&GemmShape::new(layout, 136, 144, 392));
         assert!(aligned.starts_with("gemm_tma_wgmma__bf16"), "{aligned}");
     }
@@ -487,10 +491,9 @@ fn f32_copy_matches_reference_and_rounds_to_c_in_every_kernel() {
     }
     let tn = GemmShape::new(Layout::Tn, 72, 136, 64);
     check_copy::<F16, F16>(&hopper, &tn, EpiCase::plain(), 702);
-    // Strides the copy engine cannot address: the `mma.sync` kernel stands in for the
-    // builder's cp.async kernel.
+    // Strides the copy engine cannot address: the cp.async `wgmma` kernel.
     let odd = GemmShape::new(Layout::Nt, 17, 63, 329);
-    assert!(hopper_kernel(&odd).starts_with("gemm_wgmma_bf16"));
+    assert!(hopper_kernel(&odd).starts_with("gemm_async_wgmma__bf16"));
     check_copy::<Bf16, Bf16>(&hopper, &odd, every, 703);
     // sm_80: the `mma.sync` kernel.
     let sm80 = emulator();

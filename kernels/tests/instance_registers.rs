@@ -242,6 +242,37 @@ fn tma_wgmma_gemm_keeps_its_accumulator_in_registers() {
     }
 }
 
+/// The `#[kernel]` Hopper GEMM fed by `cp.async`, sm_90a only: in each of its twelve instances
+/// the 64 accumulators stay in registers across the k loop (no spills, no stack), within 168
+/// (what the builder kernel it replaces takes at most; its 128 KiB of shared memory hold one
+/// 256-thread block an SM, so registers do not limit occupancy).
+#[test]
+fn async_wgmma_gemm_keeps_its_accumulator_in_registers() {
+    let Some(ptxas) = ptxas() else { return };
+    let instances: Vec<_> = kernels::gemm::KERNELS
+        .iter()
+        .filter(|k| k.kernel().name.starts_with("gemm_async_wgmma__"))
+        .collect();
+    assert_eq!(
+        instances.len(),
+        12,
+        "bf16 and f16, two outputs, three layouts"
+    );
+    for k in instances {
+        let ptx = kernel_dsl::emit::emit(&k.kernel(), Target::Sm90a).expect("emits for sm_90a");
+        let assembled = ptxas.assemble(&ptx).expect("ptxas accepts it");
+        let r = &assembled.reports[0];
+        assert_eq!(
+            (r.spill_stores, r.spill_loads, r.stack_bytes),
+            (0, 0, 0),
+            "{}: {}",
+            r.entry,
+            assembled.log
+        );
+        assert!(r.registers <= 168, "{}: {} registers", r.entry, r.registers);
+    }
+}
+
 /// Paged decode: 256-thread blocks, two an SM where a block holds four query rows (128
 /// registers), one where it holds eight; the combine streams at 64.
 #[test]

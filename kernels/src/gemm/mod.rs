@@ -4,14 +4,16 @@
 //! ([`Layout`]). Every size is a run-time parameter; shapes that do not fit their buffers are
 //! an [`Error`](crate::Error) before launch.
 //!
-//! The fp32 SIMT, `mma.sync` and TMA-fed Hopper (`wgmma`) kernels, with the latter's split-k
-//! form, and the split-k reduce are `#[kernel]` source (`simt_kernel.rs`, `mma_kernel.rs`,
-//! `tma_wgmma_kernel.rs`, `split_reduce_kernel.rs`; [`tma_wgmma_bf16_nt`] launches one Hopper
-//! instance on its own). The `wgmma` GEMM fed by `cp.async`, for strides the copy engine cannot
-//! address, is still written with the builder in `kernels-gen` and built by this crate's build
-//! script for the enabled targets. [`select`] picks the kernel; [`gemm`] checks, selects and
-//! launches; [`gemm_with_workspace`] splits k into the caller's [`GemmWorkspace`], so that a
-//! skinny problem splits inside a graph capture too; [`gemm_with_f32_copy`] also keeps an f32 copy of a 16-bit output; [`gemm_swiglu`] is a gated MLP's two projections and SwiGLU in one op (one launch
+//! The fp32 SIMT, `mma.sync` and Hopper (`wgmma`) kernels, TMA-fed (with a split-k form) and,
+//! for strides the copy engine cannot address, `cp.async`-fed, and the split-k reduce are
+//! `#[kernel]` source (`simt_kernel.rs`, `mma_kernel.rs`, `tma_wgmma_kernel.rs`,
+//! `async_wgmma_kernel.rs`, `split_reduce_kernel.rs`; [`tma_wgmma_bf16_nt`] launches one Hopper
+//! instance on its own). The builder kernels they replace (`mma.sync` and `cp.async`-fed
+//! `wgmma`, in `kernels-gen`, built by this crate's build script for the enabled targets) are
+//! kept only for `Plan::builder`, to time the two side by side. [`select`] picks the kernel;
+//! [`gemm`] checks, selects and launches; [`gemm_with_workspace`] splits k into the caller's
+//! [`GemmWorkspace`], so that a skinny problem splits inside a graph capture too;
+//! [`gemm_with_f32_copy`] also keeps an f32 copy of a 16-bit output; [`gemm_swiglu`] is a gated MLP's two projections and SwiGLU in one op (one launch
 //! on Hopper); [`reference`] is the f64 CPU reference the tests compare with.
 
 mod epilogue;
@@ -21,6 +23,7 @@ mod finish;
 // The tile order of the persistent Hopper kernels, before them.
 #[macro_use]
 mod tile_order;
+mod async_wgmma_kernel;
 mod fp8;
 mod fp8_kernel;
 mod fp8_quantize_kernel;
@@ -59,6 +62,8 @@ static SIMT: [OpKernel; 3] = OpKernel::instances(simt_kernel::GEMM_SIMT_INSTANCE
 static MMA: [OpKernel; 15] = OpKernel::instances(mma_kernel::GEMM_MMA_INSTANCES);
 static MMA_BUILDER: [OpKernel; 15] = OpKernel::embedded(&built::GEMM_MMA);
 static WGMMA: [OpKernel; 12] = OpKernel::embedded(&built::GEMM_WGMMA);
+static ASYNC_WGMMA: [OpKernel; 12] =
+    OpKernel::instances(async_wgmma_kernel::GEMM_ASYNC_WGMMA_INSTANCES);
 static TMA_WGMMA: [OpKernel; 21] = OpKernel::instances(tma_wgmma_kernel::GEMM_TMA_WGMMA_INSTANCES);
 static FP8: [OpKernel; 6] = OpKernel::instances(fp8_kernel::GEMM_FP8_WGMMA_INSTANCES);
 static FP8_QUANTIZE: [OpKernel; 4] =
@@ -72,6 +77,7 @@ pub static KERNELS: &[&OpKernel] = kernel_refs![
     MMA[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14],
     MMA_BUILDER[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14],
     WGMMA[0 1 2 3 4 5 6 7 8 9 10 11],
+    ASYNC_WGMMA[0 1 2 3 4 5 6 7 8 9 10 11],
     SPLIT_REDUCE[0 1 2 3],
     TMA_WGMMA[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20],
     FP8[0 1 2 3 4 5],

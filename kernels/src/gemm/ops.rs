@@ -1,6 +1,7 @@
 //! The public GEMM entry points: check every buffer against the shape, select the kernel,
 //! launch.
 
+use super::async_wgmma_kernel;
 use super::epilogue::Epilogue;
 use super::layout::{extent, GemmShape};
 use super::mma_kernel::{self, Bf16Mma, F16Mma, Tf32Mma};
@@ -13,7 +14,6 @@ use super::tma_wgmma_kernel::{self, slab_depth, BK, MN_BOX, TILE_M, TILE_N};
 use crate::Error;
 use crate::Float;
 use crate::FloatType;
-use kernel_dsl::Target;
 use kernel_runtime::{
     Buffer, BufferViewMut, KernelArg, LaunchConfig, Stream, TensorMap, TensorSwizzle, TensorTiling,
 };
@@ -81,9 +81,8 @@ pub fn gemm<T: Float, O: Float>(
 /// 16-bit output, so `C` equals `copy` converted to `O`.
 ///
 /// Every `#[kernel]` GEMM does this in its epilogue (on Hopper the TMA GEMM, whole tiles or
-/// split-k). Where [`gemm`] would pick the builder's `cp.async` `wgmma` kernel (Hopper, strides
-/// the copy engine cannot address), this runs the `mma.sync` kernel instead. An f32 `C` is
-/// an error: it is already the f32 value.
+/// split-k, and the `cp.async` one for strides the copy engine cannot address). An f32 `C`
+/// is an error: it is already the f32 value.
 ///
 /// ```
 /// use kernel_runtime::{Bf16, Buffer, Device};
@@ -283,17 +282,7 @@ pub(super) fn run<T: Float, O: Float>(
         )?;
     }
     let plan = match choice {
-        Choice::Select(math) => {
-            let target = stream.device().target();
-            let plan = select(T::TYPE, O::TYPE, math, shape, target)?;
-            if copy.is_some() && plan.launch == Launch::Builder {
-                // The builder's `cp.async` `wgmma` kernel has no f32 copy; the `mma.sync`
-                // kernel, which every sm_80+ device runs, has.
-                select(T::TYPE, O::TYPE, math, shape, Target::Sm80)?
-            } else {
-                plan
-            }
-        }
+        Choice::Select(math) => select(T::TYPE, O::TYPE, math, shape, stream.device().target())?,
         Choice::Plan(plan) => plan,
     };
     if copy.is_some() && matches!(plan.launch, Launch::Builder | Launch::Simt(_)) {
@@ -412,6 +401,9 @@ pub(super) fn run<T: Float, O: Float>(
             return simt(stream, config, layout, shape, a, b, c, epilogue, flags)
         }
         Launch::Mma(_) => return mma(stream, config, shape, a, b, c, copy, epilogue, flags),
+        Launch::AsyncWgmma(_) => {
+            return async_wgmma(stream, config, shape, a, b, c, copy, epilogue, flags)
+        }
         Launch::Tma => {
             // `select` plans the TMA kernel with `tensor_maps`, so the maps were encoded above.
             let maps = maps.as_ref().expect("a TMA plan reads through tensor maps");
@@ -447,6 +439,50 @@ fn mma<T: Float, O: Float>(
     launch(
         stream,
         config,
+        shape.layout.a_k_contiguous() as u32,
+        shape.layout.b_k_contiguous() as u32,
+        a,
+        b,
+        c,
+        &mut copy_arg(copy, a),
+        epilogue.bias.unwrap_or(a),
+        epilogue.residual.unwrap_or(a),
+        u(shape.m),
+        u(shape.n),
+        u(shape.k),
+        u(shape.lda),
+        u(shape.ldb),
+        u(shape.ldc),
+        u(shape.stride_a),
+        u(shape.stride_b),
+        u(shape.stride_c),
+        epilogue.alpha,
+        epilogue.beta,
+        flags,
+    )?;
+    Ok(())
+}
+
+/// The `#[kernel]` `cp.async`-fed `wgmma` GEMM through its launcher (`select` plans it for
+/// bf16 and f16 inputs only; another is `Error::NoInstance`). Unused epilogue inputs are bound
+/// to `a`, which the kernel then never reads.
+#[allow(clippy::too_many_arguments)]
+fn async_wgmma<T: Float, O: Float>(
+    stream: &Stream,
+    config: LaunchConfig,
+    shape: &GemmShape,
+    a: &Buffer<T>,
+    b: &Buffer<T>,
+    c: &mut Buffer<O>,
+    copy: Option<&mut Buffer<f32>>,
+    epilogue: &Epilogue<T>,
+    flags: u32,
+) -> Result<(), Error> {
+    let u = |x: usize| x as u32;
+    async_wgmma_kernel::gemm_async_wgmma::<T, O>(
+        stream,
+        config,
+        (T::TYPE == FloatType::F16) as u32,
         shape.layout.a_k_contiguous() as u32,
         shape.layout.b_k_contiguous() as u32,
         a,

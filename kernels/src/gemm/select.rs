@@ -2,10 +2,11 @@
 //! the shape and the device's target, one specialization from [`super::KERNELS`] and its
 //! launch shape.
 
+use super::async_wgmma_kernel;
 use super::layout::GemmShape;
 use super::simt_kernel::{SIMT_THREADS, SIMT_TILE};
 use super::tma_wgmma_kernel::{SHARED_BYTES, TF32_NT_INSTANCE, THREADS, TILE_M, TILE_N};
-use super::{MMA, MMA_BUILDER, SIMT, TMA_WGMMA, WGMMA};
+use super::{ASYNC_WGMMA, MMA, MMA_BUILDER, SIMT, TMA_WGMMA, WGMMA};
 use crate::FloatType;
 use crate::{Error, OpKernel};
 use kernel_dsl::Target;
@@ -13,7 +14,7 @@ use kernel_runtime::LaunchConfig;
 use kernels_gen::gemm::tensor_core::{
     mma_shared_bytes, mma_spec_index, MmaSpec, MMA_THREADS, MMA_TILE_M, MMA_TILE_N,
 };
-use kernels_gen::gemm::wgmma::{wgmma_shared_bytes, wgmma_spec_index, WgmmaSpec, WGMMA_THREADS};
+use kernels_gen::gemm::wgmma::{wgmma_spec_index, WgmmaSpec};
 use kernels_gen::gemm::Layout;
 
 /// How f32 products are computed. 16-bit inputs always use tensor cores.
@@ -59,19 +60,27 @@ pub(crate) enum Launch {
     Mma(usize),
     /// `tma_wgmma_kernel::gemm_tma_wgmma`, whole tiles or split along k.
     Tma,
+    /// `async_wgmma_kernel::gemm_async_wgmma` for this entry of `WGMMA_SPECS`.
+    AsyncWgmma(usize),
     /// `gemm_args`, positionally.
     Builder,
 }
 
 impl Plan {
     /// The same plan with the builder-written kernel its `#[kernel]` kernel replaces (the
-    /// `mma.sync` GEMMs), kept only until the two have been measured side by side
-    /// (`bench_gemm`); plans of other kernels come back unchanged.
+    /// `mma.sync` GEMMs and Hopper's `cp.async`-fed `wgmma` GEMMs), kept only until the two
+    /// have been measured side by side (`bench_gemm`); plans of other kernels come back
+    /// unchanged.
     #[doc(hidden)]
     pub fn builder(self) -> Plan {
         match self.launch {
             Launch::Mma(index) => Plan {
                 kernel: &MMA_BUILDER[index],
+                launch: Launch::Builder,
+                ..self
+            },
+            Launch::AsyncWgmma(index) => Plan {
+                kernel: &WGMMA[index],
                 launch: Launch::Builder,
                 ..self
             },
@@ -177,7 +186,7 @@ pub fn select(
         }
     }
     if target.sm() == 90 {
-        // Hopper, other strides: wgmma fed by cp.async.
+        // Hopper, other strides: wgmma fed by cp.async (instances in `WGMMA_SPECS` order).
         let spec = WgmmaSpec {
             input,
             output,
@@ -185,13 +194,18 @@ pub fn select(
         };
         if let Some(index) = wgmma_spec_index(spec) {
             return Ok(Plan {
-                kernel: &WGMMA[index],
-                config: grid(shape, MMA_TILE_M, MMA_TILE_N, WGMMA_THREADS)
-                    .with_dynamic_shared(wgmma_shared_bytes()),
+                kernel: &ASYNC_WGMMA[index],
+                config: grid(
+                    shape,
+                    async_wgmma_kernel::TILE,
+                    async_wgmma_kernel::TILE,
+                    async_wgmma_kernel::THREADS,
+                )
+                .with_dynamic_shared(async_wgmma_kernel::SHARED_BYTES),
                 vector_elems: 16 / input.bytes(),
                 tensor_maps: false,
                 problem: (input, output, *shape),
-                launch: Launch::Builder,
+                launch: Launch::AsyncWgmma(index),
             });
         }
     }
@@ -263,6 +277,17 @@ fn grid(shape: &GemmShape, tile_m: u32, tile_n: u32, threads: u32) -> LaunchConf
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `Plan::builder` launches the builder's `cp.async` `wgmma` kernel with the plan's grid,
+    /// block and shared memory: the two kernels must agree on them.
+    #[test]
+    fn the_async_wgmma_kernel_launches_as_its_builder_form_does() {
+        use kernels_gen::gemm::wgmma::{wgmma_shared_bytes, WGMMA_THREADS};
+        assert_eq!(async_wgmma_kernel::THREADS, WGMMA_THREADS);
+        assert_eq!(async_wgmma_kernel::TILE, MMA_TILE_M);
+        assert_eq!(async_wgmma_kernel::TILE, MMA_TILE_N);
+        assert_eq!(async_wgmma_kernel::SHARED_BYTES, wgmma_shared_bytes());
+    }
 
     /// TF32 is a rounding of f32 inputs; asking for it with 16-bit inputs is a mistake the
     /// caller hears about rather than a flag silently dropped.
