@@ -4,8 +4,9 @@
 //! timed runs. The last column is our throughput over cuBLAS's (1.0 = parity). fp32 uses
 //! cuBLAS's default math mode, which never uses TF32. Where our kernel is a `#[kernel]` port
 //! whose builder kernel still ships (the `mma.sync` GEMM of the `mma` rows and of TF32 on
-//! Hopper), the builder kernel is timed beside it in the same run (`builder ms`, and
-//! `ours/builder`: builder time over ours, above 1.0 the port is faster). The `tma` rows time
+//! Hopper NN/TN), the builder kernel is timed beside it in the same run (`builder ms`, and
+//! `ours/builder`: builder time over ours, above 1.0 the port is faster); TF32 NT on Hopper
+//! runs on tf32 `wgmma`, and that column times the `mma.sync` kernel it replaced. The `tma` rows time
 //! the Hopper GEMM with f32 output through its own launcher (`tma_wgmma_bf16_nt`, bf16 NT);
 //! their cuBLAS column is the bf16 one.
 //!
@@ -142,7 +143,11 @@ fn ours<T: Float, O: Float>(
     let epi = Epilogue::default();
     let plan = select(T::TYPE, O::TYPE, math, shape, target)?;
     let ms = b.time(|s| Ok(gemm_with_plan(s, &plan, shape, &a, &bb, &mut c, &epi)?))?;
-    let builder = plan.builder();
+    let mut builder = plan.builder();
+    if std::ptr::eq(builder.kernel, plan.kernel) && math == Math::Tf32 && target.sm() == 90 {
+        // TF32 NT on tf32 `wgmma`: beside the `mma.sync` kernel Hopper ran before.
+        builder = select(T::TYPE, O::TYPE, math, shape, Target::Sm80)?;
+    }
     if std::ptr::eq(builder.kernel, plan.kernel) {
         return Ok((ms, None));
     }
