@@ -32,6 +32,14 @@ fn run(cmd: &mut Command) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// A second full build of ptxkit sits beside the workspace's own: without debug info or
+/// incremental state it takes a fraction of the disk, which CI machines have little of.
+fn lean_debug_build(build: &mut Command) {
+    build
+        .env("CARGO_PROFILE_DEV_DEBUG", "line-tables-only")
+        .env("CARGO_INCREMENTAL", "0");
+}
+
 #[test]
 fn a_downstream_crate_embeds_exactly_its_enabled_targets_and_ptxas_accepts_them() {
     let fixture = root().join("tests/downstream");
@@ -50,6 +58,7 @@ fn a_downstream_crate_embeds_exactly_its_enabled_targets_and_ptxas_accepts_them(
         .arg("--target-dir")
         .arg(&target_dir)
         .env_remove("PTXKIT_TARGETS");
+    lean_debug_build(&mut build);
     match &ptxas {
         Some(p) => build.env("PTXKIT_PTXAS", p),
         None => build.env_remove("PTXKIT_PTXAS"),
@@ -164,6 +173,7 @@ fn a_crate_declaring_only_the_features_it_uses_builds_without_warnings_and_error
         .arg("--target-dir")
         .arg(root().join("target/downstream"))
         .env_remove("PTXKIT_TARGETS");
+    lean_debug_build(&mut build);
     match ptxas() {
         Some(p) => build.env("PTXKIT_PTXAS", p),
         None => build.env_remove("PTXKIT_PTXAS"),
