@@ -5,7 +5,9 @@
 mod common_tensor;
 
 use common_tensor::*;
-use kernel_runtime::{Bf16, Buffer, Stream};
+use kernel_dsl::Target;
+use kernel_runtime::{Bf16, Buffer, Device, EmulatorOptions, Stream};
+use kernels::gemm::{split_k_partials, GemmShape, GemmWorkspace, Layout, Math};
 use kernels::quant::nf4::reference::{matmul_nn, matmul_nt, round_trip_bound, Nf4Host};
 use kernels::quant::nf4::{
     lora_backward, matmul, matmul_gate_up, matmul_input_grad, matmul_lora, Lora, Nf4Weight, BLOCK,
@@ -264,7 +266,7 @@ fn lora_matches_the_reference<T: Float>() {
     };
     let mut t = poisoned::<T>(&s, m * r);
     let mut y = poisoned::<T>(&s, m * n);
-    matmul_lora(&s, &x, &q, &lora, &mut t, &mut y, m).unwrap();
+    matmul_lora(&s, &x, &q, &lora, &mut t, &mut y, m, None).unwrap();
     // The reference uses `t` as stored, the rounding the device's second GEMM saw.
     let td = download(&s, &t);
     let want_t = matmul_nt(&xd, &ad, m, r, k);
@@ -293,7 +295,7 @@ fn lora_matches_the_reference<T: Float>() {
         poisoned::<T>(&s, n * r),
     );
     lora_backward(
-        &s, &dy, &x, &t, &lora, &mut u, &mut da, &mut db, &mut dx, m, n,
+        &s, &dy, &x, &t, &lora, &mut u, &mut da, &mut db, &mut dx, m, n, None,
     )
     .unwrap();
     let sd = scale as f64;
@@ -342,6 +344,88 @@ fn lora_matches_the_reference<T: Float>() {
 #[test]
 fn lora_forward_and_adapter_gradients_match_the_reference() {
     lora_matches_the_reference::<f32>();
+}
+
+/// The adapter's products and gradients, recorded in a capture with a workspace and replayed,
+/// against direct calls without one: the same split, so the same bits. Outside a workspace a
+/// capture keeps whole tiles, so this is what lets a captured QLoRA step split k.
+#[test]
+fn a_workspace_splits_the_adapter_products_inside_a_capture_with_the_bits_of_direct_calls() {
+    // Split-k is the TMA GEMM's, so bf16 on an emulated Hopper of 132 SMs.
+    let hopper = EmulatorOptions::new().target(Target::Sm90a).sm_count(132);
+    let s = Device::emulator_with(hopper).stream().unwrap();
+    let (m, n, k, r) = (512, 24, 512, 8);
+    let w = weight(n, k, 9);
+    let (q, _) = quantized::<Bf16>(&s, &w, n, k);
+    let (x, _) = upload::<Bf16>(&s, &Rng::new(5).vec(m * k, -1.0, 1.0));
+    let (a, _) = upload::<Bf16>(&s, &Rng::new(6).vec(r * k, -0.5, 0.5));
+    let (b, _) = upload::<Bf16>(&s, &Rng::new(7).vec(n * r, -0.5, 0.5));
+    let (dy, _) = upload::<Bf16>(&s, &Rng::new(8).vec(m * n, -1.0, 1.0));
+    let lora = Lora {
+        a: &a,
+        b: &b,
+        rank: r,
+        scale: 0.5,
+    };
+    // x·Aᵀ, t·Bᵀ, dB, u, dA, u·A.
+    let shapes = [
+        GemmShape::new(Layout::Nt, m, r, k),
+        GemmShape::new(Layout::Nt, m, n, r),
+        GemmShape::new(Layout::Tn, n, r, m),
+        GemmShape::new(Layout::Nn, m, r, n),
+        GemmShape::new(Layout::Tn, r, k, m),
+        GemmShape::new(Layout::Nn, m, k, r),
+    ];
+    let split = |shape| split_k_partials::<Bf16, Bf16>(&s, shape, Math::Fp32).unwrap() > 0;
+    assert!(
+        split(&shapes[0]) && split(&shapes[4]),
+        "the forward's x·Aᵀ and the backward's dA split k at these shapes"
+    );
+    let mut ws = GemmWorkspace::for_shapes::<Bf16, Bf16>(&s, &shapes, Math::Fp32).unwrap();
+
+    // [t, y, u, dA, dB, dx], written by a forward and a backward through `ws` or without one.
+    let run = |s: &Stream, ws: Option<&mut GemmWorkspace>, o: &mut [Buffer<Bf16>; 6]| {
+        let [t, y, u, da, db, dx] = o;
+        let mut ws = ws;
+        matmul_lora(s, &x, &q, &lora, t, y, m, ws.as_deref_mut())?;
+        matmul_input_grad(s, &dy, &q, dx, m)?;
+        lora_backward(s, &dy, &x, t, &lora, u, da, db, dx, m, n, ws)
+    };
+    let fresh = || [m * r, m * n, m * r, r * k, n * r, m * k].map(|len| poisoned::<Bf16>(&s, len));
+    let mut direct = fresh();
+    run(&s, None, &mut direct).unwrap();
+    // Loads the kernels outside the capture, as a step's warm-up does.
+    run(&s, Some(&mut ws), &mut fresh()).unwrap();
+    let capture = |ws: Option<&mut GemmWorkspace>, out: &mut [Buffer<Bf16>; 6]| {
+        let mut recorded = Ok(());
+        let graph = s
+            .capture(|c| {
+                recorded = run(c, ws, out);
+                Ok(())
+            })
+            .unwrap();
+        recorded.unwrap();
+        graph.replay().unwrap();
+        graph.launches()
+    };
+    let mut replayed = fresh();
+    let launches = capture(Some(&mut ws), &mut replayed);
+    // Without a workspace the capture keeps whole tiles: each split product is one launch
+    // fewer (its reduce).
+    assert!(
+        launches >= capture(None, &mut fresh()) + 2,
+        "the captured products split"
+    );
+    for (i, (want, got)) in direct.iter().zip(&replayed).enumerate() {
+        let (want, got) = (download(&s, want), download(&s, got));
+        assert!(want.iter().all(|v| v.is_finite()), "output {i} written");
+        assert!(
+            want.iter()
+                .zip(&got)
+                .all(|(a, b)| a.to_bits() == b.to_bits()),
+            "output {i} of [t, y, u, dA, dB, dx] differs"
+        );
+    }
 }
 
 #[test]

@@ -48,6 +48,7 @@ pub use ops::{gemm, gemm_split_k, gemm_with_f32_copy, gemm_with_plan, matmul};
 pub use select::{select, Math, Plan};
 pub use swiglu::gemm_swiglu;
 pub use tma_wgmma::tma_wgmma_bf16_nt;
+pub(crate) use workspace::gemm_in;
 pub use workspace::{gemm_with_workspace, split_k_partials, GemmWorkspace};
 
 use crate::codegen::kernel_refs;

@@ -135,3 +135,33 @@ pub fn gemm_with_workspace<T: Float, O: Float>(
         Splits::Into(&mut workspace.partials),
     )
 }
+
+/// [`gemm_with_workspace`] where the caller gave a workspace, [`super::gemm`] where not: how an
+/// op that runs several GEMMs (a LoRA adapter's) lets its caller split them inside a capture.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn gemm_in<T: Float, O: Float>(
+    workspace: Option<&mut GemmWorkspace>,
+    stream: &Stream,
+    shape: &GemmShape,
+    a: &Buffer<T>,
+    b: &Buffer<T>,
+    c: &mut Buffer<O>,
+    epilogue: &Epilogue<T>,
+    math: Math,
+) -> Result<(), Error> {
+    let splits = match workspace {
+        Some(w) => Splits::Into(&mut w.partials),
+        None => Splits::Auto,
+    };
+    run(
+        stream,
+        shape,
+        a,
+        b,
+        c,
+        None,
+        epilogue,
+        Choice::Select(math),
+        splits,
+    )
+}

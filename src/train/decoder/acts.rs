@@ -2,10 +2,12 @@
 //! activations, and the scratch the backward reuses layer after layer.
 
 use super::config::DecoderConfig;
+use super::linear::projection_workspace;
 use crate::model::LayerTensor;
 use kernel_runtime::{Bf16, Buffer, Stream};
 use kernels::attention::{flash_backward_workspace, Heads};
 use kernels::cross_entropy::cross_entropy_workspace;
+use kernels::gemm::{GemmWorkspace, Math};
 use kernels::{norm, Error};
 use std::collections::HashMap;
 
@@ -88,6 +90,9 @@ pub(crate) struct Scratch {
     pub u: Buffer<f32>,
     pub norm_ws: Buffer<f32>,
     pub attn_ws: Buffer<f32>,
+    /// Split-k's partials for every projection's products, so that they split inside the
+    /// captured step.
+    pub gemm_ws: GemmWorkspace,
 }
 
 impl Inputs {
@@ -197,6 +202,7 @@ impl Scratch {
             u: f32s((t * cfg.mode.rank()).max(1))?,
             norm_ws: f32s(norm::rms_norm_backward_workspace(t, h))?,
             attn_ws: f32s(flash_backward_workspace(t, heads(cfg))?)?,
+            gemm_ws: projection_workspace::<f32>(stream, cfg, Math::Tf32)?,
         })
     }
 }

@@ -4,10 +4,12 @@
 
 use super::acts::heads;
 use super::config::DecoderConfig;
+use super::linear::projection_workspace;
 use crate::model::LayerTensor;
 use kernel_runtime::{Bf16, Buffer, Stream};
 use kernels::attention::flash_backward_workspace;
 use kernels::cross_entropy::cross_entropy_workspace;
+use kernels::gemm::{GemmWorkspace, Math};
 use kernels::{norm, Error};
 use std::collections::HashMap;
 
@@ -85,6 +87,9 @@ pub(crate) struct Scratch16 {
     pub u: Buffer<Bf16>,
     pub norm_ws: Buffer<f32>,
     pub attn_ws: Buffer<f32>,
+    /// Split-k's partials for every projection's products, so that they split inside the
+    /// captured step.
+    pub gemm_ws: GemmWorkspace,
 }
 
 impl Acts16 {
@@ -166,6 +171,7 @@ impl Scratch16 {
             u: bf16s((t * cfg.mode.rank()).max(1))?,
             norm_ws: f32s(norm::rms_norm_backward_workspace(t, h))?,
             attn_ws: f32s(flash_backward_workspace(t, heads(cfg))?)?,
+            gemm_ws: projection_workspace::<Bf16>(stream, cfg, Math::Fp32)?,
         })
     }
 }

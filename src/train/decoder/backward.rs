@@ -132,6 +132,7 @@ fn layer_backward(
         lt(LayerTensor::Down),
         &mut s.u,
         ones,
+        &mut s.gemm_ws,
         t,
     )?;
     elementwise::swiglu_backward(stream, &la.gate, &la.up, &s.da, &mut s.dgate, &mut s.dup)?;
@@ -146,6 +147,7 @@ fn layer_backward(
         lt(LayerTensor::Gate),
         &mut s.u,
         ones,
+        &mut s.gemm_ws,
         t,
     )?;
     p(LayerTensor::Up).backward(
@@ -158,6 +160,7 @@ fn layer_backward(
         lt(LayerTensor::Up),
         &mut s.u,
         ones,
+        &mut s.gemm_ws,
         t,
     )?;
     elementwise::add(stream, dn0, dn1, &mut s.dn)?;
@@ -191,6 +194,7 @@ fn layer_backward(
         lt(LayerTensor::O),
         &mut s.u,
         ones,
+        &mut s.gemm_ws,
         t,
     )?;
     cast::cast(stream, &s.d_o, &mut s.dob)?;
@@ -239,7 +243,19 @@ fn layer_backward(
         (LayerTensor::K, &s.dk, &mut *dn1),
         (LayerTensor::V, &s.dv, &mut *dn2),
     ] {
-        p(x).backward(stream, w, grads, &la.n1, dy, dx, lt(x), &mut s.u, ones, t)?;
+        p(x).backward(
+            stream,
+            w,
+            grads,
+            &la.n1,
+            dy,
+            dx,
+            lt(x),
+            &mut s.u,
+            ones,
+            &mut s.gemm_ws,
+            t,
+        )?;
     }
     elementwise::add(stream, dn0, dn1, &mut s.dn)?;
     elementwise::add(stream, &s.dn, dn2, &mut s.dn_sum)?;

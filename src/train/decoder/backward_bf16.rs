@@ -137,6 +137,7 @@ fn layer_backward16(
         &mut s.u,
         &s.ones,
         &mut s.wide,
+        &mut s.gemm_ws,
         t,
     )?;
     elementwise::swiglu_backward(stream, &la.gate, &la.up, &s.da, &mut s.dgate, &mut s.dup)?;
@@ -156,6 +157,7 @@ fn layer_backward16(
             &mut s.u,
             &s.ones,
             &mut s.wide,
+            &mut s.gemm_ws,
             t,
         )?;
     }
@@ -192,6 +194,7 @@ fn layer_backward16(
         &mut s.u,
         &s.ones,
         &mut s.wide,
+        &mut s.gemm_ws,
         t,
     )?;
     flash_backward(
@@ -247,6 +250,7 @@ fn layer_backward16(
             &mut s.u,
             &s.ones,
             &mut s.wide,
+            &mut s.gemm_ws,
             t,
         )?;
     }

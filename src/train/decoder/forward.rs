@@ -116,6 +116,7 @@ pub(crate) fn forward(
             &mut s.q,
             la.lora_t.get_mut(&LayerTensor::Q),
             &inp.ones,
+            &mut s.gemm_ws,
             t,
         )?;
         p(LayerTensor::K).forward(
@@ -125,6 +126,7 @@ pub(crate) fn forward(
             &mut s.k,
             la.lora_t.get_mut(&LayerTensor::K),
             &inp.ones,
+            &mut s.gemm_ws,
             t,
         )?;
         p(LayerTensor::V).forward(
@@ -134,6 +136,7 @@ pub(crate) fn forward(
             &mut s.v,
             la.lora_t.get_mut(&LayerTensor::V),
             &inp.ones,
+            &mut s.gemm_ws,
             t,
         )?;
         let (hd, spec) = (m.head_dim, rope_spec(cfg));
@@ -178,6 +181,7 @@ pub(crate) fn forward(
             &mut s.proj,
             la.lora_t.get_mut(&LayerTensor::O),
             &inp.ones,
+            &mut s.gemm_ws,
             t,
         )?;
         elementwise::add(stream, x, &s.proj, &mut la.x_mid)?;
@@ -197,6 +201,7 @@ pub(crate) fn forward(
             &mut la.gate,
             la.lora_t.get_mut(&LayerTensor::Gate),
             &inp.ones,
+            &mut s.gemm_ws,
             t,
         )?;
         p(LayerTensor::Up).forward(
@@ -206,6 +211,7 @@ pub(crate) fn forward(
             &mut la.up,
             la.lora_t.get_mut(&LayerTensor::Up),
             &inp.ones,
+            &mut s.gemm_ws,
             t,
         )?;
         elementwise::swiglu(stream, &la.gate, &la.up, &mut la.a)?;
@@ -216,6 +222,7 @@ pub(crate) fn forward(
             &mut s.proj,
             la.lora_t.get_mut(&LayerTensor::Down),
             &inp.ones,
+            &mut s.gemm_ws,
             t,
         )?;
         elementwise::add(stream, &la.x_mid, &s.proj, out)?;

@@ -89,6 +89,7 @@ pub(crate) fn forward16(
                 t_buf,
                 &s.ones,
                 &mut s.wide,
+                &mut s.gemm_ws,
                 t,
             )?;
         }
@@ -131,6 +132,7 @@ pub(crate) fn forward16(
             la.lora_t.get_mut(&LayerTensor::O),
             &s.ones,
             &mut s.wide,
+            &mut s.gemm_ws,
             t,
         )?;
         elementwise::add(stream, x, &s.proj, &mut la.x_mid)?;
@@ -158,6 +160,7 @@ pub(crate) fn forward16(
                 t_buf,
                 &s.ones,
                 &mut s.wide,
+                &mut s.gemm_ws,
                 t,
             )?;
         }
@@ -170,6 +173,7 @@ pub(crate) fn forward16(
             la.lora_t.get_mut(&LayerTensor::Down),
             &s.ones,
             &mut s.wide,
+            &mut s.gemm_ws,
             t,
         )?;
         elementwise::add(stream, &la.x_mid, &s.proj, out)?;

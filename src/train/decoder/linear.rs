@@ -1,14 +1,20 @@
 //! One projection of a decoder layer, forward and backward: a dense GEMM against the trained
 //! f32 weight (on TF32 tensor cores, as every GEMM of the decoder), or (QLoRA) the frozen NF4
 //! weight plus its trained LoRA adapter; q, k and v add their bias when the model has one.
+//! Every product splits k into the step's one [`GemmWorkspace`], so that a skinny one (an
+//! adapter's, a weight gradient of a small model) splits inside the captured step as well.
 
+use super::config::DecoderConfig;
+use super::forward::proj;
 use super::params::{Mode, ParamId};
 use super::weights::Weights;
 use crate::model::{LayerTensor, TensorId};
 use kernel_runtime::{Buffer, Stream};
-use kernels::gemm::{gemm, Epilogue, GemmShape, Layout, Math};
+use kernels::gemm::{
+    gemm_with_workspace, split_k_partials, Epilogue, GemmShape, GemmWorkspace, Layout, Math,
+};
 use kernels::quant::nf4::{lora_backward, matmul_input_grad, matmul_lora, Lora};
-use kernels::Error;
+use kernels::{Error, Float};
 
 /// Which projection of which layer, and how it is trained.
 #[derive(Clone, Copy)]
@@ -72,6 +78,7 @@ impl Proj {
         y: &mut Buffer<f32>,
         lora_t: Option<&mut Buffer<f32>>,
         ones: &Buffer<f32>,
+        ws: &mut GemmWorkspace,
         m: usize,
     ) -> Result<(), Error> {
         let bias = self.bias(w);
@@ -81,17 +88,17 @@ impl Proj {
                 epi = epi.with_bias(b);
             }
             let shape = GemmShape::new(Layout::Nt, m, self.out, self.inp);
-            return gemm(stream, &shape, x, weight, y, &epi, Math::Tf32);
+            return gemm_with_workspace(stream, &shape, x, weight, y, &epi, Math::Tf32, ws);
         }
         let (Some(base), Some(t)) = (w.nf4(self.layer, self.t), lora_t) else {
             return Err(missing(format!("the NF4 base of {}", self.id().name())));
         };
-        matmul_lora(stream, x, base, &self.adapter(w)?, t, y, m)?;
+        matmul_lora(stream, x, base, &self.adapter(w)?, t, y, m, Some(&mut *ws))?;
         if let Some(b) = bias {
             // y += 1·biasᵀ: a rank-one product adds the bias to every row (in f32: the bias
             // is added exactly, as the dense path's epilogue adds it).
             let shape = GemmShape::new(Layout::Nn, m, self.out, 1);
-            gemm(
+            gemm_with_workspace(
                 stream,
                 &shape,
                 ones,
@@ -99,6 +106,7 @@ impl Proj {
                 y,
                 &Epilogue::default().scaled(1.0, 1.0),
                 Math::Fp32,
+                ws,
             )?;
         }
         Ok(())
@@ -118,13 +126,15 @@ impl Proj {
         lora_t: Option<&Buffer<f32>>,
         u: &mut Buffer<f32>,
         ones: &Buffer<f32>,
+        ws: &mut GemmWorkspace,
         m: usize,
     ) -> Result<(), Error> {
         let plain = Epilogue::default();
         if let Some(weight) = w.f32(self.id()) {
             if let Some(i) = w.position(ParamId::Model(self.id())) {
                 let shape = GemmShape::new(Layout::Tn, self.out, self.inp, m);
-                gemm(stream, &shape, dy, x, &mut grads[i], &plain, Math::Tf32)?;
+                let dw = &mut grads[i];
+                gemm_with_workspace(stream, &shape, dy, x, dw, &plain, Math::Tf32, ws)?;
             }
             if let Some(i) = bias_of(self.t)
                 .and_then(|b| w.position(ParamId::Model(TensorId::Layer(self.layer, b))))
@@ -132,10 +142,11 @@ impl Proj {
                 // dbias = 1ᵀ·dy: the column sums of dy, in f32, since they cancel to values
                 // near AdamW's epsilon where TF32's rounding would swamp them.
                 let shape = GemmShape::new(Layout::Nn, 1, self.out, m);
-                gemm(stream, &shape, ones, dy, &mut grads[i], &plain, Math::Fp32)?;
+                let db = &mut grads[i];
+                gemm_with_workspace(stream, &shape, ones, dy, db, &plain, Math::Fp32, ws)?;
             }
             let shape = GemmShape::new(Layout::Nn, m, self.inp, self.out);
-            return gemm(stream, &shape, dy, weight, dx, &plain, Math::Tf32);
+            return gemm_with_workspace(stream, &shape, dy, weight, dx, &plain, Math::Tf32, ws);
         }
         let (Some(base), Some(t)) = (w.nf4(self.layer, self.t), lora_t) else {
             return Err(missing(format!("the NF4 base of {}", self.id().name())));
@@ -149,8 +160,66 @@ impl Proj {
             return Err(missing(format!("the adapter of {}", self.id().name())));
         };
         let (da, db) = two_mut(grads, ia, ib);
-        lora_backward(stream, dy, x, t, &lora, u, da, db, dx, m, self.out)
+        lora_backward(
+            stream,
+            dy,
+            x,
+            t,
+            &lora,
+            u,
+            da,
+            db,
+            dx,
+            m,
+            self.out,
+            Some(ws),
+        )
     }
+
+    /// The products [`Self::forward`] and [`Self::backward`] (or their bf16 forms, with `dense`
+    /// their dense products' math) run for `m` rows, each with its math.
+    fn products(&self, m: usize, dense: Math) -> Vec<(GemmShape, Math)> {
+        let (out, inp) = (self.out, self.inp);
+        let fp32 = Math::Fp32;
+        match self.mode.rank() {
+            0 => vec![
+                (GemmShape::new(Layout::Nt, m, out, inp), dense),
+                (GemmShape::new(Layout::Tn, out, inp, m), dense),
+                (GemmShape::new(Layout::Nn, 1, out, m), fp32),
+                (GemmShape::new(Layout::Nn, m, inp, out), dense),
+            ],
+            // The adapter's products (`matmul_lora`, `lora_backward`) and the bias's.
+            r => vec![
+                (GemmShape::new(Layout::Nt, m, r, inp), fp32),
+                (GemmShape::new(Layout::Nt, m, out, r), fp32),
+                (GemmShape::new(Layout::Nn, m, out, 1), fp32),
+                (GemmShape::new(Layout::Tn, out, r, m), fp32),
+                (GemmShape::new(Layout::Nn, m, r, out), fp32),
+                (GemmShape::new(Layout::Tn, r, inp, m), fp32),
+                (GemmShape::new(Layout::Nn, m, inp, r), fp32),
+            ],
+        }
+    }
+}
+
+/// The workspace every projection of the step shares (they run one after another on one
+/// stream): room for the widest split any of their products plans, with inputs `T` into an
+/// f32 or a `T` output, `dense` being the dense products' math.
+pub(crate) fn projection_workspace<T: Float>(
+    stream: &Stream,
+    cfg: &DecoderConfig,
+    dense: Math,
+) -> Result<GemmWorkspace, Error> {
+    let t = cfg.tokens();
+    let mut elems = 0;
+    for lt in LayerTensor::PROJECTIONS {
+        for (shape, math) in proj(cfg, 0, lt).products(t, dense) {
+            elems = elems
+                .max(split_k_partials::<T, f32>(stream, &shape, math)?)
+                .max(split_k_partials::<T, T>(stream, &shape, math)?);
+        }
+    }
+    GemmWorkspace::new(stream, elems)
 }
 
 /// Two distinct elements of a slice, mutably.

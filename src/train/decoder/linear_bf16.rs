@@ -7,7 +7,7 @@ use super::params::ParamId;
 use super::weights::Weights;
 use crate::model::TensorId;
 use kernel_runtime::{Bf16, Buffer, Stream};
-use kernels::gemm::{gemm, Epilogue, GemmShape, Layout, Math};
+use kernels::gemm::{gemm_with_workspace, Epilogue, GemmShape, GemmWorkspace, Layout, Math};
 use kernels::quant::nf4::{lora_backward, matmul_input_grad, matmul_lora, Lora};
 use kernels::{cast, Error};
 
@@ -46,7 +46,7 @@ impl Proj {
 
     /// `y = x·Wᵀ (+ bias)` for `m` bf16 rows, accumulated in f32; with QLoRA also
     /// `+ scale·(x·Aᵀ)·Bᵀ`, keeping `x·Aᵀ` in `lora_t`. `wide` (`m × out`) carries QLoRA's
-    /// bf16 product to an f32 `y`.
+    /// bf16 product to an f32 `y`. Every product splits k into `ws`.
     #[allow(clippy::too_many_arguments)]
     pub fn forward16(
         &self,
@@ -57,6 +57,7 @@ impl Proj {
         lora_t: Option<&mut Buffer<Bf16>>,
         ones: &Buffer<Bf16>,
         wide: &mut Buffer<Bf16>,
+        ws: &mut GemmWorkspace,
         m: usize,
     ) -> Result<(), Error> {
         let bias = self.bias16(w);
@@ -66,9 +67,10 @@ impl Proj {
                 epi = epi.with_bias(b);
             }
             let shape = GemmShape::new(Layout::Nt, m, self.out, self.inp);
+            let math = Math::Fp32;
             return match y {
-                Out::F32(y) => gemm(stream, &shape, x, weight, y, &epi, Math::Fp32),
-                Out::Bf16(y) => gemm(stream, &shape, x, weight, y, &epi, Math::Fp32),
+                Out::F32(y) => gemm_with_workspace(stream, &shape, x, weight, y, &epi, math, ws),
+                Out::Bf16(y) => gemm_with_workspace(stream, &shape, x, weight, y, &epi, math, ws),
             };
         }
         let (Some(base), Some(t)) = (w.nf4(self.layer, self.t), lora_t) else {
@@ -78,12 +80,21 @@ impl Proj {
             Out::Bf16(y) => (y, None),
             Out::F32(y) => (wide, Some(y)),
         };
-        matmul_lora(stream, x, base, &self.adapter16(w)?, t, dst, m)?;
+        matmul_lora(
+            stream,
+            x,
+            base,
+            &self.adapter16(w)?,
+            t,
+            dst,
+            m,
+            Some(&mut *ws),
+        )?;
         if let Some(b) = bias {
             // y += 1·biasᵀ, accumulated in f32 before y is rounded.
             let shape = GemmShape::new(Layout::Nn, m, self.out, 1);
             let acc = Epilogue::default().scaled(1.0, 1.0);
-            gemm(stream, &shape, ones, b, dst, &acc, Math::Fp32)?;
+            gemm_with_workspace(stream, &shape, ones, b, dst, &acc, Math::Fp32, ws)?;
         }
         match wide_out {
             Some(y) => cast::cast(stream, dst, y),
@@ -93,7 +104,7 @@ impl Proj {
 
     /// Given bf16 `dy` (`m × out`) and the forward's `x`, writes `dx` (`m × in`) and the
     /// gradients of whatever this projection trains: a dense weight's and bias's in f32
-    /// (bf16 products summed in f32), an adapter's in bf16.
+    /// (bf16 products summed in f32), an adapter's in bf16. Every product splits k into `ws`.
     #[allow(clippy::too_many_arguments)]
     pub fn backward16(
         &self,
@@ -107,33 +118,32 @@ impl Proj {
         u: &mut Buffer<Bf16>,
         ones: &Buffer<Bf16>,
         wide: &mut Buffer<Bf16>,
+        ws: &mut GemmWorkspace,
         m: usize,
     ) -> Result<(), Error> {
-        let plain = Epilogue::default();
+        let (plain, math) = (Epilogue::default(), Math::Fp32);
         if let Some(weight) = w.bf16(self.id()) {
             if let Some(i) = w.position(ParamId::Model(self.id())) {
                 let shape = GemmShape::new(Layout::Tn, self.out, self.inp, m);
-                gemm(stream, &shape, dy, x, &mut grads.f32[i], &plain, Math::Fp32)?;
+                let dw = &mut grads.f32[i];
+                gemm_with_workspace(stream, &shape, dy, x, dw, &plain, math, ws)?;
             }
             if let Some(i) = bias_of(self.t)
                 .and_then(|b| w.position(ParamId::Model(TensorId::Layer(self.layer, b))))
             {
                 // dbias = 1ᵀ·dy, the column sums of dy, accumulated in f32.
                 let shape = GemmShape::new(Layout::Nn, 1, self.out, m);
-                gemm(
-                    stream,
-                    &shape,
-                    ones,
-                    dy,
-                    &mut grads.f32[i],
-                    &plain,
-                    Math::Fp32,
-                )?;
+                let db = &mut grads.f32[i];
+                gemm_with_workspace(stream, &shape, ones, dy, db, &plain, math, ws)?;
             }
             let shape = GemmShape::new(Layout::Nn, m, self.inp, self.out);
             return match dx {
-                Out::F32(dx) => gemm(stream, &shape, dy, weight, dx, &plain, Math::Fp32),
-                Out::Bf16(dx) => gemm(stream, &shape, dy, weight, dx, &plain, Math::Fp32),
+                Out::F32(dx) => {
+                    gemm_with_workspace(stream, &shape, dy, weight, dx, &plain, math, ws)
+                }
+                Out::Bf16(dx) => {
+                    gemm_with_workspace(stream, &shape, dy, weight, dx, &plain, math, ws)
+                }
             };
         }
         let (Some(base), Some(t)) = (w.nf4(self.layer, self.t), lora_t) else {
@@ -152,7 +162,20 @@ impl Proj {
             return Err(missing(format!("the adapter of {}", self.id().name())));
         };
         let (da, db) = two_mut(grads.bf16, ia, ib);
-        lora_backward(stream, dy, x, t, &lora, u, da, db, dst, m, self.out)?;
+        lora_backward(
+            stream,
+            dy,
+            x,
+            t,
+            &lora,
+            u,
+            da,
+            db,
+            dst,
+            m,
+            self.out,
+            Some(ws),
+        )?;
         match wide_out {
             Some(dx) => cast::cast(stream, dst, dx),
             None => Ok(()),

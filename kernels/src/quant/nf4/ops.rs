@@ -5,7 +5,7 @@ use super::gemv_kernel::{self, nf4_gemv, rows_instance, MAX_M, ROWS_PER_BLOCK};
 use super::input_grad_kernel::{self, nf4_input_grad};
 use super::mma_kernel::{self, nf4_mma};
 use super::Nf4Weight;
-use crate::gemm::{gemm, Epilogue, GemmShape, Layout, Math};
+use crate::gemm::{gemm_in, Epilogue, GemmShape, GemmWorkspace, Layout, Math};
 use crate::quant::loads_in_flight;
 use crate::Float;
 use crate::{check_len, Error, FloatType};
@@ -160,7 +160,9 @@ pub struct Lora<'a, T: Float> {
 
 /// The LoRA-adapted forward: [`matmul`], then `t = x·Aᵀ` into the `m × rank` workspace `t`
 /// and `y += scale · t·Bᵀ`, both with [`gemm`](crate::gemm::gemm). `t` is kept for the
-/// backward ([`lora_backward`]).
+/// backward ([`lora_backward`]). With a `workspace` the two products split k into it, as
+/// [`gemm_with_workspace`](crate::gemm::gemm_with_workspace) does, so that they split inside a
+/// graph capture too; without one they split as `gemm` does.
 ///
 /// ```
 /// use kernel_runtime::{Buffer, Device};
@@ -173,10 +175,11 @@ pub struct Lora<'a, T: Float> {
 /// let x = Buffer::from_host(&stream, &vec![1.0f32; 64])?;
 /// let (mut y, mut t) = (Buffer::<f32>::zeros(&stream, 1)?, Buffer::<f32>::zeros(&stream, 1)?);
 /// let lora = Lora { a: &a, b: &b, rank: 1, scale: 0.25 };
-/// matmul_lora(&stream, &x, &q, &lora, &mut t, &mut y, 1)?;
+/// matmul_lora(&stream, &x, &q, &lora, &mut t, &mut y, 1, None)?;
 /// assert_eq!(y.to_host(&stream)?, vec![32.0 + 0.25 * 64.0 * 2.0]);
 /// # Ok(()) }
 /// ```
+#[allow(clippy::too_many_arguments)]
 pub fn matmul_lora<T: Float>(
     stream: &Stream,
     x: &Buffer<T>,
@@ -185,6 +188,7 @@ pub fn matmul_lora<T: Float>(
     t: &mut Buffer<T>,
     y: &mut Buffer<T>,
     m: usize,
+    mut workspace: Option<&mut GemmWorkspace>,
 ) -> Result<(), Error> {
     crate::float::f32_or_bf16::<T>("matmul_lora")?;
     const OP: &str = "nf4_matmul_lora";
@@ -201,7 +205,8 @@ pub fn matmul_lora<T: Float>(
         return Ok(());
     }
     let math = Math::Fp32;
-    gemm(
+    gemm_in(
+        workspace.as_deref_mut(),
         stream,
         &GemmShape::new(Layout::Nt, m, r, k),
         x,
@@ -210,7 +215,8 @@ pub fn matmul_lora<T: Float>(
         &Epilogue::default(),
         math,
     )?;
-    gemm(
+    gemm_in(
+        workspace,
         stream,
         &GemmShape::new(Layout::Nt, m, n, r),
         t,
@@ -239,6 +245,7 @@ pub fn lora_backward<T: Float>(
     dx: &mut Buffer<T>,
     m: usize,
     n: usize,
+    mut workspace: Option<&mut GemmWorkspace>,
 ) -> Result<(), Error> {
     crate::float::f32_or_bf16::<T>("lora_backward")?;
     const OP: &str = "nf4_lora_backward";
@@ -258,7 +265,8 @@ pub fn lora_backward<T: Float>(
     let math = Math::Fp32;
     let scaled = Epilogue::default().scaled(lora.scale, 0.0);
     // dB = s·dyᵀ·t: (N × m)·(m × r).
-    gemm(
+    gemm_in(
+        workspace.as_deref_mut(),
         stream,
         &GemmShape::new(Layout::Tn, n, r, m),
         dy,
@@ -268,7 +276,8 @@ pub fn lora_backward<T: Float>(
         math,
     )?;
     // u = s·dy·B: (m × N)·(N × r).
-    gemm(
+    gemm_in(
+        workspace.as_deref_mut(),
         stream,
         &GemmShape::new(Layout::Nn, m, r, n),
         dy,
@@ -279,7 +288,8 @@ pub fn lora_backward<T: Float>(
     )?;
     // dA = uᵀ·x: (r × m)·(m × K).
     let plain = Epilogue::default();
-    gemm(
+    gemm_in(
+        workspace.as_deref_mut(),
         stream,
         &GemmShape::new(Layout::Tn, r, k, m),
         u,
@@ -290,7 +300,8 @@ pub fn lora_backward<T: Float>(
     )?;
     // dx += u·A: (m × r)·(r × K).
     let acc = Epilogue::default().scaled(1.0, 1.0);
-    gemm(
+    gemm_in(
+        workspace,
         stream,
         &GemmShape::new(Layout::Nn, m, k, r),
         u,
