@@ -8,6 +8,8 @@ Prints markdown rows: median ms and TFLOP/s. Divide the two TFLOP/s columns for 
 """
 import torch
 
+from torch_timing import median_ms
+
 SHAPES = [
     ("square", 4096, 4096, 4096),
     ("square", 8192, 8192, 8192),
@@ -15,22 +17,6 @@ SHAPES = [
     ("gate_up", 8192, 28672, 4096),
     ("down", 8192, 4096, 14336),
 ]
-
-
-def median_ms(fn, reps=15, warmup=5):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    times.sort()
-    return times[len(times) // 2]
 
 
 def operand(rows, cols, seed):

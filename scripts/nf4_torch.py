@@ -8,6 +8,8 @@ weight, the figure the fused forward is compared with.
 """
 import torch
 
+from torch_timing import median_ms
+
 NF4 = [-1.0, -0.6961928009986877, -0.5250730514526367, -0.39491748809814453,
        -0.28444138169288635, -0.18477343022823334, -0.09105003625154495, 0.0,
        0.07958029955625534, 0.16093020141124725, 0.24611230194568634, 0.33791524171829224,
@@ -32,28 +34,13 @@ def dequantize(codes, absmax, n, k, table):
     return (table[idx].reshape(-1, 64) * absmax[:, None]).to(torch.bfloat16).reshape(n, k)
 
 
-def time_ms(f, runs=25, warmup=5):
-    for _ in range(warmup):
-        f()
-    times = []
-    for _ in range(runs):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        f()
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e))
-    times.sort()
-    return times[len(times) // 2]
-
-
 def main():
     dev = "cuda"
     print("device:", torch.cuda.get_device_name())
     table = torch.tensor(NF4, device=dev)
     src = torch.empty(1 << 28, device=dev)
     dst = torch.empty_like(src)
-    copy_gbs = 8 * src.numel() / (time_ms(lambda: dst.copy_(src)) * 1e-3) / 1e9
+    copy_gbs = 8 * src.numel() / (median_ms(lambda: dst.copy_(src)) * 1e-3) / 1e9
     print(f"copy bandwidth (read + write): {copy_gbs:.1f} GB/s")
     print("| shape | M | dequant + matmul ms | % of copy over NF4 bytes | matmul on bf16 W ms |")
     print("| --- | --- | --- | --- | --- |")
@@ -64,13 +51,13 @@ def main():
         nf4_bytes = codes.numel() + 4 * absmax.numel()
         for m in (1, 16, 4096):
             x = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
-            two = time_ms(lambda: x @ dequantize(codes, absmax, n, k, table).t())
-            one = time_ms(lambda: x @ wb.t())
+            two = median_ms(lambda: x @ dequantize(codes, absmax, n, k, table).t())
+            one = median_ms(lambda: x @ wb.t())
             pct = 100 * nf4_bytes / (two * 1e-3) / 1e9 / copy_gbs
             print(f"| forward {name} {n}×{k} | {m} | {two:.3f} | {pct:.1f} | {one:.3f} |")
         dy = torch.randn(4096, n, device=dev, dtype=torch.bfloat16)
-        two = time_ms(lambda: dy @ dequantize(codes, absmax, n, k, table))
-        one = time_ms(lambda: dy @ wb)
+        two = median_ms(lambda: dy @ dequantize(codes, absmax, n, k, table))
+        one = median_ms(lambda: dy @ wb)
         print(f"| input grad {name} {n}×{k} | 4096 | {two:.3f} | | {one:.3f} |")
 
 

@@ -59,17 +59,7 @@ pub fn gemm<T: Float, O: Float>(
     epilogue: &Epilogue<T>,
     math: Math,
 ) -> Result<(), Error> {
-    run(
-        stream,
-        shape,
-        a,
-        b,
-        c,
-        None,
-        epilogue,
-        Choice::Select(math),
-        Splits::Auto,
-    )
+    super::workspace::gemm_in(None, stream, shape, a, b, c, epilogue, math)
 }
 
 /// [`gemm`] into a bf16 or f16 `C` that also writes each finished value, before rounding, to

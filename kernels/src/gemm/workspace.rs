@@ -123,21 +123,11 @@ pub fn gemm_with_workspace<T: Float, O: Float>(
     math: Math,
     workspace: &mut GemmWorkspace,
 ) -> Result<(), Error> {
-    run(
-        stream,
-        shape,
-        a,
-        b,
-        c,
-        None,
-        epilogue,
-        Choice::Select(math),
-        Splits::Into(&mut workspace.partials),
-    )
+    gemm_in(Some(workspace), stream, shape, a, b, c, epilogue, math)
 }
 
-/// [`gemm_with_workspace`] where the caller gave a workspace, [`super::gemm`] where not: how an
-/// op that runs several GEMMs (a LoRA adapter's) lets its caller split them inside a capture.
+/// [`gemm_with_workspace`] where the caller gave a workspace, [`super::gemm`] where not (how an
+/// op that runs several GEMMs, a LoRA adapter's, lets its caller split them inside a capture).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn gemm_in<T: Float, O: Float>(
     workspace: Option<&mut GemmWorkspace>,

@@ -9,7 +9,7 @@ use super::forward::proj;
 use super::params::{Mode, ParamId};
 use super::weights::Weights;
 use crate::model::{LayerTensor, TensorId};
-use kernel_runtime::{Buffer, Stream};
+use kernel_runtime::{Buffer, Element, Stream};
 use kernels::gemm::{
     gemm_with_workspace, split_k_partials, Epilogue, GemmShape, GemmWorkspace, Layout, Math,
 };
@@ -153,13 +153,7 @@ impl Proj {
         };
         matmul_input_grad(stream, dy, base, dx, m)?;
         let lora = self.adapter(w)?;
-        let (Some(ia), Some(ib)) = (
-            w.position(ParamId::LoraA(self.layer, self.t)),
-            w.position(ParamId::LoraB(self.layer, self.t)),
-        ) else {
-            return Err(missing(format!("the adapter of {}", self.id().name())));
-        };
-        let (da, db) = two_mut(grads, ia, ib);
+        let (da, db) = self.adapter_grads(w, grads)?;
         lora_backward(
             stream,
             dy,
@@ -174,6 +168,22 @@ impl Proj {
             self.out,
             Some(ws),
         )
+    }
+
+    /// The gradients of this projection's adapter, `dA` and `dB`, among `grads` (flat-layout
+    /// order).
+    pub(crate) fn adapter_grads<'g, T: Element>(
+        &self,
+        w: &Weights,
+        grads: &'g mut [Buffer<T>],
+    ) -> Result<(&'g mut Buffer<T>, &'g mut Buffer<T>), Error> {
+        let (Some(ia), Some(ib)) = (
+            w.position(ParamId::LoraA(self.layer, self.t)),
+            w.position(ParamId::LoraB(self.layer, self.t)),
+        ) else {
+            return Err(missing(format!("the adapter of {}", self.id().name())));
+        };
+        Ok(two_mut(grads, ia, ib))
     }
 
     /// The products [`Self::forward`] and [`Self::backward`] (or their bf16 forms, with `dense`

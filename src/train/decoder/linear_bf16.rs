@@ -2,7 +2,7 @@
 //! gradients), or QLoRA's frozen NF4 weight and bf16 adapter through the NF4 tensor-core
 //! kernels, whose products and adapter gradients are bf16.
 
-use super::linear::{bias_of, missing, two_mut, Proj};
+use super::linear::{bias_of, missing, Proj};
 use super::params::ParamId;
 use super::weights::Weights;
 use crate::model::TensorId;
@@ -155,13 +155,7 @@ impl Proj {
         };
         matmul_input_grad(stream, dy, base, dst, m)?;
         let lora = self.adapter16(w)?;
-        let (Some(ia), Some(ib)) = (
-            w.position(ParamId::LoraA(self.layer, self.t)),
-            w.position(ParamId::LoraB(self.layer, self.t)),
-        ) else {
-            return Err(missing(format!("the adapter of {}", self.id().name())));
-        };
-        let (da, db) = two_mut(grads.bf16, ia, ib);
+        let (da, db) = self.adapter_grads(w, grads.bf16)?;
         lora_backward(
             stream,
             dy,
