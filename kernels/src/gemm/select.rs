@@ -148,33 +148,23 @@ pub fn select(
             target.name()
         )));
     }
-    if target.sm() == 90
-        && input == FloatType::F32
-        && output == FloatType::F32
-        && shape.layout == Layout::Nt
-        && tma_fits(shape, input)
-    {
-        // Hopper TF32 with both operands k-contiguous, the one layout tf32 `wgmma` reads:
-        // the TMA GEMM's tf32 instance.
-        return Ok(Plan {
-            kernel: &TMA_WGMMA[TF32_NT_INSTANCE],
-            config: tile_walk(shape).with_dynamic_shared(SHARED_BYTES),
-            vector_elems: 4,
-            tensor_maps: true,
-            problem: (input, output, *shape),
-            launch: Launch::Tma,
-        });
-    }
+    // The `wgmma` GEMMs' instances are in `WGMMA_SPECS` order.
+    let spec = WgmmaSpec {
+        input,
+        output,
+        layout: shape.layout,
+    };
     if target.sm() == 90 && tma_fits(shape, input) {
         // Hopper with 16-byte aligned rows: wgmma fed by the copy engine (the runtime loads
-        // the sm_90a variant on an sm_90 device).
-        // The instances are in `WGMMA_SPECS` order.
-        let spec = WgmmaSpec {
-            input,
-            output,
-            layout: shape.layout,
+        // the sm_90a variant on an sm_90 device). tf32 `wgmma` reads k-contiguous operands
+        // only, so f32 has the one NT instance.
+        let index = match input {
+            FloatType::F32 => {
+                (output == FloatType::F32 && shape.layout == Layout::Nt).then_some(TF32_NT_INSTANCE)
+            }
+            _ => wgmma_spec_index(spec),
         };
-        if let Some(index) = wgmma_spec_index(spec) {
+        if let Some(index) = index {
             return Ok(Plan {
                 kernel: &TMA_WGMMA[index],
                 config: tile_walk(shape).with_dynamic_shared(SHARED_BYTES),
@@ -186,12 +176,7 @@ pub fn select(
         }
     }
     if target.sm() == 90 {
-        // Hopper, other strides: wgmma fed by cp.async (instances in `WGMMA_SPECS` order).
-        let spec = WgmmaSpec {
-            input,
-            output,
-            layout: shape.layout,
-        };
+        // Hopper, other strides: wgmma fed by cp.async.
         if let Some(index) = wgmma_spec_index(spec) {
             return Ok(Plan {
                 kernel: &ASYNC_WGMMA[index],
