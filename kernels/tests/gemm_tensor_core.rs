@@ -697,3 +697,22 @@ fn tf32_on_hopper_runs_the_tma_gemm_and_matches_reference() {
     let batched = GemmShape::batched(Layout::Nt, 2, 40, 36, 132);
     check::<f32, f32>(&stream, &batched, every, Math::Tf32, TF32_TOL, 731);
 }
+
+/// A skinny TF32 problem on an emulated Hopper of 132 SMs: one tile a batch and k of about a
+/// thousand, ragged in its last 32-deep slab, so `gemm` splits it through the tf32 TMA GEMM's
+/// split form and the f32 reduce, then applies the epilogue once.
+#[test]
+fn tf32_on_hopper_splits_a_skinny_problem_and_matches_reference() {
+    use kernels::gemm::split_k_partials;
+    let stream = hopper_with_sms(132);
+    let shape = GemmShape::new(Layout::Nt, 20, 24, 1000);
+    let batched = GemmShape::batched(Layout::Nt, 2, 20, 24, 1000);
+    for (shape, epi, seed) in [
+        (shape, EpiCase::plain(), 740),
+        (batched, EpiCase::every(), 741),
+    ] {
+        let partials = split_k_partials::<f32, f32>(&stream, &shape, Math::Tf32).unwrap();
+        assert!(partials > 0, "{shape:?} splits");
+        check::<f32, f32>(&stream, &shape, epi, Math::Tf32, TF32_TOL, seed);
+    }
+}

@@ -223,8 +223,8 @@ fn tma_wgmma_gemm_keeps_its_accumulator_in_registers() {
     let (instances, fp8) = (named("gemm_tma_wgmma__"), named("gemm_fp8_wgmma__"));
     assert_eq!(
         instances.len(),
-        21,
-        "bf16 and f16 whole tiles (two outputs) and split-k, three layouts, SwiGLU and tf32 NT"
+        22,
+        "bf16 and f16 whole tiles (two outputs) and split-k, three layouts, SwiGLU, tf32 NT and its split-k"
     );
     assert_eq!(fp8.len(), 6, "fp8: three pairings of formats, two outputs");
     for k in instances.into_iter().chain(fp8) {

@@ -65,11 +65,11 @@ static MMA_BUILDER: [OpKernel; 15] = OpKernel::embedded(&built::GEMM_MMA);
 static WGMMA: [OpKernel; 12] = OpKernel::embedded(&built::GEMM_WGMMA);
 static ASYNC_WGMMA: [OpKernel; 12] =
     OpKernel::instances(async_wgmma_kernel::GEMM_ASYNC_WGMMA_INSTANCES);
-static TMA_WGMMA: [OpKernel; 21] = OpKernel::instances(tma_wgmma_kernel::GEMM_TMA_WGMMA_INSTANCES);
+static TMA_WGMMA: [OpKernel; 22] = OpKernel::instances(tma_wgmma_kernel::GEMM_TMA_WGMMA_INSTANCES);
 static FP8: [OpKernel; 6] = OpKernel::instances(fp8_kernel::GEMM_FP8_WGMMA_INSTANCES);
 static FP8_QUANTIZE: [OpKernel; 4] =
     OpKernel::instances(fp8_quantize_kernel::FP8_QUANTIZE_INSTANCES);
-static SPLIT_REDUCE: [OpKernel; 4] =
+static SPLIT_REDUCE: [OpKernel; 5] =
     OpKernel::instances(split_reduce_kernel::GEMM_SPLITK_REDUCE_INSTANCES);
 
 /// Every specialization this module ships.
@@ -79,8 +79,8 @@ pub static KERNELS: &[&OpKernel] = kernel_refs![
     MMA_BUILDER[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14],
     WGMMA[0 1 2 3 4 5 6 7 8 9 10 11],
     ASYNC_WGMMA[0 1 2 3 4 5 6 7 8 9 10 11],
-    SPLIT_REDUCE[0 1 2 3],
-    TMA_WGMMA[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20],
+    SPLIT_REDUCE[0 1 2 3 4],
+    TMA_WGMMA[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21],
     FP8[0 1 2 3 4 5],
     FP8_QUANTIZE[0 1 2 3],
 ];

@@ -27,10 +27,11 @@ pub(crate) fn split_count(tiles: usize, k: usize, sms: usize) -> usize {
         .clamp(1, MAX_SPLITS)
 }
 
-/// Whether a problem of these types has a split form: 16-bit inputs (the TMA GEMM's) and an
-/// output of the input's type or f32 (the reduce's instances, `split_reduce_kernel.rs`).
+/// Whether a problem of these types has a split form: an output of the input's type or f32
+/// (the reduce's instances, `split_reduce_kernel.rs`). Every input the TMA GEMM takes has one:
+/// 16-bit, and f32 read as tf32 (whose one layout, NT, `select` checks).
 pub(crate) fn splits_types(input: FloatType, output: FloatType) -> bool {
-    input != FloatType::F32 && (output == input || output == FloatType::F32)
+    output == input || output == FloatType::F32
 }
 
 /// The k-ranges [`super::gemm`] splits a planned problem into by itself on `sms` SMs: 1

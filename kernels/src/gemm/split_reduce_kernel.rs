@@ -13,7 +13,7 @@ pub(crate) const REDUCE_THREADS: u32 = 256;
 /// the residual and, where the flags ask for it, the f32 `copy`); `flags` as
 /// `kernels_gen::gemm::epilogue` defines them.
 #[kernel(crate = crate::lang, block = 256, instances(
-    <bf16, bf16>, <bf16, f32>, <f16, f16>, <f16, f32>,
+    <bf16, bf16>, <bf16, f32>, <f16, f16>, <f16, f32>, <f32, f32>,
 ))]
 pub fn gemm_splitk_reduce<T: Element, O: Element>(
     partials: &[f32],

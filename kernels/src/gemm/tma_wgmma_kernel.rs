@@ -12,7 +12,7 @@
 //! SwiGLU instances (`GLU` 1, NT, same-type output): B's 256 rows are 128 rows of the gate
 //! weight `b` and the same 128 rows of the up weight `b2`, and the tile's 128 output columns
 //! are `silu(gate) · up`, so one pass over A gives both products; last, the tf32 NT instance
-//! (`<f32, f32, 0, 1, 1, 0, 0>`). A k-contiguous operand lands as one
+//! (`<f32, f32, 0, 1, 1, 0, 0>`) and its split-k form. A k-contiguous operand lands as one
 //! box of rows × one slab; the other as 64-wide blocks over 64 k rows, read through transposed
 //! (MN-major) descriptors, so no operand is rearranged by threads. The maps are 3-D: the batch
 //! is their outer coordinate and the grid's z.
@@ -75,7 +75,7 @@ pub const SHARED_BYTES: u32 = 1024 + 4 * (TILE_M + TILE_N) * BK * 2;
     <bf16, f32, 0, 1, 0, 1, 0>, <bf16, f32, 0, 1, 1, 1, 0>, <bf16, f32, 0, 0, 0, 1, 0>,
     <f16, f32, 1, 1, 0, 1, 0>, <f16, f32, 1, 1, 1, 1, 0>, <f16, f32, 1, 0, 0, 1, 0>,
     <bf16, bf16, 0, 1, 1, 0, 1>, <f16, f16, 1, 1, 1, 0, 1>,
-    <f32, f32, 0, 1, 1, 0, 0>,
+    <f32, f32, 0, 1, 1, 0, 0>, <f32, f32, 0, 1, 1, 1, 0>,
 ))]
 pub fn gemm_tma_wgmma<
     T: Element,
