@@ -7,10 +7,11 @@ mod common_tensor;
 use common_tensor::*;
 use kernel_dsl::Target;
 use kernel_runtime::{Bf16, Buffer, Device, EmulatorOptions, Stream};
-use kernels::gemm::{split_k_partials, GemmShape, GemmWorkspace, Layout, Math};
+use kernels::gemm::{split_k_partials, GemmWorkspace, Math};
 use kernels::quant::nf4::reference::{matmul_nn, matmul_nt, round_trip_bound, Nf4Host};
 use kernels::quant::nf4::{
-    lora_backward, matmul, matmul_gate_up, matmul_input_grad, matmul_lora, Lora, Nf4Weight, BLOCK,
+    lora_backward, lora_gemm_shapes, matmul, matmul_gate_up, matmul_input_grad, matmul_lora, Lora,
+    Nf4Weight, BLOCK,
 };
 use kernels::Error;
 use kernels::Float;
@@ -368,14 +369,7 @@ fn a_workspace_splits_the_adapter_products_inside_a_capture_with_the_bits_of_dir
         scale: 0.5,
     };
     // x·Aᵀ, t·Bᵀ, dB, u, dA, u·A.
-    let shapes = [
-        GemmShape::new(Layout::Nt, m, r, k),
-        GemmShape::new(Layout::Nt, m, n, r),
-        GemmShape::new(Layout::Tn, n, r, m),
-        GemmShape::new(Layout::Nn, m, r, n),
-        GemmShape::new(Layout::Tn, r, k, m),
-        GemmShape::new(Layout::Nn, m, k, r),
-    ];
+    let shapes = lora_gemm_shapes(m, n, k, r);
     let split = |shape| split_k_partials::<Bf16, Bf16>(&s, shape, Math::Fp32).unwrap() > 0;
     assert!(
         split(&shapes[0]) && split(&shapes[4]),
@@ -384,9 +378,8 @@ fn a_workspace_splits_the_adapter_products_inside_a_capture_with_the_bits_of_dir
     let mut ws = GemmWorkspace::for_shapes::<Bf16, Bf16>(&s, &shapes, Math::Fp32).unwrap();
 
     // [t, y, u, dA, dB, dx], written by a forward and a backward through `ws` or without one.
-    let run = |s: &Stream, ws: Option<&mut GemmWorkspace>, o: &mut [Buffer<Bf16>; 6]| {
+    let run = |s: &Stream, mut ws: Option<&mut GemmWorkspace>, o: &mut [Buffer<Bf16>; 6]| {
         let [t, y, u, da, db, dx] = o;
-        let mut ws = ws;
         matmul_lora(s, &x, &q, &lora, t, y, m, ws.as_deref_mut())?;
         matmul_input_grad(s, &dy, &q, dx, m)?;
         lora_backward(s, &dy, &x, t, &lora, u, da, db, dx, m, n, ws)

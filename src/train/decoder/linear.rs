@@ -13,7 +13,7 @@ use kernel_runtime::{Buffer, Element, Stream};
 use kernels::gemm::{
     gemm_with_workspace, split_k_partials, Epilogue, GemmShape, GemmWorkspace, Layout, Math,
 };
-use kernels::quant::nf4::{lora_backward, matmul_input_grad, matmul_lora, Lora};
+use kernels::quant::nf4::{lora_backward, lora_gemm_shapes, matmul_input_grad, matmul_lora, Lora};
 use kernels::{Error, Float};
 
 /// Which projection of which layer, and how it is trained.
@@ -199,15 +199,11 @@ impl Proj {
                 (GemmShape::new(Layout::Nn, m, inp, out), dense),
             ],
             // The adapter's products (`matmul_lora`, `lora_backward`) and the bias's.
-            r => vec![
-                (GemmShape::new(Layout::Nt, m, r, inp), fp32),
-                (GemmShape::new(Layout::Nt, m, out, r), fp32),
-                (GemmShape::new(Layout::Nn, m, out, 1), fp32),
-                (GemmShape::new(Layout::Tn, out, r, m), fp32),
-                (GemmShape::new(Layout::Nn, m, r, out), fp32),
-                (GemmShape::new(Layout::Tn, r, inp, m), fp32),
-                (GemmShape::new(Layout::Nn, m, inp, r), fp32),
-            ],
+            r => lora_gemm_shapes(m, out, inp, r)
+                .into_iter()
+                .chain([GemmShape::new(Layout::Nn, m, out, 1)])
+                .map(|shape| (shape, fp32))
+                .collect(),
         }
     }
 }

@@ -23,7 +23,9 @@ pub mod reference;
 mod weight;
 
 pub use code::{dynamic_code, nearest_code, nf4_code_of, NF4_CODE, NF4_THRESHOLDS};
-pub use ops::{lora_backward, matmul, matmul_gate_up, matmul_input_grad, matmul_lora, Lora};
+pub use ops::{
+    lora_backward, lora_gemm_shapes, matmul, matmul_gate_up, matmul_input_grad, matmul_lora, Lora,
+};
 pub use weight::Nf4Weight;
 
 use crate::codegen::kernel_refs;

@@ -158,6 +158,35 @@ pub struct Lora<'a, T: Float> {
     pub scale: f32,
 }
 
+/// The GEMMs of an adapter of `rank` on an `n × k` weight for `m` rows, in the order they run:
+/// [`matmul_lora`]'s `x·Aᵀ` and `t·Bᵀ`, then [`lora_backward`]'s `dB`, `u`, `dA` and `u·A`,
+/// all with `Math::Fp32`: what a caller sizes a
+/// [`GemmWorkspace`] by ([`GemmWorkspace::for_shapes`]).
+///
+/// ```
+/// use kernels::gemm::{GemmShape, Layout};
+/// use kernels::quant::nf4::lora_gemm_shapes;
+/// let [xa, ..] = lora_gemm_shapes(4096, 11008, 4096, 16);
+/// assert_eq!(xa, GemmShape::new(Layout::Nt, 4096, 16, 4096));
+/// ```
+pub fn lora_gemm_shapes(m: usize, n: usize, k: usize, rank: usize) -> [GemmShape; 6] {
+    let r = rank;
+    [
+        // x·Aᵀ: (m × K)·(K × r).
+        GemmShape::new(Layout::Nt, m, r, k),
+        // t·Bᵀ: (m × r)·(r × N).
+        GemmShape::new(Layout::Nt, m, n, r),
+        // dB = s·dyᵀ·t: (N × m)·(m × r).
+        GemmShape::new(Layout::Tn, n, r, m),
+        // u = s·dy·B: (m × N)·(N × r).
+        GemmShape::new(Layout::Nn, m, r, n),
+        // dA = uᵀ·x: (r × m)·(m × K).
+        GemmShape::new(Layout::Tn, r, k, m),
+        // dx += u·A: (m × r)·(r × K).
+        GemmShape::new(Layout::Nn, m, k, r),
+    ]
+}
+
 /// The LoRA-adapted forward: [`matmul`], then `t = x·Aᵀ` into the `m × rank` workspace `t`
 /// and `y += scale · t·Bᵀ`, both with [`gemm`](crate::gemm::gemm). `t` is kept for the
 /// backward ([`lora_backward`]). With a `workspace` the two products split k into it, as
@@ -205,10 +234,11 @@ pub fn matmul_lora<T: Float>(
         return Ok(());
     }
     let math = Math::Fp32;
+    let [xa, tb, ..] = lora_gemm_shapes(m, n, k, r);
     gemm_in(
         workspace.as_deref_mut(),
         stream,
-        &GemmShape::new(Layout::Nt, m, r, k),
+        &xa,
         x,
         lora.a,
         t,
@@ -218,7 +248,7 @@ pub fn matmul_lora<T: Float>(
     gemm_in(
         workspace,
         stream,
-        &GemmShape::new(Layout::Nt, m, n, r),
+        &tb,
         t,
         lora.b,
         y,
@@ -264,52 +294,44 @@ pub fn lora_backward<T: Float>(
     }
     let math = Math::Fp32;
     let scaled = Epilogue::default().scaled(lora.scale, 0.0);
-    // dB = s·dyᵀ·t: (N × m)·(m × r).
+    let [_, _, db_shape, u_shape, da_shape, dx_shape] = lora_gemm_shapes(m, n, k, r);
+    // dB = s·dyᵀ·t.
     gemm_in(
         workspace.as_deref_mut(),
         stream,
-        &GemmShape::new(Layout::Tn, n, r, m),
+        &db_shape,
         dy,
         t,
         db,
         &scaled,
         math,
     )?;
-    // u = s·dy·B: (m × N)·(N × r).
+    // u = s·dy·B.
     gemm_in(
         workspace.as_deref_mut(),
         stream,
-        &GemmShape::new(Layout::Nn, m, r, n),
+        &u_shape,
         dy,
         lora.b,
         u,
         &scaled,
         math,
     )?;
-    // dA = uᵀ·x: (r × m)·(m × K).
+    // dA = uᵀ·x.
     let plain = Epilogue::default();
     gemm_in(
         workspace.as_deref_mut(),
         stream,
-        &GemmShape::new(Layout::Tn, r, k, m),
+        &da_shape,
         u,
         x,
         da,
         &plain,
         math,
     )?;
-    // dx += u·A: (m × r)·(r × K).
+    // dx += u·A.
     let acc = Epilogue::default().scaled(1.0, 1.0);
-    gemm_in(
-        workspace,
-        stream,
-        &GemmShape::new(Layout::Nn, m, k, r),
-        u,
-        lora.a,
-        dx,
-        &acc,
-        math,
-    )?;
+    gemm_in(workspace, stream, &dx_shape, u, lora.a, dx, &acc, math)?;
     Ok(())
 }
 
