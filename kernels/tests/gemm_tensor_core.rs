@@ -186,20 +186,28 @@ fn hopper_with_16_bit_inputs_selects_wgmma_and_tf32_mma_sync() {
         .kernel()
         .name
         .starts_with("gemm_tma_wgmma__f32_f32"));
-    // tf32 `wgmma` reads k-contiguous operands only: NN and TN stay on `mma.sync`.
-    let tf32_nn = kernels::gemm::select(
-        FloatType::F32,
-        FloatType::F32,
-        Math::Tf32,
-        &GemmShape::new(Layout::Nn, 8, 8, 8),
-        kernel_dsl::Target::Sm90,
-    )
-    .expect("plan");
-    assert!(tf32_nn
-        .kernel
-        .kernel()
-        .name
-        .starts_with("gemm_mma__f32_f32_tf32mma"));
+    // tf32 `wgmma` reads k-contiguous operands only: NN and TN run it on transposed copies,
+    // which a strided batch does not get, so it stays on `mma.sync`.
+    let tf32_pick = |shape: GemmShape| {
+        let plan = kernels::gemm::select(
+            FloatType::F32,
+            FloatType::F32,
+            Math::Tf32,
+            &shape,
+            kernel_dsl::Target::Sm90,
+        )
+        .expect("plan");
+        plan.kernel.kernel().name.clone()
+    };
+    for layout in [Layout::Nn, Layout::Tn] {
+        let one = tf32_pick(GemmShape::new(layout, 8, 8, 8));
+        assert!(one.starts_with("gemm_tma_wgmma__f32_f32"), "{one}");
+        let batched = tf32_pick(GemmShape::batched(layout, 2, 8, 8, 8));
+        assert!(
+            batched.starts_with("gemm_mma__f32_f32_tf32mma"),
+            "{batched}"
+        );
+    }
     let sm80 = kernels::gemm::select(
         FloatType::Bf16,
         FloatType::Bf16,
@@ -715,4 +723,93 @@ fn tf32_on_hopper_splits_a_skinny_problem_and_matches_reference() {
         assert!(partials > 0, "{shape:?} splits");
         check::<f32, f32>(&stream, &shape, epi, Math::Tf32, TF32_TOL, seed);
     }
+}
+
+/// TF32 NN and TN on Hopper: the MN-major operands are copied k-contiguous and the tf32 TMA
+/// GEMM runs NT on the copies. Ragged tiles both ways, k of two whole 32-deep slabs and a
+/// ragged third, every epilogue part.
+#[test]
+fn tf32_nn_and_tn_on_hopper_run_the_tma_gemm_on_transposed_copies_and_match_reference() {
+    use kernels::gemm::transposed_operand_elems;
+    let stream = hopper();
+    for (layout, seed) in [(Layout::Nn, 750), (Layout::Tn, 751)] {
+        let shape = GemmShape::new(layout, 130, 260, 72);
+        let copies = transposed_operand_elems::<f32, f32>(&stream, &shape, Math::Tf32).unwrap();
+        let a_copy = if layout == Layout::Tn { 130 * 72 } else { 0 };
+        assert_eq!(copies, [a_copy, 260 * 72], "{layout:?}");
+        check::<f32, f32>(
+            &stream,
+            &shape,
+            EpiCase::every(),
+            Math::Tf32,
+            TF32_TOL,
+            seed,
+        );
+    }
+}
+
+/// A skinny TF32 TN problem (a LoRA adapter's weight gradient) on 132 SMs: transposed copies,
+/// then the split form and the f32 reduce.
+#[test]
+fn tf32_tn_on_hopper_splits_a_skinny_problem_on_transposed_copies() {
+    use kernels::gemm::split_k_partials;
+    let stream = hopper_with_sms(132);
+    let shape = GemmShape::new(Layout::Tn, 20, 24, 1000);
+    assert!(split_k_partials::<f32, f32>(&stream, &shape, Math::Tf32).unwrap() > 0);
+    check::<f32, f32>(&stream, &shape, EpiCase::every(), Math::Tf32, TF32_TOL, 752);
+}
+
+/// The copies need memory. A capture without a workspace runs `mma.sync` on the operands as
+/// stored (one launch); a workspace sized by `for_shapes` holds them, so the captured graph
+/// transposes B and runs the TMA GEMM (two launches) with the bits of a direct call; one
+/// without room for them runs `mma.sync`; and the workspace keeps its copies for the next call.
+#[test]
+fn a_workspace_holds_the_transposed_copies_of_a_captured_tf32_product() {
+    use kernel_runtime::Buffer;
+    use kernels::gemm::{gemm, gemm_with_workspace, Epilogue, GemmWorkspace};
+    let stream = hopper_with_sms(132);
+    let shape = GemmShape::new(Layout::Nn, 40, 36, 128);
+    let mut rng = Rng::new(753);
+    let (a, _) = upload::<f32>(&stream, &rng.vec(shape.m * shape.k));
+    let (b, _) = upload::<f32>(&stream, &rng.vec(shape.n * shape.k));
+    let none = Epilogue::default();
+    let mut c = Buffer::<f32>::zeros(&stream, shape.m * shape.n).unwrap();
+    gemm(&stream, &shape, &a, &b, &mut c, &none, Math::Tf32).unwrap();
+    let direct = bits(&stream, &c);
+    let captured = |mut ws: Option<&mut GemmWorkspace>| {
+        let mut c = Buffer::<f32>::zeros(&stream, shape.m * shape.n).unwrap();
+        let mut recorded = Ok(());
+        let graph = stream
+            .capture(|s| {
+                recorded = match ws.as_deref_mut() {
+                    Some(ws) => {
+                        gemm_with_workspace(s, &shape, &a, &b, &mut c, &none, Math::Tf32, ws)
+                    }
+                    None => gemm(s, &shape, &a, &b, &mut c, &none, Math::Tf32),
+                };
+                Ok(())
+            })
+            .unwrap();
+        recorded.unwrap();
+        graph.replay().unwrap();
+        (graph.launches(), bits(&stream, &c) == direct)
+    };
+    assert_eq!(captured(None).0, 1, "no workspace: mma.sync alone");
+    let mut ws = GemmWorkspace::for_shapes::<f32, f32>(&stream, &[shape], Math::Tf32).unwrap();
+    assert_eq!(
+        captured(Some(&mut ws)),
+        (2, true),
+        "the transpose, then the TMA GEMM"
+    );
+    assert_eq!(
+        captured(Some(&mut ws)),
+        (2, true),
+        "the copies stay in the workspace"
+    );
+    let mut partials_only = GemmWorkspace::new(&stream, ws.len()).unwrap();
+    assert_eq!(
+        captured(Some(&mut partials_only)).0,
+        1,
+        "no room for the copies"
+    );
 }

@@ -8,7 +8,8 @@
 //! for strides the copy engine cannot address, `cp.async`-fed, and the split-k reduce are
 //! `#[kernel]` source (`simt_kernel.rs`, `mma_kernel.rs`, `tma_wgmma_kernel.rs`,
 //! `async_wgmma_kernel.rs`, `split_reduce_kernel.rs`; [`tma_wgmma_bf16_nt`] launches one Hopper
-//! instance on its own). The builder kernels they replace (`mma.sync` and `cp.async`-fed
+//! instance on its own). TF32 NN and TN on Hopper run the tf32 TMA GEMM on k-contiguous copies
+//! of their MN-major operands (`transposed_operands.rs`). The builder kernels they replace (`mma.sync` and `cp.async`-fed
 //! `wgmma`, in `kernels-gen`, built by this crate's build script for the enabled targets) are
 //! kept only for `Plan::builder`, to time the two side by side. [`select`] picks the kernel;
 //! [`gemm`] checks, selects and launches; [`gemm_with_workspace`] splits k into the caller's
@@ -38,6 +39,7 @@ mod split_reduce_kernel;
 mod swiglu;
 mod tma_wgmma;
 mod tma_wgmma_kernel;
+mod transposed_operands;
 mod workspace;
 
 pub use epilogue::{Activation, Epilogue};
@@ -49,7 +51,9 @@ pub use select::{select, Math, Plan};
 pub use swiglu::gemm_swiglu;
 pub use tma_wgmma::tma_wgmma_bf16_nt;
 pub(crate) use workspace::gemm_in;
-pub use workspace::{gemm_with_workspace, split_k_partials, GemmWorkspace};
+pub use workspace::{
+    gemm_with_workspace, split_k_partials, transposed_operand_elems, GemmWorkspace, WorkspaceSize,
+};
 
 use crate::codegen::kernel_refs;
 use crate::OpKernel;

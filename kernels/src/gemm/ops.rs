@@ -11,6 +11,8 @@ use super::split_k::{planned_splits, splits_types};
 use super::split_reduce_kernel::{self, REDUCE_THREADS};
 use super::tma_wgmma::dense_column_pairs;
 use super::tma_wgmma_kernel::{self, slab_depth, BK, MN_BOX, TILE_M, TILE_N};
+use super::transposed_operands;
+use super::workspace::GemmWorkspace;
 use crate::Error;
 use crate::Float;
 use crate::FloatType;
@@ -33,7 +35,10 @@ use std::any::Any;
 ///
 /// On Hopper a shape with too few tiles to fill the SMs is split along k (f32 partials added
 /// in a fixed order), except inside a graph capture and on a sealed device, which keep whole
-/// tiles: a sealed program gets the same bits from a graph and from direct launches.
+/// tiles: a sealed program gets the same bits from a graph and from direct launches. TF32 NN
+/// and TN on Hopper copy their MN-major operands k-contiguous and run the tf32 `wgmma` GEMM
+/// on the copies, under the same rule (a capture or a sealed device runs `mma.sync` instead;
+/// [`super::gemm_with_workspace`] gives both a place for the copies).
 ///
 /// ```
 /// use kernel_runtime::{Buffer, Device};
@@ -231,7 +236,7 @@ pub fn gemm_split_k<T: Float, O: Float>(
 /// caller's workspace), or a forced count.
 pub(super) enum Splits<'w> {
     Auto,
-    Into(&'w mut Buffer<f32>),
+    Into(&'w mut GemmWorkspace),
     Exactly(usize),
 }
 
@@ -284,6 +289,9 @@ pub(super) fn run<T: Float, O: Float>(
             ),
         });
     }
+    if let Launch::TmaTransposed(layout) = plan.launch {
+        return transposed_operands::run(stream, shape, layout, a, b, c, epilogue, requested);
+    }
     let (forced, mut workspace) = match requested {
         Splits::Exactly(0) => {
             return Err(unsupported_split("split into 0 ranges; pass 1 or more"))
@@ -300,7 +308,7 @@ pub(super) fn run<T: Float, O: Float>(
         }
         Splits::Exactly(n) => (Some(n), None),
         Splits::Auto => (None, None),
-        Splits::Into(workspace) => (None, Some(workspace)),
+        Splits::Into(workspace) => (None, Some(&mut workspace.partials)),
     };
     if shape.is_empty() {
         return Ok(());
@@ -399,6 +407,7 @@ pub(super) fn run<T: Float, O: Float>(
             let maps = maps.as_ref().expect("a TMA plan reads through tensor maps");
             return tma(stream, config, shape, a, maps, c, copy, epilogue, flags, 1);
         }
+        Launch::TmaTransposed(_) => unreachable!("transposed-operand plans returned above"),
         Launch::Builder => {}
     }
     let args = gemm_args(shape, a, b, c, epilogue, flags, maps.as_ref());

@@ -60,6 +60,9 @@ pub(crate) enum Launch {
     Mma(usize),
     /// `tma_wgmma_kernel::gemm_tma_wgmma`, whole tiles or split along k.
     Tma,
+    /// The tf32 TMA GEMM (NT) on k-contiguous copies of this layout's MN-major operands
+    /// (`transposed_operands.rs`).
+    TmaTransposed(Layout),
     /// `async_wgmma_kernel::gemm_async_wgmma` for this entry of `WGMMA_SPECS`.
     AsyncWgmma(usize),
     /// `gemm_args`, positionally.
@@ -84,7 +87,7 @@ impl Plan {
                 launch: Launch::Builder,
                 ..self
             },
-            Launch::Simt(_) | Launch::Tma | Launch::Builder => self,
+            Launch::Simt(_) | Launch::Tma | Launch::TmaTransposed(_) | Launch::Builder => self,
         }
     }
 }
@@ -154,24 +157,31 @@ pub fn select(
         output,
         layout: shape.layout,
     };
-    if target.sm() == 90 && tma_fits(shape, input) {
+    if target.sm() == 90 {
         // Hopper with 16-byte aligned rows: wgmma fed by the copy engine (the runtime loads
         // the sm_90a variant on an sm_90 device). tf32 `wgmma` reads k-contiguous operands
-        // only, so f32 has the one NT instance.
-        let index = match input {
-            FloatType::F32 => {
-                (output == FloatType::F32 && shape.layout == Layout::Nt).then_some(TF32_NT_INSTANCE)
+        // only, so f32 has the one NT instance, which NN and TN reach through transposed
+        // copies of their MN-major operands (whose rows are k long, whatever the stored
+        // ones are).
+        let fits = tma_fits(shape, input);
+        let chosen = match input {
+            FloatType::F32 if output != FloatType::F32 => None,
+            FloatType::F32 if shape.layout == Layout::Nt => {
+                fits.then_some((TF32_NT_INSTANCE, Launch::Tma))
             }
-            _ => wgmma_spec_index(spec),
+            FloatType::F32 => transposable(shape)
+                .then_some((TF32_NT_INSTANCE, Launch::TmaTransposed(shape.layout))),
+            _ if fits => wgmma_spec_index(spec).map(|index| (index, Launch::Tma)),
+            _ => None,
         };
-        if let Some(index) = index {
+        if let Some((index, launch)) = chosen {
             return Ok(Plan {
                 kernel: &TMA_WGMMA[index],
                 config: tile_walk(shape).with_dynamic_shared(SHARED_BYTES),
                 vector_elems: 16 / input.bytes(),
                 tensor_maps: true,
                 problem: (input, output, *shape),
-                launch: Launch::Tma,
+                launch,
             });
         }
     }
@@ -225,6 +235,21 @@ fn tma_fits(shape: &GemmShape, input: FloatType) -> bool {
     aligned(shape.lda)
         && aligned(shape.ldb)
         && (shape.batch <= 1 || (aligned(shape.stride_a) && aligned(shape.stride_b)))
+}
+
+/// Whether an NN or TN problem's MN-major operands can be copied k-contiguous by one 2-D
+/// transpose each: one product, dense rows, copies that keep a 32-bit index, and k a whole
+/// number of 16-byte vectors (the copies' rows, which the copy engine reads).
+fn transposable(shape: &GemmShape) -> bool {
+    let (_, a_cols) = shape.layout.a_rows_cols(shape.m, shape.k);
+    let (_, b_cols) = shape.layout.b_rows_cols(shape.n, shape.k);
+    let small = |rows: usize| rows.checked_mul(shape.k).is_some_and(|n| n < 1 << 31);
+    shape.batch <= 1
+        && shape.k.is_multiple_of(4)
+        && shape.lda == a_cols
+        && shape.ldb == b_cols
+        && small(shape.m)
+        && small(shape.n)
 }
 
 fn unsupported(detail: String) -> Error {

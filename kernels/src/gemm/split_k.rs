@@ -35,11 +35,13 @@ pub(crate) fn splits_types(input: FloatType, output: FloatType) -> bool {
 }
 
 /// The k-ranges [`super::gemm`] splits a planned problem into by itself on `sms` SMs: 1
-/// (whole tiles) unless the plan is the TMA kernel, the types have a split form, the tiles
+/// (whole tiles) unless the plan is the TMA kernel (on its own operands or on transposed copies:
+/// the same tiles and k), the types have a split form, the tiles
 /// leave SMs idle and the partials keep a 32-bit index.
 pub(crate) fn planned_splits(plan: &Plan, shape: &GemmShape, sms: usize) -> usize {
     let (input, output, _) = plan.problem;
-    if plan.launch != Launch::Tma || !splits_types(input, output) {
+    let tma = matches!(plan.launch, Launch::Tma | Launch::TmaTransposed(_));
+    if !tma || !splits_types(input, output) {
         return 1;
     }
     let tiles = plan.config.grid[0] as usize * plan.config.grid[2] as usize;

@@ -1,33 +1,40 @@
-//! Room for split-k's partial sums, owned by the caller: a graph capture cannot allocate, so
-//! without it a captured GEMM keeps whole tiles, and a skinny problem (a LoRA adapter) leaves
-//! most SMs idle inside the graph that a training step replays.
+//! Room for split-k's partial sums (and for the operands a TF32 NN or TN problem transposes),
+//! owned by the caller: a graph capture cannot allocate, so without it a captured GEMM keeps
+//! whole tiles, and a skinny problem (a LoRA adapter) leaves most SMs idle inside the graph
+//! that a training step replays.
 
 use super::epilogue::Epilogue;
 use super::layout::GemmShape;
 use super::ops::{run, Choice, Splits};
-use super::select::{select, Math};
+use super::select::{select, Launch, Math};
 use super::split_k::planned_splits;
+use super::transposed_operands::transposed_elems;
 use crate::{Error, Float};
 use kernel_runtime::{Buffer, Stream};
 
-/// f32 partials for [`gemm_with_workspace`], allocated once outside any capture and reused by
-/// every call (each call's ranges overwrite what they read, so calls on one stream may share
-/// it; calls on streams that run concurrently may not).
+/// f32 partials for [`gemm_with_workspace`], and room for the k-contiguous copies a TF32 NN or
+/// TN problem reads on Hopper, allocated once outside any capture and reused by every call
+/// (each call overwrites what it reads, so calls on one stream may share it; calls on streams
+/// that run concurrently may not).
 pub struct GemmWorkspace {
-    partials: Buffer<f32>,
+    pub(super) partials: Buffer<f32>,
+    /// Copies of A and B, each taken out while a call uses it (`transposed_operands.rs`).
+    pub(super) operands: [Option<Buffer<f32>>; 2],
 }
 
 impl GemmWorkspace {
-    /// A workspace of `elems` f32 values.
+    /// A workspace of `elems` f32 partials, with no room for transposed operands (a TF32 NN
+    /// or TN problem through it runs as a capture does: on `mma.sync`).
     pub fn new(stream: &Stream, elems: usize) -> Result<GemmWorkspace, Error> {
         Ok(GemmWorkspace {
             partials: Buffer::zeros(stream, elems)?,
+            operands: [None, None],
         })
     }
 
-    /// The smallest workspace in which [`gemm_with_workspace`] splits each of `shapes`
-    /// (inputs `T`, output `O`, `math`) as far as [`super::gemm`] does on `stream`'s device
-    /// outside a capture.
+    /// The smallest workspace in which [`gemm_with_workspace`] runs each of `shapes` (inputs
+    /// `T`, output `O`, `math`) as [`super::gemm`] does on `stream`'s device outside a
+    /// capture: split as far, and with room for the operands it transposes.
     ///
     /// ```
     /// use kernel_runtime::{Bf16, Device, EmulatorOptions};
@@ -46,11 +53,21 @@ impl GemmWorkspace {
         shapes: &[GemmShape],
         math: Math,
     ) -> Result<GemmWorkspace, Error> {
-        let mut elems = 0;
+        let mut size = WorkspaceSize::default();
         for shape in shapes {
-            elems = elems.max(split_k_partials::<T, O>(stream, shape, math)?);
+            size = size.max(WorkspaceSize::of::<T, O>(stream, shape, math)?);
         }
-        GemmWorkspace::new(stream, elems)
+        GemmWorkspace::with_size(stream, size)
+    }
+
+    /// A workspace of `size` (the largest of several problems' [`WorkspaceSize`]s, whose
+    /// types differ).
+    pub fn with_size(stream: &Stream, size: WorkspaceSize) -> Result<GemmWorkspace, Error> {
+        let room = |n: usize| (n > 0).then(|| Buffer::zeros(stream, n)).transpose();
+        Ok(GemmWorkspace {
+            partials: Buffer::zeros(stream, size.partials)?,
+            operands: [room(size.operands[0])?, room(size.operands[1])?],
+        })
     }
 
     /// How many f32 partials it holds.
@@ -61,6 +78,54 @@ impl GemmWorkspace {
     /// Whether it holds none (every GEMM through it then keeps whole tiles).
     pub fn is_empty(&self) -> bool {
         self.partials.is_empty()
+    }
+}
+
+/// What a [`GemmWorkspace`] holds for one problem, or the largest of several: f32 partials,
+/// and the f32 copies of A and B that TF32 NN and TN transpose.
+///
+/// ```
+/// use kernel_runtime::{Bf16, Device, EmulatorOptions};
+/// use kernels::gemm::{GemmShape, GemmWorkspace, Layout, Math, WorkspaceSize};
+/// # fn main() -> Result<(), kernels::Error> {
+/// let hopper = EmulatorOptions::new().target(kernel_dsl::Target::Sm90a).sm_count(132);
+/// let stream = Device::emulator_with(hopper).stream()?;
+/// let lora = GemmShape::new(Layout::Nt, 64, 16, 4096);
+/// let grad = GemmShape::new(Layout::Tn, 64, 64, 256);
+/// let size = WorkspaceSize::of::<Bf16, Bf16>(&stream, &lora, Math::Fp32)?
+///     .max(WorkspaceSize::of::<f32, f32>(&stream, &grad, Math::Tf32)?);
+/// let ws = GemmWorkspace::with_size(&stream, size)?;
+/// assert_eq!(ws.len(), 8 * 16 * 64);
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WorkspaceSize {
+    partials: usize,
+    operands: [usize; 2],
+}
+
+impl WorkspaceSize {
+    /// What `shape` (inputs `T`, output `O`, `math`) needs on `stream`'s device.
+    pub fn of<T: Float, O: Float>(
+        stream: &Stream,
+        shape: &GemmShape,
+        math: Math,
+    ) -> Result<WorkspaceSize, Error> {
+        Ok(WorkspaceSize {
+            partials: split_k_partials::<T, O>(stream, shape, math)?,
+            operands: transposed_operand_elems::<T, O>(stream, shape, math)?,
+        })
+    }
+
+    /// Room for both.
+    pub fn max(self, other: WorkspaceSize) -> WorkspaceSize {
+        WorkspaceSize {
+            partials: self.partials.max(other.partials),
+            operands: [
+                self.operands[0].max(other.operands[0]),
+                self.operands[1].max(other.operands[1]),
+            ],
+        }
     }
 }
 
@@ -79,6 +144,33 @@ pub fn split_k_partials<T: Float, O: Float>(
         splits * shape.batch.max(1) * shape.m * shape.n
     } else {
         0
+    })
+}
+
+/// The f32 elements of the k-contiguous copies of A and B that [`super::gemm`] makes for
+/// `shape` on `stream`'s device (TF32 NN and TN on Hopper): 0 for an operand it reads as
+/// stored.
+///
+/// ```
+/// use kernel_runtime::{Device, EmulatorOptions};
+/// use kernels::gemm::{transposed_operand_elems, GemmShape, Layout, Math};
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator_for(kernel_dsl::Target::Sm90a).stream()?;
+/// // NN: B (k × n) is copied as n × k; A is k-contiguous already.
+/// let nn = GemmShape::new(Layout::Nn, 64, 96, 128);
+/// assert_eq!(transposed_operand_elems::<f32, f32>(&stream, &nn, Math::Tf32)?, [0, 96 * 128]);
+/// assert_eq!(transposed_operand_elems::<f32, f32>(&stream, &nn, Math::Fp32)?, [0, 0]);
+/// # Ok(()) }
+/// ```
+pub fn transposed_operand_elems<T: Float, O: Float>(
+    stream: &Stream,
+    shape: &GemmShape,
+    math: Math,
+) -> Result<[usize; 2], Error> {
+    let plan = select(T::TYPE, O::TYPE, math, shape, stream.device().target())?;
+    Ok(match plan.launch {
+        Launch::TmaTransposed(layout) => transposed_elems(layout, shape),
+        _ => [0, 0],
     })
 }
 
@@ -140,7 +232,7 @@ pub(crate) fn gemm_in<T: Float, O: Float>(
     math: Math,
 ) -> Result<(), Error> {
     let splits = match workspace {
-        Some(w) => Splits::Into(&mut w.partials),
+        Some(w) => Splits::Into(w),
         None => Splits::Auto,
     };
     run(

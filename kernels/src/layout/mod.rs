@@ -14,6 +14,7 @@ mod transpose_kernel;
 pub use paged::{kv_cache_append, PagedLayout};
 pub use swap::{heads_from_interleaved, interleaved_from_heads};
 pub use transpose::transpose;
+pub(crate) use transpose::transpose_prefix;
 
 use crate::codegen::kernel_refs;
 use crate::OpKernel;

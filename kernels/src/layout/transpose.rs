@@ -33,6 +33,34 @@ pub fn transpose<T: Float>(
     if !check([x.len(), y.len()], rows, cols)? {
         return Ok(());
     }
+    launch(stream, x, y, rows, cols)
+}
+
+/// [`transpose`] of the first `rows × cols` elements of `x` into the first of `y`, either of
+/// which may be longer (a GEMM's workspace, sized for its largest problem).
+pub(crate) fn transpose_prefix<T: Float>(
+    stream: &Stream,
+    x: &Buffer<T>,
+    y: &mut Buffer<T>,
+    rows: usize,
+    cols: usize,
+) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("transpose")?;
+    let n = rows.saturating_mul(cols);
+    let fit = |len: usize| len.min(n);
+    if !check([fit(x.len()), fit(y.len())], rows, cols)? {
+        return Ok(());
+    }
+    launch(stream, x, y, rows, cols)
+}
+
+fn launch<T: Float>(
+    stream: &Stream,
+    x: &Buffer<T>,
+    y: &mut Buffer<T>,
+    rows: usize,
+    cols: usize,
+) -> Result<(), Error> {
     // Pairs of 16-bit elements where both sides' rows start 4-byte aligned.
     let v = if T::TYPE == FloatType::Bf16 && rows.is_multiple_of(2) && cols.is_multiple_of(2) {
         2

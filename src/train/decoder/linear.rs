@@ -11,7 +11,7 @@ use super::weights::Weights;
 use crate::model::{LayerTensor, TensorId};
 use kernel_runtime::{Buffer, Element, Stream};
 use kernels::gemm::{
-    gemm_with_workspace, split_k_partials, Epilogue, GemmShape, GemmWorkspace, Layout, Math,
+    gemm_with_workspace, Epilogue, GemmShape, GemmWorkspace, Layout, Math, WorkspaceSize,
 };
 use kernels::quant::nf4::{lora_backward, lora_gemm_shapes, matmul_input_grad, matmul_lora, Lora};
 use kernels::{Error, Float};
@@ -209,23 +209,24 @@ impl Proj {
 }
 
 /// The workspace every projection of the step shares (they run one after another on one
-/// stream): room for the widest split any of their products plans, with inputs `T` into an
-/// f32 or a `T` output, `dense` being the dense products' math.
+/// stream): room for the widest split any of their products plans and for the operands they
+/// transpose, with inputs `T` into an f32 or a `T` output, `dense` being the dense products'
+/// math.
 pub(crate) fn projection_workspace<T: Float>(
     stream: &Stream,
     cfg: &DecoderConfig,
     dense: Math,
 ) -> Result<GemmWorkspace, Error> {
     let t = cfg.tokens();
-    let mut elems = 0;
+    let mut size = WorkspaceSize::default();
     for lt in LayerTensor::PROJECTIONS {
         for (shape, math) in proj(cfg, 0, lt).products(t, dense) {
-            elems = elems
-                .max(split_k_partials::<T, f32>(stream, &shape, math)?)
-                .max(split_k_partials::<T, T>(stream, &shape, math)?);
+            size = size
+                .max(WorkspaceSize::of::<T, f32>(stream, &shape, math)?)
+                .max(WorkspaceSize::of::<T, T>(stream, &shape, math)?);
         }
     }
-    GemmWorkspace::new(stream, elems)
+    Ok(GemmWorkspace::with_size(stream, size)?)
 }
 
 /// Two distinct elements of a slice, mutably.
