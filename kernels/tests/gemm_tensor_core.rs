@@ -199,14 +199,17 @@ fn hopper_with_16_bit_inputs_selects_wgmma_and_tf32_mma_sync() {
         .expect("plan");
         plan.kernel.kernel().name.clone()
     };
+    // So does a skinny product, whose copies would cost more than reading it in place.
     for layout in [Layout::Nn, Layout::Tn] {
-        let one = tf32_pick(GemmShape::new(layout, 8, 8, 8));
+        let one = tf32_pick(GemmShape::new(layout, 256, 256, 8));
         assert!(one.starts_with("gemm_tma_wgmma__f32_f32"), "{one}");
-        let batched = tf32_pick(GemmShape::batched(layout, 2, 8, 8, 8));
+        let batched = tf32_pick(GemmShape::batched(layout, 2, 256, 256, 8));
         assert!(
             batched.starts_with("gemm_mma__f32_f32_tf32mma"),
             "{batched}"
         );
+        let skinny = tf32_pick(GemmShape::new(layout, 4096, 64, 4096));
+        assert!(skinny.starts_with("gemm_mma__f32_f32_tf32mma"), "{skinny}");
     }
     let sm80 = kernels::gemm::select(
         FloatType::Bf16,
@@ -733,10 +736,10 @@ fn tf32_nn_and_tn_on_hopper_run_the_tma_gemm_on_transposed_copies_and_match_refe
     use kernels::gemm::transposed_operand_elems;
     let stream = hopper();
     for (layout, seed) in [(Layout::Nn, 750), (Layout::Tn, 751)] {
-        let shape = GemmShape::new(layout, 130, 260, 72);
+        let shape = GemmShape::new(layout, 260, 264, 72);
         let copies = transposed_operand_elems::<f32, f32>(&stream, &shape, Math::Tf32).unwrap();
-        let a_copy = if layout == Layout::Tn { 130 * 72 } else { 0 };
-        assert_eq!(copies, [a_copy, 260 * 72], "{layout:?}");
+        let a_copy = if layout == Layout::Tn { 260 * 72 } else { 0 };
+        assert_eq!(copies, [a_copy, 264 * 72], "{layout:?}");
         check::<f32, f32>(
             &stream,
             &shape,
@@ -748,13 +751,13 @@ fn tf32_nn_and_tn_on_hopper_run_the_tma_gemm_on_transposed_copies_and_match_refe
     }
 }
 
-/// A skinny TF32 TN problem (a LoRA adapter's weight gradient) on 132 SMs: transposed copies,
-/// then the split form and the f32 reduce.
+/// A TF32 TN problem of four tiles and k = 512 on 132 SMs: transposed copies, then the split
+/// form and the f32 reduce.
 #[test]
-fn tf32_tn_on_hopper_splits_a_skinny_problem_on_transposed_copies() {
+fn tf32_tn_on_hopper_splits_a_problem_of_few_tiles_on_transposed_copies() {
     use kernels::gemm::split_k_partials;
     let stream = hopper_with_sms(132);
-    let shape = GemmShape::new(Layout::Tn, 20, 24, 1000);
+    let shape = GemmShape::new(Layout::Tn, 256, 264, 512);
     assert!(split_k_partials::<f32, f32>(&stream, &shape, Math::Tf32).unwrap() > 0);
     check::<f32, f32>(&stream, &shape, EpiCase::every(), Math::Tf32, TF32_TOL, 752);
 }
@@ -768,7 +771,7 @@ fn a_workspace_holds_the_transposed_copies_of_a_captured_tf32_product() {
     use kernel_runtime::Buffer;
     use kernels::gemm::{gemm, gemm_with_workspace, Epilogue, GemmWorkspace};
     let stream = hopper_with_sms(132);
-    let shape = GemmShape::new(Layout::Nn, 40, 36, 128);
+    let shape = GemmShape::new(Layout::Nn, 256, 256, 64);
     let mut rng = Rng::new(753);
     let (a, _) = upload::<f32>(&stream, &rng.vec(shape.m * shape.k));
     let (b, _) = upload::<f32>(&stream, &rng.vec(shape.n * shape.k));

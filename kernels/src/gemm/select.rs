@@ -237,14 +237,21 @@ fn tma_fits(shape: &GemmShape, input: FloatType) -> bool {
         && (shape.batch <= 1 || (aligned(shape.stride_a) && aligned(shape.stride_b)))
 }
 
-/// Whether an NN or TN problem's MN-major operands can be copied k-contiguous by one 2-D
-/// transpose each: one product, dense rows, copies that keep a 32-bit index, and k a whole
-/// number of 16-byte vectors (the copies' rows, which the copy engine reads).
+/// The fewest rows and columns of C for which TF32 NN and TN copy their operands: a skinny
+/// product (a LoRA adapter's gradient) would spend longer copying a large operand than
+/// `mma.sync` spends reading it in place.
+const TRANSPOSED_MIN_MN: usize = 2 * TILE_M as usize;
+
+/// Whether an NN or TN problem's MN-major operands are worth copying k-contiguous, and can be
+/// by one 2-D transpose each: C at least [`TRANSPOSED_MIN_MN`] both ways, one product, dense
+/// rows, copies that keep a 32-bit index, and k a whole number of 16-byte vectors (the
+/// copies' rows, which the copy engine reads).
 fn transposable(shape: &GemmShape) -> bool {
     let (_, a_cols) = shape.layout.a_rows_cols(shape.m, shape.k);
     let (_, b_cols) = shape.layout.b_rows_cols(shape.n, shape.k);
     let small = |rows: usize| rows.checked_mul(shape.k).is_some_and(|n| n < 1 << 31);
-    shape.batch <= 1
+    shape.m.min(shape.n) >= TRANSPOSED_MIN_MN
+        && shape.batch <= 1
         && shape.k.is_multiple_of(4)
         && shape.lda == a_cols
         && shape.ldb == b_cols

@@ -91,7 +91,7 @@ impl GemmWorkspace {
 /// let hopper = EmulatorOptions::new().target(kernel_dsl::Target::Sm90a).sm_count(132);
 /// let stream = Device::emulator_with(hopper).stream()?;
 /// let lora = GemmShape::new(Layout::Nt, 64, 16, 4096);
-/// let grad = GemmShape::new(Layout::Tn, 64, 64, 256);
+/// let grad = GemmShape::new(Layout::Tn, 256, 256, 256);
 /// let size = WorkspaceSize::of::<Bf16, Bf16>(&stream, &lora, Math::Fp32)?
 ///     .max(WorkspaceSize::of::<f32, f32>(&stream, &grad, Math::Tf32)?);
 /// let ws = GemmWorkspace::with_size(&stream, size)?;
@@ -157,8 +157,8 @@ pub fn split_k_partials<T: Float, O: Float>(
 /// # fn main() -> Result<(), kernels::Error> {
 /// let stream = Device::emulator_for(kernel_dsl::Target::Sm90a).stream()?;
 /// // NN: B (k × n) is copied as n × k; A is k-contiguous already.
-/// let nn = GemmShape::new(Layout::Nn, 64, 96, 128);
-/// assert_eq!(transposed_operand_elems::<f32, f32>(&stream, &nn, Math::Tf32)?, [0, 96 * 128]);
+/// let nn = GemmShape::new(Layout::Nn, 256, 512, 64);
+/// assert_eq!(transposed_operand_elems::<f32, f32>(&stream, &nn, Math::Tf32)?, [0, 512 * 64]);
 /// assert_eq!(transposed_operand_elems::<f32, f32>(&stream, &nn, Math::Fp32)?, [0, 0]);
 /// # Ok(()) }
 /// ```
