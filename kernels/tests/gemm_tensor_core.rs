@@ -816,3 +816,60 @@ fn a_workspace_holds_the_transposed_copies_of_a_captured_tf32_product() {
         "no room for the copies"
     );
 }
+
+/// On 4 SMs, a problem of 6 tiles runs one whole wave, then splits the last wave's two tiles
+/// along k: a launch of their split form, and a reduce that skips the whole tiles' elements.
+/// Nine tiles (1096 rows) put the split tile in the second group of eight row tiles, where the
+/// reduce starts. Every epilogue part, both outputs, the f32 copy.
+#[test]
+fn a_mostly_empty_last_wave_splits_along_k_and_matches_reference() {
+    use kernels::gemm::split_k_partials;
+    let stream = hopper_with_sms(4);
+    let every = EpiCase::every();
+    let cases = [
+        (Layout::Nt, 300, 300),
+        (Layout::Tn, 1096, 72),
+        (Layout::Nn, 300, 304),
+    ];
+    for (i, (layout, m, n)) in cases.into_iter().enumerate() {
+        let shape = GemmShape::new(layout, m, n, 512);
+        let partials = split_k_partials::<Bf16, Bf16>(&stream, &shape, Math::Fp32).unwrap();
+        assert_eq!(partials, 2 * m * n, "{layout:?}: the tail in two ranges");
+        let seed = 770 + 10 * i as u64;
+        check::<Bf16, Bf16>(&stream, &shape, every, Math::Fp32, BF16_OUT, seed);
+        let plain = EpiCase::plain();
+        check::<Bf16, f32>(&stream, &shape, plain, Math::Fp32, F32_OUT_16_IN, seed + 1);
+        check_copy::<Bf16, Bf16>(&stream, &shape, every, seed + 2);
+    }
+}
+
+/// The tail split inside a capture: with a workspace the graph holds three launches (the whole
+/// wave, the tail's split form, the reduce) and gives the bits of a direct call.
+#[test]
+fn a_workspace_splits_the_last_wave_inside_a_capture_with_the_bits_of_a_direct_call() {
+    use kernels::gemm::{gemm, gemm_with_workspace, GemmWorkspace};
+    let stream = hopper_with_sms(4);
+    let shape = GemmShape::new(Layout::Nt, 300, 300, 512);
+    let direct = workspace_run(&stream, &shape, |a, b, c, e| {
+        gemm(&stream, &shape, a, b, c, e, Math::Fp32).unwrap()
+    });
+    let mut ws = GemmWorkspace::for_shapes::<Bf16, f32>(&stream, &[shape], Math::Fp32).unwrap();
+    let mut launches = 0;
+    let captured = workspace_run(&stream, &shape, |a, b, c, e| {
+        let mut recorded = Ok(());
+        let graph = stream
+            .capture(|s| {
+                recorded = gemm_with_workspace(s, &shape, a, b, c, e, Math::Fp32, &mut ws);
+                Ok(())
+            })
+            .unwrap();
+        recorded.unwrap();
+        graph.replay().unwrap();
+        launches = graph.launches();
+    });
+    assert_eq!(launches, 3);
+    assert!(
+        captured == direct,
+        "the captured tail split differs from a direct call"
+    );
+}

@@ -134,6 +134,8 @@ fn fused<T: Float>(
         0.0,
         flags,
         1,
+        0,
+        u32::MAX,
     )?;
     Ok(())
 }
