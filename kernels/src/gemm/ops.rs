@@ -7,7 +7,7 @@ use super::layout::{extent, GemmShape};
 use super::mma_kernel::{self, Bf16Mma, F16Mma, Tf32Mma};
 use super::select::{select, Launch, Math, Plan};
 use super::simt_kernel;
-use super::split_k::{planned_split, splits_types, KSplit};
+use super::split_k::{planned_splits, splits_types};
 use super::split_reduce_kernel::{self, REDUCE_THREADS};
 use super::tma_wgmma::dense_column_pairs;
 use super::tma_wgmma_kernel::{self, slab_depth, BK, MN_BOX, TILE_M, TILE_N};
@@ -247,7 +247,7 @@ pub(super) fn run<T: Float, O: Float>(
     a: &Buffer<T>,
     b: &Buffer<T>,
     c: &mut Buffer<O>,
-    mut copy: Option<&mut Buffer<f32>>,
+    copy: Option<&mut Buffer<f32>>,
     epilogue: &Epilogue<T>,
     choice: Choice,
     requested: Splits<'_>,
@@ -343,14 +343,11 @@ pub(super) fn run<T: Float, O: Float>(
         let sms = stream.device().props().sm_count.max(1);
         let per_batch = sms.div_ceil(config.grid[2]).max(1);
         let per_split = shape.batch.max(1) * shape.m * shape.n;
-        let planned = match forced {
-            Some(ranges) => KSplit { ranges, base: 0 },
-            None => planned_split(&plan, shape, sms as usize),
-        };
+        let splits = forced.unwrap_or_else(|| planned_splits(&plan, shape, sms as usize));
         // A caller's workspace holds as many ranges as fit in it.
         let splits = match &workspace {
-            Some(ws) => planned.ranges.min(ws.len() / per_split.max(1)).max(1),
-            None => planned.ranges,
+            Some(ws) => splits.min(ws.len() / per_split.max(1)).max(1),
+            None => splits,
         };
         let partial_elems = splits * per_split;
         if forced.is_some() && partial_elems >= 1 << 31 {
@@ -371,30 +368,15 @@ pub(super) fn run<T: Float, O: Float>(
             && plan.launch == Launch::Tma
             && splits_types(T::TYPE, O::TYPE)
         {
+            config.grid[0] = (config.grid[0] * splits as u32).min(per_batch);
             // A capture of this call without a workspace keeps whole tiles (above), in the
             // instance for `O`, so load that one too: a step pre-warmed outside a capture then
             // finds it loaded when it is captured.
-            if workspace.is_none() || planned.base > 0 {
+            if workspace.is_none() {
                 device.prewarm(&[plan.kernel.artifacts()])?;
             }
-            if planned.base > 0 {
-                // The whole waves first, as whole tiles.
-                let whole = LaunchConfig {
-                    grid: [config.grid[0].min(per_batch), 1, 1],
-                    ..config
-                };
-                let base = planned.base as u32;
-                let span = (0, base);
-                let copy = copy.as_deref_mut();
-                tma(
-                    stream, whole, shape, a, maps, c, copy, epilogue, flags, 1, span,
-                )?;
-            }
-            let tail = config.grid[0] - planned.base as u32;
-            config.grid[0] = (tail * splits as u32).min(per_batch);
             let split = SplitLaunch {
                 splits,
-                base: planned.base,
                 partial_elems,
                 config,
             };
@@ -423,10 +405,7 @@ pub(super) fn run<T: Float, O: Float>(
         Launch::Tma => {
             // `select` plans the TMA kernel with `tensor_maps`, so the maps were encoded above.
             let maps = maps.as_ref().expect("a TMA plan reads through tensor maps");
-            let all = (0, u32::MAX);
-            return tma(
-                stream, config, shape, a, maps, c, copy, epilogue, flags, 1, all,
-            );
+            return tma(stream, config, shape, a, maps, c, copy, epilogue, flags, 1);
         }
         Launch::TmaTransposed(_) => unreachable!("transposed-operand plans returned above"),
         Launch::Builder => {}
@@ -543,7 +522,6 @@ fn tma<T: Float, O: Float>(
     epilogue: &Epilogue<T>,
     flags: u32,
     splits: u32,
-    (tile_base, tile_span): (u32, u32),
 ) -> Result<(), Error> {
     let u = |x: usize| x as u32;
     tma_wgmma_kernel::gemm_tma_wgmma::<T, O>(
@@ -570,8 +548,6 @@ fn tma<T: Float, O: Float>(
         epilogue.beta,
         flags,
         splits,
-        tile_base,
-        tile_span,
     )?;
     Ok(())
 }
@@ -702,8 +678,6 @@ fn gemm_args<'a, T: Float, O: Float>(
 /// reduce with the epilogue into `C`.
 struct SplitLaunch {
     splits: usize,
-    /// The first tile split (the earlier ones were launched whole).
-    base: usize,
     partial_elems: usize,
     config: LaunchConfig,
 }
@@ -741,7 +715,6 @@ impl SplitLaunch {
         };
         let pairs = dense_column_pairs(shape.n as u32);
         let splits = self.splits as u32;
-        let base = self.base as u32;
         tma(
             stream,
             self.config,
@@ -753,15 +726,8 @@ impl SplitLaunch {
             &plain,
             pairs,
             splits,
-            (base, u32::MAX),
         )?;
-        // The reduce starts at the first row of the tile group (eight row tiles, tile order)
-        // that holds the first split tile.
-        let tiles_n = shape.n.div_ceil(TILE_N as usize).max(1);
-        let group_rows = 8 * TILE_M as usize;
-        let first_row = (self.base / (8 * tiles_n) * group_rows).min(shape.m);
-        let first = (first_row * shape.n) as u32;
-        let elems = (shape.m * shape.n) as u32 - first;
+        let elems = (shape.m * shape.n) as u32;
         let reduce_config = LaunchConfig {
             grid: [elems.div_ceil(REDUCE_THREADS), 1, shape.batch.max(1) as u32],
             block: [REDUCE_THREADS, 1, 1],
@@ -784,8 +750,6 @@ impl SplitLaunch {
             epilogue.alpha,
             epilogue.beta,
             flags,
-            first,
-            base,
         )?;
         Ok(())
     }

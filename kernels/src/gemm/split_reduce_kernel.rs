@@ -1,8 +1,7 @@
 //! The split-k reduce in `#[kernel]`: the TMA kernel's split form writes each k-range's raw
 //! f32 sums to `partials` (one `m × n` matrix per range and batch, range-major), and this
 //! kernel adds the ranges in order, so results are bit-identical run to run, then applies the
-//! epilogue ([`finish`]). Where only the tiles from `tile_base` on were split (the last wave of
-//! a larger problem), it covers elements from `first` on and skips those of earlier tiles.
+//! epilogue ([`finish`]).
 
 use kernel_macros::kernel;
 
@@ -30,15 +29,10 @@ pub fn gemm_splitk_reduce<T: Element, O: Element>(
     alpha: f32,
     beta: f32,
     flags: u32,
-    first: u32,
-    tile_base: u32,
 ) {
-    let i = first + block_idx().x * 256 + thread_idx().x;
+    let i = block_idx().x * 256 + thread_idx().x;
     let mn = m * n;
-    // Elements of tiles before `tile_base` (tile order, 128 × 256 tiles) were written whole.
-    let tiled = tile_base == 0
-        || tile_index(i / n / 128, (i % n) / 256, (m + 127) / 128, (n + 255) / 256) >= tile_base;
-    if i < mn && tiled {
+    if i < mn {
         let batch = block_idx().z;
         let batches = grid_dim().z;
         let mut sum = 0.0f32;

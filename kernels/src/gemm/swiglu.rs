@@ -134,8 +134,6 @@ fn fused<T: Float>(
         0.0,
         flags,
         1,
-        0,
-        u32::MAX,
     )?;
     Ok(())
 }

@@ -15,11 +15,3 @@ fn tile_at(tile: u32, tiles_m: u32, tiles_n: u32) -> [u32; 2] {
     let within = tile % per_group;
     [first + within % rows, within / rows]
 }
-
-/// The number [`tile_at`] gives the tile at row `row` and column `col`.
-#[device(crate = crate::lang)]
-fn tile_index(row: u32, col: u32, tiles_m: u32, tiles_n: u32) -> u32 {
-    let first = row / 8 * 8;
-    let rows = min(tiles_m - first, 8);
-    first * tiles_n + col * rows + (row - first)
-}

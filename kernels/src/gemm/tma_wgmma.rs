@@ -77,8 +77,6 @@ pub fn tma_wgmma_bf16_nt(
         0.0,
         flags,
         1,
-        0,
-        u32::MAX,
     )?;
     Ok(())
 }

@@ -31,9 +31,7 @@
 //! the copies of its next tile. With `splits` above 1
 //! (split-k, for problems whose tiles leave SMs idle) work item `i` is tile `i % tiles` over the
 //! `i / tiles`-th range of k, and its raw sums go to matrix `range · batches + z` of `c`, the
-//! f32 partials that `split_reduce_kernel.rs` adds in order. A launch may cover a span of the
-//! tiles only (`tile_base`, `tile_span`): a problem whose last wave would leave most SMs idle
-//! runs its whole waves in one launch and splits the remaining tiles along k in another. The copy engine zero-fills
+//! f32 partials that `split_reduce_kernel.rs` adds in order. The copy engine zero-fills
 //! boxes that overhang the matrices, so ragged m, n and k need bounds checks only when C is
 //! written.
 //!
@@ -104,8 +102,6 @@ pub fn gemm_tma_wgmma<
     beta: f32,
     flags: u32,
     splits: u32,
-    tile_base: u32,
-    tile_span: u32,
 ) {
     // Whole-tile instances run one range whatever `splits` says.
     let splits = if SPLIT == 1 { splits } else { 1 };
@@ -127,13 +123,8 @@ pub fn gemm_tma_wgmma<
     let tn = if GLU == 1 { 128 } else { 256 };
     let tiles_n = (n + tn - 1) / tn;
     let tiles_m = (m + 127) / 128;
-    // This launch's tiles: `tile_span` of them (at most) from `tile_base` in tile order.
-    let tiles = min(
-        tiles_m * tiles_n - min(tile_base, tiles_m * tiles_n),
-        tile_span,
-    );
-    // Work item i is tile tile_base + i % tiles over k-range i / tiles, each range `per` slabs
-    // deep.
+    let tiles = tiles_m * tiles_n;
+    // Work item i is tile i % tiles over k-range i / tiles, each range `per` slabs deep.
     let items = tiles * splits;
     let per = (slabs + splits - 1) / splits;
     if t == 0 {
@@ -152,7 +143,7 @@ pub fn gemm_tma_wgmma<
             let mut q = 0u32;
             let mut item = block_idx().x;
             while item < items {
-                let tile = tile_base + item % tiles;
+                let tile = item % tiles;
                 let origin = tile_at(tile, tiles_m, tiles_n);
                 let m0 = origin[0] * 128;
                 let n0 = origin[1] * tn;
@@ -220,7 +211,7 @@ pub fn gemm_tma_wgmma<
         let mut q = 0u32;
         let mut item = block_idx().x;
         while item < items {
-            let tile = tile_base + item % tiles;
+            let tile = item % tiles;
             let range = item / tiles;
             let origin = tile_at(tile, tiles_m, tiles_n);
             let m0 = origin[0] * 128 + (wg - 1) * 64;

@@ -7,7 +7,7 @@ use super::epilogue::Epilogue;
 use super::layout::GemmShape;
 use super::ops::{run, Choice, Splits};
 use super::select::{select, Launch, Math};
-use super::split_k::planned_split;
+use super::split_k::planned_splits;
 use super::transposed_operands::transposed_elems;
 use crate::{Error, Float};
 use kernel_runtime::{Buffer, Stream};
@@ -139,7 +139,7 @@ pub fn split_k_partials<T: Float, O: Float>(
     let device = stream.device();
     let plan = select(T::TYPE, O::TYPE, math, shape, device.target())?;
     let sms = device.props().sm_count.max(1) as usize;
-    let splits = planned_split(&plan, shape, sms).ranges;
+    let splits = planned_splits(&plan, shape, sms);
     Ok(if splits > 1 {
         splits * shape.batch.max(1) * shape.m * shape.n
     } else {
