@@ -6,7 +6,9 @@
 //! whose builder kernel still ships (the `mma.sync` GEMM of the `mma` rows and of TF32 on
 //! Hopper NN/TN), the builder kernel is timed beside it in the same run (`builder ms`, and
 //! `ours/builder`: builder time over ours, above 1.0 the port is faster); TF32 NT on Hopper
-//! runs on tf32 `wgmma`, and that column times the `mma.sync` kernel it replaced. The `tma` rows time
+//! runs on tf32 `wgmma`, and that column times the `mma.sync` kernel it replaced (NN and TN,
+//! on transposed copies, too). Where a 16-bit problem on Hopper splits k, the column times the
+//! same kernel on whole tiles (`gemm_split_k` with one range). The `tma` rows time
 //! the Hopper GEMM with f32 output through its own launcher (`tma_wgmma_bf16_nt`, bf16 NT);
 //! their cuBLAS column is the bf16 one.
 //!
@@ -37,8 +39,8 @@ use kernel_runtime::{Bf16, Buffer, Device, Stream};
 use kernels::cast::cast;
 use kernels::elementwise::{add, gelu_tanh, silu, swiglu};
 use kernels::gemm::{
-    gemm, gemm_swiglu, gemm_with_f32_copy, gemm_with_plan, select, tma_wgmma_bf16_nt, Activation,
-    Epilogue, GemmShape, Layout, Math,
+    gemm, gemm_split_k, gemm_swiglu, gemm_with_f32_copy, gemm_with_plan, select, split_k_partials,
+    tma_wgmma_bf16_nt, Activation, Epilogue, GemmShape, Layout, Math,
 };
 use kernels::Float;
 use std::error::Error;
@@ -149,6 +151,12 @@ fn ours<T: Float, O: Float>(
         builder = select(T::TYPE, O::TYPE, math, shape, Target::Sm80)?;
     }
     if std::ptr::eq(builder.kernel, plan.kernel) {
+        let splits = split_k_partials::<T, O>(&b.stream, shape, math)? > 0;
+        if splits && T::TYPE != kernels::FloatType::F32 && target == b.device.target() {
+            // Split along k: beside the same kernel on whole tiles.
+            let whole = b.time(|s| Ok(gemm_split_k(s, shape, &a, &bb, &mut c, &epi, 1)?))?;
+            return Ok((ms, Some(whole)));
+        }
         return Ok((ms, None));
     }
     let old = b.time(|s| Ok(gemm_with_plan(s, &builder, shape, &a, &bb, &mut c, &epi)?))?;

@@ -108,11 +108,31 @@ impl<T: Element> Buffer<T> {
     /// # Ok(()) }
     /// ```
     pub fn zeros(stream: &Stream, len: usize) -> Result<Buffer<T>> {
+        Buffer::alloc(stream, len, true)
+    }
+
+    /// Allocates `len` elements on `stream`'s device, stream-ordered, without filling them: on
+    /// CUDA they hold whatever the memory held (any bit pattern is a value of `T`), which
+    /// saves a pass over scratch that a kernel writes before anything reads it. The emulator
+    /// zero-fills.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), kernel_runtime::Error> {
+    /// let stream = kernel_runtime::Device::emulator().stream()?;
+    /// let scratch = kernel_runtime::Buffer::<f32>::uninit(&stream, 4)?;
+    /// assert_eq!(scratch.len(), 4);
+    /// # Ok(()) }
+    /// ```
+    pub fn uninit(stream: &Stream, len: usize) -> Result<Buffer<T>> {
+        Buffer::alloc(stream, len, false)
+    }
+
+    fn alloc(stream: &Stream, len: usize, zeroed: bool) -> Result<Buffer<T>> {
         let elem_bytes = std::mem::size_of::<T>();
         let bytes = len
             .checked_mul(elem_bytes)
             .ok_or(Error::AllocationTooLarge { len, elem_bytes })?;
-        let core = stream.alloc_core(bytes)?;
+        let core = stream.alloc_core(bytes, zeroed)?;
         Ok(Buffer {
             core: Arc::new(core),
             len,

@@ -497,16 +497,24 @@ impl Stream {
         Ok(())
     }
 
-    pub(crate) fn alloc_core(&self, bytes: usize) -> Result<BufferCore> {
+    /// Allocates `bytes` stream-ordered: zero-filled, or (`zeroed` false, on CUDA) holding
+    /// whatever the memory held.
+    pub(crate) fn alloc_core(&self, bytes: usize, zeroed: bool) -> Result<BufferCore> {
         if self.is_capturing() {
             return Err(Error::NotAllowedDuringCapture { op: "allocate" });
         }
         let dev = &self.device.inner;
         let (addr, storage) = match (&dev.backend, &self.cuda) {
             (Backend::Cuda { .. }, Some(stream)) => {
-                let slice = stream
-                    .alloc_zeros::<u8>(bytes.max(1))
-                    .map_err(|e| Error::driver("cuMemAllocAsync", e))?;
+                let slice = if zeroed {
+                    stream.alloc_zeros::<u8>(bytes.max(1))
+                } else {
+                    // SAFETY: the bytes stay on the device, where kernels and copies treat them
+                    // as plain data, and every bit pattern is a valid value of each `Element`
+                    // type a buffer may later be read back as.
+                    unsafe { stream.alloc::<u8>(bytes.max(1)) }
+                }
+                .map_err(|e| Error::driver("cuMemAllocAsync", e))?;
                 let ptr = slice.device_ptr(stream).0;
                 (ptr, Storage::Cuda(slice))
             }

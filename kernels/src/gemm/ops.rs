@@ -700,7 +700,8 @@ impl SplitLaunch {
         let partials = match workspace {
             Some(ws) => ws,
             None => {
-                owned = Buffer::<f32>::zeros(stream, self.partial_elems)?;
+                // Unfilled: the reduce reads only what the split ranges write.
+                owned = Buffer::<f32>::uninit(stream, self.partial_elems)?;
                 &mut owned
             }
         };

@@ -158,9 +158,9 @@ fn taken_from(ws: &mut GemmWorkspace, elems: [usize; 2]) -> Option<[Option<Buffe
     Some([take(0), take(1)])
 }
 
-/// Copies of this call's own.
+/// Copies of this call's own (unfilled: the transpose writes every element read).
 fn allocated(stream: &Stream, elems: [usize; 2]) -> Result<[Option<Buffer<f32>>; 2], Error> {
-    let copy = |n: usize| (n > 0).then(|| Buffer::zeros(stream, n)).transpose();
+    let copy = |n: usize| (n > 0).then(|| Buffer::uninit(stream, n)).transpose();
     Ok([copy(elems[0])?, copy(elems[1])?])
 }
 
