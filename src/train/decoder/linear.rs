@@ -226,7 +226,7 @@ pub(crate) fn projection_workspace<T: Float>(
                 .max(WorkspaceSize::of::<T, T>(stream, &shape, math)?);
         }
     }
-    Ok(GemmWorkspace::with_size(stream, size)?)
+    GemmWorkspace::with_size(stream, size)
 }
 
 /// Two distinct elements of a slice, mutably.
