@@ -424,6 +424,8 @@ fn problems(small: bool) -> Vec<(String, GemmShape)> {
     for &s in sq {
         out.push(("square".into(), GemmShape::new(Layout::Nn, s, s, s)));
         out.push(("square".into(), GemmShape::new(Layout::Nt, s, s, s)));
+        // TN with whole waves of tiles (the training shapes' TN rows end in a mostly idle one).
+        out.push(("square".into(), GemmShape::new(Layout::Tn, s, s, s)));
     }
     for &(t, o, i) in linear {
         out.push(("fwd".into(), GemmShape::new(Layout::Nt, t, o, i)));
