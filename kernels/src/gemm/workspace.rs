@@ -111,9 +111,20 @@ impl WorkspaceSize {
         shape: &GemmShape,
         math: Math,
     ) -> Result<WorkspaceSize, Error> {
+        let device = stream.device();
+        let plan = select(T::TYPE, O::TYPE, math, shape, device.target())?;
+        let sms = device.props().sm_count.max(1) as usize;
+        let splits = planned_splits(&plan, shape, sms);
         Ok(WorkspaceSize {
-            partials: split_k_partials::<T, O>(stream, shape, math)?,
-            operands: transposed_operand_elems::<T, O>(stream, shape, math)?,
+            partials: if splits > 1 {
+                splits * shape.batch.max(1) * shape.m * shape.n
+            } else {
+                0
+            },
+            operands: match plan.launch {
+                Launch::TmaTransposed(layout) => transposed_elems(layout, shape),
+                _ => [0, 0],
+            },
         })
     }
 
@@ -136,15 +147,7 @@ pub fn split_k_partials<T: Float, O: Float>(
     shape: &GemmShape,
     math: Math,
 ) -> Result<usize, Error> {
-    let device = stream.device();
-    let plan = select(T::TYPE, O::TYPE, math, shape, device.target())?;
-    let sms = device.props().sm_count.max(1) as usize;
-    let splits = planned_splits(&plan, shape, sms);
-    Ok(if splits > 1 {
-        splits * shape.batch.max(1) * shape.m * shape.n
-    } else {
-        0
-    })
+    Ok(WorkspaceSize::of::<T, O>(stream, shape, math)?.partials)
 }
 
 /// The f32 elements of the k-contiguous copies of A and B that [`super::gemm`] makes for
@@ -167,11 +170,7 @@ pub fn transposed_operand_elems<T: Float, O: Float>(
     shape: &GemmShape,
     math: Math,
 ) -> Result<[usize; 2], Error> {
-    let plan = select(T::TYPE, O::TYPE, math, shape, stream.device().target())?;
-    Ok(match plan.launch {
-        Launch::TmaTransposed(layout) => transposed_elems(layout, shape),
-        _ => [0, 0],
-    })
+    Ok(WorkspaceSize::of::<T, O>(stream, shape, math)?.operands)
 }
 
 /// [`super::gemm`], splitting k into `workspace` rather than into partials of its own: it

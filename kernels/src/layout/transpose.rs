@@ -29,11 +29,8 @@ pub fn transpose<T: Float>(
     rows: usize,
     cols: usize,
 ) -> Result<(), Error> {
-    crate::float::f32_or_bf16::<T>("transpose")?;
-    if !check([x.len(), y.len()], rows, cols)? {
-        return Ok(());
-    }
-    launch(stream, x, y, rows, cols)
+    let lens = [x.len(), y.len()];
+    checked_launch(stream, x, y, rows, cols, lens)
 }
 
 /// [`transpose`] of the first `rows × cols` elements of `x` into the first of `y`, either of
@@ -45,22 +42,25 @@ pub(crate) fn transpose_prefix<T: Float>(
     rows: usize,
     cols: usize,
 ) -> Result<(), Error> {
-    crate::float::f32_or_bf16::<T>("transpose")?;
     let n = rows.saturating_mul(cols);
-    let fit = |len: usize| len.min(n);
-    if !check([fit(x.len()), fit(y.len())], rows, cols)? {
-        return Ok(());
-    }
-    launch(stream, x, y, rows, cols)
+    let lens = [x.len().min(n), y.len().min(n)];
+    checked_launch(stream, x, y, rows, cols, lens)
 }
 
-fn launch<T: Float>(
+/// Checks the type and the buffers' lengths as `lens` gives them (whole, or the prefix a
+/// longer buffer offers), then launches.
+fn checked_launch<T: Float>(
     stream: &Stream,
     x: &Buffer<T>,
     y: &mut Buffer<T>,
     rows: usize,
     cols: usize,
+    lens: [usize; 2],
 ) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("transpose")?;
+    if !check(lens, rows, cols)? {
+        return Ok(());
+    }
     // Pairs of 16-bit elements where both sides' rows start 4-byte aligned.
     let v = if T::TYPE == FloatType::Bf16 && rows.is_multiple_of(2) && cols.is_multiple_of(2) {
         2
