@@ -116,6 +116,30 @@ impl<T> SharedArray<T> {
     }
 }
 
+/// A place in the innermost open block, taken by [`KernelBuilder::mark`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mark {
+    region: u64,
+    len: usize,
+}
+
+/// Whether `o` names `r` (a vector's lanes, an address's base, a tensor map and its
+/// coordinates).
+fn operand_names(o: &Operand, r: &Reg) -> bool {
+    match o {
+        Operand::Reg(x) => x == r,
+        Operand::Vector(v) => v.iter().any(|o| operand_names(o, r)),
+        Operand::Addr {
+            base: AddrBase::Reg(x),
+            ..
+        } => x == r,
+        Operand::TensorCoords { map, coords } => {
+            map == r || coords.iter().any(|o| operand_names(o, r))
+        }
+        _ => false,
+    }
+}
+
 enum Frame {
     Block(Vec<Stmt>),
     Then {
@@ -222,6 +246,71 @@ impl KernelBuilder {
         let id = self.kernel.regs.len() as u32;
         self.kernel.regs.push(ty);
         Reg { id, ty }
+    }
+
+    /// Where the innermost open block stands now, for [`KernelBuilder::forward_results`].
+    pub fn mark(&mut self) -> Mark {
+        Mark {
+            region: self.region,
+            len: self.current().len(),
+        }
+    }
+
+    /// Makes the last instruction write `to` where it writes `from`, so that `to = from` needs
+    /// no copy: a load lands in the variable that carries it around a loop, and a predicated
+    /// load into it keeps its old value where the predicate is false. Only where every
+    /// statement since `mark` ran in this block unbroken, the last one is an instruction whose
+    /// results are exactly `from` (one register, or one vector of them, in order), and no
+    /// other statement since `mark` names a register of `from`, nor the last one a register of
+    /// `to` among its sources; otherwise nothing changes and it returns false.
+    pub fn forward_results(&mut self, mark: Mark, from: &[Reg], to: &[Reg]) -> bool {
+        if mark.region != self.region || from.len() != to.len() || from.is_empty() {
+            return false;
+        }
+        if from.iter().zip(to).any(|(f, t)| f.ty != t.ty || f == t) {
+            return false;
+        }
+        let stmts = self.current();
+        if stmts.len() <= mark.len {
+            return false;
+        }
+        let (last, earlier) = stmts[mark.len..]
+            .split_last_mut()
+            .expect("at least one statement since the mark");
+        let names = |i: &Inst, r: &Reg| {
+            i.dsts.iter().chain(&i.srcs).any(|o| operand_names(o, r))
+                || i.guard.is_some_and(|g| g.pred == *r)
+        };
+        let untouched = earlier.iter().all(|s| match s {
+            Stmt::Inst(i) => !from.iter().any(|r| names(i, r)),
+            Stmt::Comment(_) => true,
+            _ => false,
+        });
+        let Stmt::Inst(last) = last else {
+            return false;
+        };
+        let exact = match last.dsts.as_slice() {
+            [Operand::Reg(r)] => from == [*r],
+            [Operand::Vector(lanes)] => {
+                lanes.len() == from.len()
+                    && lanes.iter().zip(from).all(|(o, f)| *o == Operand::Reg(*f))
+            }
+            _ => false,
+        };
+        let reads_to = to.iter().any(|r| {
+            last.srcs.iter().any(|o| operand_names(o, r))
+                || last.guard.is_some_and(|g| g.pred == *r)
+        });
+        if !untouched || !exact || reads_to {
+            return false;
+        }
+        last.dsts = match last.dsts.as_slice() {
+            [Operand::Reg(_)] => vec![Operand::Reg(to[0])],
+            _ => vec![Operand::Vector(
+                to.iter().map(|&r| Operand::Reg(r)).collect(),
+            )],
+        };
+        true
     }
 
     /// Appends a statement to the innermost open block; an instruction without a location

@@ -6,7 +6,7 @@ use super::value::*;
 use super::Lowerer;
 use crate::diag::{err, DResult};
 use crate::dsl_type::rust_name;
-use kernel_dsl::ir::{AddrBase, Dim, Imm, Operand, SpecialReg};
+use kernel_dsl::ir::{AddrBase, Dim, Imm, Operand, Reg, SpecialReg};
 use kernel_dsl::op::{MulMode, Op};
 use kernel_dsl::{ScalarType, StateSpace};
 use syn::Expr;
@@ -491,6 +491,66 @@ impl Lowerer<'_> {
                 "only local variables, slice elements and array elements can be assigned",
             ),
         }
+    }
+
+    /// The registers and element type of `e` where it names a `let mut` array.
+    pub(crate) fn array_variable(&self, e: &Expr) -> Option<(Vec<Reg>, ScalarType)> {
+        let Expr::Path(p) = e else { return None };
+        let b = self.lookup(&p.path.get_ident()?.to_string())?;
+        match &b.value {
+            Value::Array { elems, elem } if b.mutable => Some((elems.clone(), *elem)),
+            _ => None,
+        }
+    }
+
+    /// `a = expr` for a `let mut` array `a`: the whole array at once, of the same length and
+    /// element type. Where `expr` is one instruction's fresh results (a vector load, say), the
+    /// instruction writes into `a` itself, so no copy follows the load: a value carried
+    /// around a loop is then loaded straight into its registers, and `if ok { a = … }`
+    /// becomes one predicated load that leaves `a` as it was where `ok` is false.
+    pub(crate) fn assign_array(&mut self, place: &Expr, value: &Expr) -> DResult<()> {
+        let (to, elem) = self
+            .array_variable(place)
+            .expect("assign_array is called for array variables");
+        let mark = self.b.mark();
+        let v = self.expr(value, Some(elem))?;
+        let from = match v {
+            Value::Array { elems, elem: got } if got == elem && elems.len() == to.len() => elems,
+            other => {
+                return err(
+                    crate::diag::range(&value),
+                    format!(
+                        "expected `[{}; {}]`, found {}",
+                        rust_name(elem),
+                        to.len(),
+                        other.describe()
+                    ),
+                )
+            }
+        };
+        self.span = crate::diag::range(&place);
+        if self.b.forward_results(mark, &from, &to) {
+            for &r in &to {
+                self.forget_narrowed(&Operand::Reg(r));
+            }
+            return Ok(());
+        }
+        // Copied through fresh registers first, so `a = [a[1], a[0]]` swaps.
+        let staged: Vec<Reg> = if from.iter().any(|r| to.contains(r)) {
+            from.iter()
+                .map(|&r| {
+                    let c = self.b.reg(elem);
+                    self.mov(c, Scalar::reg(r));
+                    c
+                })
+                .collect()
+        } else {
+            from
+        };
+        for (&t, &f) in to.iter().zip(&staged) {
+            self.mov(t, Scalar::reg(f));
+        }
+        Ok(())
     }
 
     pub(crate) fn is_mutable_name(&self, e: &Expr) -> bool {

@@ -159,8 +159,13 @@ impl Lowerer<'_> {
                         Value::Scalar(s)
                     }
                 }
-                // A copy, so that writes through the new name do not alias the old one.
-                Value::Array { elems, elem } if mutable => self.copied_array(&elems, elem),
+                // A copy, so that writes through the new name do not alias the old one, nor
+                // writes through a mutable old one (`let held = next; next = …;`) the new one.
+                Value::Array { elems, elem }
+                    if mutable || elems.iter().any(|&r| self.is_mutable_place(r)) =>
+                {
+                    self.copied_array(&elems, elem)
+                }
                 Value::Tuple(_) if mutable => return err(
                     crate::diag::range(&pat),
                     "a tuple cannot be changed in place: destructure it, `let (mut a, mut b) = …`",
@@ -213,6 +218,9 @@ impl Lowerer<'_> {
 
     fn stmt_expr_inner(&mut self, e: &Expr) -> DResult<()> {
         match e {
+            Expr::Assign(a) if self.array_variable(&a.left).is_some() => {
+                self.assign_array(&a.left, &a.right)
+            }
             Expr::Assign(a) => self.store(&a.left, |l, want| match want {
                 Some(t) => l.expr_as(&a.right, t),
                 None => l.expr_scalar(&a.right, None),
