@@ -7,8 +7,8 @@
 //! a row's x and dy (chunks `t + h·threads`), as loaded, between the reduction and the write,
 //! and the γ gradient of those columns for the whole loop; wider rows read the rest again and
 //! keep its gradient in the workspace. With 16-bit elements in 16-byte chunks
-//! (`W > 1 && T::VEC == 8`, one chunk a thread) the next two rows' x and dy are copied into
-//! shared memory while the current one is reduced and written; the other instances issue a
+//! (`W > 1 && T::VEC == 8`, one chunk a thread) the next row's x and dy are loaded into
+//! registers while the current one is reduced and written; the other instances issue a
 //! row's loads together at its top. Two 512-thread blocks share an SM, one's
 //! reduction hiding the other's loads, hence the cap of 64 registers.
 
@@ -26,7 +26,7 @@ fn bf16_halves(w: [u32; 4]) -> [f32; 8] {
     f
 }
 
-/// A thread's eight held values of x or dy as f32: from the words of the staged instances
+/// A thread's eight held values of x or dy as f32: from the words of the prefetching instances
 /// (`W > 1 && T::VEC == 8`), else from the elements.
 #[device(crate = crate::lang)]
 fn held_f32<T, const W: u32>(elems: [T; 8], words: [u32; 4]) -> [f32; 8] {
@@ -98,21 +98,18 @@ pub fn rms_norm_backward<T: Element, const W: u32>(
     }
     let mut grad = [0.0f32; 8];
     let mut row = block_idx().x;
-    // The bf16 16-byte instances stage the held chunks of x and dy of the next two rows in
-    // shared memory through cp.async while the current row is reduced and written: twice the
-    // bytes in flight of one row loaded ahead into registers, and in no registers. Two slots
-    // of `[x, dy]`, each 2048 words (512 threads × 16 bytes); one word in the other instances.
-    let stage = shared_array::<u32, { 1 + (W / 8) * 8191 }>();
+    // The bf16 16-byte instances load the next row's held chunks of x and dy while the
+    // current row is reduced and written, straight into the registers that carry them to the
+    // next iteration (a predicated load leaves them as they were past the last row), so no
+    // copy waits on the loads before the block reduction's barrier.
+    let at = min(t, last) * 8;
+    let mut next_x = [0u32; 4];
+    let mut next_dy = [0u32; 4];
     let mut trip = 0u32;
     if W > 1 && T::VEC == 8 {
-        let at = min(t, last) * 8;
-        for k in 0..2 {
-            let r = row + k * step;
-            if r < rows {
-                cp_async_16(stage, k * 4096 + t * 4, x, r * cols + at);
-                cp_async_16(stage, k * 4096 + 2048 + t * 4, dy, r * cols + at);
-            }
-            cp_async_commit();
+        if row < rows {
+            next_x = x.load_words::<4>(row * cols + at);
+            next_dy = dy.load_words::<4>(row * cols + at);
         }
     }
     while row < rows {
@@ -120,18 +117,14 @@ pub fn rms_norm_backward<T: Element, const W: u32>(
         // This row's held chunks, as loaded.
         let mut xh = [0.0 as T; 8];
         let mut dh = [0.0 as T; 8];
-        // The staged instances hold their chunk as the copied words, widened where used.
-        let mut xw = [0u32; 4];
-        let mut dw = [0u32; 4];
-        let slot = (trip % 2) * 4096 + t * 4;
+        // The prefetching instances hold their chunk as the loaded words, widened where used.
+        let xw = next_x;
+        let dw = next_dy;
         if W > 1 && T::VEC == 8 {
-            // This row's copies are the older of the two groups in flight.
-            cp_async_wait(1);
-            let xv = stage.load_vec::<4>(slot);
-            let dv = stage.load_vec::<4>(slot + 2048);
-            for k in 0..4 {
-                xw[k] = xv[k];
-                dw[k] = dv[k];
+            let r = row + step;
+            if r < rows {
+                next_x = x.load_words::<4>(r * cols + at);
+                next_dy = dy.load_words::<4>(r * cols + at);
             }
         } else {
             for h in 0..(8 / W) {
@@ -161,7 +154,7 @@ pub fn rms_norm_backward<T: Element, const W: u32>(
             let c = h * threads + t;
             let gf = gamma_f32::<T, W>(gamma, min(c, last) * W);
             for k in 0..W {
-                // Guarded vector loads read 0 outside the row; clamped or staged ones are
+                // Guarded vector loads read 0 outside the row; clamped or prefetched ones are
                 // zeroed.
                 let xv = if (W > 1 && T::VEC != 8) || c < chunks {
                     xs[h * W + k]
@@ -171,16 +164,6 @@ pub fn rms_norm_backward<T: Element, const W: u32>(
                 ss = xv.mul_add(xv, ss);
                 dot = (ds[h * W + k] * gf[k]).mul_add(xv, dot);
             }
-        }
-        if W > 1 && T::VEC == 8 {
-            // The slot is free once the sums above have read it: it takes the row two ahead.
-            let r = row + 2 * step;
-            if r < rows {
-                let at = r * cols + min(t, last) * 8;
-                cp_async_16(stage, slot, x, at);
-                cp_async_16(stage, slot + 2048, dy, at);
-            }
-            cp_async_commit();
         }
         let mut c = first;
         while c < chunks {
@@ -244,10 +227,6 @@ pub fn rms_norm_backward<T: Element, const W: u32>(
         row += step;
         trip += 1;
     }
-    if W > 1 && T::VEC == 8 {
-        cp_async_wait(0);
-    }
-
     for h in 0..(8 / W) {
         let c = h * threads + t;
         if c < chunks {
