@@ -1,9 +1,8 @@
-//! The row norms written in `#[kernel]`: the RMSNorm backward with its column sums against
-//! the builder-written kernels it replaces, side by side in one process, each as a share of
-//! the device's copy bandwidth (the driver's device-to-device copy of 1 GiB, measured in the
-//! same run); RMSNorm fused with a residual add and the LayerNorm backward, whose builder
-//! kernels are deleted, alone. Each pair is timed twice, alternating, so
-//! that clock drift shows as disagreement between the passes.
+//! The row norms written in `#[kernel]` (RMSNorm fused with a residual add, the RMSNorm and
+//! LayerNorm backward with their column sums), each as a share of the device's copy bandwidth
+//! (the driver's device-to-device copy of 1 GiB, measured in the same run). Each op is timed
+//! twice, so that clock drift shows as disagreement between the passes. Their builder kernels
+//! are deleted; BENCHMARKS.md keeps the side-by-side figures that preceded each deletion.
 //!
 //! ```text
 //! cargo run --release -p kernels --example bench_norm          # on a GPU
@@ -13,12 +12,12 @@
 
 mod common;
 
-use common::{filled, row, Bench, Res};
+use common::{filled, Bench, Res};
 use kernel_runtime::{Bf16, Buffer};
 use kernels::norm;
 use kernels::Float;
 
-/// The norms, in their `#[kernel]` form and, where it is kept, their builder form.
+/// The norms timed.
 #[derive(Clone, Copy)]
 enum Op {
     AddRms,
@@ -35,12 +34,6 @@ impl Op {
         }
     }
 
-    /// Whether the builder kernel is still there to compare with (the others were deleted
-    /// once the `#[kernel]` ones measured level with or ahead of them).
-    fn has_builder(self) -> bool {
-        matches!(self, Op::RmsBackward)
-    }
-
     /// Matrices read plus written, in units of `rows × cols` elements (the backward: x and dy
     /// read, dx written; the workspace and the γ/β gradients are not counted).
     fn matrices(self) -> f64 {
@@ -51,8 +44,8 @@ impl Op {
     }
 }
 
-/// One table row: the builder kernel and the `#[kernel]` one on the same buffers.
-fn compare<T: Float>(b: &Bench, op: Op, rows: usize, cols: usize) -> Res {
+/// One table row: the op's share of copy bandwidth, twice.
+fn measure<T: Float>(b: &Bench, op: Op, rows: usize, cols: usize) -> Res {
     let name = format!("{}/{}/{rows}x{cols}", op.name(), T::TYPE.suffix());
     if std::env::var("BENCH_ONLY").is_ok_and(|only| !name.contains(&only)) {
         return Ok(());
@@ -68,59 +61,33 @@ fn compare<T: Float>(b: &Bench, op: Op, rows: usize, cols: usize) -> Res {
     let mut db = Buffer::<T>::zeros(&b.stream, cols)?;
     let mut ws = Buffer::<f32>::zeros(&b.stream, norm::layer_norm_backward_workspace(rows, cols))?;
     let bytes = op.matrices() * (n * std::mem::size_of::<T>()) as f64;
-    let pct = |ms: f64| b.percent(bytes, ms);
-    let mut cells = Vec::new();
-    for _pass in 0..2 {
-        let mut run = |builder: bool| {
-            b.time(|s| {
-                match (op, builder) {
-                    (Op::AddRms, _) => {
-                        norm::add_rms_norm(s, &x, &r, &g, &mut sum, &mut y, rows, cols, 1e-5)?
-                    }
-                    (Op::RmsBackward, true) => norm::rms_norm_backward_builder(
-                        s, &x, &g, &r, &mut y, &mut dg, &mut ws, rows, cols, 1e-5,
-                    )?,
-                    (Op::RmsBackward, false) => norm::rms_norm_backward(
-                        s, &x, &g, &r, &mut y, &mut dg, &mut ws, rows, cols, 1e-5,
-                    )?,
-                    (Op::LayerBackward, _) => norm::layer_norm_backward(
-                        s, &x, &g, &r, &mut y, &mut dg, &mut db, &mut ws, rows, cols, 1e-5,
-                    )?,
-                }
-                Ok(())
-            })
-        };
-        let old = if op.has_builder() {
-            run(true)?
-        } else {
-            f64::NAN
-        };
-        let new = run(false)?;
-        cells.push((pct(old), pct(new)));
-    }
-    let label = format!(
-        "{:<19} | {:<4} | {:>6}x{:<5}",
+    let [first, second] = b.percent_twice(bytes, |s| {
+        match op {
+            Op::AddRms => norm::add_rms_norm(s, &x, &r, &g, &mut sum, &mut y, rows, cols, 1e-5)?,
+            Op::RmsBackward => {
+                norm::rms_norm_backward(s, &x, &g, &r, &mut y, &mut dg, &mut ws, rows, cols, 1e-5)?
+            }
+            Op::LayerBackward => norm::layer_norm_backward(
+                s, &x, &g, &r, &mut y, &mut dg, &mut db, &mut ws, rows, cols, 1e-5,
+            )?,
+        }
+        Ok(())
+    })?;
+    println!(
+        "| {:<19} | {:<4} | {:>6}x{:<5} | {first:>5.1} / {second:>5.1} |",
         op.name(),
         T::TYPE.suffix(),
         rows,
         cols
     );
-    if op.has_builder() {
-        row(&label, &cells);
-    } else {
-        println!(
-            "| {label} | (deleted) | {:>5.1} / {:>5.1} | |",
-            cells[0].1, cells[1].1
-        );
-    }
     Ok(())
 }
 
 fn main() -> Res {
     let b = Bench::new()?;
     let small = Bench::small();
-    println!("| op | dtype | rows x cols | builder % copy (2 passes) | #[kernel] % copy (2 passes) | mean diff (points) |");
-    println!("|---|---|---|---|---|---|");
+    println!("| op | dtype | rows x cols | % copy (2 passes) |");
+    println!("|---|---|---|---|");
     // Wide rows (a block per row), narrow rows (a warp per row), and widths that are not a
     // multiple of 16 bytes (one element per access), narrow and wide.
     let shapes: &[(usize, usize)] = if small {
@@ -135,15 +102,15 @@ fn main() -> Res {
         ]
     };
     for &(rows, cols) in shapes {
-        compare::<f32>(&b, Op::AddRms, rows, cols)?;
-        compare::<Bf16>(&b, Op::AddRms, rows, cols)?;
+        measure::<f32>(&b, Op::AddRms, rows, cols)?;
+        measure::<Bf16>(&b, Op::AddRms, rows, cols)?;
     }
     // The backward rows time the row kernel and its column sums together, as the op runs.
     let backward: &[(usize, usize)] = if small { &[(8, 256)] } else { &[(16384, 4096)] };
     for op in [Op::RmsBackward, Op::LayerBackward] {
         for &(rows, cols) in backward {
-            compare::<f32>(&b, op, rows, cols)?;
-            compare::<Bf16>(&b, op, rows, cols)?;
+            measure::<f32>(&b, op, rows, cols)?;
+            measure::<Bf16>(&b, op, rows, cols)?;
         }
     }
     Ok(())

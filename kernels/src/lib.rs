@@ -7,8 +7,6 @@
 //! launched, and nothing is written on error. [`all_kernels`] lists every specialization, so
 //! the PTX goldens, the ptxas sweep and pre-warm cover them all.
 
-#[allow(dead_code)]
-mod codegen;
 mod error;
 mod float;
 mod lang;
@@ -18,7 +16,6 @@ mod op_kernel;
 mod activation;
 #[macro_use]
 mod row_group;
-#[allow(dead_code)]
 mod rowwise;
 
 pub mod argmax;

@@ -100,3 +100,12 @@ impl OpKernel {
         }
     }
 }
+
+/// `&[&A[0], &A[1], …, &B[0], …]` for a module's `KERNELS` list.
+macro_rules! kernel_refs {
+    ($($table:ident [$($i:literal)*]),* $(,)?) => {
+        &[$($(&$table[$i]),*),*]
+    };
+}
+
+pub(crate) use kernel_refs;

@@ -5,10 +5,10 @@
 mod plan;
 mod search_kernel;
 
-use crate::codegen::kernel_refs;
-use crate::codegen::tensor::Access;
 use crate::error::check_workspace;
+use crate::op_kernel::kernel_refs;
 use crate::rowwise::problem::validate;
+use crate::rowwise::Access;
 use crate::Float;
 use crate::{check_len, Error, OpKernel};
 use kernel_runtime::{Buffer, Stream};

@@ -3,7 +3,7 @@
 //! `seg` chunks, one CTA each, and the last CTA of a row to finish combines their partials.
 //! The split depends only on the problem's shape, so the workspace size does too.
 
-use crate::codegen::tensor::Access;
+use crate::rowwise::Access;
 use crate::FloatType;
 use kernel_runtime::LaunchConfig;
 

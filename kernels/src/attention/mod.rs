@@ -197,7 +197,7 @@ pub trait HalfElement: crate::Float + sealed::Sealed {}
 impl HalfElement for kernel_runtime::Bf16 {}
 impl HalfElement for kernel_runtime::F16 {}
 
-use crate::codegen::kernel_refs;
+use crate::op_kernel::kernel_refs;
 use crate::OpKernel;
 
 static BACKWARD_DELTA: [OpKernel; 6] =

@@ -4,7 +4,7 @@
 mod convert_kernel;
 pub mod reference;
 
-use crate::codegen::kernel_refs;
+use crate::op_kernel::kernel_refs;
 use crate::{check_len, Error, Float, OpKernel};
 use kernel_runtime::{Buffer, BufferView, BufferViewMut, Element, LaunchConfig, Stream};
 

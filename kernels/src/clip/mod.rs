@@ -22,8 +22,8 @@ pub const WORKSPACE_LEN: u32 = MAX_PARTS + 1;
 /// Where the scaling pass's counter lives in the workspace, after the partial sums.
 const COUNTER: u32 = MAX_PARTS;
 
-use crate::codegen::kernel_refs;
-use crate::codegen::map::MAP_THREADS;
+use crate::elementwise::launch::MAP_THREADS;
+use crate::op_kernel::kernel_refs;
 use crate::Float;
 use crate::{check_len, Error, FloatType, OpKernel};
 use kernel_runtime::{Buffer, LaunchConfig, Stream};

@@ -14,10 +14,10 @@ mod split_kernel;
 
 pub use reference::{reference, Reference};
 
-use crate::codegen::rows::HELD_ELEMS;
-use crate::codegen::tensor::Access;
 use crate::error::check_workspace;
 use crate::rowwise::problem::RowProblem;
+use crate::rowwise::rows::HELD_ELEMS;
+use crate::rowwise::Access;
 use crate::Float;
 use crate::{check_len, Error, FloatType, OpKernel};
 use kernel_runtime::{Buffer, LaunchConfig, Stream};

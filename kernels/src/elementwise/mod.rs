@@ -3,12 +3,13 @@
 //! (both gradients in one pass). Each is one grid-stride kernel moving 16-byte vectors, with
 //! a scalar loop for the last few elements.
 
+pub(crate) mod launch;
 mod map_kernel;
 mod ops;
 pub mod reference;
 
-use crate::codegen::kernel_refs;
-use crate::codegen::map::{map_launch, step_elems};
+use crate::elementwise::launch::{map_launch, step_elems};
+use crate::op_kernel::kernel_refs;
 use crate::Float;
 use crate::{check_len, Error, OpKernel};
 use kernel_runtime::LaunchConfig;

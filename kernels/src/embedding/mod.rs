@@ -5,10 +5,10 @@
 mod lookup_kernel;
 pub mod reference;
 
-use crate::codegen::kernel_refs;
-use crate::codegen::rows::Group;
-use crate::codegen::tensor::Access;
+use crate::op_kernel::kernel_refs;
+use crate::rowwise::rows::Group;
 use crate::rowwise::shape::RowPlan;
+use crate::rowwise::Access;
 use crate::Float;
 use crate::{check_len, Error, FloatType, OpKernel};
 use kernel_runtime::{Buffer, LaunchConfig, Stream};

@@ -55,7 +55,7 @@ pub use workspace::{
     gemm_with_workspace, split_k_partials, transposed_operand_elems, GemmWorkspace, WorkspaceSize,
 };
 
-use crate::codegen::kernel_refs;
+use crate::op_kernel::kernel_refs;
 use crate::OpKernel;
 
 // The `kernels-gen` tables, built by the build script for the enabled targets.

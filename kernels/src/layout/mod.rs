@@ -16,7 +16,7 @@ pub use swap::{heads_from_interleaved, interleaved_from_heads};
 pub use transpose::transpose;
 pub(crate) use transpose::transpose_prefix;
 
-use crate::codegen::kernel_refs;
+use crate::op_kernel::kernel_refs;
 use crate::OpKernel;
 
 static SWAP: [OpKernel; 4] = OpKernel::instances(swap_kernel::SWAP_OUTER_INSTANCES);

@@ -6,9 +6,9 @@
 //! `block_table[seq · blocks_per_seq + position / block_size]`.
 
 use super::paged_kernel;
-use crate::codegen::rows::Group;
-use crate::codegen::tensor::Access;
+use crate::rowwise::rows::Group;
 use crate::rowwise::shape::RowPlan;
+use crate::rowwise::Access;
 use crate::{check_len, Error, Float, FloatType};
 use kernel_runtime::{Buffer, Stream};
 

@@ -4,15 +4,13 @@
 //! touches the host in between: the pair can be captured in a graph.
 
 use super::partials::{MAX_PARTS, SUM_COLS, SUM_THREADS};
-use super::rms::spec_of;
 use super::{column_sum_kernel, layer_backward_kernel, rms_backward_kernel};
-use super::{COLUMN_SUM, RMS_BACKWARD};
-use crate::codegen::rows::BACKWARD_HELD_ELEMS;
 use crate::error::check_workspace;
 use crate::rowwise::problem::RowProblem;
+use crate::rowwise::rows::BACKWARD_HELD_ELEMS;
+use crate::Error;
 use crate::Float;
-use crate::{Error, FloatType};
-use kernel_runtime::{Buffer, BufferView, BufferViewMut, KernelArg, LaunchConfig, Stream};
+use kernel_runtime::{Buffer, LaunchConfig, Stream};
 
 /// Workspace elements [`rms_norm_backward`] needs for a `rows × cols` problem (saturating at
 /// `usize::MAX`, which no buffer holds, so the op refuses such sizes with an error).
@@ -91,50 +89,6 @@ pub fn rms_norm_backward<T: Float>(
         )?;
     }
     sum_columns(stream, workspace, 0, dgamma, used, p.cols)
-}
-
-/// The builder-written kernels that `rms_norm_backward` replaces, kept only until the two have
-/// been measured side by side (`bench_norm`).
-#[doc(hidden)]
-#[allow(clippy::too_many_arguments)]
-pub fn rms_norm_backward_builder<T: Float>(
-    stream: &Stream,
-    x: &Buffer<T>,
-    gamma: &Buffer<T>,
-    dy: &Buffer<T>,
-    dx: &mut Buffer<T>,
-    dgamma: &mut Buffer<T>,
-    workspace: &mut Buffer<f32>,
-    rows: usize,
-    cols: usize,
-    eps: f32,
-) -> Result<(), Error> {
-    crate::float::f32_or_bf16::<T>("rms_norm_backward_builder")?;
-    let lens = [x.len(), gamma.len(), dy.len(), dx.len(), dgamma.len()];
-    let (p, used) = rms_problem::<T>(lens, workspace.len(), rows, cols)?;
-    if rows > 0 {
-        let args = [
-            KernelArg::from(x),
-            KernelArg::from(gamma),
-            KernelArg::from(dy),
-            KernelArg::from(&mut *dx),
-            KernelArg::from(&mut *workspace),
-            KernelArg::from(p.rows),
-            KernelArg::from(p.cols),
-            KernelArg::from(eps),
-        ];
-        let kernel = &RMS_BACKWARD[spec_of::<T>(&p).block_index()];
-        stream.launch(kernel.artifacts(), p.launch.cfg, &args)?;
-    }
-    let total = parts(rows) * cols;
-    column_sum_builder(
-        stream,
-        T::TYPE,
-        workspace.slice(0..total)?,
-        dgamma.view_mut(),
-        used,
-        cols,
-    )
 }
 
 /// LayerNorm backward: writes `dx`, `dγ` and `dβ`. `workspace` holds at least
@@ -274,30 +228,5 @@ fn sum_columns<T: Float>(
     let grid = cols.div_ceil(SUM_COLS).max(1);
     let cfg = LaunchConfig::linear(grid, SUM_THREADS);
     column_sum_kernel::norm_column_sum(stream, cfg, partial, out, offset, parts, cols)?;
-    Ok(())
-}
-
-fn column_sum_builder(
-    stream: &Stream,
-    storage: FloatType,
-    partial: BufferView<'_>,
-    out: BufferViewMut<'_>,
-    parts: u32,
-    cols: usize,
-) -> Result<(), Error> {
-    let kernel = &COLUMN_SUM[match storage {
-        FloatType::F32 => 0,
-        FloatType::Bf16 => 1,
-        FloatType::F16 => unreachable!("f16 is refused when the op is called (`f32_or_bf16`)"),
-    }];
-    let grid = (cols as u32).div_ceil(SUM_COLS).max(1);
-    let cfg = LaunchConfig::linear(grid, SUM_THREADS);
-    let args = [
-        KernelArg::from(partial),
-        KernelArg::from(out),
-        KernelArg::from(parts),
-        KernelArg::from(cols as u32),
-    ];
-    stream.launch(kernel.artifacts(), cfg, &args)?;
     Ok(())
 }

@@ -1,8 +1,8 @@
 //! The LayerNorm forward op.
 
 use super::layer_kernel;
-use crate::codegen::rows::HELD_ELEMS;
 use crate::rowwise::problem::RowProblem;
+use crate::rowwise::rows::HELD_ELEMS;
 use crate::Error;
 use crate::Float;
 use kernel_runtime::{Buffer, Stream};

@@ -14,25 +14,20 @@ mod layer;
 mod layer_backward_kernel;
 mod layer_kernel;
 mod partials;
-mod prefetch;
 pub mod reference;
 mod rms;
-mod rms_backward;
 mod rms_backward_kernel;
 mod rms_kernel;
-mod row_io;
-mod spec;
 
 pub use backward::{
     layer_norm_backward, layer_norm_backward_workspace, rms_norm_backward,
-    rms_norm_backward_builder, rms_norm_backward_workspace,
+    rms_norm_backward_workspace,
 };
 pub use layer::layer_norm;
 pub use rms::{add_rms_norm, rms_norm, rms_norm_heads};
 
-use crate::codegen::{kernel_refs, kernel_table};
-use crate::{FloatType, OpKernel};
-use spec::RowSpec;
+use crate::op_kernel::kernel_refs;
+use crate::OpKernel;
 
 static RMS_NORM: [OpKernel; 8] = OpKernel::instances(rms_kernel::RMS_NORM_INSTANCES);
 static ADD_RMS_NORM: [OpKernel; 8] = OpKernel::instances(rms_kernel::ADD_RMS_NORM_INSTANCES);
@@ -43,8 +38,6 @@ static LAYER_NORM_BACKWARD: [OpKernel; 4] =
     OpKernel::instances(layer_backward_kernel::LAYER_NORM_BACKWARD_INSTANCES);
 static NORM_COLUMN_SUM: [OpKernel; 2] =
     OpKernel::instances(column_sum_kernel::NORM_COLUMN_SUM_INSTANCES);
-kernel_table!(static RMS_BACKWARD = rms_backward::rms_norm_backward, RowSpec::BLOCK, [0 1 2 3]);
-kernel_table!(static COLUMN_SUM = partials::column_sum, [FloatType::F32, FloatType::Bf16], [0 1]);
 
 /// Every specialization this module ships.
 pub static KERNELS: &[&OpKernel] = kernel_refs![
@@ -54,6 +47,4 @@ pub static KERNELS: &[&OpKernel] = kernel_refs![
     RMS_NORM_BACKWARD[0 1 2 3],
     LAYER_NORM_BACKWARD[0 1 2 3],
     NORM_COLUMN_SUM[0 1],
-    RMS_BACKWARD[0 1 2 3],
-    COLUMN_SUM[0 1],
 ];

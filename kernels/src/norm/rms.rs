@@ -1,10 +1,9 @@
 //! The RMSNorm forward ops: plain, fused with a residual add, and per attention head.
 
 use super::rms_kernel;
-use super::spec::RowSpec;
-use crate::codegen::rows::HELD_ELEMS;
-use crate::codegen::tensor::Access;
 use crate::rowwise::problem::RowProblem;
+use crate::rowwise::rows::HELD_ELEMS;
+use crate::rowwise::Access;
 use crate::Float;
 use crate::{check_len, Error};
 use kernel_runtime::{Buffer, Stream};
@@ -177,12 +176,4 @@ fn fused_problem<T: Float>(
     p.check_matrix(OP, "sum", sum)?;
     p.check_matrix(OP, "y", y)?;
     Ok((rows > 0).then_some(p))
-}
-
-pub(crate) fn spec_of<T: Float>(p: &RowProblem) -> RowSpec {
-    RowSpec {
-        storage: T::TYPE,
-        access: p.access,
-        group: p.group(),
-    }
 }

@@ -18,7 +18,7 @@ pub use device_step::DeviceStep;
 pub use layout::{ParamLayout, TENSOR_ALIGN};
 pub use reference::AdamWConfig;
 
-use crate::codegen::kernel_refs;
+use crate::op_kernel::kernel_refs;
 use crate::Float;
 use crate::{check_len, Error, OpKernel};
 use kernel_runtime::{Bf16, Buffer, LaunchConfig, Stream};

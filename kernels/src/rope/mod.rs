@@ -24,8 +24,8 @@ mod staged_kernel;
 pub use append::rope_append;
 pub use spec::{Rope, RopeLayout};
 
-use crate::codegen::kernel_refs;
-use crate::codegen::tensor::Access;
+use crate::op_kernel::kernel_refs;
+use crate::rowwise::Access;
 use crate::Float;
 use crate::{check_len, Error, OpKernel};
 use kernel_runtime::{Buffer, LaunchConfig, Stream};

@@ -1,6 +1,6 @@
 //! What a RoPE call asks for, and the compile-time specializations of its kernel.
 
-use crate::codegen::tensor::Access;
+use crate::rowwise::Access;
 use crate::{Error, FloatType};
 
 /// Which elements of a head form the rotated pairs.

@@ -1,12 +1,10 @@
-//! The row-wise ops' host-side launch planning (`problem`, for the `#[kernel]` row kernels),
-//! and the builder conveniences of the builder kernels still kept beside their ports (argmax,
-//! the axis swap): their compile-time specializations, chunk index arithmetic and the arg-max
-//! reduction over a row's group of threads. Sums, tensors and the row loop come from `codegen`.
+//! Host-side planning of the row-wise ops, whose kernels are `#[kernel]` instances: how a row
+//! is shared out among threads (`rows`), the checks and launch of a problem (`problem`, and
+//! `shape` for the ops that pick an instance by storage, access and group).
 
-pub(crate) mod bits;
-pub(crate) mod index;
-pub(crate) mod moves;
 pub(crate) mod problem;
-pub(crate) mod reduce;
+pub(crate) mod rows;
 pub(crate) mod shape;
-pub(crate) mod spec;
+
+/// Whether a row moves in 16-byte vectors or one element at a time.
+pub(crate) use kernels_gen::codegen::tensor::Access;

@@ -1,7 +1,7 @@
 //! Host-side checks and launch planning of the row-wise ops.
 
-use crate::codegen::rows::{held_chunks_of, plan_rows, plan_rows_within, Group, RowLaunch};
-use crate::codegen::tensor::Access;
+use crate::rowwise::rows::{held_chunks_of, plan_rows, plan_rows_within, Group, RowLaunch};
+use crate::rowwise::Access;
 use crate::{check_len, Error, FloatType};
 
 /// A validated `rows × cols` problem and how to launch it.

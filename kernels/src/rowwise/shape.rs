@@ -1,10 +1,27 @@
 //! Host-side checks and launch planning of the row-wise ops.
 
 use super::problem::{check_matrix, validate};
-use super::spec::{row_held_chunks, RowSpec, MAX_ROW_THREADS};
-use crate::codegen::rows::{plan_rows, Group, RowLaunch};
-use crate::codegen::tensor::Access;
+use super::rows::{held_chunks, plan_rows, Group, RowLaunch, MAX_ROW_THREADS};
+use super::Access;
 use crate::{check_len, Error, FloatType};
+
+/// Element type × memory access × row group: which instance runs a problem.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct RowSpec {
+    pub storage: FloatType,
+    pub access: Access,
+    pub group: Group,
+}
+
+/// Chunks of its row each thread of a row kernel planned by [`RowPlan::new`] holds in
+/// registers: four 16-byte vectors (16 f32 or 32 bf16, so a bf16 row keeps as many bytes in
+/// flight per thread as an f32 one), or the shared default for scalar access.
+pub(crate) const fn row_held_chunks(storage: FloatType, access: Access) -> u32 {
+    match access {
+        Access::Vector => 4,
+        Access::Scalar => held_chunks(storage, access),
+    }
+}
 
 /// A validated `rows × cols` problem, the specialization that runs it, and its launch.
 #[derive(Clone, Copy, Debug)]
@@ -13,8 +30,6 @@ pub(crate) struct RowPlan {
     pub cols: u32,
     pub spec: RowSpec,
     pub launch: RowLaunch,
-    /// Whether each row's group holds all of it in registers (no chunk is read twice).
-    pub holds_rows: bool,
 }
 
 impl RowPlan {
@@ -47,10 +62,6 @@ impl RowPlan {
         let mut launch = plan_rows(rows as u32, nchunks, held, max_ctas);
         // Rows wider than this many threads hold are read again; the kernels loop over them.
         launch.cfg.block[0] = launch.cfg.block[0].min(MAX_ROW_THREADS);
-        let group_threads = match launch.group {
-            Group::Warp => 32,
-            Group::Block => launch.cfg.block[0],
-        };
         Ok(RowPlan {
             rows: rows as u32,
             cols: cols as u32,
@@ -60,7 +71,6 @@ impl RowPlan {
                 group: launch.group,
             },
             launch,
-            holds_rows: nchunks as u64 <= group_threads as u64 * held as u64,
         })
     }
 

@@ -16,7 +16,7 @@ pub mod reference;
 pub use mask::Mask;
 pub use ops::{softmax, softmax_backward};
 
-use crate::codegen::kernel_refs;
+use crate::op_kernel::kernel_refs;
 use crate::OpKernel;
 
 static SOFTMAX: [OpKernel; 8] = OpKernel::instances(forward::SOFTMAX_INSTANCES);

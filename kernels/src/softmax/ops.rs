@@ -1,9 +1,9 @@
 //! The softmax ops: shape checks, then one launch.
 
 use super::{backward, forward, Mask};
-use crate::codegen::rows::{Group, HELD_ELEMS};
-use crate::codegen::tensor::Access;
 use crate::rowwise::problem::RowProblem;
+use crate::rowwise::rows::{Group, HELD_ELEMS};
+use crate::rowwise::Access;
 use crate::Float;
 use crate::{Error, FloatType};
 use kernel_runtime::{Buffer, Stream};

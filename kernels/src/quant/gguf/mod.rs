@@ -79,7 +79,7 @@ pub use q4_k::BlockQ4K;
 pub use q6_k::BlockQ6K;
 pub use q8_0::BlockQ8_0;
 
-use crate::codegen::kernel_refs;
+use crate::op_kernel::kernel_refs;
 use crate::OpKernel;
 
 static DEQUANTIZE: [OpKernel; 6] =

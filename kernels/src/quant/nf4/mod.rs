@@ -28,7 +28,7 @@ pub use ops::{
 };
 pub use weight::Nf4Weight;
 
-use crate::codegen::kernel_refs;
+use crate::op_kernel::kernel_refs;
 use crate::OpKernel;
 
 /// Weights per absmax block.
