@@ -13,9 +13,6 @@ fn check(ptxas: &Ptxas, family: &[&OpKernel], limit: impl Fn(&str) -> Option<u32
     let mut checked = 0;
     for target in [Target::Sm80, Target::Sm89, Target::Sm90, Target::Sm121] {
         for k in family {
-            if k.built_in().is_none() {
-                continue;
-            }
             let kernel = k.kernel();
             let ptx = kernel_dsl::emit::emit(&kernel, target).expect("emits");
             let assembled = ptxas

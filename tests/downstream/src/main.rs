@@ -31,7 +31,7 @@ fn main() -> std::io::Result<()> {
         Some("library-targets") => {
             let built: Vec<&KernelArtifacts> = ptxkit::kernels::all_kernels()
                 .into_iter()
-                .filter_map(|k| k.built_in())
+                .map(|k| k.artifacts())
                 .collect();
             let mut ptx: Vec<_> = built.iter().flat_map(|k| k.embedded_targets()).collect();
             ptx.sort();
