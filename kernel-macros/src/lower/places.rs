@@ -513,21 +513,7 @@ impl Lowerer<'_> {
             .array_variable(place)
             .expect("assign_array is called for array variables");
         let mark = self.b.mark();
-        let v = self.expr(value, Some(elem))?;
-        let from = match v {
-            Value::Array { elems, elem: got } if got == elem && elems.len() == to.len() => elems,
-            other => {
-                return err(
-                    crate::diag::range(&value),
-                    format!(
-                        "expected `[{}; {}]`, found {}",
-                        rust_name(elem),
-                        to.len(),
-                        other.describe()
-                    ),
-                )
-            }
-        };
+        let from = self.expr_array(value, elem, to.len())?;
         self.span = crate::diag::range(&place);
         if self.b.forward_results(mark, &from, &to) {
             for &r in &to {

@@ -344,18 +344,7 @@ impl Lowerer<'_> {
         value: &Expr,
         span: SpanRange,
     ) -> DResult<Value> {
-        let v = self.expr(value, Some(ScalarType::U32))?;
-        let regs = match v {
-            Value::Array { elems, elem } if elem == ScalarType::U32 && elems.len() == a.words => {
-                elems
-            }
-            other => {
-                return err(
-                    crate::diag::range(&value),
-                    format!("expected `[u32; {}]`, found {}", a.words, other.describe()),
-                )
-            }
-        };
+        let regs = self.expr_array(value, ScalarType::U32, a.words)?;
         let place = VecPlace::Global(s);
         let idx = self.index_scalar(index)?;
         let addr = self.vec_address(place, &idx, crate::diag::range(index))?;
@@ -379,6 +368,27 @@ impl Lowerer<'_> {
         [lo, hi]
     }
 
+    /// `e` lowered as a `[elem; len]`, its registers in order; any other value is an error at
+    /// `e` that names what was expected.
+    pub(crate) fn expr_array(
+        &mut self,
+        e: &Expr,
+        elem: ScalarType,
+        len: usize,
+    ) -> DResult<Vec<Reg>> {
+        match self.expr(e, Some(elem))? {
+            Value::Array { elems, elem: got } if got == elem && elems.len() == len => Ok(elems),
+            other => err(
+                crate::diag::range(&e),
+                format!(
+                    "expected `[{}; {len}]`, found {}",
+                    rust_name(elem),
+                    other.describe()
+                ),
+            ),
+        }
+    }
+
     /// `y.store_vec::<W>(i, v)` with `v: [T; W]`.
     pub(crate) fn vector_store(
         &mut self,
@@ -390,21 +400,7 @@ impl Lowerer<'_> {
     ) -> DResult<Value> {
         let elem = place.elem();
         let a = access(elem, lanes).map_err(|m| crate::diag::Diag::new(span, m))?;
-        let v = self.expr(value, Some(elem))?;
-        let elems = match v {
-            Value::Array { elems, elem: e } if e == elem && elems.len() == a.lanes => elems,
-            other => {
-                return err(
-                    crate::diag::range(&value),
-                    format!(
-                        "expected `[{}; {}]`, found {}",
-                        rust_name(elem),
-                        a.lanes,
-                        other.describe()
-                    ),
-                )
-            }
-        };
+        let elems = self.expr_array(value, elem, a.lanes)?;
         let idx = self.index_scalar(index)?;
         let addr = self.vec_address(place, &idx, crate::diag::range(index))?;
         self.span = span;
