@@ -6,8 +6,8 @@ mod lookup_kernel;
 pub mod reference;
 
 use crate::op_kernel::kernel_refs;
-use crate::rowwise::rows::Group;
-use crate::rowwise::shape::RowPlan;
+use crate::rowwise::problem::RowProblem;
+use crate::rowwise::rows::{row_held_chunks, Group};
 use crate::rowwise::Access;
 use crate::Float;
 use crate::{check_len, Error, FloatType, OpKernel};
@@ -66,8 +66,8 @@ pub fn embedding<T: Float>(
     else {
         return Ok(());
     };
-    let w = p.spec.access.width(T::TYPE);
-    let cta = (p.spec.group == Group::Block) as u32;
+    let w = p.access.width(T::TYPE);
+    let cta = (p.group() == Group::Block) as u32;
     lookup_kernel::embedding::<T>(
         stream,
         p.launch.cfg,
@@ -92,10 +92,10 @@ fn gather_plan<T: Float>(
     vocab: usize,
     hidden: usize,
     held: fn(FloatType, Access) -> u32,
-) -> Result<Option<RowPlan>, Error> {
-    let table_plan = RowPlan::new(op, T::TYPE, vocab, hidden, None)?;
+) -> Result<Option<RowProblem>, Error> {
+    let table_plan = RowProblem::holding(op, T::TYPE, vocab, hidden, None, row_held_chunks)?;
     table_plan.check_matrix(op, "table", table)?;
-    let p = RowPlan::holding(op, T::TYPE, tokens, hidden, None, held)?;
+    let p = RowProblem::holding(op, T::TYPE, tokens, hidden, None, held)?;
     p.check_matrix(op, "out", out)?;
     p.check_per_row(op, "ids", ids)?;
     Ok((tokens > 0).then_some(p))
@@ -134,7 +134,7 @@ pub fn embedding_backward<T: Float>(
     lookup_kernel::embedding_backward::<T>(
         stream,
         cfg,
-        p.spec.access.width(T::TYPE),
+        p.access.width(T::TYPE),
         dout,
         ids,
         dtable,
@@ -152,11 +152,11 @@ fn scatter_plan<T: Float>(
     tokens: usize,
     vocab: usize,
     hidden: usize,
-) -> Result<Option<(RowPlan, LaunchConfig)>, Error> {
+) -> Result<Option<(RowProblem, LaunchConfig)>, Error> {
     const OP: &str = "embedding_backward";
-    let table_plan = RowPlan::new(OP, T::TYPE, vocab, hidden, None)?;
+    let table_plan = RowProblem::holding(OP, T::TYPE, vocab, hidden, None, row_held_chunks)?;
     table_plan.check_matrix(OP, "dtable", dtable)?;
-    let p = RowPlan::new(OP, T::TYPE, tokens, hidden, None)?;
+    let p = RowProblem::holding(OP, T::TYPE, tokens, hidden, None, row_held_chunks)?;
     p.check_matrix(OP, "dout", dout)?;
     check_len(OP, "ids", ids, tokens, || {
         format!("one per token, tokens = {tokens}")

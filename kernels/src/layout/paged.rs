@@ -6,8 +6,8 @@
 //! `block_table[seq · blocks_per_seq + position / block_size]`.
 
 use super::paged_kernel;
-use crate::rowwise::rows::Group;
-use crate::rowwise::shape::RowPlan;
+use crate::rowwise::problem::RowProblem;
+use crate::rowwise::rows::{row_held_chunks, Group};
 use crate::rowwise::Access;
 use crate::{check_len, Error, Float, FloatType};
 use kernel_runtime::{Buffer, Stream};
@@ -92,8 +92,8 @@ pub fn kv_cache_append<T: Float>(
     paged_kernel::kv_cache_append::<T>(
         stream,
         p.launch.cfg,
-        p.spec.access.width(T::TYPE),
-        (p.spec.group == Group::Block) as u32,
+        p.access.width(T::TYPE),
+        (p.group() == Group::Block) as u32,
         new,
         seq_ids,
         positions,
@@ -118,7 +118,7 @@ fn plan(
     tokens: usize,
     layout: PagedLayout,
     held: fn(FloatType, Access) -> u32,
-) -> Result<Option<RowPlan>, Error> {
+) -> Result<Option<RowProblem>, Error> {
     const OP: &str = "kv_cache_append";
     let cache_rows = layout
         .num_blocks
@@ -133,8 +133,9 @@ fn plan(
             detail: "block_size is 0; a block holds at least one token".into(),
         });
     }
-    RowPlan::new(OP, storage, cache_rows, layout.width, None)?.check_matrix(OP, "cache", cache)?;
-    let p = RowPlan::holding(OP, storage, tokens, layout.width, None, held)?;
+    RowProblem::holding(OP, storage, cache_rows, layout.width, None, row_held_chunks)?
+        .check_matrix(OP, "cache", cache)?;
+    let p = RowProblem::holding(OP, storage, tokens, layout.width, None, held)?;
     p.check_matrix(OP, "new", new)?;
     p.check_per_row(OP, "seq_ids", seq_ids)?;
     p.check_per_row(OP, "positions", positions)?;

@@ -4,7 +4,8 @@
 //! vectors where `D` allows).
 
 use super::swap_kernel;
-use crate::rowwise::shape::RowPlan;
+use crate::rowwise::problem::RowProblem;
+use crate::rowwise::rows::row_held_chunks;
 use crate::Error;
 use crate::Float;
 use kernel_runtime::{Buffer, LaunchConfig, Stream};
@@ -17,12 +18,12 @@ fn plan<T: Float>(
     outer: usize,
     inner: usize,
     d: usize,
-) -> Result<Option<RowPlan>, Error> {
+) -> Result<Option<RowProblem>, Error> {
     let rows = outer.checked_mul(inner).ok_or_else(|| Error::Unsupported {
         op,
         detail: format!("{outer} × {inner} rows overflow"),
     })?;
-    let p = RowPlan::new(op, T::TYPE, rows, d, None)?;
+    let p = RowProblem::holding(op, T::TYPE, rows, d, None, row_held_chunks)?;
     p.check_matrix(op, "x", x)?;
     p.check_matrix(op, "y", y)?;
     Ok((rows > 0).then_some(p))
@@ -43,7 +44,7 @@ fn swap<T: Float>(
     let Some(p) = plan::<T>(op, [x.len(), y.len()], outer, inner, d)? else {
         return Ok(());
     };
-    let w = p.spec.access.width(T::TYPE);
+    let w = p.access.width(T::TYPE);
     let chunks = p.rows * (p.cols / w);
     let per_block = swap_kernel::HELD * swap_kernel::THREADS;
     let cfg = LaunchConfig::linear(

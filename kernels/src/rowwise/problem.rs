@@ -25,10 +25,39 @@ impl RowProblem {
         max_ctas: Option<u32>,
         held_elems: u32,
     ) -> Result<RowProblem, Error> {
+        RowProblem::planned(op, storage, rows, cols, max_ctas, |access| {
+            held_chunks_of(storage, access, held_elems)
+        })
+    }
+
+    /// [`RowProblem::new`] for a kernel whose threads hold `held(storage, access)` chunks of
+    /// their row (the plan must agree with the kernel's count; [`row_held_chunks`] for most).
+    ///
+    /// [`row_held_chunks`]: super::rows::row_held_chunks
+    pub(crate) fn holding(
+        op: &'static str,
+        storage: FloatType,
+        rows: usize,
+        cols: usize,
+        max_ctas: Option<u32>,
+        held: fn(FloatType, Access) -> u32,
+    ) -> Result<RowProblem, Error> {
+        RowProblem::planned(op, storage, rows, cols, max_ctas, |access| {
+            held(storage, access)
+        })
+    }
+
+    fn planned(
+        op: &'static str,
+        storage: FloatType,
+        rows: usize,
+        cols: usize,
+        max_ctas: Option<u32>,
+        held: impl Fn(Access) -> u32,
+    ) -> Result<RowProblem, Error> {
         let access = validate(op, storage, rows, cols)?;
         let nchunks = (cols / access.width(storage) as usize) as u32;
-        let held = held_chunks_of(storage, access, held_elems);
-        let launch = plan_rows(rows as u32, nchunks, held, max_ctas);
+        let launch = plan_rows(rows as u32, nchunks, held(access), max_ctas);
         Ok(RowProblem {
             rows: rows as u32,
             cols: cols as u32,
@@ -73,6 +102,19 @@ impl RowProblem {
         let c = self.cols;
         check_len(op, name, len, c as usize, || {
             format!("one per column, cols = {c}")
+        })
+    }
+
+    /// Checks that a buffer holds one element per row.
+    pub(crate) fn check_per_row(
+        &self,
+        op: &'static str,
+        name: &'static str,
+        len: usize,
+    ) -> Result<(), Error> {
+        let r = self.rows;
+        check_len(op, name, len, r as usize, || {
+            format!("one per row, rows = {r}")
         })
     }
 

@@ -45,6 +45,16 @@ pub(crate) const fn held_chunks_of(storage: FloatType, access: Access, elems: u3
     }
 }
 
+/// Chunks of its row each thread of most row kernels (the embedding, the layout moves)
+/// holds in registers: four 16-byte vectors (16 f32 or 32 bf16, so a bf16 row keeps as many
+/// bytes in flight per thread as an f32 one), or the shared default for scalar access.
+pub(crate) const fn row_held_chunks(storage: FloatType, access: Access) -> u32 {
+    match access {
+        Access::Vector => 4,
+        Access::Scalar => held_chunks(storage, access),
+    }
+}
+
 /// How a row-wise op is launched for a problem of `rows` rows of `nchunks` accesses each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct RowLaunch {
