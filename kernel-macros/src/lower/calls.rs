@@ -355,9 +355,9 @@ impl Lowerer<'_> {
                 let [op @ Op::Mma { c: acc_ty, .. }] = *intr.ops() else {
                     unreachable!("`{name}` lowers to one `mma`")
                 };
-                let a = self.array_arg(args[0], ScalarType::U32, 4)?;
-                let b = self.array_arg(args[1], ScalarType::U32, 2)?;
-                let acc = self.array_arg(args[2], acc_ty, 4)?;
+                let a = self.expr_array(args[0], ScalarType::U32, 4)?;
+                let b = self.expr_array(args[1], ScalarType::U32, 2)?;
+                let acc = self.expr_array(args[2], acc_ty, 4)?;
                 let d: Vec<_> = (0..4).map(|_| self.b.reg(acc_ty)).collect();
                 let vec_of = |rs: &[kernel_dsl::ir::Reg]| {
                     Operand::Vector(rs.iter().map(|r| Operand::Reg(*r)).collect())
@@ -515,25 +515,6 @@ impl Lowerer<'_> {
             other => err(
                 crate::diag::range(&e),
                 format!("expected a shared array, found {}", other.describe()),
-            ),
-        }
-    }
-
-    fn array_arg(
-        &mut self,
-        e: &Expr,
-        elem: ScalarType,
-        len: usize,
-    ) -> DResult<Vec<kernel_dsl::ir::Reg>> {
-        match self.expr(e, Some(elem))? {
-            Value::Array { elems, elem: t } if t == elem && elems.len() == len => Ok(elems),
-            other => err(
-                crate::diag::range(&e),
-                format!(
-                    "expected `[{}; {len}]`, found {}",
-                    rust_name(elem),
-                    other.describe()
-                ),
             ),
         }
     }
