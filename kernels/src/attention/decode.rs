@@ -87,25 +87,26 @@ pub fn paged_decode_workspace(seqs: usize, decode: Decode) -> Result<usize, Erro
 /// A split count for `seqs` sequences of up to `max_len` tokens on a device of `sms`
 /// multiprocessors. One block per SM already reads at about the device's bandwidth, and a
 /// split costs a combine pass, so sequences are split only where one split would leave more
-/// than half the SMs idle; then into as many splits as fit one wave of two blocks an SM (the
-/// kernel's occupancy), but none shorter than a few hundred positions.
+/// than half the SMs idle; then into as many splits as give each SM one block, but none
+/// shorter than a few hundred positions. (Two blocks an SM, the kernel's occupancy, give each
+/// block half the positions, and its pipeline's fill and drain then cost more than the second
+/// block's overlap brings back.)
 ///
 /// ```
 /// use kernels::attention::{decode_splits, Heads};
 /// let heads = Heads { q: 32, kv: 8, dim: 128 };
-/// assert_eq!(decode_splits(1, heads, 8192, 132), 32);
-/// assert_eq!(decode_splits(8, heads, 8192, 132), 4);
+/// assert_eq!(decode_splits(1, heads, 8192, 132), 16);
+/// assert_eq!(decode_splits(8, heads, 8192, 132), 2);
 /// assert_eq!(decode_splits(16, heads, 8192, 132), 1);
 /// assert_eq!(decode_splits(1, heads, 100, 132), 1);
 /// ```
 pub fn decode_splits(seqs: usize, heads: Heads, max_len: usize, sms: usize) -> usize {
     let blocks = seqs.max(1).saturating_mul(heads.kv.max(1));
-    let slots = sms.max(1).saturating_mul(2);
-    if blocks.saturating_mul(2) > sms.max(1) {
+    let sms = sms.max(1);
+    if blocks.saturating_mul(2) > sms {
         return 1;
     }
-    // A split beyond what one wave holds would start a second, mostly idle wave.
-    (slots / blocks).min(max_len / MIN_SPLIT_LEN).max(1)
+    (sms / blocks).min(max_len / MIN_SPLIT_LEN).max(1)
 }
 
 fn unsupported(detail: &str) -> Error {
