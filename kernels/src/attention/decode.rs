@@ -88,9 +88,8 @@ pub fn paged_decode_workspace(seqs: usize, decode: Decode) -> Result<usize, Erro
 /// multiprocessors. One block per SM already reads at about the device's bandwidth, and a
 /// split costs a combine pass, so sequences are split only where one split would leave more
 /// than half the SMs idle; then into as many splits as give each SM one block, but none
-/// shorter than a few hundred positions. (Two blocks an SM, the kernel's occupancy, give each
-/// block half the positions, and its pipeline's fill and drain then cost more than the second
-/// block's overlap brings back.)
+/// shorter than a few hundred positions. (Two blocks an SM, the kernel's occupancy, measured
+/// slower for one sequence: each block then covers half the positions.)
 ///
 /// ```
 /// use kernels::attention::{decode_splits, Heads};
