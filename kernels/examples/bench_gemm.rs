@@ -23,6 +23,9 @@
 //! `BENCH_KINDS=copy` the bf16 output with its f32 copy against an f32 GEMM and a cast
 //! ([`copy_rows`]).
 //!
+//! `BENCH_LABELS=lora16_up,grad_w` (say) keeps only the problems of those labels (a profile
+//! of a few rows).
+//!
 //! `BENCH_KINDS=async` times, on Hopper, the `#[kernel]` `wgmma` GEMM fed by `cp.async` (what
 //! `gemm` picks where rows are not 16-byte aligned, so the copy engine cannot read them)
 //! against the builder kernel it replaces and cuBLAS, bf16 in and out, at
@@ -451,6 +454,13 @@ fn main() -> Res {
         only.as_deref()
             .is_none_or(|o| o.split(',').any(|w| w == name))
     };
+    // BENCH_LABELS=lora16_up,square (say) runs only the problems of those labels.
+    let labels = std::env::var("BENCH_LABELS").ok();
+    let wants_label = |label: &str| {
+        labels
+            .as_deref()
+            .is_none_or(|l| l.split(',').any(|w| w == label))
+    };
     let device = if small && only.is_some() && wants("async") {
         // The async rows need Hopper.
         Device::emulator_for(Target::Sm90a)
@@ -492,7 +502,7 @@ fn main() -> Res {
         } else {
             problems(small)
         };
-        for (label, shape) in list {
+        for (label, shape) in list.into_iter().filter(|(l, _)| wants_label(l)) {
             row(&b, kind, &label, &shape)?;
         }
     }

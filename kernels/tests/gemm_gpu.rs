@@ -202,6 +202,11 @@ fn gpu_split_k_matches_reference_at_lora_shapes() {
                 seed,
             );
             check_split::<Bf16, f32>(&stream, &shape, epi, 5, F32_OUT_16_IN, seed + 1);
+            // TF32 (TN and NN on `mma.sync`, split as a batch of equal ranges where k allows)
+            // and the sm_80 `mma.sync` plan for bf16, split the same way.
+            check::<f32, f32>(&stream, &shape, epi, Math::Tf32, TF32_TOL, seed + 3);
+            let sm80 = kernel_dsl::Target::Sm80;
+            check_on_target::<Bf16, f32>(&stream, &shape, sm80, F32_OUT_16_IN, seed + 4);
         }
         let batched = GemmShape::batched(layout, 3, 256, 32, 1024);
         check_split::<F16, F16>(&stream, &batched, epi, 4, F16_OUT, seed + 2);

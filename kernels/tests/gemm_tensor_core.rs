@@ -816,3 +816,132 @@ fn a_workspace_holds_the_transposed_copies_of_a_captured_tf32_product() {
         "no room for the copies"
     );
 }
+
+fn ampere_with_sms(sms: u32) -> kernel_runtime::Stream {
+    let options = kernel_runtime::EmulatorOptions::new()
+        .target(kernel_dsl::Target::Sm80)
+        .sm_count(sms);
+    kernel_runtime::Device::emulator_with(options)
+        .stream()
+        .expect("emulator stream")
+}
+
+/// The `mma.sync` GEMM splits a skinny problem by running equal k-ranges as a batch: one
+/// tile, k = 1024 on 16 SMs gives four ranges of 256, in every layout, TF32 and bf16, with
+/// every epilogue part applied once by the reduce. A k that no count divides into whole
+/// 64-element ranges (1000) keeps whole tiles.
+#[test]
+fn the_mma_gemm_splits_a_skinny_problem_into_equal_ranges_and_matches_reference() {
+    use kernels::gemm::split_k_partials;
+    let stream = ampere_with_sms(16);
+    for (i, layout) in Layout::ALL.into_iter().enumerate() {
+        let seed = 760 + 10 * i as u64;
+        let shape = GemmShape::new(layout, 20, 72, 1024);
+        let partials = split_k_partials::<f32, f32>(&stream, &shape, Math::Tf32).unwrap();
+        assert_eq!(partials, 4 * 20 * 72, "{layout:?}");
+        check::<f32, f32>(
+            &stream,
+            &shape,
+            EpiCase::every(),
+            Math::Tf32,
+            TF32_TOL,
+            seed,
+        );
+        check::<Bf16, Bf16>(
+            &stream,
+            &shape,
+            EpiCase::every(),
+            Math::Fp32,
+            BF16_OUT,
+            seed + 1,
+        );
+        check::<Bf16, f32>(
+            &stream,
+            &shape,
+            EpiCase::plain(),
+            Math::Fp32,
+            F32_OUT_16_IN,
+            seed + 2,
+        );
+        let ragged = GemmShape::new(layout, 20, 72, 1000);
+        let partials = split_k_partials::<f32, f32>(&stream, &ragged, Math::Tf32).unwrap();
+        assert_eq!(partials, 0, "{layout:?}");
+        check::<f32, f32>(
+            &stream,
+            &ragged,
+            EpiCase::plain(),
+            Math::Tf32,
+            TF32_TOL,
+            seed + 3,
+        );
+    }
+}
+
+/// The `mma.sync` split is bit-identical run to run, differs from whole tiles (another sum
+/// order), takes a forced count that cuts k into whole ranges and refuses one that does not,
+/// naming k and the count.
+#[test]
+fn the_mma_split_is_bit_identical_run_to_run_and_refuses_ranges_that_are_not_whole() {
+    use kernel_runtime::Buffer;
+    use kernels::gemm::{gemm_split_k, Epilogue};
+    let stream = ampere_with_sms(16);
+    let shape = GemmShape::new(Layout::Tn, 24, 16, 768);
+    let three = check_split::<Bf16, f32>(&stream, &shape, EpiCase::plain(), 3, F32_OUT_16_IN, 9);
+    let again = check_split::<Bf16, f32>(&stream, &shape, EpiCase::plain(), 3, F32_OUT_16_IN, 9);
+    let whole = check_split::<Bf16, f32>(&stream, &shape, EpiCase::plain(), 1, F32_OUT_16_IN, 9);
+    assert_eq!(three, again);
+    assert_ne!(three, whole);
+    let a = Buffer::<Bf16>::zeros(&stream, 24 * 768).unwrap();
+    let b = Buffer::<Bf16>::zeros(&stream, 16 * 768).unwrap();
+    let mut c = Buffer::<f32>::from_host(&stream, &[7.0; 24 * 16]).unwrap();
+    let none = Epilogue::default();
+    let err = gemm_split_k(&stream, &shape, &a, &b, &mut c, &none, 5).unwrap_err();
+    assert!(err.to_string().contains("k = 768, 5 ranges"), "{err}");
+    assert!(c.to_host(&stream).unwrap().iter().all(|&x| x == 7.0));
+}
+
+/// A TF32 LoRA gradient on Hopper (TN, 16 rows: too skinny to copy its operands for the tf32
+/// `wgmma` GEMM) runs on `mma.sync`, split; inside a capture it splits into a workspace with
+/// the bits of a direct call, and without one keeps whole tiles.
+#[test]
+fn a_tf32_lora_gradient_on_hopper_splits_on_mma_sync_inside_a_capture_with_a_workspace() {
+    use kernel_runtime::Buffer;
+    use kernels::gemm::{gemm, gemm_with_workspace, split_k_partials, Epilogue, GemmWorkspace};
+    let stream = hopper_with_sms(132);
+    let shape = GemmShape::new(Layout::Tn, 16, 200, 1024);
+    assert_eq!(
+        split_k_partials::<f32, f32>(&stream, &shape, Math::Tf32).unwrap(),
+        4 * 16 * 200
+    );
+    check::<f32, f32>(&stream, &shape, EpiCase::every(), Math::Tf32, TF32_TOL, 790);
+    let mut rng = Rng::new(791);
+    let (a, _) = upload::<f32>(&stream, &rng.vec(shape.m * shape.k));
+    let (b, _) = upload::<f32>(&stream, &rng.vec(shape.n * shape.k));
+    let none = Epilogue::default();
+    let mut c = Buffer::<f32>::zeros(&stream, shape.m * shape.n).unwrap();
+    gemm(&stream, &shape, &a, &b, &mut c, &none, Math::Tf32).unwrap();
+    let direct = bits(&stream, &c);
+    let captured = |mut ws: Option<&mut GemmWorkspace>| {
+        let mut c = Buffer::<f32>::zeros(&stream, shape.m * shape.n).unwrap();
+        let mut recorded = Ok(());
+        let graph = stream
+            .capture(|s| {
+                recorded = match ws.as_deref_mut() {
+                    Some(ws) => {
+                        gemm_with_workspace(s, &shape, &a, &b, &mut c, &none, Math::Tf32, ws)
+                    }
+                    None => gemm(s, &shape, &a, &b, &mut c, &none, Math::Tf32),
+                };
+                Ok(())
+            })
+            .unwrap();
+        recorded.unwrap();
+        graph.replay().unwrap();
+        (graph.launches(), bits(&stream, &c))
+    };
+    let (launches, whole) = captured(None);
+    assert_eq!(launches, 1, "no workspace: whole tiles");
+    assert_ne!(whole, direct);
+    let mut ws = GemmWorkspace::for_shapes::<f32, f32>(&stream, &[shape], Math::Tf32).unwrap();
+    assert_eq!(captured(Some(&mut ws)), (2, direct), "split and reduced");
+}

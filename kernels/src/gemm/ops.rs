@@ -7,7 +7,7 @@ use super::layout::{extent, GemmShape};
 use super::mma_kernel::{self, Bf16Mma, F16Mma, Tf32Mma};
 use super::select::{select, Launch, Math, Plan};
 use super::simt_kernel;
-use super::split_k::{planned_splits, splits_types};
+use super::split_k::{mma_splits_evenly, planned_splits, splits_types, MMA_SPLIT_GRANULE};
 use super::split_reduce_kernel::{self, REDUCE_THREADS};
 use super::tma_wgmma::dense_column_pairs;
 use super::tma_wgmma_kernel::{self, slab_depth, BK, MN_BOX, TILE_M, TILE_N};
@@ -33,9 +33,11 @@ use std::any::Any;
 /// dimension below its row width or an unsupported type combination is an error before
 /// anything runs.
 ///
-/// On Hopper a shape with too few tiles to fill the SMs is split along k (f32 partials added
-/// in a fixed order), except inside a graph capture and on a sealed device, which keep whole
-/// tiles: a sealed program gets the same bits from a graph and from direct launches. TF32 NN
+/// A shape with too few tiles to fill the SMs is split along k (f32 partials added in a fixed
+/// order) by the Hopper TMA kernel, and by the `mma.sync` kernel (one batch, k a whole number
+/// of equal 64-element ranges), except inside a graph capture and on a sealed device, which
+/// keep whole tiles: a sealed program gets the same bits from a graph and from direct
+/// launches. TF32 NN
 /// and TN on Hopper copy their MN-major operands k-contiguous and run the tf32 `wgmma` GEMM
 /// on the copies, under the same rule (a capture or a sealed device runs `mma.sync` instead;
 /// [`super::gemm_with_workspace`] gives both a place for the copies).
@@ -194,7 +196,8 @@ pub(super) enum Choice {
 /// fixed order (bit-identical run to run) before the epilogue. [`gemm`] already splits skinny
 /// problems (LoRA adapters) on its own where that fills the device; this forces a count.
 /// Split-k needs the Hopper TMA kernel (bf16/f16 inputs, leading dimensions and strides that
-/// are multiples of 8) and allocates its partials, so it cannot run inside a graph capture.
+/// are multiples of 8) or the `mma.sync` kernel (one batch, k a multiple of 64 × `splits`), and
+/// allocates its partials, so it cannot run inside a graph capture.
 ///
 /// ```
 /// use kernel_runtime::{Bf16, Buffer, Device};
@@ -296,10 +299,15 @@ pub(super) fn run<T: Float, O: Float>(
         Splits::Exactly(0) => {
             return Err(unsupported_split("split into 0 ranges; pass 1 or more"))
         }
-        Splits::Exactly(n) if n > 1 && !plan.tensor_maps => {
-            return Err(unsupported_split(
-                "split-k needs the Hopper TMA kernel: bf16 or f16 inputs on sm_90 with leading dimensions and batch strides that are multiples of 8",
-            ))
+        Splits::Exactly(n)
+            if n > 1
+                && !plan.tensor_maps
+                && !(mma_splittable(&plan, shape) && mma_splits_evenly(shape.k, n)) =>
+        {
+            return Err(unsupported_split(&format!(
+                "split-k needs the Hopper TMA kernel (bf16 or f16 inputs on sm_90 with leading dimensions and batch strides that are multiples of 8), or the mma.sync kernel on one batch with k a multiple of {MMA_SPLIT_GRANULE} × the ranges (k = {}, {n} ranges)",
+                shape.k
+            )))
         }
         Splits::Exactly(n) if n > 1 && stream.is_capturing() => {
             return Err(unsupported_split(
@@ -393,6 +401,42 @@ pub(super) fn run<T: Float, O: Float>(
             );
         }
         config.grid[0] = config.grid[0].min(per_batch);
+    }
+    if mma_splittable(&plan, shape) {
+        let sms = stream.device().props().sm_count.max(1) as usize;
+        let planned = forced.unwrap_or_else(|| planned_splits(&plan, shape, sms));
+        // A caller's workspace holds as many equal ranges as fit in it.
+        let room = |splits: usize| {
+            workspace
+                .as_ref()
+                .is_none_or(|ws| ws.len() >= splits * shape.m * shape.n)
+        };
+        let splits = (2..=planned)
+            .rev()
+            .find(|&s| room(s) && mma_splits_evenly(shape.k, s))
+            .unwrap_or(1);
+        // Whole tiles inside a capture and on a sealed device without a workspace, as the TMA
+        // kernel keeps them (above).
+        let device = stream.device();
+        let whole_tiles = workspace.is_none() && (stream.is_capturing() || device.is_sealed());
+        if splits > 1 && !whole_tiles && splits * shape.m * shape.n < 1 << 31 {
+            if workspace.is_none() {
+                device.prewarm(&[plan.kernel.artifacts()])?;
+            }
+            return mma_split(
+                stream,
+                config,
+                shape,
+                a,
+                b,
+                c,
+                copy,
+                epilogue,
+                flags,
+                splits,
+                workspace.take(),
+            );
+        }
     }
     match plan.launch {
         Launch::Simt(layout) => {
@@ -728,32 +772,125 @@ impl SplitLaunch {
             pairs,
             splits,
         )?;
-        let elems = (shape.m * shape.n) as u32;
-        let reduce_config = LaunchConfig {
-            grid: [elems.div_ceil(REDUCE_THREADS), 1, shape.batch.max(1) as u32],
-            block: [REDUCE_THREADS, 1, 1],
-            dynamic_shared_bytes: 0,
-        };
-        let u = |x: usize| x as u32;
-        split_reduce_kernel::gemm_splitk_reduce::<T, O>(
+        reduce(
             stream,
-            reduce_config,
+            shape,
             partials,
+            self.splits,
+            a,
             c,
-            &mut copy_arg(copy, a),
-            epilogue.bias.unwrap_or(a),
-            epilogue.residual.unwrap_or(a),
-            u(shape.m),
-            u(shape.n),
-            u(shape.ldc),
-            u(shape.stride_c),
-            u(self.splits),
-            epilogue.alpha,
-            epilogue.beta,
+            copy,
+            epilogue,
             flags,
-        )?;
-        Ok(())
+        )
     }
+}
+
+/// Whether `plan` is the `mma.sync` kernel on one batch, which splits k by launching its
+/// equal ranges as a batch.
+fn mma_splittable(plan: &Plan, shape: &GemmShape) -> bool {
+    let (input, output, _) = plan.problem;
+    matches!(plan.launch, Launch::Mma(_)) && shape.batch <= 1 && splits_types(input, output)
+}
+
+/// The `mma.sync` kernel's split form: k cut into `splits` equal ranges, run as a batch whose
+/// operands are one range apart along k and whose outputs are whole `m × n` f32 partials (the
+/// kernel unchanged, with no epilogue), then the ordered reduce with the epilogue into `C`.
+#[allow(clippy::too_many_arguments)]
+fn mma_split<T: Float, O: Float>(
+    stream: &Stream,
+    config: LaunchConfig,
+    shape: &GemmShape,
+    a: &Buffer<T>,
+    b: &Buffer<T>,
+    c: &mut Buffer<O>,
+    copy: Option<&mut Buffer<f32>>,
+    epilogue: &Epilogue<'_, T>,
+    flags: u32,
+    splits: usize,
+    workspace: Option<&mut Buffer<f32>>,
+) -> Result<(), Error> {
+    let range = shape.k / splits;
+    let layout = shape.layout;
+    let along_k = |k_contiguous: bool, ld: usize| if k_contiguous { range } else { range * ld };
+    let raw = GemmShape {
+        k: range,
+        batch: splits,
+        stride_a: along_k(layout.a_k_contiguous(), shape.lda),
+        stride_b: along_k(layout.b_k_contiguous(), shape.ldb),
+        ldc: shape.n,
+        stride_c: shape.m * shape.n,
+        ..*shape
+    };
+    let mut owned;
+    let partials = match workspace {
+        Some(ws) => ws,
+        None => {
+            // Unfilled: the reduce reads only what the ranges write.
+            owned = Buffer::<f32>::uninit(stream, splits * shape.m * shape.n)?;
+            &mut owned
+        }
+    };
+    let (_, a_cols) = layout.a_rows_cols(raw.m, raw.k);
+    let (_, b_cols) = layout.b_rows_cols(raw.n, raw.k);
+    let v = 16 / T::TYPE.bytes();
+    let mut raw_flags = 0;
+    if vector_ok(a_cols, raw.lda, raw.stride_a, splits, v) {
+        raw_flags |= FLAG_VEC_A;
+    }
+    if vector_ok(b_cols, raw.ldb, raw.stride_b, splits, v) {
+        raw_flags |= FLAG_VEC_B;
+    }
+    let config = LaunchConfig {
+        grid: [config.grid[0], config.grid[1], splits as u32],
+        ..config
+    };
+    let plain = Epilogue::<T>::default();
+    mma(
+        stream, config, &raw, a, b, partials, None, &plain, raw_flags,
+    )?;
+    reduce(stream, shape, partials, splits, a, c, copy, epilogue, flags)
+}
+
+/// The ordered reduce of `splits` ranges of f32 `partials` (range-major, then batch-major
+/// `m × n` matrices), with the epilogue, into `C`. Unused epilogue inputs are bound to `a`.
+#[allow(clippy::too_many_arguments)]
+fn reduce<T: Float, O: Float>(
+    stream: &Stream,
+    shape: &GemmShape,
+    partials: &Buffer<f32>,
+    splits: usize,
+    a: &Buffer<T>,
+    c: &mut Buffer<O>,
+    copy: Option<&mut Buffer<f32>>,
+    epilogue: &Epilogue<'_, T>,
+    flags: u32,
+) -> Result<(), Error> {
+    let elems = (shape.m * shape.n) as u32;
+    let reduce_config = LaunchConfig {
+        grid: [elems.div_ceil(REDUCE_THREADS), 1, shape.batch.max(1) as u32],
+        block: [REDUCE_THREADS, 1, 1],
+        dynamic_shared_bytes: 0,
+    };
+    let u = |x: usize| x as u32;
+    split_reduce_kernel::gemm_splitk_reduce::<T, O>(
+        stream,
+        reduce_config,
+        partials,
+        c,
+        &mut copy_arg(copy, a),
+        epilogue.bias.unwrap_or(a),
+        epilogue.residual.unwrap_or(a),
+        u(shape.m),
+        u(shape.n),
+        u(shape.ldc),
+        u(shape.stride_c),
+        u(splits),
+        epilogue.alpha,
+        epilogue.beta,
+        flags,
+    )?;
+    Ok(())
 }
 
 /// `C = A·B` for row-major `A` (`m × k`), `B` (`k × n`) and `C` (`m × n`), with the default
