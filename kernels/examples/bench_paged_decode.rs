@@ -9,6 +9,7 @@
 //! ```text
 //! cargo run --release -p kernels --example bench_paged_decode      # on a GPU
 //! BENCH_SMALL=1 cargo run -p kernels --example bench_paged_decode  # tiny shapes on the emulator
+//! BENCH_BATCH=1 cargo run --release -p kernels --example bench_paged_decode  # one batch's rows
 //! ```
 
 mod common;
@@ -134,18 +135,34 @@ fn main() -> Res {
     println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     let long = if Bench::small() { 64 } else { 8192 };
     let mid = if Bench::small() { 32 } else { 2048 };
-    let (batch, wide) = if Bench::small() { (2, 3) } else { (16, 64) };
-    bench(&b, batch, long, 16, Some(1))?;
-    bench(&b, batch, long, 64, Some(1))?;
-    bench(&b, batch, long, 16, None)?;
-    bench(&b, 1, long, 16, None)?;
-    bench(&b, 1, long, 16, Some(1))?;
+    let (batch, half, wide) = if Bench::small() {
+        (2, 1, 3)
+    } else {
+        (16, 8, 64)
+    };
+    // BENCH_BATCH=1 (say) keeps only the rows of that batch (a profile of one row family).
+    let only: Option<usize> = std::env::var("BENCH_BATCH")
+        .ok()
+        .and_then(|v| v.parse().ok());
+    let row = |seqs: usize, len: usize, page: usize, splits: Option<usize>| -> Res {
+        if only.is_none_or(|o| o == seqs) {
+            bench(&b, seqs, len, page, splits)?;
+        }
+        Ok(())
+    };
+    row(batch, long, 16, Some(1))?;
+    row(batch, long, 64, Some(1))?;
+    row(batch, long, 16, None)?;
+    // Half the batch: the chooser splits it in two.
+    row(half, long, 16, None)?;
+    row(1, long, 16, None)?;
+    row(1, long, 16, Some(1))?;
     // Around the chooser's split count for one sequence (16 on 132 SMs, timed above; 32 is
     // two blocks an SM).
     let sweep: &[usize] = if Bench::small() { &[2] } else { &[8, 32, 64] };
     for &splits in sweep {
-        bench(&b, 1, long, 16, Some(splits))?;
+        row(1, long, 16, Some(splits))?;
     }
-    bench(&b, wide, mid, 16, None)?;
+    row(wide, mid, 16, None)?;
     Ok(())
 }

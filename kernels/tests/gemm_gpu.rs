@@ -202,14 +202,32 @@ fn gpu_split_k_matches_reference_at_lora_shapes() {
                 seed,
             );
             check_split::<Bf16, f32>(&stream, &shape, epi, 5, F32_OUT_16_IN, seed + 1);
-            // TF32 (TN and NN on `mma.sync`, split as a batch of equal ranges where k allows)
-            // and the sm_80 `mma.sync` plan for bf16, split the same way.
-            check::<f32, f32>(&stream, &shape, epi, Math::Tf32, TF32_TOL, seed + 3);
-            let sm80 = kernel_dsl::Target::Sm80;
-            check_on_target::<Bf16, f32>(&stream, &shape, sm80, F32_OUT_16_IN, seed + 4);
         }
         let batched = GemmShape::batched(layout, 3, 256, 32, 1024);
         check_split::<F16, F16>(&stream, &batched, epi, 4, F16_OUT, seed + 2);
+    }
+}
+
+/// The `mma.sync` kernel's split form (equal k-ranges run as a batch, then the ordered
+/// reduce) at a rank-16 adapter's gradients: TF32 TN on Hopper (too skinny for transposed
+/// copies) and the sm_80 plan for bf16, NN beside it.
+#[test]
+fn gpu_mma_split_k_matches_reference_at_lora_shapes() {
+    use kernels::gemm::split_k_partials;
+    let Some(stream) = gpu() else { return };
+    let epi = EpiCase::every();
+    for (i, layout) in [Layout::Tn, Layout::Nn].into_iter().enumerate() {
+        for (j, &(m, n, k)) in [(4096, 16, 4096), (16, 4096, 4096)].iter().enumerate() {
+            let seed = 650 + 10 * i as u64 + 2 * j as u64;
+            let shape = GemmShape::new(layout, m, n, k);
+            if layout == Layout::Tn && stream.device().target().sm() == 90 {
+                let partials = split_k_partials::<f32, f32>(&stream, &shape, Math::Tf32).unwrap();
+                assert!(partials > 0, "{shape:?} splits");
+            }
+            check::<f32, f32>(&stream, &shape, epi, Math::Tf32, TF32_TOL, seed);
+            let sm80 = kernel_dsl::Target::Sm80;
+            check_on_target::<Bf16, f32>(&stream, &shape, sm80, F32_OUT_16_IN, seed + 1);
+        }
     }
 }
 
