@@ -1,7 +1,8 @@
 //! NF4 products on Llama-3-8B's shapes. The decode GEMV (M = 1 and 16) as a share of the
 //! device's copy bandwidth over the weight's stored bytes (codes and f32 absmax), the copy
-//! measured in the same run; the training-step forward and input gradient at M = 4096
-//! against dequantizing to bf16 and then running the library's bf16 GEMM, in the same run.
+//! measured in the same run; the training-step forward and input gradient at M = 512 and 4096
+//! (`matmul`, which on Hopper dequantizes and runs the bf16 GEMM from `DEQUANTIZED_MIN_ROWS`
+//! rows) beside the fused tensor-core kernel and the two steps by hand, in the same run.
 //!
 //! ```text
 //! cargo run --release -p kernels --example bench_nf4          # on a GPU
@@ -13,7 +14,7 @@ mod common;
 use common::{filled, Bench, Res};
 use kernel_runtime::{Bf16, Buffer};
 use kernels::gemm::{gemm, Epilogue, GemmShape, Layout, Math};
-use kernels::quant::nf4::{matmul, matmul_input_grad, Nf4Weight};
+use kernels::quant::nf4::{fused_tensor_core_product, matmul, matmul_input_grad, Nf4Weight};
 
 /// (name, N, K) of the projections: qkv, o, gate_up, down.
 const SHAPES: [(&str, usize, usize); 4] = [
@@ -51,40 +52,47 @@ fn main() -> Res {
         }
     }
 
-    let m = if small { 32 } else { 4096 };
-    println!("\n| M = {m} | N × K | fused ms | dequant + bf16 GEMM ms | speed-up |");
-    println!("| --- | --- | --- | --- | --- |");
+    // `matmul` (what the library runs: on Hopper from DEQUANTIZED_MIN_ROWS rows, a dequantized
+    // copy and the wgmma GEMM) beside the fused tensor-core kernel it ran before and the two
+    // steps by hand into a buffer allocated once.
+    let rows: &[usize] = if small { &[32] } else { &[512, 4096] };
+    println!("\n| op | N × K | M | matmul ms | fused kernel ms | dequant + bf16 GEMM ms | fused / matmul |");
+    println!("| --- | --- | --- | --- | --- | --- | --- |");
     for &(name, n, k) in &shapes {
         let q = weight(&b, n, k)?;
         let mut wb = Buffer::<Bf16>::zeros(&b.stream, n * k)?;
-        let x = filled::<Bf16>(&b.stream, m * k, 3)?;
-        let mut y = Buffer::<Bf16>::zeros(&b.stream, m * n)?;
-        let fused = b.time(|s| Ok(matmul(s, &x, &q, &mut y, m)?))?;
         let plain = Epilogue::default();
-        let fwd = GemmShape::new(Layout::Nt, m, n, k);
-        let two_step = b.time(|s| {
-            q.dequantize(s, &mut wb)?;
-            gemm(s, &fwd, &x, &wb, &mut y, &plain, Math::Fp32)?;
-            Ok(())
-        })?;
-        println!(
-            "| forward {name} | {n} × {k} | {fused:.3} | {two_step:.3} | {:.2}× |",
-            two_step / fused
-        );
+        for &m in rows {
+            let x = filled::<Bf16>(&b.stream, m * k, 3)?;
+            let mut y = Buffer::<Bf16>::zeros(&b.stream, m * n)?;
+            let ours = b.time(|s| Ok(matmul(s, &x, &q, &mut y, m)?))?;
+            let fused = b.time(|s| Ok(fused_tensor_core_product(s, &x, &q, &mut y, m, false)?))?;
+            let fwd = GemmShape::new(Layout::Nt, m, n, k);
+            let two_step = b.time(|s| {
+                q.dequantize(s, &mut wb)?;
+                gemm(s, &fwd, &x, &wb, &mut y, &plain, Math::Fp32)?;
+                Ok(())
+            })?;
+            println!(
+                "| forward {name} | {n} × {k} | {m} | {ours:.3} | {fused:.3} | {two_step:.3} | {:.2}× |",
+                fused / ours
+            );
 
-        let dy = filled::<Bf16>(&b.stream, m * n, 4)?;
-        let mut dx = Buffer::<Bf16>::zeros(&b.stream, m * k)?;
-        let fused = b.time(|s| Ok(matmul_input_grad(s, &dy, &q, &mut dx, m)?))?;
-        let bwd = GemmShape::new(Layout::Nn, m, k, n);
-        let two_step = b.time(|s| {
-            q.dequantize(s, &mut wb)?;
-            gemm(s, &bwd, &dy, &wb, &mut dx, &plain, Math::Fp32)?;
-            Ok(())
-        })?;
-        println!(
-            "| input grad {name} | {n} × {k} | {fused:.3} | {two_step:.3} | {:.2}× |",
-            two_step / fused
-        );
+            let dy = filled::<Bf16>(&b.stream, m * n, 4)?;
+            let mut dx = Buffer::<Bf16>::zeros(&b.stream, m * k)?;
+            let ours = b.time(|s| Ok(matmul_input_grad(s, &dy, &q, &mut dx, m)?))?;
+            let fused = b.time(|s| Ok(fused_tensor_core_product(s, &dy, &q, &mut dx, m, true)?))?;
+            let bwd = GemmShape::new(Layout::Nn, m, k, n);
+            let two_step = b.time(|s| {
+                q.dequantize(s, &mut wb)?;
+                gemm(s, &bwd, &dy, &wb, &mut dx, &plain, Math::Fp32)?;
+                Ok(())
+            })?;
+            println!(
+                "| input grad {name} | {n} × {k} | {m} | {ours:.3} | {fused:.3} | {two_step:.3} | {:.2}× |",
+                fused / ours
+            );
+        }
     }
     Ok(())
 }

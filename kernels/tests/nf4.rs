@@ -10,7 +10,8 @@ use kernel_runtime::{Bf16, Buffer, Device, EmulatorOptions, Stream};
 use kernels::gemm::{split_k_partials, GemmWorkspace, Math};
 use kernels::quant::nf4::reference::{matmul_nn, matmul_nt, round_trip_bound, Nf4Host};
 use kernels::quant::nf4::{
-    lora_backward, lora_gemm_shapes, matmul, matmul_gate_up, matmul_input_grad, matmul_lora, Lora,
+    dequantized_weight_elems, lora_backward, lora_gemm_shapes, matmul, matmul_gate_up,
+    matmul_input_grad, matmul_input_grad_with_workspace, matmul_lora, workspace_size, Lora,
     Nf4Weight, BLOCK,
 };
 use kernels::Error;
@@ -375,13 +376,20 @@ fn a_workspace_splits_the_adapter_products_inside_a_capture_with_the_bits_of_dir
         split(&shapes[0]) && split(&shapes[4]),
         "the forward's x·Aᵀ and the backward's dA split k at these shapes"
     );
-    let mut ws = GemmWorkspace::for_shapes::<Bf16, Bf16>(&s, &shapes, Math::Fp32).unwrap();
+    // The adapter products' partials, and room for the base weight dequantized to bf16 (512
+    // rows on Hopper take the `wgmma` GEMM through it).
+    assert_eq!(dequantized_weight_elems::<Bf16>(&s, m, n, k), n * k);
+    let size = workspace_size::<Bf16>(&s, m, n, k, r).unwrap();
+    let mut ws = GemmWorkspace::with_size(&s, size).unwrap();
 
     // [t, y, u, dA, dB, dx], written by a forward and a backward through `ws` or without one.
     let run = |s: &Stream, mut ws: Option<&mut GemmWorkspace>, o: &mut [Buffer<Bf16>; 6]| {
         let [t, y, u, da, db, dx] = o;
         matmul_lora(s, &x, &q, &lora, t, y, m, ws.as_deref_mut())?;
-        matmul_input_grad(s, &dy, &q, dx, m)?;
+        match ws.as_deref_mut() {
+            Some(ws) => matmul_input_grad_with_workspace(s, &dy, &q, dx, m, ws)?,
+            None => matmul_input_grad(s, &dy, &q, dx, m)?,
+        }
         lora_backward(s, &dy, &x, t, &lora, u, da, db, dx, m, n, ws)
     };
     let fresh = || [m * r, m * n, m * r, r * k, n * r, m * k].map(|len| poisoned::<Bf16>(&s, len));
@@ -403,8 +411,8 @@ fn a_workspace_splits_the_adapter_products_inside_a_capture_with_the_bits_of_dir
     };
     let mut replayed = fresh();
     let launches = capture(Some(&mut ws), &mut replayed);
-    // Without a workspace the capture keeps whole tiles: each split product is one launch
-    // fewer (its reduce).
+    // Without a workspace the capture keeps whole tiles (each split product is one launch
+    // fewer, its reduce) and the fused NF4 kernel (one launch for a dequantization and a GEMM).
     assert!(
         launches >= capture(None, &mut fresh()) + 2,
         "the captured products split"
@@ -487,4 +495,87 @@ fn gate_up_matches_the_reference<T: Float>() {
 fn fused_gate_up_matches_the_f64_reference() {
     gate_up_matches_the_reference::<f32>();
     gate_up_matches_the_reference::<Bf16>();
+}
+
+/// On Hopper, from `DEQUANTIZED_MIN_ROWS` bf16 rows, the forward and the input gradient go
+/// through a dequantized bf16 copy of W and the `wgmma` GEMM: the f64 reference's result
+/// within bf16 rounding, the bits of dequantizing and calling `gemm` by hand; inside a graph
+/// capture (which cannot allocate the copy) they take the fused kernel, with its bits. (Which
+/// route runs where is `ops.rs`'s unit test; on the emulator the two routes may agree.)
+#[test]
+fn many_rows_on_hopper_go_through_a_dequantized_copy_and_the_wgmma_gemm() {
+    use kernels::gemm::{gemm, Epilogue, GemmShape, Layout};
+    use kernels::quant::nf4::{fused_tensor_core_product, DEQUANTIZED_MIN_ROWS};
+    let s = Device::emulator_for(Target::Sm90a).stream().unwrap();
+    let (m, n, k) = (DEQUANTIZED_MIN_ROWS, 40, 192);
+    let w = weight(n, k, 31);
+    let (q, host) = quantized::<f32>(&s, &w, n, k);
+    let wd = seen_weight::<Bf16>(&host, m);
+    let wabs: Vec<f64> = wd.iter().map(|v| v.abs()).collect();
+    let mut dense = Buffer::<Bf16>::zeros(&s, n * k).unwrap();
+    q.dequantize(&s, &mut dense).unwrap();
+    let bits = |b: &Buffer<Bf16>| -> Vec<u16> {
+        b.to_host(&s)
+            .unwrap()
+            .iter()
+            .map(|v| (v.to_f32().to_bits() >> 16) as u16)
+            .collect()
+    };
+    let none = Epilogue::default();
+    for transposed in [false, true] {
+        let (x_cols, y_cols) = if transposed { (n, k) } else { (k, n) };
+        let (x, xd) = upload::<Bf16>(&s, &Rng::new(32).vec(m * x_cols, -2.0, 2.0));
+        let xabs: Vec<f64> = xd.iter().map(|v| v.abs()).collect();
+        let mut y = poisoned::<Bf16>(&s, m * y_cols);
+        let (want, mag, shape) = if transposed {
+            matmul_input_grad(&s, &x, &q, &mut y, m).unwrap();
+            (
+                matmul_nn(&xd, &wd, m, n, k),
+                matmul_nn(&xabs, &wabs, m, n, k),
+                GemmShape::new(Layout::Nn, m, k, n),
+            )
+        } else {
+            matmul(&s, &x, &q, &mut y, m).unwrap();
+            (
+                matmul_nt(&xd, &wd, m, n, k),
+                matmul_nt(&xabs, &wabs, m, n, k),
+                GemmShape::new(Layout::Nt, m, n, k),
+            )
+        };
+        let got = download(&s, &y);
+        for i in 0..m * y_cols {
+            assert!(
+                close::<Bf16>(got[i], want[i], mag[i]),
+                "transposed {transposed}, element {i}: {} vs {}",
+                got[i],
+                want[i]
+            );
+        }
+        let mut by_hand = poisoned::<Bf16>(&s, m * y_cols);
+        gemm(&s, &shape, &x, &dense, &mut by_hand, &none, Math::Fp32).unwrap();
+        assert!(
+            bits(&y) == bits(&by_hand),
+            "transposed {transposed}: not gemm's bits"
+        );
+        let mut fused = poisoned::<Bf16>(&s, m * y_cols);
+        fused_tensor_core_product(&s, &x, &q, &mut fused, m, transposed).unwrap();
+        let mut captured = poisoned::<Bf16>(&s, m * y_cols);
+        let mut recorded = Ok(());
+        let graph = s
+            .capture(|c| {
+                recorded = if transposed {
+                    matmul_input_grad(c, &x, &q, &mut captured, m)
+                } else {
+                    matmul(c, &x, &q, &mut captured, m)
+                };
+                Ok(())
+            })
+            .unwrap();
+        recorded.unwrap();
+        graph.replay().unwrap();
+        assert!(
+            bits(&captured) == bits(&fused),
+            "transposed {transposed}: not fused"
+        );
+    }
 }

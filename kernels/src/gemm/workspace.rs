@@ -10,16 +10,20 @@ use super::select::{select, Launch, Math};
 use super::split_k::planned_splits;
 use super::transposed_operands::transposed_elems;
 use crate::{Error, Float};
-use kernel_runtime::{Buffer, Stream};
+use kernel_runtime::{Bf16, Buffer, Stream};
 
-/// f32 partials for [`gemm_with_workspace`], and room for the k-contiguous copies a TF32 NN or
-/// TN problem reads on Hopper, allocated once outside any capture and reused by every call
+/// f32 partials for [`gemm_with_workspace`], room for the k-contiguous copies a TF32 NN or TN
+/// problem reads on Hopper, and for a quantized weight dequantized to bf16
+/// (`quant::nf4::workspace_size`), allocated once outside any capture and reused by every call
 /// (each call overwrites what it reads, so calls on one stream may share it; calls on streams
 /// that run concurrently may not).
 pub struct GemmWorkspace {
     pub(super) partials: Buffer<f32>,
     /// Copies of A and B, each taken out while a call uses it (`transposed_operands.rs`).
     pub(super) operands: [Option<Buffer<f32>>; 2],
+    /// Room for a quantized weight dequantized to bf16, which products of many rows through
+    /// it read on Hopper (`quant::nf4`).
+    pub(crate) dense_weight: Option<Buffer<Bf16>>,
 }
 
 impl GemmWorkspace {
@@ -29,6 +33,7 @@ impl GemmWorkspace {
         Ok(GemmWorkspace {
             partials: Buffer::zeros(stream, elems)?,
             operands: [None, None],
+            dense_weight: None,
         })
     }
 
@@ -67,6 +72,9 @@ impl GemmWorkspace {
         Ok(GemmWorkspace {
             partials: Buffer::zeros(stream, size.partials)?,
             operands: [room(size.operands[0])?, room(size.operands[1])?],
+            dense_weight: (size.dense_weight > 0)
+                .then(|| Buffer::zeros(stream, size.dense_weight))
+                .transpose()?,
         })
     }
 
@@ -102,6 +110,7 @@ impl GemmWorkspace {
 pub struct WorkspaceSize {
     partials: usize,
     operands: [usize; 2],
+    dense_weight: usize,
 }
 
 impl WorkspaceSize {
@@ -125,7 +134,17 @@ impl WorkspaceSize {
                 Launch::TmaTransposed(layout) => transposed_elems(layout, shape),
                 _ => [0, 0],
             },
+            dense_weight: 0,
         })
+    }
+
+    /// Room for `elems` bf16 elements of a dequantized weight (what
+    /// `quant::nf4::dequantized_weight_elems` says a product through an NF4 weight reads).
+    pub fn dense_weight(elems: usize) -> WorkspaceSize {
+        WorkspaceSize {
+            dense_weight: elems,
+            ..WorkspaceSize::default()
+        }
     }
 
     /// Room for both.
@@ -136,6 +155,7 @@ impl WorkspaceSize {
                 self.operands[0].max(other.operands[0]),
                 self.operands[1].max(other.operands[1]),
             ],
+            dense_weight: self.dense_weight.max(other.dense_weight),
         }
     }
 }

@@ -13,7 +13,10 @@ use kernel_runtime::{Buffer, Element, Stream};
 use kernels::gemm::{
     gemm_with_workspace, Epilogue, GemmShape, GemmWorkspace, Layout, Math, WorkspaceSize,
 };
-use kernels::quant::nf4::{lora_backward, lora_gemm_shapes, matmul_input_grad, matmul_lora, Lora};
+use kernels::quant::nf4::{
+    lora_backward, lora_gemm_shapes, matmul_input_grad_with_workspace, matmul_lora, workspace_size,
+    Lora,
+};
 use kernels::{Error, Float};
 
 /// Which projection of which layer, and how it is trained.
@@ -151,7 +154,7 @@ impl Proj {
         let (Some(base), Some(t)) = (w.nf4(self.layer, self.t), lora_t) else {
             return Err(missing(format!("the NF4 base of {}", self.id().name())));
         };
-        matmul_input_grad(stream, dy, base, dx, m)?;
+        matmul_input_grad_with_workspace(stream, dy, base, dx, m, ws)?;
         let lora = self.adapter(w)?;
         let (da, db) = self.adapter_grads(w, grads)?;
         lora_backward(
@@ -209,9 +212,10 @@ impl Proj {
 }
 
 /// The workspace every projection of the step shares (they run one after another on one
-/// stream): room for the widest split any of their products plans and for the operands they
-/// transpose, with inputs `T` into an f32 or a `T` output, `dense` being the dense products'
-/// math.
+/// stream): room for the widest split any of their products plans, for the operands they
+/// transpose and for the largest NF4 base weight dequantized (where its products take the
+/// `wgmma` GEMM), with inputs `T` into an f32 or a `T` output, `dense` being the dense
+/// products' math.
 pub(crate) fn projection_workspace<T: Float>(
     stream: &Stream,
     cfg: &DecoderConfig,
@@ -220,10 +224,15 @@ pub(crate) fn projection_workspace<T: Float>(
     let t = cfg.tokens();
     let mut size = WorkspaceSize::default();
     for lt in LayerTensor::PROJECTIONS {
-        for (shape, math) in proj(cfg, 0, lt).products(t, dense) {
+        let p = proj(cfg, 0, lt);
+        for (shape, math) in p.products(t, dense) {
             size = size
                 .max(WorkspaceSize::of::<T, f32>(stream, &shape, math)?)
                 .max(WorkspaceSize::of::<T, T>(stream, &shape, math)?);
+        }
+        if p.mode.rank() > 0 {
+            // The NF4 base read dequantized, where many rows on Hopper take the `wgmma` GEMM.
+            size = size.max(workspace_size::<T>(stream, t, p.out, p.inp, 0)?);
         }
     }
     GemmWorkspace::with_size(stream, size)

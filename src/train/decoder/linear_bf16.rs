@@ -8,7 +8,7 @@ use super::weights::Weights;
 use crate::model::TensorId;
 use kernel_runtime::{Bf16, Buffer, Stream};
 use kernels::gemm::{gemm_with_workspace, Epilogue, GemmShape, GemmWorkspace, Layout, Math};
-use kernels::quant::nf4::{lora_backward, matmul_input_grad, matmul_lora, Lora};
+use kernels::quant::nf4::{lora_backward, matmul_input_grad_with_workspace, matmul_lora, Lora};
 use kernels::{cast, Error};
 
 /// Where a bf16 projection writes: an f32 buffer (the residual stream's side) or a bf16 one
@@ -153,7 +153,7 @@ impl Proj {
             Out::Bf16(dx) => (dx, None),
             Out::F32(dx) => (wide, Some(dx)),
         };
-        matmul_input_grad(stream, dy, base, dst, m)?;
+        matmul_input_grad_with_workspace(stream, dy, base, dst, m, ws)?;
         let lora = self.adapter16(w)?;
         let (da, db) = self.adapter_grads(w, grads.bf16)?;
         lora_backward(

@@ -24,7 +24,9 @@ mod weight;
 
 pub use code::{dynamic_code, nearest_code, nf4_code_of, NF4_CODE, NF4_THRESHOLDS};
 pub use ops::{
-    lora_backward, lora_gemm_shapes, matmul, matmul_gate_up, matmul_input_grad, matmul_lora, Lora,
+    dequantized_weight_elems, fused_tensor_core_product, lora_backward, lora_gemm_shapes, matmul,
+    matmul_gate_up, matmul_input_grad, matmul_input_grad_with_workspace, matmul_lora,
+    matmul_with_workspace, workspace_size, Lora, DEQUANTIZED_MIN_ROWS,
 };
 pub use weight::Nf4Weight;
 

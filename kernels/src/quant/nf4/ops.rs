@@ -5,17 +5,20 @@ use super::gemv_kernel::{self, nf4_gemv, rows_instance, MAX_M, ROWS_PER_BLOCK};
 use super::input_grad_kernel::{self, nf4_input_grad};
 use super::mma_kernel::{self, nf4_mma};
 use super::Nf4Weight;
-use crate::gemm::{gemm_in, Epilogue, GemmShape, GemmWorkspace, Layout, Math};
+use crate::gemm::{gemm_in, Epilogue, GemmShape, GemmWorkspace, Layout, Math, WorkspaceSize};
 use crate::quant::loads_in_flight;
 use crate::Float;
 use crate::{check_len, Error, FloatType};
 use kernel_runtime::{Buffer, LaunchConfig, Stream};
+use std::any::Any;
 
 /// `y = x·Wᵀ` for `x` of `m × K` and the NF4 weight `W` of `N × K`: `y` is `m × N`, in
 /// `x`'s type, accumulated in f32. W is decoded on chip and never written out. Up to 16 rows
 /// of bf16 `x` (any number of f32 rows, 16 at a time) go through the kernel that reads each
 /// weight byte once for all of them; more bf16 rows go through the tensor-core kernel, which
-/// decodes tiles of W into shared memory as bf16.
+/// decodes tiles of W into shared memory as bf16. On Hopper, from [`DEQUANTIZED_MIN_ROWS`]
+/// bf16 rows, W is instead dequantized to a bf16 copy that the `wgmma` GEMM reads (outside a
+/// graph capture and on an unsealed device; the copy is freed after the call).
 ///
 /// ```
 /// use kernel_runtime::{Buffer, Device};
@@ -37,6 +40,33 @@ pub fn matmul<T: Float>(
     y: &mut Buffer<T>,
     m: usize,
 ) -> Result<(), Error> {
+    matmul_in(None, stream, x, w, y, m)
+}
+
+/// [`matmul`], reading the dequantized weight from `workspace` where it gives one (its room,
+/// [`WorkspaceSize::dense_weight`](crate::gemm::WorkspaceSize::dense_weight), sized by
+/// [`dequantized_weight_elems`]), so that inside a graph capture too, and on a sealed device,
+/// many rows on Hopper take the `wgmma` GEMM; a workspace without room keeps the fused kernel
+/// outside a capture as well, so both compute the same bits.
+pub fn matmul_with_workspace<T: Float>(
+    stream: &Stream,
+    x: &Buffer<T>,
+    w: &Nf4Weight,
+    y: &mut Buffer<T>,
+    m: usize,
+    workspace: &mut GemmWorkspace,
+) -> Result<(), Error> {
+    matmul_in(Some(workspace), stream, x, w, y, m)
+}
+
+fn matmul_in<T: Float>(
+    workspace: Option<&mut GemmWorkspace>,
+    stream: &Stream,
+    x: &Buffer<T>,
+    w: &Nf4Weight,
+    y: &mut Buffer<T>,
+    m: usize,
+) -> Result<(), Error> {
     crate::float::f32_or_bf16::<T>("matmul")?;
     const OP: &str = "nf4_matmul";
     let (n, k) = (w.rows(), w.cols());
@@ -49,6 +79,10 @@ pub fn matmul<T: Float>(
     }
     let s = w.scale_args();
     if T::TYPE == FloatType::Bf16 && m > MAX_M {
+        if dequantizes(stream, m, workspace.as_deref(), n * k) {
+            let shape = GemmShape::new(Layout::Nt, m, n, k);
+            return through_dequantized(workspace, stream, x, w, y, &shape, 1);
+        }
         return launch_mma(stream, x, w, y, m, 1);
     }
     let grid = (n as u32).div_ceil(ROWS_PER_BLOCK);
@@ -83,7 +117,8 @@ pub fn matmul<T: Float>(
 /// The input gradient of [`matmul`]: `dx = dy·W` for `dy` of `m × N`, `dx` of `m × K`, through
 /// the frozen NF4 weight without writing it out: more than 16 bf16 rows through the
 /// tensor-core kernel (W's tiles decoded into shared memory and read transposed), others by a
-/// thread per 8 columns of `dx`.
+/// thread per 8 columns of `dx`. On Hopper, from [`DEQUANTIZED_MIN_ROWS`] bf16 rows, through a
+/// dequantized bf16 copy of W and the `wgmma` GEMM, as [`matmul`] does.
 ///
 /// ```
 /// use kernel_runtime::{Buffer, Device};
@@ -99,6 +134,30 @@ pub fn matmul<T: Float>(
 /// # Ok(()) }
 /// ```
 pub fn matmul_input_grad<T: Float>(
+    stream: &Stream,
+    dy: &Buffer<T>,
+    w: &Nf4Weight,
+    dx: &mut Buffer<T>,
+    m: usize,
+) -> Result<(), Error> {
+    input_grad_in(None, stream, dy, w, dx, m)
+}
+
+/// [`matmul_input_grad`] with the dequantized weight in `workspace`, as
+/// [`matmul_with_workspace`] does.
+pub fn matmul_input_grad_with_workspace<T: Float>(
+    stream: &Stream,
+    dy: &Buffer<T>,
+    w: &Nf4Weight,
+    dx: &mut Buffer<T>,
+    m: usize,
+    workspace: &mut GemmWorkspace,
+) -> Result<(), Error> {
+    input_grad_in(Some(workspace), stream, dy, w, dx, m)
+}
+
+fn input_grad_in<T: Float>(
+    workspace: Option<&mut GemmWorkspace>,
     stream: &Stream,
     dy: &Buffer<T>,
     w: &Nf4Weight,
@@ -122,6 +181,10 @@ pub fn matmul_input_grad<T: Float>(
         });
     }
     if T::TYPE == FloatType::Bf16 && m > MAX_M {
+        if dequantizes(stream, m, workspace.as_deref(), n * k) {
+            let shape = GemmShape::new(Layout::Nn, m, k, n);
+            return through_dequantized(workspace, stream, dy, w, dx, &shape, 0);
+        }
         return launch_mma(stream, dy, w, dx, m, 0);
     }
     let s = w.scale_args();
@@ -191,7 +254,9 @@ pub fn lora_gemm_shapes(m: usize, n: usize, k: usize, rank: usize) -> [GemmShape
 /// and `y += scale · t·Bᵀ`, both with [`gemm`](crate::gemm::gemm). `t` is kept for the
 /// backward ([`lora_backward`]). With a `workspace` the two products split k into it, as
 /// [`gemm_with_workspace`](crate::gemm::gemm_with_workspace) does, so that they split inside a
-/// graph capture too; without one they split as `gemm` does.
+/// graph capture too, and the base product reads the dequantized weight from it as
+/// [`matmul_with_workspace`] does ([`workspace_size`] sizes one for all of it); without one
+/// they split as `gemm` does.
 ///
 /// ```
 /// use kernel_runtime::{Buffer, Device};
@@ -229,7 +294,7 @@ pub fn matmul_lora<T: Float>(
         format!("N × rank = {n} × {r}")
     })?;
     check_len(OP, "t", t.len(), m * r, || format!("m × rank = {m} × {r}"))?;
-    matmul(stream, x, w, y, m)?;
+    matmul_in(workspace.as_deref_mut(), stream, x, w, y, m)?;
     if m == 0 || n == 0 || r == 0 {
         return Ok(());
     }
@@ -333,6 +398,177 @@ pub fn lora_backward<T: Float>(
     let acc = Epilogue::default().scaled(1.0, 1.0);
     gemm_in(workspace, stream, &dx_shape, u, lora.a, dx, &acc, math)?;
     Ok(())
+}
+
+/// The fewest bf16 rows for which [`matmul`] and [`matmul_input_grad`] on Hopper dequantize
+/// the weight and run the `wgmma` GEMM rather than the fused `mma.sync` kernel: from here on
+/// the product's arithmetic outweighs writing and reading the bf16 weight.
+pub const DEQUANTIZED_MIN_ROWS: usize = 256;
+
+/// The bf16 elements of the dequantized weight that [`matmul_with_workspace`] and
+/// [`matmul_input_grad_with_workspace`] read from their workspace for `m` rows of `T` through
+/// an `n × k` weight on `stream`'s device: `n · k` where they take the `wgmma` GEMM (bf16, on
+/// Hopper, from [`DEQUANTIZED_MIN_ROWS`] rows), else 0.
+pub fn dequantized_weight_elems<T: Float>(stream: &Stream, m: usize, n: usize, k: usize) -> usize {
+    let hopper = stream.device().target().sm() == 90;
+    if T::TYPE == FloatType::Bf16 && hopper && m >= DEQUANTIZED_MIN_ROWS && m > MAX_M {
+        n * k
+    } else {
+        0
+    }
+}
+
+/// What a [`GemmWorkspace`] holds so that every product of an adapted `n × k` NF4 weight for
+/// `m` rows of `T` ([`matmul_lora`], [`matmul_input_grad_with_workspace`], [`lora_backward`])
+/// runs inside a graph capture as it does outside one: the adapter products' partials (a rank
+/// of 0: no adapter), and on Hopper the dequantized weight and the partials of the GEMMs that
+/// read it.
+///
+/// ```
+/// use kernel_runtime::{Bf16, Device};
+/// use kernels::quant::nf4::workspace_size;
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator_for(kernel_dsl::Target::Sm90a).stream()?;
+/// let size = workspace_size::<Bf16>(&stream, 4096, 1024, 512, 16)?;
+/// let ws = kernels::gemm::GemmWorkspace::with_size(&stream, size)?;
+/// # let _ = ws;
+/// # Ok(()) }
+/// ```
+pub fn workspace_size<T: Float>(
+    stream: &Stream,
+    m: usize,
+    n: usize,
+    k: usize,
+    rank: usize,
+) -> Result<WorkspaceSize, Error> {
+    let math = Math::Fp32;
+    let mut size = WorkspaceSize::default();
+    if rank > 0 {
+        for shape in lora_gemm_shapes(m, n, k, rank) {
+            size = size.max(WorkspaceSize::of::<T, T>(stream, &shape, math)?);
+        }
+    }
+    let dense = dequantized_weight_elems::<T>(stream, m, n, k);
+    if dense > 0 {
+        size = size.max(WorkspaceSize::dense_weight(dense));
+        for shape in [
+            GemmShape::new(Layout::Nt, m, n, k),
+            GemmShape::new(Layout::Nn, m, k, n),
+        ] {
+            size = size.max(WorkspaceSize::of::<T, T>(stream, &shape, math)?);
+        }
+    }
+    Ok(size)
+}
+
+/// Whether a product of `m` bf16 rows through a weight of `elems` on `stream` goes through a
+/// dequantized copy of the weight: on Hopper, from [`DEQUANTIZED_MIN_ROWS`] rows, into the
+/// caller's workspace where it has room, or without a workspace into a copy of its own
+/// outside a graph capture (which cannot allocate) on an unsealed device (so that a sealed
+/// program computes the same bits in a graph and in direct launches, as the GEMM's split-k
+/// does). A workspace without room keeps the fused kernel everywhere, for the same reason.
+fn dequantizes(stream: &Stream, m: usize, workspace: Option<&GemmWorkspace>, elems: usize) -> bool {
+    let device = stream.device();
+    if device.target().sm() != 90 || m < DEQUANTIZED_MIN_ROWS {
+        return false;
+    }
+    match workspace {
+        Some(ws) => ws.dense_weight.as_ref().is_some_and(|d| d.len() >= elems),
+        None => !stream.is_capturing() && !device.is_sealed(),
+    }
+}
+
+/// `c = a·op(W)` as the GEMM of `shape` (NT: `a·Wᵀ`, `b_k = 1`; NN: `a·W`, `b_k = 0`) on a
+/// bf16 copy of `W`: in the workspace's room where [`dequantizes`] found it, else a copy of its
+/// own, freed when the stream is done with it. The GEMM splits into the same workspace.
+fn through_dequantized<T: Float>(
+    mut workspace: Option<&mut GemmWorkspace>,
+    stream: &Stream,
+    a: &Buffer<T>,
+    w: &Nf4Weight,
+    c: &mut Buffer<T>,
+    shape: &GemmShape,
+    b_k: u32,
+) -> Result<(), Error> {
+    if workspace.is_none() {
+        // A capture of this call takes the fused kernel, so load it too: a step warmed up
+        // before its capture then finds it loaded.
+        stream
+            .device()
+            .prewarm(&[fused_instance(b_k).artifacts()])?;
+    }
+    let mut taken = workspace
+        .as_deref_mut()
+        .and_then(|ws| ws.dense_weight.take());
+    let result = match taken.as_mut() {
+        Some(room) => match (room as &mut dyn Any).downcast_mut::<Buffer<T>>() {
+            Some(room) => dense_product(workspace.as_deref_mut(), stream, a, w, room, c, shape),
+            None => Err(Error::Unsupported {
+                op: "nf4_matmul",
+                detail: format!(
+                    "the dequantized weight is bf16, but the activations are {}",
+                    T::TYPE.suffix()
+                ),
+            }),
+        },
+        None => {
+            // Unfilled: the dequantization writes every element the product reads.
+            let mut own = Buffer::<T>::uninit(stream, w.rows() * w.cols())?;
+            dense_product(workspace.as_deref_mut(), stream, a, w, &mut own, c, shape)
+        }
+    };
+    // The room goes back whatever happened.
+    if let (Some(ws), Some(room)) = (workspace, taken) {
+        ws.dense_weight = Some(room);
+    }
+    result
+}
+
+/// Dequantizes `w` into the front of `dense`, then `c = a·op(W)` as the GEMM of `shape`.
+fn dense_product<T: Float>(
+    workspace: Option<&mut GemmWorkspace>,
+    stream: &Stream,
+    a: &Buffer<T>,
+    w: &Nf4Weight,
+    dense: &mut Buffer<T>,
+    c: &mut Buffer<T>,
+    shape: &GemmShape,
+) -> Result<(), Error> {
+    w.dequantize_into_front(stream, dense)?;
+    let plain = Epilogue::default();
+    gemm_in(workspace, stream, shape, a, dense, c, &plain, Math::Fp32)
+}
+
+/// [`matmul`] (`transposed = false`, `y = x·Wᵀ`) or [`matmul_input_grad`] (`transposed =
+/// true`, `y = x·W`) of more than 16 bf16 rows through the fused `mma.sync` kernel whatever the
+/// device, for measuring it beside the dequantized route.
+#[doc(hidden)]
+pub fn fused_tensor_core_product(
+    stream: &Stream,
+    x: &Buffer<kernel_runtime::Bf16>,
+    w: &Nf4Weight,
+    y: &mut Buffer<kernel_runtime::Bf16>,
+    m: usize,
+    transposed: bool,
+) -> Result<(), Error> {
+    let (n, k) = (w.rows(), w.cols());
+    let (x_cols, y_cols) = if transposed { (n, k) } else { (k, n) };
+    const OP: &str = "nf4_fused_tensor_core_product";
+    check_len(OP, "x", x.len(), m * x_cols, || format!("m × {x_cols}"))?;
+    check_len(OP, "y", y.len(), m * y_cols, || format!("m × {y_cols}"))?;
+    if m <= MAX_M {
+        return Err(Error::Unsupported {
+            op: OP,
+            detail: format!("the tensor-core kernel takes more than {MAX_M} rows, not {m}"),
+        });
+    }
+    launch_mma(stream, x, w, y, m, (!transposed) as u32)
+}
+
+/// The fused tensor-core kernel's instance for bf16 products (`b_k` as [`launch_mma`] takes it).
+fn fused_instance(b_k: u32) -> &'static crate::OpKernel {
+    // Instances are in `O in [bf16, f32], B_K in [1, 0]` order.
+    &super::MMA[if b_k == 1 { 0 } else { 1 }]
 }
 
 /// `c = a·Wᵀ` (`b_k = 1`) or `c = a·W` (`b_k = 0`) on the tensor cores, for bf16 `a` of `m`
@@ -491,4 +727,51 @@ pub fn matmul_gate_up<T: Float>(
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kernel_dsl::Target;
+    use kernel_runtime::Device;
+
+    /// The dequantized route is Hopper's, from its row count: into a workspace with room for
+    /// the weight wherever the call runs; without a workspace, outside captures on an unsealed
+    /// device; never into a workspace without room.
+    #[test]
+    fn many_rows_dequantize_on_hopper_where_the_copy_has_a_place() {
+        use crate::gemm::WorkspaceSize;
+        let hopper = Device::emulator_for(Target::Sm90a).stream().unwrap();
+        let elems = 64 * 128;
+        let min = DEQUANTIZED_MIN_ROWS;
+        assert!(dequantizes(&hopper, min, None, elems));
+        assert!(!dequantizes(&hopper, min - 1, None, elems));
+        let roomy = GemmWorkspace::with_size(&hopper, WorkspaceSize::dense_weight(elems)).unwrap();
+        let tight =
+            GemmWorkspace::with_size(&hopper, WorkspaceSize::dense_weight(elems - 1)).unwrap();
+        assert!(dequantizes(&hopper, min, Some(&roomy), elems));
+        assert!(!dequantizes(&hopper, min, Some(&tight), elems));
+        let mut inside = None;
+        hopper
+            .capture(|s| {
+                inside = Some([
+                    dequantizes(s, 4096, None, elems),
+                    dequantizes(s, 4096, Some(&roomy), elems),
+                ]);
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(inside, Some([false, true]));
+        hopper.device().seal();
+        assert!(!dequantizes(&hopper, 4096, None, elems));
+        assert!(dequantizes(&hopper, 4096, Some(&roomy), elems));
+        let ampere = Device::emulator_for(Target::Sm80).stream().unwrap();
+        assert!(!dequantizes(&ampere, 4096, None, elems));
+    }
+
+    #[test]
+    fn the_fused_instances_are_the_bf16_ones() {
+        assert_eq!(fused_instance(1).kernel().name, "nf4_mma__bf16_1");
+        assert_eq!(fused_instance(0).kernel().name, "nf4_mma__bf16_0");
+    }
 }

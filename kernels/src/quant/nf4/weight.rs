@@ -213,6 +213,17 @@ impl Nf4Weight {
             self.rows * self.cols,
             || format!("rows × cols = {} × {}", self.rows, self.cols),
         )?;
+        self.dequantize_into_front(stream, out)
+    }
+
+    /// [`Nf4Weight::dequantize`] into the first `rows · cols` elements of `out`, which holds
+    /// at least that many (a workspace sized for a larger weight).
+    pub(crate) fn dequantize_into_front<T: Float>(
+        &self,
+        stream: &Stream,
+        out: &mut Buffer<T>,
+    ) -> Result<(), Error> {
+        debug_assert!(out.len() >= self.rows * self.cols);
         let words = self.words();
         if words == 0 {
             return Ok(());
