@@ -1,6 +1,7 @@
 //! NF4 products on Llama-3-8B's shapes. The decode GEMV (M = 1 and 16) as a share of the
 //! device's copy bandwidth over the weight's stored bytes (codes and f32 absmax), the copy
-//! measured in the same run; the training-step forward and input gradient at M = 512 and 4096
+//! measured in the same run; the training-step forward and input gradient at M = 512, 1024 and
+//! 4096
 //! (`matmul`, which on Hopper dequantizes and runs the bf16 GEMM from `DEQUANTIZED_MIN_ROWS`
 //! rows) beside the fused tensor-core kernel and the two steps by hand, in the same run.
 //!
@@ -55,7 +56,7 @@ fn main() -> Res {
     // `matmul` (what the library runs: on Hopper from DEQUANTIZED_MIN_ROWS rows, a dequantized
     // copy and the wgmma GEMM) beside the fused tensor-core kernel it ran before and the two
     // steps by hand into a buffer allocated once.
-    let rows: &[usize] = if small { &[32] } else { &[512, 4096] };
+    let rows: &[usize] = if small { &[32] } else { &[512, 1024, 4096] };
     println!("\n| op | N × K | M | matmul ms | fused kernel ms | dequant + bf16 GEMM ms | fused / matmul |");
     println!("| --- | --- | --- | --- | --- | --- | --- |");
     for &(name, n, k) in &shapes {

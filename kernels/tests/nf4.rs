@@ -356,7 +356,7 @@ fn a_workspace_splits_the_adapter_products_inside_a_capture_with_the_bits_of_dir
     // Split-k is the TMA GEMM's, so bf16 on an emulated Hopper of 132 SMs.
     let hopper = EmulatorOptions::new().target(Target::Sm90a).sm_count(132);
     let s = Device::emulator_with(hopper).stream().unwrap();
-    let (m, n, k, r) = (512, 24, 512, 8);
+    let (m, n, k, r) = (1024, 24, 512, 8);
     let w = weight(n, k, 9);
     let (q, _) = quantized::<Bf16>(&s, &w, n, k);
     let (x, _) = upload::<Bf16>(&s, &Rng::new(5).vec(m * k, -1.0, 1.0));
@@ -376,7 +376,7 @@ fn a_workspace_splits_the_adapter_products_inside_a_capture_with_the_bits_of_dir
         split(&shapes[0]) && split(&shapes[4]),
         "the forward's x·Aᵀ and the backward's dA split k at these shapes"
     );
-    // The adapter products' partials, and room for the base weight dequantized to bf16 (512
+    // The adapter products' partials, and room for the base weight dequantized to bf16 (1024
     // rows on Hopper take the `wgmma` GEMM through it).
     assert_eq!(dequantized_weight_elems::<Bf16>(&s, m, n, k), n * k);
     let size = workspace_size::<Bf16>(&s, m, n, k, r).unwrap();

@@ -401,9 +401,11 @@ pub fn lora_backward<T: Float>(
 }
 
 /// The fewest bf16 rows for which [`matmul`] and [`matmul_input_grad`] on Hopper dequantize
-/// the weight and run the `wgmma` GEMM rather than the fused `mma.sync` kernel: from here on
-/// the product's arithmetic outweighs writing and reading the bf16 weight.
-pub const DEQUANTIZED_MIN_ROWS: usize = 256;
+/// the weight and run the `wgmma` GEMM rather than the fused `mma.sync` kernel: well above it
+/// the route wins on every measured shape; at half of it, allocating the copy on each call
+/// cost more than the route saved on some (BENCHMARKS.md, "NF4 products through a dequantized
+/// copy").
+pub const DEQUANTIZED_MIN_ROWS: usize = 1024;
 
 /// The bf16 elements of the dequantized weight that [`matmul_with_workspace`] and
 /// [`matmul_input_grad_with_workspace`] read from their workspace for `m` rows of `T` through
