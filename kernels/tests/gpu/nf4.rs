@@ -1,10 +1,11 @@
 //! NF4 on the GPU at Llama-3-8B shapes: the device quantizer and decoder bit for bit against
-//! the CPU reference, the fused products against f64 references, and bit-identical reruns.
+//! the CPU reference, the products (fused, and on Hopper from `DEQUANTIZED_MIN_ROWS` rows
+//! through a dequantized copy) against f64 references, and bit-identical reruns.
 
 use crate::common_tensor::*;
 use kernel_runtime::Bf16;
 use kernels::quant::nf4::reference::Nf4Host;
-use kernels::quant::nf4::{matmul, matmul_input_grad, Nf4Weight};
+use kernels::quant::nf4::{matmul, matmul_input_grad, Nf4Weight, DEQUANTIZED_MIN_ROWS};
 
 #[test]
 fn gpu_nf4_quantize_and_dequantize_match_the_reference_bit_for_bit() {
@@ -60,7 +61,8 @@ fn gpu_nf4_products_match_the_reference_and_rerun_bit_identically() {
         let w = Rng::new(n as u64).vec(n * k, -0.1, 0.1);
         let host = Nf4Host::quantize(&w, n, k);
         let q = Nf4Weight::from_host(&s, &host).unwrap();
-        for m in [1, 16, 37] {
+        // From DEQUANTIZED_MIN_ROWS rows Hopper dequantizes W and runs the bf16 GEMM.
+        for m in [1, 16, 37, DEQUANTIZED_MIN_ROWS] {
             // More than 16 rows run on the tensor cores, which see W rounded to bf16.
             let wd: Vec<f32> = host
                 .dequantize()
