@@ -769,7 +769,7 @@ fn tf32_tn_on_hopper_splits_a_problem_of_few_tiles_on_transposed_copies() {
 #[test]
 fn a_workspace_holds_the_transposed_copies_of_a_captured_tf32_product() {
     use kernel_runtime::Buffer;
-    use kernels::gemm::{gemm, gemm_with_workspace, Epilogue, GemmWorkspace};
+    use kernels::gemm::{gemm, Epilogue, GemmWorkspace};
     let stream = hopper_with_sms(132);
     let shape = GemmShape::new(Layout::Nn, 256, 256, 64);
     let mut rng = Rng::new(753);
@@ -779,23 +779,9 @@ fn a_workspace_holds_the_transposed_copies_of_a_captured_tf32_product() {
     let mut c = Buffer::<f32>::zeros(&stream, shape.m * shape.n).unwrap();
     gemm(&stream, &shape, &a, &b, &mut c, &none, Math::Tf32).unwrap();
     let direct = bits(&stream, &c);
-    let captured = |mut ws: Option<&mut GemmWorkspace>| {
-        let mut c = Buffer::<f32>::zeros(&stream, shape.m * shape.n).unwrap();
-        let mut recorded = Ok(());
-        let graph = stream
-            .capture(|s| {
-                recorded = match ws.as_deref_mut() {
-                    Some(ws) => {
-                        gemm_with_workspace(s, &shape, &a, &b, &mut c, &none, Math::Tf32, ws)
-                    }
-                    None => gemm(s, &shape, &a, &b, &mut c, &none, Math::Tf32),
-                };
-                Ok(())
-            })
-            .unwrap();
-        recorded.unwrap();
-        graph.replay().unwrap();
-        (graph.launches(), bits(&stream, &c) == direct)
+    let captured = |ws: Option<&mut GemmWorkspace>| {
+        let (launches, got) = captured_tf32(&stream, &shape, &a, &b, ws);
+        (launches, got == direct)
     };
     assert_eq!(captured(None).0, 1, "no workspace: mma.sync alone");
     let mut ws = GemmWorkspace::for_shapes::<f32, f32>(&stream, &[shape], Math::Tf32).unwrap();
@@ -906,7 +892,7 @@ fn the_mma_split_is_bit_identical_run_to_run_and_refuses_ranges_that_are_not_who
 #[test]
 fn a_tf32_lora_gradient_on_hopper_splits_on_mma_sync_inside_a_capture_with_a_workspace() {
     use kernel_runtime::Buffer;
-    use kernels::gemm::{gemm, gemm_with_workspace, split_k_partials, Epilogue, GemmWorkspace};
+    use kernels::gemm::{gemm, split_k_partials, Epilogue, GemmWorkspace};
     let stream = hopper_with_sms(132);
     let shape = GemmShape::new(Layout::Tn, 16, 200, 1024);
     assert_eq!(
@@ -921,27 +907,37 @@ fn a_tf32_lora_gradient_on_hopper_splits_on_mma_sync_inside_a_capture_with_a_wor
     let mut c = Buffer::<f32>::zeros(&stream, shape.m * shape.n).unwrap();
     gemm(&stream, &shape, &a, &b, &mut c, &none, Math::Tf32).unwrap();
     let direct = bits(&stream, &c);
-    let captured = |mut ws: Option<&mut GemmWorkspace>| {
-        let mut c = Buffer::<f32>::zeros(&stream, shape.m * shape.n).unwrap();
-        let mut recorded = Ok(());
-        let graph = stream
-            .capture(|s| {
-                recorded = match ws.as_deref_mut() {
-                    Some(ws) => {
-                        gemm_with_workspace(s, &shape, &a, &b, &mut c, &none, Math::Tf32, ws)
-                    }
-                    None => gemm(s, &shape, &a, &b, &mut c, &none, Math::Tf32),
-                };
-                Ok(())
-            })
-            .unwrap();
-        recorded.unwrap();
-        graph.replay().unwrap();
-        (graph.launches(), bits(&stream, &c))
-    };
+    let captured = |ws: Option<&mut GemmWorkspace>| captured_tf32(&stream, &shape, &a, &b, ws);
     let (launches, whole) = captured(None);
     assert_eq!(launches, 1, "no workspace: whole tiles");
     assert_ne!(whole, direct);
     let mut ws = GemmWorkspace::for_shapes::<f32, f32>(&stream, &[shape], Math::Tf32).unwrap();
     assert_eq!(captured(Some(&mut ws)), (2, direct), "split and reduced");
+}
+
+/// A TF32 `gemm` of `shape` (plain epilogue) captured into a graph, through `ws` or without a
+/// workspace, replayed once: the graph's launches and the bits of C.
+fn captured_tf32(
+    stream: &kernel_runtime::Stream,
+    shape: &GemmShape,
+    a: &kernel_runtime::Buffer<f32>,
+    b: &kernel_runtime::Buffer<f32>,
+    ws: Option<&mut kernels::gemm::GemmWorkspace>,
+) -> (usize, Vec<u32>) {
+    use kernels::gemm::{gemm, gemm_with_workspace, Epilogue};
+    let none = Epilogue::default();
+    let mut c = kernel_runtime::Buffer::<f32>::zeros(stream, shape.m * shape.n).unwrap();
+    let mut recorded = Ok(());
+    let graph = stream
+        .capture(|s| {
+            recorded = match ws {
+                Some(ws) => gemm_with_workspace(s, shape, a, b, &mut c, &none, Math::Tf32, ws),
+                None => gemm(s, shape, a, b, &mut c, &none, Math::Tf32),
+            };
+            Ok(())
+        })
+        .unwrap();
+    recorded.unwrap();
+    graph.replay().unwrap();
+    (graph.launches(), bits(stream, &c))
 }
