@@ -477,8 +477,13 @@ fn kernel_and_builder_mma_agree_with_the_reference_for_every_spec_and_epilogue()
 /// An emulated Hopper that reports `sms` SMs, so the library plans persistent grids and
 /// split-k as it would on a GPU of that size.
 fn hopper_with_sms(sms: u32) -> kernel_runtime::Stream {
+    emulated_with_sms(kernel_dsl::Target::Sm90a, sms)
+}
+
+/// An emulated `target` that reports `sms` SMs.
+fn emulated_with_sms(target: kernel_dsl::Target, sms: u32) -> kernel_runtime::Stream {
     let options = kernel_runtime::EmulatorOptions::new()
-        .target(kernel_dsl::Target::Sm90a)
+        .target(target)
         .sm_count(sms);
     kernel_runtime::Device::emulator_with(options)
         .stream()
@@ -804,12 +809,7 @@ fn a_workspace_holds_the_transposed_copies_of_a_captured_tf32_product() {
 }
 
 fn ampere_with_sms(sms: u32) -> kernel_runtime::Stream {
-    let options = kernel_runtime::EmulatorOptions::new()
-        .target(kernel_dsl::Target::Sm80)
-        .sm_count(sms);
-    kernel_runtime::Device::emulator_with(options)
-        .stream()
-        .expect("emulator stream")
+    emulated_with_sms(kernel_dsl::Target::Sm80, sms)
 }
 
 /// The `mma.sync` GEMM splits a skinny problem by running equal k-ranges as a batch: one
