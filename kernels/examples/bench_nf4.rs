@@ -64,35 +64,40 @@ fn main() -> Res {
         let mut wb = Buffer::<Bf16>::zeros(&b.stream, n * k)?;
         let plain = Epilogue::default();
         for &m in rows {
-            let x = filled::<Bf16>(&b.stream, m * k, 3)?;
-            let mut y = Buffer::<Bf16>::zeros(&b.stream, m * n)?;
-            let ours = b.time(|s| Ok(matmul(s, &x, &q, &mut y, m)?))?;
-            let fused = b.time(|s| Ok(fused_tensor_core_product(s, &x, &q, &mut y, m, false)?))?;
-            let fwd = GemmShape::new(Layout::Nt, m, n, k);
-            let two_step = b.time(|s| {
-                q.dequantize(s, &mut wb)?;
-                gemm(s, &fwd, &x, &wb, &mut y, &plain, Math::Fp32)?;
-                Ok(())
-            })?;
-            println!(
-                "| forward {name} | {n} × {k} | {m} | {ours:.3} | {fused:.3} | {two_step:.3} | {:.2}× |",
-                fused / ours
-            );
-
-            let dy = filled::<Bf16>(&b.stream, m * n, 4)?;
-            let mut dx = Buffer::<Bf16>::zeros(&b.stream, m * k)?;
-            let ours = b.time(|s| Ok(matmul_input_grad(s, &dy, &q, &mut dx, m)?))?;
-            let fused = b.time(|s| Ok(fused_tensor_core_product(s, &dy, &q, &mut dx, m, true)?))?;
-            let bwd = GemmShape::new(Layout::Nn, m, k, n);
-            let two_step = b.time(|s| {
-                q.dequantize(s, &mut wb)?;
-                gemm(s, &bwd, &dy, &wb, &mut dx, &plain, Math::Fp32)?;
-                Ok(())
-            })?;
-            println!(
-                "| input grad {name} | {n} × {k} | {m} | {ours:.3} | {fused:.3} | {two_step:.3} | {:.2}× |",
-                fused / ours
-            );
+            // The forward `x·Wᵀ`, then the input gradient `dy·W`.
+            for transposed in [false, true] {
+                let (op, x_cols, y_cols, seed) = if transposed {
+                    ("input grad", n, k, 4)
+                } else {
+                    ("forward", k, n, 3)
+                };
+                let shape = if transposed {
+                    GemmShape::new(Layout::Nn, m, k, n)
+                } else {
+                    GemmShape::new(Layout::Nt, m, n, k)
+                };
+                let x = filled::<Bf16>(&b.stream, m * x_cols, seed)?;
+                let mut y = Buffer::<Bf16>::zeros(&b.stream, m * y_cols)?;
+                let ours = b.time(|s| {
+                    if transposed {
+                        matmul_input_grad(s, &x, &q, &mut y, m)?;
+                    } else {
+                        matmul(s, &x, &q, &mut y, m)?;
+                    }
+                    Ok(())
+                })?;
+                let fused =
+                    b.time(|s| Ok(fused_tensor_core_product(s, &x, &q, &mut y, m, transposed)?))?;
+                let two_step = b.time(|s| {
+                    q.dequantize(s, &mut wb)?;
+                    gemm(s, &shape, &x, &wb, &mut y, &plain, Math::Fp32)?;
+                    Ok(())
+                })?;
+                println!(
+                    "| {op} {name} | {n} × {k} | {m} | {ours:.3} | {fused:.3} | {two_step:.3} | {:.2}× |",
+                    fused / ours
+                );
+            }
         }
     }
     Ok(())

@@ -514,13 +514,6 @@ fn many_rows_on_hopper_go_through_a_dequantized_copy_and_the_wgmma_gemm() {
     let wabs: Vec<f64> = wd.iter().map(|v| v.abs()).collect();
     let mut dense = Buffer::<Bf16>::zeros(&s, n * k).unwrap();
     q.dequantize(&s, &mut dense).unwrap();
-    let bits = |b: &Buffer<Bf16>| -> Vec<u16> {
-        b.to_host(&s)
-            .unwrap()
-            .iter()
-            .map(|v| (v.to_f32().to_bits() >> 16) as u16)
-            .collect()
-    };
     let none = Epilogue::default();
     for transposed in [false, true] {
         let (x_cols, y_cols) = if transposed { (n, k) } else { (k, n) };
@@ -554,7 +547,7 @@ fn many_rows_on_hopper_go_through_a_dequantized_copy_and_the_wgmma_gemm() {
         let mut by_hand = poisoned::<Bf16>(&s, m * y_cols);
         gemm(&s, &shape, &x, &dense, &mut by_hand, &none, Math::Fp32).unwrap();
         assert!(
-            bits(&y) == bits(&by_hand),
+            bits(&s, &y) == bits(&s, &by_hand),
             "transposed {transposed}: not gemm's bits"
         );
         let mut fused = poisoned::<Bf16>(&s, m * y_cols);
@@ -574,7 +567,7 @@ fn many_rows_on_hopper_go_through_a_dequantized_copy_and_the_wgmma_gemm() {
         recorded.unwrap();
         graph.replay().unwrap();
         assert!(
-            bits(&captured) == bits(&fused),
+            bits(&s, &captured) == bits(&s, &fused),
             "transposed {transposed}: not fused"
         );
     }

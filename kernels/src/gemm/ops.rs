@@ -321,16 +321,7 @@ pub(super) fn run<T: Float, O: Float>(
     if shape.is_empty() {
         return Ok(());
     }
-    let v = plan.vector_elems;
-    let (_, a_cols) = shape.layout.a_rows_cols(shape.m, shape.k);
-    let (_, b_cols) = shape.layout.b_rows_cols(shape.n, shape.k);
-    let mut flags = epilogue.flags();
-    if vector_ok(a_cols, shape.lda, shape.stride_a, shape.batch, v) {
-        flags |= FLAG_VEC_A;
-    }
-    if vector_ok(b_cols, shape.ldb, shape.stride_b, shape.batch, v) {
-        flags |= FLAG_VEC_B;
-    }
+    let mut flags = epilogue.flags() | operand_vector_flags(shape, plan.vector_elems);
     if copy.is_some() {
         flags |= FLAG_F32_COPY;
     }
@@ -345,10 +336,17 @@ pub(super) fn run<T: Float, O: Float>(
         .then(|| tensor_maps(shape, a, b))
         .transpose()?;
     let mut config = plan.config;
+    // Split-k allocates its partials, which a graph capture cannot; such captures (and
+    // problems whose partials outgrow a 32-bit index) keep whole tiles, unless the caller
+    // gave a workspace. So does a sealed device, so that a program that has sealed its
+    // runtime computes the same bits in a graph and in direct launches (with a workspace,
+    // both split alike).
+    let device = stream.device();
+    let whole_tiles = workspace.is_none() && (stream.is_capturing() || device.is_sealed());
     if let Some(maps) = &maps {
         // Persistent: one CTA per SM at most (the tile loop covers the rest), spread over
         // the batches.
-        let sms = stream.device().props().sm_count.max(1);
+        let sms = device.props().sm_count.max(1);
         let per_batch = sms.div_ceil(config.grid[2]).max(1);
         let per_split = shape.batch.max(1) * shape.m * shape.n;
         let splits = forced.unwrap_or_else(|| planned_splits(&plan, shape, sms as usize));
@@ -363,13 +361,6 @@ pub(super) fn run<T: Float, O: Float>(
                 "the partials of this many ranges outgrow a 32-bit index; split into fewer",
             ));
         }
-        // Split-k allocates its partials, which a graph capture cannot; such captures (and
-        // problems whose partials outgrow a 32-bit index) keep whole tiles, unless the caller
-        // gave a workspace. So does a sealed device, so that a program that has sealed its
-        // runtime computes the same bits in a graph and in direct launches (with a
-        // workspace, both split alike).
-        let device = stream.device();
-        let whole_tiles = workspace.is_none() && (stream.is_capturing() || device.is_sealed());
         if splits > 1
             && !whole_tiles
             && partial_elems < 1 << 31
@@ -403,7 +394,7 @@ pub(super) fn run<T: Float, O: Float>(
         config.grid[0] = config.grid[0].min(per_batch);
     }
     if mma_splittable(&plan, shape) {
-        let sms = stream.device().props().sm_count.max(1) as usize;
+        let sms = device.props().sm_count.max(1) as usize;
         let planned = forced.unwrap_or_else(|| planned_splits(&plan, shape, sms));
         // A caller's workspace holds as many equal ranges as fit in it.
         let room = |splits: usize| {
@@ -415,10 +406,6 @@ pub(super) fn run<T: Float, O: Float>(
             .rev()
             .find(|&s| room(s) && mma_splits_evenly(shape.k, s))
             .unwrap_or(1);
-        // Whole tiles inside a capture and on a sealed device without a workspace, as the TMA
-        // kernel keeps them (above).
-        let device = stream.device();
-        let whole_tiles = workspace.is_none() && (stream.is_capturing() || device.is_sealed());
         if splits > 1 && !whole_tiles && splits * shape.m * shape.n < 1 << 31 {
             if workspace.is_none() {
                 device.prewarm(&[plan.kernel.artifacts()])?;
@@ -831,16 +818,7 @@ fn mma_split<T: Float, O: Float>(
             &mut owned
         }
     };
-    let (_, a_cols) = layout.a_rows_cols(raw.m, raw.k);
-    let (_, b_cols) = layout.b_rows_cols(raw.n, raw.k);
-    let v = 16 / T::TYPE.bytes();
-    let mut raw_flags = 0;
-    if vector_ok(a_cols, raw.lda, raw.stride_a, splits, v) {
-        raw_flags |= FLAG_VEC_A;
-    }
-    if vector_ok(b_cols, raw.ldb, raw.stride_b, splits, v) {
-        raw_flags |= FLAG_VEC_B;
-    }
+    let raw_flags = operand_vector_flags(&raw, 16 / T::TYPE.bytes());
     let config = LaunchConfig {
         grid: [config.grid[0], config.grid[1], splits as u32],
         ..config
@@ -968,6 +946,21 @@ fn tensor_maps<T: Float>(
         TILE_N,
     )?;
     Ok((map_a, map_b))
+}
+
+/// `FLAG_VEC_A` and `FLAG_VEC_B` for the operands of `shape` whose rows hold whole aligned
+/// vectors of `v` elements ([`vector_ok`]).
+fn operand_vector_flags(shape: &GemmShape, v: usize) -> u32 {
+    let (_, a_cols) = shape.layout.a_rows_cols(shape.m, shape.k);
+    let (_, b_cols) = shape.layout.b_rows_cols(shape.n, shape.k);
+    let mut flags = 0;
+    if vector_ok(a_cols, shape.lda, shape.stride_a, shape.batch, v) {
+        flags |= FLAG_VEC_A;
+    }
+    if vector_ok(b_cols, shape.ldb, shape.stride_b, shape.batch, v) {
+        flags |= FLAG_VEC_B;
+    }
+    flags
 }
 
 /// Runs of `v` elements along stored rows are wholly inside or outside every matrix, and

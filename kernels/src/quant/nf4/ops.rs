@@ -79,7 +79,7 @@ fn matmul_in<T: Float>(
     }
     let s = w.scale_args();
     if T::TYPE == FloatType::Bf16 && m > MAX_M {
-        if dequantizes(stream, m, workspace.as_deref(), n * k) {
+        if dequantizes::<T>(stream, m, workspace.as_deref(), n * k) {
             let shape = GemmShape::new(Layout::Nt, m, n, k);
             return through_dequantized(workspace, stream, x, w, y, &shape, 1);
         }
@@ -181,7 +181,7 @@ fn input_grad_in<T: Float>(
         });
     }
     if T::TYPE == FloatType::Bf16 && m > MAX_M {
-        if dequantizes(stream, m, workspace.as_deref(), n * k) {
+        if dequantizes::<T>(stream, m, workspace.as_deref(), n * k) {
             let shape = GemmShape::new(Layout::Nn, m, k, n);
             return through_dequantized(workspace, stream, dy, w, dx, &shape, 0);
         }
@@ -412,12 +412,20 @@ pub const DEQUANTIZED_MIN_ROWS: usize = 1024;
 /// an `n × k` weight on `stream`'s device: `n · k` where they take the `wgmma` GEMM (bf16, on
 /// Hopper, from [`DEQUANTIZED_MIN_ROWS`] rows), else 0.
 pub fn dequantized_weight_elems<T: Float>(stream: &Stream, m: usize, n: usize, k: usize) -> usize {
-    let hopper = stream.device().target().sm() == 90;
-    if T::TYPE == FloatType::Bf16 && hopper && m >= DEQUANTIZED_MIN_ROWS && m > MAX_M {
+    if dequantized_route::<T>(stream, m) {
         n * k
     } else {
         0
     }
+}
+
+// The route is one of the tensor-core kernel's (more than 16 bf16 rows).
+const _: () = assert!(DEQUANTIZED_MIN_ROWS > MAX_M);
+
+/// Whether a product of `m` rows of `T` on `stream`'s device is one the dequantized route
+/// takes where the copy has a place: bf16, on Hopper, from [`DEQUANTIZED_MIN_ROWS`] rows.
+fn dequantized_route<T: Float>(stream: &Stream, m: usize) -> bool {
+    T::TYPE == FloatType::Bf16 && stream.device().target().sm() == 90 && m >= DEQUANTIZED_MIN_ROWS
 }
 
 /// What a [`GemmWorkspace`] holds so that every product of an adapted `n × k` NF4 weight for
@@ -463,20 +471,24 @@ pub fn workspace_size<T: Float>(
     Ok(size)
 }
 
-/// Whether a product of `m` bf16 rows through a weight of `elems` on `stream` goes through a
-/// dequantized copy of the weight: on Hopper, from [`DEQUANTIZED_MIN_ROWS`] rows, into the
+/// Whether a product of `m` rows of `T` through a weight of `elems` on `stream` goes through a
+/// dequantized copy of the weight: where [`dequantized_route`] says so, into the
 /// caller's workspace where it has room, or without a workspace into a copy of its own
 /// outside a graph capture (which cannot allocate) on an unsealed device (so that a sealed
 /// program computes the same bits in a graph and in direct launches, as the GEMM's split-k
 /// does). A workspace without room keeps the fused kernel everywhere, for the same reason.
-fn dequantizes(stream: &Stream, m: usize, workspace: Option<&GemmWorkspace>, elems: usize) -> bool {
-    let device = stream.device();
-    if device.target().sm() != 90 || m < DEQUANTIZED_MIN_ROWS {
+fn dequantizes<T: Float>(
+    stream: &Stream,
+    m: usize,
+    workspace: Option<&GemmWorkspace>,
+    elems: usize,
+) -> bool {
+    if !dequantized_route::<T>(stream, m) {
         return false;
     }
     match workspace {
         Some(ws) => ws.dense_weight.as_ref().is_some_and(|d| d.len() >= elems),
-        None => !stream.is_capturing() && !device.is_sealed(),
+        None => !stream.is_capturing() && !stream.device().is_sealed(),
     }
 }
 
@@ -735,7 +747,7 @@ pub fn matmul_gate_up<T: Float>(
 mod tests {
     use super::*;
     use kernel_dsl::Target;
-    use kernel_runtime::Device;
+    use kernel_runtime::{Bf16, Device};
 
     /// The dequantized route is Hopper's, from its row count: into a workspace with room for
     /// the weight wherever the call runs; without a workspace, outside captures on an unsealed
@@ -746,29 +758,31 @@ mod tests {
         let hopper = Device::emulator_for(Target::Sm90a).stream().unwrap();
         let elems = 64 * 128;
         let min = DEQUANTIZED_MIN_ROWS;
-        assert!(dequantizes(&hopper, min, None, elems));
-        assert!(!dequantizes(&hopper, min - 1, None, elems));
+        assert!(dequantizes::<Bf16>(&hopper, min, None, elems));
+        assert!(!dequantizes::<Bf16>(&hopper, min - 1, None, elems));
         let roomy = GemmWorkspace::with_size(&hopper, WorkspaceSize::dense_weight(elems)).unwrap();
         let tight =
             GemmWorkspace::with_size(&hopper, WorkspaceSize::dense_weight(elems - 1)).unwrap();
-        assert!(dequantizes(&hopper, min, Some(&roomy), elems));
-        assert!(!dequantizes(&hopper, min, Some(&tight), elems));
+        assert!(dequantizes::<Bf16>(&hopper, min, Some(&roomy), elems));
+        assert!(!dequantizes::<Bf16>(&hopper, min, Some(&tight), elems));
         let mut inside = None;
         hopper
             .capture(|s| {
                 inside = Some([
-                    dequantizes(s, 4096, None, elems),
-                    dequantizes(s, 4096, Some(&roomy), elems),
+                    dequantizes::<Bf16>(s, 4096, None, elems),
+                    dequantizes::<Bf16>(s, 4096, Some(&roomy), elems),
                 ]);
                 Ok(())
             })
             .unwrap();
         assert_eq!(inside, Some([false, true]));
         hopper.device().seal();
-        assert!(!dequantizes(&hopper, 4096, None, elems));
-        assert!(dequantizes(&hopper, 4096, Some(&roomy), elems));
+        assert!(!dequantizes::<Bf16>(&hopper, 4096, None, elems));
+        assert!(dequantizes::<Bf16>(&hopper, 4096, Some(&roomy), elems));
         let ampere = Device::emulator_for(Target::Sm80).stream().unwrap();
-        assert!(!dequantizes(&ampere, 4096, None, elems));
+        assert!(!dequantizes::<Bf16>(&ampere, 4096, None, elems));
+        let f32_hopper = Device::emulator_for(Target::Sm90a).stream().unwrap();
+        assert!(!dequantizes::<f32>(&f32_hopper, 4096, None, elems));
     }
 
     #[test]
