@@ -25,6 +25,9 @@ pub const FLAG_COLUMN_PAIRS: u32 = 128;
 /// The `#[kernel]` GEMMs also write each finished value, before rounding, to an f32 copy of C
 /// (same leading dimension and batch stride), and β reads the old value from that copy.
 pub const FLAG_F32_COPY: u32 = 256;
+/// `n`, `ldc` and the batch stride are multiples of 8: rows of a 16-bit output start 16-byte
+/// aligned, so the `#[kernel]` TMA GEMM stores whole tiles in 16-byte row pieces.
+pub const FLAG_ROW_CHUNKS: u32 = 512;
 
 /// The epilogue's inputs inside a kernel, with its uniform predicates computed once.
 pub struct EpilogueCode {

@@ -146,7 +146,7 @@ fn epilogue_value(
 mod tests {
     use kernels_gen::gemm::epilogue::{
         ACT_GELU_TANH, ACT_SHIFT, ACT_SILU, FLAG_BIAS, FLAG_COLUMN_PAIRS, FLAG_F32_COPY,
-        FLAG_RESIDUAL, FLAG_VEC_A, FLAG_VEC_B,
+        FLAG_RESIDUAL, FLAG_ROW_CHUNKS, FLAG_VEC_A, FLAG_VEC_B,
     };
 
     /// The `#[kernel]` GEMMs test the flags with literals (a kernel cannot name a host
@@ -159,6 +159,8 @@ mod tests {
         // The TMA GEMM's column pairs, and the mask of the epilogue's parts it tests for a
         // plain product.
         assert_eq!((FLAG_COLUMN_PAIRS, FLAG_F32_COPY), (128, 256));
+        // The TMA GEMM's 16-byte row pieces of 16-bit outputs.
+        assert_eq!(FLAG_ROW_CHUNKS, 512);
         // The mask of what makes a product more than plain, in the TMA GEMM's test.
         assert_eq!(
             FLAG_BIAS | FLAG_RESIDUAL | (3 << ACT_SHIFT) | FLAG_F32_COPY,

@@ -9,7 +9,7 @@ use super::select::{select, Launch, Math, Plan};
 use super::simt_kernel;
 use super::split_k::{mma_splits_evenly, planned_splits, splits_types, MMA_SPLIT_GRANULE};
 use super::split_reduce_kernel::{self, REDUCE_THREADS};
-use super::tma_wgmma::dense_column_pairs;
+use super::tma_wgmma::dense_store_flags;
 use super::tma_wgmma_kernel::{self, slab_depth, BK, MN_BOX, TILE_M, TILE_N};
 use super::transposed_operands;
 use super::workspace::GemmWorkspace;
@@ -20,7 +20,7 @@ use kernel_runtime::{
     Buffer, BufferViewMut, KernelArg, LaunchConfig, Stream, TensorMap, TensorSwizzle, TensorTiling,
 };
 use kernels_gen::gemm::epilogue::{
-    FLAG_COLUMN_PAIRS, FLAG_F32_COPY, FLAG_PLAIN_PAIRS, FLAG_VEC_A, FLAG_VEC_B,
+    FLAG_COLUMN_PAIRS, FLAG_F32_COPY, FLAG_PLAIN_PAIRS, FLAG_ROW_CHUNKS, FLAG_VEC_A, FLAG_VEC_B,
 };
 use kernels_gen::gemm::Layout;
 use std::any::Any;
@@ -330,6 +330,9 @@ pub(super) fn run<T: Float, O: Float>(
         if epilogue.is_plain() && copy.is_none() {
             flags |= FLAG_PLAIN_PAIRS;
         }
+    }
+    if vector_ok(shape.n, shape.ldc, shape.stride_c, shape.batch, 8) {
+        flags |= FLAG_ROW_CHUNKS;
     }
     let maps = plan
         .tensor_maps
@@ -745,7 +748,7 @@ impl SplitLaunch {
             stride_c: shape.m * shape.n,
             ..*shape
         };
-        let pairs = dense_column_pairs(shape.n as u32);
+        let pairs = dense_store_flags(shape.n as u32);
         let splits = self.splits as u32;
         tma(
             stream,

@@ -5,7 +5,7 @@
 use super::tma_wgmma_kernel::{gemm_tma_wgmma, BK, SHARED_BYTES, THREADS, TILE_M, TILE_N};
 use crate::{check_len, Error, Float};
 use kernel_runtime::{Bf16, Buffer, LaunchConfig, Stream, TensorMap, TensorSwizzle, TensorTiling};
-use kernels_gen::gemm::epilogue::FLAG_COLUMN_PAIRS;
+use kernels_gen::gemm::epilogue::{FLAG_COLUMN_PAIRS, FLAG_ROW_CHUNKS};
 
 const OP: &str = "tma_wgmma_bf16_nt";
 
@@ -50,7 +50,7 @@ pub fn tma_wgmma_bf16_nt(
     let cfg = persistent_config(stream, n.div_ceil(TILE_N) * m.div_ceil(TILE_M));
     // A plain product (α = 1, β = 0, no bias, residual or f32 copy; `a` stands in for those
     // unread buffers).
-    let flags = dense_column_pairs(n);
+    let flags = dense_store_flags(n);
     let (half, a_k, b_k, split, glu) = (0, 1, 1, 0, 0);
     let mut no_copy = a.unused_output::<f32>();
     gemm_tma_wgmma::<Bf16, f32>(
@@ -92,14 +92,18 @@ pub(super) fn persistent_config(stream: &Stream, tiles: u32) -> LaunchConfig {
     }
 }
 
-/// The column-pairs flag for a dense output `n` wide (leading dimension `n`, batches whole
-/// matrices apart): set where n is even, so every row starts on a pair.
-pub(super) fn dense_column_pairs(n: u32) -> u32 {
+/// The store flags for a dense output `n` wide (leading dimension `n`, batches whole
+/// matrices apart): column pairs where n is even, so every row starts on a pair, and 16-byte
+/// row pieces where n is a multiple of 8.
+pub(super) fn dense_store_flags(n: u32) -> u32 {
+    let mut flags = 0;
     if n.is_multiple_of(2) {
-        FLAG_COLUMN_PAIRS
-    } else {
-        0
+        flags |= FLAG_COLUMN_PAIRS;
     }
+    if n.is_multiple_of(8) {
+        flags |= FLAG_ROW_CHUNKS;
+    }
+    flags
 }
 
 /// The tensor map over a row-major `rows × k` operand (k contiguous, one batch), in boxes of

@@ -37,7 +37,9 @@
 //!
 //! Where n, ldc and the batch stride are even, each thread stores its outputs as column pairs
 //! from two row bases. A plain product (and split-k, and SwiGLU) stores the accumulators as
-//! they are, unchecked in whole 64 × 256 warpgroup tiles. Any other epilogue works a quarter
+//! they are, unchecked in whole 64 × 256 warpgroup tiles; a 16-bit output whose n, ldc and
+//! batch stride are multiples of 8 goes through shared memory there, each warp's 16 rows a
+//! quarter at a time, and out in 16-byte row pieces. Any other epilogue works a quarter
 //! of the columns at a time: the quarter's bias pairs, old C and residual pairs are loaded
 //! first, through indices clamped into the matrix so no load waits behind a branch, then
 //! `finish.rs`'s arithmetic runs and the pairs inside the matrix are stored (with the f32 copy
@@ -371,6 +373,38 @@ pub fn gemm_tma_wgmma<
                                 }
                             }
                         }
+                    }
+                } else if O::VEC == 8 && flags & 512 != 0 && m0 + 64 <= m && n0 + tn <= n {
+                    // 16-bit outputs of a whole tile, with 16-byte aligned rows: a warp stages
+                    // its 16 rows 64 columns at a time in shared memory and stores them as
+                    // whole 128-byte row pieces (a pair store fills half of each sector it
+                    // touches). A row's 16-byte chunk j sits at chunk j ^ (row % 8), so
+                    // neither the pair writes nor the chunk reads conflict on banks.
+                    let staged = shared_array::<u32, 4096>();
+                    let mine = ((wg - 1) * 4 + warp) * 512;
+                    let lane = t % 32;
+                    let base = &mut c[(m0 + 16 * warp) * ldc + n0..];
+                    for h in 0..(4 - 2 * GLU) {
+                        for j in 0..8 {
+                            let i = 8 * h + j;
+                            let word = mine + g * 32 + (j ^ g) * 4 + p;
+                            if HALF == 1 {
+                                staged[word] = pack_f16x2(acc[4 * i + 1], acc[4 * i]);
+                                staged[word + 256] = pack_f16x2(acc[4 * i + 3], acc[4 * i + 2]);
+                            } else {
+                                staged[word] = pack_bf16x2(acc[4 * i + 1], acc[4 * i]);
+                                staged[word + 256] = pack_bf16x2(acc[4 * i + 3], acc[4 * i + 2]);
+                            }
+                        }
+                        sync_warp();
+                        for e in 0..4 {
+                            let row = lane / 8 + 4 * e;
+                            let chunk = lane % 8;
+                            let w = staged.load_vec::<4>(mine + row * 32 + (chunk ^ (row % 8)) * 4);
+                            base.store_words::<4>(row * ldc + 64 * h + 8 * chunk, w);
+                        }
+                        // The next quarter overwrites what the lanes just read.
+                        sync_warp();
                     }
                 } else if m0 + 64 <= m && n0 + tn <= n {
                     for i in 0..(32 - 16 * GLU) {
