@@ -304,14 +304,19 @@ fn wgmma_epilogues_and_batches_match_reference() {
         ..EpiCase::default()
     };
     check::<Bf16, Bf16>(&stream, &shape, gelu, Math::Fp32, BF16_OUT, 301);
-    // Every part at once into bf16, read and stored as column pairs by the TMA kernel (n = 264
-    // gives the first warpgroup a whole 64 × 256 tile, whose loads are batched); then an odd n,
-    // whose rows leave pairs unaligned, finished one element at a time.
+    // Every part at once into bf16 and f16, read and stored as column pairs by the TMA kernel
+    // (n = 264 and 260 give the first warpgroup a whole 64 × 256 tile, whose loads are
+    // batched); then an odd n, whose rows leave pairs unaligned, finished one element at a
+    // time. A plain product of the same shapes stores the whole tile's 16-bit rows through
+    // shared memory where n is a multiple of 8 (264, with the second batch's rows 16-byte
+    // aligned too), as pairs otherwise.
     let every = EpiCase::every();
-    for (n, seed) in [(264, 304), (136, 305), (135, 306)] {
+    for (n, seed) in [(264, 304), (260, 307), (136, 305), (135, 306)] {
         let shape = GemmShape::batched(Layout::Nt, 2, 72, n, 64);
         assert!(hopper_kernel(&shape).starts_with("gemm_tma_wgmma__bf16"));
         check::<Bf16, Bf16>(&stream, &shape, every, Math::Fp32, BF16_OUT, seed);
+        check::<F16, F16>(&stream, &shape, EpiCase::plain(), Math::Fp32, F16_OUT, seed);
+        check::<F16, F16>(&stream, &shape, every, Math::Fp32, F16_OUT, seed);
         check::<F16, f32>(&stream, &shape, epi, Math::Fp32, F32_OUT_16_IN, seed);
     }
 }
