@@ -62,7 +62,8 @@ fn bf16_output_is_rounded_from_f32_accumulation() {
 fn f16_matches_reference_in_every_layout_both_paths() {
     let stream = emulator();
     for layout in Layout::ALL {
-        for (i, shape) in shapes(layout, &[(17, 63, 129), (64, 24, 48)])
+        // (136, 144, 72): a whole 128 × 128 tile, its f16 rows stored through shared memory.
+        for (i, shape) in shapes(layout, &[(17, 63, 129), (64, 24, 48), (136, 144, 72)])
             .iter()
             .enumerate()
         {
@@ -124,6 +125,19 @@ fn tensor_core_epilogues_and_strided_batches_match_reference() {
             ..EpiCase::default()
         };
         check::<Bf16, f32>(&stream, &shape, beta, Math::Fp32, F32_OUT_16_IN, 91);
+        // A plain product's whole tiles in both batches, their rows stored through shared
+        // memory (n, ldc and the batch stride multiples of 8), and the same as pairs (n = 130).
+        for (n, seed) in [(136, 92), (130, 93)] {
+            let plain = GemmShape::batched(layout, 2, 130, n, 40);
+            check::<Bf16, Bf16>(
+                &stream,
+                &plain,
+                EpiCase::plain(),
+                Math::Fp32,
+                BF16_OUT,
+                seed,
+            );
+        }
     }
 }
 

@@ -364,18 +364,66 @@ pub fn gemm_mma<T: Element, O: Element, M: TileMma, const A_K: u32, const B_K: u
     let parts = epilogue_parts(flags);
     let row0 = tile_m + warp_m0 + g;
     let col0 = tile_n + warp_n0 + 2 * t4;
-    for mi in 0..4 {
-        for half in 0..2 {
-            let row = row0 + mi * 16 + half * 8;
-            if row < m {
-                let row_off = row * ldc;
+    // A plain product (α = 1, β = 0, nothing fused) with even pitches stores column pairs; a
+    // 16-bit one whose n, ldc and batch stride are multiples of 8 stores whole tiles through
+    // shared memory instead, 64-byte row pieces a warp's four lanes at a time (a pair store
+    // fills half of each 32-byte sector it touches).
+    let plain = flags & 64 != 0;
+    let whole = tile_m + 128 <= m && tile_n + 128 <= n;
+    if O::VEC == 8 && plain && flags & 512 != 0 && whole {
+        // The stages are free once every warp has read its last slab. A warp's 64 × 32
+        // outputs take 1024 words from word 1024·warp: row r's four 16-byte chunks, chunk j
+        // at j ^ (r / 2 % 4), so neither the pair writes nor the chunk reads share a bank.
+        sync_threads();
+        let mine = warp * 1024;
+        for mi in 0..4 {
+            for half in 0..2 {
+                let r = mi * 16 + half * 8 + g;
                 for ni in 0..4 {
-                    for odd in 0..2 {
-                        let col = col0 + ni * 8 + odd;
-                        if col < n {
-                            let v = acc[(mi * 4 + ni) * 4 + half * 2 + odd];
-                            let at = row_off + col;
-                            finish(c, copy, bias, residual, at, col, v, alpha, beta, parts);
+                    let q = (mi * 4 + ni) * 4 + half * 2;
+                    let word = mine + r * 16 + ((ni ^ ((r >> 1) & 3)) << 2) + t4;
+                    // 16-bit outputs are the input's type.
+                    elems.store_vec::<2>(2 * word, [acc[q] as T, acc[q + 1] as T]);
+                }
+            }
+        }
+        sync_warp();
+        let chunk = lane & 3;
+        let rows = &mut c[(tile_m + warp_m0) * ldc + tile_n + warp_n0 + 8 * chunk..];
+        for e in 0..8 {
+            let r = (lane >> 2) + 8 * e;
+            let w = words.load_vec::<4>(mine + r * 16 + ((chunk ^ ((r >> 1) & 3)) << 2));
+            rows.store_words::<4>(r * ldc, w);
+        }
+    } else if plain {
+        for mi in 0..4 {
+            for half in 0..2 {
+                let row = row0 + mi * 16 + half * 8;
+                if row < m {
+                    let out = &mut c[row * ldc + col0..];
+                    for ni in 0..4 {
+                        if col0 + ni * 8 < n {
+                            let q = (mi * 4 + ni) * 4 + half * 2;
+                            out.store_vec::<2>(ni * 8, [acc[q] as O, acc[q + 1] as O]);
+                        }
+                    }
+                }
+            }
+        }
+    } else {
+        for mi in 0..4 {
+            for half in 0..2 {
+                let row = row0 + mi * 16 + half * 8;
+                if row < m {
+                    let row_off = row * ldc;
+                    for ni in 0..4 {
+                        for odd in 0..2 {
+                            let col = col0 + ni * 8 + odd;
+                            if col < n {
+                                let v = acc[(mi * 4 + ni) * 4 + half * 2 + odd];
+                                let at = row_off + col;
+                                finish(c, copy, bias, residual, at, col, v, alpha, beta, parts);
+                            }
                         }
                     }
                 }

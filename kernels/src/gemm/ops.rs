@@ -325,15 +325,7 @@ pub(super) fn run<T: Float, O: Float>(
     if copy.is_some() {
         flags |= FLAG_F32_COPY;
     }
-    if vector_ok(shape.n, shape.ldc, shape.stride_c, shape.batch, 2) {
-        flags |= FLAG_COLUMN_PAIRS;
-        if epilogue.is_plain() && copy.is_none() {
-            flags |= FLAG_PLAIN_PAIRS;
-        }
-    }
-    if vector_ok(shape.n, shape.ldc, shape.stride_c, shape.batch, 8) {
-        flags |= FLAG_ROW_CHUNKS;
-    }
+    flags |= output_store_flags(shape, epilogue.is_plain() && copy.is_none());
     let maps = plan
         .tensor_maps
         .then(|| tensor_maps(shape, a, b))
@@ -821,7 +813,8 @@ fn mma_split<T: Float, O: Float>(
             &mut owned
         }
     };
-    let raw_flags = operand_vector_flags(&raw, 16 / T::TYPE.bytes());
+    let raw_flags =
+        operand_vector_flags(&raw, 16 / T::TYPE.bytes()) | output_store_flags(&raw, true);
     let config = LaunchConfig {
         grid: [config.grid[0], config.grid[1], splits as u32],
         ..config
@@ -962,6 +955,23 @@ fn operand_vector_flags(shape: &GemmShape, v: usize) -> u32 {
     }
     if vector_ok(b_cols, shape.ldb, shape.stride_b, shape.batch, v) {
         flags |= FLAG_VEC_B;
+    }
+    flags
+}
+
+/// How the kernels may store `C`: column pairs where n, ldc and the batch stride are even
+/// (for a `plain` product, α = 1, β = 0, nothing fused, no f32 copy, also the flag that says
+/// so), and 16-byte row pieces of a 16-bit output where they are multiples of 8.
+fn output_store_flags(shape: &GemmShape, plain: bool) -> u32 {
+    let mut flags = 0;
+    if vector_ok(shape.n, shape.ldc, shape.stride_c, shape.batch, 2) {
+        flags |= FLAG_COLUMN_PAIRS;
+        if plain {
+            flags |= FLAG_PLAIN_PAIRS;
+        }
+    }
+    if vector_ok(shape.n, shape.ldc, shape.stride_c, shape.batch, 8) {
+        flags |= FLAG_ROW_CHUNKS;
     }
     flags
 }
