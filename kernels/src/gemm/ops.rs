@@ -9,7 +9,6 @@ use super::select::{select, Launch, Math, Plan};
 use super::simt_kernel;
 use super::split_k::{mma_splits_evenly, planned_splits, splits_types, MMA_SPLIT_GRANULE};
 use super::split_reduce_kernel::{self, REDUCE_THREADS};
-use super::tma_wgmma::dense_store_flags;
 use super::tma_wgmma_kernel::{self, slab_depth, BK, MN_BOX, TILE_M, TILE_N};
 use super::transposed_operands;
 use super::workspace::GemmWorkspace;
@@ -740,7 +739,7 @@ impl SplitLaunch {
             stride_c: shape.m * shape.n,
             ..*shape
         };
-        let pairs = dense_store_flags(shape.n as u32);
+        let pairs = output_store_flags(&raw, true);
         let splits = self.splits as u32;
         tma(
             stream,
@@ -962,7 +961,7 @@ fn operand_vector_flags(shape: &GemmShape, v: usize) -> u32 {
 /// How the kernels may store `C`: column pairs where n, ldc and the batch stride are even
 /// (for a `plain` product, α = 1, β = 0, nothing fused, no f32 copy, also the flag that says
 /// so), and 16-byte row pieces of a 16-bit output where they are multiples of 8.
-fn output_store_flags(shape: &GemmShape, plain: bool) -> u32 {
+pub(super) fn output_store_flags(shape: &GemmShape, plain: bool) -> u32 {
     let mut flags = 0;
     if vector_ok(shape.n, shape.ldc, shape.stride_c, shape.batch, 2) {
         flags |= FLAG_COLUMN_PAIRS;

@@ -8,9 +8,9 @@
 
 use super::epilogue::Epilogue;
 use super::layout::GemmShape;
-use super::ops::gemm;
+use super::ops::{gemm, output_store_flags};
 use super::select::Math;
-use super::tma_wgmma::{dense_store_flags, k_major_map, persistent_config};
+use super::tma_wgmma::{k_major_map, persistent_config};
 use super::tma_wgmma_kernel::{gemm_tma_wgmma, TILE_M, TILE_N};
 use super::Layout;
 use crate::{check_len, Error, Float, FloatType};
@@ -104,7 +104,8 @@ fn fused<T: Float>(
     let map_gate = k_major_map(w_gate, n, k, GLU_TILE_N)?;
     let map_up = k_major_map(w_up, n, k, GLU_TILE_N)?;
     let config = persistent_config(stream, m.div_ceil(TILE_M) * n.div_ceil(GLU_TILE_N));
-    let flags = dense_store_flags(n);
+    let dense = GemmShape::new(Layout::Nt, m as usize, n as usize, k as usize);
+    let flags = output_store_flags(&dense, false);
     let half = (T::TYPE == FloatType::F16) as u32;
     let (a_k, b_k, split, glu) = (1, 1, 0, 1);
     // The epilogue's f32 copy, bias and residual are not touched by these instances; `x`

@@ -2,10 +2,12 @@
 //! checks the buffers, encodes the two tensor maps and launches persistent blocks, at most one
 //! per SM, over the 128×256 tiles.
 
+use super::layout::GemmShape;
+use super::ops::output_store_flags;
 use super::tma_wgmma_kernel::{gemm_tma_wgmma, BK, SHARED_BYTES, THREADS, TILE_M, TILE_N};
+use super::Layout;
 use crate::{check_len, Error, Float};
 use kernel_runtime::{Bf16, Buffer, LaunchConfig, Stream, TensorMap, TensorSwizzle, TensorTiling};
-use kernels_gen::gemm::epilogue::{FLAG_COLUMN_PAIRS, FLAG_ROW_CHUNKS};
 
 const OP: &str = "tma_wgmma_bf16_nt";
 
@@ -50,7 +52,7 @@ pub fn tma_wgmma_bf16_nt(
     let cfg = persistent_config(stream, n.div_ceil(TILE_N) * m.div_ceil(TILE_M));
     // A plain product (α = 1, β = 0, no bias, residual or f32 copy; `a` stands in for those
     // unread buffers).
-    let flags = dense_store_flags(n);
+    let flags = output_store_flags(&GemmShape::new(Layout::Nt, mu, nu, ku), true);
     let (half, a_k, b_k, split, glu) = (0, 1, 1, 0, 0);
     let mut no_copy = a.unused_output::<f32>();
     gemm_tma_wgmma::<Bf16, f32>(
@@ -90,20 +92,6 @@ pub(super) fn persistent_config(stream: &Stream, tiles: u32) -> LaunchConfig {
         block: [THREADS, 1, 1],
         dynamic_shared_bytes: SHARED_BYTES,
     }
-}
-
-/// The store flags for a dense output `n` wide (leading dimension `n`, batches whole
-/// matrices apart): column pairs where n is even, so every row starts on a pair, and 16-byte
-/// row pieces where n is a multiple of 8.
-pub(super) fn dense_store_flags(n: u32) -> u32 {
-    let mut flags = 0;
-    if n.is_multiple_of(2) {
-        flags |= FLAG_COLUMN_PAIRS;
-    }
-    if n.is_multiple_of(8) {
-        flags |= FLAG_ROW_CHUNKS;
-    }
-    flags
 }
 
 /// The tensor map over a row-major `rows × k` operand (k contiguous, one batch), in boxes of
