@@ -315,6 +315,38 @@ fn gpu_benchmark_shapes_match_sampled_reference() {
     }
 }
 
+/// The weight-gradient shapes of a 4864 × 896 layer (152 and 133 tiles of 128 × 256, a
+/// mostly idle second wave of whole tiles on a 132-SM GPU) run stream-K on Hopper: every
+/// output written, sampled elements against f64, in every layout, and a rerun bit-identical.
+#[test]
+fn gpu_stream_k_shapes_match_sampled_reference_and_rerun_bit_identically() {
+    let Some(stream) = gpu() else { return };
+    if stream.device().target().sm() == 90 {
+        let sms = stream.device().props().sm_count as usize;
+        let grad_w = GemmShape::new(Layout::Tn, 4864, 896, 4096);
+        let partials = kernels::gemm::split_k_partials::<Bf16, Bf16>(&stream, &grad_w, Math::Fp32);
+        assert_eq!(partials.unwrap(), sms * 128 * 256, "stream-K on {sms} SMs");
+    }
+    for (m, n) in [(4864, 896), (896, 4864)] {
+        for layout in Layout::ALL {
+            let shape = GemmShape::new(layout, m, n, 4096);
+            check_sampled::<Bf16, Bf16>(&stream, &shape, Math::Fp32, BF16_OUT, 500);
+            check_sampled::<Bf16, f32>(&stream, &shape, Math::Fp32, F32_OUT_16_IN, 500);
+        }
+    }
+    let shape = GemmShape::new(Layout::Tn, 4864, 896, 4096);
+    let run = || {
+        let mut rng = Rng::new(77);
+        let (a, _) = upload::<Bf16>(&stream, &rng.vec(shape.m * shape.k));
+        let (b, _) = upload::<Bf16>(&stream, &rng.vec(shape.n * shape.k));
+        let (mut c, _) = upload::<Bf16>(&stream, &vec![0.0; shape.m * shape.n]);
+        let plain = kernels::gemm::Epilogue::default();
+        kernels::gemm::gemm(&stream, &shape, &a, &b, &mut c, &plain, Math::Fp32).expect("gemm");
+        bits(&stream, &c)
+    };
+    assert_eq!(run(), run());
+}
+
 /// Every GEMM kernel the library ships for this device, once each at small shapes off every
 /// tile size (and small 16-byte-aligned ones for the copy-engine paths), with an epilogue:
 /// the run `compute-sanitizer` checks (`gpu_every_gemm_kernel` as the test filter).

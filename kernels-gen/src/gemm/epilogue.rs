@@ -28,6 +28,10 @@ pub const FLAG_F32_COPY: u32 = 256;
 /// `n`, `ldc` and the batch stride are multiples of 8: rows of a 16-bit output start 16-byte
 /// aligned, so the `#[kernel]` TMA GEMM stores whole tiles in 16-byte row pieces.
 pub const FLAG_ROW_CHUNKS: u32 = 512;
+/// The `#[kernel]` TMA GEMM's whole-tile instances run stream-K: each block one contiguous
+/// run of the problem's k-slabs across tile boundaries, the parts of a tile that other blocks
+/// computed added in block order before its epilogue (`partials` and `counters` hold them).
+pub const FLAG_STREAM_K: u32 = 1024;
 
 /// The epilogue's inputs inside a kernel, with its uniform predicates computed once.
 pub struct EpilogueCode {

@@ -24,6 +24,9 @@ mod finish;
 // The tile order of the persistent Hopper kernels, before them.
 #[macro_use]
 mod tile_order;
+// How the persistent Hopper kernels divide their work, before them.
+#[macro_use]
+mod work_units;
 mod async_wgmma_kernel;
 mod fp8;
 mod fp8_kernel;
@@ -36,6 +39,7 @@ mod select;
 mod simt_kernel;
 mod split_k;
 mod split_reduce_kernel;
+mod stream_k;
 mod swiglu;
 mod tma_wgmma;
 mod tma_wgmma_kernel;

@@ -9,6 +9,7 @@ use super::select::{select, Launch, Math, Plan};
 use super::simt_kernel;
 use super::split_k::{mma_splits_evenly, planned_splits, splits_types, MMA_SPLIT_GRANULE};
 use super::split_reduce_kernel::{self, REDUCE_THREADS};
+use super::stream_k::{planned_stream_k, COUNTERS_PER_BLOCK, PARTIALS_PER_BLOCK};
 use super::tma_wgmma_kernel::{self, slab_depth, BK, MN_BOX, TILE_M, TILE_N};
 use super::transposed_operands;
 use super::workspace::GemmWorkspace;
@@ -19,7 +20,8 @@ use kernel_runtime::{
     Buffer, BufferViewMut, KernelArg, LaunchConfig, Stream, TensorMap, TensorSwizzle, TensorTiling,
 };
 use kernels_gen::gemm::epilogue::{
-    FLAG_COLUMN_PAIRS, FLAG_F32_COPY, FLAG_PLAIN_PAIRS, FLAG_ROW_CHUNKS, FLAG_VEC_A, FLAG_VEC_B,
+    FLAG_COLUMN_PAIRS, FLAG_F32_COPY, FLAG_PLAIN_PAIRS, FLAG_ROW_CHUNKS, FLAG_STREAM_K, FLAG_VEC_A,
+    FLAG_VEC_B,
 };
 use kernels_gen::gemm::Layout;
 use std::any::Any;
@@ -34,9 +36,11 @@ use std::any::Any;
 ///
 /// A shape with too few tiles to fill the SMs is split along k (f32 partials added in a fixed
 /// order) by the Hopper TMA kernel, and by the `mma.sync` kernel (one batch, k a whole number
-/// of equal 64-element ranges), except inside a graph capture and on a sealed device, which
-/// keep whole tiles: a sealed program gets the same bits from a graph and from direct
-/// launches. TF32 NN
+/// of equal 64-element ranges); one batch whose whole tiles would leave more than an eighth
+/// of their waves idle runs stream-K on the TMA kernel (each SM an equal stretch of k-slabs
+/// across tile boundaries, a cut tile's parts added in a fixed order). Both keep whole tiles
+/// inside a graph capture and on a sealed device: a sealed program gets the same bits from a
+/// graph and from direct launches. TF32 NN
 /// and TN on Hopper copy their MN-major operands k-contiguous and run the tf32 `wgmma` GEMM
 /// on the copies, under the same rule (a capture or a sealed device runs `mma.sync` instead;
 /// [`super::gemm_with_workspace`] gives both a place for the copies).
@@ -315,7 +319,7 @@ pub(super) fn run<T: Float, O: Float>(
         }
         Splits::Exactly(n) => (Some(n), None),
         Splits::Auto => (None, None),
-        Splits::Into(workspace) => (None, Some(&mut workspace.partials)),
+        Splits::Into(workspace) => (None, Some(workspace)),
     };
     if shape.is_empty() {
         return Ok(());
@@ -346,7 +350,7 @@ pub(super) fn run<T: Float, O: Float>(
         let splits = forced.unwrap_or_else(|| planned_splits(&plan, shape, sms as usize));
         // A caller's workspace holds as many ranges as fit in it.
         let splits = match &workspace {
-            Some(ws) => splits.min(ws.len() / per_split.max(1)).max(1),
+            Some(ws) => splits.min(ws.partials.len() / per_split.max(1)).max(1),
             None => splits,
         };
         let partial_elems = splits * per_split;
@@ -382,8 +386,33 @@ pub(super) fn run<T: Float, O: Float>(
                 epilogue,
                 flags,
                 maps,
-                workspace.take(),
+                workspace.take().map(|ws| &mut ws.partials),
             );
+        }
+        if forced.is_none() && !whole_tiles && splits_types(T::TYPE, O::TYPE) {
+            if let Some(grid) = planned_stream_k(&plan, shape, sms as usize) {
+                let room = |ws: &GemmWorkspace| {
+                    ws.partials.len() >= grid * PARTIALS_PER_BLOCK
+                        && ws.counters.as_ref().map_or(0, |c| c.len()) >= grid * COUNTERS_PER_BLOCK
+                };
+                // A workspace without room for every block's part keeps whole tiles, as
+                // it would in a capture.
+                if workspace.as_deref().is_none_or(room) {
+                    config.grid[0] = grid as u32;
+                    return stream_k(
+                        stream,
+                        config,
+                        shape,
+                        a,
+                        maps,
+                        c,
+                        copy,
+                        epilogue,
+                        flags,
+                        workspace.take(),
+                    );
+                }
+            }
         }
         config.grid[0] = config.grid[0].min(per_batch);
     }
@@ -394,7 +423,7 @@ pub(super) fn run<T: Float, O: Float>(
         let room = |splits: usize| {
             workspace
                 .as_ref()
-                .is_none_or(|ws| ws.len() >= splits * shape.m * shape.n)
+                .is_none_or(|ws| ws.partials.len() >= splits * shape.m * shape.n)
         };
         let splits = (2..=planned)
             .rev()
@@ -415,7 +444,7 @@ pub(super) fn run<T: Float, O: Float>(
                 epilogue,
                 flags,
                 splits,
-                workspace.take(),
+                workspace.take().map(|ws| &mut ws.partials),
             );
         }
     }
@@ -430,7 +459,9 @@ pub(super) fn run<T: Float, O: Float>(
         Launch::Tma => {
             // `select` plans the TMA kernel with `tensor_maps`, so the maps were encoded above.
             let maps = maps.as_ref().expect("a TMA plan reads through tensor maps");
-            return tma(stream, config, shape, a, maps, c, copy, epilogue, flags, 1);
+            return tma(
+                stream, config, shape, a, maps, c, copy, epilogue, flags, 1, None,
+            );
         }
         Launch::TmaTransposed(_) => unreachable!("transposed-operand plans returned above"),
         Launch::Builder => {}
@@ -547,8 +578,17 @@ fn tma<T: Float, O: Float>(
     epilogue: &Epilogue<T>,
     flags: u32,
     splits: u32,
+    stream_k: Option<StreamKRoom<'_>>,
 ) -> Result<(), Error> {
     let u = |x: usize| x as u32;
+    let (flags, mut partials, mut counters) = match stream_k {
+        Some(room) => (
+            flags | FLAG_STREAM_K,
+            room.partials.view_mut(),
+            room.counters.view_mut(),
+        ),
+        None => (flags, a.unused_output::<f32>(), a.unused_output::<u32>()),
+    };
     tma_wgmma_kernel::gemm_tma_wgmma::<T, O>(
         stream,
         config,
@@ -562,6 +602,8 @@ fn tma<T: Float, O: Float>(
         map_b,
         c,
         &mut copy_arg(copy, a),
+        &mut partials,
+        &mut counters,
         epilogue.bias.unwrap_or(a),
         epilogue.residual.unwrap_or(a),
         u(shape.m),
@@ -575,6 +617,62 @@ fn tma<T: Float, O: Float>(
         splits,
     )?;
     Ok(())
+}
+
+/// The TMA kernel under stream-K on `config`'s grid, its partials and counters in the
+/// caller's workspace or in buffers of its own (the counters zeroed).
+#[allow(clippy::too_many_arguments)]
+fn stream_k<T: Float, O: Float>(
+    stream: &Stream,
+    config: LaunchConfig,
+    shape: &GemmShape,
+    a: &Buffer<T>,
+    maps: &(TensorMap, TensorMap),
+    c: &mut Buffer<O>,
+    copy: Option<&mut Buffer<f32>>,
+    epilogue: &Epilogue<T>,
+    flags: u32,
+    workspace: Option<&mut GemmWorkspace>,
+) -> Result<(), Error> {
+    let grid = config.grid[0] as usize;
+    let (mut own_partials, mut own_counters);
+    let room = match workspace {
+        Some(GemmWorkspace {
+            partials,
+            counters: Some(counters),
+            ..
+        }) => StreamKRoom { partials, counters },
+        _ => {
+            // Unfilled: a block reads only the parts that later blocks store first.
+            own_partials = Buffer::<f32>::uninit(stream, grid * PARTIALS_PER_BLOCK)?;
+            own_counters = Buffer::<u32>::zeros(stream, grid * COUNTERS_PER_BLOCK)?;
+            StreamKRoom {
+                partials: &mut own_partials,
+                counters: &mut own_counters,
+            }
+        }
+    };
+    tma(
+        stream,
+        config,
+        shape,
+        a,
+        maps,
+        c,
+        copy,
+        epilogue,
+        flags,
+        1,
+        Some(room),
+    )
+}
+
+/// Where a stream-K launch of the TMA kernel keeps the parts of tiles that blocks other than
+/// the tile's first compute: [`PARTIALS_PER_BLOCK`] f32 and [`COUNTERS_PER_BLOCK`] zeroed
+/// counters per block (`stream_k.rs`).
+pub(super) struct StreamKRoom<'a> {
+    pub partials: &'a mut Buffer<f32>,
+    pub counters: &'a mut Buffer<u32>,
 }
 
 /// The argument for a kernel's f32-copy parameter: the copy, or where there is none (and the
@@ -752,6 +850,7 @@ impl SplitLaunch {
             &plain,
             pairs,
             splits,
+            None,
         )?;
         reduce(
             stream,

@@ -124,6 +124,8 @@ fn fused<T: Float>(
         &map_up,
         out,
         &mut no_copy,
+        &mut x.unused_output::<f32>(),
+        &mut x.unused_output::<u32>(),
         x,
         x,
         m,

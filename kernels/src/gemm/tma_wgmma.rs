@@ -68,6 +68,8 @@ pub fn tma_wgmma_bf16_nt(
         &map_b,
         c,
         &mut no_copy,
+        &mut a.unused_output::<f32>(),
+        &mut a.unused_output::<u32>(),
         a,
         a,
         m,

@@ -31,7 +31,12 @@
 //! the copies of its next tile. With `splits` above 1
 //! (split-k, for problems whose tiles leave SMs idle) work item `i` is tile `i % tiles` over the
 //! `i / tiles`-th range of k, and its raw sums go to matrix `range · batches + z` of `c`, the
-//! f32 partials that `split_reduce_kernel.rs` adds in order. The copy engine zero-fills
+//! f32 partials that `split_reduce_kernel.rs` adds in order. With `FLAG_STREAM_K` (whole-tile
+//! instances, one batch; `stream_k.rs`) block b instead runs one contiguous stretch of the
+//! problem's `tiles × slabs` iterations, cut where tiles end (`work_units.rs`): a part that
+//! does not start its tile goes raw to the block's slot of `partials`, a warp counter raised
+//! once it is stored, and the block holding the tile's first part adds the later parts in
+//! block order before the epilogue. The copy engine zero-fills
 //! boxes that overhang the matrices, so ragged m, n and k need bounds checks only when C is
 //! written.
 //!
@@ -93,6 +98,8 @@ pub fn gemm_tma_wgmma<
     b2: &TensorMap<T, 3>,
     c: &mut [O],
     copy: &mut [f32],
+    partials: &mut [f32],
+    counters: &mut [u32],
     bias: &[T],
     residual: &[T],
     m: u32,
@@ -129,6 +136,23 @@ pub fn gemm_tma_wgmma<
     // Work item i is tile i % tiles over k-range i / tiles, each range `per` slabs deep.
     let items = tiles * splits;
     let per = (slabs + splits - 1) / splits;
+    // Under stream-K (whole-tile instances, one batch) block b runs iterations
+    // `stream_k_start(b) .. stream_k_start(b + 1)` of the `tiles · slabs`; otherwise it takes
+    // work items b, b + grid, …
+    let sk = flags & 1024 != 0;
+    let block = block_idx().x;
+    let grid = grid_dim().x;
+    let work = tiles * slabs;
+    let begin = if sk {
+        stream_k_start(block, work, grid)
+    } else {
+        block
+    };
+    let run_end = if sk {
+        stream_k_start(block + 1, work, grid)
+    } else {
+        items
+    };
     if t == 0 {
         for s in 0..4 {
             mbarrier_init(full, s, 1);
@@ -143,15 +167,14 @@ pub fn gemm_tma_wgmma<
         setmaxnreg_dec(40);
         if t == 0 {
             let mut q = 0u32;
-            let mut item = block_idx().x;
-            while item < items {
-                let tile = item % tiles;
-                let origin = tile_at(tile, tiles_m, tiles_n);
+            let mut cur = begin;
+            while cur < run_end {
+                let unit = work_unit(cur, sk, tiles, slabs, per, run_end, grid);
+                let origin = tile_at(unit[0], tiles_m, tiles_n);
                 let m0 = origin[0] * 128;
                 let n0 = origin[1] * tn;
-                let first = (item / tiles * per).min(slabs);
-                let end = (first + per).min(slabs);
-                let mut s = first;
+                let end = unit[3];
+                let mut s = unit[2];
                 while s < end {
                     let stage = q % 4;
                     // From the second round on, the stage's previous slab must be released:
@@ -191,7 +214,7 @@ pub fn gemm_tma_wgmma<
                     q += 1;
                     s += 1;
                 }
-                item += grid_dim().x;
+                cur = unit[4];
             }
         }
     } else {
@@ -211,15 +234,16 @@ pub fn gemm_tma_wgmma<
         let g = (t % 32) / 4;
         let p = t % 4;
         let mut q = 0u32;
-        let mut item = block_idx().x;
-        while item < items {
-            let tile = item % tiles;
-            let range = item / tiles;
+        let mut cur = begin;
+        while cur < run_end {
+            let unit = work_unit(cur, sk, tiles, slabs, per, run_end, grid);
+            let tile = unit[0];
+            let range = unit[1];
             let origin = tile_at(tile, tiles_m, tiles_n);
             let m0 = origin[0] * 128 + (wg - 1) * 64;
             let n0 = origin[1] * tn;
-            let first = (range * per).min(slabs);
-            let end = (first + per).min(slabs);
+            let first = unit[2];
+            let end = unit[3];
             let mut acc = [0.0f32; 128];
             let mut s = first;
             while s < end {
@@ -267,188 +291,247 @@ pub fn gemm_tma_wgmma<
             if end > first && lead {
                 mbarrier_arrive(empty, (q - 1) % 4);
             }
-            if GLU == 1 {
-                // Column block j < 16 holds gate columns and j + 16 the up columns beside them,
-                // so the first 64 accumulators become the tile's 128 output columns.
-                for i in 0..64 {
-                    acc[i] = gemm_silu(acc[i]) * acc[i + 64];
+            // Stream-K: a part of a tile that does not start it goes to this block's slot of
+            // `partials` (each thread its accumulators, in thread order) and its warp's counter
+            // says so; the block that starts a tile adds the later blocks' parts, in block
+            // order, before the epilogue. Each counter goes 0 → 1 → 0 within a launch.
+            let mut published = false;
+            if SPLIT == 0 && GLU == 0 && sk {
+                let lane_slot = (wg - 1) * 16384 + t % 128;
+                let counter = (wg - 1) * 4 + warp;
+                if first > 0 {
+                    published = true;
+                    let slot = &mut partials[block * 32768 + lane_slot..];
+                    for i in 0..128 {
+                        slot[i * 128] = acc[i];
+                    }
+                    fence_gpu();
+                    sync_warp();
+                    if t % 32 == 0 {
+                        counters.atomic_inc(block * 8 + counter, 1);
+                    }
+                } else if end < slabs {
+                    let tile_end = (tile + 1) * slabs;
+                    let mut other = block + 1;
+                    let mut from = stream_k_start(other, work, grid);
+                    while from < tile_end {
+                        let to = stream_k_start(other + 1, work, grid);
+                        // A block with an empty run computed nothing.
+                        if to > from {
+                            let flag = other * 8 + counter;
+                            let mut spins = 0u32;
+                            while counters.load_cg(flag) == 0 {
+                                spins += 1;
+                                if spins > 16 {
+                                    nanosleep(64);
+                                }
+                            }
+                            fence_gpu();
+                            let slot = &mut partials[other * 32768 + lane_slot..];
+                            for i in 0..128 {
+                                acc[i] += slot.load_cg(i * 128);
+                            }
+                            // Every lane has seen the counter before it goes back to zero.
+                            sync_warp();
+                            if t % 32 == 0 {
+                                counters.atomic_inc(flag, 1);
+                            }
+                        }
+                        other += 1;
+                        from = to;
+                    }
                 }
             }
-            // Range r of batch z is matrix r·batches + z of C (one range without split-k).
-            let c = &mut c[(range * batches + z) as u64 * stride_c as u64..];
-            // The f32 copy is written by whole-tile instances only (range 0).
-            let copy = &mut copy[z as u64 * stride_c as u64..];
-            let r0 = m0 + 16 * warp + g;
-            let c0 = n0 + 2 * p;
-            let top_in = r0 < m;
-            let low_in = r0 + 8 < m;
-            if pairs {
-                // The thread's two rows as bases, so each pair is a constant offset from one
-                // (the bases of rows past m are formed but never read or stored through).
-                let top = &mut c[r0 * ldc + c0..];
-                let low = &mut c[(r0 + 8) * ldc + c0..];
-                // Split-k partials and SwiGLU outputs are stored as they are, as is a plain
-                // product (α = 1, β = 0, no parts, no f32 copy); the rest go through the
-                // epilogue.
-                if SPLIT == 0 && GLU == 0 && !(flags & 271 == 0 && alpha == 1.0 && beta == 0.0) {
-                    // Loads go through rows and columns clamped into the matrix, so they need
-                    // no branch and a quarter's loads (bias, old C, residual) are all issued
-                    // before its arithmetic waits on any: a tile waits on memory four times
-                    // rather than once a pair. What a clamped load reads is never stored.
-                    let cb = min(c0, n - 2);
-                    let lim = n - 2 - cb;
-                    let top_at = min(r0, m - 1) * ldc + cb;
-                    let low_at = min(r0 + 8, m - 1) * ldc + cb;
-                    // A pair that is stored lies inside the matrix, where the clamped row and
-                    // column are its own (n and c0 are even), so the stores go through the
-                    // same bases as the loads.
-                    let c_top = &mut c[top_at..];
-                    let c_low = &mut c[low_at..];
-                    // The f32 copy is only stored here: β reads it elsewhere.
-                    let copy_top = &mut copy[top_at..];
-                    let copy_low = &mut copy[low_at..];
-                    let res_top = &residual[top_at..];
-                    let res_low = &residual[low_at..];
-                    let bias = &bias[cb..];
-                    for h in 0..4 {
-                        let mut bias_q = [0.0f32; 16];
-                        if parts[0] {
+            if !published {
+                if GLU == 1 {
+                    // Column block j < 16 holds gate columns and j + 16 the up columns beside them,
+                    // so the first 64 accumulators become the tile's 128 output columns.
+                    for i in 0..64 {
+                        acc[i] = gemm_silu(acc[i]) * acc[i + 64];
+                    }
+                }
+                // Range r of batch z is matrix r·batches + z of C (one range without split-k).
+                let c = &mut c[(range * batches + z) as u64 * stride_c as u64..];
+                // The f32 copy is written by whole-tile instances only (range 0).
+                let copy = &mut copy[z as u64 * stride_c as u64..];
+                let r0 = m0 + 16 * warp + g;
+                let c0 = n0 + 2 * p;
+                let top_in = r0 < m;
+                let low_in = r0 + 8 < m;
+                if pairs {
+                    // The thread's two rows as bases, so each pair is a constant offset from one
+                    // (the bases of rows past m are formed but never read or stored through).
+                    let top = &mut c[r0 * ldc + c0..];
+                    let low = &mut c[(r0 + 8) * ldc + c0..];
+                    // Split-k partials and SwiGLU outputs are stored as they are, as is a plain
+                    // product (α = 1, β = 0, no parts, no f32 copy); the rest go through the
+                    // epilogue.
+                    if SPLIT == 0 && GLU == 0 && !(flags & 271 == 0 && alpha == 1.0 && beta == 0.0)
+                    {
+                        // Loads go through rows and columns clamped into the matrix, so they need
+                        // no branch and a quarter's loads (bias, old C, residual) are all issued
+                        // before its arithmetic waits on any: a tile waits on memory four times
+                        // rather than once a pair. What a clamped load reads is never stored.
+                        let cb = min(c0, n - 2);
+                        let lim = n - 2 - cb;
+                        let top_at = min(r0, m - 1) * ldc + cb;
+                        let low_at = min(r0 + 8, m - 1) * ldc + cb;
+                        // A pair that is stored lies inside the matrix, where the clamped row and
+                        // column are its own (n and c0 are even), so the stores go through the
+                        // same bases as the loads.
+                        let c_top = &mut c[top_at..];
+                        let c_low = &mut c[low_at..];
+                        // The f32 copy is only stored here: β reads it elsewhere.
+                        let copy_top = &mut copy[top_at..];
+                        let copy_low = &mut copy[low_at..];
+                        let res_top = &residual[top_at..];
+                        let res_low = &residual[low_at..];
+                        let bias = &bias[cb..];
+                        for h in 0..4 {
+                            let mut bias_q = [0.0f32; 16];
+                            if parts[0] {
+                                for j in 0..8 {
+                                    // One bias pair serves both rows.
+                                    let b = bias.load_vec::<2>(min(8 * (8 * h + j), lim));
+                                    bias_q[2 * j] = b[0] as f32;
+                                    bias_q[2 * j + 1] = b[1] as f32;
+                                }
+                            }
+                            let mut old = [0.0f32; 32];
+                            if beta != 0.0 {
+                                for j in 0..8 {
+                                    let at = min(8 * (8 * h + j), lim);
+                                    let t = c_top.load_vec::<2>(at);
+                                    let l = c_low.load_vec::<2>(at);
+                                    old[4 * j] = t[0] as f32;
+                                    old[4 * j + 1] = t[1] as f32;
+                                    old[4 * j + 2] = l[0] as f32;
+                                    old[4 * j + 3] = l[1] as f32;
+                                }
+                            }
+                            let mut res = [0.0f32; 32];
+                            if parts[1] {
+                                for j in 0..8 {
+                                    let at = min(8 * (8 * h + j), lim);
+                                    let t = res_top.load_vec::<2>(at);
+                                    let l = res_low.load_vec::<2>(at);
+                                    res[4 * j] = t[0] as f32;
+                                    res[4 * j + 1] = t[1] as f32;
+                                    res[4 * j + 2] = l[0] as f32;
+                                    res[4 * j + 3] = l[1] as f32;
+                                }
+                            }
                             for j in 0..8 {
-                                // One bias pair serves both rows.
-                                let b = bias.load_vec::<2>(min(8 * (8 * h + j), lim));
-                                bias_q[2 * j] = b[0] as f32;
-                                bias_q[2 * j + 1] = b[1] as f32;
+                                let at = 8 * (8 * h + j);
+                                if c0 + at < n {
+                                    let mut v = [0.0f32; 4];
+                                    for e in 0..4 {
+                                        v[e] = epilogue_value(
+                                            acc[32 * h + 4 * j + e],
+                                            old[4 * j + e],
+                                            bias_q[2 * j + e % 2],
+                                            res[4 * j + e],
+                                            alpha,
+                                            beta,
+                                            parts,
+                                        );
+                                    }
+                                    if top_in {
+                                        c_top.store_vec::<2>(at, [v[0] as O, v[1] as O]);
+                                        if parts[4] {
+                                            copy_top.store_vec::<2>(at, [v[0], v[1]]);
+                                        }
+                                    }
+                                    if low_in {
+                                        c_low.store_vec::<2>(at, [v[2] as O, v[3] as O]);
+                                        if parts[4] {
+                                            copy_low.store_vec::<2>(at, [v[2], v[3]]);
+                                        }
+                                    }
+                                }
                             }
                         }
-                        let mut old = [0.0f32; 32];
-                        if beta != 0.0 {
+                    } else if O::VEC == 8 && flags & 512 != 0 && m0 + 64 <= m && n0 + tn <= n {
+                        // 16-bit outputs of a whole tile, with 16-byte aligned rows: a warp stages
+                        // its 16 rows 64 columns at a time in shared memory and stores them as
+                        // whole 128-byte row pieces (a pair store fills half of each sector it
+                        // touches). A row's 16-byte chunk j sits at chunk j ^ (row % 8), so
+                        // neither the pair writes nor the chunk reads conflict on banks.
+                        let staged = shared_array::<u32, 4096>();
+                        let mine = ((wg - 1) * 4 + warp) * 512;
+                        let lane = t % 32;
+                        let base = &mut c[(m0 + 16 * warp) * ldc + n0..];
+                        for h in 0..(4 - 2 * GLU) {
                             for j in 0..8 {
-                                let at = min(8 * (8 * h + j), lim);
-                                let t = c_top.load_vec::<2>(at);
-                                let l = c_low.load_vec::<2>(at);
-                                old[4 * j] = t[0] as f32;
-                                old[4 * j + 1] = t[1] as f32;
-                                old[4 * j + 2] = l[0] as f32;
-                                old[4 * j + 3] = l[1] as f32;
+                                let i = 8 * h + j;
+                                let word = mine + g * 32 + (j ^ g) * 4 + p;
+                                if HALF == 1 {
+                                    staged[word] = pack_f16x2(acc[4 * i + 1], acc[4 * i]);
+                                    staged[word + 256] = pack_f16x2(acc[4 * i + 3], acc[4 * i + 2]);
+                                } else {
+                                    staged[word] = pack_bf16x2(acc[4 * i + 1], acc[4 * i]);
+                                    staged[word + 256] =
+                                        pack_bf16x2(acc[4 * i + 3], acc[4 * i + 2]);
+                                }
                             }
-                        }
-                        let mut res = [0.0f32; 32];
-                        if parts[1] {
-                            for j in 0..8 {
-                                let at = min(8 * (8 * h + j), lim);
-                                let t = res_top.load_vec::<2>(at);
-                                let l = res_low.load_vec::<2>(at);
-                                res[4 * j] = t[0] as f32;
-                                res[4 * j + 1] = t[1] as f32;
-                                res[4 * j + 2] = l[0] as f32;
-                                res[4 * j + 3] = l[1] as f32;
+                            sync_warp();
+                            for e in 0..4 {
+                                let row = lane / 8 + 4 * e;
+                                let chunk = lane % 8;
+                                let w =
+                                    staged.load_vec::<4>(mine + row * 32 + (chunk ^ (row % 8)) * 4);
+                                base.store_words::<4>(row * ldc + 64 * h + 8 * chunk, w);
                             }
+                            // The next quarter overwrites what the lanes just read.
+                            sync_warp();
                         }
-                        for j in 0..8 {
-                            let at = 8 * (8 * h + j);
-                            if c0 + at < n {
-                                let mut v = [0.0f32; 4];
-                                for e in 0..4 {
-                                    v[e] = epilogue_value(
-                                        acc[32 * h + 4 * j + e],
-                                        old[4 * j + e],
-                                        bias_q[2 * j + e % 2],
-                                        res[4 * j + e],
-                                        alpha,
-                                        beta,
-                                        parts,
+                    } else if m0 + 64 <= m && n0 + tn <= n {
+                        for i in 0..(32 - 16 * GLU) {
+                            top.store_vec::<2>(8 * i, [acc[4 * i] as O, acc[4 * i + 1] as O]);
+                            low.store_vec::<2>(8 * i, [acc[4 * i + 2] as O, acc[4 * i + 3] as O]);
+                        }
+                    } else {
+                        for i in 0..(32 - 16 * GLU) {
+                            if c0 + 8 * i < n {
+                                if top_in {
+                                    top.store_vec::<2>(
+                                        8 * i,
+                                        [acc[4 * i] as O, acc[4 * i + 1] as O],
                                     );
                                 }
-                                if top_in {
-                                    c_top.store_vec::<2>(at, [v[0] as O, v[1] as O]);
-                                    if parts[4] {
-                                        copy_top.store_vec::<2>(at, [v[0], v[1]]);
-                                    }
-                                }
                                 if low_in {
-                                    c_low.store_vec::<2>(at, [v[2] as O, v[3] as O]);
-                                    if parts[4] {
-                                        copy_low.store_vec::<2>(at, [v[2], v[3]]);
-                                    }
+                                    let pair = [acc[4 * i + 2] as O, acc[4 * i + 3] as O];
+                                    low.store_vec::<2>(8 * i, pair);
                                 }
                             }
                         }
-                    }
-                } else if O::VEC == 8 && flags & 512 != 0 && m0 + 64 <= m && n0 + tn <= n {
-                    // 16-bit outputs of a whole tile, with 16-byte aligned rows: a warp stages
-                    // its 16 rows 64 columns at a time in shared memory and stores them as
-                    // whole 128-byte row pieces (a pair store fills half of each sector it
-                    // touches). A row's 16-byte chunk j sits at chunk j ^ (row % 8), so
-                    // neither the pair writes nor the chunk reads conflict on banks.
-                    let staged = shared_array::<u32, 4096>();
-                    let mine = ((wg - 1) * 4 + warp) * 512;
-                    let lane = t % 32;
-                    let base = &mut c[(m0 + 16 * warp) * ldc + n0..];
-                    for h in 0..(4 - 2 * GLU) {
-                        for j in 0..8 {
-                            let i = 8 * h + j;
-                            let word = mine + g * 32 + (j ^ g) * 4 + p;
-                            if HALF == 1 {
-                                staged[word] = pack_f16x2(acc[4 * i + 1], acc[4 * i]);
-                                staged[word + 256] = pack_f16x2(acc[4 * i + 3], acc[4 * i + 2]);
-                            } else {
-                                staged[word] = pack_bf16x2(acc[4 * i + 1], acc[4 * i]);
-                                staged[word + 256] = pack_bf16x2(acc[4 * i + 3], acc[4 * i + 2]);
-                            }
-                        }
-                        sync_warp();
-                        for e in 0..4 {
-                            let row = lane / 8 + 4 * e;
-                            let chunk = lane % 8;
-                            let w = staged.load_vec::<4>(mine + row * 32 + (chunk ^ (row % 8)) * 4);
-                            base.store_words::<4>(row * ldc + 64 * h + 8 * chunk, w);
-                        }
-                        // The next quarter overwrites what the lanes just read.
-                        sync_warp();
-                    }
-                } else if m0 + 64 <= m && n0 + tn <= n {
-                    for i in 0..(32 - 16 * GLU) {
-                        top.store_vec::<2>(8 * i, [acc[4 * i] as O, acc[4 * i + 1] as O]);
-                        low.store_vec::<2>(8 * i, [acc[4 * i + 2] as O, acc[4 * i + 3] as O]);
                     }
                 } else {
-                    for i in 0..(32 - 16 * GLU) {
-                        if c0 + 8 * i < n {
-                            if top_in {
-                                top.store_vec::<2>(8 * i, [acc[4 * i] as O, acc[4 * i + 1] as O]);
+                    for i in 0..(128 - 64 * GLU) {
+                        let row = r0 + 8 * ((i / 2) % 2);
+                        let col = c0 + 8 * (i / 4) + i % 2;
+                        if row < m && col < n {
+                            if SPLIT == 1 || GLU == 1 {
+                                c[row * ldc + col] = acc[i] as O;
+                            } else {
+                                finish(
+                                    c,
+                                    copy,
+                                    bias,
+                                    residual,
+                                    row * ldc + col,
+                                    col,
+                                    acc[i],
+                                    alpha,
+                                    beta,
+                                    parts,
+                                );
                             }
-                            if low_in {
-                                let pair = [acc[4 * i + 2] as O, acc[4 * i + 3] as O];
-                                low.store_vec::<2>(8 * i, pair);
-                            }
-                        }
-                    }
-                }
-            } else {
-                for i in 0..(128 - 64 * GLU) {
-                    let row = r0 + 8 * ((i / 2) % 2);
-                    let col = c0 + 8 * (i / 4) + i % 2;
-                    if row < m && col < n {
-                        if SPLIT == 1 || GLU == 1 {
-                            c[row * ldc + col] = acc[i] as O;
-                        } else {
-                            finish(
-                                c,
-                                copy,
-                                bias,
-                                residual,
-                                row * ldc + col,
-                                col,
-                                acc[i],
-                                alpha,
-                                beta,
-                                parts,
-                            );
                         }
                     }
                 }
             }
-            item += grid_dim().x;
+            cur = unit[4];
         }
     }
 }

@@ -8,17 +8,21 @@ use super::layout::GemmShape;
 use super::ops::{run, Choice, Splits};
 use super::select::{select, Launch, Math};
 use super::split_k::planned_splits;
+use super::stream_k::{planned_stream_k, COUNTERS_PER_BLOCK, PARTIALS_PER_BLOCK};
 use super::transposed_operands::transposed_elems;
 use crate::{Error, Float};
 use kernel_runtime::{Bf16, Buffer, Stream};
 
-/// f32 partials for [`gemm_with_workspace`], room for the k-contiguous copies a TF32 NN or TN
+/// f32 partials for [`gemm_with_workspace`] (split-k's ranges, or stream-K's parts of cut
+/// tiles with the counters that order them), room for the k-contiguous copies a TF32 NN or TN
 /// problem reads on Hopper, and for a quantized weight dequantized to bf16
 /// (`quant::nf4::workspace_size`), allocated once outside any capture and reused by every call
 /// (each call overwrites what it reads, so calls on one stream may share it; calls on streams
 /// that run concurrently may not).
 pub struct GemmWorkspace {
     pub(super) partials: Buffer<f32>,
+    /// Stream-K's counters (`stream_k.rs`), zeroed, and zero again after every call.
+    pub(super) counters: Option<Buffer<u32>>,
     /// Copies of A and B, each taken out while a call uses it (`transposed_operands.rs`).
     pub(super) operands: [Option<Buffer<f32>>; 2],
     /// Room for a quantized weight dequantized to bf16, which products of many rows through
@@ -32,6 +36,7 @@ impl GemmWorkspace {
     pub fn new(stream: &Stream, elems: usize) -> Result<GemmWorkspace, Error> {
         Ok(GemmWorkspace {
             partials: Buffer::zeros(stream, elems)?,
+            counters: None,
             operands: [None, None],
             dense_weight: None,
         })
@@ -71,6 +76,9 @@ impl GemmWorkspace {
         let room = |n: usize| (n > 0).then(|| Buffer::zeros(stream, n)).transpose();
         Ok(GemmWorkspace {
             partials: Buffer::zeros(stream, size.partials)?,
+            counters: (size.counters > 0)
+                .then(|| Buffer::zeros(stream, size.counters))
+                .transpose()?,
             operands: [room(size.operands[0])?, room(size.operands[1])?],
             dense_weight: (size.dense_weight > 0)
                 .then(|| Buffer::zeros(stream, size.dense_weight))
@@ -109,6 +117,7 @@ impl GemmWorkspace {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WorkspaceSize {
     partials: usize,
+    counters: usize,
     operands: [usize; 2],
     dense_weight: usize,
 }
@@ -124,12 +133,18 @@ impl WorkspaceSize {
         let plan = select(T::TYPE, O::TYPE, math, shape, device.target())?;
         let sms = device.props().sm_count.max(1) as usize;
         let splits = planned_splits(&plan, shape, sms);
+        let stream_k = if splits > 1 {
+            None
+        } else {
+            planned_stream_k(&plan, shape, sms)
+        };
         Ok(WorkspaceSize {
-            partials: if splits > 1 {
-                splits * shape.batch.max(1) * shape.m * shape.n
-            } else {
-                0
+            partials: match stream_k {
+                _ if splits > 1 => splits * shape.batch.max(1) * shape.m * shape.n,
+                Some(grid) => grid * PARTIALS_PER_BLOCK,
+                None => 0,
             },
+            counters: stream_k.map_or(0, |grid| grid * COUNTERS_PER_BLOCK),
             operands: match plan.launch {
                 Launch::TmaTransposed(layout) => transposed_elems(layout, shape),
                 _ => [0, 0],
@@ -151,6 +166,7 @@ impl WorkspaceSize {
     pub fn max(self, other: WorkspaceSize) -> WorkspaceSize {
         WorkspaceSize {
             partials: self.partials.max(other.partials),
+            counters: self.counters.max(other.counters),
             operands: [
                 self.operands[0].max(other.operands[0]),
                 self.operands[1].max(other.operands[1]),
@@ -161,7 +177,8 @@ impl WorkspaceSize {
 }
 
 /// The f32 partials [`super::gemm`] would split `shape` into on `stream`'s device outside a
-/// capture: 0 where it keeps whole tiles.
+/// capture (split-k's ranges, or one tile per SM under stream-K): 0 where it keeps whole
+/// tiles.
 pub fn split_k_partials<T: Float, O: Float>(
     stream: &Stream,
     shape: &GemmShape,

@@ -1,0 +1,46 @@
+//! How the persistent Hopper GEMM's blocks divide the work, as `#[device]` helpers: whole
+//! tiles (or split-k's k-ranges of them) dealt out `grid` apart, or, under stream-K, one
+//! contiguous run of the problem's `tiles × slabs` iterations per block, cut where tiles end.
+
+use kernel_macros::device;
+
+/// Where block `block`'s run of stream-K iterations starts: `block · work / grid`, so the
+/// runs differ in length by one iteration at most.
+#[device(crate = crate::lang)]
+fn stream_k_start(block: u32, work: u32, grid: u32) -> u32 {
+    (block as u64 * work as u64 / grid as u64) as u32
+}
+
+/// The unit of work at cursor `cur`, as `[tile, k-range, first slab, end slab, next
+/// cursor]`. Under stream-K the cursor is an iteration (`tile · slabs + slab`) and a unit
+/// runs to the end of its tile or of the block's run (`run_end`); otherwise it is a work item
+/// (tile `cur % tiles` over k-range `cur / tiles`, `per` slabs deep) and the next one is
+/// `grid` further.
+#[device(crate = crate::lang)]
+fn work_unit(
+    cur: u32,
+    stream_k: bool,
+    tiles: u32,
+    slabs: u32,
+    per: u32,
+    run_end: u32,
+    grid: u32,
+) -> [u32; 5] {
+    let mut unit = [0u32; 5];
+    if stream_k {
+        let tile = cur / slabs;
+        let end = min(slabs, run_end - tile * slabs);
+        unit = [tile, 0, cur - tile * slabs, end, tile * slabs + end];
+    } else {
+        let range = cur / tiles;
+        let first = min(range * per, slabs);
+        unit = [
+            cur % tiles,
+            range,
+            first,
+            min(first + per, slabs),
+            cur + grid,
+        ];
+    }
+    unit
+}
