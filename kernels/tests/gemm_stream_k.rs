@@ -12,16 +12,6 @@ use kernels::gemm::{
     gemm, gemm_split_k, gemm_with_workspace, GemmShape, GemmWorkspace, Layout, Math,
 };
 
-/// An emulated Hopper that reports `sms` SMs.
-fn hopper_with_sms(sms: u32) -> Stream {
-    let options = kernel_runtime::EmulatorOptions::new()
-        .target(kernel_dsl::Target::Sm90a)
-        .sm_count(sms);
-    kernel_runtime::Device::emulator_with(options)
-        .stream()
-        .expect("emulator stream")
-}
-
 /// The f32 partials a workspace needs for `shape`: a tile's worth per block where `gemm`
 /// runs it stream-K, none where it keeps whole tiles.
 fn stream_k_partials<T: kernels::Float, O: kernels::Float>(s: &Stream, shape: &GemmShape) -> usize {

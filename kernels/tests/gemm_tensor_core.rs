@@ -493,22 +493,6 @@ fn kernel_and_builder_mma_agree_with_the_reference_for_every_spec_and_epilogue()
     }
 }
 
-/// An emulated Hopper that reports `sms` SMs, so the library plans persistent grids and
-/// split-k as it would on a GPU of that size.
-fn hopper_with_sms(sms: u32) -> kernel_runtime::Stream {
-    emulated_with_sms(kernel_dsl::Target::Sm90a, sms)
-}
-
-/// An emulated `target` that reports `sms` SMs.
-fn emulated_with_sms(target: kernel_dsl::Target, sms: u32) -> kernel_runtime::Stream {
-    let options = kernel_runtime::EmulatorOptions::new()
-        .target(target)
-        .sm_count(sms);
-    kernel_runtime::Device::emulator_with(options)
-        .stream()
-        .expect("emulator stream")
-}
-
 #[test]
 fn f32_copy_matches_reference_and_rounds_to_c_in_every_kernel() {
     let every = EpiCase::every();
@@ -825,10 +809,6 @@ fn a_workspace_holds_the_transposed_copies_of_a_captured_tf32_product() {
         1,
         "no room for the copies"
     );
-}
-
-fn ampere_with_sms(sms: u32) -> kernel_runtime::Stream {
-    emulated_with_sms(kernel_dsl::Target::Sm80, sms)
 }
 
 /// The `mma.sync` GEMM splits a skinny problem by running equal k-ranges as a batch: one

@@ -670,9 +670,9 @@ fn stream_k<T: Float, O: Float>(
 /// Where a stream-K launch of the TMA kernel keeps the parts of tiles that blocks other than
 /// the tile's first compute: [`PARTIALS_PER_BLOCK`] f32 and [`COUNTERS_PER_BLOCK`] zeroed
 /// counters per block (`stream_k.rs`).
-pub(super) struct StreamKRoom<'a> {
-    pub partials: &'a mut Buffer<f32>,
-    pub counters: &'a mut Buffer<u32>,
+struct StreamKRoom<'a> {
+    partials: &'a mut Buffer<f32>,
+    counters: &'a mut Buffer<u32>,
 }
 
 /// The argument for a kernel's f32-copy parameter: the copy, or where there is none (and the

@@ -7,6 +7,27 @@ use kernels::gemm::reference::{self, RefEpilogue};
 use kernels::gemm::{gemm, Activation, Epilogue, GemmShape, Layout, Math};
 use kernels::Float;
 
+/// An emulated `target` that reports `sms` SMs, so the library plans persistent grids,
+/// split-k and stream-K as it would on a GPU of that size.
+pub fn emulated_with_sms(target: kernel_dsl::Target, sms: u32) -> Stream {
+    let options = kernel_runtime::EmulatorOptions::new()
+        .target(target)
+        .sm_count(sms);
+    Device::emulator_with(options)
+        .stream()
+        .expect("emulator stream")
+}
+
+/// [`emulated_with_sms`] for sm_90a.
+pub fn hopper_with_sms(sms: u32) -> Stream {
+    emulated_with_sms(kernel_dsl::Target::Sm90a, sms)
+}
+
+/// [`emulated_with_sms`] for sm_80.
+pub fn ampere_with_sms(sms: u32) -> Stream {
+    emulated_with_sms(kernel_dsl::Target::Sm80, sms)
+}
+
 /// xorshift64*: small, seeded, good enough for test inputs.
 pub struct Rng(u64);
 
