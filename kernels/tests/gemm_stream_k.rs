@@ -80,6 +80,29 @@ fn stream_k_adds_a_tile_cut_among_three_blocks() {
     );
 }
 
+#[test]
+fn stream_k_runs_the_full_waves_as_whole_tiles_and_cuts_only_the_last() {
+    // Four tiles of twelve slabs on three SMs: the last wave's one tile gives each block four
+    // slabs, so tiles 0–2 run whole (in step) and tile 3 is cut among all three blocks.
+    let stream = hopper_with_sms(3);
+    for (i, layout) in Layout::ALL.into_iter().enumerate() {
+        let shape = GemmShape::new(layout, 248, 296, 768);
+        assert_eq!(
+            stream_k_partials::<Bf16, Bf16>(&stream, &shape),
+            3 * 128 * 256
+        );
+        let seed = 970 + i as u64;
+        check::<Bf16, Bf16>(
+            &stream,
+            &shape,
+            EpiCase::every(),
+            Math::Fp32,
+            BF16_OUT,
+            seed,
+        );
+    }
+}
+
 /// Seeded bf16 operands for `shape` and the bits `launch` leaves in an f32 C.
 fn run_bits(
     stream: &Stream,

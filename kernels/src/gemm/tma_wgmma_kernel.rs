@@ -137,19 +137,33 @@ pub fn gemm_tma_wgmma<
     let items = tiles * splits;
     let per = (slabs + splits - 1) / splits;
     // Under stream-K (whole-tile instances, one batch) block b runs iterations
-    // `stream_k_start(b) .. stream_k_start(b + 1)` of the `tiles · slabs`; otherwise it takes
-    // work items b, b + grid, …
+    // `dp_end + stream_k_start(b) .. dp_end + stream_k_start(b + 1)` of the `tiles · slabs`
+    // after `dp_end`; otherwise it takes work items b, b + grid, … Where the last wave's tiles
+    // give every block a few slabs, the full waves before them run as whole tiles (blocks
+    // walking k in step share their slabs of A and B in L2) and only the last wave is cut.
     let sk = flags & 1024 != 0;
     let block = block_idx().x;
     let grid = grid_dim().x;
     let work = tiles * slabs;
+    let whole_waves = tiles / grid * grid;
+    let dp_end = if sk && whole_waves > 0 && (tiles - whole_waves) * slabs >= 4 * grid {
+        whole_waves * slabs
+    } else {
+        0u32
+    };
+    let rest = work - dp_end;
+    let sk_from = dp_end + stream_k_start(block, rest, grid);
     let begin = if sk {
-        stream_k_start(block, work, grid)
+        if dp_end > 0 {
+            block * slabs
+        } else {
+            sk_from
+        }
     } else {
         block
     };
     let run_end = if sk {
-        stream_k_start(block + 1, work, grid)
+        dp_end + stream_k_start(block + 1, rest, grid)
     } else {
         items
     };
@@ -169,7 +183,7 @@ pub fn gemm_tma_wgmma<
             let mut q = 0u32;
             let mut cur = begin;
             while cur < run_end {
-                let unit = work_unit(cur, sk, tiles, slabs, per, run_end, grid);
+                let unit = work_unit(cur, sk, tiles, slabs, per, run_end, grid, dp_end, sk_from);
                 let origin = tile_at(unit[0], tiles_m, tiles_n);
                 let m0 = origin[0] * 128;
                 let n0 = origin[1] * tn;
@@ -236,7 +250,7 @@ pub fn gemm_tma_wgmma<
         let mut q = 0u32;
         let mut cur = begin;
         while cur < run_end {
-            let unit = work_unit(cur, sk, tiles, slabs, per, run_end, grid);
+            let unit = work_unit(cur, sk, tiles, slabs, per, run_end, grid, dp_end, sk_from);
             let tile = unit[0];
             let range = unit[1];
             let origin = tile_at(tile, tiles_m, tiles_n);
@@ -313,9 +327,9 @@ pub fn gemm_tma_wgmma<
                 } else if end < slabs {
                     let tile_end = (tile + 1) * slabs;
                     let mut other = block + 1;
-                    let mut from = stream_k_start(other, work, grid);
+                    let mut from = dp_end + stream_k_start(other, rest, grid);
                     while from < tile_end {
-                        let to = stream_k_start(other + 1, work, grid);
+                        let to = dp_end + stream_k_start(other + 1, rest, grid);
                         // A block with an empty run computed nothing.
                         if to > from {
                             let flag = other * 8 + counter;

@@ -12,10 +12,11 @@ fn stream_k_start(block: u32, work: u32, grid: u32) -> u32 {
 }
 
 /// The unit of work at cursor `cur`, as `[tile, k-range, first slab, end slab, next
-/// cursor]`. Under stream-K the cursor is an iteration (`tile · slabs + slab`) and a unit
-/// runs to the end of its tile or of the block's run (`run_end`); otherwise it is a work item
-/// (tile `cur % tiles` over k-range `cur / tiles`, `per` slabs deep) and the next one is
-/// `grid` further.
+/// cursor]`. Under stream-K the cursor is an iteration (`tile · slabs + slab`): below
+/// `dp_end` it names a whole tile of the full waves, dealt out `grid` apart and followed by
+/// the block's stretch at `sk_from`; from there a unit runs to the end of its tile or of the
+/// stretch (`run_end`). Otherwise the cursor is a work item (tile `cur % tiles` over k-range
+/// `cur / tiles`, `per` slabs deep) and the next one is `grid` further.
 #[device(crate = crate::lang)]
 fn work_unit(
     cur: u32,
@@ -25,12 +26,25 @@ fn work_unit(
     per: u32,
     run_end: u32,
     grid: u32,
+    dp_end: u32,
+    sk_from: u32,
 ) -> [u32; 5] {
     let mut unit = [0u32; 5];
     if stream_k {
         let tile = cur / slabs;
-        let end = min(slabs, run_end - tile * slabs);
-        unit = [tile, 0, cur - tile * slabs, end, tile * slabs + end];
+        if cur < dp_end {
+            let next = cur + grid * slabs;
+            unit = [
+                tile,
+                0,
+                0,
+                slabs,
+                if next < dp_end { next } else { sk_from },
+            ];
+        } else {
+            let end = min(slabs, run_end - tile * slabs);
+            unit = [tile, 0, cur - tile * slabs, end, tile * slabs + end];
+        }
     } else {
         let range = cur / tiles;
         let first = min(range * per, slabs);
