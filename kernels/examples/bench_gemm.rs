@@ -21,7 +21,8 @@
 //! [`swiglu_rows`]); `BENCH_KINDS=epilogue` the fused bias + activation and residual
 //! epilogues against a GEMM followed by an elementwise kernel ([`epilogue_rows`]);
 //! `BENCH_KINDS=copy` the bf16 output with its f32 copy against an f32 GEMM and a cast
-//! ([`copy_rows`]).
+//! ([`copy_rows`]); `BENCH_KINDS=stream_k` stream-K beside whole tiles over one to three
+//! waves of tiles ([`stream_k_rows`]).
 //!
 //! `BENCH_LABELS=lora16_up,grad_w` (say) keeps only the problems of those labels (a profile
 //! of a few rows).
@@ -42,8 +43,9 @@ use kernel_runtime::{Bf16, Buffer, Device, Stream};
 use kernels::cast::cast;
 use kernels::elementwise::{add, gelu_tanh, silu, swiglu};
 use kernels::gemm::{
-    gemm, gemm_split_k, gemm_swiglu, gemm_with_f32_copy, gemm_with_plan, select, split_k_partials,
-    tma_wgmma_bf16_nt, Activation, Epilogue, GemmShape, Layout, Math,
+    gemm, gemm_split_k, gemm_swiglu, gemm_with_f32_copy, gemm_with_plan, gemm_with_workspace,
+    select, split_k_partials, tma_wgmma_bf16_nt, Activation, Epilogue, GemmShape, GemmWorkspace,
+    Layout, Math,
 };
 use kernels::Float;
 use std::error::Error;
@@ -156,8 +158,16 @@ fn ours<T: Float, O: Float>(
     if std::ptr::eq(builder.kernel, plan.kernel) {
         let splits = split_k_partials::<T, O>(&b.stream, shape, math)? > 0;
         if splits && T::TYPE != kernels::FloatType::F32 && target == b.device.target() {
-            // Split along k: beside the same kernel on whole tiles.
+            // Split along k (or stream-K): beside the same kernel on whole tiles, and beside
+            // itself fed a workspace (no allocation per call), printed on its own line.
             let whole = b.time(|s| Ok(gemm_split_k(s, shape, &a, &bb, &mut c, &epi, 1)?))?;
+            let mut ws = GemmWorkspace::for_shapes::<T, O>(&b.stream, &[*shape], math)?;
+            let held = b.time(|s| {
+                Ok(gemm_with_workspace(
+                    s, shape, &a, &bb, &mut c, &epi, math, &mut ws,
+                )?)
+            })?;
+            println!("|      | (workspace) | {held:.3} ms beside {ms:.3} allocating per call |");
             return Ok((ms, Some(whole)));
         }
         return Ok((ms, None));
@@ -218,6 +228,70 @@ fn row(b: &Bench, kind: Kind, label: &str, shape: &GemmShape) -> Res {
         shape.k,
         tflops(ms),
     );
+    Ok(())
+}
+
+/// Stream-K beside whole tiles over problems of one to three waves of 128 × 256 tiles
+/// (bf16, k = 4096, f32 accumulation, bf16 out): each timed through a workspace, as a captured
+/// step runs it, beside `gemm_split_k(…, 1)` (whole tiles) and cuBLAS, to check the rule that
+/// picks stream-K. Rows where the rule keeps whole tiles print `whole` in the `runs` column.
+fn stream_k_rows(b: &Bench, small: bool) -> Res {
+    let (k, shapes): (usize, &[(Layout, usize, usize)]) = if small {
+        (256, &[(Layout::Tn, 384, 512), (Layout::Nt, 256, 768)])
+    } else {
+        (
+            4096,
+            &[
+                (Layout::Tn, 896, 4864),
+                (Layout::Tn, 1024, 4864),
+                (Layout::Tn, 4864, 896),
+                (Layout::Tn, 4864, 1024),
+                (Layout::Nt, 4864, 896),
+                (Layout::Nt, 4864, 1024),
+                (Layout::Nt, 1024, 4864),
+                (Layout::Tn, 4864, 768),
+                (Layout::Tn, 1280, 4864),
+                (Layout::Tn, 4864, 1280),
+                (Layout::Tn, 2048, 4864),
+                (Layout::Nt, 4096, 1536),
+            ],
+        )
+    };
+    println!();
+    println!("| ly | m     × n     × k     | tiles | runs     | whole ms | stream-K ms | whole / stream-K | cuBLAS ms | ours / cuBLAS |");
+    println!("|----|-----------------------|-------|----------|----------|-------------|------------------|-----------|---------------|");
+    for &(layout, m, n) in shapes {
+        let shape = GemmShape::new(layout, m, n, k);
+        let (a, bb, mut c) = operands::<Bf16, Bf16>(b, &shape)?;
+        let epi = Epilogue::default();
+        let streamed = split_k_partials::<Bf16, Bf16>(&b.stream, &shape, Math::Fp32)? > 0;
+        let mut ws = GemmWorkspace::for_shapes::<Bf16, Bf16>(&b.stream, &[shape], Math::Fp32)?;
+        let ours = b.time(|s| {
+            Ok(gemm_with_workspace(
+                s,
+                &shape,
+                &a,
+                &bb,
+                &mut c,
+                &epi,
+                Math::Fp32,
+                &mut ws,
+            )?)
+        })?;
+        let whole = b.time(|s| Ok(gemm_split_k(s, &shape, &a, &bb, &mut c, &epi, 1)?))?;
+        let theirs = match &b.blas {
+            Some(blas) => blas.time(Kind::Bf16, &shape, b.warmup, b.runs)?,
+            None => f64::NAN,
+        };
+        let tiles = m.div_ceil(128) * n.div_ceil(256);
+        println!(
+            "| {} | {m:>5} × {n:>5} × {k:>5} | {tiles:>5} | {:<8} | {whole:>8.3} | {ours:>11.3} | {:>16.2} | {theirs:>9.3} | {:>13.2} |",
+            layout.tag(),
+            if streamed { "stream-K" } else { "whole" },
+            whole / ours,
+            theirs / ours,
+        );
+    }
     Ok(())
 }
 
@@ -461,8 +535,8 @@ fn main() -> Res {
             .as_deref()
             .is_none_or(|l| l.split(',').any(|w| w == label))
     };
-    let device = if small && only.is_some() && wants("async") {
-        // The async rows need Hopper.
+    let device = if small && only.is_some() && (wants("async") || wants("stream_k")) {
+        // The async and stream-K rows need Hopper.
         Device::emulator_for(Target::Sm90a)
     } else if small {
         Device::emulator()
@@ -514,6 +588,9 @@ fn main() -> Res {
     }
     if wants("copy") {
         copy_rows(&b, small)?;
+    }
+    if wants("stream_k") {
+        stream_k_rows(&b, small)?;
     }
     Ok(())
 }

@@ -37,8 +37,9 @@ use std::any::Any;
 /// A shape with too few tiles to fill the SMs is split along k (f32 partials added in a fixed
 /// order) by the Hopper TMA kernel, and by the `mma.sync` kernel (one batch, k a whole number
 /// of equal 64-element ranges); one batch whose whole tiles would leave more than an eighth
-/// of their waves idle runs stream-K on the TMA kernel (each SM an equal stretch of k-slabs
-/// across tile boundaries, a cut tile's parts added in a fixed order). Both keep whole tiles
+/// of their waves idle, over more than one wave, runs stream-K on the TMA kernel (the full
+/// waves as whole tiles, then each SM an equal stretch of the last wave's k-slabs across tile
+/// boundaries, a cut tile's parts added in a fixed order). Both keep whole tiles
 /// inside a graph capture and on a sealed device: a sealed program gets the same bits from a
 /// graph and from direct launches. TF32 NN
 /// and TN on Hopper copy their MN-major operands k-contiguous and run the tf32 `wgmma` GEMM

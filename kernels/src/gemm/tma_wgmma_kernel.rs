@@ -32,8 +32,10 @@
 //! (split-k, for problems whose tiles leave SMs idle) work item `i` is tile `i % tiles` over the
 //! `i / tiles`-th range of k, and its raw sums go to matrix `range · batches + z` of `c`, the
 //! f32 partials that `split_reduce_kernel.rs` adds in order. With `FLAG_STREAM_K` (whole-tile
-//! instances, one batch; `stream_k.rs`) block b instead runs one contiguous stretch of the
-//! problem's `tiles × slabs` iterations, cut where tiles end (`work_units.rs`): a part that
+//! instances, one batch; `stream_k.rs`) the full waves run as whole tiles and block b then
+//! runs one contiguous stretch of the last wave's `tiles × slabs` iterations (of them all,
+//! where the last wave would give each block fewer than four), cut where tiles end
+//! (`work_units.rs`): a part that
 //! does not start its tile goes raw to the block's slot of `partials`, a warp counter raised
 //! once it is stored, and the block holding the tile's first part adds the later parts in
 //! block order before the epilogue. The copy engine zero-fills

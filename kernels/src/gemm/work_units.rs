@@ -1,6 +1,7 @@
 //! How the persistent Hopper GEMM's blocks divide the work, as `#[device]` helpers: whole
-//! tiles (or split-k's k-ranges of them) dealt out `grid` apart, or, under stream-K, one
-//! contiguous run of the problem's `tiles × slabs` iterations per block, cut where tiles end.
+//! tiles (or split-k's k-ranges of them) dealt out `grid` apart, or, under stream-K, the full
+//! waves' whole tiles followed by one contiguous run of the last wave's `tiles × slabs`
+//! iterations per block, cut where tiles end.
 
 use kernel_macros::device;
 

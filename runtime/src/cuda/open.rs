@@ -38,8 +38,32 @@ pub(crate) fn open(ordinal: usize) -> Result<(Arc<CudaContext>, DeviceProps)> {
     // and a buffer used on a foreign stream synchronizes the device before it is freed. Per-use
     // events would also break graph capture (waits on events recorded outside the capture).
     unsafe { ctx.disable_event_tracking() };
+    if ctx.has_async_alloc() {
+        keep_freed_memory(&ctx)?;
+    }
     let props = read_props(&ctx, ordinal)?;
     Ok((ctx, props))
+}
+
+/// Lets the device's default memory pool keep what stream-ordered frees return, rather than
+/// hand it back to the driver at every synchronization (its default threshold, 0): the
+/// library allocates scratch (split-k and stream-K partials, transposed operands) per call, and
+/// mapping fresh pages each time stalls the stream for longer than many kernels run. The
+/// process keeps its peak scratch footprint until it exits, as a caching allocator does.
+fn keep_freed_memory(ctx: &Arc<CudaContext>) -> Result<()> {
+    let mut threshold = u64::MAX;
+    // SAFETY: the device handle comes from a live context; the release threshold attribute
+    // takes a pointer to a u64, which `threshold` is and outlives the call.
+    unsafe {
+        let pool = cudarc::driver::result::device::get_default_mem_pool(ctx.cu_device())
+            .map_err(|e| Error::driver("cuDeviceGetDefaultMemPool", e))?;
+        cudarc::driver::result::mem_pool::set_attribute(
+            pool,
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            (&mut threshold as *mut u64).cast(),
+        )
+        .map_err(|e| Error::driver("cuMemPoolSetAttribute", e))
+    }
 }
 
 fn read_props(ctx: &Arc<CudaContext>, ordinal: usize) -> Result<DeviceProps> {
