@@ -256,6 +256,47 @@ fn short_sequences_give_zero_rows() {
     }
 }
 
+/// Table entries past a sequence's length may name any block: the decode never reads them.
+/// Every cache row that no attended position maps to holds NaN, which would reach the output
+/// through a zero probability times a NaN value.
+#[test]
+fn positions_past_a_sequence_are_never_read() {
+    let s = stream();
+    let heads = Heads {
+        q: 8,
+        kv: 2,
+        dim: 128,
+    };
+    let block_size = 16;
+    let mut c = case::<F16>(&s, 29, heads, &RAGGED, block_size, 1);
+    let table = c.table.to_host(&s).unwrap();
+    let per_seq = c.layout.blocks_per_seq;
+    let mut attended = vec![false; c.layout.num_blocks * block_size];
+    for (seq, &len) in RAGGED.iter().enumerate() {
+        for pos in 0..len as usize {
+            let block = table[seq * per_seq + pos / block_size] as usize;
+            attended[block * block_size + pos % block_size] = true;
+        }
+    }
+    assert!(
+        attended.iter().any(|&a| !a),
+        "the case has rows nobody attends"
+    );
+    let width = c.layout.width;
+    let poison = |b: &Buffer<F16>| {
+        let mut x = b.to_host(&s).unwrap();
+        for (row, &a) in attended.iter().enumerate() {
+            if !a {
+                x[row * width..(row + 1) * width].fill(F16::from_f32(f32::NAN));
+            }
+        }
+        Buffer::from_host(&s, &x).unwrap()
+    };
+    c.k = poison(&c.k);
+    c.v = poison(&c.v);
+    check_case(&s, "NaN past each length", &c, 3);
+}
+
 /// Keys and values appended with `kv_cache_append` (f16 included) decode as the reference
 /// over the same rows.
 #[test]

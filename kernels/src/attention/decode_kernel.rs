@@ -123,10 +123,31 @@ pub fn paged_decode<T: Element, const D: u32, const R: u32>(
     let my_token = warp * (32 / lanes) + lane / lanes;
     let head_at = kv * D + chunk * 8;
 
+    // The first chunk's table entries are read over the split's whole range, the length not
+    // yet known, so that their loads go out beside the length's instead of after it; each
+    // copy then checks its position against the length.
+    let first = split * span;
+    let table_end = min(first + span, max_len);
+    let table_row = s * blocks_per_seq;
+    let mut entry = [0u32; 4];
+    let mut slot = [0u32; 4];
+    for c in 0..4u32 {
+        let pos = first + c * step_tokens + my_token;
+        let page = page_entry(
+            block_table,
+            table_row,
+            pos,
+            table_end,
+            block_size,
+            page_shift,
+        );
+        entry[c] = page[0];
+        slot[c] = page[1];
+    }
+
     // A sequence shorter than its new tokens attends nothing (its rows come out zero).
     let len_in = min(seq_lens[s], max_len);
     let len = if len_in < new { 0u32 } else { len_in };
-    let first = split * span;
     let end = min(first + span, len);
     let steps = if end > first {
         (end - first + step_tokens - 1) / step_tokens
@@ -161,19 +182,11 @@ pub fn paged_decode<T: Element, const D: u32, const R: u32>(
     // A chunk is four steps: a lane group scores its four tokens for every row, takes one
     // maximum and rescales its running sum and output once, then adds the values. The table
     // entries of a chunk are loaded one chunk before its copies are issued.
-    let table_row = s * blocks_per_seq;
-    let mut entry = [0u32; 4];
-    let mut slot = [0u32; 4];
     for c in 0..4u32 {
         let pos = first + c * step_tokens + my_token;
-        let page = page_entry(block_table, table_row, pos, end, block_size, page_shift);
-        entry[c] = page[0];
-        slot[c] = page[1];
-    }
-    for c in 0..4u32 {
+        let e = if pos < end { entry[c] } else { u32::MAX };
         issue_step(
-            words, k_cache, v_cache, c, tid, entry[c], slot[c], block_size, num_blocks, width,
-            head_at,
+            words, k_cache, v_cache, c, tid, e, slot[c], block_size, num_blocks, width, head_at,
         );
         cp_async_commit();
     }
