@@ -123,14 +123,17 @@ pub fn paged_decode<T: Element, const D: u32, const R: u32>(
     let my_token = warp * (32 / lanes) + lane / lanes;
     let head_at = kv * D + chunk * 8;
 
-    // The first chunk's table entries are read over the split's whole range, the length not
-    // yet known, so that their loads go out beside the length's instead of after it; each
-    // copy then checks its position against the length.
+    // The first two chunks' table entries are read over the split's whole range, the length
+    // not yet known, so that their loads go out beside the length's instead of after it; each
+    // copy then checks its position against the length. (At head dim 256 the second chunk's
+    // entries wait for the length, as the loop's do: the registers are full there.)
     let first = split * span;
     let table_end = min(first + span, max_len);
     let table_row = s * blocks_per_seq;
     let mut entry = [0u32; 4];
     let mut slot = [0u32; 4];
+    let mut entry_next = [0u32; 4];
+    let mut slot_next = [0u32; 4];
     for c in 0..4u32 {
         let pos = first + c * step_tokens + my_token;
         let page = page_entry(
@@ -143,6 +146,19 @@ pub fn paged_decode<T: Element, const D: u32, const R: u32>(
         );
         entry[c] = page[0];
         slot[c] = page[1];
+        if D < 256 {
+            let pos = first + (4 + c) * step_tokens + my_token;
+            let page = page_entry(
+                block_table,
+                table_row,
+                pos,
+                table_end,
+                block_size,
+                page_shift,
+            );
+            entry_next[c] = page[0];
+            slot_next[c] = page[1];
+        }
     }
 
     // A sequence shorter than its new tokens attends nothing (its rows come out zero).
@@ -192,9 +208,14 @@ pub fn paged_decode<T: Element, const D: u32, const R: u32>(
     }
     for c in 0..4u32 {
         let pos = first + (4 + c) * step_tokens + my_token;
-        let page = page_entry(block_table, table_row, pos, end, block_size, page_shift);
-        entry[c] = page[0];
-        slot[c] = page[1];
+        if D < 256 {
+            entry[c] = if pos < end { entry_next[c] } else { u32::MAX };
+            slot[c] = slot_next[c];
+        } else {
+            let page = page_entry(block_table, table_row, pos, end, block_size, page_shift);
+            entry[c] = page[0];
+            slot[c] = page[1];
+        }
     }
 
     // Which quarter of a token's lanes this lane is in: it finishes that token's score.
