@@ -102,7 +102,8 @@ impl Device {
     /// error (never panics). Buffers come from the device's stream-ordered memory pool, which
     /// this sets to keep the pages freed buffers return (as a caching allocator does), so the
     /// scratch that ops allocate per call costs no page mapping after the first; the process
-    /// holds its peak footprint until it exits.
+    /// holds its peak footprint until it exits. (Where the driver refuses that setting, the
+    /// device opens all the same and a warning is logged.)
     ///
     /// ```
     /// match kernel_runtime::Device::cuda(0) {

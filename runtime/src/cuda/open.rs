@@ -38,8 +38,14 @@ pub(crate) fn open(ordinal: usize) -> Result<(Arc<CudaContext>, DeviceProps)> {
     // and a buffer used on a foreign stream synchronizes the device before it is freed. Per-use
     // events would also break graph capture (waits on events recorded outside the capture).
     unsafe { ctx.disable_event_tracking() };
+    // A pool that keeps nothing still works, only slower: warn rather than refuse the device.
     if ctx.has_async_alloc() {
-        keep_freed_memory(&ctx)?;
+        if let Err(e) = keep_freed_memory(&ctx) {
+            tracing::warn!(
+                target: "ptxkit::device",
+                "the device's memory pool hands freed pages back to the driver ({e}); calls that allocate scratch will map fresh memory each time"
+            );
+        }
     }
     let props = read_props(&ctx, ordinal)?;
     Ok((ctx, props))
