@@ -135,6 +135,7 @@ fn main() -> Res {
     println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     let long = if Bench::small() { 64 } else { 8192 };
     let mid = if Bench::small() { 32 } else { 2048 };
+    let short = if Bench::small() { 16 } else { 256 };
     let (batch, half, wide) = if Bench::small() {
         (2, 1, 3)
     } else {
@@ -164,5 +165,9 @@ fn main() -> Res {
         row(1, long, 16, Some(splits))?;
     }
     row(wide, mid, 16, None)?;
+    // One sequence at the contexts a short chat decodes at: latency, not bytes (the chooser
+    // splits 2048 positions in eight and leaves 256 whole).
+    row(1, mid, 16, None)?;
+    row(1, short, 16, None)?;
     Ok(())
 }
