@@ -38,16 +38,23 @@ fn shuffled(n: usize, mut seed: u64) -> Vec<u32> {
     v
 }
 
-/// Times a decode of `seqs` sequences of `len` tokens in pages of `block_size` with `splits`
-/// (`None`: the chooser's) and prints one table row.
-fn bench(b: &Bench, seqs: usize, len: usize, block_size: usize, splits: Option<usize>) -> Res {
+/// Times a decode of `seqs` sequences of `len` tokens, in a cache sized for `cap` tokens a
+/// sequence (the launch's `max_len`), in pages of `block_size` with `splits` (`None`: the
+/// chooser's for `cap`) and prints one table row.
+fn bench(
+    b: &Bench,
+    seqs: usize,
+    [len, cap]: [usize; 2],
+    block_size: usize,
+    splits: Option<usize>,
+) -> Res {
     let s = &b.stream;
     let heads = Heads {
         q: 32,
         kv: 8,
         dim: 128,
     };
-    let per_seq = len.div_ceil(block_size);
+    let per_seq = cap.div_ceil(block_size);
     let layout = PagedLayout {
         num_blocks: seqs * per_seq,
         block_size,
@@ -56,12 +63,12 @@ fn bench(b: &Bench, seqs: usize, len: usize, block_size: usize, splits: Option<u
         blocks_per_seq: per_seq,
     };
     let sms = b.device.props().sm_count as usize;
-    let splits = splits.unwrap_or_else(|| decode_splits(seqs, heads, len, sms));
+    let splits = splits.unwrap_or_else(|| decode_splits(seqs, heads, cap, sms));
     let decode = Decode {
         heads,
         scale: 1.0 / (heads.dim as f32).sqrt(),
         new: 1,
-        max_len: len,
+        max_len: cap,
         splits,
     };
     let bytes = (2 * seqs * len * layout.width * 2) as f64;
@@ -116,6 +123,11 @@ fn bench(b: &Bench, seqs: usize, len: usize, block_size: usize, splits: Option<u
     };
     let steady_first = b.time(&mut steady)? / steps as f64;
     let steady_second = b.time(&mut steady)? / steps as f64;
+    let len = if cap == len {
+        len.to_string()
+    } else {
+        format!("{len} of {cap}")
+    };
     println!(
         "| {seqs:>5} | {len:>6} | {block_size:>5} | {splits:>6} | {:>5.1} / {:>5.1} | {:>7.1} | {:>5.1} / {:>5.1} | {:>7.1} |",
         b.percent(bytes, first),
@@ -145,11 +157,14 @@ fn main() -> Res {
     let only: Option<usize> = std::env::var("BENCH_BATCH")
         .ok()
         .and_then(|v| v.parse().ok());
-    let row = |seqs: usize, len: usize, page: usize, splits: Option<usize>| -> Res {
+    let row_of = |seqs: usize, len: [usize; 2], page: usize, splits: Option<usize>| -> Res {
         if only.is_none_or(|o| o == seqs) {
             bench(&b, seqs, len, page, splits)?;
         }
         Ok(())
+    };
+    let row = |seqs: usize, len: usize, page: usize, splits: Option<usize>| -> Res {
+        row_of(seqs, [len, len], page, splits)
     };
     row(batch, long, 16, Some(1))?;
     row(batch, long, 64, Some(1))?;
@@ -169,5 +184,9 @@ fn main() -> Res {
     // splits 2048 positions in eight and leaves 256 whole).
     row(1, mid, 16, None)?;
     row(1, short, 16, None)?;
+    // Short sequences in a cache sized (and split) for long ones, as a captured decode graph
+    // replays them.
+    row_of(1, [short, mid], 16, None)?;
+    row_of(4, [short, mid], 16, None)?;
     Ok(())
 }

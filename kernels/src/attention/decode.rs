@@ -9,8 +9,9 @@
 //!
 //! One block per (split, kv head, sequence) handles every query row of that kv head (the
 //! group's heads times the `new` tokens), so each cache byte is read once. With several
-//! splits each block covers a fixed range of positions and writes its normalized partial
-//! output and log-sum-exp to the workspace; a second kernel merges the splits in split order,
+//! splits each block covers every `splits`-th step of the cache (a step being 2048 / dim
+//! positions), so that all splits share a sequence shorter than `max_len`, and writes its
+//! normalized partial output and log-sum-exp to the workspace; a second kernel merges the splits in split order,
 //! so the result does not depend on scheduling and reruns are bit-identical.
 //!
 //! Sequence lengths live on the device: only `max_len` and `splits` size the launch, so a
@@ -146,14 +147,14 @@ fn check_decode(d: Decode) -> Result<(), Error> {
     Ok(())
 }
 
-/// Checks the layout and every buffer's length; returns the positions each split covers.
+/// Checks the layout and every buffer's length.
 #[allow(clippy::too_many_arguments)]
 fn check(
     d: Decode,
     layout: PagedLayout,
     [q, k_cache, v_cache, table, seq_lens, o]: [usize; 6],
     workspace: usize,
-) -> Result<usize, Error> {
+) -> Result<(), Error> {
     check_decode(d)?;
     let h = d.heads;
     if layout.block_size == 0 {
@@ -183,7 +184,6 @@ fn check(
             ),
         });
     }
-    let span = d.max_len.div_ceil(d.splits);
     let tiles = (h.group() * d.new).div_ceil(rows_per_block(h.group() * d.new));
     let seqs = layout.seqs;
     let rows = seqs
@@ -192,11 +192,16 @@ fn check(
         .and_then(|r| r.checked_mul(h.dim));
     let needed = paged_decode_workspace(seqs, d)?;
     let fits = |x: Option<usize>| x.is_some_and(|x| x <= u32::MAX as usize);
-    // Indices are 32-bit in the kernel, but for a cache row times its width.
+    // Indices are 32-bit in the kernel, but for a cache row times its width. Positions run
+    // up to a dozen interleaved steps (of at most 32 tokens) past `max_len`.
     let in_range = fits(rows)
         && fits(layout.num_blocks.checked_mul(layout.block_size))
         && fits(layout.seqs.checked_mul(layout.blocks_per_seq))
-        && fits(d.max_len.checked_add(2 * span + 1024))
+        && fits(
+            d.splits
+                .checked_mul(16 * 32)
+                .and_then(|x| x.checked_add(d.max_len + 1024)),
+        )
         && fits(Some(needed))
         && layout
             .num_blocks
@@ -247,7 +252,7 @@ fn check(
             why: "at least `paged_decode_workspace(seqs, decode)`".into(),
         });
     }
-    Ok(span)
+    Ok(())
 }
 
 /// Attention of `decode.new` query tokens per sequence over a paged KV cache:
@@ -308,7 +313,7 @@ pub fn paged_decode<T: HalfElement>(
         seq_lens.len(),
         o.len(),
     ];
-    let span = check(decode, layout, lens, workspace.len())?;
+    check(decode, layout, lens, workspace.len())?;
     let h = decode.heads;
     let seqs = layout.seqs;
     if seqs == 0 {
@@ -348,7 +353,6 @@ pub fn paged_decode<T: HalfElement>(
         page_shift,
         u(layout.num_blocks),
         u(layout.blocks_per_seq),
-        u(span),
         decode.scale * std::f32::consts::LOG2_E,
     )?;
     if decode.splits > 1 {
