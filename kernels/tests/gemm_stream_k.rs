@@ -83,6 +83,28 @@ fn stream_k_runs_the_full_waves_as_whole_tiles_and_cuts_only_the_last() {
     }
 }
 
+#[test]
+fn last_wave_tiles_are_cut_among_at_most_the_blocks_the_grid_gives_them() {
+    // Seven tiles of ten slabs on five SMs: tiles 0–4 run whole, and the last wave's two
+    // tiles are cut two ways each among blocks 0–3 (five slabs a block); block 4 stops after
+    // its whole tile, and each tile's owner adds one part.
+    let stream = hopper_with_sms(5);
+    let layout = Layout::ALL[1];
+    let shape = GemmShape::new(layout, 850, 200, 640);
+    assert_eq!(
+        stream_k_partials::<Bf16, Bf16>(&stream, &shape),
+        5 * 128 * 256
+    );
+    check::<Bf16, Bf16>(
+        &stream,
+        &shape,
+        EpiCase::every(),
+        Math::Fp32,
+        BF16_OUT,
+        990,
+    );
+}
+
 /// Seeded bf16 operands for `shape` and the bits `launch` leaves in an f32 C.
 fn run_bits(
     stream: &Stream,

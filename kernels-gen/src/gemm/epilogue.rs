@@ -32,6 +32,9 @@ pub const FLAG_ROW_CHUNKS: u32 = 512;
 /// run of the problem's k-slabs across tile boundaries, the parts of a tile that other blocks
 /// computed added in block order before its epilogue (`partials` and `counters` hold them).
 pub const FLAG_STREAM_K: u32 = 1024;
+/// Under stream-K, bits 11–14 of the flags hold the most blocks one of the last wave's tiles
+/// is cut among (0: as many as the grid gives it).
+pub const STREAM_K_CUTS_SHIFT: u32 = 11;
 
 /// The epilogue's inputs inside a kernel, with its uniform predicates computed once.
 pub struct EpilogueCode {

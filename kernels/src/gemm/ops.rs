@@ -9,7 +9,9 @@ use super::select::{select, Launch, Math, Plan};
 use super::simt_kernel;
 use super::split_k::{mma_splits_evenly, planned_splits, splits_types, MMA_SPLIT_GRANULE};
 use super::split_reduce_kernel::{self, REDUCE_THREADS};
-use super::stream_k::{planned_stream_k, COUNTERS_PER_BLOCK, PARTIALS_PER_BLOCK};
+use super::stream_k::{
+    cuts_per_tile, planned_stream_k, shape_tiles, COUNTERS_PER_BLOCK, PARTIALS_PER_BLOCK,
+};
 use super::tma_wgmma_kernel::{self, slab_depth, BK, MN_BOX, TILE_M, TILE_N};
 use super::transposed_operands;
 use super::workspace::GemmWorkspace;
@@ -21,7 +23,7 @@ use kernel_runtime::{
 };
 use kernels_gen::gemm::epilogue::{
     FLAG_COLUMN_PAIRS, FLAG_F32_COPY, FLAG_PLAIN_PAIRS, FLAG_ROW_CHUNKS, FLAG_STREAM_K, FLAG_VEC_A,
-    FLAG_VEC_B,
+    FLAG_VEC_B, STREAM_K_CUTS_SHIFT,
 };
 use kernels_gen::gemm::Layout;
 use std::any::Any;
@@ -584,7 +586,7 @@ fn tma<T: Float, O: Float>(
     let u = |x: usize| x as u32;
     let (flags, mut partials, mut counters) = match stream_k {
         Some(room) => (
-            flags | FLAG_STREAM_K,
+            flags | FLAG_STREAM_K | room.cuts << STREAM_K_CUTS_SHIFT,
             room.partials.view_mut(),
             room.counters.view_mut(),
         ),
@@ -636,13 +638,18 @@ fn stream_k<T: Float, O: Float>(
     workspace: Option<&mut GemmWorkspace>,
 ) -> Result<(), Error> {
     let grid = config.grid[0] as usize;
+    let cuts = cuts_per_tile(shape_tiles(shape), grid);
     let (mut own_partials, mut own_counters);
     let room = match workspace {
         Some(GemmWorkspace {
             partials,
             counters: Some(counters),
             ..
-        }) => StreamKRoom { partials, counters },
+        }) => StreamKRoom {
+            partials,
+            counters,
+            cuts,
+        },
         _ => {
             // Unfilled: a block reads only the parts that later blocks store first.
             own_partials = Buffer::<f32>::uninit(stream, grid * PARTIALS_PER_BLOCK)?;
@@ -650,6 +657,7 @@ fn stream_k<T: Float, O: Float>(
             StreamKRoom {
                 partials: &mut own_partials,
                 counters: &mut own_counters,
+                cuts,
             }
         }
     };
@@ -674,6 +682,8 @@ fn stream_k<T: Float, O: Float>(
 struct StreamKRoom<'a> {
     partials: &'a mut Buffer<f32>,
     counters: &'a mut Buffer<u32>,
+    /// The most blocks a last-wave tile is cut among ([`cuts_per_tile`]).
+    cuts: u32,
 }
 
 /// The argument for a kernel's f32-copy parameter: the copy, or where there is none (and the

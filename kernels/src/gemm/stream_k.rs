@@ -1,9 +1,10 @@
 //! Stream-K for the Hopper TMA GEMM, where whole tiles would leave much of their last wave's
 //! SMs idle (a weight gradient of 4864 × 896 is 152 tiles of 128 × 256: on 132 SMs a second
 //! wave of 20). The full waves run as whole tiles, their blocks walking k in step so that
-//! they share their slabs of A and B in L2; then each of `grid` blocks runs one contiguous
-//! run of the last wave's `tiles × slabs` k-slab iterations, cut where tiles end
-//! (`work_units.rs`), so every SM does the same work. Where the last wave would give each
+//! they share their slabs of A and B in L2; then the last wave's `tiles × slabs` k-slab
+//! iterations are dealt in contiguous runs, cut where tiles end (`work_units.rs`), to as many
+//! blocks as cut each of those tiles in at most four ([`cuts_per_tile`]), so those SMs do the
+//! same work and no tile's owner adds more than three parts. Where the last wave would give each
 //! block fewer than four slabs (a lone tile past the full waves), every tile is cut instead.
 //! A block whose run starts inside a tile stores that part's raw f32 sums in its slot of the
 //! partials and raises its warps' counters; the block that starts the tile waits for them and
@@ -41,6 +42,28 @@ pub(crate) fn stream_k_grid(tiles: usize, slabs: usize, sms: usize) -> Option<us
     (idle * 8 > waves * sms && work.checked_mul(sms)? < 1 << 32).then_some(sms)
 }
 
+/// The most blocks one of the last wave's tiles is cut among, for `tiles` tiles on `grid`
+/// blocks: as many as the grid gives each such tile, but no more than four. Every cut past
+/// the first is a part the tile's owner adds through its registers after its own run; a
+/// 152-tile problem on 132 SMs (20 last-wave tiles) cut six or seven ways measured slower
+/// than three or four, and 190 tiles (58) faster two ways. `0` where the tiles fill their
+/// waves (the kernel then has no last wave to cut).
+pub(crate) fn cuts_per_tile(tiles: usize, grid: usize) -> u32 {
+    let last = tiles % grid.max(1);
+    if last == 0 {
+        return 0;
+    }
+    (grid / last).clamp(1, MAX_CUTS) as u32
+}
+
+/// The most blocks [`cuts_per_tile`] cuts a tile among.
+const MAX_CUTS: usize = 4;
+
+/// The 128 × 256 tiles of one batch of `shape`.
+pub(crate) fn shape_tiles(shape: &GemmShape) -> usize {
+    shape.m.div_ceil(TILE_M as usize) * shape.n.div_ceil(TILE_N as usize)
+}
+
 /// The stream-K grid [`super::gemm`] runs a planned problem with on `sms` SMs: the TMA
 /// kernel on its own operands, one batch, whole tiles (no split-k) and [`stream_k_grid`]'s
 /// rule.
@@ -48,7 +71,7 @@ pub(crate) fn planned_stream_k(plan: &Plan, shape: &GemmShape, sms: usize) -> Op
     if plan.launch != Launch::Tma || shape.batch > 1 {
         return None;
     }
-    let tiles = shape.m.div_ceil(TILE_M as usize) * shape.n.div_ceil(TILE_N as usize);
+    let tiles = shape_tiles(shape);
     let slabs = shape.k.div_ceil(slab_depth(plan.problem.0) as usize);
     stream_k_grid(tiles, slabs, sms)
 }
@@ -74,5 +97,19 @@ mod tests {
         assert_eq!(stream_k_grid(6, 1, 5), None);
         assert_eq!(stream_k_grid(6, 2, 5), Some(5));
         assert_eq!(stream_k_grid(3, 2, 2), Some(2));
+    }
+
+    /// On 132 SMs: 20 last-wave tiles (152) are cut four ways, 40 (304) three, 58 (190) two;
+    /// 100 last-wave tiles run whole, one a block, and full waves have nothing to cut.
+    #[test]
+    fn last_wave_tiles_are_cut_among_as_many_blocks_as_the_grid_gives_them_up_to_four() {
+        assert_eq!(cuts_per_tile(152, 132), 4);
+        assert_eq!(cuts_per_tile(304, 132), 3);
+        assert_eq!(cuts_per_tile(190, 132), 2);
+        assert_eq!(cuts_per_tile(232, 132), 1);
+        assert_eq!(cuts_per_tile(264, 132), 0);
+        assert_eq!(cuts_per_tile(6, 5), 4);
+        assert_eq!(cuts_per_tile(4, 3), 3);
+        assert_eq!(cuts_per_tile(7, 0), 0);
     }
 }

@@ -139,8 +139,7 @@ pub fn gemm_tma_wgmma<
     let items = tiles * splits;
     let per = (slabs + splits - 1) / splits;
     // Under stream-K (whole-tile instances, one batch) block b runs iterations
-    // `dp_end + stream_k_start(b) .. dp_end + stream_k_start(b + 1)` of the `tiles · slabs`
-    // after `dp_end`; otherwise it takes work items b, b + grid, … Where the last wave's tiles
+    // `stretch_start(b) .. stretch_start(b + 1)` of the `tiles · slabs` after `dp_end`; otherwise it takes work items b, b + grid, … Where the last wave's tiles
     // give every block a few slabs, the full waves before them run as whole tiles (blocks
     // walking k in step share their slabs of A and B in L2) and only the last wave is cut.
     let sk = flags & 1024 != 0;
@@ -154,7 +153,15 @@ pub fn gemm_tma_wgmma<
         0u32
     };
     let rest = work - dp_end;
-    let sk_from = dp_end + stream_k_start(block, rest, grid);
+    // At most `cuts` blocks (flags bits 11–14; 0: the whole grid) share a last-wave tile, so
+    // its owner adds fewer parts; the blocks past them stop after their whole tiles.
+    let cuts = (flags >> 11) % 16;
+    let cut_grid = if dp_end > 0 && cuts > 0 {
+        min(grid, (tiles - whole_waves) * cuts)
+    } else {
+        grid
+    };
+    let sk_from = stretch_start(block, dp_end, rest, cut_grid);
     let begin = if sk {
         if dp_end > 0 {
             block * slabs
@@ -165,7 +172,7 @@ pub fn gemm_tma_wgmma<
         block
     };
     let run_end = if sk {
-        dp_end + stream_k_start(block + 1, rest, grid)
+        stretch_start(block + 1, dp_end, rest, cut_grid)
     } else {
         items
     };
@@ -329,9 +336,9 @@ pub fn gemm_tma_wgmma<
                 } else if end < slabs {
                     let tile_end = (tile + 1) * slabs;
                     let mut other = block + 1;
-                    let mut from = dp_end + stream_k_start(other, rest, grid);
+                    let mut from = stretch_start(other, dp_end, rest, cut_grid);
                     while from < tile_end {
-                        let to = dp_end + stream_k_start(other + 1, rest, grid);
+                        let to = stretch_start(other + 1, dp_end, rest, cut_grid);
                         // A block with an empty run computed nothing.
                         if to > from {
                             let flag = other * 8 + counter;

@@ -12,6 +12,13 @@ fn stream_k_start(block: u32, work: u32, grid: u32) -> u32 {
     (block as u64 * work as u64 / grid as u64) as u32
 }
 
+/// Where block `block`'s stretch of the `rest` stream-K iterations after `dp_end` starts, the
+/// stretches dealt among the first `cut_grid` blocks (those past it have empty ones).
+#[device(crate = crate::lang)]
+fn stretch_start(block: u32, dp_end: u32, rest: u32, cut_grid: u32) -> u32 {
+    dp_end + stream_k_start(min(block, cut_grid), rest, cut_grid)
+}
+
 /// The unit of work at cursor `cur`, as `[tile, k-range, first slab, end slab, next
 /// cursor]`. Under stream-K the cursor is an iteration (`tile · slabs + slab`): below
 /// `dp_end` it names a whole tile of the full waves, dealt out `grid` apart and followed by
