@@ -95,14 +95,7 @@ fn last_wave_tiles_are_cut_among_at_most_the_blocks_the_grid_gives_them() {
         stream_k_partials::<Bf16, Bf16>(&stream, &shape),
         5 * 128 * 256
     );
-    check::<Bf16, Bf16>(
-        &stream,
-        &shape,
-        EpiCase::every(),
-        Math::Fp32,
-        BF16_OUT,
-        990,
-    );
+    check::<Bf16, Bf16>(&stream, &shape, EpiCase::every(), Math::Fp32, BF16_OUT, 990);
 }
 
 /// Seeded bf16 operands for `shape` and the bits `launch` leaves in an f32 C.
