@@ -11,8 +11,9 @@
 //! group's heads times the `new` tokens), so each cache byte is read once. With several
 //! splits each block covers every `splits`-th step of the cache (a step being 2048 / dim
 //! positions), so that all splits share a sequence shorter than `max_len`, and writes its
-//! normalized partial output and log-sum-exp to the workspace; a second kernel merges the splits in split order,
-//! so the result does not depend on scheduling and reruns are bit-identical.
+//! normalized partial output and log-sum-exp to the workspace; a second kernel merges the
+//! splits in split order, so the result does not depend on scheduling and reruns are
+//! bit-identical.
 //!
 //! Sequence lengths live on the device: only `max_len` and `splits` size the launch, so a
 //! captured graph replays with new lengths. A length above `max_len` is read as `max_len`;

@@ -75,8 +75,8 @@ fn issue_step<T>(
 
 /// `o` (or this split's part of `workspace`) for the query rows `R · block_idx().y / kv_heads
 /// ..` of kv head `block_idx().y % kv_heads`, sequence `block_idx().z`, over every
-/// `grid_dim().x`-th step of its cache from step `block_idx().x`. Query row `rr` of a kv head is query token `rr / group`,
-/// head `kv · group + rr % group`. Dynamic shared memory: 64 KiB (eight stages of 256 key and
+/// `grid_dim().x`-th step of its cache from step `block_idx().x`. Query row `rr` of a kv head
+/// is query token `rr / group`, head `kv · group + rr % group`. Dynamic shared memory: 64 KiB (eight stages of 256 key and
 /// 256 value chunks).
 // Two blocks an SM where the registers allow it, so that one block's wait for its next chunk
 // overlaps the other's arithmetic.

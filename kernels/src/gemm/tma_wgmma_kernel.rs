@@ -139,7 +139,8 @@ pub fn gemm_tma_wgmma<
     let items = tiles * splits;
     let per = (slabs + splits - 1) / splits;
     // Under stream-K (whole-tile instances, one batch) block b runs iterations
-    // `stretch_start(b) .. stretch_start(b + 1)` of the `tiles · slabs` after `dp_end`; otherwise it takes work items b, b + grid, … Where the last wave's tiles
+    // `stretch_start(b) .. stretch_start(b + 1)` of the `tiles · slabs` after `dp_end`;
+    // otherwise it takes work items b, b + grid, … Where the last wave's tiles
     // give every block a few slabs, the full waves before them run as whole tiles (blocks
     // walking k in step share their slabs of A and B in L2) and only the last wave is cut.
     let sk = flags & 1024 != 0;
