@@ -9,11 +9,10 @@
 //!
 //! One block per (split, kv head, sequence) handles every query row of that kv head (the
 //! group's heads times the `new` tokens), so each cache byte is read once. With several
-//! splits each block covers every `splits`-th step of the cache (a step being 2048 / dim
-//! positions), so that all splits share a sequence shorter than `max_len`, and writes its
-//! normalized partial output and log-sum-exp to the workspace; a second kernel merges the
-//! splits in split order, so the result does not depend on scheduling and reruns are
-//! bit-identical.
+//! splits each block covers an equal contiguous share of its sequence's length (read on the
+//! device, so all splits share a sequence shorter than `max_len`) and writes its normalized
+//! partial output and log-sum-exp to the workspace; a second kernel merges the splits in
+//! split order, so the result does not depend on scheduling and reruns are bit-identical.
 //!
 //! Sequence lengths live on the device: only `max_len` and `splits` size the launch, so a
 //! captured graph replays with new lengths. A length above `max_len` is read as `max_len`;
@@ -194,7 +193,7 @@ fn check(
     let needed = paged_decode_workspace(seqs, d)?;
     let fits = |x: Option<usize>| x.is_some_and(|x| x <= u32::MAX as usize);
     // Indices are 32-bit in the kernel, but for a cache row times its width. Positions run
-    // up to a dozen interleaved steps (of at most 32 tokens) past `max_len`.
+    // past `max_len` by a step (of at most 32 tokens) a split and a dozen steps more.
     let in_range = fits(rows)
         && fits(layout.num_blocks.checked_mul(layout.block_size))
         && fits(layout.seqs.checked_mul(layout.blocks_per_seq))

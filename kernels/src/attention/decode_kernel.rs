@@ -10,11 +10,6 @@
 //! copies are issued, so the table read never stalls address generation, whatever the page
 //! size.
 //!
-//! Splits interleave by step: split `x` of `n` takes steps `x, x + n, x + 2n, ..` of the
-//! sequence. Every split then has work at any length short of the `max_len` the launch was
-//! sized for (a graph captured for long contexts replays at short ones), and a split's
-//! positions do not depend on the length, so its first table entries are read beside it.
-//!
 //! The loop takes four steps at a time. Scores are per-lane partial dots of the four tokens,
 //! finished by a reduce-scatter of `shfl_xor`s within each token's lanes (half the
 //! shuffles of four separate reductions), in the base-2 domain (the query is scaled by
@@ -74,10 +69,10 @@ fn issue_step<T>(
 }
 
 /// `o` (or this split's part of `workspace`) for the query rows `R · block_idx().y / kv_heads
-/// ..` of kv head `block_idx().y % kv_heads`, sequence `block_idx().z`, over every
-/// `grid_dim().x`-th step of its cache from step `block_idx().x`. Query row `rr` of a kv head
-/// is query token `rr / group`, head `kv · group + rr % group`. Dynamic shared memory: 64 KiB (eight stages of 256 key and
-/// 256 value chunks).
+/// ..` of kv head `block_idx().y % kv_heads`, sequence `block_idx().z`, over share
+/// `block_idx().x` of the `grid_dim().x` equal shares (in whole steps) of its length. Query
+/// row `rr` of a kv head is query token `rr / group`, head `kv · group + rr % group`. Dynamic
+/// shared memory: 64 KiB (eight stages of 256 key and 256 value chunks).
 // Two blocks an SM where the registers allow it, so that one block's wait for its next chunk
 // overlaps the other's arithmetic.
 #[kernel(
@@ -127,46 +122,23 @@ pub fn paged_decode<T: Element, const D: u32, const R: u32>(
     let my_token = warp * (32 / lanes) + lane / lanes;
     let head_at = kv * D + chunk * 8;
 
-    // Position of this lane's token in step `t` of the split is `(t · splits + split) ·
-    // step_tokens + my_token`: `first + t · stride`.
-    let first = split * step_tokens + my_token;
-    let stride = splits * step_tokens;
-
-    // The first two chunks' table entries are read over `max_len`, the length not yet known,
-    // so that their loads go out beside the length's instead of after it; each copy then
-    // checks its position against the length. (At head dim 256 the second chunk's entries
-    // wait for the length, as the loop's do: the registers are full there.)
-    let table_row = s * blocks_per_seq;
-    let mut entry = [0u32; 4];
-    let mut slot = [0u32; 4];
-    let mut entry_next = [0u32; 4];
-    let mut slot_next = [0u32; 4];
-    for c in 0..4u32 {
-        let pos = first + c * stride;
-        let page = page_entry(block_table, table_row, pos, max_len, block_size, page_shift);
-        entry[c] = page[0];
-        slot[c] = page[1];
-        if D < 256 {
-            let pos = first + (4 + c) * stride;
-            let page = page_entry(block_table, table_row, pos, max_len, block_size, page_shift);
-            entry_next[c] = page[0];
-            slot_next[c] = page[1];
-        }
-    }
-
     // A sequence shorter than its new tokens attends nothing (its rows come out zero).
     let len_in = min(seq_lens[s], max_len);
     let len = if len_in < new { 0u32 } else { len_in };
-    let end = len;
+    // Each split takes an equal share of the sequence's steps (of its length, not of
+    // `max_len`: a graph captured for long contexts replays at short ones).
     let all_steps = (len + step_tokens - 1) / step_tokens;
-    let steps = if all_steps > split {
-        (all_steps - split + splits - 1) / splits
+    let per = (all_steps + splits - 1) / splits;
+    let first = split * per * step_tokens;
+    let end = min(first + per * step_tokens, len);
+    let steps = if end > first {
+        (end - first + step_tokens - 1) / step_tokens
     } else {
         0u32
     };
 
-    // This lane's chunk of each query row, scaled into the base-2 domain, and the steps of
-    // the split at which this lane's token is one the row attends: those below `limit[r]`.
+    // This lane's chunk of each query row, scaled into the base-2 domain, and the positions
+    // each row attends within this split: `first .. limit[r]`.
     let mut qv = [0.0f32; 8 * R];
     let mut limit = [0u32; R];
     for r in 0..R {
@@ -180,12 +152,7 @@ pub fn paged_decode<T: Element, const D: u32, const R: u32>(
             qv[r * 8 + e] = (v[e] as f32) * scale_log2;
         }
         let attends = if len == 0 { 0u32 } else { len - new + i + 1 };
-        let below = if ok { min(attends, end) } else { 0u32 };
-        limit[r] = if below > first {
-            (below - first + stride - 1) / stride
-        } else {
-            0u32
-        };
+        limit[r] = if ok { min(attends, end) } else { 0u32 };
     }
 
     // Running maximum (a finite floor, so that a fully masked row stays NaN-free), sum and
@@ -197,24 +164,27 @@ pub fn paged_decode<T: Element, const D: u32, const R: u32>(
     // A chunk is four steps: a lane group scores its four tokens for every row, takes one
     // maximum and rescales its running sum and output once, then adds the values. The table
     // entries of a chunk are loaded one chunk before its copies are issued.
+    let table_row = s * blocks_per_seq;
+    let mut entry = [0u32; 4];
+    let mut slot = [0u32; 4];
     for c in 0..4u32 {
-        let pos = first + c * stride;
-        let e = if pos < end { entry[c] } else { u32::MAX };
+        let pos = first + c * step_tokens + my_token;
+        let page = page_entry(block_table, table_row, pos, end, block_size, page_shift);
+        entry[c] = page[0];
+        slot[c] = page[1];
+    }
+    for c in 0..4u32 {
         issue_step(
-            words, k_cache, v_cache, c, tid, e, slot[c], block_size, num_blocks, width, head_at,
+            words, k_cache, v_cache, c, tid, entry[c], slot[c], block_size, num_blocks, width,
+            head_at,
         );
         cp_async_commit();
     }
     for c in 0..4u32 {
-        let pos = first + (4 + c) * stride;
-        if D < 256 {
-            entry[c] = if pos < end { entry_next[c] } else { u32::MAX };
-            slot[c] = slot_next[c];
-        } else {
-            let page = page_entry(block_table, table_row, pos, end, block_size, page_shift);
-            entry[c] = page[0];
-            slot[c] = page[1];
-        }
+        let pos = first + (4 + c) * step_tokens + my_token;
+        let page = page_entry(block_table, table_row, pos, end, block_size, page_shift);
+        entry[c] = page[0];
+        slot[c] = page[1];
     }
 
     // Which quarter of a token's lanes this lane is in: it finishes that token's score.
@@ -245,7 +215,7 @@ pub fn paged_decode<T: Element, const D: u32, const R: u32>(
             cp_async_commit();
         }
         for c in 0..4u32 {
-            let pos = first + (base + 8 + c) * stride;
+            let pos = first + (base + 8 + c) * step_tokens + my_token;
             let page = page_entry(block_table, table_row, pos, end, block_size, page_shift);
             entry[c] = page[0];
             slot[c] = page[1];
@@ -269,6 +239,7 @@ pub fn paged_decode<T: Element, const D: u32, const R: u32>(
             }
         }
 
+        let pos = first + base * step_tokens + my_token;
         let mut prob = [0.0f32; 4 * R];
         for r in 0..R {
             // Reduce-scatter: each exchange halves the values a lane carries, so a lane ends
@@ -300,7 +271,7 @@ pub fn paged_decode<T: Element, const D: u32, const R: u32>(
 
             let mut mx = m[r];
             for c in 0..4u32 {
-                sc[c] = if base + c < limit[r] {
+                sc[c] = if pos + c * step_tokens < limit[r] {
                     sc[c]
                 } else {
                     f32::NEG_INFINITY
