@@ -3,7 +3,8 @@
 //! bytes (the driver's device-to-device copy, measured in the same run; activations and
 //! outputs are not counted), timed twice so that clock drift shows: the f32 route (`gemv`),
 //! the int8 route's GEMV alone (`gemv_q8` on activations quantized once) and with the
-//! activations' quantization in each launch pair, and the tensor-core GEMV (`gemv_mma`,
+//! activations' quantization in each launch pair, the int8 route on the tensor cores
+//! (`gemv_q8_mma`, Q8_0 and Q4_K), and the tensor-core GEMV (`gemv_mma`,
 //! also by the row tiles a warp takes and by a block a tile against blocks that walk tiles); the stacked forms a decode layer launches (q, k and v
 //! as one `gemv_mma_parts`, gate and up as one `gemv_mma_swiglu`) against the launches they
 //! replace; then the prefill at M = 512
@@ -23,9 +24,9 @@ use kernel_runtime::{Bf16, Buffer, Stream};
 use kernels::elementwise::swiglu;
 use kernels::gemm::{gemm, Epilogue, GemmShape, Layout, Math};
 use kernels::quant::gguf::{
-    dequantize, gemv, gemv_mma, gemv_mma_parts, gemv_mma_swiglu, gemv_mma_with, gemv_q8, prefill,
-    prefill_workspace_len, quantize_activations, staged_blocks_per_sm, GemvMmaPlan, GgufFormat,
-    GgufMatrix, GgufWeights, QuantizedActivations,
+    dequantize, gemv, gemv_mma, gemv_mma_parts, gemv_mma_swiglu, gemv_mma_with, gemv_q8,
+    gemv_q8_mma, prefill, prefill_workspace_len, quantize_activations, staged_blocks_per_sm,
+    GemvMmaPlan, GgufFormat, GgufMatrix, GgufWeights, QuantizedActivations,
 };
 use kernels::Float;
 
@@ -111,8 +112,18 @@ fn gemv_row<T: Float>(b: &Bench, w: &GgufWeights, shape: &str, m: usize) -> Res 
         }
         Ok(())
     })?);
+    let int8_tensor_core = if w.format() == GgufFormat::Q6K {
+        "—".to_string()
+    } else {
+        pair(b.percent_twice(bytes, |s| {
+            for _ in 0..LAUNCHES {
+                gemv_q8_mma(s, w, &xq, &mut y, m)?;
+            }
+            Ok(())
+        })?)
+    };
     println!(
-        "| {:<5} | {:<4} | {:<16} | {:>2} | {} | {} | {} | {} |",
+        "| {:<5} | {:<4} | {:<16} | {:>2} | {} | {} | {} | {} | {} |",
         w.format().name(),
         T::TYPE.suffix(),
         format!("{shape} {}x{}", w.rows(), w.cols()),
@@ -120,7 +131,8 @@ fn gemv_row<T: Float>(b: &Bench, w: &GgufWeights, shape: &str, m: usize) -> Res 
         pair(f32_route),
         pair(int8),
         pair(with_quantize),
-        tensor_core
+        tensor_core,
+        int8_tensor_core
     );
     Ok(())
 }
@@ -274,8 +286,8 @@ fn main() -> Res {
         SHAPES.to_vec()
     };
     println!("\nGEMV, % of copy bandwidth over the quantized weight bytes (two passes)\n");
-    println!("| format | x, y | shape | M | gemv | gemv_q8 | quantize + gemv_q8 | gemv_mma |");
-    println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
+    println!("| format | x, y | shape | M | gemv | gemv_q8 | quantize + gemv_q8 | gemv_mma | gemv_q8_mma |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     for format in GgufFormat::ALL {
         for &(shape, n, k) in &shapes {
             let w = weights(&b.stream, format, n, k)?;

@@ -10,8 +10,8 @@ use common_rowwise::{bits, download, poisoned, stream, upload, Rng};
 use kernel_runtime::{Bf16, Buffer, Stream};
 use kernels::quant::gguf::reference::{self, Int8Activations};
 use kernels::quant::gguf::{
-    gemv_q8, quantize_activations, quantize_activations_rms_norm, GgufFormat, GgufMatrix,
-    QuantizedActivations,
+    gemv_q8, gemv_q8_mma, quantize_activations, quantize_activations_rms_norm, GgufFormat,
+    GgufMatrix, GgufWeights, QuantizedActivations,
 };
 use kernels::Float;
 use kernels::{Error, FloatType};
@@ -132,7 +132,27 @@ fn assert_product(what: &str, got: &[f32], want: &[f64], magnitude: &[f64], stor
     }
 }
 
+/// One of the int8 route's products: `gemv_q8` or `gemv_q8_mma`.
+type Product<T> =
+    fn(&Stream, &GgufWeights, &QuantizedActivations, &mut Buffer<T>, usize) -> Result<(), Error>;
+
 fn gemv_q8_at<T: Float>(s: &Stream, format: GgufFormat, m: usize, n: usize, k: usize) {
+    product_at::<T>("gemv_q8", gemv_q8::<T>, s, format, m, n, k);
+}
+
+fn gemv_q8_mma_at<T: Float>(s: &Stream, format: GgufFormat, m: usize, n: usize, k: usize) {
+    product_at::<T>("gemv_q8_mma", gemv_q8_mma::<T>, s, format, m, n, k);
+}
+
+fn product_at<T: Float>(
+    name: &str,
+    product: Product<T>,
+    s: &Stream,
+    format: GgufFormat,
+    m: usize,
+    n: usize,
+    k: usize,
+) {
     let mut rng = Rng::new((m * 31 + n * 7 + k) as u64);
     let q = GgufMatrix::quantize(format, n, k, &weights(&mut rng, n * k)).unwrap();
     let wd = q.dequantize();
@@ -140,12 +160,12 @@ fn gemv_q8_at<T: Float>(s: &Stream, format: GgufFormat, m: usize, n: usize, k: u
     let (x, _) = upload::<T>(s, &activations(&mut rng, m, k));
     let xq = quantized(s, &x, None, m, k);
     let mut y = poisoned::<T>(s, m * n);
-    gemv_q8(s, &dev, &xq, &mut y, m).unwrap();
-    let what = format!("gemv_q8 {format} {:?} m={m} n={n} k={k}", T::TYPE);
+    product(s, &dev, &xq, &mut y, m).unwrap();
+    let what = format!("{name} {format} {:?} m={m} n={n} k={k}", T::TYPE);
     let (want, mag) = int8_product(&xq.to_host(s).unwrap(), &wd, n);
     assert_product(&what, &download(s, &y), &want, &mag, T::TYPE);
     let first = bits(s, &y);
-    gemv_q8(s, &dev, &xq, &mut y, m).unwrap();
+    product(s, &dev, &xq, &mut y, m).unwrap();
     assert_eq!(bits(s, &y), first, "{what}: a rerun changed the bits");
 }
 
@@ -171,6 +191,21 @@ fn gemv_q8_over_many_passes_of_a_warp() {
     let s = stream();
     gemv_q8_at::<f32>(&s, GgufFormat::Q4K, 1, 3, 36 * 256);
     gemv_q8_at::<Bf16>(&s, GgufFormat::Q6K, 1, 3, 36 * 256);
+}
+
+#[test]
+fn gemv_q8_mma_matches_the_f64_product_of_the_int8_model_at_odd_shapes() {
+    let s = stream();
+    for format in [GgufFormat::Q8_0, GgufFormat::Q4K] {
+        // 21 rows: a tile of 16 and a partial one; 768 columns: three blocks of 256, fewer
+        // than a block's eight warps. m = 9 and 16 take a second product.
+        for m in [1, 3, 9, 16] {
+            gemv_q8_mma_at::<f32>(&s, format, m, 21, 768);
+        }
+        gemv_q8_mma_at::<Bf16>(&s, format, 5, 21, 768);
+        // Eleven blocks of 256: three of the eight warps take a second.
+        gemv_q8_mma_at::<f32>(&s, format, 2, 7, 11 * 256);
+    }
 }
 
 #[test]
@@ -216,6 +251,14 @@ fn bad_shapes_are_errors_before_anything_is_written() {
     assert!(matches!(err, Error::Unsupported { .. }), "{err}");
     assert!(err.to_string().contains("gguf::prefill"), "{err}");
     let err = gemv_q8(&s, &dev, &xq, &mut y, 1).unwrap_err();
+    assert!(matches!(err, Error::Length { buffer: "y", .. }), "{err}");
+    let err = gemv_q8_mma(&s, &dev, &xq, &mut y, 1).unwrap_err();
+    assert!(err.to_string().contains("Q6_K"), "{err}");
+    let q4 = GgufMatrix::quantize(GgufFormat::Q4K, 2, 256, &[0.5; 512]).unwrap();
+    let q4 = q4.to_device(&s).unwrap();
+    let err = gemv_q8_mma(&s, &q4, &xq, &mut y, 17).unwrap_err();
+    assert!(err.to_string().contains("gguf::prefill"), "{err}");
+    let err = gemv_q8_mma(&s, &q4, &xq, &mut y, 1).unwrap_err();
     assert!(matches!(err, Error::Length { buffer: "y", .. }), "{err}");
     let wide = QuantizedActivations::new(&s, 1, 512).unwrap();
     let mut y1 = Buffer::from_host(&s, &[7.0f32; 2]).unwrap();

@@ -1,14 +1,14 @@
 //! The int8 route of the GGUF decode GEMV on the GPU at Llama-3-8B's shapes: the activations'
 //! quantization bit for bit against the CPU reference (plain and behind RMSNorm), `gemv_q8`
-//! against the f64 product of the dequantized weights with the int8 model of `x`, and
+//! and `gemv_q8_mma` (Q8_0 and Q4_K) against the f64 product of the dequantized weights with the int8 model of `x`, and
 //! bit-identical reruns.
 
 use crate::common_rowwise::{download, gpu_stream, poisoned, upload, Rng};
 use kernel_runtime::{Bf16, Buffer, Stream};
 use kernels::quant::gguf::reference::{self, Int8Activations};
 use kernels::quant::gguf::{
-    gemv_q8, quantize_activations, quantize_activations_rms_norm, GgufFormat, GgufMatrix,
-    QuantizedActivations,
+    gemv_q8, gemv_q8_mma, quantize_activations, quantize_activations_rms_norm, GgufFormat,
+    GgufMatrix, QuantizedActivations,
 };
 use kernels::Float;
 use kernels::FloatType;
@@ -121,6 +121,19 @@ fn at_shape<T: Float>(s: &Stream, format: GgufFormat, n: usize, k: usize, ms: &[
                 first,
                 "gemv_q8 {what}: two runs are bit-identical"
             );
+            if format != GgufFormat::Q6K {
+                let mut y = poisoned::<T>(s, m * n);
+                gemv_q8_mma(s, &dev, &xq, &mut y, m).unwrap();
+                let got = download(s, &y);
+                check(&format!("gemv_q8_mma {what}"), &got, &want, &mag, T::TYPE);
+                let first = bits(s, &y);
+                gemv_q8_mma(s, &dev, &xq, &mut y, m).unwrap();
+                assert_eq!(
+                    bits(s, &y),
+                    first,
+                    "gemv_q8_mma {what}: two runs are bit-identical"
+                );
+            }
         }
     }
 }
@@ -129,7 +142,7 @@ fn at_shape<T: Float>(s: &Stream, format: GgufFormat, n: usize, k: usize, ms: &[
 fn gguf_gemv_q8_matches_the_int8_reference_on_gpu() {
     let Some(s) = gpu_stream() else { return };
     for format in GgufFormat::ALL {
-        at_shape::<Bf16>(&s, format, 4096, 4096, &[1, 3, 16]);
+        at_shape::<Bf16>(&s, format, 4096, 4096, &[1, 3, 9, 16]);
         at_shape::<f32>(&s, format, 4096, 4096, &[1, 16]);
         at_shape::<Bf16>(&s, format, 4096, 14336, &[1]);
     }

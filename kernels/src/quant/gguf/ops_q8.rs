@@ -3,8 +3,10 @@
 
 use super::activations::QuantizedActivations;
 use super::gemv_q8_kernel::{self, GEMV_Q8_ROWS_PER_BLOCK};
+use super::gemv_q8_mma_kernel::{self, GEMV_Q8_MMA_THREADS};
 use super::ops::GEMV_MAX_ROWS;
 use super::quantize_activations_kernel::{self, QUANTIZE_THREADS};
+use super::GgufFormat;
 use super::GgufWeights;
 use crate::Float;
 use crate::{check_len, Error};
@@ -149,32 +151,9 @@ pub fn gemv_q8<T: Float>(
 ) -> Result<(), Error> {
     crate::float::f32_or_bf16::<T>("gemv_q8")?;
     const OP: &str = "gguf::gemv_q8";
-    let (n, k, row_bytes) = super::ops::sizes(OP, w)?;
-    if xq.cols() != w.cols() {
-        return Err(Error::Unsupported {
-            op: OP,
-            detail: format!(
-                "the activations have {} columns but the weight {}; quantize rows of the weight's cols",
-                xq.cols(),
-                w.cols()
-            ),
-        });
-    }
-    if m > GEMV_MAX_ROWS || m > xq.rows() {
-        return Err(Error::Unsupported {
-            op: OP,
-            detail: format!(
-                "m = {m} rows of x, but the GEMV takes at most {GEMV_MAX_ROWS} and the activations hold {}; call gguf::prefill for more",
-                xq.rows()
-            ),
-        });
-    }
-    check_len(OP, "y", y.len(), m * w.rows(), || {
-        format!("m × rows = {m} × {}", w.rows())
-    })?;
-    if m == 0 || n == 0 {
+    let Some((n, k, row_bytes)) = check_product(OP, w, xq, y.len(), m)? else {
         return Ok(());
-    }
+    };
     let mt = match m {
         1 => 1,
         2..=4 => 4,
@@ -201,4 +180,99 @@ pub fn gemv_q8<T: Float>(
         row_bytes,
     )?;
     Ok(())
+}
+
+/// [`gemv_q8`] on the integer tensor cores (`mma.sync` over int8, sm_80+), for Q8_0 and Q4_K
+/// weights: 16 weight rows a block, each group of 32 weights one product per 8 rows of `x`,
+/// its exact `i32` sums then scaled in f32. The same model as [`gemv_q8`] (the product of the
+/// dequantized weights with the dequantized int8 `x`, up to f32 rounding of the scales), in
+/// its own fixed order: reruns give the same bits. Q6_K's scales cover 16 weights, half a
+/// product; it is refused (take [`gemv_q8`] or [`gemv_mma`](super::gemv_mma)).
+///
+/// ```
+/// use kernel_runtime::{Buffer, Device};
+/// use kernels::quant::gguf::{gemv_q8_mma, quantize_activations, GgufFormat, GgufMatrix, QuantizedActivations};
+/// # fn main() -> Result<(), kernels::Error> {
+/// let stream = Device::emulator().stream()?;
+/// // Blocks of 127s have scale 1: Q8_0 stores them exactly, and so does the int8 x of 1s.
+/// let w = GgufMatrix::quantize(GgufFormat::Q8_0, 3, 256, &[127.0; 3 * 256])?.to_device(&stream)?;
+/// let mut xq = QuantizedActivations::new(&stream, 2, 256)?;
+/// quantize_activations(&stream, &Buffer::from_host(&stream, &[1.0f32; 2 * 256])?, &mut xq, 2)?;
+/// let mut y = Buffer::<f32>::zeros(&stream, 2 * 3)?;
+/// gemv_q8_mma(&stream, &w, &xq, &mut y, 2)?;
+/// assert_eq!(y.to_host(&stream)?, vec![256.0 * 127.0; 2 * 3]);
+/// # Ok(()) }
+/// ```
+pub fn gemv_q8_mma<T: Float>(
+    stream: &Stream,
+    w: &GgufWeights,
+    xq: &QuantizedActivations,
+    y: &mut Buffer<T>,
+    m: usize,
+) -> Result<(), Error> {
+    crate::float::f32_or_bf16::<T>("gemv_q8_mma")?;
+    const OP: &str = "gguf::gemv_q8_mma";
+    if w.format() == GgufFormat::Q6K {
+        return Err(Error::Unsupported {
+            op: OP,
+            detail: "Q6_K scales runs of 16 weights, half a tensor-core product; use gguf::gemv_q8 or gguf::gemv_mma for Q6_K".into(),
+        });
+    }
+    let Some((n, k, row_bytes)) = check_product(OP, w, xq, y.len(), m)? else {
+        return Ok(());
+    };
+    let (values, scales) = xq.values();
+    let cfg = LaunchConfig::linear(n.div_ceil(16), GEMV_Q8_MMA_THREADS);
+    gemv_q8_mma_kernel::gguf_gemv_q8_mma::<T>(
+        stream,
+        cfg,
+        w.format().code(),
+        if m > 8 { 2 } else { 1 },
+        w.words(),
+        values,
+        scales,
+        y,
+        m as u32,
+        n,
+        k,
+        row_bytes,
+    )?;
+    Ok(())
+}
+
+/// Checks a product of the int8 route; `None` where there is nothing to compute.
+fn check_product(
+    op: &'static str,
+    w: &GgufWeights,
+    xq: &QuantizedActivations,
+    y_len: usize,
+    m: usize,
+) -> Result<Option<(u32, u32, u32)>, Error> {
+    let (n, k, row_bytes) = super::ops::sizes(op, w)?;
+    if xq.cols() != w.cols() {
+        return Err(Error::Unsupported {
+            op,
+            detail: format!(
+                "the activations have {} columns but the weight {}; quantize rows of the weight's cols",
+                xq.cols(),
+                w.cols()
+            ),
+        });
+    }
+    if m > GEMV_MAX_ROWS || m > xq.rows() {
+        return Err(Error::Unsupported {
+            op,
+            detail: format!(
+                "m = {m} rows of x, but the GEMV takes at most {GEMV_MAX_ROWS} and the activations hold {}; call gguf::prefill for more",
+                xq.rows()
+            ),
+        });
+    }
+    check_len(op, "y", y_len, m * w.rows(), || {
+        format!("m × rows = {m} × {}", w.rows())
+    })?;
+    if m == 0 || n == 0 {
+        return Ok(None);
+    }
+    Ok(Some((n, k, row_bytes)))
 }

@@ -1,0 +1,58 @@
+//! `#[device]` helpers for the int8 tensor-core GEMV (`gemv_q8_mma_kernel.rs`): a weight
+//! row's codes fed to `mma.m16n8k32` as they are stored, and the f32 scale and offset of each
+//! group of 32 weights. They take the words [`align_block`](super::fragment) leaves, so lane
+//! `(g, t)` holds weights `8t..8t + 8` of each group of its rows, as in the bf16 route: the
+//! first four are the `k` bytes `4t..` of the product and the last four the bytes `16 + 4t..`,
+//! and the activations are read in the same order.
+
+use kernel_macros::device;
+
+/// What a block's groups share, from [`align_block`](super::fragment)'s words: Q4_K's scale
+/// and min bytes ([`q4k_scale_bytes`](super::fragment)) and its `d` and `dmin` in f32, as
+/// bits; Q8_0's groups each have their own `d` (read in [`int8_group_scales`]).
+#[device(crate = crate::lang)]
+pub(crate) fn int8_block_scales(a: [u32; 18]) -> [u32; 6] {
+    let mut p = [0u32; 6];
+    if F == 1 {
+        let b = q4k_scale_bytes([a[0], a[1], a[2], a[3]]);
+        for i in 0..4 {
+            p[i] = b[i];
+        }
+        p[4] = to_bits(f16_bits_to_f32(a[0]));
+        p[5] = to_bits(f16_bits_to_f32(a[0] >> 16));
+    }
+    p
+}
+
+/// Group `s`'s scale `a` and offset `b` in f32, the weight being `a·q − b` for its code `q`:
+/// Q8_0's `d` (shared by the lane of the row that loaded it) and 0, Q4_K's `d·sc` and
+/// `dmin·m`, each exact in f32 as ggml's dequantization computes them.
+#[device(crate = crate::lang)]
+pub(crate) fn int8_group_scales(a: [u32; 18], p: [u32; 6], s: u32) -> [f32; 2] {
+    let mut r = [0.0f32; 2];
+    if F == 0 {
+        let w = shfl_idx(a[16 + s % 2], (lane_id() & 0x1c) + s / 2);
+        r[0] = f16_bits_to_f32(if s % 2 == 0 { w } else { w >> 16 });
+    } else {
+        let sc = (p[s / 4] >> (8 * (s % 4))) & 0xff;
+        let mn = (p[2 + s / 4] >> (8 * (s % 4))) & 0xff;
+        r[0] = from_bits(p[4]) * (sc as f32);
+        r[1] = from_bits(p[5]) * (mn as f32);
+    }
+    r
+}
+
+/// Group `s`'s eight codes of the lane's row as two words of bytes: Q8_0's int8 codes as
+/// stored, Q4_K's nibbles spread to a byte each.
+#[device(crate = crate::lang)]
+pub(crate) fn int8_group_codes(a: [u32; 18], s: u32) -> [u32; 2] {
+    let mut q = [0u32; 2];
+    for i in 0..2 {
+        if F == 0 {
+            q[i] = a[2 * s + i];
+        } else {
+            q[i] = (a[4 + 2 * (s / 2) + i] >> (4 * (s % 2))) & 0x0f0f_0f0f;
+        }
+    }
+    q
+}
