@@ -1,7 +1,7 @@
 //! The int8 route of the GGUF decode GEMV on the GPU at Llama-3-8B's shapes: the activations'
 //! quantization bit for bit against the CPU reference (plain and behind RMSNorm), `gemv_q8`
-//! and `gemv_q8_mma` (Q8_0 and Q4_K) against the f64 product of the dequantized weights with the int8 model of `x`, and
-//! bit-identical reruns.
+//! and `gemv_q8_mma` (Q8_0 and Q4_K) against the f64 product of the dequantized weights with
+//! the int8 model of `x`, and bit-identical reruns.
 
 use crate::common_rowwise::{download, gpu_stream, poisoned, upload, Rng};
 use kernel_runtime::{Bf16, Buffer, Stream};
