@@ -4,7 +4,7 @@
 //! outputs are not counted), timed twice so that clock drift shows: the f32 route (`gemv`),
 //! the int8 route's GEMV alone (`gemv_q8` on activations quantized once) and with the
 //! activations' quantization in each launch pair, the int8 route on the tensor cores
-//! (`gemv_q8_mma`, Q8_0 and Q4_K), and the tensor-core GEMV (`gemv_mma`,
+//! (`gemv_q8_mma`), and the tensor-core GEMV (`gemv_mma`,
 //! also by the row tiles a warp takes and by a block a tile against blocks that walk tiles); the stacked forms a decode layer launches (q, k and v
 //! as one `gemv_mma_parts`, gate and up as one `gemv_mma_swiglu`) against the launches they
 //! replace; then the prefill at M = 512
@@ -112,16 +112,12 @@ fn gemv_row<T: Float>(b: &Bench, w: &GgufWeights, shape: &str, m: usize) -> Res 
         }
         Ok(())
     })?);
-    let int8_tensor_core = if w.format() == GgufFormat::Q6K {
-        "—".to_string()
-    } else {
-        pair(b.percent_twice(bytes, |s| {
-            for _ in 0..LAUNCHES {
-                gemv_q8_mma(s, w, &xq, &mut y, m)?;
-            }
-            Ok(())
-        })?)
-    };
+    let int8_tensor_core = pair(b.percent_twice(bytes, |s| {
+        for _ in 0..LAUNCHES {
+            gemv_q8_mma(s, w, &xq, &mut y, m)?;
+        }
+        Ok(())
+    })?);
     println!(
         "| {:<5} | {:<4} | {:<16} | {:>2} | {} | {} | {} | {} | {} |",
         w.format().name(),

@@ -1,6 +1,6 @@
 //! The int8 route of the GGUF decode GEMV on the GPU at Llama-3-8B's shapes: the activations'
 //! quantization bit for bit against the CPU reference (plain and behind RMSNorm), `gemv_q8`
-//! and `gemv_q8_mma` (Q8_0 and Q4_K) against the f64 product of the dequantized weights with
+//! and `gemv_q8_mma` against the f64 product of the dequantized weights with
 //! the int8 model of `x`, and bit-identical reruns.
 
 use crate::common_rowwise::{download, gpu_stream, poisoned, upload, Rng};
@@ -121,19 +121,17 @@ fn at_shape<T: Float>(s: &Stream, format: GgufFormat, n: usize, k: usize, ms: &[
                 first,
                 "gemv_q8 {what}: two runs are bit-identical"
             );
-            if format != GgufFormat::Q6K {
-                let mut y = poisoned::<T>(s, m * n);
-                gemv_q8_mma(s, &dev, &xq, &mut y, m).unwrap();
-                let got = download(s, &y);
-                check(&format!("gemv_q8_mma {what}"), &got, &want, &mag, T::TYPE);
-                let first = bits(s, &y);
-                gemv_q8_mma(s, &dev, &xq, &mut y, m).unwrap();
-                assert_eq!(
-                    bits(s, &y),
-                    first,
-                    "gemv_q8_mma {what}: two runs are bit-identical"
-                );
-            }
+            let mut y = poisoned::<T>(s, m * n);
+            gemv_q8_mma(s, &dev, &xq, &mut y, m).unwrap();
+            let got = download(s, &y);
+            check(&format!("gemv_q8_mma {what}"), &got, &want, &mag, T::TYPE);
+            let first = bits(s, &y);
+            gemv_q8_mma(s, &dev, &xq, &mut y, m).unwrap();
+            assert_eq!(
+                bits(s, &y),
+                first,
+                "gemv_q8_mma {what}: two runs are bit-identical"
+            );
         }
     }
 }

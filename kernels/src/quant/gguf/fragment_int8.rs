@@ -9,10 +9,14 @@ use kernel_macros::device;
 
 /// What a block's groups share, from [`align_block`](super::fragment)'s words: Q4_K's scale
 /// and min bytes ([`q4k_scale_bytes`](super::fragment)) and its `d` and `dmin` in f32, as
-/// bits; Q8_0's groups each have their own `d` (read in [`int8_group_scales`]).
+/// bits; Q6_K's `d` in f32, as bits; Q8_0's groups each have their own `d` (read in
+/// [`int8_group_scales`]).
 #[device(crate = crate::lang)]
 pub(crate) fn int8_block_scales(a: [u32; 18]) -> [u32; 6] {
     let mut p = [0u32; 6];
+    if F == 2 {
+        p[0] = to_bits(f16_bits_to_f32(a[16]));
+    }
     if F == 1 {
         let b = q4k_scale_bytes([a[0], a[1], a[2], a[3]]);
         for i in 0..4 {
@@ -26,11 +30,17 @@ pub(crate) fn int8_block_scales(a: [u32; 18]) -> [u32; 6] {
 
 /// Group `s`'s scale `a` and offset `b` in f32, the weight being `a·q − b` for its code `q`:
 /// Q8_0's `d` (shared by the lane of the row that loaded it) and 0, Q4_K's `d·sc` and
-/// `dmin·m`, each exact in f32 as ggml's dequantization computes them.
+/// `dmin·m`, each exact in f32 as ggml's dequantization computes them. Q6_K's group holds two
+/// runs of 16 with their own int8 scales: those two, as f32 (its `d` is the block's).
 #[device(crate = crate::lang)]
 pub(crate) fn int8_group_scales(a: [u32; 18], p: [u32; 6], s: u32) -> [f32; 2] {
     let mut r = [0.0f32; 2];
-    if F == 0 {
+    if F == 2 {
+        // Runs 2s and 2s + 1 of the block's sixteen, bytes of the aligned scale words.
+        let sw = a[12 + s / 2];
+        r[0] = int8_to_f32(sw, 2 * (s % 2));
+        r[1] = int8_to_f32(sw, 2 * (s % 2) + 1);
+    } else if F == 0 {
         let w = shfl_idx(a[16 + s % 2], (lane_id() & 0x1c) + s / 2);
         r[0] = f16_bits_to_f32(if s % 2 == 0 { w } else { w >> 16 });
     } else {
@@ -43,15 +53,26 @@ pub(crate) fn int8_group_scales(a: [u32; 18], p: [u32; 6], s: u32) -> [f32; 2] {
 }
 
 /// Group `s`'s eight codes of the lane's row as two words of bytes: Q8_0's int8 codes as
-/// stored, Q4_K's nibbles spread to a byte each.
+/// stored, Q4_K's nibbles spread to a byte each, Q6_K's 6-bit codes `q` as the int8 `q − 32`.
 #[device(crate = crate::lang)]
 pub(crate) fn int8_group_codes(a: [u32; 18], s: u32) -> [u32; 2] {
     let mut q = [0u32; 2];
     for i in 0..2 {
         if F == 0 {
             q[i] = a[2 * s + i];
-        } else {
+        } else if F == 1 {
             q[i] = (a[4 + 2 * (s / 2) + i] >> (4 * (s % 2))) & 0x0f0f_0f0f;
+        } else {
+            // Group s = 4h + j: low bits in `ql` word pair 2h + j % 2 (high nibbles for
+            // j ≥ 2), high bits in `qh` pair 4 + h, two bits a group.
+            let h = s / 4;
+            let j = s % 4;
+            let low = (a[2 * (2 * h + j % 2) + i] >> (4 * (j / 2))) & 0x0f0f_0f0f;
+            let high = ((a[2 * (4 + h) + i] >> (2 * j)) & 0x0303_0303) << 4;
+            let u = low | high;
+            // Per byte: bit 5 flipped is q − 32 for q ≥ 32 and q + 32 below, where 0xc0 more
+            // (0x20 · 6, no carry into the next byte) makes it q − 32 mod 256.
+            q[i] = (u ^ 0x2020_2020) | ((!u & 0x2020_2020) * 6);
         }
     }
     q

@@ -1,9 +1,10 @@
 //! The decode GEMV `y = x·Wᵀ` for up to 16 rows of int8 activations on the integer tensor
-//! cores (sm_80+), over Q8_0 or Q4_K weights. A block of eight warps takes 16 weight rows,
-//! the `A` operand of `mma.m16n8k32` (rows `g` and `g + 8` of lane `(g, t)`), each warp every
-//! eighth block of 256 weights, loading its next block's words while it works on the current
-//! one. A group of 32 weights is one product per 8 rows of `x` (their `n`; a second product
-//! only when `m > 8`): the codes go in as stored (Q4_K's nibbles spread to bytes), the
+//! cores (sm_80+), over Q8_0, Q4_K or Q6_K weights. A block of eight warps takes 16 weight
+//! rows, the `A` operand of `mma.m16n8k32` (rows `g` and `g + 8` of lane `(g, t)`), each warp
+//! every eighth block of 256 weights, loading its next block's words while it works on the
+//! current one. A group of 32 weights is one product per 8 rows of `x` (their `n`; a second
+//! product only when `m > 8`; Q6_K, whose scales cover runs of 16, a product a run): the
+//! codes go in as stored (Q4_K's nibbles spread to bytes, Q6_K's less 32 as int8), the
 //! activations as [`QuantizedActivations`](super::QuantizedActivations) hold them, and the
 //! exact `i32` sums meet the scales in f32: `a·d·Σ q·u − b·d·Σ u` for a weight `a·q − b` and
 //! activations `d·u`. The warps' sums go through shared memory in warp order: reruns give the
@@ -14,12 +15,12 @@ use kernel_macros::kernel;
 /// Threads per block: eight warps over the same 16 weight rows.
 pub(crate) const GEMV_Q8_MMA_THREADS: u32 = 256;
 
-/// `w`: `n` weight rows of `row_bytes` bytes of format `F` (0 Q8_0, 1 Q4_K; `k` a multiple of
-/// 256); `xq`: rows of `k / 4` words of int8 and `xs` rows of `k / 32` pairs `(d, d·Σu)`, of
-/// which the first `m` are read; `y`: `m × n`; `1 ≤ m ≤ 8·NX`.
+/// `w`: `n` weight rows of `row_bytes` bytes of format `F` (0 Q8_0, 1 Q4_K, 2 Q6_K; `k` a
+/// multiple of 256); `xq`: rows of `k / 4` words of int8 and `xs` rows of `k / 32` pairs
+/// `(d, d·Σu)`, of which the first `m` are read; `y`: `m × n`; `1 ≤ m ≤ 8·NX`.
 #[kernel(
     crate = crate::lang,
-    instances(T in [f32, bf16], F in [0, 1], NX in [1, 2]),
+    instances(T in [f32, bf16], F in [0, 1, 2], NX in [1, 2]),
     block = 256,
     min_blocks = 2
 )]
@@ -121,7 +122,6 @@ pub fn gguf_gemv_q8_mma<T: Element, const F: u32, const NX: u32>(
             for j in 0..NX {
                 if j == 0 || m > 8 {
                     let u = xq.load_vec::<2>(x_at[j] + 64 * c0 + 8 * s + 2 * t);
-                    let sums = mma_m16n8k32_s8(a, [u[0], u[1]], [0i32; 4]);
                     // `(d, d·Σu)` of the columns 2t and 2t + 1.
                     let mut ds = [0.0f32; 4];
                     for i in 0..2 {
@@ -129,14 +129,39 @@ pub fn gguf_gemv_q8_mma<T: Element, const F: u32, const NX: u32>(
                         ds[2 * i] = v[0];
                         ds[2 * i + 1] = v[1];
                     }
-                    for i in 0..4 {
-                        let r = i / 2;
-                        let c = i % 2;
-                        let e = 4 * j + i;
-                        let scaled = ab[2 * r] * ds[2 * c];
-                        acc[e] = fma(scaled, sums[i] as f32, acc[e]);
-                        if F == 1 {
-                            acc[e] = fma(-ab[2 * r + 1], ds[2 * c + 1], acc[e]);
+                    if F == 2 {
+                        // Q6_K: lanes 0–1 hold the group's first run of 16, lanes 2–3 the
+                        // second, each with its own scale: one product a run, the other
+                        // run's activations zeroed.
+                        let first = t < 2;
+                        let lo = [
+                            if first { u[0] } else { 0u32 },
+                            if first { u[1] } else { 0u32 },
+                        ];
+                        let hi = [
+                            if first { 0u32 } else { u[0] },
+                            if first { 0u32 } else { u[1] },
+                        ];
+                        let s0 = mma_m16n8k32_s8(a, lo, [0i32; 4]);
+                        let s1 = mma_m16n8k32_s8(a, hi, [0i32; 4]);
+                        for i in 0..4 {
+                            let r = i / 2;
+                            let e = 4 * j + i;
+                            let runs = ab[2 * r] * (s0[i] as f32) + ab[2 * r + 1] * (s1[i] as f32);
+                            let scaled = from_bits(shared[6 * r]) * ds[2 * (i % 2)];
+                            acc[e] = fma(scaled, runs, acc[e]);
+                        }
+                    } else {
+                        let sums = mma_m16n8k32_s8(a, [u[0], u[1]], [0i32; 4]);
+                        for i in 0..4 {
+                            let r = i / 2;
+                            let c = i % 2;
+                            let e = 4 * j + i;
+                            let scaled = ab[2 * r] * ds[2 * c];
+                            acc[e] = fma(scaled, sums[i] as f32, acc[e]);
+                            if F == 1 {
+                                acc[e] = fma(-ab[2 * r + 1], ds[2 * c + 1], acc[e]);
+                            }
                         }
                     }
                 }

@@ -12,7 +12,7 @@
 //!   [`quantize_activations_rms_norm`]) writes `x` as int8 blocks of 32 into a reusable
 //!   [`QuantizedActivations`], and [`gemv_q8`] multiplies them with the weights' codes by
 //!   `dp4a`, exact in integers, with f32 scales per run; [`gemv_q8_mma`] takes the same
-//!   activations to the integer tensor cores (Q8_0 and Q4_K).
+//!   activations to the integer tensor cores.
 //! - [`gemv_mma`] is the decode product of a batch (1 to 16 rows of `x`) on the tensor cores,
 //!   Q8_0, Q4_K and Q6_K weights decoded to bf16 in registers.
 //! - [`prefill`] (any number of rows) dequantizes into a bf16 or f32 workspace and runs the
@@ -93,7 +93,7 @@ static GEMV_MMA: [OpKernel; 17] = OpKernel::instances(gemv_mma_kernel::GGUF_GEMV
 static GEMV_STAGED: [OpKernel; 17] =
     OpKernel::instances(gemv_staged_kernel::GGUF_GEMV_STAGED_INSTANCES);
 static GEMV_Q8: [OpKernel; 18] = OpKernel::instances(gemv_q8_kernel::GGUF_GEMV_Q8_INSTANCES);
-static GEMV_Q8_MMA: [OpKernel; 8] =
+static GEMV_Q8_MMA: [OpKernel; 12] =
     OpKernel::instances(gemv_q8_mma_kernel::GGUF_GEMV_Q8_MMA_INSTANCES);
 static QUANTIZE_ACTIVATIONS: [OpKernel; 4] =
     OpKernel::instances(quantize_activations_kernel::GGUF_QUANTIZE_ACTIVATIONS_INSTANCES);
@@ -105,6 +105,6 @@ pub static KERNELS: &[&OpKernel] = kernel_refs![
     GEMV_MMA[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16],
     GEMV_STAGED[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16],
     GEMV_Q8[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17],
-    GEMV_Q8_MMA[0 1 2 3 4 5 6 7],
+    GEMV_Q8_MMA[0 1 2 3 4 5 6 7 8 9 10 11],
     QUANTIZE_ACTIVATIONS[0 1 2 3],
 ];

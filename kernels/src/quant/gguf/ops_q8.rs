@@ -6,7 +6,6 @@ use super::gemv_q8_kernel::{self, GEMV_Q8_ROWS_PER_BLOCK};
 use super::gemv_q8_mma_kernel::{self, GEMV_Q8_MMA_THREADS};
 use super::ops::GEMV_MAX_ROWS;
 use super::quantize_activations_kernel::{self, QUANTIZE_THREADS};
-use super::GgufFormat;
 use super::GgufWeights;
 use crate::Float;
 use crate::{check_len, Error};
@@ -182,12 +181,11 @@ pub fn gemv_q8<T: Float>(
     Ok(())
 }
 
-/// [`gemv_q8`] on the integer tensor cores (`mma.sync` over int8, sm_80+), for Q8_0 and Q4_K
-/// weights: 16 weight rows a block, each group of 32 weights one product per 8 rows of `x`,
-/// its exact `i32` sums then scaled in f32. The same model as [`gemv_q8`] (the product of the
-/// dequantized weights with the dequantized int8 `x`, up to f32 rounding of the scales), in
-/// its own fixed order: reruns give the same bits. Q6_K's scales cover 16 weights, half a
-/// product; it is refused (take [`gemv_q8`] or [`gemv_mma`](super::gemv_mma)).
+/// [`gemv_q8`] on the integer tensor cores (`mma.sync` over int8, sm_80+): 16 weight rows a
+/// block, each group of 32 weights one product per 8 rows of `x` (Q6_K, whose scales cover
+/// runs of 16, one a run), its exact `i32` sums then scaled in f32. The same model as
+/// [`gemv_q8`] (the product of the dequantized weights with the dequantized int8 `x`, up to
+/// f32 rounding of the scales), in its own fixed order: reruns give the same bits.
 ///
 /// ```
 /// use kernel_runtime::{Buffer, Device};
@@ -212,12 +210,6 @@ pub fn gemv_q8_mma<T: Float>(
 ) -> Result<(), Error> {
     crate::float::f32_or_bf16::<T>("gemv_q8_mma")?;
     const OP: &str = "gguf::gemv_q8_mma";
-    if w.format() == GgufFormat::Q6K {
-        return Err(Error::Unsupported {
-            op: OP,
-            detail: "Q6_K scales runs of 16 weights, half a tensor-core product; use gguf::gemv_q8 or gguf::gemv_mma for Q6_K".into(),
-        });
-    }
     let Some((n, k, row_bytes)) = check_product(OP, w, xq, y.len(), m)? else {
         return Ok(());
     };
