@@ -4,7 +4,7 @@
 //! outputs are not counted), timed twice so that clock drift shows: the f32 route (`gemv`),
 //! the int8 route's GEMV alone (`gemv_q8` on activations quantized once) and with the
 //! activations' quantization in each launch pair, the int8 route on the tensor cores
-//! (`gemv_q8_mma`), and the tensor-core GEMV (`gemv_mma`,
+//! (`gemv_q8_mma`, its activations read from global or staged in shared memory), and the tensor-core GEMV (`gemv_mma`,
 //! also by the row tiles a warp takes and by a block a tile against blocks that walk tiles); the stacked forms a decode layer launches (q, k and v
 //! as one `gemv_mma_parts`, gate and up as one `gemv_mma_swiglu`) against the launches they
 //! replace; then the prefill at M = 512
@@ -118,8 +118,14 @@ fn gemv_row<T: Float>(b: &Bench, w: &GgufWeights, shape: &str, m: usize) -> Res 
         }
         Ok(())
     })?);
+    let int8_staged_x = pair(b.percent_twice(bytes, |s| {
+        for _ in 0..LAUNCHES {
+            gemv_q8_mma_with(s, w, &xq, &mut y, m, true)?;
+        }
+        Ok(())
+    })?);
     println!(
-        "| {:<5} | {:<4} | {:<16} | {:>2} | {} | {} | {} | {} | {} |",
+        "| {:<5} | {:<4} | {:<16} | {:>2} | {} | {} | {} | {} | {} | {} |",
         w.format().name(),
         T::TYPE.suffix(),
         format!("{shape} {}x{}", w.rows(), w.cols()),
@@ -128,7 +134,8 @@ fn gemv_row<T: Float>(b: &Bench, w: &GgufWeights, shape: &str, m: usize) -> Res 
         pair(int8),
         pair(with_quantize),
         tensor_core,
-        int8_tensor_core
+        int8_tensor_core,
+        int8_staged_x
     );
     Ok(())
 }
@@ -282,8 +289,8 @@ fn main() -> Res {
         SHAPES.to_vec()
     };
     println!("\nGEMV, % of copy bandwidth over the quantized weight bytes (two passes)\n");
-    println!("| format | x, y | shape | M | gemv | gemv_q8 | quantize + gemv_q8 | gemv_mma | gemv_q8_mma |");
-    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    println!("| format | x, y | shape | M | gemv | gemv_q8 | quantize + gemv_q8 | gemv_mma | gemv_q8_mma | gemv_q8_mma, x staged |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     for format in GgufFormat::ALL {
         for &(shape, n, k) in &shapes {
             let w = weights(&b.stream, format, n, k)?;

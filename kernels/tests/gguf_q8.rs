@@ -10,8 +10,8 @@ use common_rowwise::{bits, download, poisoned, stream, upload, Rng};
 use kernel_runtime::{Bf16, Buffer, Stream};
 use kernels::quant::gguf::reference::{self, Int8Activations};
 use kernels::quant::gguf::{
-    gemv_q8, gemv_q8_mma, quantize_activations, quantize_activations_rms_norm, GgufFormat,
-    GgufMatrix, GgufWeights, QuantizedActivations,
+    gemv_q8, gemv_q8_mma, gemv_q8_mma_with, quantize_activations, quantize_activations_rms_norm,
+    GgufFormat, GgufMatrix, GgufWeights, QuantizedActivations,
 };
 use kernels::Float;
 use kernels::{Error, FloatType};
@@ -142,6 +142,8 @@ fn gemv_q8_at<T: Float>(s: &Stream, format: GgufFormat, m: usize, n: usize, k: u
 
 fn gemv_q8_mma_at<T: Float>(s: &Stream, format: GgufFormat, m: usize, n: usize, k: usize) {
     product_at::<T>("gemv_q8_mma", gemv_q8_mma::<T>, s, format, m, n, k);
+    let staged: Product<T> = |s, w, xq, y, m| gemv_q8_mma_with(s, w, xq, y, m, true);
+    product_at::<T>("gemv_q8_mma staged x", staged, s, format, m, n, k);
 }
 
 fn product_at<T: Float>(

@@ -362,7 +362,7 @@ fn gguf_instances_assemble_without_spills() {
     };
     assert_eq!(
         check(&ptxas, kernels::quant::gguf::KERNELS, most),
-        (6 + 36 + 17 + 4 + 18 + 17 + 12) * 4,
+        (6 + 36 + 17 + 4 + 18 + 17 + 24) * 4,
         "gguf"
     );
 }

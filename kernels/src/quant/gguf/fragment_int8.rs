@@ -77,3 +77,51 @@ pub(crate) fn int8_group_codes(a: [u32; 18], s: u32) -> [u32; 2] {
     }
     q
 }
+
+/// Words of one stage of a warp's activations in shared memory: `8·NX` rows of a block's 256
+/// int8 values (64 words each), then the same rows' eight `(d, d·Σu)` pairs, 20 words a row
+/// (16 used: rows `2t` of a load land in different banks).
+#[device(crate = crate::lang)]
+pub(crate) fn x_stage_words() -> u32 {
+    672 * NX
+}
+
+/// Where group `s`'s 32 values of staged row `r` start, in words: the groups of a row are
+/// swizzled by the row (`s ^ (r % 8)`), so the 8 rows a load reads fall in different banks.
+#[device(crate = crate::lang)]
+pub(crate) fn x_word_at(r: u32, s: u32) -> u32 {
+    r * 64 + ((s ^ (r & 7)) * 8)
+}
+
+/// Starts the warp's copies of block `unit` (256 values a row) of the first `8·NX` rows of
+/// the activations into the stage at word `at` of shared memory (rows past `m` repeat row
+/// `m − 1`), laid out as [`x_stage_words`] and [`x_word_at`] say.
+#[device(crate = crate::lang)]
+pub(crate) fn stage_x(
+    xbuf: &mut [u32],
+    xsbuf: &mut [f32],
+    xq: &[u32],
+    xs: &[f32],
+    at: u32,
+    unit: u32,
+    m: u32,
+    k: u32,
+) {
+    let lane = lane_id();
+    for i in 0..4 * NX {
+        // 16 chunks of 16 bytes a row: half of group q / 2.
+        let c = lane + 32 * i;
+        let r = c / 16;
+        let q = c % 16;
+        let from = min(r, m - 1) * (k / 4) + 64 * unit + 4 * q;
+        cp_async_16(xbuf, at + x_word_at(r, q / 2) + 4 * (q % 2), xq, from);
+    }
+    for i in 0..NX {
+        // 4 chunks a row: two groups' pairs each.
+        let c = lane + 32 * i;
+        let r = c / 4;
+        let q = c % 4;
+        let from = 2 * (min(r, m - 1) * (k / 32) + 8 * unit + 2 * q);
+        cp_async_16(xsbuf, at + 512 * NX + 20 * r + 4 * q, xs, from);
+    }
+}

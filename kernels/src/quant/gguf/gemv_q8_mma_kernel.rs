@@ -14,18 +14,24 @@ use kernel_macros::kernel;
 
 /// Threads per block: eight warps over the same 16 weight rows.
 pub(crate) const GEMV_Q8_MMA_THREADS: u32 = 256;
+/// Words of a warp's stage of staged activations for one product: `x_stage_words()` in the
+/// kernel is this times `NX` (8 rows of 64 words, then 8 rows of 20).
+pub(crate) const GEMV_Q8_MMA_X_STAGE_WORDS: u32 = 8 * 64 + 8 * 20;
 
 /// `w`: `n` weight rows of `row_bytes` bytes of format `F` (0 Q8_0, 1 Q4_K, 2 Q6_K; `k` a
 /// multiple of 256); `xq`: rows of `k / 4` words of int8 and `xs` rows of `k / 32` pairs
-/// `(d, d·Σu)`, of which the first `m` are read; `y`: `m × n`; `1 ≤ m ≤ 8·NX`.
+/// `(d, d·Σu)`, of which the first `m` are read; `y`: `m × n`; `1 ≤ m ≤ 8·NX`. With `SX = 1`
+/// each warp copies its next block's activations into shared memory by `cp.async` (two
+/// stages of [`x_stage_words`] words a warp, dynamic), so that a group's operand is one
+/// conflict-free shared load rather than a global load over 8 rows.
 #[kernel(
     crate = crate::lang,
-    instances(T in [f32, bf16], F in [0, 1, 2], NX in [1, 2]),
+    instances(T in [f32, bf16], F in [0, 1, 2], NX in [1, 2], SX in [0, 1]),
     block = 256,
     min_blocks = 2
 )]
 #[allow(clippy::too_many_arguments)]
-pub fn gguf_gemv_q8_mma<T: Element, const F: u32, const NX: u32>(
+pub fn gguf_gemv_q8_mma<T: Element, const F: u32, const NX: u32, const SX: u32>(
     w: &[u32],
     xq: &[u32],
     xs: &[f32],
@@ -60,6 +66,17 @@ pub fn gguf_gemv_q8_mma<T: Element, const F: u32, const NX: u32>(
             s_at[2 * j + i] = min(8 * j + 2 * t + i, m - 1) * (k / 32);
         }
     }
+    let xbuf = dynamic_shared::<u32>();
+    let xsbuf = dynamic_shared::<f32>();
+    let stage_words = x_stage_words();
+    let x_home = warp * 2 * stage_words;
+    if SX == 1 {
+        if warp < blocks {
+            stage_x(xbuf, xsbuf, xq, xs, x_home, warp, m, k);
+        }
+        cp_async_commit();
+    }
+    let mut x_stage = 0u32;
     let mut raw = [0u32; 48];
     for j in 0..2 {
         let v = load_block(w, base[j] + bytes * min(warp, blocks - 1), t);
@@ -71,6 +88,27 @@ pub fn gguf_gemv_q8_mma<T: Element, const F: u32, const NX: u32>(
     let mut acc = [0.0f32; 4 * NX];
     let mut c0 = warp;
     while c0 < blocks {
+        let x_at_stage = x_home + x_stage * stage_words;
+        if SX == 1 {
+            // Every lane is done with the stage the next copies overwrite.
+            sync_warp();
+            if c0 + 8 < blocks {
+                stage_x(
+                    xbuf,
+                    xsbuf,
+                    xq,
+                    xs,
+                    x_home + (1 - x_stage) * stage_words,
+                    c0 + 8,
+                    m,
+                    k,
+                );
+            }
+            cp_async_commit();
+            // This block's activations have landed, for every lane.
+            cp_async_wait(1);
+            sync_warp();
+        }
         let mut words = [0u32; 36];
         let mut shared = [0u32; 12];
         for j in 0..2 {
@@ -121,13 +159,29 @@ pub fn gguf_gemv_q8_mma<T: Element, const F: u32, const NX: u32>(
             let group = 8 * c0 + s;
             for j in 0..NX {
                 if j == 0 || m > 8 {
-                    let u = xq.load_vec::<2>(x_at[j] + 64 * c0 + 8 * s + 2 * t);
+                    let mut u = [0u32; 2];
                     // `(d, d·Σu)` of the columns 2t and 2t + 1.
                     let mut ds = [0.0f32; 4];
-                    for i in 0..2 {
-                        let v = xs.load_vec::<2>(2 * (s_at[2 * j + i] + group));
-                        ds[2 * i] = v[0];
-                        ds[2 * i + 1] = v[1];
+                    if SX == 1 {
+                        let r = 8 * j + g;
+                        let v = xbuf.load_vec::<2>(x_at_stage + x_word_at(r, s) + 2 * t);
+                        u[0] = v[0];
+                        u[1] = v[1];
+                        for i in 0..2 {
+                            let at = x_at_stage + 512 * NX + 20 * (8 * j + 2 * t + i) + 2 * s;
+                            let v = xsbuf.load_vec::<2>(at);
+                            ds[2 * i] = v[0];
+                            ds[2 * i + 1] = v[1];
+                        }
+                    } else {
+                        let v = xq.load_vec::<2>(x_at[j] + 64 * c0 + 8 * s + 2 * t);
+                        u[0] = v[0];
+                        u[1] = v[1];
+                        for i in 0..2 {
+                            let v = xs.load_vec::<2>(2 * (s_at[2 * j + i] + group));
+                            ds[2 * i] = v[0];
+                            ds[2 * i + 1] = v[1];
+                        }
                     }
                     if F == 2 {
                         // Q6_K: lanes 0–1 hold the group's first run of 16, lanes 2–3 the
@@ -168,6 +222,7 @@ pub fn gguf_gemv_q8_mma<T: Element, const F: u32, const NX: u32>(
             }
         }
         c0 += 8;
+        x_stage = 1 - x_stage;
     }
     // Every weight is loaded: the next kernel's blocks may be placed while this block
     // reduces and stores.

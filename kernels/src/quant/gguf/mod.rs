@@ -78,7 +78,9 @@ pub use ops_mma::{
     gemv_mma, gemv_mma_parts, gemv_mma_reads, gemv_mma_swiglu, gemv_mma_swiglu_reads,
     gemv_mma_with, staged_blocks_per_sm, GemvMmaPlan,
 };
-pub use ops_q8::{gemv_q8, gemv_q8_mma, quantize_activations, quantize_activations_rms_norm};
+pub use ops_q8::{
+    gemv_q8, gemv_q8_mma, gemv_q8_mma_with, quantize_activations, quantize_activations_rms_norm,
+};
 pub use q4_k::BlockQ4K;
 pub use q6_k::BlockQ6K;
 pub use q8_0::BlockQ8_0;
@@ -93,7 +95,7 @@ static GEMV_MMA: [OpKernel; 17] = OpKernel::instances(gemv_mma_kernel::GGUF_GEMV
 static GEMV_STAGED: [OpKernel; 17] =
     OpKernel::instances(gemv_staged_kernel::GGUF_GEMV_STAGED_INSTANCES);
 static GEMV_Q8: [OpKernel; 18] = OpKernel::instances(gemv_q8_kernel::GGUF_GEMV_Q8_INSTANCES);
-static GEMV_Q8_MMA: [OpKernel; 12] =
+static GEMV_Q8_MMA: [OpKernel; 24] =
     OpKernel::instances(gemv_q8_mma_kernel::GGUF_GEMV_Q8_MMA_INSTANCES);
 static QUANTIZE_ACTIVATIONS: [OpKernel; 4] =
     OpKernel::instances(quantize_activations_kernel::GGUF_QUANTIZE_ACTIVATIONS_INSTANCES);
@@ -105,6 +107,6 @@ pub static KERNELS: &[&OpKernel] = kernel_refs![
     GEMV_MMA[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16],
     GEMV_STAGED[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16],
     GEMV_Q8[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17],
-    GEMV_Q8_MMA[0 1 2 3 4 5 6 7 8 9 10 11],
+    GEMV_Q8_MMA[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23],
     QUANTIZE_ACTIVATIONS[0 1 2 3],
 ];

@@ -3,7 +3,7 @@
 
 use super::activations::QuantizedActivations;
 use super::gemv_q8_kernel::{self, GEMV_Q8_ROWS_PER_BLOCK};
-use super::gemv_q8_mma_kernel::{self, GEMV_Q8_MMA_THREADS};
+use super::gemv_q8_mma_kernel::{self, GEMV_Q8_MMA_THREADS, GEMV_Q8_MMA_X_STAGE_WORDS};
 use super::ops::GEMV_MAX_ROWS;
 use super::quantize_activations_kernel::{self, QUANTIZE_THREADS};
 use super::GgufWeights;
@@ -208,18 +208,42 @@ pub fn gemv_q8_mma<T: Float>(
     y: &mut Buffer<T>,
     m: usize,
 ) -> Result<(), Error> {
+    gemv_q8_mma_with(stream, w, xq, y, m, false)
+}
+
+/// [`gemv_q8_mma`], with the activations read straight from global memory
+/// (`staged_x = false`, what [`gemv_q8_mma`] does) or each warp's next block of them copied
+/// into shared memory by `cp.async` while it works on the current one (`staged_x = true`:
+/// a group's activation operand is then one conflict-free shared load, not a global load
+/// over 8 rows). Both give the same bits.
+pub fn gemv_q8_mma_with<T: Float>(
+    stream: &Stream,
+    w: &GgufWeights,
+    xq: &QuantizedActivations,
+    y: &mut Buffer<T>,
+    m: usize,
+    staged_x: bool,
+) -> Result<(), Error> {
     crate::float::f32_or_bf16::<T>("gemv_q8_mma")?;
     const OP: &str = "gguf::gemv_q8_mma";
     let Some((n, k, row_bytes)) = check_product(OP, w, xq, y.len(), m)? else {
         return Ok(());
     };
     let (values, scales) = xq.values();
-    let cfg = LaunchConfig::linear(n.div_ceil(16), GEMV_Q8_MMA_THREADS);
+    let nx = if m > 8 { 2 } else { 1 };
+    let mut cfg = LaunchConfig::linear(n.div_ceil(16), GEMV_Q8_MMA_THREADS);
+    // Eight warps, two stages each; the kernel declares the buffer either way.
+    cfg.dynamic_shared_bytes = if staged_x {
+        8 * 2 * GEMV_Q8_MMA_X_STAGE_WORDS * nx * 4
+    } else {
+        16
+    };
     gemv_q8_mma_kernel::gguf_gemv_q8_mma::<T>(
         stream,
         cfg,
         w.format().code(),
-        if m > 8 { 2 } else { 1 },
+        nx,
+        staged_x as u32,
         w.words(),
         values,
         scales,
