@@ -25,8 +25,8 @@ use kernels::elementwise::swiglu;
 use kernels::gemm::{gemm, Epilogue, GemmShape, Layout, Math};
 use kernels::quant::gguf::{
     dequantize, gemv, gemv_mma, gemv_mma_parts, gemv_mma_swiglu, gemv_mma_with, gemv_q8,
-    gemv_q8_mma, prefill, prefill_workspace_len, quantize_activations, staged_blocks_per_sm,
-    GemvMmaPlan, GgufFormat, GgufMatrix, GgufWeights, QuantizedActivations,
+    gemv_q8_mma, gemv_q8_mma_with, prefill, prefill_workspace_len, quantize_activations,
+    staged_blocks_per_sm, GemvMmaPlan, GgufFormat, GgufMatrix, GgufWeights, QuantizedActivations,
 };
 use kernels::Float;
 
