@@ -141,9 +141,14 @@ fn gemv_q8_at<T: Float>(s: &Stream, format: GgufFormat, m: usize, n: usize, k: u
 }
 
 fn gemv_q8_mma_at<T: Float>(s: &Stream, format: GgufFormat, m: usize, n: usize, k: usize) {
-    product_at::<T>("gemv_q8_mma", gemv_q8_mma::<T>, s, format, m, n, k);
+    let direct: Product<T> = |s, w, xq, y, m| gemv_q8_mma_with(s, w, xq, y, m, false);
     let staged: Product<T> = |s, w, xq, y, m| gemv_q8_mma_with(s, w, xq, y, m, true);
-    product_at::<T>("gemv_q8_mma staged x", staged, s, format, m, n, k);
+    let a = product_at::<T>("gemv_q8_mma", direct, s, format, m, n, k);
+    let b = product_at::<T>("gemv_q8_mma staged x", staged, s, format, m, n, k);
+    assert_eq!(
+        a, b,
+        "gemv_q8_mma {format} m={m}: staging x changed the bits"
+    );
 }
 
 fn product_at<T: Float>(
@@ -154,7 +159,7 @@ fn product_at<T: Float>(
     m: usize,
     n: usize,
     k: usize,
-) {
+) -> Vec<u32> {
     let mut rng = Rng::new((m * 31 + n * 7 + k) as u64);
     let q = GgufMatrix::quantize(format, n, k, &weights(&mut rng, n * k)).unwrap();
     let wd = q.dequantize();
@@ -169,6 +174,7 @@ fn product_at<T: Float>(
     let first = bits(s, &y);
     product(s, &dev, &xq, &mut y, m).unwrap();
     assert_eq!(bits(s, &y), first, "{what}: a rerun changed the bits");
+    first
 }
 
 #[test]
