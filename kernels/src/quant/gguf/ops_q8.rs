@@ -208,15 +208,15 @@ pub fn gemv_q8_mma<T: Float>(
     y: &mut Buffer<T>,
     m: usize,
 ) -> Result<(), Error> {
-    gemv_q8_mma_with(stream, w, xq, y, m, m > 4)
+    gemv_q8_mma_with(stream, w, xq, y, m, false)
 }
 
 /// [`gemv_q8_mma`], with the activations read straight from global memory
-/// (`staged_x = false`, what [`gemv_q8_mma`] does for `m ≤ 4`) or each warp's next block of
-/// them copied into shared memory by `cp.async` while it works on the current one
-/// (`staged_x = true`, for `m > 4`: a group's activation operand is then one conflict-free
-/// shared load, not a global load over 8 rows, which at `m = 8` keeps the L1 pipe from being
-/// the limit). Both give the same bits.
+/// (`staged_x = false`, what [`gemv_q8_mma`] does) or each warp's next block of them copied
+/// into shared memory by `cp.async` while it works on the current one (`staged_x = true`: a
+/// group's activation operand is then one conflict-free shared load, not a global load over 8
+/// rows, which from `m = 8` keeps the L1 pipe from being the limit; BENCHMARKS.md has the
+/// figures). Both give the same bits.
 pub fn gemv_q8_mma_with<T: Float>(
     stream: &Stream,
     w: &GgufWeights,
