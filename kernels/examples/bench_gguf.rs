@@ -1,4 +1,5 @@
-//! GGUF weights: the decode GEMV at M = 1 and M = 16 on Llama-3-8B's projections, for each
+//! GGUF weights: the decode GEMV at M = 1 to 16 on Llama-3-8B's projections and the serve
+//! benchmark's 8 × 2048 model's, for each
 //! format and activation type, as a share of the copy bandwidth over the quantized weight
 //! bytes (the driver's device-to-device copy, measured in the same run; activations and
 //! outputs are not counted), timed twice so that clock drift shows: the f32 route (`gemv`),
@@ -25,8 +26,8 @@ use kernels::elementwise::swiglu;
 use kernels::gemm::{gemm, Epilogue, GemmShape, Layout, Math};
 use kernels::quant::gguf::{
     dequantize, gemv, gemv_mma, gemv_mma_parts, gemv_mma_swiglu, gemv_mma_with, gemv_q8,
-    gemv_q8_mma, gemv_q8_mma_with, prefill, prefill_workspace_len, quantize_activations,
-    staged_blocks_per_sm, GemvMmaPlan, GgufFormat, GgufMatrix, GgufWeights, QuantizedActivations,
+    gemv_q8_mma_with, prefill, prefill_workspace_len, quantize_activations, staged_blocks_per_sm,
+    GemvMmaPlan, GgufFormat, GgufMatrix, GgufWeights, QuantizedActivations,
 };
 use kernels::Float;
 
@@ -112,9 +113,9 @@ fn gemv_row<T: Float>(b: &Bench, w: &GgufWeights, shape: &str, m: usize) -> Res 
         }
         Ok(())
     })?);
-    let int8_tensor_core = pair(b.percent_twice(bytes, |s| {
+    let int8_direct_x = pair(b.percent_twice(bytes, |s| {
         for _ in 0..LAUNCHES {
-            gemv_q8_mma(s, w, &xq, &mut y, m)?;
+            gemv_q8_mma_with(s, w, &xq, &mut y, m, false)?;
         }
         Ok(())
     })?);
@@ -134,7 +135,7 @@ fn gemv_row<T: Float>(b: &Bench, w: &GgufWeights, shape: &str, m: usize) -> Res 
         pair(int8),
         pair(with_quantize),
         tensor_core,
-        int8_tensor_core,
+        int8_direct_x,
         int8_staged_x
     );
     Ok(())
@@ -288,11 +289,22 @@ fn main() -> Res {
     } else {
         SHAPES.to_vec()
     };
+    // Beside Llama-3-8B's, the serve benchmark's 8 × 2048 model: q, k and v stacked, o, gate
+    // and up stacked, and down (rows of 8 and 22 blocks of 256).
+    let mut model_shapes = shapes.clone();
+    if !small {
+        model_shapes.extend([
+            ("8x2048 qkv", 3072, 2048),
+            ("8x2048 o", 2048, 2048),
+            ("8x2048 gate_up", 11264, 2048),
+            ("8x2048 down", 2048, 5632),
+        ]);
+    }
     println!("\nGEMV, % of copy bandwidth over the quantized weight bytes (two passes)\n");
-    println!("| format | x, y | shape | M | gemv | gemv_q8 | quantize + gemv_q8 | gemv_mma | gemv_q8_mma | gemv_q8_mma, x staged |");
+    println!("| format | x, y | shape | M | gemv | gemv_q8 | quantize + gemv_q8 | gemv_mma | gemv_q8_mma, x direct | gemv_q8_mma, x staged |");
     println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     for format in GgufFormat::ALL {
-        for &(shape, n, k) in &shapes {
+        for &(shape, n, k) in &model_shapes {
             let w = weights(&b.stream, format, n, k)?;
             for m in [1, 4, 8, 16] {
                 gemv_row::<Bf16>(&b, &w, shape, m)?;
@@ -305,12 +317,13 @@ fn main() -> Res {
         "| format | shape | M | 1 tile, a block a tile | 1 tile, blocks walk tiles | 1 tile, staged | 2 tiles, a block a tile | 2 tiles, blocks walk tiles | 2 tiles, staged |"
     );
     println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
-    // Beside Llama-3-8B's, the serve benchmark's 8 × 2048 model: gate and up stacked, and
-    // down (rows of 8 and 22 blocks of 256).
-    let mut tile_shapes = shapes.clone();
-    if !small {
-        tile_shapes.extend([("8x2048 gate_up", 11264, 2048), ("8x2048 down", 2048, 5632)]);
-    }
+    let tile_shapes: Vec<_> = model_shapes
+        .iter()
+        .filter(|(shape, ..)| {
+            !shape.starts_with("8x2048 ") || shape.ends_with("gate_up") || shape.ends_with("down")
+        })
+        .copied()
+        .collect();
     // Q8_0 has the one-tile plan only.
     for format in GgufFormat::ALL {
         for &(shape, n, k) in &tile_shapes {

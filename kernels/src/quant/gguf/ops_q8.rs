@@ -6,7 +6,7 @@ use super::gemv_q8_kernel::{self, GEMV_Q8_ROWS_PER_BLOCK};
 use super::gemv_q8_mma_kernel::{self, GEMV_Q8_MMA_THREADS, GEMV_Q8_MMA_X_STAGE_WORDS};
 use super::ops::GEMV_MAX_ROWS;
 use super::quantize_activations_kernel::{self, QUANTIZE_THREADS};
-use super::GgufWeights;
+use super::{GgufFormat, GgufWeights};
 use crate::Float;
 use crate::{check_len, Error};
 use kernel_runtime::{Buffer, LaunchConfig, Stream};
@@ -185,7 +185,9 @@ pub fn gemv_q8<T: Float>(
 /// block, each group of 32 weights one product per 8 rows of `x` (Q6_K, whose scales cover
 /// runs of 16, one a run), its exact `i32` sums then scaled in f32. The same model as
 /// [`gemv_q8`] (the product of the dequantized weights with the dequantized int8 `x`, up to
-/// f32 rounding of the scales), in its own fixed order: reruns give the same bits.
+/// f32 rounding of the scales), in its own fixed order: reruns give the same bits. From 8
+/// rows of `x` (9 for Q6_K) each warp stages its next block of them in shared memory
+/// ([`gemv_q8_mma_with`]), which gives the same bits.
 ///
 /// ```
 /// use kernel_runtime::{Buffer, Device};
@@ -208,15 +210,22 @@ pub fn gemv_q8_mma<T: Float>(
     y: &mut Buffer<T>,
     m: usize,
 ) -> Result<(), Error> {
-    gemv_q8_mma_with(stream, w, xq, y, m, false)
+    gemv_q8_mma_with(stream, w, xq, y, m, stages_x(w.format(), m))
+}
+
+/// Whether [`gemv_q8_mma`] stages the activations in shared memory: from 8 rows of `x`, or 9
+/// for Q6_K (whose two products a group at 8 rows keep the direct form ahead). Below that a
+/// group's activation load is a broadcast over a few rows, which staging only delays.
+fn stages_x(format: GgufFormat, m: usize) -> bool {
+    m > 8 || (m == 8 && format != GgufFormat::Q6K)
 }
 
 /// [`gemv_q8_mma`], with the activations read straight from global memory
-/// (`staged_x = false`, what [`gemv_q8_mma`] does) or each warp's next block of them copied
-/// into shared memory by `cp.async` while it works on the current one (`staged_x = true`: a
-/// group's activation operand is then one conflict-free shared load, not a global load over 8
-/// rows, which from `m = 8` keeps the L1 pipe from being the limit; BENCHMARKS.md has the
-/// figures). Both give the same bits.
+/// (`staged_x = false`, what [`gemv_q8_mma`] does below 8 rows of `x`) or each warp's next
+/// block of them copied into shared memory by `cp.async` while it works on the current one
+/// (`staged_x = true`: a group's activation operand is then one conflict-free shared load, not
+/// a global load over 8 rows, which from `m = 8` keeps the L1 pipe from being the limit;
+/// BENCHMARKS.md has the figures). Both give the same bits.
 pub fn gemv_q8_mma_with<T: Float>(
     stream: &Stream,
     w: &GgufWeights,
