@@ -26,8 +26,8 @@ use kernels::elementwise::swiglu;
 use kernels::gemm::{gemm, Epilogue, GemmShape, Layout, Math};
 use kernels::quant::gguf::{
     dequantize, gemv, gemv_mma, gemv_mma_parts, gemv_mma_swiglu, gemv_mma_with, gemv_q8,
-    gemv_q8_mma_with, prefill, prefill_workspace_len, quantize_activations, staged_blocks_per_sm,
-    GemvMmaPlan, GgufFormat, GgufMatrix, GgufWeights, QuantizedActivations,
+    gemv_q8_mma_with, prefill, prefill_workspace_len, quantize_activations, GemvMmaPlan,
+    GgufFormat, GgufMatrix, GgufWeights, QuantizedActivations,
 };
 use kernels::Float;
 
@@ -155,17 +155,12 @@ fn tiles_row(b: &Bench, w: &GgufWeights, shape: &str, m: usize) -> Res {
     let walking = sms * GemvMmaPlan::BLOCKS_PER_SM;
     let mut cells = Vec::new();
     for tiles in [1, 2] {
-        let staged_grid = sms * staged_blocks_per_sm(w.format(), tiles);
-        for (grid, staged) in [(w.rows(), false), (walking, false), (staged_grid, true)] {
+        for grid in [w.rows(), walking] {
             if tiles == 2 && w.format() == GgufFormat::Q8_0 {
                 cells.push("–".to_string());
                 continue;
             }
-            let plan = GemvMmaPlan {
-                tiles,
-                grid,
-                staged,
-            };
+            let plan = GemvMmaPlan { tiles, grid };
             let [a, c] = b.percent_twice(bytes, |s| {
                 for _ in 0..LAUNCHES {
                     gemv_mma_with(s, w, &x, &mut y, m, plan)?;
@@ -314,9 +309,9 @@ fn main() -> Res {
     }
     println!("\ngemv_mma (bf16) by the row tiles a warp takes, % of copy (two passes)\n");
     println!(
-        "| format | shape | M | 1 tile, a block a tile | 1 tile, blocks walk tiles | 1 tile, staged | 2 tiles, a block a tile | 2 tiles, blocks walk tiles | 2 tiles, staged |"
+        "| format | shape | M | 1 tile, a block a tile | 1 tile, blocks walk tiles | 2 tiles, a block a tile | 2 tiles, blocks walk tiles |"
     );
-    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    println!("| --- | --- | --- | --- | --- | --- | --- |");
     let tile_shapes: Vec<_> = model_shapes
         .iter()
         .filter(|(shape, ..)| {

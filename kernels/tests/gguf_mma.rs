@@ -48,26 +48,9 @@ fn bf16(v: f32) -> f32 {
 /// `gemv_mma` against `x`, rounded to bf16, times the weights' bf16 operand, in f64: the
 /// error allowed is f32 accumulation's over `Σ |x·w|`, plus `y`'s own rounding to `T`.
 fn check<T: Float>(s: &Stream, f: GgufFormat, m: usize, n: usize, k: usize, tiles: usize) {
-    check_plan::<T>(s, f, m, n, k, tiles, false);
-}
-
-/// [`check`] with the weights staged through shared memory or not; returns the bits of `y`.
-fn check_plan<T: Float>(
-    s: &Stream,
-    f: GgufFormat,
-    m: usize,
-    n: usize,
-    k: usize,
-    tiles: usize,
-    staged: bool,
-) -> Vec<u32> {
     let q = GgufMatrix::quantize(f, n, k, &weights(n, k)).unwrap();
     // Two blocks: each takes every other tile, as on a device of one SM.
-    let plan = GemvMmaPlan {
-        tiles,
-        grid: 2,
-        staged,
-    };
+    let plan = GemvMmaPlan { tiles, grid: 2 };
     let w = q.bf16_operand();
     let x = activations(m, k);
     let xt: Vec<T> = x.iter().map(|&v| T::from_f32(v)).collect();
@@ -110,7 +93,6 @@ fn check_plan<T: Float>(
             .all(|(a, b)| a.to_f32().to_bits() == b.to_f32().to_bits()),
         "a rerun gave other bits"
     );
-    got.iter().map(|v| v.to_f32().to_bits()).collect()
 }
 
 #[test]
@@ -147,28 +129,6 @@ fn gemv_mma_over_q8_0_matches_the_f64_product_of_its_bf16_operands() {
         check::<Bf16>(&s, GgufFormat::Q8_0, m, n, k, 1);
     }
     check::<Bf16>(&s, GgufFormat::Q8_0, 12, 17, 19 * 256, 1);
-}
-
-#[test]
-fn gemv_mma_staged_through_shared_memory_gives_the_register_kernels_bits() {
-    let s = Device::emulator().stream().unwrap();
-    // Each format and plan, past a tile's rows and with warps that have no block; Q6_K's
-    // rows of 5 blocks put its windows at every even offset from a 16-byte boundary.
-    let cases = [
-        (GgufFormat::Q4K, 1, 9, 35, 1280),
-        (GgufFormat::Q4K, 2, 3, 37, 1280),
-        (GgufFormat::Q6K, 1, 3, 13, 1280),
-        (GgufFormat::Q6K, 2, 9, 35, 1280),
-        (GgufFormat::Q8_0, 1, 12, 17, 19 * 256),
-    ];
-    for (f, tiles, m, n, k) in cases {
-        let staged = check_plan::<Bf16>(&s, f, m, n, k, tiles, true);
-        let registers = check_plan::<Bf16>(&s, f, m, n, k, tiles, false);
-        assert_eq!(staged, registers, "{f} {tiles} tiles m={m} n={n} k={k}");
-    }
-    let staged = check_plan::<f32>(&s, GgufFormat::Q6K, 3, 13, 1280, 1, true);
-    let registers = check_plan::<f32>(&s, GgufFormat::Q6K, 3, 13, 1280, 1, false);
-    assert_eq!(staged, registers, "q6_K f32");
 }
 
 #[test]
@@ -241,29 +201,17 @@ fn gemv_mma_refuses_bad_calls_before_writing() {
     );
     let x17 = Buffer::from_host(&s, &activations(17, k)).unwrap();
     let mut y17 = Buffer::from_host(&s, &vec![7.0f32; 17 * n]).unwrap();
-    let odd = GemvMmaPlan {
-        tiles: 4,
-        grid: 2,
-        staged: false,
-    };
+    let odd = GemvMmaPlan { tiles: 4, grid: 2 };
     let e = message(gemv_mma_with(&s, &q4, &x, &mut y, 2, odd).unwrap_err());
     assert!(e.contains("1 or 2 tiles"), "{e}");
     let q6 = GgufMatrix::quantize(GgufFormat::Q6K, n, k, &weights(n, k))
         .unwrap()
         .to_device(&s)
         .unwrap();
-    let two = GemvMmaPlan {
-        tiles: 2,
-        grid: 2,
-        staged: false,
-    };
+    let two = GemvMmaPlan { tiles: 2, grid: 2 };
     let e = message(gemv_mma_with(&s, &q6, &x, &mut y, 2, two).unwrap_err());
     assert!(e.contains("1 tile") && e.contains("for_weight"), "{e}");
-    let none = GemvMmaPlan {
-        tiles: 1,
-        grid: 0,
-        staged: false,
-    };
+    let none = GemvMmaPlan { tiles: 1, grid: 0 };
     let e = message(gemv_mma_with(&s, &q4, &x, &mut y, 2, none).unwrap_err());
     assert!(e.contains("one block at least"), "{e}");
     let e = message(gemv_mma(&s, &q4, &x17, &mut y17, 17).unwrap_err());
@@ -295,20 +243,12 @@ fn gemv_mma_reads_bf16_activations_into_f32_outputs() {
         let dev = device_weights(&s, f, n, k);
         let xb = bf16_activations(m, k);
         let xf: Vec<f32> = xb.iter().map(|v| v.to_f32()).collect();
-        let plan = GemvMmaPlan {
-            tiles,
-            grid: 2,
-            staged: false,
-        };
+        let plan = GemvMmaPlan { tiles, grid: 2 };
         let mut want = Buffer::<f32>::zeros(&s, m * n).unwrap();
         let mut got = Buffer::<f32>::zeros(&s, m * n).unwrap();
         // The f32-x plan with two tiles exists for Q4_K only; Q6_K's f32 reference takes one.
         let f32_plan = if f == GgufFormat::Q6K {
-            GemvMmaPlan {
-                tiles: 1,
-                grid: 2,
-                staged: false,
-            }
+            GemvMmaPlan { tiles: 1, grid: 2 }
         } else {
             plan
         };
@@ -363,33 +303,21 @@ fn gemv_mma_gives_the_same_bits_whatever_the_grid() {
         let dev = device_weights(&s, f, n, k);
         let xb = bf16_activations(m, k);
         let x = Buffer::from_host(&s, &xb).unwrap();
-        let run = |grid: usize, staged: bool| {
+        let run = |grid: usize| {
             let mut y = Buffer::<f32>::zeros(&s, m * n).unwrap();
-            let plan = GemvMmaPlan {
-                tiles,
-                grid,
-                staged,
-            };
+            let plan = GemvMmaPlan { tiles, grid };
             gemv_mma_with(&s, &dev, &x, &mut y, m, plan).unwrap();
             y.to_host(&s).unwrap()
         };
-        let one_each = run(n, false);
+        let one_each = run(n);
         assert!(one_each.iter().any(|&v| v != 0.0));
-        // Staged through shared memory, a warp's copies run ahead across its block's tiles.
-        for (grid, staged) in [
-            (1, false),
-            (2, false),
-            (3, false),
-            (1, true),
-            (3, true),
-            (n, true),
-        ] {
-            let got = run(grid, staged);
+        for grid in [1, 2, 3] {
+            let got = run(grid);
             assert!(
                 got.iter()
                     .zip(&one_each)
                     .all(|(a, b)| a.to_bits() == b.to_bits()),
-                "{f:?}, {tiles} tiles a warp, {grid} blocks, staged {staged}: other bits than a block a tile"
+                "{f:?}, {tiles} tiles a warp, {grid} blocks: other bits than a block a tile"
             );
         }
     }

@@ -105,19 +105,7 @@ fn swiglu_matches(s: &Stream, f: GgufFormat, m: usize, n: usize, k: usize) {
     let x = activations(m, k);
     let dx = Buffer::from_host(s, &x).unwrap();
     let mut both = Buffer::<f32>::zeros(s, m * 2 * n).unwrap();
-    gemv_mma_with(
-        s,
-        &w,
-        &dx,
-        &mut both,
-        m,
-        GemvMmaPlan {
-            tiles: 2,
-            grid: 2,
-            staged: false,
-        },
-    )
-    .unwrap();
+    gemv_mma_with(s, &w, &dx, &mut both, m, GemvMmaPlan { tiles: 2, grid: 2 }).unwrap();
     let both = both.to_host(s).unwrap();
     let half = |h: usize| -> Vec<f32> {
         (0..m)

@@ -7,7 +7,7 @@ use kernel_runtime::{Bf16, Buffer, Stream};
 use kernels::quant::gguf::reference::{matmul_nt, rms_norm};
 use kernels::quant::gguf::{
     dequantize, gemv, gemv_mma, gemv_mma_with, gemv_rms_norm, prefill, prefill_workspace_len,
-    GemvMmaPlan, GgufFormat, GgufMatrix,
+    GgufFormat, GgufMatrix,
 };
 use kernels::Float;
 use kernels::FloatType;
@@ -157,36 +157,6 @@ fn gguf_gemv_mma_matches_its_bf16_operands_on_gpu() {
     }
     // 5 blocks a row: rows start at both even offsets modulo 4.
     gemv_mma_at::<Bf16>(&s, GgufFormat::Q6K, 1000, 1280, 16);
-}
-
-#[test]
-fn gguf_gemv_mma_staged_gives_the_register_kernels_bits_on_gpu() {
-    let Some(s) = gpu_stream() else { return };
-    let mut rng = Rng::new(11);
-    for (f, n, k, m) in [
-        (GgufFormat::Q4K, 28672, 4096, 1),
-        (GgufFormat::Q4K, 4096, 14336, 16),
-        (GgufFormat::Q6K, 6144, 4096, 9),
-        (GgufFormat::Q6K, 1000, 1280, 3),
-        (GgufFormat::Q8_0, 4096, 4096, 16),
-    ] {
-        let Some(staged) = GemvMmaPlan::staged_on::<Bf16>(&s, f, n) else {
-            eprintln!("skipped: this GPU's shared memory does not hold the staged GEMV's blocks");
-            return;
-        };
-        let dev = random_matrix(f, n, k, &mut rng).to_device(&s).unwrap();
-        let (x, _) = upload::<Bf16>(&s, &rng.vec(m * k, -1.0, 1.0));
-        let registers = GemvMmaPlan::for_weight::<Bf16>(f, n, s.device().props().sm_count as usize);
-        let mut want = poisoned::<Bf16>(&s, m * n);
-        let mut got = poisoned::<Bf16>(&s, m * n);
-        gemv_mma_with(&s, &dev, &x, &mut want, m, registers).unwrap();
-        gemv_mma_with(&s, &dev, &x, &mut got, m, staged).unwrap();
-        assert_eq!(
-            bits(&s, &got),
-            bits(&s, &want),
-            "{f} {n}x{k} m={m} {staged:?}"
-        );
-    }
 }
 
 #[test]

@@ -56,7 +56,6 @@ mod gemv_kernel;
 mod gemv_mma_kernel;
 mod gemv_q8_kernel;
 mod gemv_q8_mma_kernel;
-mod gemv_staged_kernel;
 mod matrix;
 mod ops;
 mod ops_mma;
@@ -76,7 +75,7 @@ pub use ops::{
 };
 pub use ops_mma::{
     gemv_mma, gemv_mma_parts, gemv_mma_reads, gemv_mma_swiglu, gemv_mma_swiglu_reads,
-    gemv_mma_with, staged_blocks_per_sm, GemvMmaPlan,
+    gemv_mma_with, GemvMmaPlan,
 };
 pub use ops_q8::{
     gemv_q8, gemv_q8_mma, gemv_q8_mma_with, quantize_activations, quantize_activations_rms_norm,
@@ -92,8 +91,6 @@ static DEQUANTIZE: [OpKernel; 6] =
     OpKernel::instances(dequantize_kernel::GGUF_DEQUANTIZE_INSTANCES);
 static GEMV: [OpKernel; 36] = OpKernel::instances(gemv_kernel::GGUF_GEMV_INSTANCES);
 static GEMV_MMA: [OpKernel; 17] = OpKernel::instances(gemv_mma_kernel::GGUF_GEMV_MMA_INSTANCES);
-static GEMV_STAGED: [OpKernel; 17] =
-    OpKernel::instances(gemv_staged_kernel::GGUF_GEMV_STAGED_INSTANCES);
 static GEMV_Q8: [OpKernel; 18] = OpKernel::instances(gemv_q8_kernel::GGUF_GEMV_Q8_INSTANCES);
 static GEMV_Q8_MMA: [OpKernel; 24] =
     OpKernel::instances(gemv_q8_mma_kernel::GGUF_GEMV_Q8_MMA_INSTANCES);
@@ -105,7 +102,6 @@ pub static KERNELS: &[&OpKernel] = kernel_refs![
     DEQUANTIZE[0 1 2 3 4 5],
     GEMV[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35],
     GEMV_MMA[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16],
-    GEMV_STAGED[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16],
     GEMV_Q8[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17],
     GEMV_Q8_MMA[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23],
     QUANTIZE_ACTIVATIONS[0 1 2 3],

@@ -2,12 +2,11 @@
 //! activations passed as words.
 
 use super::gemv_mma_kernel::{self, GEMV_MMA_THREADS};
-use super::gemv_staged_kernel;
 use super::{GgufFormat, GgufShape, GgufWeights};
 use crate::check_len;
 use crate::Error;
 use crate::{Float, FloatType};
-use kernel_runtime::{Buffer, BufferViewMut, DeviceProps, LaunchConfig, Stream};
+use kernel_runtime::{Buffer, BufferViewMut, LaunchConfig, Stream};
 
 /// `y = x·Wᵀ` for the `m` rows of `x` (`m × cols`), `W` the `rows × cols` Q8_0, Q4_K or
 /// Q6_K weights of `w` (for Q8_0, `cols` a multiple of 256), `y` `m × rows`, on the tensor
@@ -63,10 +62,6 @@ pub fn gemv_mma<X: Float, T: Float>(
 pub struct GemvMmaPlan {
     pub tiles: usize,
     pub grid: usize,
-    /// Whether the weights reach the registers through shared memory, each warp's
-    /// `cp.async` copies two blocks ahead of its decode ([`staged_blocks_per_sm`] blocks an
-    /// SM), rather than loaded straight into registers one block ahead.
-    pub staged: bool,
 }
 
 impl GemvMmaPlan {
@@ -81,8 +76,8 @@ impl GemvMmaPlan {
     ///
     /// ```
     /// use kernels::quant::gguf::GemvMmaPlan;
-    /// assert_eq!(GemvMmaPlan::for_rows(4096, 132), GemvMmaPlan { tiles: 2, grid: 256, staged: false });
-    /// assert_eq!(GemvMmaPlan::for_rows(28672, 132), GemvMmaPlan { tiles: 2, grid: 264, staged: false });
+    /// assert_eq!(GemvMmaPlan::for_rows(4096, 132), GemvMmaPlan { tiles: 2, grid: 256 });
+    /// assert_eq!(GemvMmaPlan::for_rows(28672, 132), GemvMmaPlan { tiles: 2, grid: 264 });
     /// assert_eq!(GemvMmaPlan::for_rows(1024, 132).tiles, 1);
     /// ```
     pub fn for_rows(rows: usize, sms: usize) -> GemvMmaPlan {
@@ -90,7 +85,6 @@ impl GemvMmaPlan {
         GemvMmaPlan {
             tiles,
             grid: Self::grid(rows.div_ceil(8 * tiles), sms),
-            staged: false,
         }
     }
 
@@ -111,107 +105,20 @@ impl GemvMmaPlan {
             return GemvMmaPlan {
                 tiles: 1,
                 grid: Self::grid(rows.div_ceil(8), sms),
-                staged: false,
             };
         }
         GemvMmaPlan::for_rows(rows, sms)
     }
 
-    /// The staged counterpart of [`for_weight`](Self::for_weight) on the device of `stream`:
-    /// the same tiles, the weights staged through shared memory, and a grid for the staged
-    /// kernel's [`staged_blocks_per_sm`]; `None` where the device's shared memory does not
-    /// hold that many of its blocks an SM (sm_86 and sm_89 hold none at full occupancy).
-    /// Not yet [`gemv_mma`]'s default: it waits for a side-by-side measurement
-    /// (`bench_gguf`'s tiles table).
-    ///
-    /// ```
-    /// use kernel_runtime::{Bf16, Device};
-    /// use kernels::quant::gguf::{GemvMmaPlan, GgufFormat};
-    /// # fn main() -> Result<(), kernels::Error> {
-    /// let h100 = Device::emulator_for(kernel_dsl::Target::Sm90).stream()?;
-    /// let plan = GemvMmaPlan::staged_on::<Bf16>(&h100, GgufFormat::Q4K, 4096);
-    /// assert!(plan.is_some_and(|p| p.staged));
-    /// let ada = Device::emulator_for(kernel_dsl::Target::Sm89).stream()?;
-    /// assert_eq!(GemvMmaPlan::staged_on::<Bf16>(&ada, GgufFormat::Q4K, 4096), None);
-    /// # Ok(()) }
-    /// ```
-    pub fn staged_on<T: Float>(
-        stream: &Stream,
-        format: GgufFormat,
-        rows: usize,
-    ) -> Option<GemvMmaPlan> {
-        let props = stream.device().props();
-        let plan = GemvMmaPlan::for_weight::<T>(format, rows, props.sm_count as usize);
-        plan.staged_where_it_fits(props, format, rows.div_ceil(8 * plan.tiles))
-    }
-
-    /// This plan staged through shared memory, its grid for the staged kernel's blocks an
-    /// SM, where the device has the shared memory for them.
-    fn staged_where_it_fits(
-        self,
-        props: &DeviceProps,
-        format: GgufFormat,
-        tile_count: usize,
-    ) -> Option<GemvMmaPlan> {
-        let held = staged_blocks_per_sm(format, self.tiles);
-        // A block's dynamic and static shared memory, and the 1 KiB the driver keeps a block.
-        let block =
-            staged_shared_bytes(format, self.tiles as u32) as usize + 4096 * self.tiles + 1024;
-        let per_sm = props.shared_bytes_per_block_optin as usize + 1024;
-        (held * block <= per_sm).then(|| GemvMmaPlan {
-            tiles: self.tiles,
-            grid: grid_for(tile_count, props.sm_count as usize * held),
-            staged: true,
-        })
-    }
-
     /// The blocks for `tiles` tiles of rows on `sms` SMs: as many as the SMs hold where the
     /// tiles are at least twice that, else a block a tile.
     fn grid(tiles: usize, sms: usize) -> usize {
-        grid_for(tiles, sms.max(1) * Self::BLOCKS_PER_SM)
-    }
-}
-
-/// The blocks for `tiles` tiles of rows where the SMs hold `held` blocks: all of them where
-/// the tiles are at least twice that, else a block a tile.
-fn grid_for(tiles: usize, held: usize) -> usize {
-    let held = held.max(1);
-    if tiles >= 2 * held {
-        held
-    } else {
-        tiles.max(1)
-    }
-}
-
-/// The stages of the staged kernel's rings: three, or two for Q6_K with two tiles (its
-/// windows are the widest).
-fn staged_stages(format: GgufFormat, nt: u32) -> u32 {
-    if format == GgufFormat::Q6K && nt == 2 {
-        2
-    } else {
-        3
-    }
-}
-
-/// Dynamic shared memory of the staged kernel: eight warps' rings of [`staged_stages`]
-/// stages of `8·nt` rows, each row the 16-byte chunks over a block, padded (the kernel's
-/// `stage_row_bytes`).
-fn staged_shared_bytes(format: GgufFormat, nt: u32) -> u32 {
-    let row = match format {
-        GgufFormat::Q8_0 => 288,
-        GgufFormat::Q4K => 160,
-        GgufFormat::Q6K => 272,
-    };
-    8 * staged_stages(format, nt) * 8 * nt * row
-}
-
-/// Blocks of the staged kernel an SM holds for a weight of `format` with `nt` tiles a warp:
-/// three (its registers are capped for three), two for Q6_K with two tiles (its rings).
-pub fn staged_blocks_per_sm(format: GgufFormat, nt: usize) -> usize {
-    if format == GgufFormat::Q6K && nt == 2 {
-        2
-    } else {
-        3
+        let held = sms.max(1) * Self::BLOCKS_PER_SM;
+        if tiles >= 2 * held {
+            held
+        } else {
+            tiles.max(1)
+        }
     }
 }
 
@@ -347,49 +254,33 @@ fn launch<X: Float, T: Float>(
             (1, [y, y1, y2], [n / 2, 0], n / 2, (n / 2).div_ceil(8))
         }
     };
-    // The register kernel's Q6_K with two tiles has no loop over tiles (its registers would
-    // spill): a block a tile. The staged kernel's rings live in dynamic shared memory.
-    let blocks_a_tile = !plan.staged && nt == 2 && w.format() == GgufFormat::Q6K;
+    // Q6_K with two tiles has no loop over tiles (its registers would spill): a block a tile.
+    let blocks_a_tile = nt == 2 && w.format() == GgufFormat::Q6K;
     let grid = if blocks_a_tile {
         blocks
     } else {
         blocks.min(plan.grid as u32)
     };
-    let rings = if plan.staged {
-        staged_shared_bytes(w.format(), nt)
-    } else {
-        0
-    };
-    let cfg = LaunchConfig::linear(grid, GEMV_MMA_THREADS).with_dynamic_shared(rings);
-    // The two kernels take the same arguments.
+    let cfg = LaunchConfig::linear(grid, GEMV_MMA_THREADS);
     let view = x.view_as::<u32>()?;
-    macro_rules! launch_kernel {
-        ($kernel:expr, $cfg:expr) => {
-            $kernel(
-                stream,
-                $cfg,
-                w.format().code(),
-                nt,
-                glu,
-                w.words(),
-                &view,
-                &mut y0,
-                &mut y1,
-                &mut y2,
-                m as u32,
-                cols,
-                n0,
-                n1,
-                k,
-                row_bytes,
-            )
-        };
-    }
-    if plan.staged {
-        launch_kernel!(gemv_staged_kernel::gguf_gemv_staged::<X, T>, cfg)?;
-    } else {
-        launch_kernel!(gemv_mma_kernel::gguf_gemv_mma::<X, T>, cfg)?;
-    }
+    gemv_mma_kernel::gguf_gemv_mma::<X, T>(
+        stream,
+        cfg,
+        w.format().code(),
+        nt,
+        glu,
+        w.words(),
+        &view,
+        &mut y0,
+        &mut y1,
+        &mut y2,
+        m as u32,
+        cols,
+        n0,
+        n1,
+        k,
+        row_bytes,
+    )?;
     Ok(())
 }
 
@@ -516,7 +407,6 @@ pub fn gemv_mma_swiglu<T: Float>(
         GemvMmaPlan {
             tiles: 2,
             grid: GemvMmaPlan::grid(n.div_ceil(8), stream.device().props().sm_count as usize),
-            staged: false,
         },
     )
 }
