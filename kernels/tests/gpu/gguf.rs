@@ -6,8 +6,8 @@ use crate::common_rowwise::{download, gpu_stream, poisoned, upload, Rng};
 use kernel_runtime::{Bf16, Buffer, Stream};
 use kernels::quant::gguf::reference::{matmul_nt, rms_norm};
 use kernels::quant::gguf::{
-    dequantize, gemv, gemv_mma, gemv_mma_with, gemv_rms_norm, prefill, prefill_workspace_len,
-    GgufFormat, GgufMatrix,
+    dequantize, gemv, gemv_mma, gemv_rms_norm, prefill, prefill_workspace_len, GgufFormat,
+    GgufMatrix,
 };
 use kernels::Float;
 use kernels::FloatType;
