@@ -39,6 +39,15 @@ const SHAPES: [(&str, usize, usize); 4] = [
     ("down", 4096, 14336),
 ];
 
+/// The serve benchmark's 8 × 2048 model (rows of 8 and 22 blocks of 256): q, k and v
+/// stacked, o, then the two the tiles table also takes, gate and up stacked, and down.
+const SERVE_SHAPES: [(&str, usize, usize); 4] = [
+    ("8x2048 qkv", 3072, 2048),
+    ("8x2048 o", 2048, 2048),
+    ("8x2048 gate_up", 11264, 2048),
+    ("8x2048 down", 2048, 5632),
+];
+
 /// Launches per timed run, so that launch gaps do not hide the kernel's bandwidth.
 const LAUNCHES: usize = 20;
 
@@ -284,17 +293,8 @@ fn main() -> Res {
     } else {
         SHAPES.to_vec()
     };
-    // Beside Llama-3-8B's, the serve benchmark's 8 × 2048 model: q, k and v stacked, o, gate
-    // and up stacked, and down (rows of 8 and 22 blocks of 256).
-    let mut model_shapes = shapes.clone();
-    if !small {
-        model_shapes.extend([
-            ("8x2048 qkv", 3072, 2048),
-            ("8x2048 o", 2048, 2048),
-            ("8x2048 gate_up", 11264, 2048),
-            ("8x2048 down", 2048, 5632),
-        ]);
-    }
+    let serve: &[(&str, usize, usize)] = if small { &[] } else { &SERVE_SHAPES };
+    let model_shapes = [&shapes[..], serve].concat();
     println!("\nGEMV, % of copy bandwidth over the quantized weight bytes (two passes)\n");
     println!("| format | x, y | shape | M | gemv | gemv_q8 | quantize + gemv_q8 | gemv_mma | gemv_q8_mma, x direct | gemv_q8_mma, x staged |");
     println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
@@ -312,13 +312,8 @@ fn main() -> Res {
         "| format | shape | M | 1 tile, a block a tile | 1 tile, blocks walk tiles | 2 tiles, a block a tile | 2 tiles, blocks walk tiles |"
     );
     println!("| --- | --- | --- | --- | --- | --- | --- |");
-    let tile_shapes: Vec<_> = model_shapes
-        .iter()
-        .filter(|(shape, ..)| {
-            !shape.starts_with("8x2048 ") || shape.ends_with("gate_up") || shape.ends_with("down")
-        })
-        .copied()
-        .collect();
+    // Of the serve model's, its two widest weights (the last two).
+    let tile_shapes = [&shapes[..], serve.get(2..).unwrap_or(&[])].concat();
     // Q8_0 has the one-tile plan only.
     for format in GgufFormat::ALL {
         for &(shape, n, k) in &tile_shapes {

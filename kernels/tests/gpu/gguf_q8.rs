@@ -121,8 +121,8 @@ fn at_shape<T: Float>(s: &Stream, format: GgufFormat, n: usize, k: usize, ms: &[
                 first,
                 "gemv_q8 {what}: two runs are bit-identical"
             );
-            let mut direct = None;
-            for staged_x in [false, true] {
+            // Each form against the model, rerun bit-identical; returns its bits.
+            let form = |staged_x: bool| {
                 let op = format!("gemv_q8_mma_with(staged_x = {staged_x}) {what}");
                 let mut y = poisoned::<T>(s, m * n);
                 gemv_q8_mma_with(s, &dev, &xq, &mut y, m, staged_x).unwrap();
@@ -130,18 +130,17 @@ fn at_shape<T: Float>(s: &Stream, format: GgufFormat, n: usize, k: usize, ms: &[
                 let first = bits(s, &y);
                 gemv_q8_mma_with(s, &dev, &xq, &mut y, m, staged_x).unwrap();
                 assert_eq!(bits(s, &y), first, "{op}: two runs are bit-identical");
-                match &direct {
-                    None => direct = Some(first),
-                    Some(d) => assert!(
-                        *d == first,
-                        "{op}: the staged form gives the direct form's bits"
-                    ),
-                }
-            }
+                first
+            };
+            let direct = form(false);
+            assert!(
+                form(true) == direct,
+                "gemv_q8_mma {what}: the staged form gives the direct form's bits"
+            );
             let mut y = poisoned::<T>(s, m * n);
             gemv_q8_mma(s, &dev, &xq, &mut y, m).unwrap();
             assert!(
-                Some(bits(s, &y)) == direct,
+                bits(s, &y) == direct,
                 "gemv_q8_mma {what}: the same bits as either form"
             );
         }

@@ -221,7 +221,7 @@ fn stages_x(format: GgufFormat, m: usize) -> bool {
 }
 
 /// [`gemv_q8_mma`], with the activations read straight from global memory
-/// (`staged_x = false`, what [`gemv_q8_mma`] does below 8 rows of `x`) or each warp's next
+/// (`staged_x = false`, what [`gemv_q8_mma`] does for a few rows of `x`) or each warp's next
 /// block of them copied into shared memory by `cp.async` while it works on the current one
 /// (`staged_x = true`: a group's activation operand is then one conflict-free shared load, not
 /// a global load over 8 rows, which from `m = 8` keeps the L1 pipe from being the limit;
