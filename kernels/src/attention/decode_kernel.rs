@@ -20,18 +20,20 @@
 
 use kernel_macros::{device, kernel};
 
-/// The physical block holding position `pos` of the sequence whose table row starts at
-/// `table_row` (`u32::MAX` where `pos` is past `end`: nothing to read there), and the slot
-/// within it. Pages of a power-of-two size shift instead of dividing.
+/// The cache row holding position `pos` of the sequence whose table row starts at
+/// `table_row`: its block's entry times `block_size` plus its slot, or `u32::MAX` where there is
+/// nothing to read (`pos` at or past `end`, or an entry outside the cache's `num_blocks`).
+/// Pages of a power-of-two size shift instead of dividing.
 #[device(crate = crate::lang)]
-fn page_entry(
+fn page_row(
     block_table: &[u32],
     table_row: u32,
     pos: u32,
     end: u32,
     block_size: u32,
     page_shift: u32,
-) -> [u32; 2] {
+    num_blocks: u32,
+) -> u32 {
     let mut page = 0u32;
     if page_shift < 32 {
         page = pos >> page_shift;
@@ -39,33 +41,22 @@ fn page_entry(
         page = pos / block_size;
     }
     let e = block_table.load_vec_or::<1>(table_row + page, pos < end, u32::MAX);
-    [e[0], pos - page * block_size]
+    if e[0] < num_blocks {
+        e[0] * block_size + pos - page * block_size
+    } else {
+        u32::MAX
+    }
 }
 
-/// Starts the copies of this lane's key and value chunks at `slot` of block `entry` into
-/// pipeline stage `stage`; zero-fills them where there is nothing to read.
+/// Starts the copies of this lane's key and value chunks of cache row `row` (from `k_lane`
+/// and `v_lane`, the caches from this lane's chunk of the first row) into words `dst ..` and
+/// `dst + 1024 ..` of the pipeline; zero-fills them where `row` is `u32::MAX`.
 #[device(crate = crate::lang)]
-fn issue_step<T>(
-    words: &mut [u32],
-    k_cache: &[T],
-    v_cache: &[T],
-    stage: u32,
-    tid: u32,
-    entry: u32,
-    slot: u32,
-    block_size: u32,
-    num_blocks: u32,
-    width: u32,
-    head_at: u32,
-) {
-    let ok = entry < num_blocks;
-    let row = if ok { entry * block_size + slot } else { 0u32 };
-    let at = row as u64 * width as u64;
-    let k_row = &k_cache[at..];
-    let v_row = &v_cache[at..];
-    let dst = (stage * 512 + tid) * 4;
-    cp_async_16_or(words, dst, k_row, head_at, ok);
-    cp_async_16_or(words, dst + 1024, v_row, head_at, ok);
+fn issue_step<T>(words: &mut [u32], k_lane: &[T], v_lane: &[T], dst: u32, row: u32, width: u32) {
+    let ok = row != u32::MAX;
+    let at = if ok { row } else { 0u32 } as u64 * width as u64;
+    cp_async_16_or(words, dst, &k_lane[at..], 0, ok);
+    cp_async_16_or(words, dst + 1024, &v_lane[at..], 0, ok);
 }
 
 /// `o` (or this split's part of `workspace`) for the query rows `R · block_idx().y / kv_heads
@@ -152,7 +143,13 @@ pub fn paged_decode<T: Element, const D: u32, const R: u32>(
             qv[r * 8 + e] = (v[e] as f32) * scale_log2;
         }
         let attends = if len == 0 { 0u32 } else { len - new + i + 1 };
-        limit[r] = if ok { min(attends, end) } else { 0u32 };
+        // A row past the block's rows writes nothing: it may attend the whole split.
+        limit[r] = if ok { min(attends, end) } else { end };
+    }
+    // Chunks wholly below every row's limit need no mask: all but a split's last one or two.
+    let mut unmasked = end;
+    for r in 0..R {
+        unmasked = min(unmasked, limit[r]);
     }
 
     // Running maximum (a finite floor, so that a fully masked row stays NaN-free), sum and
@@ -165,26 +162,39 @@ pub fn paged_decode<T: Element, const D: u32, const R: u32>(
     // maximum and rescales its running sum and output once, then adds the values. The table
     // entries of a chunk are loaded one chunk before its copies are issued.
     let table_row = s * blocks_per_seq;
-    let mut entry = [0u32; 4];
-    let mut slot = [0u32; 4];
+    let lane_pos = first + my_token;
+    let k_lane = &k_cache[head_at as u64..];
+    let v_lane = &v_cache[head_at as u64..];
+    // Stage `t` of this lane's chunks: words `t · 2048 + tid · 4` (keys), `+ 1024` (values).
+    let lane_words = tid * 4;
+    let mut row = [0u32; 4];
     for c in 0..4u32 {
-        let pos = first + c * step_tokens + my_token;
-        let page = page_entry(block_table, table_row, pos, end, block_size, page_shift);
-        entry[c] = page[0];
-        slot[c] = page[1];
+        let pos = lane_pos + c * step_tokens;
+        row[c] = page_row(
+            block_table,
+            table_row,
+            pos,
+            end,
+            block_size,
+            page_shift,
+            num_blocks,
+        );
     }
     for c in 0..4u32 {
-        issue_step(
-            words, k_cache, v_cache, c, tid, entry[c], slot[c], block_size, num_blocks, width,
-            head_at,
-        );
+        issue_step(words, k_lane, v_lane, lane_words + c * 2048, row[c], width);
         cp_async_commit();
     }
     for c in 0..4u32 {
-        let pos = first + (4 + c) * step_tokens + my_token;
-        let page = page_entry(block_table, table_row, pos, end, block_size, page_shift);
-        entry[c] = page[0];
-        slot[c] = page[1];
+        let pos = lane_pos + (4 + c) * step_tokens;
+        row[c] = page_row(
+            block_table,
+            table_row,
+            pos,
+            end,
+            block_size,
+            page_shift,
+            num_blocks,
+        );
     }
 
     // Which quarter of a token's lanes this lane is in: it finishes that token's score.
@@ -196,36 +206,32 @@ pub fn paged_decode<T: Element, const D: u32, const R: u32>(
     let mut u = 0u32;
     while u < chunks {
         // Refill the stages the previous chunk read with the next chunk, then fetch the table
-        // entries of the chunk after it.
+        // entries of the chunk after it. Chunk `u` sits in stages `4 · (u & 1) ..`.
         let base = u * 4;
+        let read_words = lane_words + (u & 1) * 8192;
+        let write_words = lane_words + ((u + 1) & 1) * 8192;
         for c in 0..4u32 {
-            issue_step(
-                words,
-                k_cache,
-                v_cache,
-                (base + 4 + c) & 7,
-                tid,
-                entry[c],
-                slot[c],
-                block_size,
-                num_blocks,
-                width,
-                head_at,
-            );
+            issue_step(words, k_lane, v_lane, write_words + c * 2048, row[c], width);
             cp_async_commit();
         }
         for c in 0..4u32 {
-            let pos = first + (base + 8 + c) * step_tokens + my_token;
-            let page = page_entry(block_table, table_row, pos, end, block_size, page_shift);
-            entry[c] = page[0];
-            slot[c] = page[1];
+            let pos = lane_pos + (base + 8 + c) * step_tokens;
+            row[c] = page_row(
+                block_table,
+                table_row,
+                pos,
+                end,
+                block_size,
+                page_shift,
+                num_blocks,
+            );
         }
         cp_async_wait(4);
 
         // Partial dots of this lane's chunk with each row, for the chunk's four tokens.
         let mut part = [0.0f32; 4 * R];
         for c in 0..4u32 {
-            let kx = elems.load_vec::<8>((((base + c) & 7) * 512 + tid) * 8);
+            let kx = elems.load_vec::<8>((read_words + c * 2048) * 2);
             let mut kf = [0.0f32; 8];
             for e in 0..8 {
                 kf[e] = kx[e] as f32;
@@ -239,7 +245,8 @@ pub fn paged_decode<T: Element, const D: u32, const R: u32>(
             }
         }
 
-        let pos = first + base * step_tokens + my_token;
+        let pos = lane_pos + base * step_tokens;
+        let masked = first + (base + 4) * step_tokens > unmasked;
         let mut prob = [0.0f32; 4 * R];
         for r in 0..R {
             // Reduce-scatter: each exchange halves the values a lane carries, so a lane ends
@@ -269,13 +276,17 @@ pub fn paged_decode<T: Element, const D: u32, const R: u32>(
             sc[2] = if hi { e0 } else { f0 };
             sc[3] = if hi { e1 } else { f1 };
 
+            if masked {
+                for c in 0..4u32 {
+                    sc[c] = if pos + c * step_tokens < limit[r] {
+                        sc[c]
+                    } else {
+                        f32::NEG_INFINITY
+                    };
+                }
+            }
             let mut mx = m[r];
             for c in 0..4u32 {
-                sc[c] = if pos + c * step_tokens < limit[r] {
-                    sc[c]
-                } else {
-                    f32::NEG_INFINITY
-                };
                 mx = max(mx, sc[c]);
             }
             let corr = ex2_approx_ftz(m[r] - mx);
@@ -286,13 +297,17 @@ pub fn paged_decode<T: Element, const D: u32, const R: u32>(
                 sum += p;
             }
             l[r] = fma(l[r], corr, sum);
-            for e in 0..8 {
-                acc[r * 8 + e] *= corr;
+            // Where no lane's maximum moved, `corr` is exactly 1 in every lane: skipping the
+            // rescale changes no bits.
+            if vote_any(mx > m[r]) {
+                for e in 0..8 {
+                    acc[r * 8 + e] *= corr;
+                }
             }
             m[r] = mx;
         }
         for c in 0..4u32 {
-            let vx = elems.load_vec::<8>((((base + c) & 7) * 512 + tid) * 8 + 2048);
+            let vx = elems.load_vec::<8>((read_words + c * 2048 + 1024) * 2);
             let mut vf = [0.0f32; 8];
             for e in 0..8 {
                 vf[e] = vx[e] as f32;
