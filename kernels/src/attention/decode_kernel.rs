@@ -14,8 +14,10 @@
 //! finished by a reduce-scatter of `shfl_xor`s within each token's lanes (half the
 //! shuffles of four separate reductions), in the base-2 domain (the query is scaled by
 //! `scale · log2 e`), with an online softmax per lane group that rescales once per four
-//! tokens. At the end the lane groups merge through shuffles, the warps through shared memory in
-//! a fixed order, and the block writes its normalized output and log-sum-exp (base 2) to the
+//! tokens; the mask is applied only in the chunks that reach a row's limit, and the rescale only
+//! where some lane's maximum moved. At the end the lane groups merge through shuffles, the warps
+//! through the pipeline's shared memory in a fixed order (every row at once, behind one
+//! barrier), and the block writes its normalized output and log-sum-exp (base 2) to the
 //! workspace, or straight to `o` when there is one split.
 
 use kernel_macros::{device, kernel};
@@ -247,7 +249,9 @@ pub fn paged_decode<T: Element, const D: u32, const R: u32>(
 
         let pos = lane_pos + base * step_tokens;
         let masked = first + (base + 4) * step_tokens > unmasked;
-        let mut prob = [0.0f32; 4 * R];
+        // Every row's scores first, then the mask, the maxima and the rescale each once for
+        // all rows: branches between rows would keep the scheduler from interleaving them.
+        let mut sc = [0.0f32; 4 * R];
         for r in 0..R {
             // Reduce-scatter: each exchange halves the values a lane carries, so a lane ends
             // with the whole score of token `2·hi + mid`; shuffles back give it all four.
@@ -270,41 +274,49 @@ pub fn paged_decode<T: Element, const D: u32, const R: u32>(
             let e1 = if mid { v } else { w };
             let f0 = shfl_xor(e0, top);
             let f1 = shfl_xor(e1, top);
-            let mut sc = [0.0f32; 4];
-            sc[0] = if hi { f0 } else { e0 };
-            sc[1] = if hi { f1 } else { e1 };
-            sc[2] = if hi { e0 } else { f0 };
-            sc[3] = if hi { e1 } else { f1 };
-
-            if masked {
+            sc[r * 4] = if hi { f0 } else { e0 };
+            sc[r * 4 + 1] = if hi { f1 } else { e1 };
+            sc[r * 4 + 2] = if hi { e0 } else { f0 };
+            sc[r * 4 + 3] = if hi { e1 } else { f1 };
+        }
+        if masked {
+            for r in 0..R {
                 for c in 0..4u32 {
-                    sc[c] = if pos + c * step_tokens < limit[r] {
-                        sc[c]
+                    sc[r * 4 + c] = if pos + c * step_tokens < limit[r] {
+                        sc[r * 4 + c]
                     } else {
                         f32::NEG_INFINITY
                     };
                 }
             }
+        }
+        let mut prob = [0.0f32; 4 * R];
+        let mut corr = [1.0f32; R];
+        let mut moved = false;
+        for r in 0..R {
             let mut mx = m[r];
             for c in 0..4u32 {
-                mx = max(mx, sc[c]);
+                mx = max(mx, sc[r * 4 + c]);
             }
-            let corr = ex2_approx_ftz(m[r] - mx);
+            moved = moved || mx > m[r];
+            corr[r] = ex2_approx_ftz(m[r] - mx);
             let mut sum = 0.0f32;
             for c in 0..4u32 {
-                let p = ex2_approx_ftz(sc[c] - mx);
+                let p = ex2_approx_ftz(sc[r * 4 + c] - mx);
                 prob[r * 4 + c] = p;
                 sum += p;
             }
-            l[r] = fma(l[r], corr, sum);
-            // Where no lane's maximum moved, `corr` is exactly 1 in every lane: skipping the
-            // rescale changes no bits.
-            if vote_any(mx > m[r]) {
+            l[r] = fma(l[r], corr[r], sum);
+            m[r] = mx;
+        }
+        // Where no lane's maximum moved, every `corr` is exactly 1: skipping the rescale
+        // changes no bits.
+        if vote_any(moved) {
+            for r in 0..R {
                 for e in 0..8 {
-                    acc[r * 8 + e] *= corr;
+                    acc[r * 8 + e] *= corr[r];
                 }
             }
-            m[r] = mx;
         }
         for c in 0..4u32 {
             let vx = elems.load_vec::<8>((read_words + c * 2048 + 1024) * 2);
@@ -341,42 +353,51 @@ pub fn paged_decode<T: Element, const D: u32, const R: u32>(
         }
     }
 
-    // Warps merge through shared memory, row by row, in warp order.
-    let sh_acc = shared_array::<f32, 2048>();
-    let sh_m = shared_array::<f32, 8>();
-    let sh_l = shared_array::<f32, 8>();
-    let rows = seqs * new * q_heads;
+    // Warps merge through shared memory in warp order, every row at once, in the pipeline's
+    // stages (free once every warp has passed the barrier: each has waited for its copies).
+    // `R · 8 · D` floats: at most the pipeline's 64 KiB.
+    let sh_acc = dynamic_shared::<f32>();
+    let sh_m = shared_array::<f32, 64>();
+    let sh_l = shared_array::<f32, 64>();
+    sync_threads();
     for r in 0..R {
         if lane < lanes {
             for e in 0..8 {
-                sh_acc[warp * D + chunk * 8 + e] = acc[r * 8 + e];
-            }
-            if lane == 0 {
-                sh_m[warp] = m[r];
-                sh_l[warp] = l[r];
+                sh_acc[(r * 8 + warp) * D + chunk * 8 + e] = acc[r * 8 + e];
             }
         }
-        sync_threads();
+        if lane == 0 {
+            sh_m[r * 8 + warp] = m[r];
+            sh_l[r * 8 + warp] = l[r];
+        }
+    }
+    sync_threads();
+    let rows = seqs * new * q_heads;
+    // Each thread finishes `R · D / 256` (row, column) outputs.
+    for i in 0..R * D / 256 {
+        let at = i * 256 + tid;
+        let r = at / D;
+        let col = at % D;
         let rr = tile * R + r;
-        if tid < D && rr < group * new {
-            let mut mx = sh_m[0];
+        if rr < group * new {
+            let mut mx = sh_m[r * 8];
             for w in 1..8u32 {
-                mx = max(mx, sh_m[w]);
+                mx = max(mx, sh_m[r * 8 + w]);
             }
             let mut lt = 0.0f32;
             let mut ot = 0.0f32;
             for w in 0..8u32 {
-                let f = ex2_approx_ftz(sh_m[w] - mx);
-                lt = fma(sh_l[w], f, lt);
-                ot = fma(sh_acc[w * D + tid], f, ot);
+                let f = ex2_approx_ftz(sh_m[r * 8 + w] - mx);
+                lt = fma(sh_l[r * 8 + w], f, lt);
+                ot = fma(sh_acc[(r * 8 + w) * D + col], f, ot);
             }
             let out = if lt > 0.0 { ot / lt } else { 0.0f32 };
             let row = (s * new + rr / group) * q_heads + kv * group + rr % group;
             if splits == 1 {
-                o[row * D + tid] = out as T;
+                o[row * D + col] = out as T;
             } else {
-                workspace[(split * rows + row) * D + tid] = out;
-                if tid == 0 {
+                workspace[(split * rows + row) * D + col] = out;
+                if col == 0 {
                     let lse = if lt > 0.0 {
                         mx + log2(lt)
                     } else {
@@ -386,7 +407,6 @@ pub fn paged_decode<T: Element, const D: u32, const R: u32>(
                 }
             }
         }
-        sync_threads();
     }
 }
 
