@@ -30,8 +30,11 @@ const OP: &str = "paged_decode";
 /// Threads of a decode block (eight warps; fixed by the kernel).
 const BLOCK: u32 = 256;
 /// The kernel's pipeline: eight stages of 256 key and 256 value chunks of 16 bytes (four to
-/// eight in flight, two blocks an SM).
+/// eight in flight, two blocks an SM). After the loop the warps merge their `R` rows of `D`
+/// floats in it.
 const SHARED_BYTES: u32 = 8 * 512 * 16;
+// The largest merge: eight warps' eight query rows of head dim 256.
+const _: () = assert!(8 * 8 * 256 * 4 <= SHARED_BYTES);
 /// Fewest positions a split should cover for the split to pay for its combine traffic.
 const MIN_SPLIT_LEN: usize = 256;
 

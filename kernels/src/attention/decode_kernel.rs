@@ -65,7 +65,8 @@ fn issue_step<T>(words: &mut [u32], k_lane: &[T], v_lane: &[T], dst: u32, row: u
 /// ..` of kv head `block_idx().y % kv_heads`, sequence `block_idx().z`, over share
 /// `block_idx().x` of the `grid_dim().x` equal shares (in whole steps) of its length. Query
 /// row `rr` of a kv head is query token `rr / group`, head `kv · group + rr % group`. Dynamic
-/// shared memory: 64 KiB (eight stages of 256 key and 256 value chunks).
+/// shared memory: 64 KiB (eight stages of 256 key and 256 value chunks, then the warps'
+/// merge of `R · 8 · D` floats).
 // Two blocks an SM where the registers allow it, so that one block's wait for its next chunk
 // overlaps the other's arithmetic.
 #[kernel(
