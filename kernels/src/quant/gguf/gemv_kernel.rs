@@ -42,9 +42,6 @@ pub fn gguf_gemv<T: Element, const F: u32, const MT: u32, const NORM: u32, const
     row_bytes: u32,
     eps: f32,
 ) {
-    // Before any memory access: where the launch lets this kernel start while the one
-    // before it finishes (sm_90+), it waits here until that one is done.
-    griddep_wait();
     let lane = lane_id();
     let row = block_idx().x * 4 + thread_idx().x / 32;
     if row < n {
@@ -64,6 +61,13 @@ pub fn gguf_gemv<T: Element, const F: u32, const MT: u32, const NORM: u32, const
                 for j in 0..13 {
                     raw[13 * u + j] = v[j];
                 }
+            }
+            if c0 == lane {
+                // Where the launch lets this kernel start while the one before it finishes
+                // (sm_90+), it waits here until that one is done: after the first weight
+                // loads, since no kernel writes a weight (`GgufWeights` is filled by its
+                // upload only), before any other access.
+                griddep_wait();
             }
             for u in 0..U {
                 let c = c0 + 32 * u;

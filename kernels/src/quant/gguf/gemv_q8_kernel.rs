@@ -35,9 +35,6 @@ pub fn gguf_gemv_q8<T: Element, const F: u32, const MT: u32, const U: u32>(
     k: u32,
     row_bytes: u32,
 ) {
-    // Before any memory access: where the launch lets this kernel start while the one
-    // before it finishes (sm_90+), it waits here until that one is done.
-    griddep_wait();
     let lane = lane_id();
     let row = block_idx().x * 4 + thread_idx().x / 32;
     if row < n {
@@ -54,6 +51,13 @@ pub fn gguf_gemv_q8<T: Element, const F: u32, const MT: u32, const U: u32>(
                 for j in 0..13 {
                     raw[13 * u + j] = v[j];
                 }
+            }
+            if c0 == lane {
+                // Where the launch lets this kernel start while the one before it finishes
+                // (sm_90+), it waits here until that one is done: after the first weight
+                // loads, since no kernel writes a weight (`GgufWeights` is filled by its
+                // upload only), before any other access.
+                griddep_wait();
             }
             for u in 0..U {
                 let c = c0 + 32 * u;
