@@ -148,6 +148,7 @@ pub enum Form {
     Setmaxnreg,
     GridDepControl,
     Nanosleep,
+    PrefetchL2,
     ControlFlow,
 }
 
@@ -458,6 +459,7 @@ pub const CATALOG: &[Entry] = &[
         Requirement::new(70, (6, 2)),
         "nanosleep.u32 %r1; nanosleep.u32 100",
     ),
+    row(Form::PrefetchL2, BASE, "prefetch.global.L2 [%rd1]"),
     row(Form::ControlFlow, BASE, "bra.uni $L1; ret; exit"),
 ];
 
@@ -618,6 +620,7 @@ pub fn form(op: &Op) -> Form {
         Op::Setmaxnreg { .. } => Form::Setmaxnreg,
         Op::GridDep { .. } => Form::GridDepControl,
         Op::Nanosleep => Form::Nanosleep,
+        Op::PrefetchL2 => Form::PrefetchL2,
         Op::Bra { .. } | Op::Ret | Op::Exit => Form::ControlFlow,
     }
 }

@@ -294,6 +294,7 @@ pub const INTRINSICS: &[Intrinsic] = &[
     chain("fence_cta", &[], Ty::Unit, "Orders this thread's memory accesses as seen by its block (`fence.acq_rel.cta`).", &[Op::Fence { scope: Scope::Cta }], false),
     chain("fence_gpu", &[], Ty::Unit, "Orders this thread's memory accesses as seen by the whole GPU (`fence.acq_rel.gpu`).", &[Op::Fence { scope: Scope::Gpu }], false),
     chain("fence_sys", &[], Ty::Unit, "Orders this thread's memory accesses as seen by the GPU and the host (`fence.acq_rel.sys`).", &[Op::Fence { scope: Scope::Sys }], false),
+    special("prefetch_l2", &[p("src", Ty::Slice { mutable: false }), p("index", Ty::Scalar(U32))], Ty::Unit, "Asks for the line of global memory holding `src[index]` in L2 and goes on: no register holds it and nothing waits for it, so a thread may ask for many lines it will load later (`prefetch.global.L2`); the emulator skips it.", &[Op::PrefetchL2]),
     chain("nanosleep", &[p("ns", Ty::Scalar(U32))], Ty::Unit, "Suspends the thread for about `ns` nanoseconds (at most 1 ms), a hint to the scheduler in a spin-wait on another block (`nanosleep.u32`, sm_70+); the emulator runs other blocks meanwhile.", &[Op::Nanosleep], false),
     // Warp collectives.
     special("shfl_down", SHFL, Ty::Generic, "The value of `v` in lane `lane_id() + delta` (`shfl.sync.down`); 32-bit types.", &[Op::Shfl { mode: ShflMode::Down }]),

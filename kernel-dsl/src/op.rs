@@ -556,6 +556,9 @@ pub enum Op {
     /// `nanosleep.u32 ns` (one u32 register or immediate source): a scheduler hint in a
     /// spin-wait.
     Nanosleep,
+    /// `prefetch.global.L2 [a]` (one global address source): asks for the line holding `a`
+    /// in L2, holding no register and nothing to wait for.
+    PrefetchL2,
     /// Branch to a label; produced only by the emitter's lowering of structured control flow.
     Bra {
         uni: bool,
@@ -922,6 +925,7 @@ impl Op {
                 GridDepControl::Wait => "griddepcontrol.wait".into(),
             },
             Op::Nanosleep => "nanosleep.u32".into(),
+            Op::PrefetchL2 => "prefetch.global.L2".into(),
             Op::Bra { uni } => format!("bra{}", flag(uni, ".uni")),
             Op::Ret => "ret".into(),
             Op::Exit => "exit".into(),

@@ -211,6 +211,10 @@ impl Verifier<'_> {
                 arity(0, 1)?;
                 expect(&i.srcs[0], ScalarType::U32, "duration")?;
             }
+            Op::PrefetchL2 => {
+                arity(0, 1)?;
+                self.address(&i.srcs[0], StateSpace::Global, &mnemonic)?;
+            }
             Op::Popc { ty } | Op::Clz { ty } => {
                 arity(1, 1)?;
                 expect(&i.dsts[0], ScalarType::U32, "destination")?;

@@ -372,6 +372,23 @@ impl Lowerer<'_> {
                     elem: acc_ty,
                 })
             }
+            "prefetch_l2" => {
+                let src_v = self.expr(args[0], None)?;
+                let Value::Slice(src) = src_v else {
+                    return err(
+                        crate::diag::range(&args[0]),
+                        format!(
+                            "`prefetch_l2` asks for lines of a global slice, found {}",
+                            src_v.describe()
+                        ),
+                    );
+                };
+                let index = self.index_scalar(args[1])?;
+                let addr = self.global_address(&src, &index)?;
+                self.span = crate::diag::range(&c);
+                self.inst(Op::PrefetchL2, vec![], vec![addr]);
+                unit
+            }
             "cp_async_16" | "cp_async_16_or" => {
                 let tile = self.shared_arg(args[0])?;
                 let di = self.index_scalar(args[1])?;
