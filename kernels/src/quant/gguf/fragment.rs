@@ -239,31 +239,6 @@ pub(crate) fn int8_pair(q: u32, lo: u32, dd: u32) -> u32 {
     fma_bf16x2(pack_bf16x2(b, a), dd, 0x8000_8000)
 }
 
-/// Asks L2 for the rows of `w` a block's tile `tile_i` covers (with `GLU`, the gate's and the
-/// up's), a 128-byte line a thread at a time: the loads of the tile's later blocks of 256
-/// then find their lines on chip, in flight from the start rather than one load latency a
-/// block after another.
-#[device(crate = crate::lang)]
-pub(crate) fn prefetch_tile(w: &[u32], tile_i: u32, width: u32, n: u32, row_bytes: u32) {
-    let first = min(tile_i * width, n);
-    let last = min(tile_i * width + width, n);
-    prefetch_bytes(w, first * row_bytes, last * row_bytes);
-    if GLU == 1 {
-        prefetch_bytes(w, (first + n) * row_bytes, (last + n) * row_bytes);
-    }
-}
-
-/// [`prefetch_tile`]'s bytes `[from, to)` of `w`, from the line holding `from`, over the
-/// block's 256 threads.
-#[device(crate = crate::lang)]
-pub(crate) fn prefetch_bytes(w: &[u32], from: u32, to: u32) {
-    let mut at = (from & 0xffff_ff80) + 128 * thread_idx().x;
-    while at < to {
-        prefetch_l2(w, at / 4);
-        at += 128 * 256;
-    }
-}
-
 /// Bytes of a block of 256 weights (for Q8_0, of eight blocks).
 #[device(crate = crate::lang)]
 pub(crate) fn block_bytes() -> u32 {

@@ -68,6 +68,9 @@ pub fn gguf_gemv_mma<X: Element, T: Element, const F: u32, const NT: u32, const 
     k: u32,
     row_bytes: u32,
 ) {
+    // Before any memory access: where the launch lets this kernel start while the one
+    // before it finishes (sm_90+), it waits here until that one is done.
+    griddep_wait();
     let lane = lane_id();
     let warp = thread_idx().x / 32;
     let g = lane / 4;
@@ -103,17 +106,10 @@ pub fn gguf_gemv_mma<X: Element, T: Element, const F: u32, const NT: u32, const 
             raw[24 * j + i] = v[i];
         }
     }
-    prefetch_tile(w, tile_i, width, n, row_bytes);
-    // Where the launch lets this kernel start while the one before it finishes (sm_90+), it
-    // waits here until that one is done: after its first weight loads, since no kernel
-    // writes a weight (`GgufWeights` is filled by its upload only), before any other access.
-    griddep_wait();
     // Element i of lane l of warp v at (i·8 + v)·32 + l: each store and load a row of banks.
     let part = shared_array::<f32, { 1024 * NT }>();
     let mut more = tile_i * width < n;
     while more {
-        // The next tile's rows, one tile ahead (none past the last).
-        prefetch_tile(w, tile_i + grid_dim().x, width, n, row_bytes);
         // With two tiles, products for the rows of `x` below 8, then above; with one, a
         // product's four accumulators.
         let mut acc = [0.0f32; 4 * NT];

@@ -41,6 +41,9 @@ pub fn gguf_gemv_q8_mma<T: Element, const F: u32, const NX: u32, const SX: u32>(
     k: u32,
     row_bytes: u32,
 ) {
+    // Before any memory access: where the launch lets this kernel start while the one
+    // before it finishes (sm_90+), it waits here until that one is done.
+    griddep_wait();
     let lane = lane_id();
     let warp = thread_idx().x / 32;
     let g = lane / 4;
@@ -63,17 +66,6 @@ pub fn gguf_gemv_q8_mma<T: Element, const F: u32, const NX: u32, const SX: u32>(
             s_at[2 * j + i] = min(8 * j + 2 * t + i, m - 1) * (k / 32);
         }
     }
-    let mut raw = [0u32; 48];
-    for j in 0..2 {
-        let v = load_block(w, base[j] + bytes * min(warp, blocks - 1), t);
-        for i in 0..24 {
-            raw[24 * j + i] = v[i];
-        }
-    }
-    // Where the launch lets this kernel start while the one before it finishes (sm_90+), it
-    // waits here until that one is done: after its first weight loads, since no kernel
-    // writes a weight (`GgufWeights` is filled by its upload only), before any other access.
-    griddep_wait();
     let xbuf = dynamic_shared::<u32>();
     let xsbuf = dynamic_shared::<f32>();
     let stage_words = x_stage_words();
@@ -85,6 +77,13 @@ pub fn gguf_gemv_q8_mma<T: Element, const F: u32, const NX: u32, const SX: u32>(
         cp_async_commit();
     }
     let mut x_stage = 0u32;
+    let mut raw = [0u32; 48];
+    for j in 0..2 {
+        let v = load_block(w, base[j] + bytes * min(warp, blocks - 1), t);
+        for i in 0..24 {
+            raw[24 * j + i] = v[i];
+        }
+    }
     // Element i of product j: weight row g + 8·(i / 2), row 8j + 2t + i % 2 of `x`.
     let mut acc = [0.0f32; 4 * NX];
     let mut c0 = warp;

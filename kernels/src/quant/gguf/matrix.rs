@@ -268,9 +268,10 @@ impl GgufShape for GgufWeights {
 /// A [`GgufMatrix`] on the device: the same bytes as little-endian 32-bit words (kernels read
 /// whole words and take fields apart in registers), zero-padded by at least 16 bytes.
 ///
-/// Written once, by the upload in [`GgufMatrix::to_device`], and by no kernel: the GEMVs rely
-/// on it, loading their first weights before they wait for the kernel launched ahead of them
-/// (programmatic dependent launch, sm_90+), so that the weights stream in while it finishes.
+/// Written once, by the upload in [`GgufMatrix::to_device`], and by no kernel: [`super::gemv`]
+/// and [`super::gemv_q8`] rely on it, loading their first weights before they wait for the
+/// kernel launched ahead of them (programmatic dependent launch, sm_90+), so that the weights
+/// stream in while it finishes.
 pub struct GgufWeights {
     format: GgufFormat,
     rows: usize,
