@@ -4,7 +4,7 @@
 //! memory, tensor-core and async-copy intrinsics, math over several types) here.
 
 use super::expr::{is_float, is_int};
-use super::value::{Binding, Dim3Kind, Scalar, SharedRef, Value};
+use super::value::{Binding, Dim3Kind, Scalar, SharedRef, SliceRef, Value};
 use super::Lowerer;
 use crate::diag::{err, DResult};
 use crate::dsl_type::{rust_name, scalar_of};
@@ -373,16 +373,7 @@ impl Lowerer<'_> {
                 })
             }
             "prefetch_l2" => {
-                let src_v = self.expr(args[0], None)?;
-                let Value::Slice(src) = src_v else {
-                    return err(
-                        crate::diag::range(&args[0]),
-                        format!(
-                            "`prefetch_l2` asks for lines of a global slice, found {}",
-                            src_v.describe()
-                        ),
-                    );
-                };
+                let src = self.global_slice_arg(args[0], "`prefetch_l2` asks for lines of")?;
                 let index = self.index_scalar(args[1])?;
                 let addr = self.global_address(&src, &index)?;
                 self.span = crate::diag::range(&c);
@@ -394,16 +385,7 @@ impl Lowerer<'_> {
                 let di = self.index_scalar(args[1])?;
                 let dst = self.shared_address(&tile, &di, crate::diag::range(&args[1]))?;
                 let dst = self.addr_reg32(dst);
-                let src_v = self.expr(args[2], None)?;
-                let Value::Slice(src) = src_v else {
-                    return err(
-                        crate::diag::range(&args[2]),
-                        format!(
-                            "`cp_async_16` copies from a global slice, found {}",
-                            src_v.describe()
-                        ),
-                    );
-                };
+                let src = self.global_slice_arg(args[2], "`cp_async_16` copies from")?;
                 let si = self.index_scalar(args[3])?;
                 let guard = if name == "cp_async_16_or" {
                     Some(self.expr_as(args[4], ScalarType::Pred)?)
@@ -523,6 +505,18 @@ impl Lowerer<'_> {
                 d
             }
             _ => self.b.reg(ScalarType::U32),
+        }
+    }
+
+    /// A global slice argument; elsewhere an error that starts with `what`, as in "`what` a
+    /// global slice, found …".
+    fn global_slice_arg(&mut self, e: &Expr, what: &str) -> DResult<SliceRef> {
+        match self.expr(e, None)? {
+            Value::Slice(s) => Ok(s),
+            other => err(
+                crate::diag::range(&e),
+                format!("{what} a global slice, found {}", other.describe()),
+            ),
         }
     }
 
