@@ -637,6 +637,10 @@ fn probe(form: Form) -> Kernel {
         Form::Nanosleep => {
             p.b.inst(Op::Nanosleep, vec![], vec![Operand::Imm(Imm::Int(100))])
         }
+        Form::PrefetchL2 => {
+            let a = p.gaddr();
+            p.b.inst(Op::PrefetchL2, vec![], vec![a]);
+        }
         Form::ControlFlow => p.b.inst(Op::Exit, vec![], vec![]),
     }
     p.finish()
