@@ -360,6 +360,12 @@ pub fn nanosleep(ns: u32) {
     let _ = ns;
     device_only("nanosleep")
 }
+/// Asks for the line of global memory holding `src[index]` in L2 and goes on
+/// (`prefetch.global.L2`): no register holds it and nothing waits for it. The emulator skips it.
+pub fn prefetch_l2<T>(src: &[T], index: u32) {
+    let _ = (src, index);
+    device_only("prefetch_l2")
+}
 /// A block-wide shared array of `N` elements of `T` (`.shared`).
 pub fn shared_array<T, const N: usize>() -> &'static mut [T; N] {
     device_only("shared_array")
