@@ -2,7 +2,7 @@
 //! the emitter read [`requirement`]; the CLI prints [`CATALOG`]. A new instruction is one row
 //! here plus its printing in `op.rs`.
 
-use crate::op::{AtomOp, MbarrierOp, MmaShape, Op};
+use crate::op::{AtomOp, CacheOp, MbarrierOp, MmaShape, Op};
 use crate::target::{IsaVersion, Target};
 use crate::types::{ScalarType, StateSpace};
 use std::fmt;
@@ -105,6 +105,7 @@ pub enum Form {
     Move,
     CvtaParam,
     LoadStore,
+    LoadNoL1,
     AtomInt,
     AtomF32Add,
     AtomF64Add,
@@ -267,6 +268,11 @@ pub const CATALOG: &[Entry] = &[
         Form::LoadStore,
         BASE,
         "ld.global.nc.v4.f32, st.shared.v2.u32, ld.param.u64, ld.local.f32",
+    ),
+    row(
+        Form::LoadNoL1,
+        Requirement::new(70, (7, 4)),
+        "ld.global.nc.L1::no_allocate.v4.u32",
     ),
     row(
         Form::AtomInt,
@@ -562,6 +568,10 @@ pub fn form(op: &Op) -> Form {
             ..
         } => Form::CvtaParam,
         Op::Mov { .. } | Op::Cvta { .. } => Form::Move,
+        Op::Ld {
+            cache: Some(CacheOp::NoL1),
+            ..
+        } => Form::LoadNoL1,
         Op::Ld { .. } | Op::St { .. } => Form::LoadStore,
         Op::Atom { op, ty, .. } | Op::Red { op, ty, .. } => match (op, ty) {
             (AtomOp::Add, T::F32) => Form::AtomF32Add,
@@ -702,7 +712,7 @@ mod tests {
         for e in CATALOG {
             assert_eq!(entry(e.form).form, e.form);
         }
-        assert_eq!(seen.len(), 66);
+        assert_eq!(seen.len(), 67);
     }
 
     #[test]

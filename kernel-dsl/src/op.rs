@@ -82,6 +82,9 @@ pub enum CacheOp {
     Cv,
     Wb,
     Wt,
+    /// `.L1::no_allocate` (an eviction priority, sm_70+): the line is not kept in L1, so data
+    /// read once does not evict data that is read again.
+    NoL1,
 }
 
 /// Atomic and reduction operations.
@@ -612,6 +615,7 @@ fn cache(c: Option<CacheOp>) -> &'static str {
         Some(CacheOp::Cv) => ".cv",
         Some(CacheOp::Wb) => ".wb",
         Some(CacheOp::Wt) => ".wt",
+        Some(CacheOp::NoL1) => ".L1::no_allocate",
     }
 }
 

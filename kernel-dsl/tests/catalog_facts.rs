@@ -637,6 +637,21 @@ fn probe(form: Form) -> Kernel {
         Form::Nanosleep => {
             p.b.inst(Op::Nanosleep, vec![], vec![Operand::Imm(Imm::Int(100))])
         }
+        Form::LoadNoL1 => {
+            let v = Operand::Vector((0..4).map(|_| Operand::Reg(p.b.reg(T::U32))).collect());
+            let a = p.gaddr();
+            p.b.inst(
+                Op::Ld {
+                    space: StateSpace::Global,
+                    ty: T::U32,
+                    vec: Some(VecWidth::V4),
+                    nc: true,
+                    cache: Some(CacheOp::NoL1),
+                },
+                vec![v],
+                vec![a],
+            );
+        }
         Form::PrefetchL2 => {
             let a = p.gaddr();
             p.b.inst(Op::PrefetchL2, vec![], vec![a]);

@@ -44,7 +44,7 @@ impl Lowerer<'_> {
             Value::Slice(s) => {
                 self.span = crate::diag::range(&m);
                 match name.as_str() {
-                    "load4" | "load8" | "load_vec" | "load_vec_or" => {
+                    "load4" | "load8" | "load_vec" | "load_vec_or" | "load_vec_streaming" => {
                         let guarded = name == "load_vec_or";
                         arity(if guarded { 3 } else { 1 })?;
                         let span = crate::diag::range(&m);
@@ -54,7 +54,9 @@ impl Lowerer<'_> {
                             _ => self.vector_lanes(m.turbofish.as_ref(), span)?,
                         };
                         let guard = guarded.then(|| (args[1], args[2]));
-                        self.vector_load(VecPlace::Global(&s), lanes, args[0], guard, span)
+                        // Read once: not kept in L1, where it would evict what is read again.
+                        let cache = (name == "load_vec_streaming").then_some(CacheOp::NoL1);
+                        self.vector_load(VecPlace::Global(&s), lanes, args[0], guard, cache, span)
                     }
                     "store4" | "store8" | "store_vec" | "store_words" => {
                         arity(2)?;
@@ -94,7 +96,7 @@ impl Lowerer<'_> {
                         self.atomic(n, StateSpace::Global, s.elem, addr, &args, crate::diag::range(&m))
                     }
                     "len" => err(crate::diag::range(&m), "a kernel's slices carry no length: pass the length as a `u32` parameter"),
-                    other => err(crate::diag::range(&m.method), format!("slices in kernels have no method `{other}`: index them, or use load_vec/load_vec_or/store_vec (load4/store4, load8/store8), load_words/load_words_or/store_words, load_cg, atomic_*")),
+                    other => err(crate::diag::range(&m.method), format!("slices in kernels have no method `{other}`: index them, or use load_vec/load_vec_or/load_vec_streaming/store_vec (load4/store4, load8/store8), load_words/load_words_or/store_words, load_cg, atomic_*")),
                 }
             }
             Value::Shared(a) => {
@@ -123,7 +125,7 @@ impl Lowerer<'_> {
                         arity(if guarded { 3 } else { 1 })?;
                         let lanes = self.vector_lanes(m.turbofish.as_ref(), span)?;
                         let guard = guarded.then(|| (args[1], args[2]));
-                        self.vector_load(VecPlace::Shared(&a), lanes, args[0], guard, span)
+                        self.vector_load(VecPlace::Shared(&a), lanes, args[0], guard, None, span)
                     }
                     "store_vec" => {
                         arity(2)?;

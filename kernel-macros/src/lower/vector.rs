@@ -14,7 +14,7 @@ use super::Lowerer;
 use crate::diag::{err, DResult, SpanRange};
 use crate::dsl_type::rust_name;
 use kernel_dsl::ir::{Guard, Operand, Reg};
-use kernel_dsl::op::{CvtRounding, Op};
+use kernel_dsl::op::{CacheOp, CvtRounding, Op};
 use kernel_dsl::{ScalarType, StateSpace, VecWidth};
 use syn::Expr;
 
@@ -148,6 +148,7 @@ impl Lowerer<'_> {
         lanes: i64,
         index: &Expr,
         guard: Option<(&Expr, &Expr)>,
+        cache: Option<CacheOp>,
         span: SpanRange,
     ) -> DResult<Value> {
         let elem = place.elem();
@@ -202,7 +203,7 @@ impl Lowerer<'_> {
                 }
             }
         };
-        self.load_into(place, a, &words, addr, pred);
+        self.load_into(place, a, &words, addr, pred, cache);
         if a.per_word() == 1 {
             return Ok(Value::Array { elems: words, elem });
         }
@@ -236,13 +237,14 @@ impl Lowerer<'_> {
         words: &[Reg],
         addr: Operand,
         pred: Option<Reg>,
+        cache: Option<CacheOp>,
     ) {
         let op = Op::Ld {
             space: place.space(),
             ty: a.word,
             vec: a.width(),
             nc: place.nc(),
-            cache: None,
+            cache,
         };
         let dst = words_operand(words);
         match pred {
@@ -328,7 +330,7 @@ impl Lowerer<'_> {
             });
         }
         let pred = guarded.map(|ok| self.materialize(&ok));
-        self.load_into(place, a, &words, addr, pred);
+        self.load_into(place, a, &words, addr, pred, None);
         Ok(Value::Array {
             elems: words,
             elem: ScalarType::U32,
