@@ -7,4 +7,6 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 bash scripts/install-ptxas.sh
 export PTXKIT_PTXAS="$root/.tools/ptxas-12.9/nvidia/cuda_nvcc/bin/ptxas"
+# The checks that assemble the library share ptxas results: a module is assembled once a run.
+export PTXKIT_PTXAS_CACHE="${CARGO_TARGET_DIR:-$root/target}/ptxas-cache"
 cargo test --workspace --locked

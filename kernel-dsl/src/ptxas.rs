@@ -17,6 +17,10 @@ pub const PROJECT_PTXAS: &str = ".tools/ptxas-12.9/nvidia/cuda_nvcc/bin/ptxas";
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Ptxas {
     pub path: PathBuf,
+    /// Where results are kept between runs (`$PTXKIT_PTXAS_CACHE`), if anywhere: a module
+    /// already assembled for its target, by this binary, is read back rather than assembled
+    /// again (the test suite's checks assemble many of the same modules).
+    pub cache: Option<PathBuf>,
 }
 
 /// Registers, spills and memory of one entry, as `ptxas -v` reports them.
@@ -69,7 +73,10 @@ impl Ptxas {
         candidates
             .into_iter()
             .find(|p| p.is_file())
-            .map(|path| Ptxas { path })
+            .map(|path| Ptxas {
+                path,
+                cache: std::env::var_os("PTXKIT_PTXAS_CACHE").map(PathBuf::from),
+            })
     }
 
     /// `ptxas --version`'s last line.
@@ -169,9 +176,48 @@ impl Ptxas {
         Ok(None)
     }
 
-    /// Runs ptxas on `ptx`: its target, whether ptxas succeeded, the cubin and the log.
+    /// Runs ptxas on `ptx`: its target, whether ptxas succeeded, the cubin and the log; from
+    /// the cache where it holds this module for this binary.
     fn run(&self, ptx: &str) -> Result<(Target, bool, Vec<u8>, String), Error> {
         let target = read_ptx_header(ptx)?.target;
+        let Some(dir) = &self.cache else {
+            return self.assemble_now(ptx, target);
+        };
+        let stem = dir.join(format!("{:016x}", self.cache_key(ptx)));
+        if let Some((ok, cubin, log)) = read_cached(&stem, ptx) {
+            return Ok((target, ok, cubin, log));
+        }
+        let (target, ok, cubin, log) = self.assemble_now(ptx, target)?;
+        // A cache that cannot be written only costs the next caller a run of ptxas.
+        let _ = write_cached(dir, &stem, ptx, ok, &cubin, &log);
+        Ok((target, ok, cubin, log))
+    }
+
+    /// The cache's name for `ptx` assembled by this binary: the module's text and the binary's
+    /// path, size and modification time (a reinstalled ptxas starts afresh). A hit is also
+    /// checked against the module's length and a second hash of its text ([`check_of`]), so a
+    /// collision of names is a miss.
+    fn cache_key(&self, ptx: &str) -> u64 {
+        let meta = std::fs::metadata(&self.path).ok();
+        let stamp = meta
+            .as_ref()
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos());
+        let id = format!(
+            "{}\0{}\0{stamp}\0",
+            self.path.display(),
+            meta.map_or(0, |m| m.len())
+        );
+        crate::artifact::fnv1a64(&[id.as_bytes(), ptx.as_bytes()].concat())
+    }
+
+    /// Runs ptxas itself on `ptx` for `target`.
+    fn assemble_now(
+        &self,
+        ptx: &str,
+        target: Target,
+    ) -> Result<(Target, bool, Vec<u8>, String), Error> {
         let dir = std::env::temp_dir().join(format!(
             "ptxkit-ptxas-{}-{}",
             std::process::id(),
@@ -202,6 +248,55 @@ impl Ptxas {
         let _ = std::fs::remove_dir_all(&dir);
         Ok((target, out.status.success(), cubin, log))
     }
+}
+
+/// What a cached result records of its module, to tell it from another of the same name: the
+/// length and a hash of the text alone (the name hashes it after the binary's identity).
+fn check_of(ptx: &str) -> String {
+    format!(
+        "{} {:016x}",
+        ptx.len(),
+        crate::artifact::fnv1a64(ptx.as_bytes())
+    )
+}
+
+/// A cached result at `stem` (`.check`, `.cubin`, `.log`, `.ok`) if it was made from `ptx`.
+fn read_cached(stem: &Path, ptx: &str) -> Option<(bool, Vec<u8>, String)> {
+    let stored = std::fs::read_to_string(stem.with_extension("check")).ok()?;
+    if stored != check_of(ptx) {
+        return None;
+    }
+    let ok = std::fs::read_to_string(stem.with_extension("ok")).ok()? == "1";
+    let cubin = std::fs::read(stem.with_extension("cubin")).ok()?;
+    let log = std::fs::read_to_string(stem.with_extension("log")).ok()?;
+    Some((ok, cubin, log))
+}
+
+/// Stores a result at `stem`, each file written whole and renamed into place, the check last:
+/// a reader that finds it finds the rest (tests assemble from several threads).
+fn write_cached(
+    dir: &Path,
+    stem: &Path,
+    ptx: &str,
+    ok: bool,
+    cubin: &[u8],
+    log: &str,
+) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let check = check_of(ptx);
+    let unique = format!("{}-{:?}", std::process::id(), std::thread::current().id());
+    let files: [(&str, &[u8]); 4] = [
+        ("cubin", cubin),
+        ("log", log.as_bytes()),
+        ("ok", if ok { b"1" } else { b"0" }),
+        ("check", check.as_bytes()),
+    ];
+    for (ext, bytes) in files {
+        let tmp = stem.with_extension(format!("{ext}.{unique}.tmp"));
+        std::fs::write(&tmp, bytes)?;
+        std::fs::rename(&tmp, stem.with_extension(ext))?;
+    }
+    Ok(())
 }
 
 /// Reads `ptxas -v` output into one report per entry.
@@ -281,5 +376,43 @@ ptxas info    : Used 12 registers, 368 bytes cmem[0]\n";
         );
         assert_eq!(r[1].registers, 12);
         assert_eq!(r[1].shared_bytes, 0);
+    }
+
+    #[test]
+    fn a_cached_module_is_read_back_and_a_changed_one_is_assembled_again() {
+        let Some(found) = Ptxas::find() else {
+            println!("skipping: no ptxas found (set PTXKIT_PTXAS)");
+            return;
+        };
+        let dir = std::env::temp_dir().join(format!("ptxkit-ptxas-cache-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let ptxas = Ptxas {
+            cache: Some(dir.clone()),
+            ..found
+        };
+        let ptx = crate::emit::emit(&crate::samples::vector_add(), Target::Sm80).unwrap();
+        let first = ptxas.assemble(&ptx).unwrap();
+        let stem = dir.join(format!("{:016x}", ptxas.cache_key(&ptx)));
+        assert_eq!(
+            std::fs::read_to_string(stem.with_extension("check")).unwrap(),
+            check_of(&ptx)
+        );
+        // A stored result is what a hit returns: mark the log to tell it from a fresh run.
+        let marked = format!("{}cached\n", first.log);
+        std::fs::write(stem.with_extension("log"), &marked).unwrap();
+        let hit = ptxas.assemble(&ptx).unwrap();
+        assert_eq!(hit.log, marked);
+        assert_eq!(hit.cubin, first.cubin);
+        assert_eq!(hit.reports, first.reports);
+        // The same name over other text (a collision) is a miss, and ptxas runs again.
+        std::fs::write(stem.with_extension("check"), check_of("// another module")).unwrap();
+        let again = ptxas.assemble(&ptx).unwrap();
+        assert!(!again.log.ends_with("cached\n"), "{}", again.log);
+        assert_eq!(again.reports, first.reports);
+        assert_eq!(
+            std::fs::read_to_string(stem.with_extension("check")).unwrap(),
+            check_of(&ptx)
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
