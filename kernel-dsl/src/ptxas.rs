@@ -181,13 +181,14 @@ impl Ptxas {
     fn run(&self, ptx: &str) -> Result<(Target, bool, Vec<u8>, String), Error> {
         let target = read_ptx_header(ptx)?.target;
         let Some(dir) = &self.cache else {
-            return self.assemble_now(ptx, target);
+            let (ok, cubin, log) = self.assemble_now(ptx, target)?;
+            return Ok((target, ok, cubin, log));
         };
         let stem = dir.join(format!("{:016x}", self.cache_key(ptx)));
         if let Some((ok, cubin, log)) = read_cached(&stem, ptx) {
             return Ok((target, ok, cubin, log));
         }
-        let (target, ok, cubin, log) = self.assemble_now(ptx, target)?;
+        let (ok, cubin, log) = self.assemble_now(ptx, target)?;
         // A cache that cannot be written only costs the next caller a run of ptxas.
         let _ = write_cached(dir, &stem, ptx, ok, &cubin, &log);
         Ok((target, ok, cubin, log))
@@ -212,12 +213,8 @@ impl Ptxas {
         crate::artifact::fnv1a64(&[id.as_bytes(), ptx.as_bytes()].concat())
     }
 
-    /// Runs ptxas itself on `ptx` for `target`.
-    fn assemble_now(
-        &self,
-        ptx: &str,
-        target: Target,
-    ) -> Result<(Target, bool, Vec<u8>, String), Error> {
+    /// Runs ptxas itself on `ptx` for `target`: whether it succeeded, the cubin and the log.
+    fn assemble_now(&self, ptx: &str, target: Target) -> Result<(bool, Vec<u8>, String), Error> {
         let dir = std::env::temp_dir().join(format!(
             "ptxkit-ptxas-{}-{}",
             std::process::id(),
@@ -246,7 +243,7 @@ impl Ptxas {
         );
         let cubin = std::fs::read(&output).unwrap_or_default();
         let _ = std::fs::remove_dir_all(&dir);
-        Ok((target, out.status.success(), cubin, log))
+        Ok((out.status.success(), cubin, log))
     }
 }
 

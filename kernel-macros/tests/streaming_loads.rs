@@ -5,7 +5,7 @@
 
 mod common;
 
-use kernel_dsl::Target;
+use kernel_dsl::{read_ptx_header, IsaVersion, Target};
 use kernel_macros::kernel;
 use kernel_runtime::{Buffer, Device, Error, LaunchConfig};
 
@@ -41,13 +41,8 @@ fn the_streaming_load_skips_l1_and_raises_the_ptx_version() {
             ["ld.global.nc.L1::no_allocate.v4.f32", "ld.global.nc.v4.f32"],
             "{target}:\n{ptx}"
         );
-        let version = ptx
-            .lines()
-            .find_map(|l| l.strip_prefix(".version "))
-            .expect("a .version line");
-        let (major, minor) = version.trim().split_once('.').unwrap();
-        let v = (major.parse::<u32>().unwrap(), minor.parse::<u32>().unwrap());
-        assert!(v >= (7, 4), "{target}: .version {version}");
+        let version = read_ptx_header(&ptx).unwrap().version;
+        assert!(version >= IsaVersion(7, 4), "{target}: .version {version}");
     }
 }
 
